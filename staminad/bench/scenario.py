@@ -1,0 +1,69 @@
+"""One scenario's reference trajectory: s_0 and the change batches a_1..a_N, drawn from a seed.
+
+The trajectory depends only on (seed, parameters) and the generator version; states along it are
+recomputed by replaying the changes, so a pack stores s_0 and the changes, never every state.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Mapping
+
+import msgspec
+
+from staminad.bench.changes import Change, transition
+from staminad.bench.naming import NamingMode, Namer
+from staminad.bench.sampler import SamplerName, initial_state, sample_turn, weights_for
+from staminad.bench.schema import State
+
+# Bumped whenever the same parameters would produce a different trajectory or texts.
+GENERATOR_VERSION = "1"
+
+
+class ScenarioParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything besides the seed that fixes a trajectory."""
+
+    turns: int = 100
+    sampler: SamplerName = "uniform"
+    naming: NamingMode = "themed"
+    changes_per_turn: int = 5
+    weights: dict[str, float] | None = None
+    language: str = "python"
+
+
+class Scenario(msgspec.Struct, frozen=True, kw_only=True):
+    seed: int
+    initial: State
+    turns: tuple[tuple[Change, ...], ...]  # turns[t-1] is a_t
+
+    def states(self) -> Iterator[State]:
+        """s_0, s_1, ..., s_N."""
+        state = self.initial
+        yield state
+        for batch in self.turns:
+            state = transition(state, batch)
+            yield state
+
+    def state_at(self, turn: int) -> State:
+        if not 0 <= turn <= len(self.turns):
+            raise ValueError(f"turn {turn} is outside 0..{len(self.turns)}")
+        for t, state in enumerate(self.states()):
+            if t == turn:
+                return state
+        raise AssertionError("unreachable")
+
+
+def generate(seed: int, params: ScenarioParams, weights: Mapping[str, float] | None = None) -> Scenario:
+    """Draw s_0 with p0 and N turns with pi_env; the same inputs give the same scenario anywhere."""
+    rng = random.Random(f"staminabench/{GENERATOR_VERSION}/{seed}/{params.naming}/{params.sampler}")
+    namer = Namer(params.naming, rng)
+    w = weights_for(params.sampler, weights if weights is not None else params.weights)
+    state = initial_state(rng, namer)
+    initial = state
+    turns: list[tuple[Change, ...]] = []
+    age = 0
+    for _ in range(params.turns):
+        changes, state = sample_turn(state, rng, namer, w, params.changes_per_turn, age)
+        age += len(changes)
+        turns.append(tuple(changes))
+    return Scenario(seed=seed, initial=initial, turns=tuple(turns))

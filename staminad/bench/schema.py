@@ -1,0 +1,256 @@
+"""The state space S: a typed REST-API design (entities, fields, enums, analytics, actions).
+
+Everything here is a frozen msgspec Struct so a state can be hashed, compared, and written to a
+scenario pack byte for byte. The module holds only data shapes and the lookups every other
+module needs; the transition, generator and renderings live beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import msgspec
+
+FieldKind = Literal["string", "integer", "float", "boolean", "enum", "datetime", "ref", "ref_list"]
+NUMERIC_KINDS: frozenset[str] = frozenset({"integer", "float"})
+AnalyticsOp = Literal["avg", "min", "max", "sum", "count"]
+CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
+ArithOp = Literal["+", "-", "*"]
+Scalar = str | int | float | bool
+
+DATETIME_MIN = "2020-01-01 00:00:00"
+DATETIME_MAX = "2030-12-31 23:59:59"
+
+_CAMEL = re.compile(r"^[A-Z][a-z0-9]*(?:[A-Z][a-z0-9]*)*$")
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+
+
+def is_camel(name: str) -> bool:
+    """True for CamelCase entity and enum type names such as `CoffeeBatch`."""
+    return bool(_CAMEL.match(name))
+
+
+def is_snake(name: str) -> bool:
+    """True for snake_case field, action and enum value names such as `roast_date`."""
+    return bool(_SNAKE.match(name))
+
+
+def endpoint_of(entity_name: str) -> str:
+    """The URL segment of an entity: its name lowercased with no separators."""
+    return entity_name.lower()
+
+
+class Field(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One field of an entity. `id` is implicit on every entity and never listed here."""
+
+    name: str
+    kind: FieldKind
+    required: bool = False
+    nullable: bool = False
+    has_default: bool = False
+    default: Scalar | None = None
+    enum: str | None = None  # enum type name, for kind == "enum"
+    target: str | None = None  # entity name, for kind in ("ref", "ref_list")
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    after: str | None = None  # datetime lower bound, inclusive
+    before: str | None = None  # datetime upper bound, inclusive
+
+
+class EnumType(msgspec.Struct, frozen=True, kw_only=True):
+    """A named, case-sensitive set of string values."""
+
+    name: str
+    values: tuple[str, ...]
+
+
+class Entity(msgspec.Struct, frozen=True, kw_only=True):
+    """A resource with CRUD endpoints at `/{endpoint}`."""
+
+    name: str
+    fields: tuple[Field, ...]
+
+    @property
+    def endpoint(self) -> str:
+        return endpoint_of(self.name)
+
+    def field(self, name: str) -> Field | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+class Analytics(msgspec.Struct, frozen=True, kw_only=True):
+    """An aggregate endpoint: `op` over `field` of every `entity` (no field for count)."""
+
+    entity: str
+    op: AnalyticsOp
+    field: str | None = None
+
+    def path(self) -> str:
+        if self.op == "count":
+            return f"/analytics/{endpoint_of(self.entity)}/count"
+        return f"/analytics/{endpoint_of(self.entity)}/{self.field}/{self.op}"
+
+
+# --- guard conditions -------------------------------------------------------------------------
+
+
+class FieldOperand(msgspec.Struct, frozen=True, tag="field"):
+    """`this.<field>`."""
+
+    field: str
+
+
+class ArithOperand(msgspec.Struct, frozen=True, tag="arith"):
+    """`this.<left> <op> this.<right>` over two numeric fields."""
+
+    left: str
+    op: ArithOp
+    right: str
+
+
+class CountOperand(msgspec.Struct, frozen=True, tag="count"):
+    """`count(this.<list_field>)`."""
+
+    list_field: str
+
+
+class SumOperand(msgspec.Struct, frozen=True, tag="sum"):
+    """`sum(this.<list_field>.<field>)`, skipping nulls."""
+
+    list_field: str
+    field: str
+
+
+Operand = FieldOperand | ArithOperand | CountOperand | SumOperand
+
+
+class Compare(msgspec.Struct, frozen=True, tag="compare"):
+    """`<operand> <op> <literal>`; false when any value involved is null."""
+
+    left: Operand
+    op: CompareOp
+    value: Scalar
+
+
+class NullCheck(msgspec.Struct, frozen=True, tag="null"):
+    """`this.<field> is null` or `is not null`."""
+
+    field: str
+    is_null: bool
+
+
+class Quantified(msgspec.Struct, frozen=True, tag="quantified"):
+    """`any`/`all` entities referenced by a list field satisfy `item.<field> <op> <value>`."""
+
+    quantifier: Literal["any", "all"]
+    list_field: str
+    field: str
+    op: CompareOp
+    value: Scalar
+
+
+Condition = Compare | NullCheck | Quantified
+
+
+# --- effects -----------------------------------------------------------------------------------
+
+
+class SetValue(msgspec.Struct, frozen=True, tag="set"):
+    """Set `<field>` to a literal."""
+
+    field: str
+    value: Scalar | None
+
+
+class Increment(msgspec.Struct, frozen=True, tag="increment"):
+    """Add a literal (possibly negative) to a numeric `<field>`."""
+
+    field: str
+    amount: int | float
+
+
+class Compute(msgspec.Struct, frozen=True, tag="compute"):
+    """`this.<field> = this.<left> <op> this.<right>`."""
+
+    field: str
+    left: str
+    op: ArithOp
+    right: str
+
+
+class OnReference(msgspec.Struct, frozen=True, tag="on_ref"):
+    """Apply `effect` to the entity referenced by `ref_field` (skipped when it is null)."""
+
+    ref_field: str
+    effect: SetValue | Increment
+
+
+class ForEach(msgspec.Struct, frozen=True, tag="for_each"):
+    """Apply `effect` to every entity referenced by `list_field`."""
+
+    list_field: str
+    effect: SetValue | Increment
+
+
+Effect = SetValue | Increment | Compute | OnReference | ForEach
+
+
+class Action(msgspec.Struct, frozen=True, kw_only=True):
+    """POST `/{entity}/{id}/{name}`: moves enum `field` from one of `sources` to `target`."""
+
+    entity: str
+    name: str
+    field: str
+    sources: tuple[str, ...]
+    target: str
+    conditions: tuple[Condition, ...] = ()
+    effects: tuple[Effect, ...] = ()
+
+
+class State(msgspec.Struct, frozen=True, kw_only=True):
+    """A full reference design `s_t`."""
+
+    enums: tuple[EnumType, ...] = ()
+    entities: tuple[Entity, ...] = ()
+    analytics: tuple[Analytics, ...] = ()
+    actions: tuple[Action, ...] = ()
+
+    def entity(self, name: str) -> Entity | None:
+        for e in self.entities:
+            if e.name == name:
+                return e
+        return None
+
+    def enum(self, name: str) -> EnumType | None:
+        for e in self.enums:
+            if e.name == name:
+                return e
+        return None
+
+    def action(self, entity: str, name: str) -> Action | None:
+        for a in self.actions:
+            if a.entity == entity and a.name == name:
+                return a
+        return None
+
+    def relationship_count(self) -> int:
+        return sum(1 for e in self.entities for f in e.fields if f.kind in ("ref", "ref_list"))
+
+
+STATE_ENCODER = msgspec.json.Encoder()
+STATE_DECODER = msgspec.json.Decoder(State)
+
+
+def dump_state(state: State) -> bytes:
+    """Canonical JSON bytes of a state (field order fixed by the Struct definitions)."""
+    return STATE_ENCODER.encode(state)
+
+
+def load_state(data: bytes) -> State:
+    return STATE_DECODER.decode(data)
