@@ -249,8 +249,8 @@ def random_effect(rng: random.Random, state: State, entity: Entity, action_field
     if len(numeric) >= 2 and roll < 0.6:
         target = rng.choice(numeric)
         pool = numeric if target.kind == "float" else [f for f in numeric if f.kind == "integer"]
-        if len(pool) >= 1:
-            a, b = rng.choice(pool), rng.choice(pool)
+        if pool:
+            a, b = rng.sample(pool, 2) if len(pool) >= 2 else (pool[0], pool[0])
             return Compute(target.name, a.name, rng.choice(("+", "-", "*")), b.name)
     return _simple_effect(rng, state, entity, action_field)
 

@@ -1,0 +1,1 @@
+"""Handlers of the `staminad` subcommands, one module per command group."""

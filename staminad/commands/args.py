@@ -1,0 +1,47 @@
+"""Argument types shared by several commands; each raises a one-line error on bad input."""
+
+from __future__ import annotations
+
+import argparse
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+def seed_list(text: str) -> list[int]:
+    """`0-19`, `3`, or `0,4,7-9` -> a sorted list of distinct non-negative seeds."""
+    seeds: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo_s, hi_s = part.split("-", 1)
+                lo, hi = int(lo_s), int(hi_s)
+                if lo > hi:
+                    raise argparse.ArgumentTypeError(f"seed range {part!r} is empty (start above end)")
+                seeds.update(range(lo, hi + 1))
+            else:
+                seeds.add(int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a seed list such as 0-19 or 1,4,7") from None
+    if any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError("seeds must not be negative")
+    if len(seeds) > 100_000:
+        raise argparse.ArgumentTypeError("at most 100000 seeds")
+    return sorted(seeds)
+
+
+def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
+    """An argparse type accepting integers in [lo, hi]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is outside {lo}..{hi}")
+        return value
+
+    return parse

@@ -1,0 +1,79 @@
+"""`staminad scenario generate|show`: make a scenario pack and look inside one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from staminad.bench.changes import transition
+from staminad.bench.pack import Pack
+from staminad.bench.scenario import ScenarioParams
+from staminad.commands.args import UsageError, bounded_int, seed_list
+from staminad.packio import read_pack, write_pack
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("scenario", help="generate and inspect scenario packs")
+    ssub = p.add_subparsers(dest="scenario_cmd", required=True)
+    g = ssub.add_parser("generate", help="write a scenario pack")
+    g.add_argument("--seeds", type=seed_list, default=seed_list("0-19"), help="e.g. 0-19 or 1,4,7 (default 0-19)")
+    g.add_argument("--turns", type=bounded_int(0, 100_000), default=100)
+    g.add_argument("--sampler", choices=("uniform", "weighted"), default="uniform")
+    g.add_argument("--naming", choices=("programmatic", "themed"), default="themed")
+    g.add_argument("--changes-per-turn", type=bounded_int(1, 50), default=5)
+    g.add_argument("--language", default="python", help="implementation language named in the texts")
+    g.add_argument("-o", "--out", type=Path, required=True, help="directory to write the pack to")
+    g.set_defaults(func=generate)
+    s = ssub.add_parser("show", help="summarise a pack, or print one turn's texts")
+    s.add_argument("pack", type=Path)
+    s.add_argument("--seed", type=bounded_int(0, 10**9))
+    s.add_argument("--turn", type=bounded_int(0, 100_000))
+    s.set_defaults(func=show)
+
+
+def generate(args: argparse.Namespace) -> int:
+    from staminad.bench.pack import build_pack
+
+    if not args.language.replace("+", "").replace("#", "").isalnum():
+        raise UsageError(f"--language {args.language!r} must be a single word such as python or rust")
+    params = ScenarioParams(turns=args.turns, sampler=args.sampler, naming=args.naming,
+                            changes_per_turn=args.changes_per_turn, language=args.language)
+    files = build_pack(args.seeds, params)
+    write_pack(args.out, files)
+    print(f"wrote {len(files)} files for {len(args.seeds)} scenarios x {args.turns} turns to {args.out}")
+    return 0
+
+
+def _summary(pack: Pack, seed: int) -> str:
+    scenario = pack.scenario(seed)
+    lines = [f"seed {seed}:  turn  entities  fields  relationships  analytics  actions  enums"]
+    state = scenario.initial
+    for t in range(len(scenario.turns) + 1):
+        if t:
+            state = transition(state, scenario.turns[t - 1])
+        n_fields = sum(len(e.fields) for e in state.entities)
+        lines.append(f"{'':9}{t:5}  {len(state.entities):8}  {n_fields:6}  {state.relationship_count():13}  "
+                     f"{len(state.analytics):9}  {len(state.actions):7}  {len(state.enums):5}")
+    return "\n".join(lines)
+
+
+def show(args: argparse.Namespace) -> int:
+    pack = read_pack(args.pack)
+    p = pack.params
+    if args.turn is not None:
+        if args.seed is None:
+            raise UsageError("--turn needs --seed")
+        pack.scenario(args.seed)  # validates the seed
+        if args.turn == 0:
+            sys.stdout.write(f"=== README.md ===\n{pack.readme()}\n=== initial_specification.md ===\n")
+            sys.stdout.write(pack.text(f"scenarios/seed-{args.seed:05d}/texts/initial_specification.md"))
+            sys.stdout.write("\n=== prompt ===\n")
+        sys.stdout.write(pack.prompt(args.seed, args.turn))
+        return 0
+    print(f"pack {args.pack}: {len(pack.manifest.seeds)} scenarios, {p.turns} turns, sampler {p.sampler}, "
+          f"naming {p.naming}, {p.changes_per_turn} changes per turn, language {p.language}, "
+          f"generator {pack.manifest.generator_version}")
+    for seed in [args.seed] if args.seed is not None else pack.manifest.seeds:
+        print(_summary(pack, seed))
+    return 0
