@@ -23,6 +23,7 @@ from staminad.bench.schema import (
     Compare,
     Compute,
     Condition,
+    CountOperand,
     Effect,
     Entity,
     EnumType,
@@ -142,6 +143,8 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:
+            if e.name != self.old and all(f.target != self.old for f in e.fields):
+                return e
             fields = tuple(msgspec.structs.replace(f, target=self.new) if f.target == self.old else f for f in e.fields)
             return Entity(name=self.new if e.name == self.old else e.name, fields=fields)
 
@@ -182,7 +185,8 @@ class DeleteField(msgspec.Struct, frozen=True, tag="delete_field"):
 
     def apply(self, state: State) -> State:
         e = _entity(state, self.entity)
-        return prune(_with_entity(state, Entity(name=e.name, fields=tuple(f for f in e.fields if f.name != self.field))))
+        kept = tuple(f for f in e.fields if f.name != self.field)
+        return prune(_with_entity(state, Entity(name=e.name, fields=kept)))
 
 
 class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
@@ -199,7 +203,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
     def _n(self, name: str) -> str:
         return self.new if name == self.old else name
 
-    def _condition(self, state: State, owner: Entity, c: Condition) -> Condition:
+    def _condition(self, owner: Entity, c: Condition) -> Condition:
         here = owner.name == self.entity
         if isinstance(c, NullCheck):
             return NullCheck(self._n(c.field), c.is_null) if here else c
@@ -220,8 +224,8 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
             left = FieldOperand(self._n(left.field))
         elif here and isinstance(left, ArithOperand):
             left = ArithOperand(self._n(left.left), left.op, self._n(left.right))
-        elif here:
-            left = type(left)(self._n(left.list_field))
+        elif here and isinstance(left, CountOperand):
+            left = CountOperand(self._n(left.list_field))
         return msgspec.structs.replace(c, left=left)
 
     def _effect(self, owner: Entity, x: Effect) -> Effect:
@@ -251,11 +255,14 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
         actions = []
         for a in state.actions:
             owner = _entity(state, a.entity)  # looked up in the old state: links still use old names
+            if a.entity != self.entity and not any(f.target == self.entity for f in owner.fields):
+                actions.append(a)  # nothing in this action can name the renamed field
+                continue
             actions.append(Action(
                 entity=a.entity, name=a.name,
                 field=self._n(a.field) if a.entity == self.entity else a.field,
                 sources=a.sources, target=a.target,
-                conditions=tuple(self._condition(state, owner, c) for c in a.conditions),
+                conditions=tuple(self._condition(owner, c) for c in a.conditions),
                 effects=tuple(self._effect(owner, x) for x in a.effects),
             ))
         new_state = _with_entity(state, renamed)

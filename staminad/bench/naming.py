@@ -7,6 +7,7 @@ scenario exhausts a domain's nouns, names are compounded from the same vocabular
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Collection
 from typing import Literal
@@ -118,14 +119,15 @@ DOMAINS: tuple[Domain, ...] = (
 DOMAIN_KEYS: tuple[str, ...] = tuple(d.key for d in DOMAINS)
 
 
-def _split_camel(name: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _split_camel(name: str) -> tuple[str, ...]:
     words: list[str] = []
     for ch in name:
         if ch.isupper() or not words:
             words.append(ch.lower())
         else:
             words[-1] += ch
-    return words
+    return tuple(words)
 
 
 class Namer:

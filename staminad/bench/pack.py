@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from staminad.bench.changes import transition
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import GENERATOR_VERSION, Scenario, ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -63,8 +62,8 @@ def scenario_texts(scenario: Scenario, language: str) -> dict[str, bytes]:
     }
     state = scenario.initial
     for t, batch in enumerate(scenario.turns, 1):
-        files[prompt_path(seed, t)] = change_prompt(batch, state).encode()
-        state = transition(state, batch)
+        text, state = change_prompt(batch, state)
+        files[prompt_path(seed, t)] = text.encode()
     return files
 
 

@@ -188,7 +188,7 @@ def random_condition(rng: random.Random, state: State, entity: Entity, avoid: se
     choice = rng.choice(options)
     if choice == "compare":
         f = rng.choice(numeric)
-        return Compare(FieldOperand(f.name), rng.choice(("<", "<=", ">", ">=")), _numeric_literal(rng, f))  # type: ignore[arg-type]
+        return Compare(FieldOperand(f.name), rng.choice(("<", "<=", ">", ">=")), _numeric_literal(rng, f))
     if choice == "arith":
         a, b = rng.sample(numeric, 2)
         return Compare(ArithOperand(a.name, rng.choice(("+", "-", "*")), b.name), rng.choice((">", ">=", "<", "<=")),
@@ -212,6 +212,7 @@ def random_condition(rng: random.Random, state: State, entity: Entity, avoid: se
     if not cands:
         return Compare(CountOperand(lst.name), ">", rng.randint(0, 2))
     f = rng.choice(cands)
+    value: object
     if f.kind in NUMERIC_KINDS:
         op, value = rng.choice((">", ">=", "<", "<=")), _numeric_literal(rng, f)
     else:

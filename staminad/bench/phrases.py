@@ -10,7 +10,6 @@ import json
 
 from staminad.bench.schema import (
     ArithOperand,
-    Compare,
     Compute,
     Condition,
     CountOperand,

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 import msgspec
 
 from staminad.bench.changes import Change, transition
-from staminad.bench.naming import NamingMode, Namer
+from staminad.bench.naming import Namer, NamingMode
 from staminad.bench.sampler import SamplerName, initial_state, sample_turn, weights_for
 from staminad.bench.schema import State
 

@@ -8,6 +8,7 @@ module needs; the transition, generator and renderings live beside it.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Literal
 
 import msgspec
@@ -213,31 +214,38 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
     effects: tuple[Effect, ...] = ()
 
 
-class State(msgspec.Struct, frozen=True, kw_only=True):
-    """A full reference design `s_t`."""
+class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """A full reference design `s_t`.
+
+    `dict=True` lets the name indexes below be cached per (immutable) state: states reach hundreds
+    of entities in long scenarios and are queried by name constantly.
+    """
 
     enums: tuple[EnumType, ...] = ()
     entities: tuple[Entity, ...] = ()
     analytics: tuple[Analytics, ...] = ()
     actions: tuple[Action, ...] = ()
 
+    @cached_property
+    def _entity_index(self) -> dict[str, Entity]:
+        return {e.name: e for e in self.entities}
+
+    @cached_property
+    def _enum_index(self) -> dict[str, EnumType]:
+        return {e.name: e for e in self.enums}
+
+    @cached_property
+    def _action_index(self) -> dict[tuple[str, str], Action]:
+        return {(a.entity, a.name): a for a in self.actions}
+
     def entity(self, name: str) -> Entity | None:
-        for e in self.entities:
-            if e.name == name:
-                return e
-        return None
+        return self._entity_index.get(name)
 
     def enum(self, name: str) -> EnumType | None:
-        for e in self.enums:
-            if e.name == name:
-                return e
-        return None
+        return self._enum_index.get(name)
 
     def action(self, entity: str, name: str) -> Action | None:
-        for a in self.actions:
-            if a.entity == entity and a.name == name:
-                return a
-        return None
+        return self._action_index.get((entity, name))
 
     def relationship_count(self) -> int:
         return sum(1 for e in self.entities for f in e.fields if f.kind in ("ref", "ref_list"))

@@ -106,9 +106,7 @@ def _consequences(before: State, after: State) -> list[str]:
     """What a deletion took with it: analytics, actions, guards and effects that are gone."""
     notes: list[str] = []
     gone_paths = {a.path() for a in before.analytics} - {a.path() for a in after.analytics}
-    for a in before.analytics:
-        if a.path() in gone_paths:
-            notes.append(f"the analytics endpoint `GET {a.path()}` is removed")
+    notes += [f"the analytics endpoint `GET {x.path()}` is removed" for x in before.analytics if x.path() in gone_paths]
     for a in before.actions:
         if after.entity(a.entity) is None:
             continue
@@ -128,9 +126,8 @@ def _field_intro(c: AddField) -> str:
     return f"{enum}Add to `{c.entity}` the field {field_line(c.field)}."
 
 
-def describe_change(change: Change, before: State) -> list[str]:
-    """desc_action for one atomic change, as the lines of one numbered item."""
-    after = change.apply(before)
+def describe_change(change: Change, before: State, after: State) -> list[str]:
+    """desc_action for one atomic change (`after` is its result), as the lines of one numbered item."""
     match change:
         case AddEntity(entity=e, new_enums=enums):
             lines = [f"Add the entity `{e.name}` (endpoint `/{e.endpoint}`)."]
@@ -158,8 +155,8 @@ def describe_change(change: Change, before: State) -> list[str]:
             return [f"Rename the field `{old}` of `{entity}` to `{new}`, updating every analytics path, guard and "
                     "effect that uses it."]
         case ChangeConstraints(entity=entity, field=field):
-            e = after.entity(entity)
-            f = e.field(field) if e else None
+            owner = after.entity(entity)
+            f = owner.field(field) if owner else None
             assert f is not None
             return [f"Change the bounds of `{entity}.{field}` to: {bounds_phrase(f)}. Any bound not stated here "
                     "no longer applies."]
@@ -185,15 +182,17 @@ def describe_change(change: Change, before: State) -> list[str]:
     raise TypeError(f"no description for {type(change).__name__}")
 
 
-def change_prompt(changes: Sequence[Change], before: State) -> str:
-    """The prompt of one change turn: every change, numbered, in the order to apply them."""
+def change_prompt(changes: Sequence[Change], before: State) -> tuple[str, State]:
+    """The prompt of one change turn (every change, numbered, in order) and the state it leads to."""
     lines = ["The tests passed. Now make the following changes, in this order:", ""]
     state = before
     for i, change in enumerate(changes, 1):
-        item = describe_change(change, state)
+        change.validate(state)
+        after = change.apply(state)
+        item = describe_change(change, state, after)
         lines.append(f"{i}. {item[0]}")
         lines += [f"   {line}" for line in item[1:]]
-        state = change.apply(state)
+        state = after
     lines += ["", "Keep following every rule in `README.md`. `bash run_server.sh <port>` must still start the server.",
               ""]
-    return "\n".join(lines)
+    return "\n".join(lines), state

@@ -1,0 +1,155 @@
+"""Property tests of the reference system: validity, determinism and growth over long horizons."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from staminad.bench.changes import CHANGE_KINDS, ChangeError, DeleteEntity, RenameEntity, transition
+from staminad.bench.integrity import problems
+from staminad.bench.naming import DOMAINS, Namer
+from staminad.bench.sampler import sample_change, weights_for
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.schema import dump_state, load_state
+
+PARAMS = st.builds(
+    ScenarioParams,
+    turns=st.integers(0, 40),
+    sampler=st.sampled_from(["uniform", "weighted"]),
+    naming=st.sampled_from(["programmatic", "themed"]),
+    changes_per_turn=st.integers(1, 7),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), params=PARAMS)
+def test_every_sampled_change_validates_and_every_state_is_valid(seed: int, params: ScenarioParams) -> None:
+    """Each change of a generated scenario validates on its intermediate state; all states keep the invariants."""
+    scenario = generate(seed, params)
+    state = scenario.initial
+    assert problems(state) == []
+    for batch in scenario.turns:
+        assert len(batch) == params.changes_per_turn
+        for change in batch:
+            change.validate(state)
+            state = change.apply(state)
+            assert problems(state) == [], change
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), params=PARAMS)
+def test_generation_is_deterministic(seed: int, params: ScenarioParams) -> None:
+    """The same seed and parameters give the same trajectory, state for state."""
+    a, b = generate(seed, params), generate(seed, params)
+    assert a == b
+    assert [dump_state(s) for s in a.states()] == [dump_state(s) for s in b.states()]
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), params=PARAMS)
+def test_states_round_trip_through_json(seed: int, params: ScenarioParams) -> None:
+    """A state written as JSON loads back equal, so packs reproduce states exactly."""
+    for state in generate(seed, params).states():
+        assert load_state(dump_state(state)) == state
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "weighted"])
+@pytest.mark.parametrize("naming", ["programmatic", "themed"])
+def test_states_keep_growing_for_a_thousand_turns(sampler: str, naming: str) -> None:
+    """States stay valid for 1,000 turns and reach 10+ entities with relationships and actions by turn 30."""
+    scenario = generate(11, ScenarioParams(turns=1000, sampler=sampler, naming=naming))  # type: ignore[arg-type]
+    sizes = []
+    for t, state in enumerate(scenario.states()):
+        if t in (0, 30, 250, 500, 1000):
+            assert problems(state) == []
+            sizes.append(len(state.entities))
+        if t == 30:
+            assert len(state.entities) >= 10
+            assert state.relationship_count() >= 3
+            assert state.actions
+            assert any(a.conditions and a.effects for a in state.actions)
+    assert sizes == sorted(sizes) and sizes[-1] > 100
+
+
+def test_every_change_type_is_drawn() -> None:
+    """Both samplers exercise all 16 change types of the action space within a few scenarios."""
+    for sampler in ("uniform", "weighted"):
+        seen = set()
+        for seed in range(4):
+            for batch in generate(seed, ScenarioParams(turns=60, sampler=sampler)).turns:  # type: ignore[arg-type]
+                seen.update(type(c).__struct_config__.tag for c in batch)
+        assert seen == set(CHANGE_KINDS), set(CHANGE_KINDS) - seen
+
+
+def test_weights_override_excludes_a_change_type() -> None:
+    """A zero weight removes a change type from what the sampler draws."""
+    w = weights_for("uniform", {"add_entity": 0})
+    rng = random.Random(1)
+    namer = Namer("programmatic", rng)
+    state = generate(1, ScenarioParams(turns=0)).initial
+    for _ in range(200):
+        change = sample_change(state, rng, namer, w, 0)
+        assert type(change).__struct_config__.tag != "add_entity"
+        state = change.apply(state)
+
+
+def test_unknown_weight_key_is_refused() -> None:
+    """A sampler weight for a change type that does not exist is an error, not silently ignored."""
+    with pytest.raises(ValueError, match="unknown change type"):
+        weights_for("weighted", {"add_everything": 1.0})
+
+
+def test_entity_rename_propagates_but_keeps_referencing_field_names() -> None:
+    """Renaming an entity retargets references, analytics and actions; referencing field names stay (paper E.1)."""
+    for seed in range(40):
+        scenario = generate(seed, ScenarioParams(turns=30))
+        for before in scenario.states():
+            targets = [(e.name, f) for e in before.entities for f in e.fields if f.kind in ("ref", "ref_list")]
+            if not targets:
+                continue
+            owner, field = targets[0]
+            old = field.target
+            assert old is not None
+            after = RenameEntity(old, old + "Renamed").apply(before)
+            assert problems(after) == []
+            new_owner = after.entity(owner if owner != old else old + "Renamed")
+            assert new_owner is not None
+            moved = new_owner.field(field.name)
+            assert moved is not None and moved.target == old + "Renamed"
+            assert all(a.entity != old for a in after.analytics + tuple(after.actions))  # type: ignore[operator]
+            return
+    raise AssertionError("no scenario with a reference in 40 seeds")
+
+
+def test_entity_delete_removes_referencing_fields_and_dependents() -> None:
+    """Deleting an entity drops reference fields to it and its analytics and actions."""
+    state = generate(5, ScenarioParams(turns=25)).state_at(25)
+    victim = next(e.name for e in state.entities
+                  if any(f.target == e.name for o in state.entities for f in o.fields))
+    after = DeleteEntity(victim).apply(state)
+    assert problems(after) == []
+    assert after.entity(victim) is None
+    assert all(f.target != victim for e in after.entities for f in e.fields)
+    assert all(a.entity != victim for a in after.analytics)
+    assert all(a.entity != victim for a in after.actions)
+
+
+def test_invalid_changes_are_refused_with_a_reason() -> None:
+    """Changes that do not fit the state raise ChangeError naming the problem."""
+    state = generate(2, ScenarioParams(turns=0)).initial
+    first = state.entities[0].name
+    with pytest.raises(ChangeError, match="does not exist"):
+        transition(state, [DeleteEntity("NoSuchThing")])
+    with pytest.raises(ChangeError, match="taken"):
+        RenameEntity(first, state.entities[1].name.upper()[0] + state.entities[1].name[1:]).validate(state)
+    with pytest.raises(ChangeError, match="CamelCase"):
+        RenameEntity(first, "not_camel").validate(state)
+
+
+def test_themed_naming_has_at_least_twelve_domains() -> None:
+    """The themed mode offers at least 12 coherent product domains."""
+    assert len({d.key for d in DOMAINS}) >= 12
+    assert all(len(d.nouns) >= 8 for d in DOMAINS)
