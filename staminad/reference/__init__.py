@@ -1,0 +1,1 @@
+"""The oracle: a stdlib-only reference server and the reference agent that writes it into a workspace."""

@@ -1,0 +1,399 @@
+"""The reference REST server: implements every README rule for a design given as schema JSON.
+
+Standard library only, and a single file, because the reference agent copies it into sandboxes
+where nothing else is installed. It is written independently of `staminad.bench` (it reads the
+schema as plain JSON) so that it and the suite are two separate readings of the same rules: the
+oracle agreeing with the suite is evidence both are right. Mutants are this server with one
+named bug switched on (`--bug`).
+
+Run: python3 server.py --config config.json --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MAX_BODY = 1 << 20
+_DT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+SERVER_BUGS = frozenset({
+    "accept-null", "default-required", "no-cascade", "old-endpoint-alive", "rounded-avg", "zero-for-empty",
+    "wrong-state-422", "swap-400-409", "no-ref-effects", "500-on-wrong-type", "case-insensitive-enums",
+    "exclusive-bounds", "invalid-calendar", "patch-rejects-id",
+})
+
+
+class Reject(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class App:
+    """The server's logic without sockets: `handle(method, path, body)` -> (status, JSON value)."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.schema = config["schema"]
+        self.bugs = set(config.get("bugs", ()))
+        self.aliases: dict[str, str] = dict(config.get("aliases", {})) if "old-endpoint-alive" in self.bugs else {}
+        self.entities = {e["name"]: e for e in self.schema.get("entities", [])}
+        self.by_endpoint = {name.lower(): e for name, e in self.entities.items()}
+        for old, name in self.aliases.items():
+            if name in self.entities and old not in self.by_endpoint:
+                self.by_endpoint[old] = self.entities[name]
+        self.enums = {e["name"]: e["values"] for e in self.schema.get("enums", [])}
+        self.actions = {(a["entity"], a["name"]): a for a in self.schema.get("actions", [])}
+        self.analytics = {}
+        for a in self.schema.get("analytics", []):
+            key = (a["entity"].lower(), a.get("field"), a["op"])
+            self.analytics[key] = a
+        self.data: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in self.entities}
+        self.lock = threading.Lock()
+
+    # --- routing ------------------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
+        with self.lock:
+            try:
+                return self._route(method, path.split("?", 1)[0], raw)
+            except Reject as r:
+                return r.status, {"error": str(r)}
+            except Exception as exc:  # a mutant's deliberate crash, or a real bug: 500, keep serving
+                return 500, {"error": f"{type(exc).__name__}: {exc}"}
+
+    def _route(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
+        parts = [p for p in path.split("/") if p]
+        if parts == ["reset"] and method == "POST":
+            for table in self.data.values():
+                table.clear()
+            return 200, {"status": "reset"}
+        if parts and parts[0] == "analytics" and method == "GET":
+            return self._analytics(parts[1:])
+        if not parts or parts[0] not in self.by_endpoint:
+            raise Reject(404, "not found")
+        entity = self.by_endpoint[parts[0]]
+        if len(parts) == 1 and method == "GET":
+            return 200, list(self.data[entity["name"]].values())
+        if len(parts) == 1 and method == "POST":
+            return 201, self._create(entity, self._json(raw))
+        if len(parts) == 2:
+            table = self.data[entity["name"]]
+            obj = table.get(parts[1])
+            if method not in ("GET", "PATCH", "DELETE"):
+                raise Reject(405, "method not allowed")
+            if obj is None:
+                raise Reject(404, f"{entity['name']} {parts[1]} not found")
+            if method == "GET":
+                return 200, obj
+            if method == "PATCH":
+                return 200, self._update(entity, obj, self._json(raw))
+            self._delete(entity, parts[1])
+            return 200, {"deleted": parts[1]}
+        if len(parts) == 3 and method == "POST":
+            action = self.actions.get((entity["name"], parts[2]))
+            if action is None:
+                raise Reject(404, "no such action")
+            return self._act(entity, action, parts[1])
+        raise Reject(404, "not found")
+
+    @staticmethod
+    def _json(raw: bytes) -> Any:
+        def no_constants(name: str) -> Any:
+            raise ValueError(f"{name} is not valid JSON")
+
+        try:
+            body = json.loads(raw.decode("utf-8") or "null", parse_constant=no_constants)
+        except (ValueError, UnicodeDecodeError):
+            raise Reject(400, "body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise Reject(400, "body must be a JSON object")
+        return body
+
+    # --- validation ---------------------------------------------------------------------------
+
+    def _valid_date(self, v: Any) -> bool:
+        if not isinstance(v, str) or not _DT.match(v):
+            return False
+        if "invalid-calendar" in self.bugs:
+            return True
+        try:
+            dt.datetime.strptime(v, "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return False
+        return True
+
+    def _in_range(self, v: Any, lo: Any, hi: Any) -> bool:
+        if "exclusive-bounds" in self.bugs:
+            return (lo is None or v > lo) and (hi is None or v < hi)
+        return (lo is None or v >= lo) and (hi is None or v <= hi)
+
+    def _check(self, f: dict[str, Any], v: Any) -> Any:
+        """Validate one non-null value for field `f`; returns the value to store."""
+        kind, name = f["kind"], f["name"]
+        bad = Reject(400, f"{name}: invalid value {v!r}")
+        if kind == "string":
+            if not isinstance(v, str):
+                raise bad
+            if not ((f.get("min_length") is None or len(v) >= f["min_length"]) and
+                    (f.get("max_length") is None or len(v) <= f["max_length"])):
+                raise bad
+        elif kind in ("integer", "float"):
+            if not (_is_int(v) if kind == "integer" else _is_num(v)):
+                raise bad
+            if not self._in_range(v, f.get("minimum"), f.get("maximum")):
+                raise bad
+        elif kind == "boolean":
+            if not isinstance(v, bool):
+                raise bad
+        elif kind == "enum":
+            values = self.enums.get(f.get("enum", ""), [])
+            if "case-insensitive-enums" in self.bugs and isinstance(v, str):
+                match = [x for x in values if x.lower() == v.lower()]
+                if match:
+                    return match[0]
+            if not isinstance(v, str) or v not in values:
+                raise bad
+        elif kind == "datetime":
+            if not self._valid_date(v) or not self._in_range(v, f.get("after"), f.get("before")):
+                raise bad
+        elif kind == "ref":
+            if not isinstance(v, str) or v not in self.data.get(f["target"], {}):
+                raise bad
+        elif kind == "ref_list":
+            table = self.data.get(f["target"], {})
+            if not isinstance(v, list) or not all(isinstance(i, str) and i in table for i in v):
+                raise bad
+            return list(v)
+        return v
+
+    def _value(self, f: dict[str, Any], v: Any) -> Any:
+        if v is None:
+            if f.get("nullable", False) or ("accept-null" in self.bugs and f["kind"] != "ref_list"):
+                return None
+            raise Reject(400, f"{f['name']} must not be null")
+        try:
+            return self._check(f, v)
+        except Reject:
+            if "500-on-wrong-type" in self.bugs and not self._type_ok(f, v):
+                raise RuntimeError(f"crashed on {f['name']}") from None
+            raise
+
+    @staticmethod
+    def _type_ok(f: dict[str, Any], v: Any) -> bool:
+        checks = {"string": lambda x: isinstance(x, str), "integer": _is_int, "float": _is_num,
+                  "boolean": lambda x: isinstance(x, bool), "enum": lambda x: isinstance(x, str),
+                  "datetime": lambda x: isinstance(x, str), "ref": lambda x: isinstance(x, str),
+                  "ref_list": lambda x: isinstance(x, list) and all(isinstance(i, str) for i in x)}
+        return bool(checks[f["kind"]](v))
+
+    def _create(self, entity: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        oid = body.get("id")
+        if not isinstance(oid, str):
+            raise Reject(400, "id must be a string chosen by the client")
+        table = self.data[entity["name"]]
+        if oid in table:
+            raise Reject(409, f"id {oid} already exists")
+        obj: dict[str, Any] = {"id": oid}
+        for f in entity["fields"]:
+            name = f["name"]
+            if name in body:
+                obj[name] = self._value(f, body[name])
+            elif f.get("has_default", False) and "default-required" not in self.bugs:
+                obj[name] = f.get("default")
+            elif f.get("required", False):
+                raise Reject(400, f"{name} is required")
+            else:
+                obj[name] = [] if f["kind"] == "ref_list" else None
+        table[oid] = obj
+        return obj
+
+    def _update(self, entity: dict[str, Any], obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if "id" in body and (body["id"] != obj["id"] or "patch-rejects-id" in self.bugs):
+            raise Reject(400, "id cannot be changed")
+        changes = {f["name"]: self._value(f, body[f["name"]]) for f in entity["fields"] if f["name"] in body}
+        obj.update(changes)
+        return obj
+
+    def _delete(self, entity: dict[str, Any], oid: str) -> None:
+        del self.data[entity["name"]][oid]
+        if "no-cascade" in self.bugs:
+            return
+        for other in self.entities.values():
+            for f in other["fields"]:
+                if f.get("target") != entity["name"]:
+                    continue
+                for obj in self.data[other["name"]].values():
+                    if f["kind"] == "ref" and obj.get(f["name"]) == oid:
+                        obj[f["name"]] = None
+                    elif f["kind"] == "ref_list" and oid in (obj.get(f["name"]) or []):
+                        obj[f["name"]] = [i for i in obj[f["name"]] if i != oid]
+
+    # --- analytics and actions ----------------------------------------------------------------
+
+    def _analytics(self, parts: list[str]) -> tuple[int, Any]:
+        if len(parts) == 2 and parts[1] == "count":
+            key: tuple[str, str | None, str] = (parts[0], None, "count")
+        elif len(parts) == 3:
+            key = (parts[0], parts[1], parts[2])
+        else:
+            raise Reject(404, "not found")
+        a = self.analytics.get(key)
+        if a is None:
+            raise Reject(404, "no such analytics endpoint")
+        objs = list(self.data[a["entity"]].values())
+        if a["op"] == "count":
+            return 200, {"result": len(objs)}
+        values = [o[a["field"]] for o in objs if o.get(a["field"]) is not None]
+        if a["op"] == "sum":
+            return 200, {"result": sum(values)}
+        if not values:
+            return 200, {"result": 0 if "zero-for-empty" in self.bugs else None}
+        if a["op"] == "avg":
+            avg = sum(values) / len(values)
+            return 200, {"result": round(avg, 2) if "rounded-avg" in self.bugs else avg}
+        return 200, {"result": min(values) if a["op"] == "min" else max(values)}
+
+    def _target(self, entity: dict[str, Any], link: str) -> dict[str, dict[str, Any]]:
+        f = next(x for x in entity["fields"] if x["name"] == link)
+        return self.data[f["target"]]
+
+    def _operand(self, entity: dict[str, Any], obj: dict[str, Any], op: dict[str, Any]) -> Any:
+        t = op["type"]
+        if t == "field":
+            return obj.get(op["field"])
+        if t == "arith":
+            a, b = obj.get(op["left"]), obj.get(op["right"])
+            return None if a is None or b is None else _ARITH[op["op"]](a, b)
+        if t == "count":
+            return len(obj.get(op["list_field"]) or [])
+        table = self._target(entity, op["list_field"])
+        vals = [table[i].get(op["field"]) for i in obj.get(op["list_field"]) or [] if i in table]
+        return sum(v for v in vals if v is not None)
+
+    def _holds(self, entity: dict[str, Any], obj: dict[str, Any], c: dict[str, Any]) -> bool:
+        if c["type"] == "null":
+            return (obj.get(c["field"]) is None) == c["is_null"]
+        if c["type"] == "quantified":
+            table = self._target(entity, c["list_field"])
+            items = [table[i] for i in obj.get(c["list_field"]) or [] if i in table]
+            res = [_cmp(o.get(c["field"]), c["op"], c["value"]) for o in items]
+            return any(res) if c["quantifier"] == "any" else all(res)
+        return _cmp(self._operand(entity, obj, c["left"]), c["op"], c["value"])
+
+    @staticmethod
+    def _simple(obj: dict[str, Any], x: dict[str, Any]) -> None:
+        if x["type"] == "set":
+            obj[x["field"]] = x.get("value")
+        elif obj.get(x["field"]) is not None:
+            obj[x["field"]] = obj[x["field"]] + x["amount"]
+
+    def _act(self, entity: dict[str, Any], action: dict[str, Any], oid: str) -> tuple[int, Any]:
+        obj = self.data[entity["name"]].get(oid)
+        if obj is None:
+            raise Reject(404, f"{entity['name']} {oid} not found")
+        swap = "swap-400-409" in self.bugs
+        if obj.get(action["field"]) not in action["sources"]:
+            raise Reject(409 if swap else 422 if "wrong-state-422" in self.bugs else 400, "wrong state")
+        if not all(self._holds(entity, obj, c) for c in action.get("conditions", [])):
+            raise Reject(400 if swap else 409, "a guard condition does not hold")
+        for x in action.get("effects", []):
+            t = x["type"]
+            if t in ("set", "increment"):
+                self._simple(obj, x)
+            elif t == "compute":
+                a, b = obj.get(x["left"]), obj.get(x["right"])
+                if a is not None and b is not None:
+                    obj[x["field"]] = _ARITH[x["op"]](a, b)
+            elif "no-ref-effects" in self.bugs:
+                continue
+            elif t == "on_ref":
+                table = self._target(entity, x["ref_field"])
+                ref = obj.get(x["ref_field"])
+                if ref in table:
+                    self._simple(table[ref], x["effect"])
+            elif t == "for_each":
+                table = self._target(entity, x["list_field"])
+                for ref in obj.get(x["list_field"]) or []:
+                    if ref in table:
+                        self._simple(table[ref], x["effect"])
+        obj[action["field"]] = action["target"]
+        return 200, obj
+
+
+_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _cmp(a: Any, op: str, b: Any) -> bool:
+    return a is not None and b is not None and bool(_CMP[op](a, b))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    app: App
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._send(413, {"error": "body too large"})
+            return
+        raw = self.rfile.read(length) if length else b""
+        status, payload = self.app.handle(self.command, self.path, raw)
+        self._send(status, payload)
+
+    def _send(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+
+
+def make_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
+    handler = type("Handler", (_Handler,), {"app": app})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="StaminaBench reference server")
+    ap.add_argument("--config", required=True, help="JSON file: {schema, bugs, aliases}")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--host", default="0.0.0.0")
+    args = ap.parse_args(argv)
+    with open(args.config, encoding="utf-8") as fh:
+        app = App(json.load(fh))
+    server = make_server(app, args.host, args.port)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""What the current turn's state no longer has: the paths and names tests must find gone.
+
+Retired endpoints accumulate over the whole trajectory (an old endpoint answering again later is
+a regression); removed fields, analytics and actions are those of the current turn's changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from staminad.bench.changes import (
+    Change,
+    DeleteAnalytics,
+    DeleteEntity,
+    DeleteField,
+    RemoveAction,
+    RenameEntity,
+    RenameField,
+)
+from staminad.bench.schema import State, endpoint_of
+
+
+class History(msgspec.Struct, frozen=True, kw_only=True):
+    retired_endpoints: tuple[str, ...] = ()  # (entity endpoint) gone for good
+    removed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, field, "deleted"|"renamed")
+    removed_analytics: tuple[str, ...] = ()  # paths
+    removed_actions: tuple[tuple[str, str], ...] = ()  # (entity, action)
+    renamed_targets: tuple[tuple[str, str], ...] = ()  # (entity, ref field) whose target was renamed this turn
+
+
+def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:
+    """The history at a turn, from the previous turn's history and this turn's changes."""
+    retired = set(previous.retired_endpoints if previous else ())
+    names: dict[str, str] = {}  # entity name during the turn -> its name at the end of the turn
+
+    def final(name: str) -> str:
+        while name in names:
+            name = names[name]
+        return name
+
+    fields: list[tuple[str, str, str]] = []
+    analytics: list[str] = []
+    actions: list[tuple[str, str]] = []
+    renamed: list[str] = []
+    for change in changes:
+        match change:
+            case RenameEntity(old=old, new=new):
+                retired.add(endpoint_of(old))
+                names[old] = new
+                renamed.append(new)
+            case DeleteEntity(name=name):
+                retired.add(endpoint_of(name))
+            case DeleteField(entity=entity, field=field):
+                fields.append((entity, field, "deleted"))
+            case RenameField(entity=entity, old=old):
+                fields.append((entity, old, "renamed"))
+            case DeleteAnalytics(analytics=a):
+                analytics.append(a.path())
+            case RemoveAction(entity=entity, name=name):
+                actions.append((entity, name))
+    current = {e.endpoint for e in after.entities}
+    live_paths = {a.path() for a in after.analytics}
+    kept_fields = []
+    for entity, field, why in fields:
+        e = after.entity(final(entity))
+        if e is not None and e.field(field) is None:
+            kept_fields.append((e.name, field, why))
+    kept_actions = [(final(e), a) for e, a in actions if after.entity(final(e)) and not after.action(final(e), a)]
+    renamed_final = {final(n) for n in renamed}
+    targets = [(e.name, f.name) for e in after.entities for f in e.fields if f.target in renamed_final]
+    return History(
+        retired_endpoints=tuple(sorted(retired - current)),
+        removed_fields=tuple(dict.fromkeys(kept_fields)),
+        removed_analytics=tuple(p for p in dict.fromkeys(analytics) if p not in live_paths),
+        removed_actions=tuple(dict.fromkeys(kept_actions)),
+        renamed_targets=tuple(targets),
+    )

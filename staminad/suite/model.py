@@ -1,0 +1,90 @@
+"""The shape of a generated suite: tests made of HTTP steps with declarative checks.
+
+Tests are data, not code, so one suite can be run by the async runner, written out as a pytest
+file for comparison, or stored with its results. Every test names the README rule it checks and
+a failure category from the paper's taxonomy (appendix G.2, plus `business_logic` for guards and
+effects, which the paper folds into other buckets).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+Category = Literal[
+    "validation", "default_value", "enum_handling", "cascade_deletion", "rename", "regression", "wrong_endpoint",
+    "type_error", "missing_feature", "server_crash", "wrong_response_format", "business_logic",
+]
+CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
+
+Method = Literal["GET", "POST", "PATCH", "DELETE"]
+OK = (200, 201)
+OK_OR_EMPTY = (200, 204)
+REJECTED = (400, 422)
+
+# Marks a body key whose value is deliberately absent (the field is omitted), distinct from null.
+JSONPath = tuple[str | int, ...]
+
+
+class Equals(msgspec.Struct, frozen=True, tag="equals"):
+    """The JSON value at `path` equals `value` (numbers compared up to float rounding)."""
+
+    path: JSONPath
+    value: Any
+
+
+class Absent(msgspec.Struct, frozen=True, tag="absent"):
+    """The response object has no key `key`."""
+
+    key: str
+
+
+class IsInteger(msgspec.Struct, frozen=True, tag="integer"):
+    """The JSON value at `path` is an integer, not a float."""
+
+    path: JSONPath
+
+
+class ListIds(msgspec.Struct, frozen=True, tag="list_ids"):
+    """The response is a list of objects whose `id`s are exactly `ids` (any order)."""
+
+    ids: tuple[str, ...]
+
+
+Check = Equals | Absent | IsInteger | ListIds
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One HTTP request and what its response must satisfy; `why` explains the expectation."""
+
+    method: Method
+    path: str
+    body: Any = None
+    has_body: bool = False
+    expect: tuple[int, ...] = OK
+    checks: tuple[Check, ...] = ()
+    why: str = ""
+    action: bool = False  # an action call: a 404 where success is expected means a wrong endpoint
+
+
+class Test(msgspec.Struct, frozen=True, kw_only=True):
+    """A named scenario of steps run after `POST /reset`."""
+
+    name: str
+    category: Category
+    rule: str
+    steps: tuple[Step, ...]
+
+
+class Suite(msgspec.Struct, frozen=True, kw_only=True):
+    seed: int
+    turn: int
+    tests: tuple[Test, ...]
+
+
+def req(method: Method, path: str, body: Any = msgspec.UNSET, **kw: Any) -> Step:
+    """A step; `body` omitted means no request body at all."""
+    if body is msgspec.UNSET:
+        return Step(method=method, path=path, **kw)
+    return Step(method=method, path=path, body=body, has_body=True, **kw)

@@ -1,0 +1,234 @@
+"""Runs a suite against one server: tests in order, `POST /reset` before each, every request bounded.
+
+Requests to one server are strictly sequential (the texts promise no concurrency safety); the
+daemon gets its fan-out by running many servers' suites at once over one pooled client. A dead
+server is detected (connection refused, or the caller's `alive` probe) and the remaining tests are
+failed at once instead of each waiting out a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import httpx
+import msgspec
+
+from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
+
+MAX_RESPONSE_BYTES = 1 << 20
+EXCERPT = 300
+_DEAD_AFTER_TIMEOUTS = 2
+
+
+class TransportError(Exception):
+    """The request got no HTTP response (refused, reset, timed out, or too large)."""
+
+    def __init__(self, message: str, *, refused: bool = False, timeout: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
+        self.timeout = timeout
+
+
+class Transport(Protocol):
+    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]: ...
+
+
+class HttpTransport:
+    """HTTP to `base_url` through a shared httpx client, with a timeout and a response-size cap."""
+
+    def __init__(self, client: httpx.AsyncClient, base_url: str, timeout: float = 5.0) -> None:
+        self.client = client
+        self.base = base_url.rstrip("/")
+        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 2.0))
+
+    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        headers = {"content-type": "application/json"} if body is not None else {}
+        try:
+            async with self.client.stream(method, self.base + path, content=body, headers=headers,
+                                          timeout=self.timeout, follow_redirects=False) as resp:
+                chunks, size = [], 0
+                async for chunk in resp.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise TransportError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+                    chunks.append(chunk)
+                return resp.status_code, b"".join(chunks)
+        except httpx.ConnectError as exc:
+            raise TransportError(f"connection failed: {exc}", refused=True) from None
+        except httpx.TimeoutException:
+            raise TransportError(f"no response within {self.timeout.read} s", timeout=True) from None
+        except httpx.HTTPError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}") from None
+
+
+class TestResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    name: str
+    category: str
+    rule: str
+    passed: bool
+    message: str = ""
+    step: int = -1
+    request: str = ""
+    status: int | None = None
+    response: str = ""
+
+
+class SuiteResult(msgspec.Struct, frozen=True, kw_only=True):
+    seed: int
+    turn: int
+    results: tuple[TestResult, ...]
+    seconds: float
+    requests: int
+    server_died: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failures(self) -> list[TestResult]:
+        return [r for r in self.results if not r.passed]
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(actual) is type(expected) and actual == expected
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(actual) == len(expected) and all(_same(a, e) for a, e in zip(actual, expected, strict=True))
+    return bool(actual == expected) and type(actual) is type(expected)
+
+
+_MISSING = object()
+
+
+def _at(value: Any, path: tuple[str | int, ...]) -> Any:
+    for key in path:
+        if isinstance(key, str) and isinstance(value, dict):
+            value = value.get(key, _MISSING)
+        elif isinstance(key, int) and isinstance(value, list) and -len(value) <= key < len(value):
+            value = value[key]
+        else:
+            return _MISSING
+        if value is _MISSING:
+            return _MISSING
+    return value
+
+
+def check_failure(check: Check, doc: Any) -> tuple[str, bool] | None:
+    """Why `doc` fails `check` (and whether a key was missing), or None when it passes."""
+    if isinstance(check, Equals):
+        got = _at(doc, check.path)
+        where = ".".join(map(str, check.path))
+        if got is _MISSING:
+            return f"`{where}` is missing, expected {json.dumps(check.value)}", True
+        if not _same(got, check.value):
+            return f"`{where}` is {json.dumps(got)}, expected {json.dumps(check.value)}", False
+        return None
+    if isinstance(check, Absent):
+        if isinstance(doc, dict) and check.key in doc:
+            return f"`{check.key}` must not be in the response any more", False
+        return None
+    if isinstance(check, IsInteger):
+        got = _at(doc, check.path)
+        if isinstance(got, bool) or not isinstance(got, int):
+            return f"`{'.'.join(map(str, check.path))}` must be an integer, got {json.dumps(got)}", False
+        return None
+    assert isinstance(check, ListIds)
+    if not isinstance(doc, list) or not all(isinstance(o, dict) for o in doc):
+        return "expected a JSON array of objects", False
+    ids = sorted(str(o.get("id")) for o in doc)
+    if ids != sorted(check.ids):
+        return f"listed ids {ids}, expected {sorted(check.ids)}", False
+    return None
+
+
+def _excerpt(data: bytes | str) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+
+
+def _category(test: Test, step: Step, status: int | None, missing_key: bool) -> str:
+    if status is None or status >= 500:
+        return "server_crash"
+    if status in (404, 405) and not set(step.expect) & {404, 405}:
+        return "wrong_endpoint" if step.action else "missing_feature"
+    if missing_key and test.category == "wrong_response_format":
+        return "missing_feature"
+    return test.category
+
+
+class _Dead(Exception):
+    pass
+
+
+async def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
+    """One test: reset, then each step; the first failing step decides the result."""
+    steps = (Step(method="POST", path="/reset", expect=(200, 204), why="POST /reset must succeed"), *test.steps)
+    for index, step in enumerate(steps):
+        body = json.dumps(step.body).encode() if step.has_body else None
+        request = f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
+        counter[0] += 1
+        try:
+            status, raw = await transport.request(step.method, step.path, body)
+        except TransportError as exc:
+            result = TestResult(name=test.name, category="server_crash", rule=test.rule, passed=False, step=index - 1,
+                                request=request, message=f"{step.why}: {exc}")
+            if exc.refused or exc.timeout:
+                raise _Dead(result, exc.refused) from None
+            return result
+        fail = None
+        missing = False
+        if status not in step.expect:
+            fail = f"returned {status}, expected {' or '.join(map(str, step.expect))}"
+        elif step.checks:
+            try:
+                doc = json.loads(raw) if raw else None
+            except ValueError:
+                fail = "response is not JSON"
+            else:
+                for check in step.checks:
+                    found = check_failure(check, doc)
+                    if found:
+                        fail, missing = found
+                        break
+        if fail is not None:
+            return TestResult(name=test.name, category=_category(test, step, status, missing), rule=test.rule,
+                              passed=False, step=index - 1, request=request, status=status, response=_excerpt(raw),
+                              message=f"{step.why}: {step.method} {step.path} {fail}")
+    return TestResult(name=test.name, category=test.category, rule=test.rule, passed=True)
+
+
+async def run_suite(suite: Suite, transport: Transport,
+                    alive: Callable[[], Awaitable[bool]] | None = None) -> SuiteResult:
+    """Run every test in order; stop early (failing the rest) once the server is gone."""
+    start = time.perf_counter()
+    results: list[TestResult] = []
+    counter = [0]
+    died = False
+    timeouts = 0
+    for i, test in enumerate(suite.tests):
+        try:
+            results.append(await _run_test(test, transport, counter))
+            timeouts = 0
+            continue
+        except _Dead as dead:
+            result, refused = dead.args
+            results.append(result)
+            timeouts = 0 if refused else timeouts + 1
+        gone = refused or timeouts >= _DEAD_AFTER_TIMEOUTS
+        if alive is not None:
+            gone = gone or not await alive()
+        if gone:
+            died = True
+            why = "the server stopped answering" if not refused else "the server is not running (connection refused)"
+            results += [TestResult(name=t.name, category="server_crash", rule=t.rule, passed=False,
+                                   message=f"not run: {why}") for t in suite.tests[i + 1:]]
+            break
+    return SuiteResult(seed=suite.seed, turn=suite.turn, results=tuple(results),
+                       seconds=time.perf_counter() - start, requests=counter[0], server_died=died)
