@@ -18,7 +18,9 @@ from staminad.bench.changes import (
     RemoveAction,
     RenameEntity,
     RenameField,
+    transition,
 )
+from staminad.bench.scenario import Scenario
 from staminad.bench.schema import State, endpoint_of
 
 
@@ -77,3 +79,15 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
         removed_actions=tuple(dict.fromkeys(kept_actions)),
         renamed_targets=tuple(targets),
     )
+
+
+def state_and_history(scenario: Scenario, turn: int) -> tuple[State, History | None]:
+    """s_t and the history the suite of turn t needs, replayed from the scenario."""
+    if not 0 <= turn <= len(scenario.turns):
+        raise ValueError(f"turn {turn} is outside 0..{len(scenario.turns)}")
+    state, history = scenario.initial, None
+    for batch in scenario.turns[:turn]:
+        after = transition(state, batch)
+        history = turn_history(history, state, batch, after)
+        state = after
+    return state, history

@@ -1,0 +1,130 @@
+"""`staminad validate`, `reference serve` and `suite run`: the oracle and the suite by hand."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import httpx
+import msgspec
+
+from staminad.bench.pack import Pack
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.commands.args import UsageError, bounded_int, seed_list
+from staminad.packio import read_pack
+from staminad.reference.mutants import MUTANT_BY_BUG
+from staminad.reference.server import SERVER_BUGS, App, make_server
+from staminad.suite.feedback import LEVELS, render_feedback
+from staminad.suite.generate import generate_suite
+from staminad.suite.history import state_and_history
+from staminad.suite.runner import HttpTransport, run_suite
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    v = sub.add_parser("validate", help="reference agent must pass every turn; every mutant must be caught")
+    v.add_argument("--seeds", type=seed_list, default=seed_list("0-9"))
+    v.add_argument("--turns", type=bounded_int(0, 10_000), default=100)
+    v.add_argument("--pack", type=Path, help="validate this pack's scenarios instead of generating")
+    v.add_argument("--sampler", choices=("uniform", "weighted"), default="uniform")
+    v.add_argument("--naming", choices=("programmatic", "themed"), default="themed")
+    v.add_argument("--agents", help="comma-separated: reference and/or mutant bugs (default: all)")
+    v.add_argument("--jobs", type=bounded_int(1, 256), default=os.cpu_count() or 1)
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=validate_cmd)
+
+    r = sub.add_parser("reference", help="the reference server")
+    rsub = r.add_subparsers(dest="reference_cmd", required=True)
+    s = rsub.add_parser("serve", help="serve one turn's design with the reference server")
+    _turn_args(s)
+    s.add_argument("--port", type=bounded_int(1, 65535), required=True)
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--bug", choices=sorted(SERVER_BUGS), help="serve a mutant instead")
+    s.set_defaults(func=serve_cmd)
+
+    su = sub.add_parser("suite", help="generated test suites")
+    susub = su.add_subparsers(dest="suite_cmd", required=True)
+    run = susub.add_parser("run", help="run one turn's suite against a running server and print the feedback")
+    _turn_args(run)
+    run.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
+    run.add_argument("--feedback", choices=LEVELS, default="detailed")
+    run.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
+    run.set_defaults(func=suite_run_cmd)
+
+
+def _turn_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pack", type=Path, required=True)
+    p.add_argument("--seed", type=bounded_int(0, 10**9), required=True)
+    p.add_argument("--turn", type=bounded_int(0, 100_000), required=True)
+
+
+def _state(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    pack = read_pack(args.pack)
+    scenario = pack.scenario(args.seed)
+    if args.turn > len(scenario.turns):
+        raise UsageError(f"--turn {args.turn} is beyond this pack's {len(scenario.turns)} turns")
+    return state_and_history(scenario, args.turn)
+
+
+def serve_cmd(args: argparse.Namespace) -> int:
+    state, _ = _state(args)
+    app = App({"schema": msgspec.to_builtins(state), "bugs": [args.bug] if args.bug else []})
+    try:
+        server = make_server(app, args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    print(f"reference server for seed {args.seed} turn {args.turn} on http://{args.host}:{args.port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def suite_run_cmd(args: argparse.Namespace) -> int:
+    if not args.url.startswith(("http://", "https://")):
+        raise UsageError(f"--url {args.url!r} must start with http:// or https://")
+    state, history = _state(args)
+    suite = generate_suite(state, args.seed, args.turn, history)
+
+    async def go():  # type: ignore[no-untyped-def]
+        async with httpx.AsyncClient() as client:
+            return await run_suite(suite, HttpTransport(client, args.url, args.timeout))
+
+    result = asyncio.run(go())
+    n, bad = len(result.results), len(result.failures)
+    rate = result.requests / result.seconds if result.seconds else 0.0
+    if bad:
+        sys.stdout.write(render_feedback(result, args.feedback))
+    print(f"{n - bad}/{n} tests passed in {result.seconds:.2f} s ({result.requests} requests, {rate:.0f}/s)")
+    return 0 if not bad else 1
+
+
+def validate_cmd(args: argparse.Namespace) -> int:
+    from staminad.validate import ALL_AGENTS, scenarios_for, validate, verdicts
+
+    agents = ALL_AGENTS if not args.agents else [a.strip() for a in args.agents.split(",")]
+    unknown = [a for a in agents if a != "reference" and a not in MUTANT_BY_BUG]
+    if unknown:
+        raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(ALL_AGENTS)}")
+    pack: Pack | None = read_pack(args.pack) if args.pack else None
+    params = pack.params if pack else ScenarioParams(turns=args.turns, sampler=args.sampler, naming=args.naming)
+    seeds = list(pack.manifest.seeds) if pack and args.seeds == seed_list("0-9") else args.seeds
+    outcomes = validate(scenarios_for(seeds, params, pack), params.language, agents, args.jobs)
+    table = verdicts(outcomes, params.turns)
+    if args.json:
+        print(json.dumps({"verdicts": msgspec.to_builtins(table), "outcomes": msgspec.to_builtins(outcomes)}))
+    else:
+        print(f"validate: {len(seeds)} scenarios x {params.turns} turns")
+        width = max(len(v.agent) for v in table)
+        for v in table:
+            print(f"{'ok  ' if v.ok else 'FAIL'}  {v.agent:<{width}}  {v.summary}")
+    return 0 if all(v.ok for v in table) else 1
+
+
+__all__ = ["add_parsers", "generate"]
