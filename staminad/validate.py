@@ -38,7 +38,7 @@ class AgentOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 async def _validate_scenario(scenario: Scenario, language: str, agents: list[str]) -> list[AgentOutcome]:
     spec = render_spec(scenario.initial)
-    memories: dict[str, dict[str, Any]] = dict.fromkeys(agents, {})
+    memories: dict[str, dict[str, Any]] = {key: {} for key in agents}
     outcomes: dict[str, AgentOutcome] = {}
     exercised: dict[str, int] = {}
     history: History | None = None

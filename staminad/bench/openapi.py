@@ -84,12 +84,12 @@ def openapi(state: State, title: str = "StaminaBench API") -> dict[str, Any]:
             "description": "aggregate", "content": {"application/json": {"schema": {
                 "type": "object", "properties": {"result": {"type": ["number", "null"]}}}}}}}}}
     for act in state.actions:
-        e = state.entity(act.entity)
-        assert e is not None
-        paths[f"/{e.endpoint}/{{id}}/{act.name}"] = {"post": {
+        owner = state.entity(act.entity)
+        assert owner is not None
+        paths[f"/{owner.endpoint}/{{id}}/{act.name}"] = {"post": {
             "summary": f"move {act.field} from {', '.join(act.sources)} to {act.target}",
             "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "responses": {"200": {"description": "done", **_json(f"#/components/schemas/{e.name}")},
+            "responses": {"200": {"description": "done", **_json(f"#/components/schemas/{owner.name}")},
                           "400": {"description": "wrong state"}, "404": {"description": "not found"},
                           "409": {"description": "a guard does not hold"}}}}
     return {"openapi": "3.1.0", "info": {"title": title, "version": "1"}, "paths": paths,

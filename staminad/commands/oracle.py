@@ -21,7 +21,7 @@ from staminad.reference.server import SERVER_BUGS, App, make_server
 from staminad.suite.feedback import LEVELS, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
-from staminad.suite.runner import HttpTransport, run_suite
+from staminad.suite.runner import HttpTransport, SuiteResult, run_suite
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -92,7 +92,7 @@ def suite_run_cmd(args: argparse.Namespace) -> int:
     state, history = _state(args)
     suite = generate_suite(state, args.seed, args.turn, history)
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def go() -> SuiteResult:
         async with httpx.AsyncClient() as client:
             return await run_suite(suite, HttpTransport(client, args.url, args.timeout))
 

@@ -30,6 +30,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--seed", type=bounded_int(0, 10**9))
     s.add_argument("--turn", type=bounded_int(0, 100_000))
     s.set_defaults(func=show)
+    o = ssub.add_parser("openapi", help="print an OpenAPI 3.1 document for one turn's design")
+    o.add_argument("--pack", type=Path, required=True)
+    o.add_argument("--seed", type=bounded_int(0, 10**9), required=True)
+    o.add_argument("--turn", type=bounded_int(0, 100_000), required=True)
+    o.set_defaults(func=openapi_cmd)
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -76,4 +81,17 @@ def show(args: argparse.Namespace) -> int:
           f"generator {pack.manifest.generator_version}")
     for seed in [args.seed] if args.seed is not None else pack.manifest.seeds:
         print(_summary(pack, seed))
+    return 0
+
+
+def openapi_cmd(args: argparse.Namespace) -> int:
+    import json
+
+    from staminad.bench.openapi import openapi
+
+    scenario = read_pack(args.pack).scenario(args.seed)
+    if args.turn > len(scenario.turns):
+        raise UsageError(f"--turn {args.turn} is beyond this pack's {len(scenario.turns)} turns")
+    print(json.dumps(openapi(scenario.state_at(args.turn), f"StaminaBench seed {args.seed} turn {args.turn}"),
+                     indent=2))
     return 0

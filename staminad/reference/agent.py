@@ -22,8 +22,15 @@ from typing import Any
 
 if __package__:
     from .parse import parse_bounds, parse_changes, parse_condition, parse_effect, parse_spec
-else:  # run as a script from a sandbox, next to parse.py
-    from parse import parse_bounds, parse_changes, parse_condition, parse_effect, parse_spec  # type: ignore[no-redef]
+else:  # run as a script from a sandbox, next to parse.py (also under `python -I`)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from parse import (  # type: ignore[import-not-found,no-redef]
+        parse_bounds,
+        parse_changes,
+        parse_condition,
+        parse_effect,
+        parse_spec,
+    )
 
 AGENT_BUGS = frozenset({"rename-leak", "ignore-add_field"})
 MEMORY = ".reference-agent/model.json"

@@ -44,9 +44,9 @@ def _rename_leaks(s: State, changes: Sequence[Change]) -> bool:
     from staminad.reference.agent import _snake
 
     for c in changes:
-        if isinstance(c, RenameEntity):
-            if any(f.target == c.new and _snake(c.old) in f.name for e in s.entities for f in e.fields):
-                return True
+        if isinstance(c, RenameEntity) and any(
+                f.target == c.new and _snake(c.old) in f.name for e in s.entities for f in e.fields):
+            return True
     return False
 
 

@@ -226,9 +226,8 @@ def parse_change(item: list[str]) -> dict[str, Any]:
         fields = [parse_field(x[2:]) for x in rest if x.startswith("- `")]
         return {"kind": "add_entity", "name": m.group(1), "enums": enums, "fields": fields}
     if m := re.match(r"^Delete the entity `(\w+)`", head):
-        fields = [re.match(r"^Also remove the field `(\w+)\.(\w+)`", x).groups()  # type: ignore[union-attr]
-                  for x in rest if x.startswith("Also remove the field")]
-        return {"kind": "delete_entity", "name": m.group(1), "fields": [list(f) for f in fields],
+        refs = [list(re.findall(r"`(\w+)\.(\w+)`", x)[0]) for x in rest if x.startswith("Also remove the field")]
+        return {"kind": "delete_entity", "name": m.group(1), "fields": refs,
                 "also": [_also(x) for x in rest if x.startswith("Also: ")]}
     if m := re.match(r"^Rename the entity `(\w+)` to `(\w+)`", head):
         return {"kind": "rename_entity", "old": m.group(1), "new": m.group(2)}

@@ -63,7 +63,8 @@ def _checks(obj: dict[str, Any]) -> tuple[Check, ...]:
 
 def action_tests(state: State, action: Action, rng: random.Random) -> list[ActionTest]:
     entity = state.entity(action.entity)
-    enum = state.enum(entity.field(action.field).enum or "") if entity and entity.field(action.field) else None
+    field = entity.field(action.field) if entity else None
+    enum = state.enum(field.enum or "") if field else None
     assert entity is not None and enum is not None
     ep, name = entity.endpoint, f"{entity.endpoint}_{action.name}"
     path = f"/{ep}/{{id}}/{action.name}"

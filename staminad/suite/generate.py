@@ -15,7 +15,6 @@ from staminad.suite.actions import action_tests
 from staminad.suite.data import (
     other_value,
     scalar_body,
-    scalar_value,
     stored,
     wrong_type_values,
 )
@@ -136,7 +135,7 @@ class _Builder:
                     why=f"{post} without {f.name} must store its default {f.default!r}"),
                 req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), f.default),), why="default is stored")])
         else:
-            empty = [] if f.kind == "ref_list" else None
+            empty: list[str] | None = [] if f.kind == "ref_list" else None
             self.add(f"{name}_omitted", "default_value", "omitted", [
                 req("POST", f"/{ep}", without, checks=(Equals((f.name,), empty),),
                     why=f"{post} without optional {f.name} must store {empty!r}")])
@@ -240,7 +239,7 @@ class _Builder:
         name = f"analytics_{e.endpoint}_{a.field or 'all'}_{a.op}"
         f = e.field(a.field) if a.field else None
         integer = a.op in ("sum", "min", "max") and f is not None and f.kind == "integer"
-        empty = 0 if a.op in ("count", "sum") else None
+        empty: int | None = 0 if a.op in ("count", "sum") else None
         self.add(f"{name}_empty", "wrong_response_format", "analytics", [
             req("GET", a.path(), expect=(200,), checks=(Equals(("result",), empty),),
                 why=f"{a.op} over no entities must be {empty}")])
@@ -271,7 +270,7 @@ class _Builder:
                 bodies[-1][f.name] = None
             else:
                 del bodies[-1][f.name]
-        values = [b[f.name] if f.name in b else (f.default if f.has_default else None) for b in bodies]
+        values = [b.get(f.name, f.default if f.has_default else None) for b in bodies]
         return bodies, _aggregate(op, values, n)
 
     def reset(self) -> None:

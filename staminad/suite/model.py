@@ -8,7 +8,7 @@ effects, which the paper folds into other buckets).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -70,6 +70,8 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 class Test(msgspec.Struct, frozen=True, kw_only=True):
     """A named scenario of steps run after `POST /reset`."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class
 
     name: str
     category: Category

@@ -59,7 +59,7 @@ def _candidates(rng: random.Random, state: State, f: Field, around: Any = None) 
     """Valid values for a field, biased towards `around` (a literal in a guard) and the bounds."""
     out: list[Any] = []
     if f.kind in NUMERIC_KINDS:
-        pts = [0, 1, 2, 5, 10, 100]
+        pts: list[int | float] = [0, 1, 2, 5, 10, 100]
         if isinstance(around, int | float) and not isinstance(around, bool):
             pts += [around, around - 1, around + 1, around - 0.5, around + 0.5, around * 2, around / 2]
         pts += [b for b in (f.minimum, f.maximum) if b is not None]

@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import httpx
 import msgspec
@@ -66,6 +66,8 @@ class HttpTransport:
 
 
 class TestResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    __test__: ClassVar[bool] = False  # not a pytest test class
+
     name: str
     category: str
     rule: str

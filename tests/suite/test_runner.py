@@ -1,0 +1,139 @@
+"""The runner against real servers: the reference server over sockets, and broken servers of every kind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import msgspec
+import pytest
+
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.reference.server import App, make_server
+from staminad.suite.generate import generate_suite
+from staminad.suite.history import state_and_history
+from staminad.suite.model import Equals, Suite, req
+from staminad.suite.model import Test as SuiteTest
+from staminad.suite.runner import HttpTransport, SuiteResult, run_suite
+from tests.helpers import free_port, wait_listening
+
+pytestmark = pytest.mark.anyio
+BROKEN = Path(__file__).with_name("broken_server.py")
+SCENARIO = generate(7, ScenarioParams(turns=30))
+
+
+@contextlib.contextmanager
+def broken(mode: str) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(BROKEN), mode, str(port)], start_new_session=True)
+    try:
+        wait_listening(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def reference(turn: int, bugs: list[str] | None = None) -> Iterator[str]:
+    state, _ = state_and_history(SCENARIO, turn)
+    server = make_server(App({"schema": msgspec.to_builtins(state), "bugs": bugs or []}), "127.0.0.1", 0)
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+async def _run(suite: Suite, url: str, timeout: float = 5.0) -> SuiteResult:
+    async with httpx.AsyncClient() as client:
+        return await run_suite(suite, HttpTransport(client, url, timeout))
+
+
+def _suite(turn: int) -> Suite:
+    state, history = state_and_history(SCENARIO, turn)
+    return generate_suite(state, 7, turn, history)
+
+
+@pytest.mark.parametrize("turn", [0, 15, 30])
+async def test_reference_server_passes_over_http(turn: int) -> None:
+    """The reference server, reached over real sockets, passes its turn's whole suite."""
+    with reference(turn) as url:
+        result = await _run(_suite(turn), url)
+    assert result.passed, result.failures[:3]
+    assert result.requests > len(result.results)
+
+
+async def test_mutant_fails_with_request_and_response_excerpts() -> None:
+    """A failing test carries the failing request, the response excerpt and the rule it checks."""
+    with reference(0, ["accept-null"]) as url:
+        result = await _run(_suite(0), url)
+    fail = next(f for f in result.failures if f.name.endswith("_rejects_null"))
+    assert fail.category == "validation" and fail.rule == "null"
+    assert fail.request.startswith("POST /") and "null" in fail.request
+    assert fail.status in (200, 201) and fail.response.startswith("{")
+
+
+def _tiny_suite(n: int = 3) -> Suite:
+    tests = tuple(SuiteTest(name=f"t{i}", category="validation", rule="create",
+                       steps=(req("GET", "/x", checks=(Equals(("a",), 1),), why="x"),)) for i in range(n))
+    return Suite(seed=0, turn=0, tests=tests)
+
+
+async def test_hanging_server_is_given_up_on_quickly() -> None:
+    """A server that never answers fails the suite as server_crash after two timeouts, not one per test."""
+    with broken("hang") as url:
+        result = await _run(_tiny_suite(20), url, timeout=0.3)
+    assert result.server_died and not result.passed
+    assert result.requests == 2
+    assert {r.category for r in result.results} == {"server_crash"}
+
+
+async def test_huge_response_is_capped() -> None:
+    """A response above the size cap fails the test instead of being read into memory."""
+    with broken("huge") as url:
+        result = await _run(_tiny_suite(1), url)
+    assert "larger than" in result.results[0].message
+
+
+async def test_non_json_response_fails_the_check() -> None:
+    """A 200 whose body is not JSON fails a test that checks the body."""
+    with broken("notjson") as url:
+        result = await _run(_tiny_suite(1), url)
+    assert "not JSON" in result.results[0].message
+
+
+async def test_redirects_are_not_followed() -> None:
+    """A redirect is a wrong status, never followed to another host."""
+    with broken("redirect") as url:
+        result = await _run(_tiny_suite(1), url)
+    assert result.results[0].status == 302
+
+
+async def test_server_dying_mid_suite_fails_the_rest_at_once() -> None:
+    """When the server exits mid-suite, the remaining tests are failed as not run, without waiting."""
+    with broken("die") as url:
+        result = await _run(_tiny_suite(10), url, timeout=5.0)
+    assert result.server_died
+    assert len(result.results) == 10
+    assert sum("not run" in r.message for r in result.results) >= 8
+    assert result.seconds < 5.0  # no request waited out its timeout
+
+
+async def test_500_is_classified_as_server_crash() -> None:
+    """Any 5xx answer is a server crash, whatever the test checks."""
+    with broken("echo500") as url:
+        result = await _run(_tiny_suite(1), url)
+    assert result.results[0].category == "server_crash"
