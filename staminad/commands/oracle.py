@@ -9,7 +9,6 @@ import os
 import sys
 from pathlib import Path
 
-import httpx
 import msgspec
 
 from staminad.bench.pack import Pack
@@ -21,7 +20,8 @@ from staminad.reference.server import SERVER_BUGS, App, make_server
 from staminad.suite.feedback import LEVELS, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
-from staminad.suite.runner import HttpTransport, SuiteResult, run_suite
+from staminad.suite.http11 import Http11Transport
+from staminad.suite.runner import SuiteResult, run_suite
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -87,14 +87,16 @@ def serve_cmd(args: argparse.Namespace) -> int:
 
 
 def suite_run_cmd(args: argparse.Namespace) -> int:
-    if not args.url.startswith(("http://", "https://")):
-        raise UsageError(f"--url {args.url!r} must start with http:// or https://")
+    try:
+        transport = Http11Transport.for_url(args.url, args.timeout)
+    except ValueError as exc:
+        raise UsageError(f"--url: {exc} (e.g. http://127.0.0.1:8000)") from None
     state, history = _state(args)
     suite = generate_suite(state, args.seed, args.turn, history)
 
     async def go() -> SuiteResult:
-        async with httpx.AsyncClient() as client:
-            return await run_suite(suite, HttpTransport(client, args.url, args.timeout))
+        async with transport:
+            return await run_suite(suite, transport)
 
     result = asyncio.run(go())
     n, bad = len(result.results), len(result.failures)

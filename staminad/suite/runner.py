@@ -14,7 +14,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Protocol
 
-import httpx
 import msgspec
 
 from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
@@ -34,35 +33,9 @@ class TransportError(Exception):
 
 
 class Transport(Protocol):
+    """Sends one request and returns (status, body); raises TransportError when no response came."""
+
     async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]: ...
-
-
-class HttpTransport:
-    """HTTP to `base_url` through a shared httpx client, with a timeout and a response-size cap."""
-
-    def __init__(self, client: httpx.AsyncClient, base_url: str, timeout: float = 5.0) -> None:
-        self.client = client
-        self.base = base_url.rstrip("/")
-        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 2.0))
-
-    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
-        headers = {"content-type": "application/json"} if body is not None else {}
-        try:
-            async with self.client.stream(method, self.base + path, content=body, headers=headers,
-                                          timeout=self.timeout, follow_redirects=False) as resp:
-                chunks, size = [], 0
-                async for chunk in resp.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise TransportError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
-                    chunks.append(chunk)
-                return resp.status_code, b"".join(chunks)
-        except httpx.ConnectError as exc:
-            raise TransportError(f"connection failed: {exc}", refused=True) from None
-        except httpx.TimeoutException:
-            raise TransportError(f"no response within {self.timeout.read} s", timeout=True) from None
-        except httpx.HTTPError as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}") from None
 
 
 class TestResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import anyio
-import httpx
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -23,7 +22,8 @@ from staminad.reference.parse import parse_changes, parse_spec
 from staminad.suite.feedback import render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
-from staminad.suite.runner import HttpTransport, SuiteResult, run_suite
+from staminad.suite.http11 import Http11Transport
+from staminad.suite.runner import SuiteResult, run_suite
 from tests.helpers import run_server_sh
 
 AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
@@ -69,8 +69,8 @@ def _agent(ws: Path, prompt: str, *extra: str) -> None:
 async def _suite_result(url: str, seed: int, turn: int, scenario_turns: int) -> SuiteResult:
     scenario = generate(seed, ScenarioParams(turns=scenario_turns))
     state, history = state_and_history(scenario, turn)
-    async with httpx.AsyncClient() as client:
-        return await run_suite(generate_suite(state, seed, turn, history), HttpTransport(client, url))
+    async with Http11Transport.for_url(url) as transport:
+        return await run_suite(generate_suite(state, seed, turn, history), transport)
 
 
 @pytest.mark.anyio

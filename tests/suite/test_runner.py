@@ -10,7 +10,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import msgspec
 import pytest
 
@@ -18,9 +17,10 @@ from staminad.bench.scenario import ScenarioParams, generate
 from staminad.reference.server import App, make_server
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
+from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Equals, Suite, req
 from staminad.suite.model import Test as SuiteTest
-from staminad.suite.runner import HttpTransport, SuiteResult, run_suite
+from staminad.suite.runner import SuiteResult, run_suite
 from tests.helpers import free_port, wait_listening
 
 pytestmark = pytest.mark.anyio
@@ -58,8 +58,8 @@ def reference(turn: int, bugs: list[str] | None = None) -> Iterator[str]:
 
 
 async def _run(suite: Suite, url: str, timeout: float = 5.0) -> SuiteResult:
-    async with httpx.AsyncClient() as client:
-        return await run_suite(suite, HttpTransport(client, url, timeout))
+    async with Http11Transport.for_url(url, timeout) as transport:
+        return await run_suite(suite, transport)
 
 
 def _suite(turn: int) -> Suite:
@@ -137,3 +137,18 @@ async def test_500_is_classified_as_server_crash() -> None:
     with broken("echo500") as url:
         result = await _run(_tiny_suite(1), url)
     assert result.results[0].category == "server_crash"
+
+
+@pytest.mark.parametrize("mode", ["chunked", "close", "eof", "idle-close"])
+async def test_http_framings_and_dropped_keep_alive_connections_work(mode: str) -> None:
+    """Chunked, close-delimited and Connection: close answers parse; a silently dropped connection is redialled."""
+    with broken(mode) as url:
+        result = await _run(_tiny_suite(3), url)
+    assert result.passed, result.failures
+
+
+async def test_bad_urls_are_refused() -> None:
+    """Only plain http://host:port URLs are accepted by the suite transport."""
+    for url in ("https://x:1", "http://x", "http://x:1/path", "ftp://x:1"):
+        with pytest.raises(ValueError, match="not a plain"):
+            Http11Transport.for_url(url)
