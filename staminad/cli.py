@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from staminad.bench.changes import ChangeError
 from staminad.bench.pack import PackError
-from staminad.commands import oracle, scenario
+from staminad.commands import oracle, run, scenario
 from staminad.commands.args import UsageError
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scenario.add_parsers(sub)
     oracle.add_parsers(sub)
+    run.add_parsers(sub)
     return parser
 
 

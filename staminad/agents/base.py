@@ -1,0 +1,81 @@
+"""The adapter interface real harnesses implement, and the built-in deterministic agents.
+
+An adapter says how to run its harness inside a sandbox for a turn-0 prompt and for every later
+prompt of the same session, which environment it needs and what state to keep. Built-ins:
+`reference`, `mutant:<bug>` (optionally `+fix` to repair after feedback), `fault:<kind>[:once]`
+(self-kill, hang, crash, no-server) and `manual` (a person, or an outside agent, answers each
+prompt and runs `staminad done`).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from staminad.reference.mutants import MUTANT_BY_BUG
+from staminad.sandbox.base import SandboxPaths
+
+FAULTS = ("self-kill", "hang", "crash", "no-server")
+VERSION = "builtin-1"
+
+
+class UnknownAgent(ValueError):
+    """An agent name that no adapter answers to."""
+
+
+class Adapter(msgspec.Struct, frozen=True, kw_only=True):
+    """A harness as the engine sees it. `argv` is None for `manual` (nothing to launch)."""
+
+    name: str
+    version: str = VERSION
+    description: str = ""
+    bug: str | None = None
+    fix_on_feedback: bool = False
+    fault: str | None = None
+    once: bool = False
+    manual: bool = False
+    env: dict[str, str] = {}
+    state_paths: tuple[str, ...] = (".reference-agent",)
+
+    def argv(self, paths: SandboxPaths, prompt_path: str) -> list[str] | None:
+        """The command for one call; the session continues through state kept in the workspace."""
+        if self.manual:
+            return None
+        if self.fault is not None:
+            cmd = ["python3", f"{paths.harness}/agents/scripts/fault.py", "--fault", self.fault]
+            if self.once:
+                cmd.append("--once")
+            return [*cmd, "--workspace", paths.workspace, "--prompt-file", prompt_path]
+        cmd = ["python3", f"{paths.harness}/reference/agent.py", "--workspace", paths.workspace,
+               "--prompt-file", prompt_path]
+        if self.bug:
+            cmd += ["--bug", self.bug]
+        if self.fix_on_feedback:
+            cmd.append("--fix-on-feedback")
+        return cmd
+
+
+def adapter_for(name: str) -> Adapter:
+    """The adapter for an agent name such as `reference`, `mutant:no-cascade+fix` or `fault:hang:once`."""
+    if name == "reference":
+        return Adapter(name=name, description="reads the texts, writes the reference server")
+    if name == "manual":
+        return Adapter(name=name, manual=True, description="a person or outside agent; finish with `staminad done`")
+    kind, _, rest = name.partition(":")
+    if kind == "mutant":
+        bug, fix = (rest[:-4], True) if rest.endswith("+fix") else (rest, False)
+        if bug not in MUTANT_BY_BUG:
+            raise UnknownAgent(f"unknown mutant {bug!r}; known: {', '.join(MUTANT_BY_BUG)}")
+        return Adapter(name=name, bug=bug, fix_on_feedback=fix, description=MUTANT_BY_BUG[bug].description)
+    if kind == "fault":
+        fault, _, once = rest.partition(":")
+        if fault not in FAULTS or once not in ("", "once"):
+            raise UnknownAgent(f"unknown fault agent {name!r}; use fault:<{'|'.join(FAULTS)}>[:once]")
+        return Adapter(name=name, fault=fault, once=bool(once), description=f"injects {fault}")
+    raise UnknownAgent(f"unknown agent {name!r}: use reference, manual, mutant:<bug>[+fix] or fault:<kind>[:once]")
+
+
+def list_adapters() -> list[Adapter]:
+    out = [adapter_for("reference"), adapter_for("manual")]
+    out += [adapter_for(f"mutant:{bug}") for bug in MUTANT_BY_BUG]
+    out += [adapter_for(f"fault:{f}") for f in FAULTS]
+    return out

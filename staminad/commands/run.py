@@ -1,0 +1,106 @@
+"""`staminad run SWEEP.toml`: run a sweep in process with a live progress log and a final table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from staminad.commands.args import UsageError
+from staminad.engine.config import SweepError, load_sweep
+from staminad.engine.ports import PortAllocator
+from staminad.engine.sweep import format_summary, local_factory, run_sweep
+from staminad.packio import read_pack
+
+
+def default_state_dir() -> Path:
+    env = os.environ.get("STAMINAD_STATE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "staminabench"
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("run", help="run a sweep in process (resumes if run again)")
+    p.add_argument("sweep", type=Path)
+    p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
+    p.add_argument("--runtime", choices=("auto", "local", "docker"), help="override the sweep's runtime")
+    p.add_argument("--quiet", action="store_true", help="only the final table")
+    p.set_defaults(func=run_cmd)
+    d = sub.add_parser("done", help="finish a manual attempt: write its completion marker")
+    d.add_argument("--marker", type=Path, required=True, help="the marker path the engine printed")
+    d.add_argument("--exit", type=int, default=0)
+    d.set_defaults(func=done_cmd)
+
+
+def _printer(quiet: bool) -> Any:
+    start = time.monotonic()
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        if quiet and kind not in ("manual_prompt",):
+            return
+        t = time.monotonic() - start
+        if kind == "attempt_tested":
+            verdict = "passed" if data["passed"] else f"failed {data['failed_tests']}/{data['tests']} " \
+                                                       f"({data['categories']})"
+            line = f"scenario {data['scenario']} turn {data['turn']} attempt {data['attempt']}: {verdict}"
+        elif kind == "infra_failure":
+            line = (f"scenario {data['scenario']} turn {data['turn']} attempt {data['attempt']}: INFRA {data['kind']}"
+                    f" (try {data['infra_try']}): {data['detail']}")
+        elif kind == "scenario_finished":
+            line = f"scenario {data['scenario']} {data['status']}: {data['turns_passed']} turns passed"
+        elif kind == "manual_prompt":
+            line = (f"scenario {data['scenario']}: your turn. Prompt: {data['prompt']}; work in {data['workspace']}; "
+                    f"then run: {data['done']}")
+        elif kind == "sweep_started":
+            line = (f"sweep {data['sweep']}: {data['configurations']} configurations x {data['scenarios']} scenarios"
+                    f"{' (resumed)' if data['resumed'] else ''}")
+        else:
+            return
+        print(f"[{t:7.1f}s] {line}", flush=True)
+
+    return emit
+
+
+def run_cmd(args: argparse.Namespace) -> int:
+    try:
+        sweep, fingerprint = load_sweep(args.sweep)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    state_dir = args.state_dir or default_state_dir()
+    pack = None
+    if sweep.scenarios.pack:
+        pack_path = Path(sweep.scenarios.pack)
+        if not pack_path.is_absolute():
+            pack_path = args.sweep.parent / pack_path
+        pack = read_pack(pack_path)
+    runtime = args.runtime or sweep.run.runtime
+    from staminad.sandbox.runtime import choose_runtime
+
+    factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
+    print(f"runtime: {chosen}; state: {state_dir}", flush=True)
+    summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, _printer(args.quiet), pack)
+    print(format_summary(summaries))
+    return 0
+
+
+def done_cmd(args: argparse.Namespace) -> int:
+    import json
+
+    marker: Path = args.marker
+    if marker.suffix != ".json" or marker.parent.name != "markers":
+        raise UsageError(f"{marker} is not a marker path (…/control/markers/<job>.json) printed by the engine")
+    if marker.exists():
+        raise UsageError(f"{marker} already exists: that attempt is already finished")
+    now = time.time()
+    tmp = marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"exit": args.exit, "signal": None, "started": now, "ended": now}))
+    os.replace(tmp, marker)
+    print(f"marked {marker.stem} finished", file=sys.stderr)
+    return 0

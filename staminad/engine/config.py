@@ -1,0 +1,123 @@
+"""Sweep files: TOML decoded into msgspec Structs, with one-line errors for anything malformed.
+
+A sweep names its scenarios (a pack, or seeds and generation parameters), a matrix of
+configurations (agents x retry budgets R x feedback levels, all on the same scenarios so every
+comparison is paired) and how to run them (runtime, parallelism, bounds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from staminad.agents.base import UnknownAgent, adapter_for
+from staminad.commands.args import seed_list
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be run, with the reason in one line."""
+
+
+class ScenarioSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pack: str | None = None
+    seeds: str = "0-1"
+    turns: int = 5
+    sampler: Literal["uniform", "weighted"] = "uniform"
+    naming: Literal["programmatic", "themed"] = "themed"
+    changes_per_turn: int = 5
+    language: str = "python"
+
+
+class Matrix(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    agents: list[str]
+    retries: list[int] = msgspec.field(default_factory=lambda: [2])
+    feedback: list[Literal["detailed", "medium", "minimal"]] = msgspec.field(default_factory=lambda: ["detailed"])
+
+
+class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    runtime: Literal["auto", "local", "docker"] = "auto"
+    parallel: int = 2
+    turn_timeout: float = 600.0
+    server_start_timeout: float = 60.0
+    request_timeout: float = 5.0
+    infra_retries: int = 10
+    image: str = "staminabench/sandbox:latest"
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    pids: int = 512
+
+
+class SweepFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    scenarios: ScenarioSource = ScenarioSource()
+    matrix: Matrix
+    run: RunSettings = RunSettings()
+
+
+class Configuration(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    agent: str
+    retries: int
+    feedback: Literal["detailed", "medium", "minimal"]
+
+
+def load_sweep(path: Path) -> tuple[SweepFile, str]:
+    """Parse and check a sweep file; returns it and its fingerprint (sha256 of the canonical config)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SweepError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        sweep = msgspec.toml.decode(data, type=SweepFile)
+    except msgspec.ValidationError as exc:
+        raise SweepError(f"{path}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise SweepError(f"{path} is not valid TOML: {exc}") from None
+    _check(sweep, path)
+    canonical = msgspec.json.encode(sweep, order="sorted")
+    return sweep, hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def _check(sweep: SweepFile, path: Path) -> None:
+    def bad(msg: str) -> SweepError:
+        return SweepError(f"{path}: {msg}")
+
+    if not sweep.name or not all(c.isalnum() or c in "-_." for c in sweep.name):
+        raise bad("name must be non-empty letters, digits, '-', '_' or '.'")
+    s, r, m = sweep.scenarios, sweep.run, sweep.matrix
+    try:
+        seed_list(s.seeds)
+    except Exception as exc:
+        raise bad(f"scenarios.seeds: {exc}") from None
+    if not 0 <= s.turns <= 100_000 or not 1 <= s.changes_per_turn <= 50:
+        raise bad("scenarios.turns must be 0..100000 and changes_per_turn 1..50")
+    if not m.agents or not m.retries or not m.feedback:
+        raise bad("matrix.agents, matrix.retries and matrix.feedback must not be empty")
+    for agent in m.agents:
+        try:
+            adapter_for(agent)
+        except UnknownAgent as exc:
+            raise bad(f"matrix.agents: {exc}") from None
+    if any(not 0 <= x <= 100 for x in m.retries):
+        raise bad("matrix.retries must be between 0 and 100")
+    if not 1 <= r.parallel <= 1024:
+        raise bad("run.parallel must be 1..1024")
+    for key in ("turn_timeout", "server_start_timeout", "request_timeout"):
+        if not 0 < getattr(r, key) <= 7 * 86400:
+            raise bad(f"run.{key} must be a positive number of seconds")
+    if not 0 <= r.infra_retries <= 100:
+        raise bad("run.infra_retries must be 0..100")
+
+
+def configurations(sweep: SweepFile) -> list[Configuration]:
+    """The matrix, expanded; names are stable so a resumed sweep finds its rows again."""
+    out = []
+    for agent, retries, feedback in itertools.product(sweep.matrix.agents, sweep.matrix.retries,
+                                                      sweep.matrix.feedback):
+        out.append(Configuration(name=f"{agent} R={retries} {feedback}", agent=agent, retries=retries,
+                                 feedback=feedback))
+    return out

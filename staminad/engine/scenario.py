@@ -1,0 +1,235 @@
+"""Algorithm 1 for one scenario, as a resumable state machine over the attempts recorded in the store.
+
+Position (turn, attempt, infra try) is always derived from the store, never kept only in memory:
+a daemon killed at any point resumes by replaying the rows. A row goes `launched` (prompt written,
+harness started) -> `harness_done` (marker seen) -> `tested` (suite ran, outcome recorded); each
+transition is committed before the next step starts, so nothing runs twice and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import msgspec
+
+from staminad.agents.base import Adapter
+from staminad.bench.scenario import Scenario
+from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.engine.markers import MarkerWatcher, read_marker
+from staminad.engine.outcome import classify_harness
+from staminad.sandbox.base import NotReady, Sandbox, SandboxError, marker_path
+from staminad.suite.feedback import FeedbackLevel, render_feedback
+from staminad.suite.generate import generate_suite
+from staminad.suite.history import History, turn_history
+from staminad.suite.http11 import Http11Transport
+from staminad.suite.runner import run_suite
+from state.store import AttemptRow, Store
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
+    turn_timeout: float = 600.0
+    server_start_timeout: float = 60.0
+    request_timeout: float = 5.0
+    infra_retries: int = 10
+
+
+class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What one scenario run needs besides the runtime parts."""
+
+    config_id: int
+    config_name: str
+    retries: int
+    feedback: FeedbackLevel
+    scenario: Scenario
+    language: str
+    readme: str
+
+
+class Position(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a scenario stands, derived from its attempt rows."""
+
+    turns_passed: int
+    final: str | None = None  # done | failed | infra_failed
+    reason: str = ""
+    turn: int = 0
+    attempt: int = 1
+    infra_try: int = 0
+    prompt_kind: str = "turn"
+    prompt: str | None = None  # None: the turn's own prompt
+    resume: AttemptRow | None = None
+
+
+def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int) -> Position:
+    """Replay attempt rows into the next step (or the final verdict) of Algorithm 1."""
+    passed = len({r.turn for r in rows if r.outcome == "pass"})
+    if not rows:
+        return Position(turns_passed=0)
+    last = rows[-1]
+    if last.phase != "tested":
+        return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt, infra_try=last.infra_try,
+                        prompt_kind=last.prompt_kind, prompt=last.prompt, resume=last)
+    if last.outcome == "pass":
+        if last.turn >= n_turns:
+            return Position(turns_passed=passed, final="done", reason="passed every turn")
+        return Position(turns_passed=passed, turn=last.turn + 1)
+    if last.outcome == "infra":
+        if last.infra_try >= infra_retries:
+            return Position(turns_passed=passed, final="infra_failed",
+                            reason=f"{last.infra_kind} on turn {last.turn}, {infra_retries} infra retries used")
+        return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt, infra_try=last.infra_try + 1,
+                        prompt_kind=last.prompt_kind, prompt=last.prompt)
+    if last.attempt > retries:
+        return Position(turns_passed=passed, final="failed",
+                        reason=f"turn {last.turn} failed after {last.attempt} attempts: {last.categories}")
+    return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt + 1, prompt_kind="feedback",
+                    prompt=last.feedback)
+
+
+class ScenarioRunner:
+    def __init__(self, spec: ScenarioSpec, store: Store, sandbox: Sandbox, adapter: Adapter,
+                 watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink) -> None:
+        self.spec, self.store, self.sandbox, self.adapter = spec, store, sandbox, adapter
+        self.watcher, self.settings, self.emit = watcher, settings, emit
+        self._prompts: list[str] | None = None
+        self._histories: list[History | None] = []
+        self._states: list[Any] = []
+
+    # --- texts and suites per turn ------------------------------------------------------------
+
+    def _prepare_turns(self) -> None:
+        if self._prompts is not None:
+            return
+        sc = self.spec.scenario
+        self._prompts = [initial_prompt(self.spec.language)]
+        state, history = sc.initial, None
+        self._states, self._histories = [state], [None]
+        for batch in sc.turns:
+            text, after = change_prompt(batch, state)
+            history = turn_history(history, state, batch, after)
+            state = after
+            self._prompts.append(text)
+            self._states.append(state)
+            self._histories.append(history)
+
+    def _job_id(self, pos: Position) -> str:
+        return f"t{pos.turn:04d}-a{pos.attempt:02d}-i{pos.infra_try:02d}"
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    async def run(self, scenario_id: int) -> Position:
+        self._prepare_turns()
+        assert self._prompts is not None
+        await self.sandbox.prepare()
+        ws = self.sandbox.host_workspace
+        if not (ws / "README.md").exists():
+            (ws / "README.md").write_text(self.spec.readme)
+            (ws / "initial_specification.md").write_text(render_spec(self.spec.scenario.initial))
+        await self.store.update_scenario(scenario_id, status="running")
+        n_turns = len(self.spec.scenario.turns)
+        while True:
+            rows = await self.store.attempts(scenario_id)
+            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries)
+            if pos.final is not None:
+                await self.store.update_scenario(scenario_id, status=pos.final, turns_passed=pos.turns_passed,
+                                                 reason=pos.reason)
+                self.emit("scenario_finished", {"scenario": scenario_id, "status": pos.final,
+                                                "turns_passed": pos.turns_passed, "reason": pos.reason})
+                return pos
+            await self.store.update_scenario(scenario_id, turns_passed=pos.turns_passed)
+            row = pos.resume
+            if row is None:
+                prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
+                attempt_id = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
+                                                            pos.prompt_kind, prompt)
+                row = (await self.store.attempts(scenario_id))[-1]
+                assert row.id == attempt_id
+            await self._execute(scenario_id, row, pos)
+
+    async def _execute(self, scenario_id: int, row: AttemptRow, pos: Position) -> None:
+        job = self._job_id(pos)
+        self.emit("attempt_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
+                                      "infra_try": row.infra_try, "resumed": pos.resume is not None})
+        if row.phase == "launched":
+            infra = await self._harness(scenario_id, row, job)
+            if infra is not None:
+                await self._infra(scenario_id, row, infra[0], infra[1])
+                return
+        await self._test(scenario_id, row)
+
+    async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:
+        """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
+        control = self.sandbox.host_control
+        marker_file = marker_path(control, job)
+        prompt_file = control / "prompts" / f"{job}.md"
+        if not (control / "jobs" / job).exists() and read_marker(marker_file) is None:
+            prompt_file.parent.mkdir(parents=True, exist_ok=True)
+            prompt_file.write_text(row.prompt)
+            argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
+            if argv is None:
+                (control / "jobs" / job).mkdir(parents=True, exist_ok=True)
+                self.emit("manual_prompt", {"scenario": scenario_id, "prompt": str(prompt_file),
+                                            "workspace": str(self.sandbox.host_workspace),
+                                            "done": f"staminad done --marker {marker_file}"})
+            else:
+                await self.sandbox.launch(job, argv, self.adapter.env)
+        elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
+            return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
+        remaining = self.settings.turn_timeout - (time.time() - row.launched_at)
+        marker = await self.watcher.wait(marker_file, max(remaining, 0.0))
+        await self.sandbox.kill_job(job)  # the harness and anything it left running in its process group
+        if marker is None:
+            await self.store.update_attempt(row.id, phase="harness_done", harness_seconds=self.settings.turn_timeout)
+            return "stuck", f"no marker within the turn timeout of {self.settings.turn_timeout:.0f} s"
+        exit_code, sig = marker.get("exit"), marker.get("signal")
+        started, ended = marker.get("started"), marker.get("ended")
+        harness_s = float(ended) - float(started) if started and ended else None
+        latency = marker["seen_at"] - float(ended) if ended else None
+        await self.store.update_attempt(row.id, phase="harness_done", harness_exit=exit_code, harness_signal=sig,
+                                        harness_seconds=harness_s, marker_latency=latency)
+        kind = classify_harness(exit_code, sig, killed_by_engine=False)
+        if kind is not None:
+            return kind, f"harness exit {exit_code}, signal {sig}"
+        return None
+
+    async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
+        await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
+        await self.store.update_attempt(row.id, phase="tested", outcome="infra", infra_kind=kind)
+        self.emit("infra_failure", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
+                                    "infra_try": row.infra_try, "kind": kind, "detail": detail})
+
+    async def _test(self, scenario_id: int, row: AttemptRow) -> None:
+        t0 = time.monotonic()
+        try:
+            handle = await self.sandbox.start_server(self.settings.server_start_timeout)
+        except NotReady as exc:
+            await self._infra(scenario_id, row, "server_never_ready", str(exc))
+            return
+        except SandboxError as exc:
+            await self._infra(scenario_id, row, "sandbox_lost", str(exc))
+            return
+        t1 = time.monotonic()
+        try:
+            suite = generate_suite(self._states[row.turn], self.spec.scenario.seed, row.turn,
+                                   self._histories[row.turn])
+            async with Http11Transport.for_url(handle.url, self.settings.request_timeout) as transport:
+                result = await run_suite(suite, transport)
+        finally:
+            t2 = time.monotonic()
+            with anyio.CancelScope(shield=True):
+                await self.sandbox.stop_server(handle)
+        t3 = time.monotonic()
+        failures = result.failures
+        categories = ",".join(sorted({f.category for f in failures}))
+        feedback = render_feedback(result, self.spec.feedback) if failures else None
+        await self.store.update_attempt(
+            row.id, results=result.results, phase="tested", outcome="fail" if failures else "pass",
+            categories=categories, passed_tests=len(result.results) - len(failures), total_tests=len(result.results),
+            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2)
+        self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
+                                     "passed": not failures, "failed_tests": len(failures),
+                                     "tests": len(result.results), "categories": categories})

@@ -1,0 +1,148 @@
+"""Runs a sweep in process: every configuration x scenario, `parallel` at a time, recorded in the store.
+
+A sweep that is run again with the same name and configuration resumes: finished scenarios are
+skipped and unfinished ones continue from their last recorded step.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from staminad.agents.base import adapter_for
+from staminad.bench.pack import Pack
+from staminad.bench.readme import render_readme
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.commands.args import seed_list
+from staminad.engine.config import Configuration, SweepFile, configurations
+from staminad.engine.markers import MarkerWatcher
+from staminad.engine.ports import PortAllocator
+from staminad.engine.scenario import EngineSettings, EventSink, ScenarioRunner, ScenarioSpec
+from staminad.sandbox.base import Sandbox
+from staminad.sandbox.local import LocalSandbox
+from state.store import Store
+
+FINAL = ("done", "failed", "infra_failed")
+
+
+class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    scenarios: int
+    finished: int
+    mean_turns: float
+    se_turns: float
+    pass_rate: float
+    statuses: dict[str, int]
+    infra: dict[str, int]
+
+
+SandboxFactory = Callable[[Path, str], Sandbox]
+
+
+def local_factory(ports: PortAllocator) -> SandboxFactory:
+    def make(root: Path, label: str) -> Sandbox:
+        return LocalSandbox(root, ports)
+
+    return make
+
+
+async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sandbox: SandboxFactory,
+                    emit: EventSink, pack: Pack | None = None) -> list[ConfigSummary]:
+    src = sweep.scenarios
+    params = pack.params if pack else ScenarioParams(turns=src.turns, sampler=src.sampler, naming=src.naming,
+                                                    changes_per_turn=src.changes_per_turn, language=src.language)
+    seeds = list(pack.manifest.seeds) if pack else seed_list(src.seeds)
+    scenarios = {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}
+    readme = render_readme(params.language)
+    settings = EngineSettings(turn_timeout=sweep.run.turn_timeout, request_timeout=sweep.run.request_timeout,
+                              server_start_timeout=sweep.run.server_start_timeout,
+                              infra_retries=sweep.run.infra_retries)
+    store = await Store.open(state_dir / "staminad.db")
+    watcher = MarkerWatcher()
+    try:
+        resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint,
+                                           msgspec.json.encode(sweep).decode())
+        emit("sweep_started", {"sweep": sweep.name, "resumed": resumed, "scenarios": len(seeds),
+                               "configurations": len(configurations(sweep))})
+        limiter = anyio.CapacityLimiter(sweep.run.parallel)
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(watcher.serve)
+            async with anyio.create_task_group() as jobs:
+                for config in configurations(sweep):
+                    config_id = await store.ensure_configuration(sweep.name, config.name, config.agent,
+                                                                 config.retries, config.feedback)
+                    for seed in seeds:
+                        row = await store.ensure_scenario(config_id, seed)
+                        if row.status in FINAL:
+                            continue
+                        spec = ScenarioSpec(config_id=config_id, config_name=config.name, retries=config.retries,
+                                            feedback=config.feedback, scenario=scenarios[seed],
+                                            language=params.language, readme=readme)
+                        root = state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}"
+                        jobs.start_soon(_one, spec, config, row.id, root, store, watcher, settings, limiter,
+                                        make_sandbox, emit)
+            outer.cancel_scope.cancel()
+        await store.set_sweep_status(sweep.name, "finished")
+        return await summarize(store, sweep.name)
+    finally:
+        watcher.close()
+        with anyio.CancelScope(shield=True):
+            await store.close()
+
+
+async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, root: Path, store: Store,
+               watcher: MarkerWatcher, settings: EngineSettings, limiter: anyio.CapacityLimiter,
+               make_sandbox: SandboxFactory, emit: EventSink) -> None:
+    async with limiter:
+        sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}")
+        await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
+        runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit)
+        try:
+            await runner.run(scenario_id)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await sandbox.close()
+
+
+async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
+    rows = await store.scenarios(sweep_id)
+    infra = await store.infra_counts(sweep_id)
+    out = []
+    for name in dict.fromkeys(n for n, _ in rows):
+        mine = [r for n, r in rows if n == name]
+        turns = [r.turns_passed for r in mine]
+        statuses: dict[str, int] = {}
+        for r in mine:
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+        se = statistics.stdev(turns) / math.sqrt(len(turns)) if len(turns) > 1 else 0.0
+        out.append(ConfigSummary(
+            name=name, scenarios=len(mine), finished=sum(r.status in FINAL for r in mine),
+            mean_turns=statistics.fmean(turns) if turns else 0.0, se_turns=se,
+            pass_rate=sum(r.status == "done" for r in mine) / len(mine) if mine else 0.0, statuses=statuses,
+            infra={k: v for (n, k), v in infra.items() if n == name}))
+    return out
+
+
+def format_summary(summaries: list[ConfigSummary]) -> str:
+    width = max([len(s.name) for s in summaries] + [13])
+    lines = [f"{'configuration':<{width}}  turns passed   pass rate  scenarios (status)            infra failures"]
+    for s in summaries:
+        status = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
+        infra = ", ".join(f"{k} {v}" for k, v in sorted(s.infra.items())) or "-"
+        lines.append(f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
+                     f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}")
+    return "\n".join(lines)
+
+
+def remove_sandboxes(state_dir: Path, sweep_name: str) -> None:
+    shutil.rmtree(state_dir / "sandboxes" / sweep_name, ignore_errors=True)
+
+
+__all__ = ["Any", "ConfigSummary", "format_summary", "local_factory", "run_sweep", "summarize"]

@@ -1,0 +1,71 @@
+"""The sandbox interface the engine drives, and the job files both runtimes share.
+
+A job is one harness run: `control/jobs/<id>/cmd` holds the command, the wrapper records its
+pid and log there and writes `control/markers/<id>.json` when it ends. Paths an agent adapter
+uses are the sandbox-side ones (`SandboxPaths`): the host workspace for `local`, `/workspace`
+inside a container.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+WRAPPER = Path(__file__).with_name("wrapper.sh")
+SERVER_PORT_IN_CONTAINER = 18080
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (container gone, engine unreachable): an infrastructure problem."""
+
+
+class SandboxPaths(msgspec.Struct, frozen=True):
+    """Where things are, as seen from inside the sandbox."""
+
+    workspace: str
+    control: str
+    harness: str
+
+
+class ServerHandle(msgspec.Struct, kw_only=True):
+    url: str
+    pgid: int | None = None
+    port: int = 0
+
+
+class Sandbox(Protocol):
+    paths: SandboxPaths
+    host_workspace: Path
+    host_control: Path
+
+    async def prepare(self) -> None: ...
+    async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None: ...
+    async def kill_job(self, job_id: str) -> None: ...
+    async def job_alive(self, job_id: str) -> bool: ...
+    async def start_server(self, timeout: float) -> ServerHandle: ...
+    async def stop_server(self, handle: ServerHandle) -> None: ...
+    async def close(self) -> None: ...
+
+
+def marker_path(host_control: Path, job_id: str) -> Path:
+    return host_control / "markers" / f"{job_id}.json"
+
+
+def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[str], env: dict[str, str]) -> Path:
+    """Write the job's cmd file on the host; returns the host job directory."""
+    job = host_control / "jobs" / job_id
+    job.mkdir(parents=True, exist_ok=True)
+    (host_control / "markers").mkdir(parents=True, exist_ok=True)
+    home = f"{paths.workspace}/.home"
+    lines = ["#!/bin/sh", f"mkdir -p {shlex.quote(home)}", f"export HOME={shlex.quote(home)}",
+             *(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
+             f"cd {shlex.quote(paths.workspace)}", f"exec {shlex.join(argv)}", ""]
+    (job / "cmd").write_text("\n".join(lines))
+    return job
+
+
+class NotReady(SandboxError):
+    """The agent's server did not answer within the bound."""

@@ -1,0 +1,134 @@
+"""The `local` runtime: a workspace directory on the host, processes in their own sessions.
+
+The embedded default when no Docker engine is reachable. Harness and server run as separate
+process groups with resource limits; each is stopped by process-group id, never by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+
+from staminad.engine.ports import PortAllocator, port_is_free
+from staminad.sandbox.base import WRAPPER, SandboxPaths, ServerHandle, marker_path, write_job
+from staminad.sandbox.readiness import wait_ready
+
+HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
+
+
+# Resource limits for sandboxed processes, applied by util-linux prlimit (no preexec_fn: the daemon
+# has threads, and forking with a Python callback in a threaded process can deadlock).
+LIMITS = ["prlimit", "--core=0", "--nofile=4096", f"--fsize={4 << 30}"]
+
+
+def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class LocalSandbox:
+    def __init__(self, root: Path, ports: PortAllocator) -> None:
+        self.root = root
+        self.host_workspace = root / "workspace"
+        self.host_control = root / "control"
+        self.paths = SandboxPaths(str(self.host_workspace), str(self.host_control), str(HARNESS_DIR))
+        self.ports = ports
+        self._server: subprocess.Popen[bytes] | None = None
+
+    def describe(self) -> dict[str, str]:
+        return {"runtime": "local", "root": str(self.root)}
+
+    async def prepare(self) -> None:
+        self.host_workspace.mkdir(parents=True, exist_ok=True)
+        (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
+
+    async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
+        job = write_job(self.host_control, self.paths, job_id, argv, env)
+        # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
+        argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
+        proc = await anyio.open_process(argv_, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        with anyio.fail_after(10):
+            await proc.wait()
+
+    def _pid(self, job_id: str) -> int | None:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            return int((self.host_control / "jobs" / job_id / "pid").read_text().strip())
+        return None
+
+    async def job_alive(self, job_id: str) -> bool:
+        pid = self._pid(job_id)
+        if pid is None:
+            return False
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    async def kill_job(self, job_id: str) -> None:
+        pid = self._pid(job_id)
+        if pid is not None:
+            _kill_group(pid)
+
+    async def start_server(self, timeout: float) -> ServerHandle:
+        port = self.ports.allocate()
+        log = open(self.host_control / "server.log", "ab")  # noqa: SIM115 - handed to the child, closed below
+        try:
+            self._server = subprocess.Popen(
+                [*LIMITS, "bash", "run_server.sh", str(port)], cwd=self.host_workspace, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError:
+            self.ports.release(port)
+            raise
+        finally:
+            log.close()
+        handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=self._server.pid, port=port)
+        server = self._server
+
+        async def running() -> bool:
+            return server.poll() is None
+
+        try:
+            await wait_ready(handle.url, timeout, running)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.stop_server(handle)
+            raise
+        return handle
+
+    async def stop_server(self, handle: ServerHandle) -> None:
+        """Stop the server's whole process group (TERM, then KILL) and wait until its port is free."""
+        server, self._server = self._server, None
+        if handle.pgid is not None:
+            _kill_group(handle.pgid, signal.SIGTERM)
+            deadline = time.monotonic() + 5
+            while server is not None and server.poll() is None and time.monotonic() < deadline:
+                await anyio.sleep(0.02)  # waiting on an external process to exit
+            _kill_group(handle.pgid, signal.SIGKILL)
+        if server is not None:
+            with anyio.fail_after(10):
+                while server.poll() is None:
+                    await anyio.sleep(0.02)
+        with anyio.move_on_after(5):
+            while not port_is_free(handle.port):
+                await anyio.sleep(0.05)
+        self.ports.release(handle.port)
+
+    async def close(self) -> None:
+        """Kill any harness job still running; the workspace stays for inspection and resume."""
+        jobs = self.host_control / "jobs"
+        if jobs.exists():
+            for job in jobs.iterdir():
+                await self.kill_job(job.name)

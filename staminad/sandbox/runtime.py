@@ -1,0 +1,43 @@
+"""Choosing the runtime: `docker` when the engine is reachable and the sandbox image exists, else `local`."""
+
+from __future__ import annotations
+
+from staminad.engine.config import RunSettings
+from staminad.engine.ports import PortAllocator
+from staminad.engine.sweep import SandboxFactory, local_factory
+
+
+async def docker_available(image: str) -> str | None:
+    """None if Docker can run `image`; else why not, in one line."""
+    try:
+        import aiodocker
+    except ImportError:
+        return "aiodocker is not installed"
+    try:
+        docker = aiodocker.Docker()
+    except Exception as exc:  # no socket, bad DOCKER_HOST
+        return f"no Docker engine ({exc})"
+    try:
+        await docker.images.inspect(image)
+    except aiodocker.exceptions.DockerError as exc:
+        return f"image {image} is not built ({exc.message}); run `staminad image build`"
+    except Exception as exc:
+        return f"no Docker engine ({type(exc).__name__}: {exc})"
+    finally:
+        await docker.close()
+    return None
+
+
+async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator) -> tuple[SandboxFactory, str]:
+    if runtime in ("docker", "auto"):
+        why = await docker_available(run.image)
+        if why is None:
+            from staminad.sandbox.docker import docker_factory
+
+            return docker_factory(run, ports), "docker"
+        if runtime == "docker":
+            from staminad.commands.args import UsageError
+
+            raise UsageError(f"runtime docker unavailable: {why}")
+        return local_factory(ports), f"local (docker unavailable: {why})"
+    return local_factory(ports), "local"

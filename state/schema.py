@@ -1,0 +1,72 @@
+"""SQL migrations, applied in order; `PRAGMA user_version` records how many have run."""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sweeps (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        config TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE configurations (
+        id INTEGER PRIMARY KEY,
+        sweep_id TEXT NOT NULL REFERENCES sweeps(id),
+        name TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        retries INTEGER NOT NULL,
+        feedback TEXT NOT NULL,
+        UNIQUE (sweep_id, name)
+    );
+    CREATE TABLE scenarios (
+        id INTEGER PRIMARY KEY,
+        config_id INTEGER NOT NULL REFERENCES configurations(id),
+        seed INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        turns_passed INTEGER NOT NULL DEFAULT 0,
+        reason TEXT NOT NULL DEFAULT '',
+        sandbox TEXT NOT NULL DEFAULT '{}',
+        updated_at REAL NOT NULL,
+        UNIQUE (config_id, seed)
+    );
+    CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY,
+        scenario_id INTEGER NOT NULL REFERENCES scenarios(id),
+        turn INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        infra_try INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        prompt_kind TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        launched_at REAL NOT NULL,
+        harness_exit INTEGER,
+        harness_signal INTEGER,
+        harness_seconds REAL,
+        marker_latency REAL,
+        server_seconds REAL,
+        suite_seconds REAL,
+        teardown_seconds REAL,
+        outcome TEXT,
+        infra_kind TEXT,
+        categories TEXT,
+        passed_tests INTEGER,
+        total_tests INTEGER,
+        results BLOB,
+        feedback TEXT,
+        UNIQUE (scenario_id, turn, attempt, infra_try)
+    );
+    CREATE TABLE infra_events (
+        id INTEGER PRIMARY KEY,
+        scenario_id INTEGER NOT NULL REFERENCES scenarios(id),
+        turn INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX attempts_by_scenario ON attempts(scenario_id, turn, attempt, infra_try);
+    """,
+)

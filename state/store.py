@@ -1,0 +1,199 @@
+"""The state store: every step of a sweep is written here before the next one starts.
+
+One aiosqlite connection in WAL mode; each write commits at once, so a daemon killed at any
+moment loses at most the step it was in. Per-test results are stored as zlib-compressed JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+import msgspec
+
+from state.schema import MIGRATIONS
+
+
+class ScenarioRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    config_id: int
+    seed: int
+    status: str
+    turns_passed: int
+    reason: str
+    sandbox: dict[str, Any]
+
+
+class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    scenario_id: int
+    turn: int
+    attempt: int
+    infra_try: int
+    phase: str  # launched -> harness_done -> tested
+    prompt_kind: str
+    prompt: str
+    launched_at: float
+    harness_exit: int | None = None
+    harness_signal: int | None = None
+    harness_seconds: float | None = None
+    marker_latency: float | None = None
+    server_seconds: float | None = None
+    suite_seconds: float | None = None
+    teardown_seconds: float | None = None
+    outcome: str | None = None  # pass | fail | infra
+    infra_kind: str | None = None
+    categories: str | None = None
+    passed_tests: int | None = None
+    total_tests: int | None = None
+    feedback: str | None = None
+
+
+_ATTEMPT_COLUMNS = [f for f in AttemptRow.__struct_fields__]
+
+
+class Store:
+    """Async access to the database at `path`. Use `async with Store.open(path) as store:`."""
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+
+    @classmethod
+    async def open(cls, path: Path) -> Store:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = await aiosqlite.connect(path, timeout=30)
+        await db.execute("PRAGMA journal_mode=WAL")
+        await db.execute("PRAGMA synchronous=NORMAL")
+        await db.execute("PRAGMA foreign_keys=ON")
+        store = cls(db)
+        await store._migrate()
+        return store
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def _migrate(self) -> None:
+        async with self.db.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise RuntimeError(f"database schema version {version} is newer than this staminad ({len(MIGRATIONS)})")
+        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+            await self.db.executescript(sql)
+            await self.db.execute(f"PRAGMA user_version = {i}")
+            await self.db.commit()
+
+    # --- sweeps and scenarios -------------------------------------------------------------------
+
+    async def ensure_sweep(self, sweep_id: str, name: str, fingerprint: str, config: str) -> bool:
+        """Create the sweep if new; return True if it already existed (a resume)."""
+        async with self.db.execute("SELECT fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
+            row = await cur.fetchone()
+        if row is not None:
+            if row[0] != fingerprint:
+                raise ValueError(f"sweep {sweep_id} exists with a different configuration; use another name")
+            return True
+        await self.db.execute("INSERT INTO sweeps VALUES (?, ?, ?, ?, 'running', ?)",
+                              (sweep_id, name, fingerprint, config, time.time()))
+        await self.db.commit()
+        return False
+
+    async def set_sweep_status(self, sweep_id: str, status: str) -> None:
+        await self.db.execute("UPDATE sweeps SET status = ? WHERE id = ?", (status, sweep_id))
+        await self.db.commit()
+
+    async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:
+        await self.db.execute("INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback) "
+                              "VALUES (?, ?, ?, ?, ?)", (sweep_id, name, agent, retries, feedback))
+        await self.db.commit()
+        async with self.db.execute("SELECT id FROM configurations WHERE sweep_id = ? AND name = ?",
+                                   (sweep_id, name)) as cur:
+            row = await cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def ensure_scenario(self, config_id: int, seed: int) -> ScenarioRow:
+        await self.db.execute("INSERT OR IGNORE INTO scenarios (config_id, seed, status, updated_at) "
+                              "VALUES (?, ?, 'pending', ?)", (config_id, seed, time.time()))
+        await self.db.commit()
+        async with self.db.execute("SELECT id, config_id, seed, status, turns_passed, reason, sandbox FROM scenarios "
+                                   "WHERE config_id = ? AND seed = ?", (config_id, seed)) as cur:
+            row = await cur.fetchone()
+        assert row is not None
+        return _scenario(row)
+
+    async def update_scenario(self, scenario_id: int, **fields: Any) -> None:
+        if "sandbox" in fields:
+            fields["sandbox"] = json.dumps(fields["sandbox"])
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        await self.db.execute(f"UPDATE scenarios SET {sets}, updated_at = ? WHERE id = ?",
+                              (*fields.values(), time.time(), scenario_id))
+        await self.db.commit()
+
+    async def scenarios(self, sweep_id: str) -> list[tuple[str, ScenarioRow]]:
+        """(configuration name, scenario) for every scenario of the sweep."""
+        sql = ("SELECT c.name, s.id, s.config_id, s.seed, s.status, s.turns_passed, s.reason, s.sandbox "
+               "FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
+               "ORDER BY c.id, s.seed")
+        async with self.db.execute(sql, (sweep_id,)) as cur:
+            rows = await cur.fetchall()
+        return [(str(r[0]), _scenario(r[1:])) for r in rows]
+
+    # --- attempts -----------------------------------------------------------------------------
+
+    async def begin_attempt(self, scenario_id: int, turn: int, attempt: int, infra_try: int, prompt_kind: str,
+                            prompt: str) -> int:
+        cur = await self.db.execute(
+            "INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, launched_at) "
+            "VALUES (?, ?, ?, ?, 'launched', ?, ?, ?)",
+            (scenario_id, turn, attempt, infra_try, prompt_kind, prompt, time.time()))
+        await self.db.commit()
+        assert cur.lastrowid is not None
+        return int(cur.lastrowid)
+
+    async def update_attempt(self, attempt_id: int, results: Any = None, **fields: Any) -> None:
+        if results is not None:
+            fields["results"] = zlib.compress(msgspec.json.encode(results))
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        await self.db.execute(f"UPDATE attempts SET {sets} WHERE id = ?", (*fields.values(), attempt_id))
+        await self.db.commit()
+
+    async def attempts(self, scenario_id: int) -> list[AttemptRow]:
+        cols = ", ".join(_ATTEMPT_COLUMNS)
+        async with self.db.execute(f"SELECT {cols} FROM attempts WHERE scenario_id = ? "
+                                   "ORDER BY turn, attempt, infra_try", (scenario_id,)) as cur:
+            rows = await cur.fetchall()
+        return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
+
+    async def attempt_results(self, attempt_id: int) -> Any:
+        async with self.db.execute("SELECT results FROM attempts WHERE id = ?", (attempt_id,)) as cur:
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else msgspec.json.decode(zlib.decompress(row[0]))
+
+    async def infra_event(self, scenario_id: int, turn: int, attempt: int, kind: str, detail: str) -> None:
+        await self.db.execute("INSERT INTO infra_events (scenario_id, turn, attempt, kind, detail, at) "
+                              "VALUES (?, ?, ?, ?, ?, ?)", (scenario_id, turn, attempt, kind, detail, time.time()))
+        await self.db.commit()
+
+    async def infra_counts(self, sweep_id: str) -> dict[tuple[str, str], int]:
+        sql = ("SELECT c.name, e.kind, COUNT(*) FROM infra_events e JOIN scenarios s ON s.id = e.scenario_id "
+               "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY c.name, e.kind")
+        async with self.db.execute(sql, (sweep_id,)) as cur:
+            rows = await cur.fetchall()
+        return {(str(r[0]), str(r[1])): int(r[2]) for r in rows}
+
+
+def _scenario(row: Any) -> ScenarioRow:
+    return ScenarioRow(id=row[0], config_id=row[1], seed=row[2], status=row[3], turns_passed=row[4], reason=row[5],
+                       sandbox=json.loads(row[6] or "{}"))
