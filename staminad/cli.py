@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from staminad.bench.changes import ChangeError
 from staminad.bench.pack import PackError
-from staminad.commands import oracle, run, scenario
+from staminad.commands import image, oracle, run, scenario
 from staminad.commands.args import UsageError
 
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario.add_parsers(sub)
     oracle.add_parsers(sub)
     run.add_parsers(sub)
+    image.add_parsers(sub)
     return parser
 
 

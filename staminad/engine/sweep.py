@@ -93,6 +93,10 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
         return await summarize(store, sweep.name)
     finally:
         watcher.close()
+        closer = getattr(make_sandbox, "aclose", None)
+        if closer is not None:
+            with anyio.CancelScope(shield=True):
+                await closer(sweep.name)
         with anyio.CancelScope(shield=True):
             await store.close()
 

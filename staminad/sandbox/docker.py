@@ -1,0 +1,263 @@
+"""The `docker` runtime (aiodocker): one labelled container per scenario.
+
+The workspace and control directories are bind-mounted from the host, so the agent's code and its
+harness session (HOME lives in the workspace) survive a lost container, which `prepare` recreates.
+The built-in harness files are mounted read-only at /harness. Limits: CPUs, memory, pids; no
+Docker socket inside; nothing of the tests, pack or seed is mounted. The server listens on a fixed
+port inside and is published on 127.0.0.1 at a port allocated when the container is created.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import aiodocker
+import anyio
+
+from staminad.engine.config import RunSettings
+from staminad.engine.ports import PortAllocator
+from staminad.engine.sweep import SandboxFactory
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, NotReady, SandboxError, SandboxPaths, ServerHandle, write_job
+from staminad.sandbox.readiness import wait_ready
+
+LABEL_SWEEP = "staminabench.sweep"
+LABEL_SCENARIO = "staminabench.scenario"
+NETWORK = "staminabench"
+HARNESS_DIR = Path(__file__).parents[1]
+OP_TIMEOUT = 60.0
+_KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+_LISTEN = f":{SERVER_PORT_IN_CONTAINER:04X} "
+
+
+def container_name(sweep: str, label: str) -> str:
+    return "staminabench-" + re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"{sweep}-{label}").strip("-")[:200]
+
+
+class DockerSandbox:
+    def __init__(self, docker: aiodocker.Docker, root: Path, sweep: str, label: str, run: RunSettings,
+                 ports: PortAllocator) -> None:
+        self.docker = docker
+        self.root = root
+        self.host_workspace = root / "workspace"
+        self.host_control = root / "control"
+        self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
+        self.sweep, self.label, self.run, self.ports = sweep, label, run, ports
+        self.name = container_name(sweep, root.name)
+        self.port: int | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"runtime": "docker", "container": self.name, "root": str(self.root), "port": self.port}
+
+    async def _container(self) -> Any:
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                return await self.docker.containers.get(self.name)
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status == 404:
+                return None
+            raise SandboxError(f"docker: {exc.message}") from None
+
+    async def prepare(self) -> None:
+        """Create (or recreate after a loss) and start the scenario's container."""
+        self.host_workspace.mkdir(parents=True, exist_ok=True)
+        (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
+        await ensure_network(self.docker)
+        container = await self._container()
+        if container is None:
+            self.port = self.ports.allocate()
+            config = {
+                "Image": self.run.image,
+                "Cmd": _KEEPALIVE,
+                "User": f"{os.getuid()}:{os.getgid()}",
+                "WorkingDir": "/workspace",
+                "Env": ["HOME=/workspace/.home"],
+                "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label},
+                "ExposedPorts": {f"{SERVER_PORT_IN_CONTAINER}/tcp": {}},
+                "HostConfig": {
+                    "Binds": [f"{self.host_workspace}:/workspace", f"{self.host_control}:/stamina",
+                              f"{HARNESS_DIR}:/harness:ro"],
+                    "PortBindings": {f"{SERVER_PORT_IN_CONTAINER}/tcp": [
+                        {"HostIp": "127.0.0.1", "HostPort": str(self.port)}]},
+                    "NanoCpus": int(self.run.cpus * 1e9),
+                    "Memory": self.run.memory_mb * 1024 * 1024,
+                    "PidsLimit": self.run.pids,
+                    "Init": True,
+                    "NetworkMode": NETWORK,
+                    "SecurityOpt": ["no-new-privileges"],
+                },
+            }
+            try:
+                with anyio.fail_after(OP_TIMEOUT):
+                    container = await self.docker.containers.create(config=config, name=self.name)
+            except aiodocker.exceptions.DockerError as exc:
+                self.ports.release(self.port)
+                raise SandboxError(f"cannot create container {self.name}: {exc.message}") from None
+        else:
+            info = container._container
+            if "NetworkSettings" not in info:
+                info = await container.show()
+            binding = (info.get("HostConfig", {}).get("PortBindings") or {}).get(f"{SERVER_PORT_IN_CONTAINER}/tcp")
+            self.port = int(binding[0]["HostPort"]) if binding else None
+            if self.port is not None:
+                self.ports.held.add(self.port)
+        with anyio.fail_after(OP_TIMEOUT):
+            info = await container.show()
+            if not info["State"]["Running"]:
+                await container.start()
+
+    async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT) -> int:
+        container = await self._container()
+        if container is None:
+            raise SandboxError(f"container {self.name} is gone")
+        try:
+            with anyio.fail_after(timeout):
+                ex = await container.exec(cmd=cmd, user=f"{os.getuid()}:{os.getgid()}", workdir="/workspace",
+                                          stdout=True, stderr=True)
+                if detach:
+                    await ex.start(detach=True)
+                    return 0
+                async with ex.start(detach=False) as stream:
+                    while await stream.read_out() is not None:
+                        pass
+                return int((await ex.inspect())["ExitCode"] or 0)
+        except aiodocker.exceptions.DockerError as exc:
+            raise SandboxError(f"docker exec in {self.name}: {exc.message}") from None
+
+    async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
+        write_job(self.host_control, self.paths, job_id, argv, env)
+        await self._exec(["setsid", "-f", "sh", "/harness/sandbox/wrapper.sh", f"/stamina/jobs/{job_id}",
+                          f"/stamina/markers/{job_id}.json"])
+
+    def _pid(self, job_id: str) -> int | None:
+        try:
+            return int((self.host_control / "jobs" / job_id / "pid").read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    async def job_alive(self, job_id: str) -> bool:
+        pid = self._pid(job_id)
+        if pid is None or await self._container() is None:
+            return False
+        return await self._exec(["sh", "-c", f"kill -0 -{pid} 2>/dev/null"]) == 0
+
+    async def kill_job(self, job_id: str) -> None:
+        pid = self._pid(job_id)
+        if pid is not None and await self._container() is not None:
+            await self._exec(["sh", "-c", f"kill -KILL -{pid} 2>/dev/null; true"])
+
+    async def start_server(self, timeout: float) -> ServerHandle:
+        for name in ("server.pid", "server.exit"):
+            (self.host_control / name).unlink(missing_ok=True)
+        await self._exec(["setsid", "-f", "sh", "-c", "echo $$ > /stamina/server.pid; "
+                          f"bash run_server.sh {SERVER_PORT_IN_CONTAINER} > /stamina/server.log 2>&1; "
+                          "echo $? > /stamina/server.exit"])
+        if self.port is None:
+            raise SandboxError("the container has no published server port")
+        handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port)
+        exit_file = self.host_control / "server.exit"
+
+        async def running() -> bool:
+            return not exit_file.exists()
+
+        try:
+            await wait_ready(handle.url, timeout, running)
+        except NotReady:
+            with anyio.CancelScope(shield=True):
+                await self.stop_server(handle)
+            raise
+        return handle
+
+    async def stop_server(self, handle: ServerHandle) -> None:
+        """TERM then KILL the server's process group inside the container; wait until nothing listens."""
+        pid_file = self.host_control / "server.pid"
+        try:
+            pgid = int(pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return
+        script = (f"kill -TERM -{pgid} 2>/dev/null; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt 50 ]; "
+                  f"do sleep 0.1; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; i=0; "
+                  f"while grep -qi '{_LISTEN}[0-9A-F:]* 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null "
+                  "&& [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; true")
+        await self._exec(["sh", "-c", script], timeout=30)
+
+    async def close(self) -> None:
+        """Remove the container (the workspace stays on the host; `prepare` recreates it on resume)."""
+        container = await self._container()
+        if container is not None:
+            try:
+                with anyio.fail_after(OP_TIMEOUT):
+                    await container.delete(force=True)
+            except aiodocker.exceptions.DockerError as exc:
+                if exc.status != 404:
+                    raise SandboxError(f"cannot remove {self.name}: {exc.message}") from None
+        if self.port is not None:
+            self.ports.release(self.port)
+
+
+_network_lock: dict[int, anyio.Lock] = {}
+
+
+async def ensure_network(docker: aiodocker.Docker) -> None:
+    """Create the project's bridge network once (Docker allows duplicate names, so creation is serialised)."""
+    lock = _network_lock.setdefault(id(docker), anyio.Lock())
+    async with lock:
+        with anyio.fail_after(OP_TIMEOUT):
+            found = await docker.networks.list(filters={"name": [NETWORK]})
+        exact = sorted((n for n in found if n["Name"] == NETWORK), key=lambda n: n.get("Created", ""))
+        for extra in exact[1:]:  # left by an older, unserialised run
+            with anyio.fail_after(OP_TIMEOUT):
+                await (await docker.networks.get(extra["Id"])).delete()
+        if exact:
+            return
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                await docker.networks.create({"Name": NETWORK, "Driver": "bridge", "CheckDuplicate": True,
+                                              "Labels": {LABEL_SWEEP: "shared"}})
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status != 409:
+                raise SandboxError(f"cannot create network {NETWORK}: {exc.message}") from None
+
+
+async def reap(docker: aiodocker.Docker, keep: set[str] | None = None, sweep: str | None = None) -> list[str]:
+    """Remove labelled containers that belong to no live scenario (`keep` holds live names)."""
+    label = f"{LABEL_SWEEP}={sweep}" if sweep else LABEL_SWEEP
+    removed = []
+    with anyio.fail_after(OP_TIMEOUT):
+        containers = await docker.containers.list(all=True, filters={"label": [label]})
+    for c in containers:
+        name = c._container.get("Names", ["?"])[0].lstrip("/")
+        if keep and name in keep:
+            continue
+        with anyio.fail_after(OP_TIMEOUT):
+            await c.delete(force=True)
+        removed.append(name)
+    return removed
+
+
+class DockerFactory:
+    """Sandboxes sharing one aiodocker client, created lazily inside the running event loop."""
+
+    def __init__(self, run: RunSettings, ports: PortAllocator) -> None:
+        self.run, self.ports = run, ports
+        self._client: aiodocker.Docker | None = None
+
+    def __call__(self, root: Path, label: str) -> DockerSandbox:
+        if self._client is None:
+            self._client = aiodocker.Docker()
+        return DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports)
+
+    async def aclose(self, sweep: str) -> None:
+        """Remove whatever container of the sweep is left (a crash mid-close), then close the client."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            try:
+                await reap(client, sweep=sweep)
+            finally:
+                await client.close()
+
+
+def docker_factory(run: RunSettings, ports: PortAllocator) -> SandboxFactory:
+    return DockerFactory(run, ports)
