@@ -129,7 +129,7 @@ class DockerSandbox:
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         write_job(self.host_control, self.paths, job_id, argv, env)
         await self._exec(["setsid", "-f", "sh", "/harness/sandbox/wrapper.sh", f"/stamina/jobs/{job_id}",
-                          f"/stamina/markers/{job_id}.json"])
+                          f"/stamina/markers/{job_id}.json"], detach=True)
 
     def _pid(self, job_id: str) -> int | None:
         try:
@@ -153,7 +153,7 @@ class DockerSandbox:
             (self.host_control / name).unlink(missing_ok=True)
         await self._exec(["setsid", "-f", "sh", "-c", "echo $$ > /stamina/server.pid; "
                           f"bash run_server.sh {SERVER_PORT_IN_CONTAINER} > /stamina/server.log 2>&1; "
-                          "echo $? > /stamina/server.exit"])
+                          "echo $? > /stamina/server.exit"], detach=True)
         if self.port is None:
             raise SandboxError("the container has no published server port")
         handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port)
