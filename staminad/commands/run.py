@@ -14,7 +14,7 @@ import anyio
 from staminad.commands.args import UsageError
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import format_summary, local_factory, run_sweep
+from staminad.engine.sweep import format_summary, run_sweep
 from staminad.packio import read_pack
 
 

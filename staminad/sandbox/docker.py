@@ -20,7 +20,14 @@ import anyio
 from staminad.engine.config import RunSettings
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory
-from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, NotReady, SandboxError, SandboxPaths, ServerHandle, write_job
+from staminad.sandbox.base import (
+    SERVER_PORT_IN_CONTAINER,
+    NotReady,
+    SandboxError,
+    SandboxPaths,
+    ServerHandle,
+    write_job,
+)
 from staminad.sandbox.readiness import wait_ready
 
 LABEL_SWEEP = "staminabench.sweep"
@@ -68,7 +75,7 @@ class DockerSandbox:
         container = await self._container()
         if container is None:
             self.port = self.ports.allocate()
-            config = {
+            config: dict[str, Any] = {
                 "Image": self.run.image,
                 "Cmd": _KEEPALIVE,
                 "User": f"{os.getuid()}:{os.getgid()}",

@@ -1,0 +1,75 @@
+"""Engine fixtures: sweep files, a runner that records events, and the sandbox image for Docker tests."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from staminad.engine.config import load_sweep
+from staminad.engine.ports import PortAllocator
+from staminad.engine.sweep import ConfigSummary, SandboxFactory, local_factory, run_sweep
+
+
+def write_sweep(tmp: Path, name: str, agents: list[str], *, seeds: str = "0", turns: int = 2, retries: int = 2,
+                runtime: str = "local", extra: str = "") -> Path:
+    path = tmp / f"{name}.toml"
+    path.write_text(textwrap.dedent(f"""
+        name = "{name}"
+        [scenarios]
+        seeds = "{seeds}"
+        turns = {turns}
+        [matrix]
+        agents = {agents!r}
+        retries = [{retries}]
+        [run]
+        runtime = "{runtime}"
+        parallel = 4
+        turn_timeout = 20
+        server_start_timeout = 5
+        infra_retries = 2
+        """) + textwrap.dedent(extra))
+    return path
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        self.events.append((kind, data))
+        for hook in self.hooks:
+            hook(kind, data)
+
+    def kinds(self, kind: str) -> list[dict[str, Any]]:
+        return [d for k, d in self.events if k == kind]
+
+
+async def sweep(path: Path, state: Path, factory: SandboxFactory | None = None,
+                recorder: Recorder | None = None) -> dict[str, ConfigSummary]:
+    sw, fp = load_sweep(path)
+    summaries = await run_sweep(sw, fp, state, factory or local_factory(PortAllocator()), recorder or Recorder())
+    return {s.name: s for s in summaries}
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """The offline-built sandbox image (built here with mmdebstrap if this machine lacks it)."""
+    from staminad.sandbox.image import build
+
+    tag, _ = build()
+    return tag
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_leftover_containers() -> Any:
+    """After the engine tests, no labelled container may remain."""
+    yield
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", "label=staminabench.sweep"], capture_output=True,
+                         text=True)
+    assert out.stdout.strip() == "", f"containers left behind: {out.stdout}"

@@ -1,0 +1,64 @@
+"""Sweep files and `staminad run`'s input handling: malformed input is one clear line, exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from staminad.engine.config import SweepError, configurations, load_sweep
+from staminad.engine.ports import PortAllocator, PortsExhausted
+from tests.engine.conftest import write_sweep
+
+BAD = {
+    "not toml": "name = \n[[[",
+    "unknown key": 'name = "x"\ncolour = 1\n[matrix]\nagents = ["reference"]\n',
+    "unknown agent": 'name = "x"\n[matrix]\nagents = ["gpt-agent-9000"]\n',
+    "bad seeds": 'name = "x"\n[scenarios]\nseeds = "9-1"\n[matrix]\nagents = ["reference"]\n',
+    "wrong type": 'name = "x"\n[matrix]\nagents = "reference"\n',
+    "negative timeout": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nturn_timeout = -1\n',
+    "bad name": 'name = "a b/c"\n[matrix]\nagents = ["reference"]\n',
+    "no agents": 'name = "x"\n[matrix]\nagents = []\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_malformed_sweep_files_are_refused(tmp_path: Path, case: str) -> None:
+    """Each malformed sweep file raises SweepError naming the file."""
+    path = tmp_path / "s.toml"
+    path.write_text(BAD[case])
+    with pytest.raises(SweepError, match="s.toml"):
+        load_sweep(path)
+
+
+@pytest.mark.parametrize("case", ["not toml", "unknown agent"])
+def test_run_command_exits_2_with_one_line(tmp_path: Path, case: str) -> None:
+    """`staminad run` on a bad sweep file prints one error line and exits 2."""
+    path = tmp_path / "s.toml"
+    path.write_text(BAD[case])
+    done = subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir",
+                           str(tmp_path / "st")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_matrix_expands_to_paired_configurations(tmp_path: Path) -> None:
+    """agents x retries x feedback expands to one configuration each, with stable names."""
+    path = write_sweep(tmp_path, "m", ["reference", "mutant:no-cascade"])
+    path.write_text(path.read_text().replace("retries = [2]", 'retries = [0, 2]\nfeedback = ["minimal", "detailed"]'))
+    sweep, fingerprint = load_sweep(path)
+    names = [c.name for c in configurations(sweep)]
+    assert len(names) == 8 and names[0] == "reference R=0 minimal"
+    assert load_sweep(path)[1] == fingerprint
+
+
+def test_port_allocator_never_hands_out_a_port_twice() -> None:
+    """Ports are unique until released, and the range running out is an error, not a wait."""
+    ports = PortAllocator(42000, 42003)
+    got = {ports.allocate() for _ in range(4)}
+    assert len(got) == 4
+    with pytest.raises(PortsExhausted):
+        ports.allocate()
+    ports.release(42001)
+    assert ports.allocate() == 42001
