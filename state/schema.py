@@ -69,4 +69,6 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX attempts_by_scenario ON attempts(scenario_id, turn, attempt, infra_try);
     """,
+    # 2: when an attempt's outcome was recorded, so per-turn engine overhead can be measured.
+    "ALTER TABLE attempts ADD COLUMN finished_at REAL;",
 )

@@ -52,6 +52,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     passed_tests: int | None = None
     total_tests: int | None = None
     feedback: str | None = None
+    finished_at: float | None = None
 
 
 _ATTEMPT_COLUMNS = [f for f in AttemptRow.__struct_fields__]

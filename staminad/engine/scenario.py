@@ -198,7 +198,8 @@ class ScenarioRunner:
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
-        await self.store.update_attempt(row.id, phase="tested", outcome="infra", infra_kind=kind)
+        await self.store.update_attempt(row.id, phase="tested", outcome="infra", infra_kind=kind,
+                                        finished_at=time.time())
         self.emit("infra_failure", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                     "infra_try": row.infra_try, "kind": kind, "detail": detail})
 
@@ -229,7 +230,8 @@ class ScenarioRunner:
         await self.store.update_attempt(
             row.id, results=result.results, phase="tested", outcome="fail" if failures else "pass",
             categories=categories, passed_tests=len(result.results) - len(failures), total_tests=len(result.results),
-            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2)
+            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2,
+            finished_at=time.time())
         self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                      "passed": not failures, "failed_tests": len(failures),
                                      "tests": len(result.results), "categories": categories})

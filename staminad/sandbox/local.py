@@ -10,7 +10,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
@@ -33,6 +32,11 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout)
 
 
 class LocalSandbox:
@@ -113,17 +117,14 @@ class LocalSandbox:
         server, self._server = self._server, None
         if handle.pgid is not None:
             _kill_group(handle.pgid, signal.SIGTERM)
-            deadline = time.monotonic() + 5
-            while server is not None and server.poll() is None and time.monotonic() < deadline:
-                await anyio.sleep(0.02)  # waiting on an external process to exit
+            if server is not None:
+                await anyio.to_thread.run_sync(_wait, server, 5.0)
             _kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
-            with anyio.fail_after(10):
-                while server.poll() is None:
-                    await anyio.sleep(0.02)
+            await anyio.to_thread.run_sync(_wait, server, 10.0)
         with anyio.move_on_after(5):
             while not port_is_free(handle.port):
-                await anyio.sleep(0.05)
+                await anyio.sleep(0.01)  # a socket in the kernel's hands; nothing to await instead
         self.ports.release(handle.port)
 
     async def close(self) -> None:
