@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from staminad.bench.changes import ChangeError
 from staminad.bench.pack import PackError
-from staminad.commands import image, oracle, run, scenario
+from staminad.commands import image, oracle, report, run, scenario
 from staminad.commands.args import UsageError
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_parsers(sub)
     run.add_parsers(sub)
     image.add_parsers(sub)
+    report.add_parsers(sub)
     return parser
 
 

@@ -71,4 +71,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 2: when an attempt's outcome was recorded, so per-turn engine overhead can be measured.
     "ALTER TABLE attempts ADD COLUMN finished_at REAL;",
+    # 3: lines of code in the workspace after the harness ran (dependencies excluded).
+    "ALTER TABLE attempts ADD COLUMN loc INTEGER;",
+    # 4: the horizon N of the sweep's scenarios (a pack fixes it, so the config alone may not say).
+    "ALTER TABLE sweeps ADD COLUMN turns INTEGER;",
 )

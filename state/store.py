@@ -53,6 +53,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     total_tests: int | None = None
     feedback: str | None = None
     finished_at: float | None = None
+    loc: int | None = None
 
 
 _ATTEMPT_COLUMNS = [f for f in AttemptRow.__struct_fields__]
@@ -105,10 +106,15 @@ class Store:
             if row[0] != fingerprint:
                 raise ValueError(f"sweep {sweep_id} exists with a different configuration; use another name")
             return True
-        await self.db.execute("INSERT INTO sweeps VALUES (?, ?, ?, ?, 'running', ?)",
+        await self.db.execute("INSERT INTO sweeps (id, name, fingerprint, config, status, created_at) "
+                              "VALUES (?, ?, ?, ?, 'running', ?)",
                               (sweep_id, name, fingerprint, config, time.time()))
         await self.db.commit()
         return False
+
+    async def set_sweep_turns(self, sweep_id: str, turns: int) -> None:
+        await self.db.execute("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
+        await self.db.commit()
 
     async def set_sweep_status(self, sweep_id: str, status: str) -> None:
         await self.db.execute("UPDATE sweeps SET status = ? WHERE id = ?", (status, sweep_id))

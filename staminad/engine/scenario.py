@@ -18,6 +18,7 @@ import msgspec
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.engine.loc import count_loc
 from staminad.engine.markers import MarkerWatcher, read_marker
 from staminad.engine.outcome import classify_harness
 from staminad.sandbox.base import NotReady, Sandbox, SandboxError, marker_path
@@ -189,8 +190,9 @@ class ScenarioRunner:
         started, ended = marker.get("started"), marker.get("ended")
         harness_s = float(ended) - float(started) if started and ended else None
         latency = marker["seen_at"] - float(ended) if ended else None
+        loc = await anyio.to_thread.run_sync(count_loc, self.sandbox.host_workspace)
         await self.store.update_attempt(row.id, phase="harness_done", harness_exit=exit_code, harness_signal=sig,
-                                        harness_seconds=harness_s, marker_latency=latency)
+                                        harness_seconds=harness_s, marker_latency=latency, loc=loc)
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
         if kind is not None:
             return kind, f"harness exit {exit_code}, signal {sig}"

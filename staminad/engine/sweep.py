@@ -69,6 +69,7 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
     try:
         resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint,
                                            msgspec.json.encode(sweep).decode())
+        await store.set_sweep_turns(sweep.name, params.turns)
         emit("sweep_started", {"sweep": sweep.name, "resumed": resumed, "scenarios": len(seeds),
                                "configurations": len(configurations(sweep))})
         limiter = anyio.CapacityLimiter(sweep.run.parallel)

@@ -1,0 +1,1 @@
+"""Results analysis: the paper's statistics and better ones (survival, RMST), reports, figures, exports."""

@@ -1,0 +1,123 @@
+"""Metrics over a configuration's scenarios: turns passed @R, pass rate, the retry-budget curve from one
+run's history, survival data, failure-category counts, new-feature vs regression failures, LoC per turn.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import msgspec
+
+from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
+from staminad.analysis.stats import mean_se
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    scenarios: int
+    mean_turns: float
+    se_turns: float
+    pass_rate: float
+    infra_failed: int
+
+
+def agent_attempts(s: ScenarioData) -> list[AttemptData]:
+    """Tested attempts that count for the agent: infra outcomes are not the agent's."""
+    return [a for a in s.attempts if a.outcome in ("pass", "fail")]
+
+
+def summary(c: ConfigData) -> Summary:
+    turns = [s.turns_passed for s in c.scenarios]
+    mean, se = mean_se(turns)
+    full = c.n_turns + 1
+    return Summary(name=c.name, scenarios=len(turns), mean_turns=mean, se_turns=se,
+                   pass_rate=sum(t >= full for t in turns) / len(turns) if turns else float("nan"),
+                   infra_failed=sum(s.status == "infra_failed" for s in c.scenarios))
+
+
+def turns_at_budget(s: ScenarioData, budget: int, n_turns: int) -> int:
+    """Turns passed had the retry budget been `budget` (<= the R it ran with): a turn that needed more
+    than budget+1 agent attempts ends the scenario there."""
+    by_turn: dict[int, list[AttemptData]] = {}
+    for a in agent_attempts(s):
+        by_turn.setdefault(a.turn, []).append(a)
+    passed = 0
+    for turn in range(n_turns + 1):
+        tries = sorted(by_turn.get(turn, []), key=lambda a: a.attempt)
+        first_pass = next((i for i, a in enumerate(tries, 1) if a.outcome == "pass"), None)
+        if first_pass is None or first_pass > budget + 1:
+            break
+        passed += 1
+    return passed
+
+
+def retry_curve(c: ConfigData) -> list[tuple[int, float, float]]:
+    """(R', mean turns passed, SE) for every R' from 0 to the configuration's R, from one run."""
+    out = []
+    for budget in range(c.retries + 1):
+        mean, se = mean_se([turns_at_budget(s, budget, c.n_turns) for s in c.scenarios])
+        out.append((budget, mean, se))
+    return out
+
+
+def survival_data(c: ConfigData) -> tuple[list[float], list[bool]]:
+    """Turns survived per scenario and whether the end was an agent failure (False: right-censored,
+    either at N+1 turns or by an infrastructure failure, which says nothing about the agent)."""
+    durations = [float(s.turns_passed) for s in c.scenarios]
+    observed = [s.status == "failed" for s in c.scenarios]
+    return durations, observed
+
+
+def failure_counts(c: ConfigData, which: str) -> Counter[str]:
+    """Scenarios per failure category: `first` (the first failed attempt of each scenario) or `all`
+    (every category seen in any failed attempt). Infra kinds count as categories of their own."""
+    counts: Counter[str] = Counter()
+    for s in c.scenarios:
+        failed = [a for a in s.attempts if a.outcome in ("fail", "infra")]
+        if not failed:
+            continue
+        chosen: Iterable[AttemptData] = failed[:1] if which == "first" else failed
+        cats: set[str] = set()
+        for a in chosen:
+            cats |= {a.infra_kind} if a.outcome == "infra" and a.infra_kind else set(a.categories)
+        counts.update(cats)
+    return counts
+
+
+def regressions(c: ConfigData) -> tuple[int, int]:
+    """(failing tests that passed on an earlier turn, failing tests never passed before), over all attempts."""
+    regress = new = 0
+    for s in c.scenarios:
+        passed_before: set[str] = set()
+        current_turn = -1
+        pending: set[str] = set()
+        for a in sorted(agent_attempts(s), key=lambda a: (a.turn, a.attempt)):
+            if a.turn != current_turn:
+                passed_before |= pending
+                pending = set()
+                current_turn = a.turn
+            for name in a.failed_tests:
+                if name in passed_before:
+                    regress += 1
+                else:
+                    new += 1
+            pending |= set(a.passed_tests)
+    return regress, new
+
+
+def loc_by_turn(c: ConfigData) -> list[tuple[int, float, float, int]]:
+    """(turn, mean LoC, SE, scenarios) from the last recorded attempt of each turn."""
+    per_turn: dict[int, list[float]] = {}
+    for s in c.scenarios:
+        last: dict[int, int] = {}
+        for a in s.attempts:
+            if a.loc is not None:
+                last[a.turn] = a.loc
+        for turn, loc in last.items():
+            per_turn.setdefault(turn, []).append(float(loc))
+    out = []
+    for turn in sorted(per_turn):
+        mean, se = mean_se(per_turn[turn])
+        out.append((turn, mean, se, len(per_turn[turn])))
+    return out

@@ -1,0 +1,164 @@
+"""Reports: the paper-style table with significance marks, survival and RMST, failure analysis, as
+Markdown, LaTeX, JSON or CSV; figures are drawn by `figures.py` from the same report data.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+import msgspec
+
+from staminad.analysis.data import ConfigData
+from staminad.analysis.metrics import (
+    failure_counts,
+    loc_by_turn,
+    regressions,
+    retry_curve,
+    summary,
+    survival_data,
+)
+from staminad.analysis.stats import holm, kaplan_meier, logrank, rmst_bootstrap, wilcoxon_paired
+
+ALPHA = 0.05
+
+
+def _column(c: ConfigData) -> str:
+    return f"R={c.retries} {c.feedback}"
+
+
+def _paired(a: ConfigData, b: ConfigData) -> tuple[list[float], list[float]]:
+    sa, sb = a.by_seed(), b.by_seed()
+    seeds = sorted(set(sa) & set(sb))
+    return [sa[s].turns_passed for s in seeds], [sb[s].turns_passed for s in seeds]
+
+
+def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
+    """Everything a report shows, as plain data (also the JSON format)."""
+    rows = list(dict.fromkeys(c.agent for c in configs))
+    cols = list(dict.fromkeys(_column(c) for c in configs))
+    cell = {(c.agent, _column(c)): c for c in configs}
+    table: dict[str, dict[str, Any]] = {}
+    tests: list[tuple[str, str, float]] = []
+    for r in rows:
+        present = [cell[(r, col)] for col in cols if (r, col) in cell]
+        best = max(present, key=lambda c: summary(c).mean_turns)
+        table[r] = {}
+        for c in present:
+            s = summary(c)
+            p = 1.0 if c is best else wilcoxon_paired(*_paired(c, best))
+            if c is not best:
+                tests.append((r, _column(c), p))
+            table[r][_column(c)] = {"mean": s.mean_turns, "se": s.se_turns, "pass_rate": s.pass_rate,
+                                    "n": s.scenarios, "best": c is best, "p_vs_best": p,
+                                    "not_worse": c is best or p > ALPHA}
+    adjusted = holm([p for _, _, p in tests])
+    for (r, col, _), adj in zip(tests, adjusted, strict=True):
+        table[r][col]["p_holm"] = adj
+    survival = {}
+    reference = max(configs, key=lambda c: summary(c).mean_turns) if configs else None
+    for c in configs:
+        d, e = survival_data(c)
+        tau = float(c.n_turns + 1)
+        point, lo, hi = rmst_bootstrap(d, e, tau, n_boot=n_boot)
+        km = kaplan_meier(d, e)
+        entry: dict[str, Any] = {"rmst": point, "rmst_ci": [lo, hi], "tau": tau, "km_times": list(km.times),
+                                 "km_survival": list(km.survival), "events": int(sum(e)),
+                                 "censored": len(e) - int(sum(e))}
+        if reference is not None and c is not reference:
+            rd, re_ = survival_data(reference)
+            chi2, p = logrank(d, e, rd, re_)
+            entry["logrank_vs_best"] = {"against": reference.name, "chi2": chi2, "p": p}
+        survival[c.name] = entry
+    return {
+        "configurations": [{"name": c.name, "sweep": c.sweep, "agent": c.agent, "retries": c.retries,
+                            "feedback": c.feedback, "n_turns": c.n_turns,
+                            **{k: v for k, v in msgspec.structs.asdict(summary(c)).items() if k != "name"}}
+                           for c in configs],
+        "table": {"rows": rows, "columns": cols, "cells": table},
+        "retry_curves": {c.name: retry_curve(c) for c in configs},
+        "survival": survival,
+        "failures_first": {c.name: dict(failure_counts(c, "first")) for c in configs},
+        "failures_all": {c.name: dict(failure_counts(c, "all")) for c in configs},
+        "regressions": {c.name: dict(zip(("regression", "new_feature"), regressions(c), strict=True))
+                        for c in configs},
+        "loc_by_turn": {c.name: loc_by_turn(c) for c in configs},
+        "cost": "no token or cost data recorded for these sweeps (needs the LLM gateway)",
+    }
+
+
+def _fmt(cellv: dict[str, Any] | None, bold: tuple[str, str], mark: str) -> str:
+    if cellv is None:
+        return "-"
+    text = f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%)"
+    if cellv["best"]:
+        return f"{bold[0]}{text}{bold[1]}"
+    return text + (mark if cellv["not_worse"] else "")
+
+
+def markdown(report: dict[str, Any]) -> str:
+    t = report["table"]
+    out = ["# StaminaBench report", "",
+           "Average turns passed ± SE (pass rate). **Bold**: best in its row; † not significantly worse than the "
+           f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected).", "",
+           "| agent | " + " | ".join(t["columns"]) + " |", "|---|" + "---|" * len(t["columns"])]
+    for r in t["rows"]:
+        cells = [_fmt(t["cells"][r].get(col), ("**", "**"), " †") for col in t["columns"]]
+        out.append(f"| {r} | " + " | ".join(cells) + " |")
+    out += ["", "## Survival", "", "Turns survived, right-censored at N+1 and at infrastructure failures. "
+            "RMST(N+1) with a 95% scenario-bootstrap CI; log-rank against the configuration with the best mean.", "",
+            "| configuration | RMST | 95% CI | failures / censored | log-rank p vs best |", "|---|---|---|---|---|"]
+    for name, s in report["survival"].items():
+        lr = s.get("logrank_vs_best")
+        p = "-" if lr is None else f"{lr['p']:.3g}"
+        out.append(f"| {name} | {s['rmst']:.2f} | {s['rmst_ci'][0]:.2f}-{s['rmst_ci'][1]:.2f} | "
+                   f"{s['events']} / {s['censored']} | {p} |")
+    out += ["", "## Retry budget (from one run's history)", ""]
+    for name, curve in report["retry_curves"].items():
+        out.append(f"- {name}: " + ", ".join(f"R'={b}: {m:.1f} ± {se:.1f}" for b, m, se in curve))
+    out += ["", "## Failures", "", "| configuration | first failure | all failures | regression / new-feature tests |",
+            "|---|---|---|---|"]
+    for name in report["failures_first"]:
+        first = ", ".join(f"{k} {v}" for k, v in sorted(report["failures_first"][name].items())) or "-"
+        every = ", ".join(f"{k} {v}" for k, v in sorted(report["failures_all"][name].items())) or "-"
+        reg = report["regressions"][name]
+        out.append(f"| {name} | {first} | {every} | {reg['regression']} / {reg['new_feature']} |")
+    out += ["", f"Cost: {report['cost']}.", ""]
+    return "\n".join(out)
+
+
+def latex(report: dict[str, Any]) -> str:
+    t = report["table"]
+    lines = [r"\begin{tabular}{l" + "c" * len(t["columns"]) + "}", r"\toprule",
+             "agent & " + " & ".join(c.replace("_", r"\_") for c in t["columns"]) + r" \\", r"\midrule"]
+    for r in t["rows"]:
+        cells = [_fmt(t["cells"][r].get(col), (r"\textbf{", "}"), r"$^\dagger$").replace("%", r"\%")
+                 .replace("±", r"$\pm$") for col in t["columns"]]
+        lines.append(r.replace("_", r"\_") + " & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    return "\n".join(lines)
+
+
+def csv_table(report: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["agent", "setting", "mean_turns", "se", "pass_rate", "n", "best", "p_vs_best", "p_holm"])
+    t = report["table"]
+    for r in t["rows"]:
+        for col, v in t["cells"][r].items():
+            w.writerow([r, col, f"{v['mean']:.4f}", f"{v['se']:.4f}", f"{v['pass_rate']:.4f}", v["n"], v["best"],
+                        f"{v['p_vs_best']:.6g}", "" if "p_holm" not in v else f"{v['p_holm']:.6g}"])
+    return buf.getvalue()
+
+
+def clean(value: Any) -> Any:
+    """NaN to None, recursively, so the JSON is valid."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    return value

@@ -1,0 +1,71 @@
+"""`staminad report` and `staminad export`: tables, figures and flat data from the state store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from staminad.analysis.data import ConfigData
+from staminad.commands.args import UsageError
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    r = sub.add_parser("report", help="tables and figures for one or more sweeps")
+    r.add_argument("sweeps", nargs="*", help="sweep names (default: every sweep in the store)")
+    r.add_argument("--format", choices=("md", "latex", "json", "csv"), default="md")
+    r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
+    r.add_argument("--state-dir", type=Path)
+    r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
+    r.set_defaults(func=report_cmd)
+    e = sub.add_parser("export", help="every attempt as CSV or Parquet, for notebooks")
+    e.add_argument("sweeps", nargs="*")
+    e.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--state-dir", type=Path)
+    e.set_defaults(func=export_cmd)
+
+
+def _configs(args: argparse.Namespace) -> list[ConfigData]:
+    from staminad.analysis.data import load
+    from staminad.commands.run import default_state_dir
+
+    db = (args.state_dir or default_state_dir()) / "staminad.db"
+    try:
+        configs = load(db, args.sweeps or None)
+    except (FileNotFoundError, KeyError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+    if not configs:
+        raise UsageError(f"no configurations recorded in {db}")
+    return configs
+
+
+def report_cmd(args: argparse.Namespace) -> int:
+    from staminad.analysis import figures, report
+
+    if args.bootstrap < 100:
+        raise UsageError("--bootstrap must be at least 100")
+    data = report.clean(report.build(_configs(args), n_boot=args.bootstrap))
+    renderers: dict[str, Callable[[dict[str, Any]], str]] = {
+        "md": report.markdown, "latex": report.latex, "csv": report.csv_table,
+        "json": lambda d: json.dumps(d, indent=2)}
+    text = renderers[args.format](data)
+    if args.out is None:
+        print(text)
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    ext = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}[args.format]
+    (args.out / f"report.{ext}").write_text(text)
+    paths = figures.all_figures(data, args.out)
+    print(f"wrote {args.out / f'report.{ext}'} and {len(paths)} figure files to {args.out}")
+    return 0
+
+
+def export_cmd(args: argparse.Namespace) -> int:
+    from staminad.analysis.export import write
+
+    n = write(_configs(args), args.out, args.format)
+    print(f"wrote {n} attempts to {args.out}")
+    return 0
