@@ -71,6 +71,11 @@ def load_sweep(path: Path) -> tuple[SweepFile, str]:
         data = path.read_bytes()
     except OSError as exc:
         raise SweepError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_sweep(data, path)
+
+
+def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
+    """Like `load_sweep` for TOML already read (`path` names it in errors and anchors a relative pack)."""
     try:
         sweep = msgspec.toml.decode(data, type=SweepFile)
     except msgspec.ValidationError as exc:
@@ -78,6 +83,9 @@ def load_sweep(path: Path) -> tuple[SweepFile, str]:
     except msgspec.DecodeError as exc:
         raise SweepError(f"{path} is not valid TOML: {exc}") from None
     _check(sweep, path)
+    if sweep.scenarios.pack and not Path(sweep.scenarios.pack).is_absolute():
+        pack = str((path.parent / sweep.scenarios.pack).resolve())
+        sweep = msgspec.structs.replace(sweep, scenarios=msgspec.structs.replace(sweep.scenarios, pack=pack))
     canonical = msgspec.json.encode(sweep, order="sorted")
     return sweep, hashlib.sha256(canonical).hexdigest()[:16]
 

@@ -32,6 +32,28 @@ from state.store import AttemptRow, Store
 EventSink = Callable[[str, dict[str, Any]], None]
 
 
+class Gate:
+    """Holds scenarios before each new attempt while paused (a running attempt always completes)."""
+
+    def __init__(self) -> None:
+        self._open = anyio.Event()
+        self._open.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._open.is_set()
+
+    def pause(self) -> None:
+        if self._open.is_set():
+            self._open = anyio.Event()
+
+    def resume(self) -> None:
+        self._open.set()
+
+    async def wait(self) -> None:
+        await self._open.wait()
+
+
 class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     turn_timeout: float = 600.0
     server_start_timeout: float = 60.0
@@ -93,9 +115,9 @@ def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: 
 
 class ScenarioRunner:
     def __init__(self, spec: ScenarioSpec, store: Store, sandbox: Sandbox, adapter: Adapter,
-                 watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink) -> None:
+                 watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink, gate: Gate | None = None) -> None:
         self.spec, self.store, self.sandbox, self.adapter = spec, store, sandbox, adapter
-        self.watcher, self.settings, self.emit = watcher, settings, emit
+        self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
         self._prompts: list[str] | None = None
         self._histories: list[History | None] = []
         self._states: list[Any] = []
@@ -143,6 +165,8 @@ class ScenarioRunner:
                 return pos
             await self.store.update_scenario(scenario_id, turns_passed=pos.turns_passed)
             row = pos.resume
+            if row is None and self.gate is not None:
+                await self.gate.wait()
             if row is None:
                 prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
                 attempt_id = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
@@ -179,7 +203,19 @@ class ScenarioRunner:
             else:
                 await self.sandbox.launch(job, argv, self.adapter.env)
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
-            return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
+            pid_file = control / "jobs" / job / "pid"
+            with anyio.move_on_after(2):
+                while not pid_file.exists() and read_marker(marker_file) is None:
+                    await anyio.sleep(0.05)  # the wrapper writes its pid first thing; give a starting one a moment
+            if not pid_file.exists() and read_marker(marker_file) is None:
+                # Interrupted between writing the job and starting it: the harness never ran, start it now.
+                argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
+                assert argv is not None
+                prompt_file.parent.mkdir(parents=True, exist_ok=True)
+                prompt_file.write_text(row.prompt)
+                await self.sandbox.launch(job, argv, self.adapter.env)
+            elif read_marker(marker_file) is None:
+                return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
         remaining = self.settings.turn_timeout - (time.time() - row.launched_at)
         marker = await self.watcher.wait(marker_file, max(remaining, 0.0))
         await self.sandbox.kill_job(job)  # the harness and anything it left running in its process group

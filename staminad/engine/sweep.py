@@ -24,7 +24,7 @@ from staminad.commands.args import seed_list
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
-from staminad.engine.scenario import EngineSettings, EventSink, ScenarioRunner, ScenarioSpec
+from staminad.engine.scenario import EngineSettings, EventSink, Gate, ScenarioRunner, ScenarioSpec
 from staminad.sandbox.base import Sandbox
 from staminad.sandbox.local import LocalSandbox
 from state.store import Store
@@ -53,8 +53,18 @@ def local_factory(ports: PortAllocator) -> SandboxFactory:
     return make
 
 
+class Shared(msgspec.Struct, kw_only=True):
+    """Parts a long-running daemon shares across sweeps (an in-process run makes its own)."""
+
+    store: Store
+    watcher: MarkerWatcher
+    limiter: anyio.CapacityLimiter
+    gate: Gate | None = None
+    keep_jobs: list[bool] = msgspec.field(default_factory=lambda: [False])  # set on graceful daemon stop
+
+
 async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sandbox: SandboxFactory,
-                    emit: EventSink, pack: Pack | None = None) -> list[ConfigSummary]:
+                    emit: EventSink, pack: Pack | None = None, shared: Shared | None = None) -> list[ConfigSummary]:
     src = sweep.scenarios
     params = pack.params if pack else ScenarioParams(turns=src.turns, sampler=src.sampler, naming=src.naming,
                                                     changes_per_turn=src.changes_per_turn, language=src.language)
@@ -64,17 +74,21 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
     settings = EngineSettings(turn_timeout=sweep.run.turn_timeout, request_timeout=sweep.run.request_timeout,
                               server_start_timeout=sweep.run.server_start_timeout,
                               infra_retries=sweep.run.infra_retries)
-    store = await Store.open(state_dir / "staminad.db")
-    watcher = MarkerWatcher()
+    own = shared is None
+    store = await Store.open(state_dir / "staminad.db") if shared is None else shared.store
+    watcher = MarkerWatcher() if shared is None else shared.watcher
     try:
         resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint,
                                            msgspec.json.encode(sweep).decode())
         await store.set_sweep_turns(sweep.name, params.turns)
         emit("sweep_started", {"sweep": sweep.name, "resumed": resumed, "scenarios": len(seeds),
                                "configurations": len(configurations(sweep))})
-        limiter = anyio.CapacityLimiter(sweep.run.parallel)
+        limiter = anyio.CapacityLimiter(sweep.run.parallel) if shared is None else shared.limiter
+        gate = None if shared is None else shared.gate
+        keep = [False] if shared is None else shared.keep_jobs
         async with anyio.create_task_group() as outer:
-            outer.start_soon(watcher.serve)
+            if own:
+                outer.start_soon(watcher.serve)
             async with anyio.create_task_group() as jobs:
                 for config in configurations(sweep):
                     config_id = await store.ensure_configuration(sweep.name, config.name, config.agent,
@@ -88,32 +102,35 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
                                             language=params.language, readme=readme)
                         root = state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}"
                         jobs.start_soon(_one, spec, config, row.id, root, store, watcher, settings, limiter,
-                                        make_sandbox, emit)
+                                        make_sandbox, emit, gate, keep)
             outer.cancel_scope.cancel()
         await store.set_sweep_status(sweep.name, "finished")
         return await summarize(store, sweep.name)
     finally:
-        watcher.close()
+        if own:
+            watcher.close()
         closer = getattr(make_sandbox, "aclose", None)
-        if closer is not None:
+        if closer is not None and not keep[0]:
             with anyio.CancelScope(shield=True):
                 await closer(sweep.name)
-        with anyio.CancelScope(shield=True):
-            await store.close()
+        if own:
+            with anyio.CancelScope(shield=True):
+                await store.close()
 
 
 async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, root: Path, store: Store,
                watcher: MarkerWatcher, settings: EngineSettings, limiter: anyio.CapacityLimiter,
-               make_sandbox: SandboxFactory, emit: EventSink) -> None:
+               make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool]) -> None:
     async with limiter:
         sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}")
         await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
-        runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit)
+        runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate)
         try:
             await runner.run(scenario_id)
         finally:
-            with anyio.CancelScope(shield=True):
-                await sandbox.close()
+            if not keep[0]:  # a graceful daemon stop leaves detached harnesses running for the restart
+                with anyio.CancelScope(shield=True):
+                    await sandbox.close()
 
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:

@@ -87,6 +87,9 @@ class LocalSandbox:
             _kill_group(pid)
 
     async def start_server(self, timeout: float) -> ServerHandle:
+        pid_file = self.host_control / "server.pgid"
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            _kill_group(int(pid_file.read_text()))  # left by a daemon killed mid-suite
         port = self.ports.allocate()
         log = open(self.host_control / "server.log", "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
@@ -99,6 +102,7 @@ class LocalSandbox:
         finally:
             log.close()
         handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=self._server.pid, port=port)
+        pid_file.write_text(str(self._server.pid))
         server = self._server
 
         async def running() -> bool:
@@ -122,6 +126,7 @@ class LocalSandbox:
             _kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
+        (self.host_control / "server.pgid").unlink(missing_ok=True)
         with anyio.move_on_after(5):
             while not port_is_free(handle.port):
                 await anyio.sleep(0.01)  # a socket in the kernel's hands; nothing to await instead

@@ -1,0 +1,116 @@
+"""The messages: frozen msgspec Structs in one tagged union, unknown fields refused.
+
+A connection opens with `Hello` (the client's protocol version) answered by `HelloReply`; then each
+request gets exactly one reply (`Ok`, `ErrorReply` or a typed answer), and a `Subscribe` turns the
+connection into a stream of `Event`s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+
+class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True):
+    pass
+
+
+class Hello(_Msg, tag="hello"):
+    version: int
+    client: str = ""
+
+
+class HelloReply(_Msg, tag="hello_reply"):
+    version: int
+    daemon: str
+
+
+class Submit(_Msg, tag="submit"):
+    """A sweep file's TOML text; `base_dir` resolves relative pack paths."""
+
+    sweep_toml: str
+    base_dir: str = ""
+
+
+class ListSweeps(_Msg, tag="list"):
+    pass
+
+
+class GetSweep(_Msg, tag="get"):
+    sweep: str
+
+
+class Cancel(_Msg, tag="cancel"):
+    sweep: str
+
+
+class Pause(_Msg, tag="pause"):
+    sweep: str
+
+
+class Resume(_Msg, tag="resume"):
+    sweep: str
+
+
+class Stop(_Msg, tag="stop"):
+    drain: bool = False
+
+
+class Subscribe(_Msg, tag="subscribe"):
+    """Events of the named sweeps (all when empty) and kinds (all when empty)."""
+
+    sweeps: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+
+
+class Ok(_Msg, tag="ok"):
+    detail: str = ""
+
+
+class ErrorReply(_Msg, tag="error"):
+    message: str
+
+
+class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    scenarios: int
+    finished: int
+    mean_turns: float
+    se_turns: float
+    pass_rate: float
+    statuses: dict[str, int]
+    infra: dict[str, int]
+
+
+class SweepInfo(_Msg, tag="sweep"):
+    sweep: str
+    status: str
+    fingerprint: str
+    configurations: tuple[ConfigStatus, ...] = ()
+
+
+class SweepList(_Msg, tag="sweeps"):
+    sweeps: tuple[SweepInfo, ...]
+
+
+class Event(_Msg, tag="event"):
+    sweep: str
+    kind: str
+    data: dict[str, Any]
+    at: float
+    seq: int
+
+
+Request = Hello | Submit | ListSweeps | GetSweep | Cancel | Pause | Resume | Stop | Subscribe
+Message = Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | Event
+
+
+def encoder() -> msgspec.msgpack.Encoder:
+    return msgspec.msgpack.Encoder()
+
+
+def decoder(kind: Any = Message) -> msgspec.msgpack.Decoder[Any]:
+    return msgspec.msgpack.Decoder(kind)

@@ -1,0 +1,155 @@
+"""`staminad start|stop|submit|status|cancel|pause|resume|logs`: the service and its clients."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from protocol import Cancel, ErrorReply, GetSweep, ListSweeps, Ok, Pause, Resume, Stop, Submit, Subscribe, SweepInfo
+from staminad.commands.args import UsageError
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    s = sub.add_parser("start", help="run the daemon in the foreground (systemd-friendly)")
+    _state(s)
+    s.add_argument("--socket-mode", default="600", help="octal mode of the control socket (default 600)")
+    s.add_argument("--socket-group", help="group that may use the control socket")
+    s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
+    s.add_argument("--parallel", type=int, default=64, help="global limit on concurrent scenarios")
+    s.set_defaults(func=start_cmd)
+    for name, helptext in (("submit", "submit a sweep file"), ("status", "sweeps and their progress"),
+                           ("cancel", "cancel a sweep"), ("pause", "pause a sweep after running attempts"),
+                           ("resume", "resume a paused sweep"), ("stop", "stop the daemon"),
+                           ("logs", "stream events")):
+        p = sub.add_parser(name, help=helptext)
+        _state(p)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "submit":
+            p.add_argument("sweep", type=Path)
+        elif name in ("cancel", "pause", "resume"):
+            p.add_argument("sweep")
+        elif name == "status":
+            p.add_argument("sweep", nargs="?")
+        elif name == "stop":
+            p.add_argument("--drain", action="store_true", help="let running attempts finish first")
+        elif name == "logs":
+            p.add_argument("sweeps", nargs="*")
+            p.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
+        p.set_defaults(func=client_cmd, command_name=name)
+
+
+def _state(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    from staminad.commands.run import default_state_dir
+
+    return Path(args.state_dir or default_state_dir())
+
+
+def start_cmd(args: argparse.Namespace) -> int:
+    from staminad.daemon.service import Daemon, DaemonError
+
+    try:
+        mode = int(args.socket_mode, 8)
+    except ValueError:
+        raise UsageError(f"--socket-mode {args.socket_mode!r} is not an octal mode such as 600") from None
+    daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel)
+    try:
+        daemon.acquire()
+    except DaemonError as exc:
+        raise UsageError(str(exc)) from None
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            async def signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+                    count = 0
+                    async for signum in received:
+                        count += 1
+                        if count > 1 and signum == signal.SIGINT:
+                            print("staminad: second interrupt, exiting now", file=sys.stderr, flush=True)
+                            os._exit(130)
+                        print("staminad: stopping (harnesses keep running; a restart picks them up)",
+                              file=sys.stderr, flush=True)
+                        daemon.stop()
+
+            tg.start_soon(signals)
+            await tg.start(daemon.serve)
+            print(f"staminad: serving {daemon.socket_path}", file=sys.stderr, flush=True)
+            await daemon._stop.wait()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    return 0
+
+
+def _print_info(info: SweepInfo) -> None:
+    print(f"sweep {info.sweep}: {info.status}")
+    for c in info.configurations:
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
+        infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
+        print(f"  {c.name}: {c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}, "
+              f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}")
+
+
+def client_cmd(args: argparse.Namespace) -> int:
+    from staminad.daemon.client import Client, ClientError
+
+    socket_path = _state_dir(args) / "staminad.sock"
+    name = args.command_name
+
+    async def main() -> int:
+        async with Client(socket_path) as client:
+            if name == "logs":
+                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps)))
+                seen = 0
+                async for event in client.events():
+                    if args.json:
+                        print(json.dumps(msgspec.to_builtins(event)), flush=True)
+                    else:
+                        print(f"{event.sweep} {event.kind} {json.dumps(event.data)}", flush=True)
+                    seen += 1
+                    if args.count and seen >= args.count:
+                        break
+                return 0
+            request: Any
+            if name == "submit":
+                try:
+                    text = args.sweep.read_text()
+                except OSError as exc:
+                    raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
+                request = Submit(sweep_toml=text, base_dir=str(args.sweep.resolve().parent))
+            elif name == "status":
+                request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
+            elif name == "stop":
+                request = Stop(drain=args.drain)
+            else:
+                request = {"cancel": Cancel, "pause": Pause, "resume": Resume}[name](sweep=args.sweep)
+            reply = await client.request(request)
+            if args.json:
+                print(json.dumps(msgspec.to_builtins(reply)))
+            elif isinstance(reply, Ok):
+                print(reply.detail)
+            elif isinstance(reply, SweepInfo):
+                _print_info(reply)
+            elif not isinstance(reply, ErrorReply):
+                for info in reply.sweeps:
+                    _print_info(info)
+            if isinstance(reply, ErrorReply):
+                raise UsageError(reply.message)
+            return 0
+
+    try:
+        return anyio.run(main)
+    except ClientError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,70 @@
+"""A control-socket client (used by the CLI and tests): hello, one request, one reply; or an event stream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from protocol import PROTOCOL_VERSION, ErrorReply, Event, Hello, HelloReply, Message, decoder, encoder, read_frame
+from protocol import write_frame as _write
+
+TIMEOUT = 30.0
+
+
+class ClientError(RuntimeError):
+    """The daemon is not reachable or refused the request; the message says which in one line."""
+
+
+class Client:
+    def __init__(self, socket_path: Path) -> None:
+        self.path = socket_path
+        self.enc, self.dec = encoder(), decoder(Message)
+        self.stream: anyio.abc.SocketStream | None = None
+        self.reader: BufferedByteReceiveStream | None = None
+
+    async def __aenter__(self) -> Client:
+        try:
+            with anyio.fail_after(TIMEOUT):
+                self.stream = await anyio.connect_unix(self.path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise ClientError(f"staminad is not running (no daemon at {self.path}); start it with "
+                              "`staminad start`") from None
+        except PermissionError:
+            raise ClientError(f"no permission to use {self.path}") from None
+        self.reader = BufferedByteReceiveStream(self.stream)
+        reply = await self.request(Hello(version=PROTOCOL_VERSION, client="staminad-cli"))
+        if not isinstance(reply, HelloReply):
+            raise ClientError(f"daemon refused the connection: {getattr(reply, 'message', reply)}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.stream is not None:
+            await self.stream.aclose()
+
+    async def request(self, message: Any) -> Any:
+        assert self.stream is not None and self.reader is not None
+        try:
+            with anyio.fail_after(TIMEOUT):
+                await _write(self.stream, self.enc.encode(message))
+                reply = self.dec.decode(await read_frame(self.reader))
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ConnectionError):
+            raise ClientError("the daemon closed the connection") from None
+        except TimeoutError:
+            raise ClientError(f"no answer from the daemon within {TIMEOUT:.0f} s") from None
+        return reply
+
+    async def events(self) -> AsyncIterator[Event]:
+        assert self.reader is not None
+        while True:
+            try:
+                message = self.dec.decode(await read_frame(self.reader))
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ConnectionError):
+                return
+            if isinstance(message, ErrorReply):
+                raise ClientError(message.message)
+            if isinstance(message, Event):
+                yield message

@@ -1,0 +1,126 @@
+"""One control-socket connection: versioned hello, then requests and replies, or an event stream.
+
+Every read and write is bounded: a client that never says hello, sends an oversized frame, or
+stops reading its events is disconnected; garbage gets an error reply. Nothing here can stall or
+crash the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+from anyio.abc import SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from protocol import (
+    PROTOCOL_VERSION,
+    Cancel,
+    ErrorReply,
+    FrameError,
+    GetSweep,
+    Hello,
+    HelloReply,
+    ListSweeps,
+    Ok,
+    Pause,
+    Request,
+    Resume,
+    Stop,
+    Submit,
+    Subscribe,
+    SweepList,
+    decoder,
+    encoder,
+    read_frame,
+    write_frame,
+)
+from staminad.engine.config import SweepError
+
+if TYPE_CHECKING:
+    from staminad.daemon.service import Daemon
+
+HELLO_TIMEOUT = 10.0
+SEND_TIMEOUT = 10.0
+_CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
+           ConnectionError)
+
+
+async def serve_client(daemon: Daemon, stream: SocketStream) -> None:
+    enc, dec = encoder(), decoder(Request)
+    reader = BufferedByteReceiveStream(stream)
+
+    async def send(message: Any) -> None:
+        with anyio.fail_after(SEND_TIMEOUT):
+            await write_frame(stream, enc.encode(message))
+
+    async with stream:
+        try:
+            with anyio.fail_after(HELLO_TIMEOUT):
+                hello = dec.decode(await read_frame(reader))
+            if not isinstance(hello, Hello) or hello.version != PROTOCOL_VERSION:
+                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"))
+                return
+            from staminad.daemon.service import VERSION
+
+            await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION))
+            while True:
+                try:
+                    request = dec.decode(await read_frame(reader))
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    await send(ErrorReply(message=f"bad request: {exc}"))
+                    continue
+                if isinstance(request, Subscribe):
+                    await _stream_events(daemon, request, send)
+                    return
+                await send(await _answer(daemon, request))
+                if isinstance(request, Stop):
+                    daemon.stop(request.drain)
+        except FrameError as exc:
+            with anyio.move_on_after(1), contextlib.suppress(Exception):
+                await send(ErrorReply(message=str(exc)))
+        except (TimeoutError, msgspec.DecodeError, msgspec.ValidationError, *_CLOSED):
+            return
+        except Exception as exc:  # a bug in handling one client must never take the daemon down
+            print(f"staminad: dropped a client after {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
+
+async def _answer(daemon: Daemon, request: Any) -> Any:
+    try:
+        match request:
+            case Submit(sweep_toml=text, base_dir=base):
+                return Ok(detail=await daemon.submit(text, base))
+            case ListSweeps():
+                return SweepList(sweeps=tuple([await daemon.info(s) for s in await daemon.sweep_ids()]))
+            case GetSweep(sweep=name):
+                return await daemon.info(name)
+            case Cancel(sweep=name):
+                await daemon.cancel(name)
+                return Ok(detail=f"cancelled {name}")
+            case Pause(sweep=name):
+                await daemon.pause(name, True)
+                return Ok(detail=f"paused {name}")
+            case Resume(sweep=name):
+                await daemon.pause(name, False)
+                return Ok(detail=f"resumed {name}")
+            case Stop(drain=drain):  # the caller stops the daemon once this reply is sent
+                return Ok(detail="stopping" + (" after running attempts finish" if drain else ""))
+            case Hello():
+                return ErrorReply(message="already said hello")
+    except SweepError as exc:
+        return ErrorReply(message=str(exc))
+    return ErrorReply(message=f"unsupported request {type(request).__name__}")
+
+
+async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:
+    sub = daemon.bus.subscribe(request.sweeps, request.kinds)
+    try:
+        await send(Ok(detail="subscribed"))
+        async with sub.receive:
+            async for event in sub.receive:
+                await send(event)
+    finally:
+        daemon.bus.unsubscribe(sub)

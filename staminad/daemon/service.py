@@ -1,0 +1,239 @@
+"""staminad as a service: one instance per state directory, a control socket, sweeps run on request.
+
+Start-up takes an exclusive lock on `staminad.lock` (so replacing a stale socket file is safe),
+opens the store, resumes every sweep recorded as running or paused, binds the Unix socket (mode
+0600 unless configured) and only then reports ready. A graceful stop lets detached harnesses run
+on, so a restart picks them up from their markers; `drain` first lets running attempts finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import SocketStream, TaskStatus
+
+from protocol import SweepInfo
+from protocol.messages import ConfigStatus
+from staminad.daemon.bus import EventBus
+from staminad.daemon.connection import serve_client
+from staminad.daemon.notify import notify, watchdog
+from staminad.engine.config import SweepError, SweepFile, parse_sweep
+from staminad.engine.markers import MarkerWatcher
+from staminad.engine.ports import PortAllocator
+from staminad.engine.scenario import Gate
+from staminad.engine.sweep import Shared, run_sweep, summarize
+from staminad.packio import read_pack
+from state.store import Store
+
+VERSION = "staminad/0.1"
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start (already running, unusable state directory)."""
+
+
+class _Running:
+    def __init__(self, name: str, gate: Gate) -> None:
+        self.name, self.gate = name, gate
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+
+
+class Daemon:
+    def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
+                 runtime: str | None = None, max_parallel: int = 64) -> None:
+        self.state_dir = state_dir
+        self.socket_path = state_dir / "staminad.sock"
+        self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
+        self.bus = EventBus()
+        self.ports = PortAllocator()
+        self.limiter = anyio.CapacityLimiter(max_parallel)
+        self.running: dict[str, _Running] = {}
+        self.in_flight: set[tuple[str, int]] = set()  # (sweep, scenario) with an attempt under way
+        self.keep_jobs = [False]
+        self._stop = anyio.Event()
+        self._drain = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.store: Store | None = None
+        self._lock_fd: int | None = None
+        self.watcher: MarkerWatcher | None = None
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        """Take the state directory's lock (raises DaemonError if another instance holds it)."""
+        if self._lock_fd is None:
+            self._lock_fd = self._lock()
+
+    def _lock(self) -> int:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DaemonError(f"another staminad already runs on {self.state_dir}") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return fd
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self.acquire()
+        assert self._lock_fd is not None
+        lock_fd, self._lock_fd = self._lock_fd, None
+        try:
+            self.store = await Store.open(self.state_dir / "staminad.db")
+            self.watcher = MarkerWatcher()
+            self.socket_path.unlink(missing_ok=True)  # stale: we hold the lock, nobody else serves it
+            listener = await anyio.create_unix_listener(self.socket_path)
+            os.chmod(self.socket_path, self.socket_mode)
+            if self.socket_group:
+                import grp
+
+                os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
+            async with listener, anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self.watcher.serve)
+                tg.start_soon(listener.serve, self._client, tg)
+                tg.start_soon(watchdog)
+                for sweep_id, status, config in await self._unfinished():
+                    await self._start(sweep_id, config, paused=status == "paused")
+                notify("READY=1")
+                task_status.started()
+                await self._stop.wait()
+                notify("STOPPING=1")
+                await self._shutdown()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                if self.watcher is not None:
+                    self.watcher.close()
+                if self.store is not None:
+                    await self.store.close()
+                self.socket_path.unlink(missing_ok=True)
+                os.close(lock_fd)
+
+    def stop(self, drain: bool = False) -> None:
+        self._drain = self._drain or drain
+        self._stop.set()
+
+    async def _shutdown(self) -> None:
+        """Stop starting attempts; with drain, wait for running ones; then leave harnesses for the restart."""
+        for r in self.running.values():
+            r.gate.pause()
+        if self._drain:
+            with anyio.move_on_after(24 * 3600):
+                while self.in_flight:
+                    await anyio.sleep(0.2)  # running attempts belong to other tasks; they report by event
+        self.keep_jobs[0] = True
+        for r in list(self.running.values()):
+            r.scope.cancel()
+            with anyio.move_on_after(30):
+                await r.done.wait()
+
+    async def _unfinished(self) -> list[tuple[str, str, bytes]]:
+        assert self.store is not None
+        async with self.store.db.execute("SELECT id, status, config FROM sweeps WHERE status IN "
+                                         "('running', 'paused') ORDER BY created_at") as cur:
+            return [(r[0], r[1], r[2].encode()) for r in await cur.fetchall()]
+
+    async def _client(self, stream: SocketStream, tg: anyio.abc.TaskGroup | None = None) -> None:
+        await serve_client(self, stream)
+
+    # --- sweeps -------------------------------------------------------------------------------
+
+    async def submit(self, toml_text: str, base_dir: str) -> str:
+        assert self.store is not None
+        base = Path(base_dir or self.state_dir)
+        sweep, fingerprint = parse_sweep(toml_text.encode(), base / "submitted.toml")
+        if sweep.name in self.running:
+            raise SweepError(f"sweep {sweep.name} is already running")
+        config = msgspec.json.encode(sweep)
+        await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
+        await self.store.set_sweep_status(sweep.name, "running")
+        await self._start(sweep.name, config, paused=False)
+        return sweep.name
+
+    async def _start(self, sweep_id: str, config: bytes, paused: bool) -> None:
+        assert self._tg is not None
+        sweep = msgspec.json.decode(config, type=SweepFile)
+        gate = Gate()
+        if paused:
+            gate.pause()
+        run = _Running(sweep_id, gate)
+        self.running[sweep_id] = run
+        self._tg.start_soon(self._run_sweep, sweep, run)
+
+    async def _run_sweep(self, sweep: SweepFile, run: _Running) -> None:
+        assert self.store is not None and self.watcher is not None
+        from staminad.sandbox.runtime import choose_runtime
+
+        def emit(kind: str, data: dict[str, Any]) -> None:
+            key = (sweep.name, int(data.get("scenario", -1)))
+            if kind == "attempt_started":
+                self.in_flight.add(key)
+            elif kind in ("attempt_tested", "infra_failure", "scenario_finished"):
+                self.in_flight.discard(key)
+            self.bus.publish(sweep.name, kind, data)
+
+        try:
+            with run.scope:
+                pack = read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
+                factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
+                emit("sweep_runtime", {"runtime": chosen})
+                fingerprint = msgspec.json.encode(sweep, order="sorted")
+                import hashlib
+
+                shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
+                                keep_jobs=self.keep_jobs)
+                await run_sweep(sweep, hashlib.sha256(fingerprint).hexdigest()[:16], self.state_dir, factory, emit,
+                                pack, shared)
+                emit("sweep_finished", {})
+        except Exception as exc:  # one sweep's failure (bad pack, no runtime) must not stop the daemon
+            emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})
+            with anyio.CancelScope(shield=True):
+                await self.store.set_sweep_status(sweep.name, "error")
+        finally:
+            run.done.set()
+            self.running.pop(sweep.name, None)
+
+    async def cancel(self, sweep_id: str) -> None:
+        assert self.store is not None
+        run = self.running.get(sweep_id)
+        if run is None:
+            raise SweepError(f"sweep {sweep_id} is not running")
+        await self.store.set_sweep_status(sweep_id, "cancelled")
+        run.scope.cancel()
+        with anyio.move_on_after(60):
+            await run.done.wait()
+
+    async def pause(self, sweep_id: str, paused: bool) -> None:
+        assert self.store is not None
+        run = self.running.get(sweep_id)
+        if run is None:
+            raise SweepError(f"sweep {sweep_id} is not running")
+        run.gate.pause() if paused else run.gate.resume()
+        await self.store.set_sweep_status(sweep_id, "paused" if paused else "running")
+
+    async def info(self, sweep_id: str) -> SweepInfo:
+        assert self.store is not None
+        async with self.store.db.execute("SELECT status, fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            raise SweepError(f"no sweep {sweep_id}")
+        configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(self.store, sweep_id))
+        return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
+
+    async def sweep_ids(self) -> list[str]:
+        assert self.store is not None
+        async with self.store.db.execute("SELECT id FROM sweeps ORDER BY created_at") as cur:
+            return [r[0] for r in await cur.fetchall()]
+
+
+__all__ = ["VERSION", "Daemon", "DaemonError", "contextlib"]

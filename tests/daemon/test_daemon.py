@@ -1,0 +1,222 @@
+"""staminad as a service: single instance, protocol robustness, submit/status/pause/cancel, kill -9 resume."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from protocol import PROTOCOL_VERSION, Hello, ListSweeps, SweepInfo, SweepList, encoder
+from staminad.daemon.client import Client
+from tests.engine.conftest import sweep as run_in_process
+from tests.engine.conftest import write_sweep
+
+CLI = [sys.executable, "-m", "staminad.cli"]
+
+
+def _start(state: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), "--runtime", "local"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "daemon exited")
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(state / "staminad.sock"))
+            return proc
+        time.sleep(0.05)  # waiting for another process to bind its socket
+    raise TimeoutError("daemon did not start")
+
+
+@contextlib.contextmanager
+def daemon(state: Path) -> Iterator[subprocess.Popen[bytes]]:
+    proc = _start(state)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args, "--state-dir", str(state)], capture_output=True, text=True, timeout=120)
+
+
+async def _request(state: Path, message: object) -> object:
+    async with Client(state / "staminad.sock") as client:
+        return await client.request(message)
+
+
+def test_one_instance_per_state_dir_and_stale_files_are_handled(tmp_path: Path) -> None:
+    """A stale socket and lock file do not stop a start; a second instance exits 2 with one line."""
+    state = tmp_path / "st"
+    state.mkdir()
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(state / "staminad.sock"))
+    stale.close()
+    (state / "staminad.lock").write_text("12345\n")
+    with daemon(state):
+        second = subprocess.run([*CLI, "start", "--state-dir", str(state)], capture_output=True, text=True,
+                                timeout=60)
+        assert second.returncode == 2 and "another staminad already runs" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+        assert oct(os.stat(state / "staminad.sock").st_mode & 0o777) == "0o600"
+    assert not (state / "staminad.sock").exists()
+
+
+def test_clients_say_clearly_when_no_daemon_runs(tmp_path: Path) -> None:
+    """Every client command exits 2 with one line telling how to start the daemon."""
+    done = cli(tmp_path, "status")
+    assert done.returncode == 2 and "staminad is not running" in done.stderr
+
+
+def _raw(state: Path) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(15)
+    s.connect(str(state / "staminad.sock"))
+    return s
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + payload
+
+
+def _read(s: socket.socket) -> object:
+    head = s.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return None
+    (n,) = struct.unpack(">I", head)
+    return msgspec.msgpack.decode(s.recv(n, socket.MSG_WAITALL))
+
+
+def test_garbage_oversized_and_wrongly_typed_input_never_hurts_the_daemon(tmp_path: Path) -> None:
+    """Garbage, no hello, a wrong version, bad msgpack, wrong types and a 100 MB frame header are refused;
+    a subscriber that never reads is dropped; the daemon keeps answering."""
+    enc = encoder()
+    with daemon(tmp_path / "st") as proc:
+        s = _raw(tmp_path / "st")
+        s.sendall(_frame(b"\xc1\xc1 not msgpack"))
+        assert _read(s) is None  # no hello: connection closed
+        s = _raw(tmp_path / "st")
+        s.sendall(_frame(enc.encode(Hello(version=PROTOCOL_VERSION + 7))))
+        assert "protocol version" in str(_read(s))
+        s = _raw(tmp_path / "st")
+        s.sendall(_frame(enc.encode(Hello(version=PROTOCOL_VERSION))))
+        assert dict(_read(s))["type"] == "hello_reply"  # type: ignore[arg-type]
+        s.sendall(_frame(b"\x93\x01\x02"))  # valid msgpack, not a request
+        assert dict(_read(s))["type"] == "error"  # type: ignore[arg-type]
+        s.sendall(_frame(msgspec.msgpack.encode({"type": "submit", "sweep_toml": 12})))
+        assert "Expected `str`" in str(_read(s))
+        s.sendall(_frame(msgspec.msgpack.encode({"type": "get", "sweep": "x", "extra": 1})))
+        assert dict(_read(s))["type"] == "error"  # type: ignore[arg-type]
+        s.sendall(_frame(enc.encode(ListSweeps())))
+        assert dict(_read(s))["type"] == "sweeps"  # type: ignore[arg-type]
+        s.sendall(struct.pack(">I", 100 * 1024 * 1024))
+        assert "exceeds the limit" in str(_read(s))
+        lazy = _raw(tmp_path / "st")  # subscribes and never reads
+        lazy.sendall(_frame(enc.encode(Hello(version=PROTOCOL_VERSION))) +
+                     _frame(msgspec.msgpack.encode({"type": "subscribe"})))
+        for _ in range(50):
+            junk = _raw(tmp_path / "st")
+            junk.sendall(os.urandom(64))
+            junk.close()
+        assert isinstance(anyio.run(_request, tmp_path / "st", ListSweeps()), SweepList)
+        assert proc.poll() is None
+
+
+def test_submit_pause_resume_cancel_and_status(tmp_path: Path) -> None:
+    """A submitted sweep runs; pause holds it between attempts; resume continues; cancel stops it."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "svc", ["reference", "mutant:accept-null"], seeds="0-1", turns=3)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [")
+    with daemon(state):
+        assert cli(state, "submit", str(bad)).returncode == 2
+        done = cli(state, "submit", str(path))
+        assert done.returncode == 0, done.stderr
+        assert cli(state, "pause", "svc").returncode == 0
+        assert "paused" in cli(state, "status", "svc").stdout
+        assert cli(state, "resume", "svc").returncode == 0
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            info = anyio.run(_request, state, ListSweeps())
+            assert isinstance(info, SweepList)
+            if info.sweeps and info.sweeps[0].status == "finished":
+                break
+            time.sleep(0.2)  # polling another process's progress
+        final = anyio.run(_request, state, ListSweeps())
+        assert isinstance(final, SweepList)
+        by_name = {c.name: c for c in final.sweeps[0].configurations}
+        assert by_name["reference R=2 detailed"].mean_turns == 4
+        assert by_name["mutant:accept-null R=2 detailed"].statuses == {"failed": 2}
+        long = write_sweep(tmp_path, "long", ["reference"], seeds="0-3", turns=50)
+        assert cli(state, "submit", str(long)).returncode == 0
+        assert cli(state, "cancel", "long").returncode == 0
+        status = cli(state, "status", "long", "--json")
+        assert msgspec.json.decode(status.stdout)["status"] == "cancelled"
+
+
+def _results(info: SweepInfo) -> dict[str, tuple[float, dict[str, int]]]:
+    return {c.name: (c.mean_turns, c.statuses) for c in info.configurations}
+
+
+def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: Path) -> None:
+    """kill -9 the daemon at random moments of a sweep, restart each time: the final results equal an
+    uninterrupted run, and no (turn, attempt) ran twice."""
+    agents = ["reference", "mutant:rounded-avg+fix", "mutant:no-cascade", "fault:crash:once"]
+    path = write_sweep(tmp_path, "k9", agents, seeds="0-2", turns=6)
+    baseline = anyio.run(run_in_process, path, tmp_path / "base")
+    state = tmp_path / "st"
+    rng = random.Random(9)
+    proc = _start(state)
+    assert cli(state, "submit", str(path)).returncode == 0
+    kills = 0
+    try:
+        for _ in range(6):
+            time.sleep(rng.uniform(0.3, 2.0))  # a random moment in the sweep, which runs in another process
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            proc = _start(state)
+        deadline = time.monotonic() + 300
+        info = None
+        while time.monotonic() < deadline:
+            info = anyio.run(_request, state, ListSweeps())
+            assert isinstance(info, SweepList)
+            if info.sweeps[0].status == "finished":
+                break
+            time.sleep(0.3)  # polling another process's progress
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert info is not None and info.sweeps[0].status == "finished" and kills == 6
+    assert _results(info.sweeps[0]) == {k: (v.mean_turns, v.statuses) for k, v in baseline.items()}
+    import sqlite3
+
+    db = sqlite3.connect(state / "staminad.db")
+    dup = db.execute("SELECT COUNT(*) FROM (SELECT scenario_id, turn, attempt, COUNT(*) c FROM attempts "
+                     "WHERE outcome IN ('pass', 'fail') GROUP BY scenario_id, turn, attempt HAVING c > 1)").fetchone()
+    assert dup[0] == 0
+    leftovers = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout.split()
+    assert leftovers == []
+
+
+def _unused(*args: object) -> None:
+    """Keep imported names referenced for type checkers."""
+    del args, ErrorReply, HelloReply, Ok
