@@ -18,59 +18,59 @@ class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=
     pass
 
 
-class Hello(_Msg, tag="hello"):
+class Hello(_Msg, tag="hello", frozen=True):
     version: int
     client: str = ""
 
 
-class HelloReply(_Msg, tag="hello_reply"):
+class HelloReply(_Msg, tag="hello_reply", frozen=True):
     version: int
     daemon: str
 
 
-class Submit(_Msg, tag="submit"):
+class Submit(_Msg, tag="submit", frozen=True):
     """A sweep file's TOML text; `base_dir` resolves relative pack paths."""
 
     sweep_toml: str
     base_dir: str = ""
 
 
-class ListSweeps(_Msg, tag="list"):
+class ListSweeps(_Msg, tag="list", frozen=True):
     pass
 
 
-class GetSweep(_Msg, tag="get"):
+class GetSweep(_Msg, tag="get", frozen=True):
     sweep: str
 
 
-class Cancel(_Msg, tag="cancel"):
+class Cancel(_Msg, tag="cancel", frozen=True):
     sweep: str
 
 
-class Pause(_Msg, tag="pause"):
+class Pause(_Msg, tag="pause", frozen=True):
     sweep: str
 
 
-class Resume(_Msg, tag="resume"):
+class Resume(_Msg, tag="resume", frozen=True):
     sweep: str
 
 
-class Stop(_Msg, tag="stop"):
+class Stop(_Msg, tag="stop", frozen=True):
     drain: bool = False
 
 
-class Subscribe(_Msg, tag="subscribe"):
+class Subscribe(_Msg, tag="subscribe", frozen=True):
     """Events of the named sweeps (all when empty) and kinds (all when empty)."""
 
     sweeps: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
 
 
-class Ok(_Msg, tag="ok"):
+class Ok(_Msg, tag="ok", frozen=True):
     detail: str = ""
 
 
-class ErrorReply(_Msg, tag="error"):
+class ErrorReply(_Msg, tag="error", frozen=True):
     message: str
 
 
@@ -85,18 +85,18 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     infra: dict[str, int]
 
 
-class SweepInfo(_Msg, tag="sweep"):
+class SweepInfo(_Msg, tag="sweep", frozen=True):
     sweep: str
     status: str
     fingerprint: str
     configurations: tuple[ConfigStatus, ...] = ()
 
 
-class SweepList(_Msg, tag="sweeps"):
+class SweepList(_Msg, tag="sweeps", frozen=True):
     sweeps: tuple[SweepInfo, ...]
 
 
-class Event(_Msg, tag="event"):
+class Event(_Msg, tag="event", frozen=True):
     sweep: str
     kind: str
     data: dict[str, Any]

@@ -216,7 +216,3 @@ def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: P
     leftovers = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout.split()
     assert leftovers == []
 
-
-def _unused(*args: object) -> None:
-    """Keep imported names referenced for type checkers."""
-    del args, ErrorReply, HelloReply, Ok

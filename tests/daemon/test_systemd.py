@@ -1,0 +1,46 @@
+"""The systemd side: the unit file verifies, and the daemon reports READY over NOTIFY_SOCKET."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+UNIT = Path(__file__).parents[2] / "systemd" / "staminad.service"
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
+def test_unit_file_verifies(tmp_path: Path) -> None:
+    """`systemd-analyze verify` accepts the unit (ExecStart pointed at this checkout's staminad)."""
+    exe = Path(sys.executable).with_name("staminad")
+    unit = tmp_path / "staminad.service"
+    unit.write_text(UNIT.read_text().replace("/opt/staminabench/.venv/bin/staminad", str(exe)))
+    done = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    problems = [line for line in done.stderr.splitlines() if "staminad.service" in line]
+    assert done.returncode == 0 and not problems, done.stderr
+
+
+def test_daemon_notifies_systemd_when_ready(tmp_path: Path) -> None:
+    """With NOTIFY_SOCKET set (Type=notify), the daemon sends READY=1 once its socket serves."""
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(tmp_path / "notify"))
+    notify.settimeout(30)
+    env = {**os.environ, "NOTIFY_SOCKET": str(tmp_path / "notify")}
+    proc = subprocess.Popen([sys.executable, "-m", "staminad.cli", "start", "--state-dir", str(tmp_path / "st")],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert notify.recv(100) == b"READY=1"
+        assert (tmp_path / "st" / "staminad.sock").exists()
+        proc.send_signal(signal.SIGTERM)
+        assert notify.recv(100) == b"STOPPING=1"
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        notify.close()
