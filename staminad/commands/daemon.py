@@ -24,6 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--socket-group", help="group that may use the control socket")
     s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
     s.add_argument("--parallel", type=int, default=64, help="global limit on concurrent scenarios")
+    s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     s.set_defaults(func=start_cmd)
     for name, helptext in (("submit", "submit a sweep file"), ("status", "sweeps and their progress"),
                            ("cancel", "cancel a sweep"), ("pause", "pause a sweep after running attempts"),
@@ -63,7 +64,9 @@ def start_cmd(args: argparse.Namespace) -> int:
         mode = int(args.socket_mode, 8)
     except ValueError:
         raise UsageError(f"--socket-mode {args.socket_mode!r} is not an octal mode such as 600") from None
-    daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel)
+    if args.metrics_port is not None and not 1 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port {args.metrics_port} is not a port number")
+    daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port)
     try:
         daemon.acquire()
     except DaemonError as exc:

@@ -47,11 +47,13 @@ class _Running:
 
 class Daemon:
     def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
-                 runtime: str | None = None, max_parallel: int = 64) -> None:
+                 runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None) -> None:
         self.state_dir = state_dir
         self.socket_path = state_dir / "staminad.sock"
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
+        self.metrics_port = metrics_port
+        self.metrics: Any = None
         self.ports = PortAllocator()
         self.limiter = anyio.CapacityLimiter(max_parallel)
         self.running: dict[str, _Running] = {}
@@ -104,6 +106,11 @@ class Daemon:
                 tg.start_soon(watchdog)
                 for sweep_id, status, config in await self._unfinished():
                     await self._start(sweep_id, config, paused=status == "paused")
+                if self.metrics_port:
+                    from staminad.daemon.metrics import Metrics
+
+                    self.metrics = Metrics()
+                    self.metrics.serve(self.metrics_port)
                 notify("READY=1")
                 task_status.started()
                 await self._stop.wait()
@@ -181,6 +188,8 @@ class Daemon:
             elif kind in ("attempt_tested", "infra_failure", "scenario_finished"):
                 self.in_flight.discard(key)
             self.bus.publish(sweep.name, kind, data)
+            if self.metrics is not None:
+                self.metrics.observe(kind, data)
 
         try:
             with run.scope:

@@ -272,4 +272,5 @@ class ScenarioRunner:
             finished_at=time.time())
         self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                      "passed": not failures, "failed_tests": len(failures),
-                                     "tests": len(result.results), "categories": categories})
+                                     "tests": len(result.results), "categories": categories,
+                                     "suite_seconds": t2 - t1, "server_seconds": t1 - t0})

@@ -44,3 +44,38 @@ def test_daemon_notifies_systemd_when_ready(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
         notify.close()
+
+
+def test_metrics_endpoint_counts_attempts(tmp_path: Path) -> None:
+    """With --metrics-port, /metrics on 127.0.0.1 exposes attempts, turns and infra failures of a sweep."""
+    import time
+
+    import httpx
+
+    from tests.engine.conftest import write_sweep
+    from tests.helpers import free_port
+
+    port = free_port()
+    state = tmp_path / "st"
+    proc = subprocess.Popen([sys.executable, "-m", "staminad.cli", "start", "--state-dir", str(state), "--runtime",
+                             "local", "--metrics-port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        path = write_sweep(tmp_path, "met", ["reference", "fault:crash:once"], turns=1)
+        deadline = time.monotonic() + 60
+        while subprocess.run([sys.executable, "-m", "staminad.cli", "submit", str(path), "--state-dir", str(state)],
+                             capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)  # the daemon is still starting in another process
+        text = ""
+        while time.monotonic() < deadline:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            if 'staminad_scenarios_finished_total{status="done"} 2.0' in text:
+                break
+            time.sleep(0.2)  # polling another process's progress
+        assert 'staminad_attempts_total{result="pass"} 4.0' in text
+        assert 'staminad_infra_failures_total{kind="harness_crash"} 1.0' in text
+        assert "staminad_suite_seconds_count 4.0" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)

@@ -1,0 +1,47 @@
+"""Prometheus metrics for the ops dashboards (optional: `staminad start --metrics-port N`).
+
+Fed from the event bus, so the engine knows nothing about them. Served on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.active = Gauge("staminad_active_scenarios", "Scenarios with an attempt under way", registry=r)
+        self.attempts = Counter("staminad_attempts_total", "Attempts tested, by result", ["result"], registry=r)
+        self.turns = Counter("staminad_turns_passed_total", "Turns passed", registry=r)
+        self.infra = Counter("staminad_infra_failures_total", "Infrastructure failures by kind", ["kind"], registry=r)
+        self.scenarios = Counter("staminad_scenarios_finished_total", "Scenarios finished, by status", ["status"],
+                                 registry=r)
+        buckets = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+        self.suite = Histogram("staminad_suite_seconds", "Suite wall time", buckets=buckets, registry=r)
+        self.server = Histogram("staminad_server_start_seconds", "Server start time", buckets=buckets, registry=r)
+        self.tokens = Counter("staminad_llm_tokens_total", "LLM tokens where known", ["direction"], registry=r)
+
+    def observe(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "attempt_started":
+            self.active.inc()
+        elif kind == "attempt_tested":
+            self.active.dec()
+            self.attempts.labels("pass" if data.get("passed") else "fail").inc()
+            if data.get("passed"):
+                self.turns.inc()
+            if "suite_seconds" in data:
+                self.suite.observe(data["suite_seconds"])
+            if "server_seconds" in data:
+                self.server.observe(data["server_seconds"])
+        elif kind == "infra_failure":
+            self.active.dec()
+            self.infra.labels(str(data.get("kind"))).inc()
+        elif kind == "scenario_finished":
+            self.scenarios.labels(str(data.get("status"))).inc()
+
+    def serve(self, port: int) -> None:
+        start_http_server(port, addr="127.0.0.1", registry=self.registry)
