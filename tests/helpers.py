@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -31,21 +33,23 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes] | None = None, timeo
 
 
 @contextlib.contextmanager
-def run_server_sh(workspace: Path) -> Iterator[str]:
-    """Start `bash run_server.sh <port>` in its own session; kill its process group afterwards."""
-    port = free_port()
-    proc = subprocess.Popen(["bash", "run_server.sh", str(port)], cwd=workspace, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def listening(argv: list[str], port: int, cwd: Path | None = None) -> Iterator[str]:
+    """Run a server command in its own session until it listens on `port`; kill its process group after."""
+    proc = subprocess.Popen(argv, cwd=cwd, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}"
     finally:
-        import os
-        import signal
-
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+def run_server_sh(workspace: Path) -> contextlib.AbstractContextManager[str]:
+    """`bash run_server.sh <port>` in the workspace, as the engine starts an agent's server."""
+    port = free_port()
+    return listening(["bash", "run_server.sh", str(port)], port, cwd=workspace)
 
 
 def get_json(url: str) -> object:

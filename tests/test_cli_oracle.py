@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +13,7 @@ import pytest
 from staminad.bench.pack import build_pack
 from staminad.bench.scenario import ScenarioParams
 from staminad.packio import write_pack
-from tests.helpers import free_port, wait_listening
+from tests.helpers import free_port, listening
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 
@@ -28,18 +25,10 @@ def pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def serve(pack: Path, *extra: str) -> Iterator[str]:
+def serve(pack: Path, *extra: str) -> contextlib.AbstractContextManager[str]:
     port = free_port()
-    proc = subprocess.Popen([*CLI, "reference", "serve", "--pack", str(pack), "--seed", "1", "--turn", "6",
-                             "--port", str(port), *extra], start_new_session=True, stdout=subprocess.DEVNULL)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+    return listening([*CLI, "reference", "serve", "--pack", str(pack), "--seed", "1", "--turn", "6", "--port",
+                      str(port), *extra], port)
 
 
 def _suite_run(pack: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from staminad.bench.scenario import ScenarioParams, generate
 from staminad.commands.args import UsageError, bounded_int, seed_list
 from staminad.packio import read_pack
 from staminad.reference.mutants import MUTANT_BY_BUG
-from staminad.reference.server import SERVER_BUGS, App, make_server
+from staminad.reference.server import SERVER_BUGS, App, make_server, serve
 from staminad.suite.feedback import LEVELS, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
@@ -77,12 +77,7 @@ def serve_cmd(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     print(f"reference server for seed {args.seed} turn {args.turn} on http://{args.host}:{args.port}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve(server)
     return 0
 
 

@@ -388,14 +388,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with open(args.config, encoding="utf-8") as fh:
         app = App(json.load(fh))
-    server = make_server(app, args.host, args.port)
+    serve(make_server(app, args.host, args.port))
+    return 0
+
+
+def serve(server: ThreadingHTTPServer) -> None:
+    """Serve until interrupted, then release the port."""
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
-    return 0
 
 
 if __name__ == "__main__":

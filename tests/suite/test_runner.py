@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,24 +18,16 @@ from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Equals, Suite, req
 from staminad.suite.model import Test as SuiteTest
 from staminad.suite.runner import SuiteResult, run_suite
-from tests.helpers import free_port, wait_listening
+from tests.helpers import free_port, listening
 
 pytestmark = pytest.mark.anyio
 BROKEN = Path(__file__).with_name("broken_server.py")
 SCENARIO = generate(7, ScenarioParams(turns=30))
 
 
-@contextlib.contextmanager
-def broken(mode: str) -> Iterator[str]:
+def broken(mode: str) -> contextlib.AbstractContextManager[str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(BROKEN), mode, str(port)], start_new_session=True)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    return listening([sys.executable, str(BROKEN), mode, str(port)], port)
 
 
 @contextlib.contextmanager
