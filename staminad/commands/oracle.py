@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 
 from staminad.bench.pack import Pack
-from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.scenario import ScenarioParams
 from staminad.commands.args import UsageError, bounded_int, seed_list
 from staminad.packio import read_pack
 from staminad.reference.mutants import MUTANT_BY_BUG
@@ -123,5 +123,3 @@ def validate_cmd(args: argparse.Namespace) -> int:
             print(f"{'ok  ' if v.ok else 'FAIL'}  {v.agent:<{width}}  {v.summary}")
     return 0 if all(v.ok for v in table) else 1
 
-
-__all__ = ["add_parsers", "generate"]

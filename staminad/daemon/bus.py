@@ -11,7 +11,6 @@ from collections import deque
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from protocol import Event
 
@@ -69,4 +68,4 @@ class EventBus:
         return len(self._subscribers)
 
 
-__all__ = ["EventBus", "MemoryObjectReceiveStream", "MemoryObjectSendStream", "Subscriber"]
+__all__ = ["EventBus", "Subscriber"]

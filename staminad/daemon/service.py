@@ -8,7 +8,6 @@ on, so a restart picks them up from their markers; `drain` first lets running at
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -150,7 +149,7 @@ class Daemon:
                                          "('running', 'paused') ORDER BY created_at") as cur:
             return [(r[0], r[1], r[2].encode()) for r in await cur.fetchall()]
 
-    async def _client(self, stream: SocketStream, tg: anyio.abc.TaskGroup | None = None) -> None:
+    async def _client(self, stream: SocketStream) -> None:
         await serve_client(self, stream)
 
     # --- sweeps -------------------------------------------------------------------------------
@@ -245,4 +244,4 @@ class Daemon:
             return [r[0] for r in await cur.fetchall()]
 
 
-__all__ = ["VERSION", "Daemon", "DaemonError", "contextlib"]
+__all__ = ["VERSION", "Daemon", "DaemonError"]

@@ -7,11 +7,9 @@ skipped and unfinished ones continue from their last recorded step.
 from __future__ import annotations
 
 import math
-import shutil
 import statistics
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
@@ -163,8 +161,4 @@ def format_summary(summaries: list[ConfigSummary]) -> str:
     return "\n".join(lines)
 
 
-def remove_sandboxes(state_dir: Path, sweep_name: str) -> None:
-    shutil.rmtree(state_dir / "sandboxes" / sweep_name, ignore_errors=True)
-
-
-__all__ = ["Any", "ConfigSummary", "format_summary", "local_factory", "run_sweep", "summarize"]
+__all__ = ["ConfigSummary", "Shared", "format_summary", "local_factory", "run_sweep", "summarize"]

@@ -20,7 +20,7 @@ from staminad.suite.data import (
 )
 from staminad.suite.history import History
 from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Check, Equals, IsInteger, ListIds, Suite, Test, req
-from staminad.suite.plans import fixture_steps, target_body
+from staminad.suite.plans import fixture_steps
 
 
 def _equal_checks(obj: dict[str, Any]) -> tuple[Check, ...]:
@@ -363,5 +363,3 @@ def generate_suite(state: State, seed: int, turn: int, history: History | None =
         b.history(history)
     return Suite(seed=seed, turn=turn, tests=tuple(b.tests))
 
-
-__all__ = ["generate_suite", "target_body"]
