@@ -43,6 +43,20 @@ class GetSweep(_Msg, tag="get", frozen=True):
     sweep: str
 
 
+class GetScenario(_Msg, tag="get_scenario", frozen=True):
+    """One scenario's attempt timeline: `configuration` and `seed` pick it within the sweep."""
+
+    sweep: str
+    configuration: str
+    seed: int
+
+
+class GetAttempt(_Msg, tag="get_attempt", frozen=True):
+    """An attempt's texts: the prompt it got, the feedback it produced, its failing tests."""
+
+    attempt_id: int
+
+
 class Cancel(_Msg, tag="cancel", frozen=True):
     sweep: str
 
@@ -96,6 +110,50 @@ class SweepList(_Msg, tag="sweeps", frozen=True):
     sweeps: tuple[SweepInfo, ...]
 
 
+class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: int
+    turn: int
+    attempt: int
+    infra_try: int
+    phase: str
+    outcome: str | None
+    infra_kind: str | None
+    categories: str | None
+    passed_tests: int | None
+    total_tests: int | None
+    harness_exit: int | None
+    harness_seconds: float | None
+    suite_seconds: float | None
+
+
+class ScenarioInfo(_Msg, tag="scenario", frozen=True):
+    sweep: str
+    configuration: str
+    seed: int
+    status: str
+    turns_passed: int
+    reason: str
+    attempts: tuple[AttemptSummary, ...]
+
+
+class FailedTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    category: str
+    rule: str
+    message: str
+    request: str
+    status: int | None
+    response: str
+
+
+class AttemptTexts(_Msg, tag="attempt", frozen=True):
+    id: int
+    prompt_kind: str
+    prompt: str
+    feedback: str | None
+    failures: tuple[FailedTest, ...]
+
+
 class Event(_Msg, tag="event", frozen=True):
     sweep: str
     kind: str
@@ -104,8 +162,8 @@ class Event(_Msg, tag="event", frozen=True):
     seq: int
 
 
-Request = Hello | Submit | ListSweeps | GetSweep | Cancel | Pause | Resume | Stop | Subscribe
-Message = Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | Event
+Request = Hello | Submit | ListSweeps | GetSweep | GetScenario | GetAttempt | Cancel | Pause | Resume | Stop | Subscribe
+Message = Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioInfo | AttemptTexts | Event
 
 
 def encoder() -> msgspec.msgpack.Encoder:

@@ -25,6 +25,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
     s.add_argument("--parallel", type=int, default=64, help="global limit on concurrent scenarios")
     s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
+    s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
     s.set_defaults(func=start_cmd)
     for name, helptext in (("submit", "submit a sweep file"), ("status", "sweeps and their progress"),
                            ("cancel", "cancel a sweep"), ("pause", "pause a sweep after running attempts"),
@@ -66,7 +67,10 @@ def start_cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"--socket-mode {args.socket_mode!r} is not an octal mode such as 600") from None
     if args.metrics_port is not None and not 1 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port {args.metrics_port} is not a port number")
-    daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port)
+    if args.suite_parallel is not None and args.suite_parallel < 1:
+        raise UsageError("--suite-parallel must be at least 1")
+    daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port,
+                    args.suite_parallel)
     try:
         daemon.acquire()
     except DaemonError as exc:

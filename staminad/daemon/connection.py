@@ -21,6 +21,8 @@ from protocol import (
     Cancel,
     ErrorReply,
     FrameError,
+    GetAttempt,
+    GetScenario,
     GetSweep,
     Hello,
     HelloReply,
@@ -97,6 +99,10 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return SweepList(sweeps=tuple([await daemon.info(s) for s in await daemon.sweep_ids()]))
             case GetSweep(sweep=name):
                 return await daemon.info(name)
+            case GetScenario(sweep=name, configuration=config, seed=seed):
+                return await daemon.scenario_info(name, config, seed)
+            case GetAttempt(attempt_id=attempt_id):
+                return await daemon.attempt_texts(attempt_id)
             case Cancel(sweep=name):
                 await daemon.cancel(name)
                 return Ok(detail=f"cancelled {name}")

@@ -17,8 +17,8 @@ import anyio
 import msgspec
 from anyio.abc import SocketStream, TaskStatus
 
-from protocol import SweepInfo
-from protocol.messages import ConfigStatus
+from protocol import AttemptTexts, ScenarioInfo, SweepInfo
+from protocol.messages import AttemptSummary, ConfigStatus, FailedTest
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
 from staminad.daemon.notify import notify, watchdog
@@ -46,7 +46,8 @@ class _Running:
 
 class Daemon:
     def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
-                 runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None) -> None:
+                 runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None,
+                 suite_parallel: int | None = None) -> None:
         self.state_dir = state_dir
         self.socket_path = state_dir / "staminad.sock"
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
@@ -55,6 +56,7 @@ class Daemon:
         self.metrics: Any = None
         self.ports = PortAllocator()
         self.limiter = anyio.CapacityLimiter(max_parallel)
+        self.suites = anyio.CapacityLimiter(suite_parallel or 4 * (os.cpu_count() or 1))
         self.running: dict[str, _Running] = {}
         self.in_flight: set[tuple[str, int]] = set()  # (sweep, scenario) with an attempt under way
         self.keep_jobs = [False]
@@ -199,7 +201,7 @@ class Daemon:
                 import hashlib
 
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
-                                keep_jobs=self.keep_jobs)
+                                suites=self.suites, keep_jobs=self.keep_jobs)
                 await run_sweep(sweep, hashlib.sha256(fingerprint).hexdigest()[:16], self.state_dir, factory, emit,
                                 pack, shared)
                 emit("sweep_finished", {})
@@ -237,6 +239,31 @@ class Daemon:
             raise SweepError(f"no sweep {sweep_id}")
         configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(self.store, sweep_id))
         return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
+
+    async def scenario_info(self, sweep_id: str, configuration: str, seed: int) -> ScenarioInfo:
+        assert self.store is not None
+        match = [r for name, r in await self.store.scenarios(sweep_id) if name == configuration and r.seed == seed]
+        if not match:
+            raise SweepError(f"no scenario with seed {seed} in configuration {configuration!r} of sweep {sweep_id}")
+        row = match[0]
+        attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in AttemptSummary.__struct_fields__})
+                         for a in await self.store.attempts(row.id))
+        return ScenarioInfo(sweep=sweep_id, configuration=configuration, seed=seed, status=row.status,
+                            turns_passed=row.turns_passed, reason=row.reason, attempts=attempts)
+
+    async def attempt_texts(self, attempt_id: int) -> AttemptTexts:
+        assert self.store is not None
+        async with self.store.db.execute("SELECT prompt_kind, prompt, feedback FROM attempts WHERE id = ?",
+                                         (attempt_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            raise SweepError(f"no attempt {attempt_id}")
+        results = await self.store.attempt_results(attempt_id) or []
+        failures = tuple(FailedTest(name=r["name"], category=r["category"], rule=r["rule"],
+                                    message=r.get("message", ""), request=r.get("request", ""),
+                                    status=r.get("status"), response=r.get("response", ""))
+                         for r in results if not r.get("passed"))
+        return AttemptTexts(id=attempt_id, prompt_kind=row[0], prompt=row[1], feedback=row[2], failures=failures)
 
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None

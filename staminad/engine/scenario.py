@@ -115,9 +115,11 @@ def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: 
 
 class ScenarioRunner:
     def __init__(self, spec: ScenarioSpec, store: Store, sandbox: Sandbox, adapter: Adapter,
-                 watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink, gate: Gate | None = None) -> None:
+                 watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink, gate: Gate | None = None,
+                 suites: anyio.CapacityLimiter | None = None) -> None:
         self.spec, self.store, self.sandbox, self.adapter = spec, store, sandbox, adapter
         self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
+        self.suites = suites  # bounds concurrent server starts + suites across all scenarios
         self._prompts: list[str] | None = None
         self._histories: list[History | None] = []
         self._states: list[Any] = []
@@ -242,6 +244,13 @@ class ScenarioRunner:
                                     "infra_try": row.infra_try, "kind": kind, "detail": detail})
 
     async def _test(self, scenario_id: int, row: AttemptRow) -> None:
+        if self.suites is None:
+            await self._test_now(scenario_id, row)
+        else:
+            async with self.suites:
+                await self._test_now(scenario_id, row)
+
+    async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
         t0 = time.monotonic()
         try:
             handle = await self.sandbox.start_server(self.settings.server_start_timeout)

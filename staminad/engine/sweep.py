@@ -58,6 +58,7 @@ class Shared(msgspec.Struct, kw_only=True):
     watcher: MarkerWatcher
     limiter: anyio.CapacityLimiter
     gate: Gate | None = None
+    suites: anyio.CapacityLimiter | None = None  # concurrent server starts + suite runs, daemon-wide
     keep_jobs: list[bool] = msgspec.field(default_factory=lambda: [False])  # set on graceful daemon stop
 
 
@@ -83,6 +84,7 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
                                "configurations": len(configurations(sweep))})
         limiter = anyio.CapacityLimiter(sweep.run.parallel) if shared is None else shared.limiter
         gate = None if shared is None else shared.gate
+        suites = None if shared is None else shared.suites
         keep = [False] if shared is None else shared.keep_jobs
         async with anyio.create_task_group() as outer:
             if own:
@@ -100,7 +102,7 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
                                             language=params.language, readme=readme)
                         root = state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}"
                         jobs.start_soon(_one, spec, config, row.id, root, store, watcher, settings, limiter,
-                                        make_sandbox, emit, gate, keep)
+                                        make_sandbox, emit, gate, keep, suites)
             outer.cancel_scope.cancel()
         await store.set_sweep_status(sweep.name, "finished")
         return await summarize(store, sweep.name)
@@ -118,11 +120,13 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
 
 async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, root: Path, store: Store,
                watcher: MarkerWatcher, settings: EngineSettings, limiter: anyio.CapacityLimiter,
-               make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool]) -> None:
+               make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool],
+               suites: anyio.CapacityLimiter | None) -> None:
     async with limiter:
         sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}")
         await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
-        runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate)
+        runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate,
+                                suites)
         try:
             await runner.run(scenario_id)
         finally:

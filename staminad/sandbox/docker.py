@@ -45,7 +45,7 @@ def container_name(sweep: str, label: str) -> str:
 
 class DockerSandbox:
     def __init__(self, docker: aiodocker.Docker, root: Path, sweep: str, label: str, run: RunSettings,
-                 ports: PortAllocator) -> None:
+                 ports: PortAllocator, creations: anyio.CapacityLimiter | None = None) -> None:
         self.docker = docker
         self.root = root
         self.host_workspace = root / "workspace"
@@ -54,6 +54,7 @@ class DockerSandbox:
         self.sweep, self.label, self.run, self.ports = sweep, label, run, ports
         self.name = container_name(sweep, root.name)
         self.port: int | None = None
+        self.creations = creations or anyio.CapacityLimiter(1)
 
     def describe(self) -> dict[str, Any]:
         return {"runtime": "docker", "container": self.name, "root": str(self.root), "port": self.port}
@@ -97,8 +98,9 @@ class DockerSandbox:
                 },
             }
             try:
-                with anyio.fail_after(OP_TIMEOUT):
-                    container = await self.docker.containers.create(config=config, name=self.name)
+                async with self.creations:
+                    with anyio.fail_after(OP_TIMEOUT):
+                        container = await self.docker.containers.create(config=config, name=self.name)
             except aiodocker.exceptions.DockerError as exc:
                 self.ports.release(self.port)
                 raise SandboxError(f"cannot create container {self.name}: {exc.message}") from None
@@ -250,11 +252,12 @@ class DockerFactory:
     def __init__(self, run: RunSettings, ports: PortAllocator) -> None:
         self.run, self.ports = run, ports
         self._client: aiodocker.Docker | None = None
+        self.creations = anyio.CapacityLimiter(4)  # container creations at once: the engine serialises them anyway
 
     def __call__(self, root: Path, label: str) -> DockerSandbox:
         if self._client is None:
             self._client = aiodocker.Docker()
-        return DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports)
+        return DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports, self.creations)
 
     async def aclose(self, sweep: str) -> None:
         """Remove whatever container of the sweep is left (a crash mid-close), then close the client."""

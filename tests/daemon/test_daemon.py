@@ -216,3 +216,27 @@ def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: P
     leftovers = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout.split()
     assert leftovers == []
 
+
+
+def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> None:
+    """A client can fetch a scenario's attempts and an attempt's prompt, feedback and failing tests."""
+    from protocol import AttemptTexts, GetAttempt, GetScenario, ScenarioInfo
+
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "tl", ["mutant:accept-null"], turns=1, retries=1)
+    with daemon(state):
+        assert cli(state, "submit", str(path)).returncode == 0
+        deadline = time.monotonic() + 120
+        info: object = None
+        while time.monotonic() < deadline:
+            info = anyio.run(_request, state, GetScenario(sweep="tl", configuration="mutant:accept-null R=1 detailed",
+                                                          seed=0))
+            if isinstance(info, ScenarioInfo) and info.status == "failed":
+                break
+            time.sleep(0.2)  # polling another process's progress
+        assert isinstance(info, ScenarioInfo) and [a.attempt for a in info.attempts] == [1, 2]
+        texts = anyio.run(_request, state, GetAttempt(attempt_id=info.attempts[1].id))
+        assert isinstance(texts, AttemptTexts) and texts.prompt_kind == "feedback"
+        assert texts.failures and texts.failures[0].rule == "null" and texts.feedback
+        missing = anyio.run(_request, state, GetScenario(sweep="tl", configuration="nope", seed=0))
+        assert "no scenario" in str(missing)
