@@ -158,6 +158,8 @@ class DockerSandbox:
             await self._exec(["sh", "-c", f"kill -KILL -{pid} 2>/dev/null; true"])
 
     async def start_server(self, timeout: float) -> ServerHandle:
+        if (self.host_control / "server.pid").exists():  # left running by a daemon killed mid-suite
+            await self.stop_server(ServerHandle(url="", port=self.port or 0))
         for name in ("server.pid", "server.exit"):
             (self.host_control / name).unlink(missing_ok=True)
         await self._exec(["setsid", "-f", "sh", "-c", "echo $$ > /stamina/server.pid; "
@@ -191,6 +193,7 @@ class DockerSandbox:
                   f"while grep -qi '{_LISTEN}[0-9A-F:]* 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null "
                   "&& [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; true")
         await self._exec(["sh", "-c", script], timeout=30)
+        pid_file.unlink(missing_ok=True)
 
     async def close(self) -> None:
         """Remove the container (the workspace stays on the host; `prepare` recreates it on resume)."""

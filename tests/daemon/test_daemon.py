@@ -25,8 +25,8 @@ from tests.engine.conftest import write_sweep
 CLI = [sys.executable, "-m", "staminad.cli"]
 
 
-def _start(state: Path) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), "--runtime", "local"],
+def _start(state: Path, runtime: str = "local") -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), "--runtime", runtime],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -176,26 +176,26 @@ def _results(info: SweepInfo) -> dict[str, tuple[float, dict[str, int]]]:
     return {c.name: (c.mean_turns, c.statuses) for c in info.configurations}
 
 
-def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: Path) -> None:
-    """kill -9 the daemon at random moments of a sweep, restart each time: the final results equal an
-    uninterrupted run, and no (turn, attempt) ran twice."""
-    agents = ["reference", "mutant:rounded-avg+fix", "mutant:no-cascade", "fault:crash:once"]
-    path = write_sweep(tmp_path, "k9", agents, seeds="0-2", turns=6)
+def _kill_and_resume(tmp_path: Path, agents: list[str], seeds: str, turns: int, kills: int, runtime: str,
+                     extra: str = "") -> None:
+    """Run a sweep under a daemon killed with SIGKILL `kills` times; compare with an in-process run."""
+    path = write_sweep(tmp_path, "k9", agents, seeds=seeds, turns=turns)
+    path.write_text(path.read_text() + extra)
     baseline = anyio.run(run_in_process, path, tmp_path / "base")
     state = tmp_path / "st"
     rng = random.Random(9)
-    proc = _start(state)
+    proc = _start(state, runtime)
     assert cli(state, "submit", str(path)).returncode == 0
-    kills = 0
+    done = 0
+    info = None
     try:
-        for _ in range(6):
+        for _ in range(kills):
             time.sleep(rng.uniform(0.3, 2.0))  # a random moment in the sweep, which runs in another process
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            kills += 1
-            proc = _start(state)
+            done += 1
+            proc = _start(state, runtime)
         deadline = time.monotonic() + 300
-        info = None
         while time.monotonic() < deadline:
             info = anyio.run(_request, state, ListSweeps())
             assert isinstance(info, SweepList)
@@ -204,8 +204,8 @@ def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: P
             time.sleep(0.3)  # polling another process's progress
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-    assert info is not None and info.sweeps[0].status == "finished" and kills == 6
+        proc.wait(timeout=120)
+    assert isinstance(info, SweepList) and info.sweeps[0].status == "finished" and done == kills
     assert _results(info.sweeps[0]) == {k: (v.mean_turns, v.statuses) for k, v in baseline.items()}
     import sqlite3
 
@@ -216,6 +216,18 @@ def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: P
     leftovers = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout.split()
     assert leftovers == []
 
+
+def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: Path) -> None:
+    """kill -9 the daemon at random moments of a sweep, restart each time: the final results equal an
+    uninterrupted run, no (turn, attempt) ran twice, and no process is left behind."""
+    agents = ["reference", "mutant:rounded-avg+fix", "mutant:no-cascade", "fault:crash:once"]
+    _kill_and_resume(tmp_path, agents, "0-2", 6, 6, "local")
+
+
+def test_kill_minus_9_resumes_in_docker(tmp_path: Path, sandbox_image: str) -> None:
+    """The same in Docker containers: killed daemons leave containers running; restarts reuse them."""
+    _kill_and_resume(tmp_path, ["reference", "mutant:no-cascade"], "0-1", 4, 3, "docker",
+                     f'image = "{sandbox_image}"\n')
 
 
 def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> None:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from staminad.engine.config import load_sweep
 from staminad.engine.ports import PortAllocator
@@ -55,21 +52,3 @@ async def sweep(path: Path, state: Path, factory: SandboxFactory | None = None,
     sw, fp = load_sweep(path)
     summaries = await run_sweep(sw, fp, state, factory or local_factory(PortAllocator()), recorder or Recorder())
     return {s.name: s for s in summaries}
-
-
-@pytest.fixture(scope="session")
-def sandbox_image() -> str:
-    """The offline-built sandbox image (built here with mmdebstrap if this machine lacks it)."""
-    from staminad.sandbox.image import build
-
-    tag, _ = build()
-    return tag
-
-
-@pytest.fixture(autouse=True, scope="session")
-def no_leftover_containers() -> Any:
-    """After the engine tests, no labelled container may remain."""
-    yield
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", "label=staminabench.sweep"], capture_output=True,
-                         text=True)
-    assert out.stdout.strip() == "", f"containers left behind: {out.stdout}"
