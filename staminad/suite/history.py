@@ -35,42 +35,39 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
 def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:
     """The history at a turn, from the previous turn's history and this turn's changes."""
     retired = set(previous.retired_endpoints if previous else ())
-    names: dict[str, str] = {}  # entity name during the turn -> its name at the end of the turn
-
-    def final(name: str) -> str:
-        while name in names:
-            name = names[name]
-        return name
-
-    fields: list[tuple[str, str, str]] = []
+    # Names recorded during the turn are carried forward through later renames in the same turn, in
+    # order (a rename A->B then B->A is legal, so no name can be resolved by following a mapping).
+    fields: list[list[str]] = []  # [entity, field, "deleted"|"renamed"]
     analytics: list[str] = []
-    actions: list[tuple[str, str]] = []
-    renamed: list[str] = []
+    actions: list[list[str]] = []  # [entity, action]
+    renamed: list[list[str]] = []  # [entity]
     for change in changes:
         match change:
             case RenameEntity(old=old, new=new):
                 retired.add(endpoint_of(old))
-                names[old] = new
-                renamed.append(new)
+                for record in (*fields, *actions, *renamed):
+                    if record[0] == old:
+                        record[0] = new
+                renamed.append([new])
             case DeleteEntity(name=name):
                 retired.add(endpoint_of(name))
             case DeleteField(entity=entity, field=field):
-                fields.append((entity, field, "deleted"))
+                fields.append([entity, field, "deleted"])
             case RenameField(entity=entity, old=old):
-                fields.append((entity, old, "renamed"))
+                fields.append([entity, old, "renamed"])
             case DeleteAnalytics(analytics=a):
                 analytics.append(a.path())
             case RemoveAction(entity=entity, name=name):
-                actions.append((entity, name))
+                actions.append([entity, name])
     current = {e.endpoint for e in after.entities}
     live_paths = {a.path() for a in after.analytics}
     kept_fields = []
     for entity, field, why in fields:
-        e = after.entity(final(entity))
+        e = after.entity(entity)
         if e is not None and e.field(field) is None:
             kept_fields.append((e.name, field, why))
-    kept_actions = [(final(e), a) for e, a in actions if after.entity(final(e)) and not after.action(final(e), a)]
-    renamed_final = {final(n) for n in renamed}
+    kept_actions = [(e, a) for e, a in actions if after.entity(e) and not after.action(e, a)]
+    renamed_final = {r[0] for r in renamed}
     targets = [(e.name, f.name) for e in after.entities for f in e.fields if f.target in renamed_final]
     return History(
         retired_endpoints=tuple(sorted(retired - current)),

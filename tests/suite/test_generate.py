@@ -56,3 +56,18 @@ def test_history_tests_appear_after_renames_and_deletions() -> None:
         names |= {t.name for t in generate_suite(state, 3, turn, history).tests}
     assert any(n.startswith("gone_endpoint_") for n in names)
     assert any(n.endswith("_gone") for n in names)
+
+
+def test_history_survives_a_rename_cycle_within_one_turn() -> None:
+    """Renaming A->B then B->A in one turn is legal; the history still resolves names (no endless lookup)."""
+    from staminad.bench.changes import DeleteField, RenameEntity, transition
+    from staminad.suite.history import turn_history
+
+    state = SCENARIO.initial
+    a, b = state.entities[0].name, state.entities[0].name + "Tmp"
+    field = state.entities[0].fields[0].name
+    changes = [DeleteField(a, field), RenameEntity(a, b), RenameEntity(b, a)]
+    after = transition(state, changes)
+    history = turn_history(None, state, changes, after)
+    assert history.removed_fields == ((a, field, "deleted"),)
+    assert history.retired_endpoints == (b.lower(),)
