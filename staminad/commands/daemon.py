@@ -91,9 +91,7 @@ def start_cmd(args: argparse.Namespace) -> int:
                         daemon.stop()
 
             tg.start_soon(signals)
-            await tg.start(daemon.serve)
-            print(f"staminad: serving {daemon.socket_path}", file=sys.stderr, flush=True)
-            await daemon._stop.wait()
+            await daemon.serve()  # returns once a stop (graceful or draining) has completed
             tg.cancel_scope.cancel()
 
     anyio.run(main)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
 from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, parse_sweep
+from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import Gate
@@ -55,10 +57,9 @@ class Daemon:
         self.metrics_port = metrics_port
         self.metrics: Any = None
         self.ports = PortAllocator()
-        self.limiter = anyio.CapacityLimiter(max_parallel)
+        self.limiter = FairLimiter(max_parallel)
         self.suites = anyio.CapacityLimiter(suite_parallel or 4 * (os.cpu_count() or 1))
         self.running: dict[str, _Running] = {}
-        self.in_flight: set[tuple[str, int]] = set()  # (sweep, scenario) with an attempt under way
         self.keep_jobs = [False]
         self._stop = anyio.Event()
         self._drain = False
@@ -113,6 +114,7 @@ class Daemon:
                     self.metrics = Metrics()
                     self.metrics.serve(self.metrics_port)
                 notify("READY=1")
+                print(f"staminad: serving {self.socket_path}", file=sys.stderr, flush=True)
                 task_status.started()
                 await self._stop.wait()
                 notify("STOPPING=1")
@@ -137,8 +139,8 @@ class Daemon:
             r.gate.pause()
         if self._drain:
             with anyio.move_on_after(24 * 3600):
-                while self.in_flight:
-                    await anyio.sleep(0.2)  # running attempts belong to other tasks; they report by event
+                while any(r.gate.active for r in self.running.values()):
+                    await anyio.sleep(0.1)  # running attempts belong to other tasks
         self.keep_jobs[0] = True
         for r in list(self.running.values()):
             r.scope.cancel()
@@ -183,11 +185,6 @@ class Daemon:
         from staminad.sandbox.runtime import choose_runtime
 
         def emit(kind: str, data: dict[str, Any]) -> None:
-            key = (sweep.name, int(data.get("scenario", -1)))
-            if kind == "attempt_started":
-                self.in_flight.add(key)
-            elif kind in ("attempt_tested", "infra_failure", "scenario_finished"):
-                self.in_flight.discard(key)
             self.bus.publish(sweep.name, kind, data)
             if self.metrics is not None:
                 self.metrics.observe(kind, data)

@@ -38,6 +38,7 @@ class Gate:
     def __init__(self) -> None:
         self._open = anyio.Event()
         self._open.set()
+        self.active = 0  # attempts that passed the gate and are not yet recorded as tested
 
     @property
     def paused(self) -> bool:
@@ -169,13 +170,19 @@ class ScenarioRunner:
             row = pos.resume
             if row is None and self.gate is not None:
                 await self.gate.wait()
-            if row is None:
-                prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
-                attempt_id = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
-                                                            pos.prompt_kind, prompt)
-                row = (await self.store.attempts(scenario_id))[-1]
-                assert row.id == attempt_id
-            await self._execute(scenario_id, row, pos)
+            if self.gate is not None:
+                self.gate.active += 1
+            try:
+                if row is None:
+                    prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
+                    attempt_id = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
+                                                                pos.prompt_kind, prompt)
+                    row = (await self.store.attempts(scenario_id))[-1]
+                    assert row.id == attempt_id
+                await self._execute(scenario_id, row, pos)
+            finally:
+                if self.gate is not None:
+                    self.gate.active -= 1
 
     async def _execute(self, scenario_id: int, row: AttemptRow, pos: Position) -> None:
         job = self._job_id(pos)

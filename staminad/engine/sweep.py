@@ -20,6 +20,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.commands.args import seed_list
 from staminad.engine.config import Configuration, SweepFile, configurations
+from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ScenarioRunner, ScenarioSpec
@@ -56,7 +57,7 @@ class Shared(msgspec.Struct, kw_only=True):
 
     store: Store
     watcher: MarkerWatcher
-    limiter: anyio.CapacityLimiter
+    limiter: FairLimiter
     gate: Gate | None = None
     suites: anyio.CapacityLimiter | None = None  # concurrent server starts + suite runs, daemon-wide
     keep_jobs: list[bool] = msgspec.field(default_factory=lambda: [False])  # set on graceful daemon stop
@@ -82,7 +83,7 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
         await store.set_sweep_turns(sweep.name, params.turns)
         emit("sweep_started", {"sweep": sweep.name, "resumed": resumed, "scenarios": len(seeds),
                                "configurations": len(configurations(sweep))})
-        limiter = anyio.CapacityLimiter(sweep.run.parallel) if shared is None else shared.limiter
+        limiter = FairLimiter(sweep.run.parallel) if shared is None else shared.limiter
         gate = None if shared is None else shared.gate
         suites = None if shared is None else shared.suites
         keep = [False] if shared is None else shared.keep_jobs
@@ -119,10 +120,10 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
 
 
 async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, root: Path, store: Store,
-               watcher: MarkerWatcher, settings: EngineSettings, limiter: anyio.CapacityLimiter,
+               watcher: MarkerWatcher, settings: EngineSettings, limiter: FairLimiter,
                make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool],
                suites: anyio.CapacityLimiter | None) -> None:
-    async with limiter:
+    async with limiter.slot(root.parent.name):
         sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}")
         await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
         runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate,

@@ -25,8 +25,9 @@ from tests.engine.conftest import write_sweep
 CLI = [sys.executable, "-m", "staminad.cli"]
 
 
-def _start(state: Path, runtime: str = "local") -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), "--runtime", runtime],
+def _start(state: Path, runtime: str | None = "local") -> subprocess.Popen[bytes]:
+    override = ["--runtime", runtime] if runtime else []
+    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), *override],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -40,8 +41,8 @@ def _start(state: Path, runtime: str = "local") -> subprocess.Popen[bytes]:
 
 
 @contextlib.contextmanager
-def daemon(state: Path) -> Iterator[subprocess.Popen[bytes]]:
-    proc = _start(state)
+def daemon(state: Path, runtime: str | None = "local") -> Iterator[subprocess.Popen[bytes]]:
+    proc = _start(state, runtime)
     try:
         yield proc
     finally:
@@ -252,3 +253,38 @@ def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> 
         assert texts.failures and texts.failures[0].rule == "null" and texts.feedback
         missing = anyio.run(_request, state, GetScenario(sweep="tl", configuration="nope", seed=0))
         assert "no scenario" in str(missing)
+
+
+def test_missing_image_fails_the_sweep_not_the_daemon(tmp_path: Path) -> None:
+    """A sweep whose Docker image does not exist ends in status error with the reason; the daemon goes on."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "noimg", ["reference"], runtime="docker")
+    path.write_text(path.read_text() + 'image = "staminabench/sandbox:does-not-exist"\n')
+    with daemon(state, runtime=None) as proc:
+        log = subprocess.Popen([*CLI, "logs", "--state-dir", str(state), "--count", "1", "--json"],
+                               stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)  # let the subscription register in the other process before submitting
+        assert cli(state, "submit", str(path)).returncode == 0
+        out, _ = log.communicate(timeout=60)
+        event = msgspec.json.decode(out.splitlines()[0])
+        assert event["kind"] == "sweep_error" and "does-not-exist" in event["data"]["error"]
+        assert msgspec.json.decode(cli(state, "status", "noimg", "--json").stdout)["status"] == "error"
+        assert proc.poll() is None
+
+
+def test_stop_drain_lets_running_attempts_finish(tmp_path: Path) -> None:
+    """`stop --drain` starts no new attempt and exits once running ones are recorded as tested."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "drain", ["reference"], seeds="0-3", turns=20)
+    with daemon(state) as proc:
+        assert cli(state, "submit", str(path)).returncode == 0
+        log = cli(state, "logs", "--count", "2")
+        assert "attempt_" in log.stdout
+        assert cli(state, "stop", "--drain").returncode == 0
+        assert proc.wait(timeout=120) == 0
+    import sqlite3
+
+    db = sqlite3.connect(state / "staminad.db")
+    unfinished = db.execute("SELECT COUNT(*) FROM attempts WHERE phase != 'tested'").fetchone()[0]
+    assert unfinished == 0
+    assert db.execute("SELECT status FROM sweeps").fetchone()[0] == "running"  # resumes on the next start
