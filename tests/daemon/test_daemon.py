@@ -214,8 +214,24 @@ def _kill_and_resume(tmp_path: Path, agents: list[str], seeds: str, turns: int, 
     dup = db.execute("SELECT COUNT(*) FROM (SELECT scenario_id, turn, attempt, COUNT(*) c FROM attempts "
                      "WHERE outcome IN ('pass', 'fail') GROUP BY scenario_id, turn, attempt HAVING c > 1)").fetchone()
     assert dup[0] == 0
-    leftovers = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout.split()
-    assert leftovers == []
+    deadline = time.monotonic() + 10
+    while _processes_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)  # a group just sent SIGKILL may take a moment to be reaped by init
+    assert _processes_under(tmp_path) == []
+
+
+def _processes_under(root: Path) -> list[str]:
+    """Processes whose command line or working directory lies under `root` (servers run with cwd there)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(proc / "cwd")
+            if str(root) in cmd or cwd.startswith(str(root)):
+                found.append(f"{proc.name}: {cmd}")
+    return found
 
 
 def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: Path) -> None:
