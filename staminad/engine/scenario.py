@@ -227,8 +227,8 @@ class ScenarioRunner:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
         remaining = self.settings.turn_timeout - (time.time() - row.launched_at)
         marker = await self.watcher.wait(marker_file, max(remaining, 0.0))
-        await self.sandbox.kill_job(job)  # the harness and anything it left running in its process group
         if marker is None:
+            await self.sandbox.kill_job(job)  # stuck: the harness and anything in its process group
             await self.store.update_attempt(row.id, phase="harness_done", harness_seconds=self.settings.turn_timeout)
             return "stuck", f"no marker within the turn timeout of {self.settings.turn_timeout:.0f} s"
         exit_code, sig = marker.get("exit"), marker.get("signal")

@@ -188,10 +188,10 @@ class DockerSandbox:
             pgid = int(pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return
-        script = (f"kill -TERM -{pgid} 2>/dev/null; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt 50 ]; "
-                  f"do sleep 0.1; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; i=0; "
+        script = (f"kill -TERM -{pgid} 2>/dev/null; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt 250 ]; "
+                  f"do sleep 0.02; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; i=0; "
                   f"while grep -qi '{_LISTEN}[0-9A-F:]* 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null "
-                  "&& [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; true")
+                  "&& [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done; true")
         await self._exec(["sh", "-c", script], timeout=30)
         pid_file.unlink(missing_ok=True)
 

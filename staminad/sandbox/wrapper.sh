@@ -14,3 +14,6 @@ sig=null
 if [ "$code" -gt 128 ]; then sig=$((code - 128)); fi
 printf '{"exit": %s, "signal": %s, "started": %s, "ended": %s}\n' "$code" "$sig" "$start" "$end" > "$marker.tmp"
 mv "$marker.tmp" "$marker"
+# Whatever the harness left running in its process group (say, a server it started to try its code)
+# goes with it, the wrapper included, so the engine need not reach into the sandbox to clean up.
+kill -KILL 0
