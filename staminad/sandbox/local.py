@@ -34,6 +34,25 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     return True
 
 
+SERVER_TAG = "STAMINABENCH_SERVER_OF"
+
+
+def _kill_tagged(tag: str) -> int:
+    """SIGKILL every process whose environment carries `tag` (NAME=value); returns how many."""
+    needle = tag.encode() + b"\0"
+    killed = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes() + b"\0":
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout)
@@ -54,6 +73,12 @@ class LocalSandbox:
     async def prepare(self) -> None:
         self.host_workspace.mkdir(parents=True, exist_ok=True)
         (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
+        # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon
+        # killed mid-test, found by the tag in their environment, even if it died before recording the pgid.
+        await anyio.to_thread.run_sync(_kill_tagged, self._tag())
+
+    def _tag(self) -> str:
+        return f"{SERVER_TAG}={self.root}"
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
@@ -95,7 +120,8 @@ class LocalSandbox:
         try:
             self._server = subprocess.Popen(
                 [*LIMITS, "bash", "run_server.sh", str(port)], cwd=self.host_workspace, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, SERVER_TAG: str(self.root)})
         except OSError:
             self.ports.release(port)
             raise

@@ -115,3 +115,21 @@ async def test_ports_are_released_after_a_sweep(tmp_path: Path) -> None:
     path = write_sweep(tmp_path, "ports", ["reference", "mutant:accept-null"], seeds="0-2", turns=2)
     await sweep(path, tmp_path / "state", factory=local_factory(ports))
     assert ports.held == set()
+
+
+async def test_prepare_kills_a_server_left_by_a_killed_daemon(tmp_path: Path) -> None:
+    """A server started for a sandbox and orphaned (its daemon died before recording it) dies on prepare."""
+    from staminad.sandbox.local import SERVER_TAG, LocalSandbox
+
+    box = LocalSandbox(tmp_path / "box", PortAllocator(43000, 43010))
+    await box.prepare()
+    orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, SERVER_TAG: str(box.root)},
+                              start_new_session=True)
+    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        await box.prepare()
+        assert orphan.wait(timeout=10) == -9
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
