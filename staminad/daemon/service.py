@@ -23,7 +23,7 @@ from protocol.messages import AttemptSummary, ConfigStatus, FailedTest
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
 from staminad.daemon.notify import notify, watchdog
-from staminad.engine.config import SweepError, SweepFile, parse_sweep
+from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
@@ -194,13 +194,9 @@ class Daemon:
                 pack = read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
                 factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
                 emit("sweep_runtime", {"runtime": chosen})
-                fingerprint = msgspec.json.encode(sweep, order="sorted")
-                import hashlib
-
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
                                 suites=self.suites, keep_jobs=self.keep_jobs)
-                await run_sweep(sweep, hashlib.sha256(fingerprint).hexdigest()[:16], self.state_dir, factory, emit,
-                                pack, shared)
+                await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
                 emit("sweep_finished", {})
         except Exception as exc:  # one sweep's failure (bad pack, no runtime) must not stop the daemon
             emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})

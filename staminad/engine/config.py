@@ -86,8 +86,12 @@ def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
     if sweep.scenarios.pack and not Path(sweep.scenarios.pack).is_absolute():
         pack = str((path.parent / sweep.scenarios.pack).resolve())
         sweep = msgspec.structs.replace(sweep, scenarios=msgspec.structs.replace(sweep.scenarios, pack=pack))
-    canonical = msgspec.json.encode(sweep, order="sorted")
-    return sweep, hashlib.sha256(canonical).hexdigest()[:16]
+    return sweep, fingerprint(sweep)
+
+
+def fingerprint(sweep: SweepFile) -> str:
+    """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with."""
+    return hashlib.sha256(msgspec.json.encode(sweep, order="sorted")).hexdigest()[:16]
 
 
 def _check(sweep: SweepFile, path: Path) -> None:
