@@ -54,11 +54,14 @@ def test_matrix_expands_to_paired_configurations(tmp_path: Path) -> None:
 
 
 def test_port_allocator_never_hands_out_a_port_twice() -> None:
-    """Ports are unique until released, and the range running out is an error, not a wait."""
-    ports = PortAllocator(42000, 42003)
+    """Ports are unique until released, and the range running out is an error, not a wait.
+
+    The range lies below Linux's ephemeral ports (32768+), so outgoing connections cannot occupy it.
+    """
+    ports = PortAllocator(31200, 31203)
     got = {ports.allocate() for _ in range(4)}
     assert len(got) == 4
     with pytest.raises(PortsExhausted):
         ports.allocate()
-    ports.release(42001)
-    assert ports.allocate() == 42001
+    ports.release(31201)
+    assert ports.allocate() == 31201

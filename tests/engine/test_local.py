@@ -111,7 +111,7 @@ async def test_interrupted_sweep_resumes_to_the_same_results(tmp_path: Path) -> 
 
 async def test_ports_are_released_after_a_sweep(tmp_path: Path) -> None:
     """Every port handed out for a server is returned, and nothing listens on it afterwards."""
-    ports = PortAllocator(41000, 41050)
+    ports = PortAllocator(31000, 31050)
     path = write_sweep(tmp_path, "ports", ["reference", "mutant:accept-null"], seeds="0-2", turns=2)
     await sweep(path, tmp_path / "state", factory=local_factory(ports))
     assert ports.held == set()
@@ -121,7 +121,7 @@ async def test_prepare_kills_a_server_left_by_a_killed_daemon(tmp_path: Path) ->
     """A server started for a sandbox and orphaned (its daemon died before recording it) dies on prepare."""
     from staminad.sandbox.local import SERVER_TAG, LocalSandbox
 
-    box = LocalSandbox(tmp_path / "box", PortAllocator(43000, 43010))
+    box = LocalSandbox(tmp_path / "box", PortAllocator(31100, 31110))
     await box.prepare()
     orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, SERVER_TAG: str(box.root)},
                               start_new_session=True)
