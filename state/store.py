@@ -160,14 +160,18 @@ class Store:
     # --- attempts -----------------------------------------------------------------------------
 
     async def begin_attempt(self, scenario_id: int, turn: int, attempt: int, infra_try: int, prompt_kind: str,
-                            prompt: str) -> int:
+                            prompt: str) -> AttemptRow:
+        """Record a new attempt as launched and return its row."""
+        now = time.time()
         cur = await self.db.execute(
             "INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, launched_at) "
             "VALUES (?, ?, ?, ?, 'launched', ?, ?, ?)",
-            (scenario_id, turn, attempt, infra_try, prompt_kind, prompt, time.time()))
+            (scenario_id, turn, attempt, infra_try, prompt_kind, prompt, now))
         await self.db.commit()
         assert cur.lastrowid is not None
-        return int(cur.lastrowid)
+        return AttemptRow(id=int(cur.lastrowid), scenario_id=scenario_id, turn=turn, attempt=attempt,
+                          infra_try=infra_try, phase="launched", prompt_kind=prompt_kind, prompt=prompt,
+                          launched_at=now)
 
     async def update_attempt(self, attempt_id: int, results: Any = None, **fields: Any) -> None:
         if results is not None:

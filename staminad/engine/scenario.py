@@ -175,10 +175,8 @@ class ScenarioRunner:
             try:
                 if row is None:
                     prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
-                    attempt_id = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
-                                                                pos.prompt_kind, prompt)
-                    row = (await self.store.attempts(scenario_id))[-1]
-                    assert row.id == attempt_id
+                    row = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
+                                                         pos.prompt_kind, prompt)
                 await self._execute(scenario_id, row, pos)
             finally:
                 if self.gate is not None:
