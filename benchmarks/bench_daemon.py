@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 
 from protocol import ListSweeps, Subscribe
-from staminad.daemon.client import Client
+from protocol.client import Client
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True):
@@ -57,6 +57,20 @@ class GetAttempt(_Msg, tag="get_attempt", frozen=True):
     attempt_id: int
 
 
+class ListScenarios(_Msg, tag="list_scenarios", frozen=True):
+    """Every scenario of a sweep with where it stands now (the TUI's sweep view)."""
+
+    sweep: str
+
+
+class RetryScenario(_Msg, tag="retry_scenario", frozen=True):
+    """Give a scenario that used up its infra retries another round of them, and run it again."""
+
+    sweep: str
+    configuration: str
+    seed: int
+
+
 class Cancel(_Msg, tag="cancel", frozen=True):
     sweep: str
 
@@ -74,10 +88,15 @@ class Stop(_Msg, tag="stop", frozen=True):
 
 
 class Subscribe(_Msg, tag="subscribe", frozen=True):
-    """Events of the named sweeps (all when empty) and kinds (all when empty)."""
+    """Events of the named sweeps (all when empty) and kinds (all when empty).
+
+    `replay` first sends up to that many of the daemon's most recent matching events, oldest first,
+    then the live stream with no gap between them.
+    """
 
     sweeps: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
+    replay: int = 0
 
 
 class Ok(_Msg, tag="ok", frozen=True):
@@ -136,6 +155,33 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     attempts: tuple[AttemptSummary, ...]
 
 
+class ScenarioRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where one scenario stands: its current turn and attempt, and a compact history of its turns.
+
+    `history` has one character per finished turn: `P` passed at the first attempt, `R` passed after
+    feedback retries, `F` failed (the scenario ends there), `I` gave up on infrastructure.
+    """
+
+    id: int
+    configuration: str
+    seed: int
+    status: str
+    turns_passed: int
+    turn: int
+    attempt: int
+    infra_try: int
+    phase: str
+    last_failure: str
+    history: str
+    reason: str
+
+
+class ScenarioList(_Msg, tag="scenarios", frozen=True):
+    sweep: str
+    retries: dict[str, int]  # each configuration's R, so a client can show "attempt i of R+1"
+    scenarios: tuple[ScenarioRow, ...]
+
+
 class FailedTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str
     category: str
@@ -162,8 +208,10 @@ class Event(_Msg, tag="event", frozen=True):
     seq: int
 
 
-Request = Hello | Submit | ListSweeps | GetSweep | GetScenario | GetAttempt | Cancel | Pause | Resume | Stop | Subscribe
-Message = Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioInfo | AttemptTexts | Event
+Request = (Hello | Submit | ListSweeps | GetSweep | ListScenarios | GetScenario | GetAttempt | RetryScenario | Cancel
+           | Pause | Resume | Stop | Subscribe)
+Message = (Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioList | ScenarioInfo | AttemptTexts
+           | Event)
 
 
 def encoder() -> msgspec.msgpack.Encoder:

@@ -75,4 +75,6 @@ MIGRATIONS: tuple[str, ...] = (
     "ALTER TABLE attempts ADD COLUMN loc INTEGER;",
     # 4: the horizon N of the sweep's scenarios (a pack fixes it, so the config alone may not say).
     "ALTER TABLE sweeps ADD COLUMN turns INTEGER;",
+    # 5: extra infra retries an operator granted to a scenario that had used up its own.
+    "ALTER TABLE scenarios ADD COLUMN infra_grant INTEGER NOT NULL DEFAULT 0;",
 )

@@ -27,6 +27,20 @@ class ScenarioRow(msgspec.Struct, frozen=True, kw_only=True):
     turns_passed: int
     reason: str
     sandbox: dict[str, Any]
+    infra_grant: int = 0  # extra infra retries granted by an operator (see `grant_infra_retries`)
+
+
+class Progress(msgspec.Struct, frozen=True, kw_only=True):
+    """The few attempt columns that say where a scenario stands (cheap to read for a whole sweep)."""
+
+    scenario_id: int
+    turn: int
+    attempt: int
+    infra_try: int
+    phase: str
+    outcome: str | None
+    infra_kind: str | None
+    categories: str | None
 
 
 class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,8 +148,8 @@ class Store:
         await self.db.execute("INSERT OR IGNORE INTO scenarios (config_id, seed, status, updated_at) "
                               "VALUES (?, ?, 'pending', ?)", (config_id, seed, time.time()))
         await self.db.commit()
-        async with self.db.execute("SELECT id, config_id, seed, status, turns_passed, reason, sandbox FROM scenarios "
-                                   "WHERE config_id = ? AND seed = ?", (config_id, seed)) as cur:
+        async with self.db.execute("SELECT id, config_id, seed, status, turns_passed, reason, sandbox, infra_grant "
+                                   "FROM scenarios WHERE config_id = ? AND seed = ?", (config_id, seed)) as cur:
             row = await cur.fetchone()
         assert row is not None
         return _scenario(row)
@@ -150,12 +164,23 @@ class Store:
 
     async def scenarios(self, sweep_id: str) -> list[tuple[str, ScenarioRow]]:
         """(configuration name, scenario) for every scenario of the sweep."""
-        sql = ("SELECT c.name, s.id, s.config_id, s.seed, s.status, s.turns_passed, s.reason, s.sandbox "
-               "FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
+        sql = ("SELECT c.name, s.id, s.config_id, s.seed, s.status, s.turns_passed, s.reason, s.sandbox, "
+               "s.infra_grant FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
                "ORDER BY c.id, s.seed")
         async with self.db.execute(sql, (sweep_id,)) as cur:
             rows = await cur.fetchall()
         return [(str(r[0]), _scenario(r[1:])) for r in rows]
+
+    async def grant_infra_retries(self, scenario_id: int, extra: int) -> None:
+        """Give an `infra_failed` scenario `extra` more infra retries and mark it pending again."""
+        await self.db.execute("UPDATE scenarios SET infra_grant = infra_grant + ?, status = 'pending', reason = '', "
+                              "updated_at = ? WHERE id = ?", (extra, time.time(), scenario_id))
+        await self.db.commit()
+
+    async def configuration_retries(self, sweep_id: str) -> dict[str, int]:
+        async with self.db.execute("SELECT name, retries FROM configurations WHERE sweep_id = ? ORDER BY id",
+                                   (sweep_id,)) as cur:
+            return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
 
     # --- attempts -----------------------------------------------------------------------------
 
@@ -187,6 +212,16 @@ class Store:
             rows = await cur.fetchall()
         return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
 
+    async def progress(self, sweep_id: str) -> list[Progress]:
+        """Every attempt of the sweep, reduced to `Progress`, in scenario and attempt order."""
+        cols = ", ".join(f"a.{f}" for f in Progress.__struct_fields__)
+        sql = (f"SELECT {cols} FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+               "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
+               "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try")
+        async with self.db.execute(sql, (sweep_id,)) as cur:
+            rows = await cur.fetchall()
+        return [Progress(**dict(zip(Progress.__struct_fields__, r, strict=True))) for r in rows]
+
     async def attempt_results(self, attempt_id: int) -> Any:
         async with self.db.execute("SELECT results FROM attempts WHERE id = ?", (attempt_id,)) as cur:
             row = await cur.fetchone()
@@ -207,4 +242,4 @@ class Store:
 
 def _scenario(row: Any) -> ScenarioRow:
     return ScenarioRow(id=row[0], config_id=row[1], seed=row[2], status=row[3], turns_passed=row[4], reason=row[5],
-                       sandbox=json.loads(row[6] or "{}"))
+                       sandbox=json.loads(row[6] or "{}"), infra_grant=row[7])

@@ -1,4 +1,4 @@
-"""`staminad start|stop|submit|status|cancel|pause|resume|logs`: the service and its clients."""
+"""`staminad start|stop|submit|status|cancel|pause|resume|retry|logs`: the service and its clients."""
 
 from __future__ import annotations
 
@@ -13,7 +13,20 @@ from typing import Any
 import anyio
 import msgspec
 
-from protocol import Cancel, ErrorReply, GetSweep, ListSweeps, Ok, Pause, Resume, Stop, Submit, Subscribe, SweepInfo
+from protocol import (
+    Cancel,
+    ErrorReply,
+    GetSweep,
+    ListSweeps,
+    Ok,
+    Pause,
+    Resume,
+    RetryScenario,
+    Stop,
+    Submit,
+    Subscribe,
+    SweepInfo,
+)
 from staminad.commands.args import UsageError
 
 
@@ -30,6 +43,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     for name, helptext in (("submit", "submit a sweep file"), ("status", "sweeps and their progress"),
                            ("cancel", "cancel a sweep"), ("pause", "pause a sweep after running attempts"),
                            ("resume", "resume a paused sweep"), ("stop", "stop the daemon"),
+                           ("retry", "give a scenario that used up its infra retries another round"),
                            ("logs", "stream events")):
         p = sub.add_parser(name, help=helptext)
         _state(p)
@@ -40,11 +54,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
             p.add_argument("sweep")
         elif name == "status":
             p.add_argument("sweep", nargs="?")
+        elif name == "retry":
+            p.add_argument("sweep")
+            p.add_argument("configuration")
+            p.add_argument("seed", type=int)
         elif name == "stop":
             p.add_argument("--drain", action="store_true", help="let running attempts finish first")
         elif name == "logs":
             p.add_argument("sweeps", nargs="*")
             p.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
+            p.add_argument("--replay", type=int, default=0, metavar="N",
+                           help="first show up to N recent events the daemon still holds")
         p.set_defaults(func=client_cmd, command_name=name)
 
 
@@ -108,7 +128,7 @@ def _print_info(info: SweepInfo) -> None:
 
 
 def client_cmd(args: argparse.Namespace) -> int:
-    from staminad.daemon.client import Client, ClientError
+    from protocol.client import Client, ClientError
 
     socket_path = _state_dir(args) / "staminad.sock"
     name = args.command_name
@@ -116,7 +136,7 @@ def client_cmd(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with Client(socket_path) as client:
             if name == "logs":
-                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps)))
+                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps), replay=max(args.replay, 0)))
                 seen = 0
                 async for event in client.events():
                     if args.json:
@@ -138,6 +158,8 @@ def client_cmd(args: argparse.Namespace) -> int:
                 request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
             elif name == "stop":
                 request = Stop(drain=args.drain)
+            elif name == "retry":
+                request = RetryScenario(sweep=args.sweep, configuration=args.configuration, seed=args.seed)
             else:
                 request = {"cancel": Cancel, "pause": Pause, "resume": Resume}[name](sweep=args.sweep)
             reply = await client.request(request)

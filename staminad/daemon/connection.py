@@ -26,11 +26,13 @@ from protocol import (
     GetSweep,
     Hello,
     HelloReply,
+    ListScenarios,
     ListSweeps,
     Ok,
     Pause,
     Request,
     Resume,
+    RetryScenario,
     Stop,
     Submit,
     Subscribe,
@@ -40,6 +42,7 @@ from protocol import (
     read_frame,
     write_frame,
 )
+from staminad.daemon import views
 from staminad.engine.config import SweepError
 
 if TYPE_CHECKING:
@@ -91,18 +94,24 @@ async def serve_client(daemon: Daemon, stream: SocketStream) -> None:
 
 
 async def _answer(daemon: Daemon, request: Any) -> Any:
+    store = daemon.store
+    assert store is not None
     try:
         match request:
             case Submit(sweep_toml=text, base_dir=base):
                 return Ok(detail=await daemon.submit(text, base))
             case ListSweeps():
-                return SweepList(sweeps=tuple([await daemon.info(s) for s in await daemon.sweep_ids()]))
+                return SweepList(sweeps=tuple([await views.sweep_info(store, s) for s in await daemon.sweep_ids()]))
             case GetSweep(sweep=name):
-                return await daemon.info(name)
+                return await views.sweep_info(store, name)
+            case ListScenarios(sweep=name):
+                return await views.scenario_list(store, name)
             case GetScenario(sweep=name, configuration=config, seed=seed):
-                return await daemon.scenario_info(name, config, seed)
+                return await views.scenario_info(store, name, config, seed)
             case GetAttempt(attempt_id=attempt_id):
-                return await daemon.attempt_texts(attempt_id)
+                return await views.attempt_texts(store, attempt_id)
+            case RetryScenario(sweep=name, configuration=config, seed=seed):
+                return Ok(detail=await daemon.retry_scenario(name, config, seed))
             case Cancel(sweep=name):
                 await daemon.cancel(name)
                 return Ok(detail=f"cancelled {name}")
@@ -123,8 +132,12 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
 
 async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:
     sub = daemon.bus.subscribe(request.sweeps, request.kinds)
+    # Taken in the same step as subscribing, so the replay and the live stream meet without a gap.
+    backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay:] if request.replay > 0 else []
     try:
         await send(Ok(detail="subscribed"))
+        for event in backlog:
+            await send(event)
         async with sub.receive:
             async for event in sub.receive:
                 await send(event)

@@ -9,6 +9,7 @@ on, so a restart picks them up from their markers; `drain` first lets running at
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import sys
 from pathlib import Path
@@ -18,8 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import SocketStream, TaskStatus
 
-from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.messages import AttemptSummary, ConfigStatus, FailedTest
+from staminad.daemon import views
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
 from staminad.daemon.notify import notify, watchdog
@@ -28,7 +28,7 @@ from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import Gate
-from staminad.engine.sweep import Shared, run_sweep, summarize
+from staminad.engine.sweep import FINAL, Shared, run_sweep
 from staminad.packio import read_pack
 from state.store import Store
 
@@ -44,6 +44,8 @@ class _Running:
         self.name, self.gate = name, gate
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
+        # Unbounded: an operator's retries are few, and a full buffer must never refuse one.
+        self.requeue, self.requeued = anyio.create_memory_object_stream[int](math.inf)
 
 
 class Daemon:
@@ -195,8 +197,13 @@ class Daemon:
                 factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
                 emit("sweep_runtime", {"runtime": chosen})
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
-                                suites=self.suites, keep_jobs=self.keep_jobs)
-                await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
+                                suites=self.suites, keep_jobs=self.keep_jobs, requeue=run.requeued)
+                while True:
+                    await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
+                    # A scenario retried just as the last job ended was not picked up: run the sweep again.
+                    if all(r.status in FINAL for _, r in await self.store.scenarios(sweep.name)):
+                        break
+                    await self.store.set_sweep_status(sweep.name, "running")
                 emit("sweep_finished", {})
         except Exception as exc:  # one sweep's failure (bad pack, no runtime) must not stop the daemon
             emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})
@@ -224,39 +231,26 @@ class Daemon:
         run.gate.pause() if paused else run.gate.resume()
         await self.store.set_sweep_status(sweep_id, "paused" if paused else "running")
 
-    async def info(self, sweep_id: str) -> SweepInfo:
+    async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str:
+        """Grant an `infra_failed` scenario another round of infra retries and run it again."""
         assert self.store is not None
-        async with self.store.db.execute("SELECT status, fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            raise SweepError(f"no sweep {sweep_id}")
-        configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(self.store, sweep_id))
-        return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
-
-    async def scenario_info(self, sweep_id: str, configuration: str, seed: int) -> ScenarioInfo:
-        assert self.store is not None
-        match = [r for name, r in await self.store.scenarios(sweep_id) if name == configuration and r.seed == seed]
-        if not match:
-            raise SweepError(f"no scenario with seed {seed} in configuration {configuration!r} of sweep {sweep_id}")
-        row = match[0]
-        attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in AttemptSummary.__struct_fields__})
-                         for a in await self.store.attempts(row.id))
-        return ScenarioInfo(sweep=sweep_id, configuration=configuration, seed=seed, status=row.status,
-                            turns_passed=row.turns_passed, reason=row.reason, attempts=attempts)
-
-    async def attempt_texts(self, attempt_id: int) -> AttemptTexts:
-        assert self.store is not None
-        async with self.store.db.execute("SELECT prompt_kind, prompt, feedback FROM attempts WHERE id = ?",
-                                         (attempt_id,)) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            raise SweepError(f"no attempt {attempt_id}")
-        results = await self.store.attempt_results(attempt_id) or []
-        failures = tuple(FailedTest(name=r["name"], category=r["category"], rule=r["rule"],
-                                    message=r.get("message", ""), request=r.get("request", ""),
-                                    status=r.get("status"), response=r.get("response", ""))
-                         for r in results if not r.get("passed"))
-        return AttemptTexts(id=attempt_id, prompt_kind=row[0], prompt=row[1], feedback=row[2], failures=failures)
+        row = await views.find_scenario(self.store, sweep_id, configuration, seed)
+        if row.status != "infra_failed":
+            raise SweepError(f"scenario {configuration}/{seed} is {row.status}; only one that used up its infra "
+                             "retries (infra_failed) can be retried")
+        async with self.store.db.execute("SELECT config FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
+            found = await cur.fetchone()
+        assert found is not None
+        sweep = msgspec.json.decode(found[0], type=SweepFile)
+        extra = max(sweep.run.infra_retries, 1)  # a sweep run with no infra retries still gets this one
+        await self.store.grant_infra_retries(row.id, extra)
+        run = self.running.get(sweep_id)
+        if run is not None:
+            run.requeue.send_nowait(row.id)  # taken by the running sweep, or by `_run_sweep`'s next round
+        else:
+            await self.store.set_sweep_status(sweep_id, "running")
+            await self._start(sweep_id, found[0].encode(), paused=False)
+        return f"retrying {configuration}/{seed} with {extra} more infra retries"
 
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None

@@ -147,7 +147,8 @@ class ScenarioRunner:
 
     # --- the loop -----------------------------------------------------------------------------
 
-    async def run(self, scenario_id: int) -> Position:
+    async def run(self, scenario_id: int, infra_grant: int = 0) -> Position:
+        """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
         self._prepare_turns()
         assert self._prompts is not None
         await self.sandbox.prepare()
@@ -159,7 +160,7 @@ class ScenarioRunner:
         n_turns = len(self.spec.scenario.turns)
         while True:
             rows = await self.store.attempts(scenario_id)
-            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries)
+            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant)
             if pos.final is not None:
                 await self.store.update_scenario(scenario_id, status=pos.final, turns_passed=pos.turns_passed,
                                                  reason=pos.reason)
@@ -237,6 +238,8 @@ class ScenarioRunner:
         await self.store.update_attempt(row.id, phase="harness_done", harness_exit=exit_code, harness_signal=sig,
                                         harness_seconds=harness_s, marker_latency=latency, loc=loc)
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
+        self.emit("harness_done", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
+                                   "exit": exit_code, "signal": sig, "harness_seconds": harness_s})
         if kind is not None:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
@@ -266,6 +269,8 @@ class ScenarioRunner:
             await self._infra(scenario_id, row, "sandbox_lost", str(exc))
             return
         t1 = time.monotonic()
+        self.emit("suite_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
+                                    "server_seconds": t1 - t0})
         try:
             suite = generate_suite(self._states[row.turn], self.spec.scenario.seed, row.turn,
                                    self._histories[row.turn])

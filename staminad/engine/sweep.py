@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from staminad.agents.base import adapter_for
 from staminad.bench.pack import Pack
@@ -61,6 +62,8 @@ class Shared(msgspec.Struct, kw_only=True):
     gate: Gate | None = None
     suites: anyio.CapacityLimiter | None = None  # concurrent server starts + suite runs, daemon-wide
     keep_jobs: list[bool] = msgspec.field(default_factory=lambda: [False])  # set on graceful daemon stop
+    # Scenario ids an operator retried while the sweep runs (see `Daemon.retry_scenario`).
+    requeue: MemoryObjectReceiveStream[int] | None = None
 
 
 async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sandbox: SandboxFactory,
@@ -91,19 +94,29 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
             if own:
                 outer.start_soon(watcher.serve)
             async with anyio.create_task_group() as jobs:
+                live = _Live()
+                prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
+
+                def start(scenario_id: int, infra_grant: int) -> None:
+                    spec, config, root = prepared[scenario_id]
+                    live.count += 1
+                    jobs.start_soon(live.track, _one(spec, config, scenario_id, infra_grant, root, store, watcher,
+                                                     settings, limiter, make_sandbox, emit, gate, keep, suites))
+
                 for config in configurations(sweep):
                     config_id = await store.ensure_configuration(sweep.name, config.name, config.agent,
                                                                  config.retries, config.feedback)
                     for seed in seeds:
                         row = await store.ensure_scenario(config_id, seed)
-                        if row.status in FINAL:
-                            continue
                         spec = ScenarioSpec(config_id=config_id, config_name=config.name, retries=config.retries,
                                             feedback=config.feedback, scenario=scenarios[seed],
                                             language=params.language, readme=readme)
                         root = state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}"
-                        jobs.start_soon(_one, spec, config, row.id, root, store, watcher, settings, limiter,
-                                        make_sandbox, emit, gate, keep, suites)
+                        prepared[row.id] = (spec, config, root)
+                        if row.status not in FINAL:
+                            start(row.id, row.infra_grant)
+                if shared is not None and shared.requeue is not None and live.count:
+                    jobs.start_soon(_requeued, shared.requeue, live, store, prepared, start)
             outer.cancel_scope.cancel()
         await store.set_sweep_status(sweep.name, "finished")
         return await summarize(store, sweep.name)
@@ -119,7 +132,37 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
                 await store.close()
 
 
-async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, root: Path, store: Store,
+class _Live:
+    """Counts running scenario jobs; when the last ends, stops listening for requeued ones."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.listener = anyio.CancelScope()
+
+    async def track(self, job: Awaitable[None]) -> None:
+        try:
+            await job
+        finally:
+            self.count -= 1
+            if self.count == 0:
+                self.listener.cancel()
+
+
+async def _requeued(requeue: MemoryObjectReceiveStream[int], live: _Live, store: Store,
+                    prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]],
+                    start: Callable[[int, int], None]) -> None:
+    """Start scenarios retried while the sweep runs; one retried after the last job ended is left to the caller."""
+    with live.listener:
+        async for scenario_id in requeue:
+            if scenario_id in prepared:
+                spec, _, _ = prepared[scenario_id]
+                row = await store.ensure_scenario(spec.config_id, spec.scenario.seed)
+                if row.status not in FINAL and row.status != "running":
+                    start(scenario_id, row.infra_grant)
+
+
+async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, infra_grant: int, root: Path,
+               store: Store,
                watcher: MarkerWatcher, settings: EngineSettings, limiter: FairLimiter,
                make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool],
                suites: anyio.CapacityLimiter | None) -> None:
@@ -129,7 +172,7 @@ async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, root
         runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate,
                                 suites)
         try:
-            await runner.run(scenario_id)
+            await runner.run(scenario_id, infra_grant)
         finally:
             if not keep[0]:  # a graceful daemon stop leaves detached harnesses running for the restart
                 with anyio.CancelScope(shield=True):

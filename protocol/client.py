@@ -1,4 +1,7 @@
-"""A control-socket client (used by the CLI and tests): hello, one request, one reply; or an event stream."""
+"""A control-socket client for the CLI, the TUI and tests: hello, then requests and replies, or an event stream.
+
+It lives beside the messages so a client (the TUI) needs nothing from the daemon's own packages.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ from typing import Any
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from protocol import PROTOCOL_VERSION, ErrorReply, Event, Hello, HelloReply, Message, decoder, encoder, read_frame
-from protocol import write_frame as _write
+from protocol.framing import read_frame
+from protocol.framing import write_frame as _write
+from protocol.messages import PROTOCOL_VERSION, ErrorReply, Event, Hello, HelloReply, Message, decoder, encoder
 
 TIMEOUT = 30.0
 
@@ -20,15 +24,15 @@ class ClientError(RuntimeError):
 
 
 class Client:
-    def __init__(self, socket_path: Path) -> None:
-        self.path = socket_path
+    def __init__(self, socket_path: Path, name: str = "staminad-cli", timeout: float = TIMEOUT) -> None:
+        self.path, self.name, self.timeout = socket_path, name, timeout
         self.enc, self.dec = encoder(), decoder(Message)
         self.stream: anyio.abc.SocketStream | None = None
         self.reader: BufferedByteReceiveStream | None = None
 
     async def __aenter__(self) -> Client:
         try:
-            with anyio.fail_after(TIMEOUT):
+            with anyio.fail_after(self.timeout):
                 self.stream = await anyio.connect_unix(self.path)
         except (FileNotFoundError, ConnectionRefusedError):
             raise ClientError(f"staminad is not running (no daemon at {self.path}); start it with "
@@ -36,7 +40,7 @@ class Client:
         except PermissionError:
             raise ClientError(f"no permission to use {self.path}") from None
         self.reader = BufferedByteReceiveStream(self.stream)
-        reply = await self.request(Hello(version=PROTOCOL_VERSION, client="staminad-cli"))
+        reply = await self.request(Hello(version=PROTOCOL_VERSION, client=self.name))
         if not isinstance(reply, HelloReply):
             raise ClientError(f"daemon refused the connection: {getattr(reply, 'message', reply)}")
         return self
@@ -48,13 +52,13 @@ class Client:
     async def request(self, message: Any) -> Any:
         assert self.stream is not None and self.reader is not None
         try:
-            with anyio.fail_after(TIMEOUT):
+            with anyio.fail_after(self.timeout):
                 await _write(self.stream, self.enc.encode(message))
                 reply = self.dec.decode(await read_frame(self.reader))
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ConnectionError):
             raise ClientError("the daemon closed the connection") from None
         except TimeoutError:
-            raise ClientError(f"no answer from the daemon within {TIMEOUT:.0f} s") from None
+            raise ClientError(f"no answer from the daemon within {self.timeout:.0f} s") from None
         return reply
 
     async def events(self) -> AsyncIterator[Event]:

@@ -1,0 +1,105 @@
+"""Read-side answers of the control socket: the store's rows turned into protocol replies.
+
+Kept apart from `service` so the daemon's life cycle and its queries can each be read on their own;
+`scenario_rows` is pure, so where a scenario stands is defined (and tested) in one place.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import msgspec
+
+from protocol import AttemptTexts, ScenarioInfo, SweepInfo
+from protocol.messages import AttemptSummary, ConfigStatus, FailedTest, ScenarioList, ScenarioRow
+from staminad.engine.config import SweepError
+from staminad.engine.sweep import FINAL, summarize
+from state.store import Progress, Store
+from state.store import ScenarioRow as StoredScenario
+
+
+async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
+    async with store.db.execute("SELECT status, fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
+        row = await cur.fetchone()
+    if row is None:
+        raise SweepError(f"no sweep {sweep_id}")
+    configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(store, sweep_id))
+    return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
+
+
+async def find_scenario(store: Store, sweep_id: str, configuration: str, seed: int) -> StoredScenario:
+    match = [r for name, r in await store.scenarios(sweep_id) if name == configuration and r.seed == seed]
+    if not match:
+        raise SweepError(f"no scenario with seed {seed} in configuration {configuration!r} of sweep {sweep_id}")
+    return match[0]
+
+
+async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: int) -> ScenarioInfo:
+    row = await find_scenario(store, sweep_id, configuration, seed)
+    attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in AttemptSummary.__struct_fields__})
+                     for a in await store.attempts(row.id))
+    return ScenarioInfo(sweep=sweep_id, configuration=configuration, seed=seed, status=row.status,
+                        turns_passed=row.turns_passed, reason=row.reason, attempts=attempts)
+
+
+async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
+    async with store.db.execute("SELECT prompt_kind, prompt, feedback FROM attempts WHERE id = ?",
+                                (attempt_id,)) as cur:
+        row = await cur.fetchone()
+    if row is None:
+        raise SweepError(f"no attempt {attempt_id}")
+    results = await store.attempt_results(attempt_id) or []
+    failures = tuple(FailedTest(name=r["name"], category=r["category"], rule=r["rule"],
+                                message=r.get("message", ""), request=r.get("request", ""),
+                                status=r.get("status"), response=r.get("response", ""))
+                     for r in results if not r.get("passed"))
+    return AttemptTexts(id=attempt_id, prompt_kind=row[0], prompt=row[1], feedback=row[2], failures=failures)
+
+
+async def scenario_list(store: Store, sweep_id: str) -> ScenarioList:
+    await sweep_info(store, sweep_id)  # raises for an unknown sweep
+    scenarios = await store.scenarios(sweep_id)
+    progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
+    return ScenarioList(sweep=sweep_id, retries=await store.configuration_retries(sweep_id),
+                        scenarios=tuple(scenario_row(name, s, progress.get(s.id, [])) for name, s in scenarios))
+
+
+def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress]) -> ScenarioRow:
+    """Where one scenario stands, from its attempts in order (the engine's phases, named for people)."""
+    history: list[str] = []
+    for _, rows in groupby(attempts, key=lambda p: p.turn):
+        passing = [p for p in rows if p.outcome == "pass"]
+        if passing:
+            history.append("P" if passing[0].attempt == 1 else "R")
+    if scenario.status == "failed":
+        history.append("F")
+    elif scenario.status == "infra_failed":
+        history.append("I")
+    last = attempts[-1] if attempts else None
+    failures = [p for p in attempts if p.outcome in ("fail", "infra")]
+    last_failure = ""
+    if failures:
+        f = failures[-1]
+        last_failure = (f.infra_kind or "infra") if f.outcome == "infra" else (f.categories or "fail")
+    return ScenarioRow(id=scenario.id, configuration=configuration, seed=scenario.seed, status=scenario.status,
+                       turns_passed=scenario.turns_passed, turn=last.turn if last else 0,
+                       attempt=last.attempt if last else 1, infra_try=last.infra_try if last else 0,
+                       phase=_phase(scenario.status, last), last_failure=last_failure, history="".join(history),
+                       reason=scenario.reason)
+
+
+def _phase(status: str, last: Progress | None) -> str:
+    if status in FINAL:
+        return status
+    if last is None:
+        return "pending"
+    if last.phase == "launched":
+        if last.infra_try:
+            return "infra retry"
+        return "retrying" if last.attempt > 1 else "agent working"
+    if last.phase == "harness_done":
+        return "testing"
+    return {"pass": "passed", "fail": "feedback", "infra": "infra wait"}.get(last.outcome or "", "pending")
+
+
+__all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "scenario_row", "sweep_info"]

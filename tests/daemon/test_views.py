@@ -1,0 +1,106 @@
+"""What the socket says about scenarios: where each stands, an operator's infra retry, event replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from protocol import Cancel, ErrorReply, ListScenarios, Ok, RetryScenario, ScenarioList
+from staminad.daemon.views import scenario_row
+from state.store import Progress
+from state.store import ScenarioRow as Stored
+from tests.daemon.inprocess import events, request, running_daemon, submit, until
+from tests.engine.conftest import write_sweep
+
+pytestmark = pytest.mark.anyio
+
+
+def _p(turn: int, attempt: int, outcome: str | None, phase: str = "tested", infra_try: int = 0,
+       kind: str | None = None, categories: str | None = None) -> Progress:
+    return Progress(scenario_id=1, turn=turn, attempt=attempt, infra_try=infra_try, phase=phase, outcome=outcome,
+                    infra_kind=kind, categories=categories)
+
+
+def _stored(status: str) -> Stored:
+    return Stored(id=1, config_id=1, seed=3, status=status, turns_passed=2, reason="", sandbox={})
+
+
+def test_scenario_row_history_and_phase() -> None:
+    """Turns read P (first attempt), R (after feedback); a failed attempt means feedback; a launch means work."""
+    rows = [_p(0, 1, "pass"), _p(1, 1, "fail", categories="schema"), _p(1, 2, "pass"),
+            _p(2, 1, "infra", kind="self_kill")]
+    row = scenario_row("c", _stored("running"), rows)
+    assert (row.history, row.phase, row.last_failure, row.turn) == ("PR", "infra wait", "self_kill", 2)
+    row = scenario_row("c", _stored("running"), [*rows, _p(2, 1, None, phase="launched", infra_try=1)])
+    assert (row.phase, row.infra_try) == ("infra retry", 1)
+    row = scenario_row("c", _stored("running"), [*rows[:2], _p(1, 2, None, phase="harness_done")])
+    assert (row.phase, row.last_failure) == ("testing", "schema")
+    assert scenario_row("c", _stored("failed"), rows[:2]).history == "PF"
+    assert scenario_row("c", _stored("pending"), []).phase == "pending"
+
+
+async def test_list_scenarios_and_retry_an_infra_failed_scenario(tmp_path: Path) -> None:
+    """An infra_failed scenario is retried with a fresh infra budget and then passes; others refuse a retry."""
+    path = write_sweep(tmp_path, "v", ["reference", "mutant:accept-null", "fault:self-kill:once"], turns=2)
+    path.write_text(path.read_text().replace("infra_retries = 2", "infra_retries = 0"))
+    state = tmp_path / "st"
+    async with running_daemon(state), events(state, ("v",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        listed = await request(state, ListScenarios(sweep="v"))
+        assert isinstance(listed, ScenarioList)
+        rows = {r.configuration.split(" ")[0]: r for r in listed.scenarios}
+        assert (rows["reference"].status, rows["reference"].history) == ("done", "PPP")
+        assert rows["mutant:accept-null"].history.endswith("F")
+        assert rows["mutant:accept-null"].last_failure
+        fault = rows["fault:self-kill:once"]
+        assert (fault.status, fault.history, fault.last_failure) == ("infra_failed", "I", "self_kill")
+        assert set(listed.retries.values()) == {2}
+        refused = await request(state, RetryScenario(sweep="v", configuration=rows["reference"].configuration,
+                                                     seed=0))
+        assert isinstance(refused, ErrorReply) and "only one that used up its infra retries" in refused.message
+        retried = await request(state, RetryScenario(sweep="v", configuration=fault.configuration, seed=0))
+        assert isinstance(retried, Ok), retried
+        await until(stream, "sweep_finished")
+        again = await request(state, ListScenarios(sweep="v"))
+        fault = next(r for r in again.scenarios if r.configuration == fault.configuration)
+        assert (fault.status, fault.history, fault.turns_passed) == ("done", "PPP", 3)
+    assert isinstance(await _unknown(state), ErrorReply)
+
+
+async def _unknown(state: Path) -> object:
+    async with running_daemon(state):
+        return await request(state, ListScenarios(sweep="nope"))
+
+
+async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) -> None:
+    """replay=N first sends the last N matching events, oldest first, then live ones with no gap."""
+    path = write_sweep(tmp_path, "r", ["reference"], turns=1)
+    state = tmp_path / "st"
+    async with running_daemon(state), events(state, ("r",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        async with events(state, ("r",), replay=3) as replayed:
+            first = [await anext(replayed) for _ in range(3)]
+        assert [e.kind for e in first][-1] == "sweep_finished"
+        assert [e.seq for e in first] == sorted(e.seq for e in first)
+
+
+async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: Path) -> None:
+    """A retried scenario of a sweep that is still running (a manual agent holds it) starts without waiting."""
+    path = write_sweep(tmp_path, "live", ["manual", "fault:self-kill:once"], turns=1)
+    path.write_text(path.read_text().replace("infra_retries = 2", "infra_retries = 0"))
+    state = tmp_path / "st"
+    async with running_daemon(state), events(state, ("live",)) as stream:
+        await submit(state, path)
+        gave_up = await until(stream, "scenario_finished")
+        assert gave_up.data["status"] == "infra_failed"
+        config = next(r.configuration for r in (await request(state, ListScenarios(sweep="live"))).scenarios
+                      if r.configuration.startswith("fault"))
+        assert isinstance(await request(state, RetryScenario(sweep="live", configuration=config, seed=0)), Ok)
+        passed = await until(stream, "scenario_finished")
+        assert (passed.data["status"], passed.data["turns_passed"]) == ("done", 2)
+        listed = await request(state, ListScenarios(sweep="live"))
+        assert {r.phase for r in listed.scenarios} == {"done", "agent working"}
+        assert isinstance(await request(state, Cancel(sweep="live")), Ok)
