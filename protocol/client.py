@@ -29,6 +29,7 @@ class Client:
         self.enc, self.dec = encoder(), decoder(Message)
         self.stream: anyio.abc.SocketStream | None = None
         self.reader: BufferedByteReceiveStream | None = None
+        self.daemon = ""  # the daemon's version, from its hello
 
     async def __aenter__(self) -> Client:
         try:
@@ -43,6 +44,7 @@ class Client:
         reply = await self.request(Hello(version=PROTOCOL_VERSION, client=self.name))
         if not isinstance(reply, HelloReply):
             raise ClientError(f"daemon refused the connection: {getattr(reply, 'message', reply)}")
+        self.daemon = reply.daemon
         return self
 
     async def __aexit__(self, *exc: object) -> None:

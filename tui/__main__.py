@@ -1,13 +1,51 @@
-"""`stamina-tui` entry point. The monitor is not built yet; until then, use `staminad status` and `staminad logs`."""
+"""`stamina-tui`: attach the monitor to a running staminad, or serve it to a browser with textual-serve."""
 
 from __future__ import annotations
 
+import argparse
+import os
+import shlex
 import sys
+from pathlib import Path
 
 
-def main() -> int:
-    print("stamina-tui: not built yet; use `staminad status` and `staminad logs` meanwhile", file=sys.stderr)
-    return 2
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="stamina-tui", description="Live monitor of a staminad daemon.")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--socket", type=Path, help="the daemon's control socket (an SSH-forwarded one works too)")
+    where.add_argument("--state-dir", type=Path, help="the daemon's state directory (its socket is inside)")
+    ap.add_argument("--serve", action="store_true", help="serve the monitor to a browser instead (textual-serve)")
+    ap.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind (default 127.0.0.1)")
+    ap.add_argument("--port", type=int, default=8566, help="with --serve: port (default 8566)")
+    return ap
+
+
+def socket_path(args: argparse.Namespace) -> Path:
+    if args.socket is not None:
+        return Path(args.socket)
+    state = args.state_dir or os.environ.get("STAMINAD_STATE_DIR")
+    if state:
+        return Path(state) / "staminad.sock"
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "staminabench" / "staminad.sock"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    path = socket_path(args).absolute()
+    if args.serve:
+        if not 1 <= args.port <= 65535:
+            print(f"stamina-tui: error: --port {args.port} is not a port number", file=sys.stderr)
+            return 2
+        from textual_serve.server import Server
+
+        command = f"{shlex.quote(sys.executable)} -m tui --socket {shlex.quote(str(path))}"
+        Server(command, host=args.host, port=args.port, title="stamina-tui").serve()
+        return 0
+    from tui.app import make_app
+
+    make_app(path).run()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,133 @@
+"""The Textual app: wires the link, the board and the screens together; owns no screen's logic.
+
+Events from the link are folded into the board and handed to every screen on the stack, so the
+one being watched redraws only what changed. Sweep figures and unknown scenario lists are refetched
+at most a few times a second, never once per event. Requests the screens make go through `ask`,
+which turns every daemon error into a one-line notification instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+from protocol import Event, ListScenarios, ListSweeps
+from protocol.client import ClientError
+from tui.board import Board, Change
+from tui.components.banner import Banner
+from tui.link import Link, LinkDown
+from tui.screens.overview import OverviewScreen
+
+REFETCH_EVERY = 1.0  # seconds between refetches of stale sweep figures (cheap rows move per event)
+
+
+class StaminaApp(App[None]):
+    TITLE = "stamina-tui"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [Binding("q", "quit", "Quit")]
+
+    def __init__(self, socket_path: Path) -> None:
+        super().__init__()
+        self.socket_path = socket_path
+        self.board = Board()
+        self.link = Link(socket_path, self._on_status, self._on_event)
+        self.connected, self.status_text = False, f"connecting to {socket_path}"
+        self._stale_sweeps = False
+        self._missing: set[str] = set()  # sweeps whose scenario list is needed
+        self.on_shown: Callable[[Event], None] | None = None  # benchmarks: an event's effect is on screen
+
+    def on_mount(self) -> None:
+        self.push_screen(OverviewScreen())
+        self._keep_attached()
+        self.set_interval(REFETCH_EVERY, self._refetch)
+
+    @work(name="link", exclusive=True, group="link")
+    async def _keep_attached(self) -> None:
+        await self.link.run()
+
+    # --- from the link ------------------------------------------------------------------------
+
+    def _on_status(self, connected: bool, detail: str) -> None:
+        self.connected = connected
+        self.status_text = (f"connected to {self.link.daemon or 'staminad'}" if connected else
+                            detail)
+        for screen in self.screen_stack:
+            for banner in screen.query(Banner):
+                banner.show(connected, self.status_text)
+        if connected:
+            self.resync()
+
+    def _on_event(self, event: Event) -> None:
+        change = self.board.apply(event)
+        if change.line is None:
+            return  # replayed and already seen
+        self._stale_sweeps = True  # any event may move the figures; refetched at most once per REFETCH_EVERY
+        if change.unknown_scenario or (event.kind == "sweep_started" and event.sweep not in self.board.scenarios):
+            self._missing.add(event.sweep)
+        self._tell_screens(change)
+        if self.on_shown is not None:
+            hook = self.on_shown
+            self.call_after_refresh(hook, event)
+
+    def _tell_screens(self, change: Change) -> None:
+        self._notify_screens("board_changed", change)
+
+    def _notify_screens(self, hook: str, *args: Any) -> None:
+        """Call `hook` on every screen on the stack that has it (screens opt in by defining it)."""
+        for screen in self.screen_stack:
+            handler = getattr(screen, hook, None)
+            if handler is not None:
+                handler(*args)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def ask(self, message: Any, quiet: bool = False) -> Any | None:
+        """A request to the daemon; None (and a notification unless quiet) if it failed."""
+        try:
+            return await self.link.request(message)
+        except (ClientError, LinkDown) as exc:
+            if not quiet:
+                self.notify(str(exc), severity="error", timeout=6)
+            return None
+
+    def need_scenarios(self, sweep: str) -> None:
+        """Load (or reload) a sweep's scenario list at the next refetch."""
+        self._missing.add(sweep)
+
+    def resync(self) -> None:
+        """Fresh snapshots after a (re)connection: sweeps, and the scenarios of every sweep shown."""
+        self._stale_sweeps = True
+        self._missing.update(self.board.scenarios)
+        self._notify_screens("resync")
+
+    @work(exclusive=True, group="refetch")
+    async def _refetch(self) -> None:
+        if not self.link.connected:
+            return
+        if self._stale_sweeps:
+            self._stale_sweeps = False
+            listed = await self.ask(ListSweeps(), quiet=True)
+            if listed is not None:
+                self.board.set_sweeps(listed)
+                self._missing.update(s for s in self.board.sweeps if s not in self.board.scenarios)
+                self._notify_screens("sweeps_loaded")
+        while self._missing:
+            sweep = self._missing.pop()
+            scenarios = await self.ask(ListScenarios(sweep=sweep), quiet=True)
+            if scenarios is not None:
+                self.board.set_scenarios(scenarios)
+                self._notify_screens("scenarios_loaded", sweep)
+
+
+def make_app(socket_path: Path) -> StaminaApp:
+    """The app factory the entry point, textual-serve and the tests share."""
+    return StaminaApp(socket_path)
+
+
+__all__ = ["StaminaApp", "make_app"]

@@ -1,0 +1,219 @@
+"""The monitor's model, free of Textual: what the daemon said, kept current by its events.
+
+Snapshots from requests (`SweepList`, `ScenarioList`) replace what the board holds; events then move
+single scenarios along (phase, turn, attempt, history) so a screen can redraw one row, not a table.
+The event log is a bounded ring of `LogLine`s with infrastructure failures marked, filterable by text.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import msgspec
+
+from protocol import Event, ScenarioList, ScenarioRow, SweepInfo, SweepList
+
+LOG_LINES = 5000
+FINAL = ("done", "failed", "infra_failed")
+
+# Why an attempt was an infrastructure failure, in words an operator acts on.
+INFRA_TEXT = {
+    "self_kill": "the agent killed its own harness (a broad pkill)",
+    "stuck": "no marker within the turn timeout (hang)",
+    "harness_crash": "the harness crashed",
+    "harness_killed": "the harness was killed by a signal",
+    "server_never_ready": "the agent's server never became ready",
+    "sandbox_lost": "the sandbox was lost",
+    "llm_unavailable": "the LLM endpoint was unavailable",
+}
+
+
+@dataclass
+class Scenario:
+    """One scenario as the monitor shows it; starts from a `ScenarioRow`, then follows events."""
+
+    id: int
+    configuration: str
+    seed: int
+    status: str
+    turns_passed: int
+    turn: int
+    attempt: int
+    infra_try: int
+    phase: str
+    last_failure: str
+    history: str
+    reason: str
+
+    @classmethod
+    def from_row(cls, row: ScenarioRow) -> Scenario:
+        return cls(**msgspec.structs.asdict(row))
+
+    @property
+    def label(self) -> str:
+        return f"{self.configuration} / seed {self.seed}"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int
+    at: float
+    sweep: str
+    kind: str
+    text: str
+    severity: str  # info | ok | fail | infra | error
+
+    @property
+    def time(self) -> str:
+        return datetime.fromtimestamp(self.at).strftime("%H:%M:%S")
+
+    def matches(self, needle: str, infra_only: bool) -> bool:
+        if infra_only and self.severity not in ("infra", "error"):
+            return False
+        if not needle:
+            return True
+        needle = needle.lower()
+        return needle in self.text.lower() or needle in self.kind or needle in self.sweep.lower()
+
+
+@dataclass
+class Change:
+    """What an event changed: a scenario row to redraw, a log line to add, a scenario list to load."""
+
+    scenario: Scenario | None = None
+    unknown_scenario: bool = False
+    line: LogLine | None = None
+
+
+@dataclass
+class Board:
+    sweeps: dict[str, SweepInfo] = field(default_factory=dict)
+    scenarios: dict[str, dict[int, Scenario]] = field(default_factory=dict)
+    retries: dict[str, dict[str, int]] = field(default_factory=dict)
+    log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    _seen: set[tuple[int, float]] = field(default_factory=set)
+
+    # --- snapshots ----------------------------------------------------------------------------
+
+    def set_sweeps(self, listed: SweepList) -> None:
+        self.sweeps = {s.sweep: s for s in listed.sweeps}
+
+    def set_sweep(self, info: SweepInfo) -> None:
+        self.sweeps[info.sweep] = info
+
+    def set_scenarios(self, listed: ScenarioList) -> None:
+        self.scenarios[listed.sweep] = {r.id: Scenario.from_row(r) for r in listed.scenarios}
+        self.retries[listed.sweep] = dict(listed.retries)
+
+    def max_attempts(self, sweep: str, configuration: str) -> int | None:
+        retries = self.retries.get(sweep, {}).get(configuration)
+        return None if retries is None else retries + 1
+
+    def find(self, sweep: str, scenario_id: int) -> Scenario | None:
+        return self.scenarios.get(sweep, {}).get(scenario_id)
+
+    # --- events -------------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> Change:
+        """Fold one event into the board. A replayed event already seen is ignored."""
+        key = (event.seq, event.at)
+        if key in self._seen:
+            return Change()
+        self._seen.add(key)
+        if len(self._seen) > 4 * LOG_LINES:
+            self._seen = {(line.seq, line.at) for line in self.log}
+        change = Change()
+        data = event.data
+        sid = data.get("scenario")
+        scenario = self.find(event.sweep, sid) if isinstance(sid, int) else None
+        if isinstance(sid, int) and scenario is None:
+            change.unknown_scenario = True
+        if scenario is not None:
+            _advance(scenario, event.kind, data)
+            change.scenario = scenario
+        change.line = self._log(event, scenario)
+        return change
+
+    def _log(self, event: Event, scenario: Scenario | None) -> LogLine:
+        text, severity = describe(event, scenario)
+        line = LogLine(seq=event.seq, at=event.at, sweep=event.sweep, kind=event.kind, text=text, severity=severity)
+        self.log.append(line)
+        return line
+
+    def lines(self, needle: str = "", infra_only: bool = False) -> Iterable[LogLine]:
+        return (line for line in self.log if line.matches(needle, infra_only))
+
+
+def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
+    """Move a scenario along by one engine event (the same phases the daemon derives from its rows)."""
+    turn, attempt = data.get("turn"), data.get("attempt")
+    if isinstance(turn, int):
+        s.turn = turn
+    if isinstance(attempt, int):
+        s.attempt = attempt
+    if kind == "attempt_started":
+        s.status = "running"
+        s.infra_try = int(data.get("infra_try", 0) or 0)  # type: ignore[call-overload]
+        s.phase = "infra retry" if s.infra_try else "retrying" if s.attempt > 1 else "agent working"
+    elif kind == "manual_prompt":
+        s.phase = "waiting for a person"
+    elif kind == "harness_done":
+        s.phase = "server starting"
+    elif kind == "suite_started":
+        s.phase = "testing"
+    elif kind == "attempt_tested":
+        if data.get("passed"):
+            s.phase = "passed"
+            s.turns_passed += 1
+            s.history += "P" if s.attempt == 1 else "R"
+        else:
+            s.phase = "feedback"
+            s.last_failure = str(data.get("categories") or "fail")
+    elif kind == "infra_failure":
+        s.phase = "infra wait"
+        s.last_failure = str(data.get("kind", "infra"))
+    elif kind == "scenario_finished":
+        s.status = s.phase = str(data.get("status", s.status))
+        s.turns_passed = int(data.get("turns_passed", s.turns_passed))  # type: ignore[call-overload]
+        s.reason = str(data.get("reason", ""))
+        s.history += {"failed": "F", "infra_failed": "I"}.get(s.status, "")
+
+
+def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
+    """One log line for an event and its severity."""
+    d = event.data
+    who = scenario.label if scenario is not None else (f"scenario #{d['scenario']}" if "scenario" in d else "")
+    where = f"turn {d.get('turn')} attempt {d.get('attempt')}" if "turn" in d else ""
+    match event.kind:
+        case "infra_failure":
+            kind = str(d.get("kind"))
+            return f"{who} {where}: {kind}: {INFRA_TEXT.get(kind, kind)} ({d.get('detail', '')})", "infra"
+        case "attempt_tested" if d.get("passed"):
+            return f"{who} {where}: passed {d.get('tests')} tests", "ok"
+        case "attempt_tested":
+            return f"{who} {where}: {d.get('failed_tests')} of {d.get('tests')} tests failed ({d.get('categories')})", \
+                "fail"
+        case "attempt_started":
+            extra = f", infra retry {d.get('infra_try')}" if d.get("infra_try") else ""
+            return f"{who} {where}: started{extra}", "info"
+        case "scenario_finished":
+            severity = {"done": "ok", "failed": "fail", "infra_failed": "infra"}.get(str(d.get("status")), "info")
+            return f"{who}: {d.get('status')} after {d.get('turns_passed')} turns ({d.get('reason', '')})", severity
+        case "sweep_error":
+            return f"sweep failed: {d.get('error')}", "error"
+        case "sweep_started":
+            return f"sweep started: {d.get('scenarios')} scenarios x {d.get('configurations')} configurations" + (
+                " (resumed)" if d.get("resumed") else ""), "info"
+        case "harness_done":
+            return f"{who} {where}: harness ended (exit {d.get('exit')}, signal {d.get('signal')})", "info"
+        case "suite_started":
+            return f"{who} {where}: server ready, testing", "info"
+        case _:
+            rest = ", ".join(f"{k}={v}" for k, v in d.items() if k != "scenario")
+            return f"{who} {rest}".strip(), "info"
+
+
+__all__ = ["FINAL", "INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe"]

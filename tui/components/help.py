@@ -1,0 +1,35 @@
+"""The `?` dialog: every key binding of the screen it was opened from, with what it does."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+GENERAL = [("?", "this help"), ("e", "event log"), ("escape", "back"), ("q", "quit")]
+
+
+class Help(ModalScreen[None]):
+    DEFAULT_CSS = """
+    Help { align: center middle; }
+    Help > VerticalScroll { width: 72; height: auto; max-height: 80%; border: thick $primary; background: $surface;
+                            padding: 1 2; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def __init__(self, title: str, bindings: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text, self.bindings = title, bindings
+
+    def compose(self) -> ComposeResult:
+        lines = [f"[b]{self.title_text}[/b]", ""]
+        seen = set()
+        for key, text in [*self.bindings, *GENERAL]:
+            if key not in seen:
+                seen.add(key)
+                lines.append(f"  [b]{key:<8}[/b] {text}")
+        lines += ["", "The monitor reconnects by itself when staminad restarts."]
+        with VerticalScroll():
+            yield Static("\n".join(lines))

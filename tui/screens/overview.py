@@ -1,0 +1,145 @@
+"""Sweeps overview: one row per sweep and configuration with its progress and figures so far.
+
+Shows turns passed (mean +- SE), pass rate, scenarios running / finished / failed and infra failures
+by kind. Pause, resume and cancel act on the highlighted sweep after a confirmation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from protocol import Cancel, Pause, Resume, SweepInfo
+from tui.components.banner import Banner
+from tui.components.confirm import Confirm
+from tui.components.help import Help
+
+if TYPE_CHECKING:
+    from tui.app import StaminaApp
+
+COLUMNS = ("sweep", "status", "configuration", "finished", "turns passed", "pass rate", "running", "failed",
+           "infra failed", "infra failures")
+STATUS_STYLE = {"running": "bold green", "paused": "bold yellow", "finished": "cyan", "cancelled": "dim",
+                "error": "bold red"}
+
+
+class OverviewScreen(Screen[None]):
+    AUTO_FOCUS = "#sweeps"
+    BINDINGS = [
+        Binding("enter", "open", "Open sweep", show=False),
+        Binding("p", "pause", "Pause"),
+        Binding("r", "resume", "Resume"),
+        Binding("c", "cancel", "Cancel"),
+        Binding("e", "events", "Event log"),
+        Binding("question_mark", "help", "Help"),
+    ]
+    KEY_HELP = [("enter", "open the highlighted sweep"), ("p", "pause the sweep (running attempts finish)"),
+            ("r", "resume a paused sweep"), ("c", "cancel the sweep")]
+
+    @property
+    def stamina(self) -> StaminaApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Banner(id="banner")
+        yield Static("no sweeps yet: submit one with `staminad submit SWEEP.toml`", id="empty")
+        table: DataTable[Any] = DataTable(id="sweeps", cursor_type="row", zebra_stripes=True)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "sweeps"
+        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
+        self.redraw()
+
+    def sweeps_loaded(self) -> None:
+        self.redraw()
+
+    def resync(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        table: DataTable[Any] = self.query_one("#sweeps", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for info in self.stamina.board.sweeps.values():
+            for row in _rows(info):
+                table.add_row(*row[1:], key=row[0])
+        self.query_one("#empty").display = not self.stamina.board.sweeps
+        if table.row_count:
+            table.move_cursor(row=min(keep, table.row_count - 1))
+
+    def _selected(self) -> str | None:
+        table: DataTable[Any] = self.query_one("#sweeps", DataTable)
+        if not table.row_count:
+            self.notify("no sweep selected", severity="warning")
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return None if key is None else key.split("\t")[0]
+
+    def action_open(self) -> None:
+        from tui.screens.sweep import SweepScreen
+
+        sweep = self._selected()
+        if sweep is not None:
+            self.app.push_screen(SweepScreen(sweep))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def _confirmed(self, question: str, message: Any, done: str) -> None:
+        async def act(yes: bool | None) -> None:
+            if yes and await self.stamina.ask(message) is not None:
+                self.notify(done)
+                self.stamina.resync()
+
+        self.app.push_screen(Confirm(question), act)
+
+    def action_pause(self) -> None:
+        sweep = self._selected()
+        if sweep is not None:
+            self._confirmed(f"Pause sweep {sweep}? Running attempts finish; no new ones start.",
+                            Pause(sweep=sweep), f"paused {sweep}")
+
+    def action_resume(self) -> None:
+        sweep = self._selected()
+        if sweep is not None:
+            self._confirmed(f"Resume sweep {sweep}?", Resume(sweep=sweep), f"resumed {sweep}")
+
+    def action_cancel(self) -> None:
+        sweep = self._selected()
+        if sweep is not None:
+            self._confirmed(f"Cancel sweep {sweep}? Its scenarios stop now; results so far are kept.",
+                            Cancel(sweep=sweep), f"cancelled {sweep}")
+
+    def action_events(self) -> None:
+        from tui.screens.events import EventLogScreen
+
+        self.app.push_screen(EventLogScreen())
+
+    def action_help(self) -> None:
+        self.app.push_screen(Help("Sweeps overview", self.KEY_HELP))
+
+
+def _rows(info: SweepInfo) -> list[tuple[Any, ...]]:
+    status = Text(info.status, style=STATUS_STYLE.get(info.status, ""))
+    if not info.configurations:
+        return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-")]
+    rows = []
+    for c in info.configurations:
+        infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
+        rows.append((f"{info.sweep}\t{c.name}", info.sweep, status, c.name, f"{c.finished}/{c.scenarios}",
+                     f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f}", f"{c.pass_rate:4.0%}",
+                     str(c.statuses.get("running", 0)), str(c.statuses.get("failed", 0)),
+                     Text(str(c.statuses.get("infra_failed", 0)),
+                          style="bold red" if c.statuses.get("infra_failed") else ""),
+                     Text(infra, style="yellow" if c.infra else "dim")))
+    return rows

@@ -1,0 +1,181 @@
+"""Scenario detail: the timeline of turns and attempts, and everything about the highlighted attempt.
+
+For an attempt it shows the prompt it got, the feedback it produced, the failing tests with their
+request and response, and the harness exit status and durations. The timeline is refetched (at most
+twice a second) while events for this scenario arrive.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from protocol import AttemptTexts, GetAttempt, GetScenario, ScenarioInfo
+from protocol.messages import AttemptSummary
+from tui.board import INFRA_TEXT, Change
+from tui.components.banner import Banner
+from tui.components.help import Help
+
+if TYPE_CHECKING:
+    from tui.app import StaminaApp
+
+COLUMNS = ("turn", "attempt", "infra try", "outcome", "failure", "tests", "harness exit", "harness s", "suite s")
+OUTCOME_STYLE = {"pass": "green", "fail": "red", "infra": "bold magenta"}
+_RUNNING = {"launched": "agent working", "harness_done": "testing"}  # an attempt still in progress
+TEXT_LIMIT = 6000  # characters of a prompt or feedback shown; the rest is in the store
+
+
+class ScenarioScreen(Screen[None]):
+    AUTO_FOCUS = "#attempts"
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("e", "events", "Event log"),
+        Binding("question_mark", "help", "Help"),
+    ]
+    KEY_HELP = [("up/down", "pick an attempt; its prompt, feedback and failing tests show below")]
+
+    def __init__(self, sweep: str, configuration: str, seed: int) -> None:
+        super().__init__()
+        self.sweep, self.configuration, self.seed = sweep, configuration, seed
+        self.info: ScenarioInfo | None = None
+        self._stale = False
+        self._shown_attempt: int | None = None
+
+    @property
+    def stamina(self) -> StaminaApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Banner(id="banner")
+        yield Static(id="summary")
+        table: DataTable[Any] = DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        yield table
+        with VerticalScroll(id="texts"):
+            yield Static("", id="attempt")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{self.sweep} · {self.configuration} · seed {self.seed}"
+        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
+        self.load()
+        self.set_interval(0.5, self._maybe_reload)
+
+    # --- data ---------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="scenario")
+    async def load(self) -> None:
+        info = await self.stamina.ask(GetScenario(sweep=self.sweep, configuration=self.configuration,
+                                                  seed=self.seed), quiet=self.info is not None)
+        if info is None:
+            return
+        self.info = info
+        self._draw(info)
+
+    def _maybe_reload(self) -> None:
+        if self._stale:
+            self._stale = False
+            self.load()
+
+    def board_changed(self, change: Change) -> None:
+        s = change.scenario
+        if s is not None and s.configuration == self.configuration and s.seed == self.seed:
+            self._stale = True
+
+    def resync(self) -> None:
+        self._stale = True
+
+    def _draw(self, info: ScenarioInfo) -> None:
+        last_ok = max((a.turn for a in info.attempts if a.outcome == "pass"), default=-1)
+        reason = f" · {escape(info.reason)}" if info.reason else ""
+        self.query_one("#summary", Static).update(
+            f"[b]{escape(self.configuration)}[/b] seed {self.seed} · {info.status} · {info.turns_passed} turns passed"
+            f" (last passed turn {last_ok if last_ok >= 0 else '-'}) · {len(info.attempts)} attempts{reason}")
+        table: DataTable[Any] = self.query_one("#attempts", DataTable)
+        keep = table.cursor_row if table.row_count else len(info.attempts) - 1
+        at_end = table.row_count == 0 or table.cursor_row == table.row_count - 1
+        table.clear()
+        for a in info.attempts:
+            table.add_row(*_cells(a), key=str(a.id))
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1 if at_end else min(keep, table.row_count - 1))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        if key is not None and int(key) != self._shown_attempt:
+            self.show_attempt(int(key))
+
+    @work(exclusive=True, group="attempt")
+    async def show_attempt(self, attempt_id: int) -> None:
+        texts = await self.stamina.ask(GetAttempt(attempt_id=attempt_id))
+        if texts is None or self.info is None:
+            return
+        summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
+        self._shown_attempt = attempt_id
+        self.query_one("#attempt", Static).update(render_attempt(texts, summary))
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_events(self) -> None:
+        from tui.screens.events import EventLogScreen
+
+        self.app.push_screen(EventLogScreen(self.sweep))
+
+    def action_help(self) -> None:
+        self.app.push_screen(Help("Scenario detail", self.KEY_HELP))
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _cells(a: AttemptSummary) -> tuple[Any, ...]:
+    failure = a.infra_kind if a.outcome == "infra" else (a.categories or "")
+    tests = f"{a.passed_tests}/{a.total_tests}" if a.total_tests is not None else "-"
+    outcome = a.outcome or _RUNNING.get(a.phase, a.phase)
+    return (str(a.turn), str(a.attempt), str(a.infra_try), Text(outcome, style=OUTCOME_STYLE.get(outcome, "dim")),
+            failure or "-", tests, "-" if a.harness_exit is None else str(a.harness_exit),
+            _seconds(a.harness_seconds), _seconds(a.suite_seconds))
+
+
+def _clip(text: str) -> str:
+    text = text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + f"\n… ({len(text) - TEXT_LIMIT} more characters)"
+    return escape(text)
+
+
+def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
+    """The highlighted attempt as Rich markup: outcome, harness, prompt, feedback, failing tests."""
+    parts = []
+    if a is not None:
+        line = (f"[b]turn {a.turn}, attempt {a.attempt}, infra try {a.infra_try}[/b]: "
+                f"{a.outcome or _RUNNING.get(a.phase, a.phase)}")
+        if a.outcome == "infra" and a.infra_kind:
+            line += f" - [magenta]{a.infra_kind}: {INFRA_TEXT.get(a.infra_kind, '')}[/magenta]"
+        parts.append(line)
+        parts.append(f"harness exit {a.harness_exit if a.harness_exit is not None else '-'} after "
+                     f"{_seconds(a.harness_seconds)} s; suite {_seconds(a.suite_seconds)} s")
+    parts += ["", f"[b u]prompt ({texts.prompt_kind})[/b u]", _clip(texts.prompt)]
+    if texts.feedback:
+        parts += ["", "[b u]feedback sent[/b u]", _clip(texts.feedback)]
+    if texts.failures:
+        parts += ["", f"[b u]failing tests ({len(texts.failures)})[/b u]"]
+        for f in texts.failures[:50]:
+            parts += [f"[red]✗ {escape(f.name)}[/red] [dim]({f.category}, rule {escape(f.rule)})[/dim]",
+                      f"  {escape(f.message)}", f"  [b]request[/b]  {escape(f.request)}",
+                      f"  [b]response[/b] {f.status if f.status is not None else '-'} {escape(f.response[:500])}"]
+        if len(texts.failures) > 50:
+            parts.append(f"… and {len(texts.failures) - 50} more")
+    return "\n".join(parts)

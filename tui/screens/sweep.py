@@ -1,0 +1,227 @@
+"""Sweep view: one row per scenario, redrawn row by row as its events arrive.
+
+Each row shows the current turn, phase, attempt i of R+1, infra retries used, the last failure and
+the turn history (P passed, R passed after retries, F failed, I gave up on infrastructure). Rows can
+be sorted (`s` cycles the order) and filtered (`/`); `t` retries a scenario stuck on infrastructure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from protocol import RetryScenario
+from tui.board import INFRA_TEXT, Change, Scenario
+from tui.components.banner import Banner
+from tui.components.confirm import Confirm
+from tui.components.help import Help
+
+if TYPE_CHECKING:
+    from tui.app import StaminaApp
+
+COLUMNS = ("configuration", "seed", "status", "turn", "phase", "attempt", "infra", "last failure", "history")
+HISTORY_WIDTH = 40
+PHASE_STYLE = {"agent working": "green", "retrying": "yellow", "infra retry": "bold magenta",
+               "infra wait": "bold magenta", "server starting": "cyan", "testing": "cyan", "feedback": "yellow",
+               "done": "bold green", "failed": "bold red", "infra_failed": "bold red reverse",
+               "pending": "dim", "passed": "green"}
+HISTORY_STYLE = {"P": "green", "R": "yellow", "F": "bold red", "I": "bold magenta"}
+PHASE_ORDER = ("infra_failed", "infra wait", "infra retry", "feedback", "retrying", "testing", "server starting",
+               "agent working", "waiting for a person", "passed", "pending", "failed", "done")
+SORTS: tuple[tuple[str, Any], ...] = (
+    ("configuration, seed", lambda s: (s.configuration, s.seed)),
+    ("turn (lowest first)", lambda s: (s.turn, s.configuration, s.seed)),
+    ("phase (trouble first)", lambda s: (PHASE_ORDER.index(s.phase) if s.phase in PHASE_ORDER else 99, s.seed)),
+    ("turns passed (most first)", lambda s: (-s.turns_passed, s.configuration, s.seed)),
+)
+
+
+class SweepScreen(Screen[None]):
+    AUTO_FOCUS = "#scenarios"
+    BINDINGS = [
+        Binding("enter", "open", "Open scenario", show=False),
+        Binding("s", "sort", "Sort"),
+        Binding("slash", "filter", "Filter"),
+        Binding("t", "retry", "Retry infra"),
+        Binding("e", "events", "Event log"),
+        Binding("escape", "back", "Back"),
+        Binding("question_mark", "help", "Help"),
+    ]
+    KEY_HELP = [("enter", "open the highlighted scenario"), ("s", "cycle the sort order"),
+            ("/", "filter rows by configuration, phase, status or failure"),
+            ("t", "retry a scenario that used up its infra retries")]
+
+    def __init__(self, sweep: str) -> None:
+        super().__init__()
+        self.sweep = sweep
+        self.sort_index = 0
+        self.needle = ""
+
+    @property
+    def stamina(self) -> StaminaApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Banner(id="banner")
+        yield Static(id="summary")
+        yield Input(placeholder="filter: configuration, phase, status or failure", id="filter")
+        table: DataTable[Any] = DataTable(id="scenarios", cursor_type="row", zebra_stripes=True)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"sweep {self.sweep}"
+        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
+        self.query_one("#filter").display = False
+        if self.sweep not in self.stamina.board.scenarios:
+            self.stamina.need_scenarios(self.sweep)
+        self.redraw()
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def _scenarios(self) -> list[Scenario]:
+        rows = [s for s in self.stamina.board.scenarios.get(self.sweep, {}).values() if self._matches(s)]
+        return sorted(rows, key=SORTS[self.sort_index][1])
+
+    def _matches(self, s: Scenario) -> bool:
+        if not self.needle:
+            return True
+        hay = f"{s.configuration} {s.seed} {s.status} {s.phase} {s.last_failure}".lower()
+        return all(word in hay for word in self.needle.lower().split())
+
+    def _cells(self, s: Scenario) -> tuple[Any, ...]:
+        most = self.stamina.board.max_attempts(self.sweep, s.configuration)
+        history = s.history[-HISTORY_WIDTH:]
+        text = Text("…" if len(s.history) > HISTORY_WIDTH else "")
+        for ch in history:
+            text.append(ch, style=HISTORY_STYLE.get(ch, ""))
+        return (s.configuration, str(s.seed), s.status, str(s.turn), Text(s.phase, style=PHASE_STYLE.get(s.phase, "")),
+                f"{s.attempt}/{most}" if most else str(s.attempt), str(s.infra_try) if s.infra_try else "-",
+                Text(s.last_failure or "-", style="magenta" if s.last_failure in INFRA_TEXT else ""), text)
+
+    def redraw(self) -> None:
+        table: DataTable[Any] = self.query_one("#scenarios", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for s in self._scenarios():
+            table.add_row(*self._cells(s), key=str(s.id))
+        if table.row_count:
+            table.move_cursor(row=min(keep, table.row_count - 1))
+        self._summary()
+
+    def _summary(self) -> None:
+        info = self.stamina.board.sweeps.get(self.sweep)
+        everything = self.stamina.board.scenarios.get(self.sweep, {})
+        shown = self.query_one("#scenarios", DataTable).row_count
+        status = info.status if info else "?"
+        self.query_one("#summary", Static).update(
+            f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
+            f"{SORTS[self.sort_index][0]}" + (f" · filter: {self.needle!r}" if self.needle else ""))
+
+    def board_changed(self, change: Change) -> None:
+        s = change.scenario
+        if s is None:
+            return
+        if s not in self.stamina.board.scenarios.get(self.sweep, {}).values():
+            return
+        table: DataTable[Any] = self.query_one("#scenarios", DataTable)
+        key = str(s.id)
+        if key not in table.rows:
+            if self._matches(s):
+                self.redraw()
+            return
+        for column, value in zip(COLUMNS, self._cells(s), strict=True):
+            table.update_cell(key, column, value)
+
+    def sweeps_loaded(self) -> None:
+        self._summary()
+
+    def scenarios_loaded(self, sweep: str) -> None:
+        if sweep == self.sweep:
+            self.redraw()
+
+    def resync(self) -> None:
+        self.stamina.need_scenarios(self.sweep)
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _selected(self) -> Scenario | None:
+        table: DataTable[Any] = self.query_one("#scenarios", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self.stamina.board.find(self.sweep, int(key)) if key else None
+
+    def action_open(self) -> None:
+        from tui.screens.scenario import ScenarioScreen
+
+        s = self._selected()
+        if s is not None:
+            self.app.push_screen(ScenarioScreen(self.sweep, s.configuration, s.seed))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.redraw()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip()
+        self.redraw()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.query_one("#scenarios").focus()
+        if not self.needle:
+            self.query_one("#filter").display = False
+
+    def action_retry(self) -> None:
+        s = self._selected()
+        if s is None:
+            return
+        if s.status != "infra_failed":
+            self.notify(f"{s.label} is {s.status}; only a scenario that used up its infra retries can be retried",
+                        severity="warning")
+            return
+
+        async def act(yes: bool | None) -> None:
+            if yes:
+                reply = await self.stamina.ask(RetryScenario(sweep=self.sweep, configuration=s.configuration,
+                                                             seed=s.seed))
+                if reply is not None:
+                    self.notify(reply.detail)
+                    self.stamina.resync()
+
+        self.app.push_screen(Confirm(f"Retry {s.label}? It gets another round of infra retries "
+                                     f"(last failure: {s.last_failure or '-'})."), act)
+
+    def action_back(self) -> None:
+        if self.query_one("#filter", Input).has_focus:
+            self.query_one("#scenarios").focus()
+            return
+        self.app.pop_screen()
+
+    def action_events(self) -> None:
+        from tui.screens.events import EventLogScreen
+
+        self.app.push_screen(EventLogScreen(self.sweep))
+
+    def action_help(self) -> None:
+        self.app.push_screen(Help(f"Sweep {self.sweep}", self.KEY_HELP))
+
