@@ -1,0 +1,140 @@
+"""SVG snapshots of every screen, against a real daemon serving a finished, deterministic sweep.
+
+The sweep is run once per module with fast deterministic agents; the wall-clock columns of its
+store are then fixed, so only a change to the monitor (or its pinned Textual) moves a snapshot.
+Update after an intended change with `./sb test tests/tui --snapshot-update` and review the SVGs.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from textual.pilot import Pilot
+
+from protocol import Event
+from tests.daemon.test_daemon import daemon
+from tests.engine.conftest import sweep as run_in_process
+from tests.engine.conftest import write_sweep
+from tests.tui.conftest import settle
+from tui.app import StaminaApp, make_app
+
+SIZE = (150, 40)
+AT = 1_790_000_000.0  # a fixed moment for every timestamp the screens show
+
+
+@pytest.fixture(scope="module")
+def socket_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    tmp = tmp_path_factory.mktemp("snap")
+    path = write_sweep(tmp, "snap", ["reference", "mutant:accept-null", "fault:self-kill:once"], seeds="0-1",
+                       turns=2)
+    path.write_text(path.read_text().replace("infra_retries = 2", "infra_retries = 0"))
+    state = tmp / "st"
+    anyio.run(run_in_process, path, state)
+    db = sqlite3.connect(state / "staminad.db")
+    db.execute("UPDATE attempts SET launched_at = ?, finished_at = ?, harness_seconds = 1.25, suite_seconds = 0.5, "
+               "server_seconds = 0.25, teardown_seconds = 0.05, marker_latency = 0.001", (AT, AT + 2))
+    db.execute("UPDATE sweeps SET created_at = ?", (AT,))
+    db.execute("UPDATE scenarios SET updated_at = ?", (AT,))
+    db.execute("UPDATE infra_events SET at = ?", (AT,))
+    db.commit()
+    db.close()
+    with daemon(state):
+        yield state / "staminad.sock"
+
+
+def _run_before(*steps: Callable[[StaminaApp, Pilot[None]], Awaitable[None]]) -> Callable[[Pilot[None]], Any]:
+    async def run(pilot: Pilot[None]) -> None:
+        app: StaminaApp = pilot.app  # type: ignore[assignment]
+        await settle(pilot, lambda: app.connected and "snap" in app.board.scenarios and bool(app.board.sweeps))
+        await pilot.pause()
+        for step in steps:
+            await step(app, pilot)
+        await pilot.pause()
+
+    return run
+
+
+async def _press(app: StaminaApp, pilot: Pilot[None], *keys: str) -> None:
+    await pilot.press(*keys)
+    await pilot.pause()
+
+
+def test_overview(snap_compare: Any, socket_path: Path) -> None:
+    """The overview: one row per configuration with turns, pass rate and infra failures."""
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before())
+
+
+def test_sweep_view(snap_compare: Any, socket_path: Path) -> None:
+    """The sweep view sorted trouble-first: phases, attempts of R+1, failures and turn histories."""
+    async def open_sweep(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "enter", "s", "s")
+
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(open_sweep))
+
+
+def test_scenario_detail(snap_compare: Any, socket_path: Path) -> None:
+    """A failed scenario's timeline and its last attempt's prompt, feedback and failing tests."""
+    async def open_failed(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "enter", "slash", *"accept", "enter", "enter")
+        screen: Any = app.screen
+        await settle(pilot, lambda: getattr(screen, "_shown_attempt", None) is not None)
+
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(open_failed))
+
+
+def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> None:
+    """The event log: infra failures (self-kill, hang) stand out from passes and failures."""
+    async def log(app: StaminaApp, pilot: Pilot[None]) -> None:
+        ids = sorted(app.board.scenarios["snap"])
+        samples = [("attempt_started", {"scenario": ids[0], "turn": 0, "attempt": 1, "infra_try": 0}),
+                   ("attempt_tested", {"scenario": ids[0], "turn": 0, "attempt": 1, "passed": True, "tests": 131,
+                                       "failed_tests": 0, "categories": ""}),
+                   ("attempt_tested", {"scenario": ids[2], "turn": 1, "attempt": 2, "passed": False, "tests": 124,
+                                       "failed_tests": 3, "categories": "validation"}),
+                   ("infra_failure", {"scenario": ids[4], "turn": 0, "attempt": 1, "infra_try": 0,
+                                      "kind": "self_kill", "detail": "harness exit None, signal 15"}),
+                   ("infra_failure", {"scenario": ids[5], "turn": 3, "attempt": 1, "infra_try": 1, "kind": "stuck",
+                                      "detail": "no marker within the turn timeout of 600 s"}),
+                   ("scenario_finished", {"scenario": ids[4], "status": "infra_failed", "turns_passed": 0,
+                                          "reason": "self_kill on turn 0, 0 infra retries used"})]
+        for i, (kind, data) in enumerate(samples):
+            app._on_event(Event(sweep="snap", kind=kind, data=data, at=AT + i, seq=10_000 + i))
+        await _press(app, pilot, "e")
+
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(log))
+
+
+def test_confirmation_and_help_dialogs(snap_compare: Any, socket_path: Path) -> None:
+    """Cancelling asks first; the dialog names the sweep and what cancelling does."""
+    async def ask(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "c")
+
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(ask))
+
+
+def test_help(snap_compare: Any, socket_path: Path) -> None:
+    """`?` lists the screen's key bindings."""
+    async def helped(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "enter", "question_mark")
+
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(helped))
+
+
+def test_daemon_not_running(snap_compare: Any, tmp_path: Path) -> None:
+    """Without a daemon the monitor says so plainly and how to start one."""
+    async def down(pilot: Pilot[None]) -> None:
+        app: StaminaApp = pilot.app  # type: ignore[assignment]
+        await settle(pilot, lambda: "not running" in app.status_text)
+        await pilot.pause()
+
+    app = make_app(Path("/nonexistent/staminabench/staminad.sock"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=down)
