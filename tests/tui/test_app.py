@@ -14,6 +14,7 @@ from tests.tui.conftest import settle
 from tui.app import make_app
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
+from tui.components.rows import RowTable
 from tui.screens.events import EventLogScreen
 from tui.screens.scenario import ScenarioScreen
 from tui.screens.sweep import SweepScreen
@@ -37,7 +38,7 @@ async def test_overview_sweep_and_scenario_screens_follow_a_live_sweep(tmp_path:
             await settle(pilot, lambda: table.row_count == 2)
             await pilot.press("enter")
             assert isinstance(app.screen, SweepScreen)
-            rows = app.screen.query_one("#scenarios", DataTable)
+            rows = app.screen.query_one("#scenarios", RowTable)
             await settle(pilot, lambda: rows.row_count == 4)
             statuses = {str(rows.get_row_at(i)[2]) for i in range(4)}
             assert statuses == {"done", "failed"}
@@ -96,7 +97,7 @@ async def test_retry_a_scenario_stuck_on_infra_from_the_sweep_view(tmp_path: Pat
             await settle(pilot, lambda: "inf" in app.board.scenarios)
             await pilot.press("enter")
             assert isinstance(app.screen, SweepScreen)
-            rows = app.screen.query_one("#scenarios", DataTable)
+            rows = app.screen.query_one("#scenarios", RowTable)
             await settle(pilot, lambda: rows.row_count == 1)
             assert str(rows.get_row_at(0)[4]) == "infra_failed" and str(rows.get_row_at(0)[8]) == "I"
             await pilot.press("t")
@@ -121,7 +122,7 @@ async def test_the_event_log_filters_and_infra_failures_stand_out(tmp_path: Path
             await settle(pilot, lambda: any(line.kind == "sweep_finished" for line in app.board.log))
             await pilot.press("e")
             assert isinstance(app.screen, EventLogScreen)
-            log = app.screen.query_one("#log", DataTable)
+            log = app.screen.query_one("#log", RowTable)
             everything = log.row_count
             assert everything >= 10
             await pilot.press("i")

@@ -6,18 +6,19 @@ errors. The log keeps the board's last lines, including events replayed by the d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input
+from textual.widgets import Footer, Header, Input
 
 from tui.board import LOG_LINES, Change, LogLine
 from tui.components.banner import Banner
 from tui.components.help import Help
+from tui.components.rows import Cell, RowTable
 
 if TYPE_CHECKING:
     from tui.app import StaminaApp
@@ -48,10 +49,7 @@ class EventLogScreen(Screen[None]):
         yield Header()
         yield Banner(id="banner")
         yield Input(value=self.needle, placeholder="filter the log", id="filter")
-        table: DataTable[Any] = DataTable(id="log", cursor_type="row")
-        for column in ("time", "sweep", "kind", "event"):
-            table.add_column(column, key=column)
-        yield table
+        yield RowTable((("time", 8), ("sweep", 16), ("kind", 18), ("event", 0)), id="log")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -69,24 +67,16 @@ class EventLogScreen(Screen[None]):
         self.sub_title = " · ".join(parts)
 
     def redraw(self) -> None:
-        table: DataTable[Any] = self.query_one("#log", DataTable)
-        table.clear()
-        for line in self.stamina.board.lines(self.needle, self.infra_only):
-            table.add_row(*_cells(line))
-        table.move_cursor(row=table.row_count - 1)
+        table = self.query_one("#log", RowTable)
+        table.set_rows((_key(line), _cells(line)) for line in self.stamina.board.lines(self.needle, self.infra_only))
+        table.move_cursor(table.row_count - 1)
         self._title()
 
-    def board_changed(self, change: Change) -> None:
-        line = change.line
-        if line is None or not line.matches(self.needle, self.infra_only):
-            return
-        table: DataTable[Any] = self.query_one("#log", DataTable)
-        follow = table.cursor_row >= table.row_count - 1
-        table.add_row(*_cells(line))
-        if table.row_count > LOG_LINES:
-            table.remove_row(next(iter(table.rows)))
-        if follow:
-            table.move_cursor(row=table.row_count - 1)
+    def board_changed(self, changes: list[Change]) -> None:
+        rows = [(_key(c.line), _cells(c.line)) for c in changes
+                if c.line is not None and c.line.matches(self.needle, self.infra_only)]
+        if rows:
+            self.query_one("#log", RowTable).append(rows, LOG_LINES)
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -117,6 +107,10 @@ class EventLogScreen(Screen[None]):
         self.app.push_screen(Help("Event log", self.KEY_HELP))
 
 
-def _cells(line: LogLine) -> tuple[Any, ...]:
+def _key(line: LogLine) -> str:
+    return f"{line.seq}@{line.at}"
+
+
+def _cells(line: LogLine) -> tuple[Cell, ...]:
     style = SEVERITY_STYLE.get(line.severity, "")
     return line.time, line.sweep, Text(line.kind, style=style), Text(line.text, style=style)

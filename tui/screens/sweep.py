@@ -14,18 +14,20 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Static
 
 from protocol import RetryScenario
 from tui.board import INFRA_TEXT, Change, Scenario
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
 from tui.components.help import Help
+from tui.components.rows import RowTable
 
 if TYPE_CHECKING:
     from tui.app import StaminaApp
 
-COLUMNS = ("configuration", "seed", "status", "turn", "phase", "attempt", "infra", "last failure", "history")
+COLUMNS = (("configuration", 40), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("attempt", 8),
+           ("infra", 6), ("last failure", 28), ("history", 0))
 HISTORY_WIDTH = 40
 PHASE_STYLE = {"agent working": "green", "retrying": "yellow", "infra retry": "bold magenta",
                "infra wait": "bold magenta", "server starting": "cyan", "testing": "cyan", "feedback": "yellow",
@@ -45,7 +47,6 @@ SORTS: tuple[tuple[str, Any], ...] = (
 class SweepScreen(Screen[None]):
     AUTO_FOCUS = "#scenarios"
     BINDINGS = [
-        Binding("enter", "open", "Open scenario", show=False),
         Binding("s", "sort", "Sort"),
         Binding("slash", "filter", "Filter"),
         Binding("t", "retry", "Retry infra"),
@@ -72,10 +73,7 @@ class SweepScreen(Screen[None]):
         yield Banner(id="banner")
         yield Static(id="summary")
         yield Input(placeholder="filter: configuration, phase, status or failure", id="filter")
-        table: DataTable[Any] = DataTable(id="scenarios", cursor_type="row", zebra_stripes=True)
-        for column in COLUMNS:
-            table.add_column(column, key=column)
-        yield table
+        yield RowTable(COLUMNS, id="scenarios")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -109,38 +107,27 @@ class SweepScreen(Screen[None]):
                 Text(s.last_failure or "-", style="magenta" if s.last_failure in INFRA_TEXT else ""), text)
 
     def redraw(self) -> None:
-        table: DataTable[Any] = self.query_one("#scenarios", DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for s in self._scenarios():
-            table.add_row(*self._cells(s), key=str(s.id))
-        if table.row_count:
-            table.move_cursor(row=min(keep, table.row_count - 1))
+        self.query_one("#scenarios", RowTable).set_rows((str(s.id), self._cells(s)) for s in self._scenarios())
         self._summary()
 
     def _summary(self) -> None:
         info = self.stamina.board.sweeps.get(self.sweep)
         everything = self.stamina.board.scenarios.get(self.sweep, {})
-        shown = self.query_one("#scenarios", DataTable).row_count
+        shown = self.query_one("#scenarios", RowTable).row_count
         status = info.status if info else "?"
         self.query_one("#summary", Static).update(
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
             f"{SORTS[self.sort_index][0]}" + (f" · filter: {self.needle!r}" if self.needle else ""))
 
-    def board_changed(self, change: Change) -> None:
-        s = change.scenario
-        if s is None:
-            return
-        if s not in self.stamina.board.scenarios.get(self.sweep, {}).values():
-            return
-        table: DataTable[Any] = self.query_one("#scenarios", DataTable)
-        key = str(s.id)
-        if key not in table.rows:
-            if self._matches(s):
-                self.redraw()
-            return
-        for column, value in zip(COLUMNS, self._cells(s), strict=True):
-            table.update_cell(key, column, value)
+    def board_changed(self, changes: list[Change]) -> None:
+        table = self.query_one("#scenarios", RowTable)
+        mine = self.stamina.board.scenarios.get(self.sweep, {})
+        for s in {id(c.scenario): c.scenario for c in changes if c.scenario is not None}.values():
+            if mine.get(s.id) is not s:
+                continue
+            if not table.update_row(str(s.id), self._cells(s)) and self._matches(s):
+                self.redraw()  # a scenario that now passes the filter, or one the list did not have
+                return
 
     def sweeps_loaded(self) -> None:
         self._summary()
@@ -155,11 +142,8 @@ class SweepScreen(Screen[None]):
     # --- actions ------------------------------------------------------------------------------
 
     def _selected(self) -> Scenario | None:
-        table: DataTable[Any] = self.query_one("#scenarios", DataTable)
-        if not table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return self.stamina.board.find(self.sweep, int(key)) if key else None
+        key = self.query_one("#scenarios", RowTable).cursor_key
+        return None if key is None else self.stamina.board.find(self.sweep, int(key))
 
     def action_open(self) -> None:
         from tui.screens.scenario import ScenarioScreen
@@ -168,7 +152,8 @@ class SweepScreen(Screen[None]):
         if s is not None:
             self.app.push_screen(ScenarioScreen(self.sweep, s.configuration, s.seed))
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    @on(RowTable.Selected, "#scenarios")
+    def _row_selected(self) -> None:
         self.action_open()
 
     def action_sort(self) -> None:
