@@ -1,0 +1,1 @@
+"""The LLM gateway: a metering proxy between sandboxes and model endpoints (see `proxy`)."""

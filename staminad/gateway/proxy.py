@@ -1,0 +1,280 @@
+"""The gateway: sandboxes talk to models through it, so every token is attributed and every outage contained.
+
+Each scenario gets a route token; its harness's base URL is `http://<gateway>/g/<token>/v1`, and the
+gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` with the real API key (the sandbox never
+sees it). Per call it records tokens and cost against sweep / scenario / turn / attempt.
+
+Upstream trouble (429, 5xx, refused or reset connections, no first byte in time) is waited out with
+exponential backoff, honouring Retry-After, while the harness's request simply takes longer; the wait
+is reported (`llm_wait` events) and given back to the turn's watchdog. An outage longer than
+`outage_timeout`, or a stream that dies or stalls mid-way, marks the attempt `llm_unavailable`: the
+engine then counts it as an infrastructure failure (infra retry), never against R. A scenario or sweep
+over its cost cap gets a clear error and is stopped by the engine with status `capped`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+
+from staminad.gateway.http import Request, Response, serve_connection
+from staminad.gateway.pricing import Price, cost, price_for
+from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, from_body, with_stream_usage
+
+RETRY_STATUSES = frozenset((408, 409, 425, 429, 500, 502, 503, 504, 529))
+FORWARD_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
+MAX_RESPONSE = 64 * 1024 * 1024
+
+Sink = Callable[[str, dict[str, Any]], None]
+Recorder = Callable[["Call"], Any]  # awaitable: persists one call
+
+
+@dataclass
+class Limits:
+    scenario_cost_cap: float | None = None
+    sweep_cost_cap: float | None = None
+    outage_timeout: float = 600.0  # seconds of upstream trouble one request waits out before giving up
+    first_byte_timeout: float = 300.0  # seconds to the response head (a slow model is not an outage)
+    stream_idle_timeout: float = 120.0  # seconds between two chunks of a stream
+    backoff_start: float = 1.0
+    backoff_max: float = 60.0
+
+
+@dataclass
+class Route:
+    """One scenario's way out: where its calls go, what they cost so far, what went wrong."""
+
+    token: str
+    sweep: str
+    scenario_id: int
+    attempt_id: int | None = None
+    turn: int = 0
+    spent: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    waited: float = 0.0  # seconds of upstream trouble waited out during the current attempt
+    unavailable: str = ""  # why the current attempt lost its model (set once, taken by the engine)
+    capped: str = ""
+
+
+@dataclass
+class Call:
+    sweep: str
+    scenario_id: int
+    attempt_id: int | None
+    turn: int
+    api: str
+    model: str
+    usage: Usage
+    cost: float
+    status: int
+    seconds: float
+    waited: float
+    streamed: bool
+
+
+class Gateway:
+    def __init__(self, endpoint: str, api_key: str, pricing: dict[str, Price], limits: Limits, emit: Sink,
+                 record: Recorder | None = None) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.api_key = api_key
+        self.pricing, self.limits, self.emit, self.record = pricing, limits, emit, record
+        self.routes: dict[str, Route] = {}
+        self.by_scenario: dict[int, Route] = {}
+        self.sweep_spent = 0.0
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0),
+                                        follow_redirects=False, trust_env=False)
+        self.port: int | None = None
+
+    # --- routes -------------------------------------------------------------------------------
+
+    def route(self, sweep: str, scenario_id: int, spent: float = 0.0) -> Route:
+        """The scenario's route (made on first use); `spent` restores its cost after a restart."""
+        existing = self.by_scenario.get(scenario_id)
+        if existing is not None:
+            return existing
+        route = Route(token=secrets.token_urlsafe(12), sweep=sweep, scenario_id=scenario_id, spent=spent)
+        self.routes[route.token] = route
+        self.by_scenario[scenario_id] = route
+        self.sweep_spent += spent
+        return route
+
+    def base_url(self, route: Route, host: str) -> str:
+        assert self.port is not None, "the gateway is not serving"
+        return f"http://{host}:{self.port}/g/{route.token}/v1"
+
+    # --- serving ------------------------------------------------------------------------------
+
+    async def serve(self, hosts: list[str], port: int, *,
+                    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        listeners = [await anyio.create_tcp_listener(local_host=h, local_port=port) for h in hosts]
+        self.port = port
+        try:
+            async with anyio.create_task_group() as tg:
+                for listener in listeners:
+                    tg.start_soon(listener.serve, lambda s: serve_connection(s, self.handle))
+                task_status.started()
+        finally:
+            with anyio.CancelScope(shield=True):
+                for listener in listeners:
+                    await listener.aclose()
+                await self.client.aclose()
+
+    async def handle(self, request: Request) -> Response:
+        parts = request.path.split("/", 4)  # "", "g", token, "v1", rest
+        route = self.routes.get(parts[2]) if len(parts) >= 4 and parts[1] == "g" else None
+        if route is None or parts[3] != "v1":
+            return _error(404, "unknown gateway route (each scenario has its own base URL)")
+        rest = parts[4] if len(parts) > 4 else ""
+        refusal = self._over_cap(route)
+        if refusal:
+            return _error(402, refusal)
+        api = api_of(rest)
+        body = with_stream_usage(api, request.body) if request.method == "POST" else request.body
+        headers = {k: v for k, v in request.headers.items() if k in FORWARD_HEADERS}
+        if api == "anthropic":
+            headers["x-api-key"] = self.api_key
+        else:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        return await self._forward(route, api, request.method, f"{self.endpoint}/{rest}", headers, body)
+
+    def _over_cap(self, route: Route) -> str:
+        lim = self.limits
+        if lim.scenario_cost_cap is not None and route.spent >= lim.scenario_cost_cap:
+            route.capped = route.capped or f"scenario cost cap of ${lim.scenario_cost_cap:.2f} reached " \
+                                           f"(${route.spent:.4f} spent)"
+        elif lim.sweep_cost_cap is not None and self.sweep_spent >= lim.sweep_cost_cap:
+            route.capped = route.capped or f"sweep cost cap of ${lim.sweep_cost_cap:.2f} reached " \
+                                           f"(${self.sweep_spent:.4f} spent)"
+        if route.capped:
+            self.emit("llm_capped", {"scenario": route.scenario_id, "reason": route.capped})
+        return route.capped
+
+    # --- forwarding ---------------------------------------------------------------------------
+
+    async def _forward(self, route: Route, api: Api, method: str, url: str, headers: dict[str, str],
+                       body: bytes) -> Response:
+        t0 = time.monotonic()
+        waited, delay = 0.0, self.limits.backoff_start
+        while True:
+            reason, retry_after, upstream = "", None, None
+            try:
+                upstream = await self.client.send(self.client.build_request(method, url, headers=headers,
+                                                                            content=body), stream=True)
+                if upstream.status_code not in RETRY_STATUSES:
+                    break
+                reason = f"upstream answered {upstream.status_code}"
+                retry_after = _retry_after(upstream.headers.get("retry-after"))
+                await upstream.aclose()
+            except httpx.TimeoutException:
+                reason = "upstream gave no answer in time"
+            except httpx.TransportError as exc:
+                reason = f"upstream unreachable ({type(exc).__name__})"
+            pause = min(retry_after if retry_after is not None else delay, self.limits.backoff_max)
+            if waited + pause > self.limits.outage_timeout:
+                return self._unavailable(route, f"{reason}; gave up after waiting {waited:.0f} s")
+            self.emit("llm_wait", {"scenario": route.scenario_id, "turn": route.turn, "reason": reason,
+                                   "wait_seconds": round(pause, 2), "waited": round(waited, 2)})
+            await anyio.sleep(pause)  # backoff before retrying the upstream
+            waited += pause
+            route.waited += pause
+            delay = min(delay * 2, self.limits.backoff_max)
+        assert upstream is not None
+        out_headers = {k: v for k, v in upstream.headers.items()
+                       if k.lower() in ("content-type", "x-request-id", "request-id", "openai-processing-ms")}
+        if "text/event-stream" in upstream.headers.get("content-type", ""):
+            return Response(upstream.status_code, out_headers,
+                            stream=self._relay(route, api, upstream, t0, waited))
+        try:
+            data = await _read_all(upstream, self.limits.stream_idle_timeout)
+        except (httpx.HTTPError, TimeoutError, ValueError) as exc:
+            return self._unavailable(route, f"upstream response broke off: {type(exc).__name__}")
+        usage, model = from_body(api, data)
+        await self._account(route, api, model, usage, upstream.status_code, t0, waited, streamed=False)
+        return Response(upstream.status_code, out_headers, data)
+
+    async def _relay(self, route: Route, api: Api, upstream: httpx.Response, t0: float,
+                     waited: float) -> AsyncIterator[bytes]:
+        meter = StreamMeter(api)
+        try:
+            chunks = upstream.aiter_bytes().__aiter__()
+            while True:
+                try:
+                    with anyio.fail_after(self.limits.stream_idle_timeout):
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                meter.feed(chunk)
+                yield chunk
+        except (httpx.HTTPError, TimeoutError) as exc:
+            self._unavailable(route, f"stream broke off: {type(exc).__name__}")
+            raise StreamBroken() from exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await upstream.aclose()
+                await self._account(route, api, meter.model, meter.usage, upstream.status_code, t0, waited,
+                                    streamed=True)
+
+    async def _account(self, route: Route, api: Api, model: str, usage: Usage, status: int, t0: float,
+                       waited: float, streamed: bool) -> None:
+        price = price_for(self.pricing, model)
+        spent = cost(usage, price)
+        route.spent += spent
+        route.usage = route.usage + usage
+        self.sweep_spent += spent
+        call = Call(sweep=route.sweep, scenario_id=route.scenario_id, attempt_id=route.attempt_id, turn=route.turn,
+                    api=api, model=model, usage=usage, cost=spent, status=status,
+                    seconds=time.monotonic() - t0, waited=waited, streamed=streamed)
+        if self.record is not None:
+            await self.record(call)
+        self.emit("llm_call", {"scenario": route.scenario_id, "turn": route.turn, "model": model,
+                               "input": usage.input, "output": usage.output, "cached": usage.cached,
+                               "cost": round(spent, 6), "status": status})
+
+    def _unavailable(self, route: Route, reason: str) -> Response:
+        route.unavailable = route.unavailable or reason
+        self.emit("llm_unavailable", {"scenario": route.scenario_id, "turn": route.turn, "reason": reason})
+        return _error(503, f"model endpoint unavailable: {reason}")
+
+
+class StreamBroken(Exception):
+    """The upstream stream ended abnormally; the client's connection is closed without a clean end."""
+
+
+def _error(status: int, message: str) -> Response:
+    body = json.dumps({"error": {"message": f"staminabench gateway: {message}", "type": "gateway_error"}})
+    return Response(status, {"content-type": "application/json"}, body.encode())
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def _read_all(upstream: httpx.Response, idle: float) -> bytes:
+    data = bytearray()
+    try:
+        chunks = upstream.aiter_bytes().__aiter__()
+        while True:
+            try:
+                with anyio.fail_after(idle):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                break
+            data += chunk
+            if len(data) > MAX_RESPONSE:
+                raise ValueError("response too large")
+    finally:
+        await upstream.aclose()
+    return bytes(data)
+
+
+__all__ = ["Call", "Gateway", "Limits", "Route", "StreamBroken"]

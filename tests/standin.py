@@ -1,0 +1,221 @@
+"""A stand-in model server: OpenAI-compatible (chat completions, responses) and Anthropic messages, over real HTTP.
+
+It replays a script of assistant turns in order, streamed (server-sent events, usage in the last chunk
+when asked) or whole, and reports token usage computed from the request and reply sizes. Faults can be
+queued ahead of replies: an HTTP status (with Retry-After), a reset connection, a stall before the
+answer, or a stream that stops half-way. Every request is kept, so a test can check what a harness
+sent (its whole conversation so far, for one). This is the only fake in the tests: no LLM runs here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name": ..., "arguments": {...}}]
+
+
+@dataclass
+class Fault:
+    kind: str  # status | reset | stall | cut
+    status: int = 500
+    retry_after: float | None = None
+    seconds: float = 0.0
+
+
+class StandIn:
+    def __init__(self, replies: list[Reply] | None = None, model: str = "standin-1") -> None:
+        self.replies: deque[Reply] = deque(replies or [])
+        self.faults: deque[Fault] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.model = model
+        self.lock = threading.Lock()
+        self.server = _Quiet(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> StandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def next(self) -> tuple[Fault | None, Reply | None]:
+        with self.lock:
+            if self.faults:
+                return self.faults.popleft(), None
+            return None, self.replies.popleft() if self.replies else Reply(content="(script exhausted)")
+
+
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # connections the stand-in drops on purpose end in errors; they are the point
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._json(200, {"object": "list", "data": [{"id": standin.model, "object": "model"}]})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with standin.lock:
+                standin.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            fault, reply = standin.next()
+            if fault is not None:
+                if self._fault(fault):
+                    return
+                fault, reply = None, standin.next()[1]
+            assert reply is not None
+            api = "anthropic" if self.path.endswith("/messages") else \
+                "responses" if self.path.endswith("/responses") else "chat"
+            prompt_tokens = _tokens(json.dumps(body.get("messages", body.get("input", ""))))
+            out_tokens = _tokens(reply.content + json.dumps(reply.tool_calls))
+            if body.get("stream"):
+                self._stream(api, reply, prompt_tokens, out_tokens, body, cut=False)
+            else:
+                self._json(200, _whole(api, standin.model, reply, prompt_tokens, out_tokens))
+
+        def _fault(self, fault: Fault) -> bool:
+            """Acts out a fault; True when the request is finished with it."""
+            if fault.kind == "status":
+                headers = {"retry-after": str(fault.retry_after)} if fault.retry_after is not None else {}
+                self._json(fault.status, {"error": {"message": "injected", "type": "server_error"}}, headers)
+                return True
+            if fault.kind == "reset":
+                self._drop(reset=True)
+                return True
+            if fault.kind == "stall":
+                time.sleep(fault.seconds)  # the stand-in is slow to answer, on purpose
+                return False
+            if fault.kind == "cut":
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                self._chunk(b'data: {"choices": [{"delta": {"content": "half"}, "index": 0}]}\n\n')
+                time.sleep(fault.seconds)  # then goes silent without ending the stream
+                self._drop(reset=False)
+                return True
+            raise ValueError(fault.kind)
+
+        def _drop(self, reset: bool) -> None:
+            """Close the connection for good: with an RST when `reset`, else a plain close."""
+            if reset:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            for f in (self.rfile, self.wfile):
+                with contextlib.suppress(OSError):
+                    f.close()
+            self.connection.close()
+
+        def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+            raw = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(raw)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _stream(self, api: str, reply: Reply, pin: int, pout: int, body: dict[str, Any], cut: bool) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for event in _events(api, standin.model, reply, pin, pout, body):
+                self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+            if api == "chat":
+                self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
+    return [{"id": f"call_{i}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+            for i, c in enumerate(reply.tool_calls)]
+
+
+def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
+    if api == "anthropic":
+        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": reply.content}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": pin, "output_tokens": pout, "cache_read_input_tokens": 0}}
+    if api == "responses":
+        return {"id": "resp_1", "object": "response", "model": model, "status": "completed",
+                "output": [{"type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": reply.content}]}],
+                "usage": {"input_tokens": pin, "output_tokens": pout, "total_tokens": pin + pout,
+                          "input_tokens_details": {"cached_tokens": 0}}}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.tool_calls:
+        message["tool_calls"] = _tool_calls(reply)
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+            "usage": {"prompt_tokens": pin, "completion_tokens": pout, "total_tokens": pin + pout,
+                      "prompt_tokens_details": {"cached_tokens": 0}}}
+
+
+def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[str, Any]) -> list[dict[str, Any]]:
+    if api == "anthropic":
+        return [{"type": "message_start", "message": {"id": "msg_1", "model": model, "role": "assistant",
+                                                      "usage": {"input_tokens": pin, "output_tokens": 1}}},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": reply.content}},
+                {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": pout}},
+                {"type": "message_stop"}]
+    if api == "responses":
+        return [{"type": "response.output_text.delta", "delta": reply.content},
+                {"type": "response.completed", "response": _whole("responses", model, reply, pin, pout)}]
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
+    events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
+              for piece in _pieces(reply.content)]
+    if reply.tool_calls:
+        calls = [{"index": i, **c} for i, c in enumerate(_tool_calls(reply))]
+        events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls}}]})
+    events.append({**base, "choices": [{"index": 0, "delta": {},
+                                        "finish_reason": "tool_calls" if reply.tool_calls else "stop"}]})
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append({**base, "choices": [], "usage": {"prompt_tokens": pin, "completion_tokens": pout,
+                                                        "total_tokens": pin + pout}})
+    return events
+
+
+def _pieces(text: str, size: int = 16) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
