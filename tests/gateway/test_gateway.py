@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -150,8 +149,9 @@ async def test_unknown_routes_and_garbage_get_clear_errors() -> None:
         async with gateway(standin) as (gw, route, _, _), httpx.AsyncClient() as client:
             r = await client.post(f"http://127.0.0.1:{gw.port}/g/nope/v1/chat/completions", json=_chat())
             assert r.status_code == 404 and "unknown gateway route" in r.text
-            with socket.create_connection(("127.0.0.1", gw.port)) as raw:
-                raw.sendall(b"\x00\x01garbage\r\n\r\n")
-                assert raw.recv(100).startswith(b"HTTP/1.1 400")
+            async with await anyio.connect_tcp("127.0.0.1", gw.port) as raw:
+                await raw.send(b"\x00\x01garbage\r\n\r\n")
+                with anyio.fail_after(10):
+                    assert (await raw.receive()).startswith(b"HTTP/1.1 400")
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
             assert r.status_code == 200 and json.loads(r.text)["model"] == "standin-1"
