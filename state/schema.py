@@ -77,4 +77,25 @@ MIGRATIONS: tuple[str, ...] = (
     "ALTER TABLE sweeps ADD COLUMN turns INTEGER;",
     # 5: extra infra retries an operator granted to a scenario that had used up its own.
     "ALTER TABLE scenarios ADD COLUMN infra_grant INTEGER NOT NULL DEFAULT 0;",
+    # 6: every model call that went through the gateway, attributed to its attempt.
+    """
+    CREATE TABLE llm_calls (
+        id INTEGER PRIMARY KEY,
+        scenario_id INTEGER NOT NULL REFERENCES scenarios(id),
+        attempt_id INTEGER REFERENCES attempts(id),
+        turn INTEGER NOT NULL,
+        api TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cached_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        status INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        waited REAL NOT NULL,
+        streamed INTEGER NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX llm_calls_by_scenario ON llm_calls(scenario_id);
+    """,
 )

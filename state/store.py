@@ -222,6 +222,24 @@ class Store:
             rows = await cur.fetchall()
         return [Progress(**dict(zip(Progress.__struct_fields__, r, strict=True))) for r in rows]
 
+    async def llm_call(self, scenario_id: int, attempt_id: int | None, turn: int, api: str, model: str,
+                       tokens: tuple[int, int, int], cost: float, status: int, seconds: float, waited: float,
+                       streamed: bool) -> None:
+        """Record one model call; `tokens` is (input, output, cached input)."""
+        await self.db.execute(
+            "INSERT INTO llm_calls (scenario_id, attempt_id, turn, api, model, input_tokens, output_tokens, "
+            "cached_tokens, cost, status, seconds, waited, streamed, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?)", (scenario_id, attempt_id, turn, api, model, *tokens, cost, status, seconds, waited,
+                      int(streamed), time.time()))
+        await self.db.commit()
+
+    async def llm_spend(self, sweep_id: str) -> dict[int, float]:
+        """Dollars spent so far per scenario of the sweep (restores the gateway's caps after a restart)."""
+        sql = ("SELECT l.scenario_id, SUM(l.cost) FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id "
+               "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY l.scenario_id")
+        async with self.db.execute(sql, (sweep_id,)) as cur:
+            return {int(r[0]): float(r[1]) for r in await cur.fetchall()}
+
     async def attempt_results(self, attempt_id: int) -> Any:
         async with self.db.execute("SELECT results FROM attempts WHERE id = ?", (attempt_id,)) as cur:
             row = await cur.fetchone()

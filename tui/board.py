@@ -17,7 +17,7 @@ import msgspec
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo, SweepList
 
 LOG_LINES = 5000
-FINAL = ("done", "failed", "infra_failed")
+FINAL = ("done", "failed", "infra_failed", "capped")
 
 # Why an attempt was an infrastructure failure, in words an operator acts on.
 INFRA_TEXT = {

@@ -1,4 +1,4 @@
-"""The adapter interface real harnesses implement, and the built-in deterministic agents.
+"""The adapter interface: real harnesses (see `harnesses`) and the built-in deterministic agents.
 
 An adapter says how to run its harness inside a sandbox for a turn-0 prompt and for every later
 prompt of the same session, which environment it needs and what state to keep. Built-ins:
@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import msgspec
 
+from staminad.agents.harnesses import HARNESSES
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.sandbox.base import SandboxPaths
 
 FAULTS = ("self-kill", "hang", "crash", "no-server")
+HARNESS_ROOT = "/opt/harnesses"  # where harness image layers install each harness (its own dir per name)
 VERSION = "builtin-1"
 
 
@@ -35,11 +37,15 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     manual: bool = False
     env: dict[str, str] = {}
     state_paths: tuple[str, ...] = (".reference-agent",)
+    harness: str | None = None  # a real harness (see `harnesses.HARNESSES`); it needs the sweep's [llm]
 
     def argv(self, paths: SandboxPaths, prompt_path: str) -> list[str] | None:
         """The command for one call; the session continues through state kept in the workspace."""
         if self.manual:
             return None
+        if self.harness is not None:
+            return ["python3", f"{paths.harness}/agents/scripts/harness.py", "--harness", self.harness,
+                    "--workspace", paths.workspace, "--prompt-file", prompt_path]
         if self.fault is not None:
             cmd = ["python3", f"{paths.harness}/agents/scripts/fault.py", "--fault", self.fault]
             if self.once:
@@ -58,6 +64,12 @@ def adapter_for(name: str) -> Adapter:
     """The adapter for an agent name such as `reference`, `mutant:no-cascade+fix` or `fault:hang:once`."""
     if name == "reference":
         return Adapter(name=name, description="reads the texts, writes the reference server")
+    if name in HARNESSES:
+        h = HARNESSES[name]
+        return Adapter(name=name, version=h.version, harness=name, state_paths=(".home",),
+                       description=f"{h.install}" + (f"; {h.caveat}" if h.caveat else ""),
+                       env={"PYTHONPATH": f"{HARNESS_ROOT}/{name}",
+                            "STAMINA_HARNESS_BIN": f"{HARNESS_ROOT}/{name}/bin"})
     if name == "manual":
         return Adapter(name=name, manual=True, description="a person or outside agent; finish with `staminad done`")
     kind, _, rest = name.partition(":")
@@ -71,11 +83,13 @@ def adapter_for(name: str) -> Adapter:
         if fault not in FAULTS or once not in ("", "once"):
             raise UnknownAgent(f"unknown fault agent {name!r}; use fault:<{'|'.join(FAULTS)}>[:once]")
         return Adapter(name=name, fault=fault, once=bool(once), description=f"injects {fault}")
-    raise UnknownAgent(f"unknown agent {name!r}: use reference, manual, mutant:<bug>[+fix] or fault:<kind>[:once]")
+    raise UnknownAgent(f"unknown agent {name!r}: use a harness ({', '.join(HARNESSES)}), reference, manual, "
+                       "mutant:<bug>[+fix] or fault:<kind>[:once]")
 
 
 def list_adapters() -> list[Adapter]:
-    out = [adapter_for("reference"), adapter_for("manual")]
+    out = [adapter_for(name) for name in HARNESSES]
+    out += [adapter_for("reference"), adapter_for("manual")]
     out += [adapter_for(f"mutant:{bug}") for bug in MUTANT_BY_BUG]
     out += [adapter_for(f"fault:{f}") for f in FAULTS]
     return out

@@ -16,6 +16,7 @@ import msgspec
 
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.commands.args import seed_list
+from staminad.gateway.pricing import Price
 
 
 class SweepError(ValueError):
@@ -51,11 +52,25 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     pids: int = 512
 
 
+class LLMSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The model endpoint real harnesses use, reached only through the daemon's gateway."""
+
+    endpoint: str  # an OpenAI-compatible base URL such as http://127.0.0.1:8000/v1
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"  # read from the daemon's environment, never written anywhere
+    scenario_cost_cap: float | None = None  # US dollars; the scenario stops as `capped` once reached
+    sweep_cost_cap: float | None = None
+    outage_timeout: float = 600.0  # seconds of upstream trouble waited out before an infra retry
+    stream_idle_timeout: float = 120.0
+    pricing: dict[str, Price] = {}
+
+
 class SweepFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
     scenarios: ScenarioSource = ScenarioSource()
     matrix: Matrix
     run: RunSettings = RunSettings()
+    llm: LLMSettings | None = None
 
 
 class Configuration(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,9 +126,19 @@ def _check(sweep: SweepFile, path: Path) -> None:
         raise bad("matrix.agents, matrix.retries and matrix.feedback must not be empty")
     for agent in m.agents:
         try:
-            adapter_for(agent)
+            adapter = adapter_for(agent)
         except UnknownAgent as exc:
             raise bad(f"matrix.agents: {exc}") from None
+        if adapter.harness is not None and sweep.llm is None:
+            raise bad(f"matrix.agents: {agent} needs a model: add an [llm] table with endpoint and model")
+    if sweep.llm is not None:
+        llm = sweep.llm
+        if not llm.endpoint.startswith(("http://", "https://")) or not llm.model:
+            raise bad("llm.endpoint must be an http(s) URL and llm.model a model name")
+        if any(c is not None and c <= 0 for c in (llm.scenario_cost_cap, llm.sweep_cost_cap)):
+            raise bad("llm cost caps must be positive numbers of dollars")
+        if not 0 < llm.outage_timeout <= 7 * 86400 or not 0 < llm.stream_idle_timeout <= 86400:
+            raise bad("llm.outage_timeout and llm.stream_idle_timeout must be positive numbers of seconds")
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
     if not 1 <= r.parallel <= 1024:

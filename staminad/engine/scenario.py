@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,8 +20,9 @@ from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.engine.loc import count_loc
-from staminad.engine.markers import MarkerWatcher, read_marker
+from staminad.engine.markers import Marker, MarkerWatcher, read_marker
 from staminad.engine.outcome import classify_harness
+from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import NotReady, Sandbox, SandboxError, marker_path
 from staminad.suite.feedback import FeedbackLevel, render_feedback
 from staminad.suite.generate import generate_suite
@@ -114,11 +116,22 @@ def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: 
                     prompt=last.feedback)
 
 
+class ModelAccess:
+    """A scenario's route through the gateway, and the model its harness is told to use."""
+
+    def __init__(self, gateway: Gateway, route: Route, model: str) -> None:
+        self.gateway, self.route, self.model = gateway, route, model
+
+    def env(self, host: str) -> dict[str, str]:
+        return {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self.route, host), "STAMINA_LLM_MODEL": self.model}
+
+
 class ScenarioRunner:
     def __init__(self, spec: ScenarioSpec, store: Store, sandbox: Sandbox, adapter: Adapter,
                  watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink, gate: Gate | None = None,
-                 suites: anyio.CapacityLimiter | None = None) -> None:
+                 suites: anyio.CapacityLimiter | None = None, llm: ModelAccess | None = None) -> None:
         self.spec, self.store, self.sandbox, self.adapter = spec, store, sandbox, adapter
+        self.llm = llm  # a real harness's way to its model, through the gateway
         self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
         self.suites = suites  # bounds concurrent server starts + suites across all scenarios
         self._prompts: list[str] | None = None
@@ -161,6 +174,8 @@ class ScenarioRunner:
         while True:
             rows = await self.store.attempts(scenario_id)
             pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant)
+            if pos.final is None and pos.resume is None and self.llm is not None and self.llm.route.capped:
+                pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.route.capped)
             if pos.final is not None:
                 await self.store.update_scenario(scenario_id, status=pos.final, turns_passed=pos.turns_passed,
                                                  reason=pos.reason)
@@ -209,7 +224,7 @@ class ScenarioRunner:
                                             "workspace": str(self.sandbox.host_workspace),
                                             "done": f"staminad done --marker {marker_file}"})
             else:
-                await self.sandbox.launch(job, argv, self.adapter.env)
+                await self.sandbox.launch(job, argv, self._env(row))
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
             pid_file = control / "jobs" / job / "pid"
             with anyio.move_on_after(2):
@@ -221,11 +236,10 @@ class ScenarioRunner:
                 assert argv is not None
                 prompt_file.parent.mkdir(parents=True, exist_ok=True)
                 prompt_file.write_text(row.prompt)
-                await self.sandbox.launch(job, argv, self.adapter.env)
+                await self.sandbox.launch(job, argv, self._env(row))
             elif read_marker(marker_file) is None:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
-        remaining = self.settings.turn_timeout - (time.time() - row.launched_at)
-        marker = await self.watcher.wait(marker_file, max(remaining, 0.0))
+        marker = await self._wait_marker(marker_file, row)
         if marker is None:
             await self.sandbox.kill_job(job)  # stuck: the harness and anything in its process group
             await self.store.update_attempt(row.id, phase="harness_done", harness_seconds=self.settings.turn_timeout)
@@ -238,11 +252,34 @@ class ScenarioRunner:
         await self.store.update_attempt(row.id, phase="harness_done", harness_exit=exit_code, harness_signal=sig,
                                         harness_seconds=harness_s, marker_latency=latency, loc=loc)
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
+        if self.llm is not None and self.llm.route.unavailable:
+            # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
+            reason, self.llm.route.unavailable = self.llm.route.unavailable, ""
+            return "llm_unavailable", reason
         self.emit("harness_done", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                    "exit": exit_code, "signal": sig, "harness_seconds": harness_s})
         if kind is not None:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
+
+    def _env(self, row: AttemptRow) -> dict[str, str]:
+        """The harness's environment; for a real harness, its gateway route, tagged with this attempt."""
+        if self.llm is None:
+            return dict(self.adapter.env)
+        route = self.llm.route
+        route.attempt_id, route.turn, route.waited, route.unavailable = row.id, row.turn, 0.0, ""
+        return {**self.adapter.env, **self.llm.env(self.sandbox.llm_host)}
+
+    async def _wait_marker(self, marker_file: Path, row: AttemptRow) -> Marker | None:
+        """The marker, or None after the turn timeout; time spent waiting out model outages is given back."""
+        granted = 0.0
+        while True:
+            waited = self.llm.route.waited if self.llm is not None else 0.0
+            remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
+            marker = await self.watcher.wait(marker_file, max(remaining, 0.0))
+            if marker is not None or self.llm is None or self.llm.route.waited <= granted:
+                return marker
+            granted = self.llm.route.waited  # the gateway waited on the model meanwhile: extend and wait again
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)

@@ -7,6 +7,7 @@ skipped and unfinished ones continue from their last recorded step.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,12 +25,13 @@ from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
-from staminad.engine.scenario import EngineSettings, EventSink, Gate, ScenarioRunner, ScenarioSpec
+from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
+from staminad.gateway.proxy import Call, Gateway, Limits
 from staminad.sandbox.base import Sandbox
 from staminad.sandbox.local import LocalSandbox
 from state.store import Store
 
-FINAL = ("done", "failed", "infra_failed")
+FINAL = ("done", "failed", "infra_failed", "capped")
 
 
 class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,15 +95,21 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
         async with anyio.create_task_group() as outer:
             if own:
                 outer.start_soon(watcher.serve)
+            gateway = await _start_gateway(sweep, store, make_sandbox, emit, outer)
             async with anyio.create_task_group() as jobs:
                 live = _Live()
+                spend = await store.llm_spend(sweep.name) if gateway is not None else {}
                 prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
 
                 def start(scenario_id: int, infra_grant: int) -> None:
                     spec, config, root = prepared[scenario_id]
                     live.count += 1
+                    llm = None
+                    if gateway is not None and sweep.llm is not None and adapter_for(config.agent).harness:
+                        llm = ModelAccess(gateway, gateway.route(sweep.name, scenario_id, spend.get(scenario_id, 0.0)),
+                                          sweep.llm.model)
                     jobs.start_soon(live.track, _one(spec, config, scenario_id, infra_grant, root, store, watcher,
-                                                     settings, limiter, make_sandbox, emit, gate, keep, suites))
+                                                     settings, limiter, make_sandbox, emit, gate, keep, suites, llm))
 
                 for config in configurations(sweep):
                     config_id = await store.ensure_configuration(sweep.name, config.name, config.agent,
@@ -165,18 +173,39 @@ async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, infr
                store: Store,
                watcher: MarkerWatcher, settings: EngineSettings, limiter: FairLimiter,
                make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool],
-               suites: anyio.CapacityLimiter | None) -> None:
+               suites: anyio.CapacityLimiter | None, llm: ModelAccess | None) -> None:
     async with limiter.slot(root.parent.name):
         sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}")
         await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
         runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate,
-                                suites)
+                                suites, llm)
         try:
             await runner.run(scenario_id, infra_grant)
         finally:
             if not keep[0]:  # a graceful daemon stop leaves detached harnesses running for the restart
                 with anyio.CancelScope(shield=True):
                     await sandbox.close()
+
+
+async def _start_gateway(sweep: SweepFile, store: Store, make_sandbox: SandboxFactory, emit: EventSink,
+                         tg: anyio.abc.TaskGroup) -> Gateway | None:
+    """Serve the sweep's LLM gateway if any configuration runs a real harness (None otherwise)."""
+    llm = sweep.llm
+    if llm is None or not any(adapter_for(c.agent).harness for c in configurations(sweep)):
+        return None
+
+    async def record(call: Call) -> None:
+        await store.llm_call(call.scenario_id, call.attempt_id, call.turn, call.api, call.model,
+                             (call.usage.input, call.usage.output, call.usage.cached), call.cost, call.status,
+                             call.seconds, call.waited, call.streamed)
+
+    limits = Limits(scenario_cost_cap=llm.scenario_cost_cap, sweep_cost_cap=llm.sweep_cost_cap,
+                    outage_timeout=llm.outage_timeout, stream_idle_timeout=llm.stream_idle_timeout)
+    gateway = Gateway(llm.endpoint, os.environ.get(llm.api_key_env, ""), dict(llm.pricing), limits, emit, record)
+    hosts = getattr(make_sandbox, "llm_hosts", None)
+    extra = await hosts() if hosts is not None else []
+    await tg.start(gateway.serve, ["127.0.0.1", *extra], 0)
+    return gateway
 
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:

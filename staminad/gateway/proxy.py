@@ -113,7 +113,9 @@ class Gateway:
 
     async def serve(self, hosts: list[str], port: int, *,
                     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        listeners = [await anyio.create_tcp_listener(local_host=h, local_port=port) for h in hosts]
+        listeners = [await anyio.create_tcp_listener(local_host=hosts[0], local_port=port)]
+        port = port or int(listeners[0].extra(anyio.abc.SocketAttribute.local_port))
+        listeners += [await anyio.create_tcp_listener(local_host=h, local_port=port) for h in hosts[1:]]
         self.port = port
         try:
             async with anyio.create_task_group() as tg:

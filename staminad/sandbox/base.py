@@ -40,6 +40,7 @@ class Sandbox(Protocol):
     paths: SandboxPaths
     host_workspace: Path
     host_control: Path
+    llm_host: str  # the address at which processes inside reach the host's LLM gateway
 
     async def prepare(self) -> None: ...
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None: ...

@@ -55,6 +55,7 @@ class DockerSandbox:
         self.name = container_name(sweep, root.name)
         self.port: int | None = None
         self.creations = creations or anyio.CapacityLimiter(1)
+        self.llm_host = "127.0.0.1"
 
     def describe(self) -> dict[str, Any]:
         return {"runtime": "docker", "container": self.name, "root": str(self.root), "port": self.port}
@@ -256,11 +257,25 @@ class DockerFactory:
         self.run, self.ports = run, ports
         self._client: aiodocker.Docker | None = None
         self.creations = anyio.CapacityLimiter(4)  # container creations at once: the engine serialises them anyway
+        self.bridge_ip = ""  # the host's address on the project's network (where the LLM gateway listens)
 
     def __call__(self, root: Path, label: str) -> DockerSandbox:
         if self._client is None:
             self._client = aiodocker.Docker()
-        return DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports, self.creations)
+        sandbox = DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports, self.creations)
+        sandbox.llm_host = self.bridge_ip or "127.0.0.1"
+        return sandbox
+
+    async def llm_hosts(self) -> list[str]:
+        """Addresses the gateway must listen on so containers reach it: the host side of our own network."""
+        if self._client is None:
+            self._client = aiodocker.Docker()
+        await ensure_network(self._client)
+        with anyio.fail_after(OP_TIMEOUT):
+            info = await (await self._client.networks.get(NETWORK)).show()
+        configs = (info.get("IPAM") or {}).get("Config") or []
+        self.bridge_ip = next((c["Gateway"] for c in configs if c.get("Gateway") and ":" not in c["Gateway"]), "")
+        return [self.bridge_ip] if self.bridge_ip else []
 
     async def aclose(self, sweep: str) -> None:
         """Remove whatever container of the sweep is left (a crash mid-close), then close the client."""

@@ -64,6 +64,7 @@ class LocalSandbox:
         self.host_workspace = root / "workspace"
         self.host_control = root / "control"
         self.paths = SandboxPaths(str(self.host_workspace), str(self.host_control), str(HARNESS_DIR))
+        self.llm_host = "127.0.0.1"
         self.ports = ports
         self._server: subprocess.Popen[bytes] | None = None
 

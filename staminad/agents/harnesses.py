@@ -1,0 +1,312 @@
+"""What staminabench knows about each real coding-agent harness: install pin, command lines, config, output.
+
+Standard library only: the launcher (`scripts/harness.py`) imports this inside the sandbox. For each
+harness: the command for the first call of a session and for continuing that same session (agents keep
+their context across turns; that is what is measured), the environment and config files that point it
+at the gateway's base URL, and a parser that reads its output for the session id, success (several exit
+0 on failure) and token usage. Stdin is always closed and permission prompts bypassed by the launcher
+and these flags, so nothing waits for a person.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Report:
+    session: str = ""
+    ok: bool = True
+    input_tokens: int = 0
+    output_tokens: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Harness:
+    name: str
+    version: str
+    install: str  # the pinned package the image layer installs
+    first: Callable[[str, str], list[str]]  # (prompt, model) -> argv
+    resume: Callable[[str, str, str], list[str]]  # (prompt, model, session) -> argv
+    env: Callable[[str, str], dict[str, str]]  # (base_url, model) -> environment
+    parse: Callable[[str, str, int], Report]  # (stdout, stderr, exit code) -> report
+    files: Callable[[str, str], dict[str, str]] = lambda base, model: {}  # HOME-relative config files
+    caveat: str = ""
+    keys: tuple[str, ...] = field(default=())  # environment variables it reads an API key from
+
+
+def _json_lines(text: str) -> list[dict[str, object]]:
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                out.append(value)
+    return out
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _dict(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+# --- mini-swe-agent (through staminabench's session driver) ---------------------------------------
+
+def _mini_parse(out: str, err: str, code: int) -> Report:
+    lines = [d for d in _json_lines(out) if d.get("driver") == "staminabench-mini"]
+    if not lines:
+        return Report(ok=False, error=(err.strip().splitlines() or ["no report from the driver"])[-1])
+    last = lines[-1]
+    crashed = str(last.get("crashed") or "")
+    return Report(session=str(last.get("session", "")), ok=not crashed,
+                  input_tokens=_int(last.get("input_tokens")), output_tokens=_int(last.get("output_tokens")),
+                  error=crashed or ("" if last.get("exit_status") == "Submitted" else str(last.get("exit_status"))))
+
+
+MINI = Harness(
+    name="mini-swe-agent", version="2.4.6", install="pypi:mini-swe-agent==2.4.6 litellm==1.80.0",
+    first=lambda prompt, model: ["mini-driver", "--model", model, "--task", prompt],
+    resume=lambda prompt, model, session: ["mini-driver", "--model", model, "--task", prompt],
+    env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_BASE_URL": base, "OPENAI_API_KEY": "gateway",
+                             "MSWEA_SILENT_STARTUP": "1", "MSWEA_COST_TRACKING": "ignore_errors",
+                             "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    parse=_mini_parse,
+    caveat="its CLI cannot continue a conversation, so a small driver keeps the agent's messages in HOME and "
+           "resumes them on every call",
+)
+
+
+# --- Claude Code --------------------------------------------------------------------------------
+
+def _claude_parse(out: str, err: str, code: int) -> Report:
+    results = [d for d in _json_lines(out) if d.get("type") == "result"]
+    session = next((str(d["session_id"]) for d in _json_lines(out) if "session_id" in d), "")
+    if not results:
+        return Report(session=session, ok=False, error=(err.strip().splitlines() or ["no result event"])[-1])
+    r = results[-1]
+    usage = _dict(r.get("usage"))
+    tokens_in = _int(usage.get("input_tokens")) + _int(usage.get("cache_read_input_tokens")) + \
+        _int(usage.get("cache_creation_input_tokens"))
+    ok = not r.get("is_error") and r.get("subtype") == "success"
+    return Report(session=str(r.get("session_id", session)), ok=ok, input_tokens=tokens_in,
+                  output_tokens=_int(usage.get("output_tokens")), error="" if ok else str(r.get("subtype")))
+
+
+_CLAUDE_FLAGS = ["--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
+CLAUDE = Harness(
+    name="claude-code", version="2.0.14", install="npm:@anthropic-ai/claude-code@2.0.14",
+    first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_CLAUDE_FLAGS],
+    resume=lambda prompt, model, session: ["claude", "-p", prompt, "--model", model, "--resume", session,
+                                           *_CLAUDE_FLAGS],
+    env=lambda base, model: {"ANTHROPIC_BASE_URL": base.removesuffix("/v1"), "ANTHROPIC_API_KEY": "gateway",
+                             "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
+    parse=_claude_parse, keys=("ANTHROPIC_API_KEY",),
+    caveat="speaks the Anthropic messages API: the [llm] endpoint must accept it (the gateway passes it through)",
+)
+
+
+# --- Codex CLI ----------------------------------------------------------------------------------
+
+def _codex_parse(out: str, err: str, code: int) -> Report:
+    events = _json_lines(out)
+    session = next((str(e.get("thread_id")) for e in events if e.get("type") == "thread.started"), "")
+    tin = tout = 0
+    for e in events:
+        if e.get("type") == "turn.completed":
+            usage = _dict(e.get("usage"))
+            tin += _int(usage.get("input_tokens"))
+            tout += _int(usage.get("output_tokens"))
+    failed = [e for e in events if e.get("type") in ("turn.failed", "error")]
+    error = str(_dict(failed[-1].get("error")).get("message") or failed[-1].get("message")) if failed else ""
+    return Report(session=session, ok=code == 0 and not failed, input_tokens=tin, output_tokens=tout, error=error)
+
+
+_CODEX_FLAGS = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+CODEX = Harness(
+    name="codex", version="0.46.0", install="npm:@openai/codex@0.46.0",
+    first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, "-c", "model_provider=staminabench",
+                                 prompt],
+    resume=lambda prompt, model, session: ["codex", "exec", *_CODEX_FLAGS, "-m", model, "-c",
+                                           "model_provider=staminabench", "resume", session, prompt],
+    env=lambda base, model: {"STAMINABENCH_KEY": "gateway", "CODEX_HOME": ".codex"},
+    files=lambda base, model: {".codex/config.toml": (
+        "[model_providers.staminabench]\nname = \"staminabench gateway\"\n"
+        f"base_url = \"{base}\"\nenv_key = \"STAMINABENCH_KEY\"\nwire_api = \"chat\"\n")},
+    parse=_codex_parse,
+)
+
+
+# --- OpenCode -----------------------------------------------------------------------------------
+
+def _opencode_parse(out: str, err: str, code: int) -> Report:
+    events = _json_lines(out)
+    session = next((str(e.get("sessionID")) for e in events if e.get("sessionID")), "")
+    tin = tout = 0
+    error = ""
+    for e in events:
+        part = _dict(e.get("part"))
+        if e.get("type") == "step_finish":
+            tokens = _dict(part.get("tokens"))
+            tin += _int(tokens.get("input")) + _int(_dict(tokens.get("cache")).get("read"))
+            tout += _int(tokens.get("output"))
+        if e.get("type") == "error":
+            error = str(_dict(e.get("error")).get("message") or "error")
+    return Report(session=session, ok=code == 0 and not error, input_tokens=tin, output_tokens=tout, error=error)
+
+
+OPENCODE = Harness(
+    name="opencode", version="0.15.3", install="npm:opencode-ai@0.15.3",
+    first=lambda prompt, model: ["opencode", "run", "--format", "json", "-m", f"staminabench/{model}", prompt],
+    resume=lambda prompt, model, session: ["opencode", "run", "--format", "json", "-m", f"staminabench/{model}",
+                                           "--session", session, prompt],
+    env=lambda base, model: {"OPENCODE_CONFIG": ".config/opencode/opencode.json", "OPENCODE_DISABLE_AUTOUPDATE": "1"},
+    files=lambda base, model: {".config/opencode/opencode.json": json.dumps({
+        "$schema": "https://opencode.ai/config.json", "permission": {"edit": "allow", "bash": "allow"},
+        "provider": {"staminabench": {"npm": "@ai-sdk/openai-compatible", "name": "staminabench gateway",
+                                      "options": {"baseURL": base, "apiKey": "gateway"},
+                                      "models": {model: {"name": model}}}}}, indent=2)},
+    parse=_opencode_parse,
+)
+
+
+# --- Qwen Code (a Gemini CLI fork) --------------------------------------------------------------
+
+def _qwen_parse(out: str, err: str, code: int) -> Report:
+    try:
+        data = json.loads(out[out.index("{"):]) if "{" in out else {}
+    except ValueError:
+        data = {}
+    stats = _dict(_dict(data).get("stats"))
+    tin = tout = 0
+    for model in _dict(stats.get("models")).values():
+        tokens = _dict(_dict(model).get("tokens"))
+        tin += _int(tokens.get("prompt"))
+        tout += _int(tokens.get("candidates"))
+    error = _dict(data.get("error")).get("message") if isinstance(data, dict) else None
+    return Report(session=str(data.get("session_id", "")) if isinstance(data, dict) else "",
+                  ok=code == 0 and not error and bool(data), input_tokens=tin, output_tokens=tout,
+                  error=str(error or ("" if data else "no JSON result")))
+
+
+QWEN = Harness(
+    name="qwen-code", version="0.0.14", install="npm:@qwen-code/qwen-code@0.0.14",
+    first=lambda prompt, model: ["qwen", "-p", prompt, "-m", model, "--yolo", "--output-format", "json"],
+    resume=lambda prompt, model, session: ["qwen", "-p", prompt, "-m", model, "--yolo", "--output-format", "json",
+                                           "--continue"],
+    env=lambda base, model: {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "gateway", "OPENAI_MODEL": model},
+    parse=_qwen_parse,
+    caveat="continues the workspace's most recent session (`--continue`); one session per workspace",
+)
+
+
+# --- Kimi CLI, Mistral Vibe (stream-json printers) ----------------------------------------------
+
+def _stream_json_parse(out: str, err: str, code: int) -> Report:
+    events = _json_lines(out)
+    session = next((str(e.get("session_id")) for e in events if e.get("session_id")), "")
+    tin = tout = 0
+    for e in events:
+        usage = _dict(e.get("usage"))
+        tin += _int(usage.get("input_tokens")) or _int(usage.get("prompt_tokens"))
+        tout += _int(usage.get("output_tokens")) or _int(usage.get("completion_tokens"))
+    errors = [e for e in events if e.get("type") == "error" or e.get("is_error")]
+    return Report(session=session, ok=code == 0 and not errors, input_tokens=tin, output_tokens=tout,
+                  error=str(errors[-1].get("message", "error")) if errors else "")
+
+
+KIMI = Harness(
+    name="kimi-cli", version="0.43.0", install="pypi:kimi-cli==0.43.0",
+    first=lambda prompt, model: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m", model,
+                                 "-c", prompt],
+    resume=lambda prompt, model, session: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m",
+                                           model, "--session", session, "-c", prompt],
+    env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
+    parse=_stream_json_parse,
+)
+
+VIBE = Harness(
+    name="mistral-vibe", version="1.1.3", install="pypi:mistral-vibe==1.1.3",
+    first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
+    resume=lambda prompt, model, session: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve",
+                                           "--resume", session],
+    env=lambda base, model: {"VIBE_HOME": ".vibe", "STAMINABENCH_KEY": "gateway"},
+    files=lambda base, model: {".vibe/config.toml": (
+        f"active_model = \"{model}\"\n\n[[providers]]\nname = \"staminabench\"\napi_base = \"{base}\"\n"
+        "api_key_env_var = \"STAMINABENCH_KEY\"\nbackend = \"generic\"\n\n[[models]]\n"
+        f"name = \"{model}\"\nprovider = \"staminabench\"\nalias = \"{model}\"\n")},
+    parse=_stream_json_parse,
+)
+
+
+# --- OpenHands (headless) -----------------------------------------------------------------------
+
+def _openhands_parse(out: str, err: str, code: int) -> Report:
+    events = _json_lines(out)
+    session = next((str(e.get("conversation_id")) for e in events if e.get("conversation_id")), "")
+    tin = tout = 0
+    for e in events:
+        metrics = _dict(_dict(e.get("llm_metrics")).get("accumulated_token_usage"))
+        if metrics:
+            tin, tout = _int(metrics.get("prompt_tokens")), _int(metrics.get("completion_tokens"))
+    states = [str(e.get("agent_state")) for e in events if e.get("agent_state")]
+    ok = code == 0 and (not states or states[-1] in ("finished", "FINISHED", "awaiting_user_input"))
+    return Report(session=session, ok=ok, input_tokens=tin, output_tokens=tout,
+                  error="" if ok else (states[-1] if states else f"exit {code}"))
+
+
+OPENHANDS = Harness(
+    name="openhands", version="1.0.1", install="pypi:openhands==1.0.1",
+    first=lambda prompt, model: ["openhands", "--headless", "--json", "--always-approve", "-t", prompt],
+    resume=lambda prompt, model, session: ["openhands", "--headless", "--json", "--always-approve", "--resume",
+                                           session, "-t", prompt],
+    env=lambda base, model: {"LLM_BASE_URL": base, "LLM_API_KEY": "gateway", "LLM_MODEL": f"openai/{model}"},
+    parse=_openhands_parse,
+)
+
+
+# --- Aider --------------------------------------------------------------------------------------
+
+_TOKENS = re.compile(r"Tokens: ([\d.]+)(k?) sent(?:, [\d.]+k? cache (?:write|hit))*, ([\d.]+)(k?) received")
+
+
+def _count(number: str, k: str) -> int:
+    return int(float(number) * (1000 if k else 1))
+
+
+def _aider_parse(out: str, err: str, code: int) -> Report:
+    tin = tout = 0
+    for m in _TOKENS.finditer(out):
+        tin += _count(m.group(1), m.group(2))
+        tout += _count(m.group(3), m.group(4))
+    problems = [line for line in (out + "\n" + err).splitlines()
+                if line.startswith(("litellm.", "Error:", "The API provider"))]
+    return Report(session=".aider.chat.history.md", ok=code == 0 and not problems, input_tokens=tin,
+                  output_tokens=tout, error=problems[-1] if problems else "")
+
+
+_AIDER_FLAGS = ["--yes-always", "--no-auto-commits", "--no-pretty", "--no-stream", "--no-check-update",
+                "--no-show-release-notes", "--no-analytics", "--no-gitignore", "--no-git"]
+AIDER = Harness(
+    name="aider", version="0.86.2", install="pypi:aider-chat==0.86.2",
+    first=lambda prompt, model: ["aider", *_AIDER_FLAGS, "--model", f"openai/{model}", "--message", prompt],
+    resume=lambda prompt, model, session: ["aider", *_AIDER_FLAGS, "--model", f"openai/{model}",
+                                           "--restore-chat-history", "--message", prompt],
+    env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_API_KEY": "gateway"},
+    parse=_aider_parse,
+    caveat="exits 0 when the model call fails, so success is read from its output; context continues through "
+           "its chat history file in the workspace (--restore-chat-history)",
+)
+
+HARNESSES = {h.name: h for h in (MINI, CLAUDE, CODEX, OPENCODE, QWEN, KIMI, VIBE, OPENHANDS, AIDER)}
