@@ -9,8 +9,11 @@ Node.js and Rust toolchains for the language ablation, go on top with the same m
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import msgspec
 
@@ -76,3 +79,71 @@ def build(layer: str = "base", suite: str = "bookworm", mirror: str | None = Non
         name = f"{REPO}:latest" if layer == "base" else f"{REPO}:{layer}"
         subprocess.run(["docker", "tag", tag, name], check=True, capture_output=True)
     return tag, built
+
+
+def harness_tag(name: str) -> str:
+    """The content-addressed tag of a harness layer: its install pin on top of the current base image."""
+    from staminad.agents.harnesses import HARNESSES
+
+    if name not in HARNESSES:
+        raise ImageError(f"unknown harness {name!r}; choose from {', '.join(HARNESSES)}")
+    spec = f"{recipe().tag()}|{HARNESSES[name].install}|{PYTHON_TARGET}"
+    return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
+
+
+PYTHON_TARGET = ("3.11", "manylinux2014_x86_64")  # the base image's Python (Debian bookworm) and platform
+
+
+def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str, bool]:
+    """Build (or find) a harness layer: packages fetched on this host, installed into the image offline.
+
+    PyPI harnesses are installed with pip into a staging tree for the image's Python and platform (binary
+    wheels only, so nothing compiles); the tree is copied into a container of the base image under
+    /opt/harnesses/NAME and committed. npm harnesses need `npm pack` tarballs from a host that reaches the
+    npm registry; this machine's image builds say so in one line.
+    """
+    from staminad.agents.harnesses import HARNESSES
+
+    tag = harness_tag(name)
+    alias = f"{REPO}:{name}"
+    if image_exists(tag):
+        subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
+        return tag, False
+    install = HARNESSES[name].install
+    kind, _, packages = install.partition(":")
+    if kind != "pypi":
+        raise ImageError(f"{name} installs from {kind} ({packages}); build its layer on a host that reaches that "
+                         "registry (npm pack, then the same docker cp + commit)")
+    base, _ = build()
+    stage = workdir / f"harness-{name}"
+    shutil.rmtree(stage, ignore_errors=True)
+    first, *rest = packages.split()
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(stage),
+           "--python-version", PYTHON_TARGET[0], "--platform", PYTHON_TARGET[1], "--only-binary=:all:",
+           "--implementation", "cp"]
+    # The harness itself without its optional heavy dependencies (datasets, UIs); then what it imports.
+    for args in ([*pip, "--no-deps", first], [*pip, *rest, *HARNESS_DEPS.get(name, ())]):
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    container = f"staminabench-build-{name}-{os.getpid()}"
+    try:
+        for cmd in (["docker", "create", "--name", container, base, "true"],
+                    ["docker", "cp", f"{stage}/.", f"{container}:{HARNESS_ROOT}/{name}"],
+                    ["docker", "commit", "--change", f"LABEL staminabench.harness={install}", container, tag]):
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            if done.returncode != 0:
+                raise ImageError(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()}")
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True)
+        shutil.rmtree(stage, ignore_errors=True)
+    subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
+    return tag, True
+
+
+# What each PyPI harness needs at run time beyond itself (its full dependency list pulls in UIs and datasets).
+HARNESS_DEPS: dict[str, tuple[str, ...]] = {
+    "mini-swe-agent": ("pyyaml", "requests", "jinja2", "pydantic>=2", "tenacity", "rich", "python-dotenv",
+                       "platformdirs", "openai", "typer"),
+}
+HARNESS_ROOT = "/opt/harnesses"

@@ -1,0 +1,102 @@
+"""Each real harness adapter: command lines, config files and output parsing, against recorded outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from staminad.agents.base import adapter_for, list_adapters
+from staminad.agents.harnesses import HARNESSES, Report
+from staminad.sandbox.base import SandboxPaths
+
+REC = Path(__file__).parent / "recordings"
+BASE = "http://172.20.0.1:41000/g/tok/v1"
+
+
+def _parse(name: str, recording: str, code: int = 0) -> Report:
+    return HARNESSES[name].parse((REC / recording).read_text(), "", code)
+
+
+@pytest.mark.parametrize("name", sorted(HARNESSES))
+def test_every_harness_runs_unattended_and_continues_its_session(name: str) -> None:
+    """The first call and the continuation carry the prompt and the model; continuing names the session
+    (or the history file); no command can wait on a person (prompts bypassed, stdin closed by the launcher)."""
+    h = HARNESSES[name]
+    first, again = h.first("PROMPT", "m-1"), h.resume("PROMPT", "m-1", "SESSION-9")
+    assert ("PROMPT" in first and "PROMPT" in again and first != again) or name == "mini-swe-agent"
+    assert any("m-1" in a for a in [*first, *h.env(BASE, "m-1").values(), *h.files(BASE, "m-1").values()])
+    if name not in ("mini-swe-agent", "aider", "qwen-code"):
+        assert "SESSION-9" in again
+    unattended = {"--dangerously-skip-permissions", "--dangerously-bypass-approvals-and-sandbox", "--yolo",
+                  "--yes-always", "--auto-approve", "--always-approve", "--print", "run", "--task"}
+    assert unattended & set(first), first
+    env = h.env(BASE, "m-1")
+    assert any(BASE.removesuffix("/v1") in v for v in env.values()) or \
+        any(BASE in t for t in h.files(BASE, "m-1").values())
+    assert h.version and h.install.split(":")[0] in ("pypi", "npm")
+
+
+def test_config_files_are_valid_and_point_at_the_gateway() -> None:
+    """Codex and Vibe get TOML, OpenCode JSON; each names the gateway URL and the model."""
+    codex = tomllib.loads(HARNESSES["codex"].files(BASE, "m-1")[".codex/config.toml"])
+    assert codex["model_providers"]["staminabench"]["base_url"] == BASE
+    vibe = tomllib.loads(HARNESSES["mistral-vibe"].files(BASE, "m-1")[".vibe/config.toml"])
+    assert vibe["providers"][0]["api_base"] == BASE and vibe["active_model"] == "m-1"
+    opencode = json.loads(HARNESSES["opencode"].files(BASE, "m-1")[".config/opencode/opencode.json"])
+    assert opencode["provider"]["staminabench"]["options"]["baseURL"] == BASE
+    assert opencode["permission"] == {"edit": "allow", "bash": "allow"}
+
+
+def test_recorded_outputs_give_session_success_and_tokens() -> None:
+    """Each parser reads the session id, whether the harness itself succeeded, and token usage."""
+    assert _parse("claude-code", "claude-code.jsonl") == Report(
+        session="4f1c2d3e-0a9b-4c8d-9e7f-112233445566", ok=True, input_tokens=5100 + 2048 + 10240,
+        output_tokens=3100)
+    error = _parse("claude-code", "claude-code-error.jsonl")
+    assert not error.ok and error.error == "error_during_execution"
+    assert _parse("codex", "codex.jsonl") == Report(session="0199a213-81c0-7800-8aa1-bbab2a035a53", ok=True,
+                                                    input_tokens=24763, output_tokens=122)
+    failed = _parse("codex", "codex-failed.jsonl", code=1)
+    assert not failed.ok and failed.error == "stream disconnected before completion"
+    assert _parse("opencode", "opencode.jsonl") == Report(session="ses_5b2f9c1e0ffeW1a2b3c4d5e6f7", ok=True,
+                                                          input_tokens=4500, output_tokens=500)
+    assert _parse("qwen-code", "qwen-code.json") == Report(ok=True, input_tokens=41230, output_tokens=5120)
+    assert _parse("kimi-cli", "kimi-cli.jsonl") == Report(session="kimi-2b7e0c", ok=True, input_tokens=4700,
+                                                          output_tokens=340)
+    assert _parse("openhands", "openhands.jsonl") == Report(session="c0ffee12a3b4", ok=True, input_tokens=15500,
+                                                            output_tokens=2100)
+    aider = _parse("aider", "aider.txt")
+    assert (aider.ok, aider.input_tokens, aider.output_tokens) == (True, 9800, 1220)
+    broken = _parse("aider", "aider-apierror.txt", code=0)  # aider exits 0 here; the output says it failed
+    assert not broken.ok and broken.error.startswith("litellm.APIConnectionError")
+    assert not HARNESSES["qwen-code"].parse("", "boom", 1).ok
+
+
+def test_adapters_launch_through_the_launcher_and_are_listed() -> None:
+    """A harness adapter runs `scripts/harness.py`; `staminad agents list` shows every adapter and version."""
+    paths = SandboxPaths("/workspace", "/stamina", "/harness")
+    argv = adapter_for("codex").argv(paths, "/stamina/prompts/t0.md")
+    assert argv == ["python3", "/harness/agents/scripts/harness.py", "--harness", "codex", "--workspace",
+                    "/workspace", "--prompt-file", "/stamina/prompts/t0.md"]
+    names = {a.name for a in list_adapters()}
+    assert set(HARNESSES) <= names and {"reference", "manual", "fault:hang"} <= names
+    listed = subprocess.run([sys.executable, "-m", "staminad.cli", "agents", "list", "--json"], capture_output=True,
+                            text=True, timeout=120)
+    rows = {r["agent"]: r for r in json.loads(listed.stdout)}
+    assert rows["aider"]["version"] == "0.86.2" and rows["aider"]["kind"] == "harness"
+    assert rows["mutant:accept-null"]["kind"] == "mutant" and isinstance(rows["reference"]["image_built"], bool)
+
+
+def test_a_sweep_with_a_harness_needs_an_llm_table(tmp_path: Path) -> None:
+    """A real harness without [llm] is refused in one line; with it the sweep parses."""
+    path = tmp_path / "s.toml"
+    path.write_text('name = "h"\n[matrix]\nagents = ["aider"]\n')
+    done = subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "needs a model: add an [llm] table" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

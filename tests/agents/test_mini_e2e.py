@@ -1,0 +1,107 @@
+"""End to end: mini-swe-agent in a real Docker container, driven by the stand-in model through the gateway.
+
+The stand-in replays a scripted conversation: at turn 0 the model writes a correct server (the files the
+reference agent derives from the same texts) and submits; at turn 1 it applies the change and submits.
+`staminad run` must pass both turns, meter every call through the gateway, and keep one conversation:
+the turn-1 request carries the whole turn-0 exchange before the new prompt.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from staminad.bench.readme import render_readme
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.reference import agent as reference_agent
+from tests.standin import Reply, StandIn
+
+PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
+
+
+@pytest.fixture(scope="session")
+def mini_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The mini-swe-agent layer, built offline from PyPI wheels fetched on this host."""
+    from staminad.sandbox.image import build_harness
+
+    tag, _ = build_harness("mini-swe-agent", tmp_path_factory.mktemp("layer"))
+    return tag
+
+
+def _write_files(workspace: Path) -> str:
+    """A bash command that recreates the reference agent's output files exactly."""
+    parts = []
+    for name in ("server.py", "config.json", "run_server.sh"):
+        data = base64.b64encode((workspace / name).read_bytes()).decode()
+        parts.append(f"echo {data} | base64 -d > {name}")
+    return " && ".join(parts) + " && chmod +x run_server.sh && ls"
+
+
+def _script(tmp: Path) -> list[Reply]:
+    """The model's side of the conversation: write the server, submit; apply the change, submit."""
+    scenario = generate(0, PARAMS)
+    work = tmp / "scripted"
+    work.mkdir()
+    (work / "README.md").write_text(render_readme("python"))
+    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
+    replies = []
+    prompts = [initial_prompt("python"), change_prompt(scenario.turns[0], scenario.initial)[0]]
+    for prompt in prompts:
+        reference_agent.run(work, prompt, None, False)
+        replies += [Reply(tool_calls=[{"name": "bash", "arguments": {"command": _write_files(work)}}]),
+                    Reply(tool_calls=[{"name": "bash",
+                                       "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}])]
+    return replies
+
+
+def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, mini_image: str) -> None:
+    """Turns 0 and 1 pass in Docker; 4 metered calls; turn 1 continues the turn-0 conversation."""
+    with StandIn(_script(tmp_path)) as standin:
+        sweep = tmp_path / "mini.toml"
+        sweep.write_text(textwrap.dedent(f"""
+            name = "mini-e2e"
+            [scenarios]
+            seeds = "0"
+            turns = {PARAMS.turns}
+            changes_per_turn = {PARAMS.changes_per_turn}
+            [matrix]
+            agents = ["mini-swe-agent"]
+            retries = [0]
+            [run]
+            runtime = "docker"
+            image = "{mini_image}"
+            turn_timeout = 300
+            infra_retries = 0
+            [llm]
+            endpoint = "{standin.url}"
+            model = "standin-1"
+            [llm.pricing.standin-1]
+            input = 1.0
+            output = 2.0
+            """))
+        state = tmp_path / "st"
+        done = subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+        requests = list(standin.requests)
+    db = sqlite3.connect(state / "staminad.db")
+    outcomes = db.execute("SELECT turn, outcome FROM attempts ORDER BY id").fetchall()
+    assert outcomes == [(0, "pass"), (1, "pass")], (outcomes, done.stdout)
+    calls = db.execute("SELECT a.turn, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    assert [c[0] for c in calls] == [0, 0, 1, 1]
+    assert all(c[1] > 0 and c[2] > 0 and c[3] > 0 for c in calls)
+    assert len(requests) == 4 and all(r["headers"].get("Authorization") != "Bearer gateway" for r in requests)
+    turn1 = requests[2]["body"]["messages"]
+    texts = [json.dumps(m) for m in turn1]
+    assert any("initial_specification.md" in t for t in texts[:3])  # the turn-0 prompt is still there
+    assert sum("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in t for t in texts) >= 1  # and how turn 0 ended
+    assert "Now make the following changes" in texts[-1] or "make the following changes" in texts[-1]
