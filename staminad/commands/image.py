@@ -61,7 +61,7 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    width = max(len(r["agent"]) for r in rows)
+    width = max(len(str(r["agent"])) for r in rows)
     print(f"{'agent':<{width}}  {'kind':<8} {'version':<11} image")
     for r in rows:
         state = "built" if r["image_built"] else "not built"

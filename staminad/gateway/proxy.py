@@ -140,9 +140,9 @@ class Gateway:
         api = api_of(rest)
         body = with_stream_usage(api, request.body) if request.method == "POST" else request.body
         headers = {k: v for k, v in request.headers.items() if k in FORWARD_HEADERS}
-        if api == "anthropic":
+        if self.api_key and api == "anthropic":
             headers["x-api-key"] = self.api_key
-        else:
+        elif self.api_key:  # a local endpoint may need no key at all
             headers["authorization"] = f"Bearer {self.api_key}"
         return await self._forward(route, api, request.method, f"{self.endpoint}/{rest}", headers, body)
 

@@ -115,8 +115,9 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
         raise ImageError(f"{name} installs from {kind} ({packages}); build its layer on a host that reaches that "
                          "registry (npm pack, then the same docker cp + commit)")
     base, _ = build()
-    stage = workdir / f"harness-{name}"
-    shutil.rmtree(stage, ignore_errors=True)
+    tree = workdir / "harnesses"  # copied to /opt, giving HARNESS_ROOT/NAME
+    stage = tree / name
+    shutil.rmtree(tree, ignore_errors=True)
     first, *rest = packages.split()
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(stage),
            "--python-version", PYTHON_TARGET[0], "--platform", PYTHON_TARGET[1], "--only-binary=:all:",
@@ -129,14 +130,14 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
         for cmd in (["docker", "create", "--name", container, base, "true"],
-                    ["docker", "cp", f"{stage}/.", f"{container}:{HARNESS_ROOT}/{name}"],
+                    ["docker", "cp", str(tree), f"{container}:{Path(HARNESS_ROOT).parent}"],
                     ["docker", "commit", "--change", f"LABEL staminabench.harness={install}", container, tag]):
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             if done.returncode != 0:
                 raise ImageError(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()}")
     finally:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True)
-        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(tree, ignore_errors=True)
     subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
     return tag, True
 

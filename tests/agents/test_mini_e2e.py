@@ -62,6 +62,7 @@ def _script(tmp: Path) -> list[Reply]:
     return replies
 
 
+@pytest.mark.timeout(900)
 def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, mini_image: str) -> None:
     """Turns 0 and 1 pass in Docker; 4 metered calls; turn 1 continues the turn-0 conversation."""
     with StandIn(_script(tmp_path)) as standin:
