@@ -80,6 +80,8 @@ MINI = Harness(
     resume=lambda prompt, model, session: ["mini-driver", "--model", model, "--task", prompt],
     env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_BASE_URL": base, "OPENAI_API_KEY": "gateway",
                              "MSWEA_SILENT_STARTUP": "1", "MSWEA_COST_TRACKING": "ignore_errors",
+                             # The gateway waits out outages; the harness's own retries would only add to it.
+                             "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
                              "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     parse=_mini_parse,
     caveat="its CLI cannot continue a conversation, so a small driver keeps the agent's messages in HOME and "

@@ -256,6 +256,8 @@ class ScenarioRunner:
             # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
             reason, self.llm.route.unavailable = self.llm.route.unavailable, ""
             return "llm_unavailable", reason
+        if kind == "harness_crash" and self.llm is not None and self.llm.route.capped:
+            kind = None  # the cost cap cut the harness off: score what it built; the scenario then ends capped
         self.emit("harness_done", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                    "exit": exit_code, "signal": sig, "harness_seconds": harness_s})
         if kind is not None:

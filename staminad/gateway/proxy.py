@@ -137,6 +137,8 @@ class Gateway:
         refusal = self._over_cap(route)
         if refusal:
             return _error(402, refusal)
+        if route.unavailable:  # this attempt already lost its model and will be retried: fail fast, spend nothing
+            return _error(503, f"model endpoint unavailable earlier in this attempt: {route.unavailable}")
         api = api_of(rest)
         body = with_stream_usage(api, request.body) if request.method == "POST" else request.body
         headers = {k: v for k, v in request.headers.items() if k in FORWARD_HEADERS}

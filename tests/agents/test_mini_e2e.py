@@ -22,7 +22,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.standin import Reply, StandIn
+from tests.standin import Fault, Reply, StandIn
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
 
@@ -106,3 +106,64 @@ def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, min
     assert any("initial_specification.md" in t for t in texts[:3])  # the turn-0 prompt is still there
     assert sum("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in t for t in texts) >= 1  # and how turn 0 ended
     assert "Now make the following changes" in texts[-1] or "make the following changes" in texts[-1]
+
+
+def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2) -> Path:
+    sweep = tmp / "s.toml"
+    sweep.write_text(textwrap.dedent(f"""
+        name = "mini-infra"
+        [scenarios]
+        seeds = "0"
+        turns = {PARAMS.turns}
+        changes_per_turn = {PARAMS.changes_per_turn}
+        [matrix]
+        agents = ["mini-swe-agent"]
+        retries = [0]
+        [run]
+        runtime = "docker"
+        image = "{image}"
+        turn_timeout = 300
+        infra_retries = {infra_retries}
+        [llm]
+        endpoint = "{standin.url}"
+        model = "standin-1"
+        {extra_llm}
+        [llm.pricing.standin-1]
+        input = 1000.0
+        output = 1000.0
+        """))
+    return sweep
+
+
+def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.timeout(900)
+def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, mini_image: str) -> None:
+    """Upstream 503s past the outage timeout make the attempt `llm_unavailable`; the infra retry then passes
+    both turns with R=0, so the outage cost the agent nothing."""
+    with StandIn(_script(tmp_path)) as standin:
+        standin.faults.extend([Fault("status", 503)] * 2)  # the gateway tries twice within 2 s, then gives up
+        sweep = _sweep(tmp_path, standin, mini_image, extra_llm="outage_timeout = 2")
+        done = _run(sweep, tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    assert rows[0] == (0, 1, 0, "infra", "llm_unavailable")
+    assert rows[1:] == [(0, 1, 1, "pass", None), (1, 1, 0, "pass", None)]  # attempt 1 both times: R untouched
+    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+
+
+@pytest.mark.timeout(900)
+def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, mini_image: str) -> None:
+    """With a cap below one turn's spend, turn 0 is scored, then the scenario ends `capped`, naming the cap."""
+    with StandIn(_script(tmp_path)) as standin:
+        sweep = _sweep(tmp_path, standin, mini_image, extra_llm="scenario_cost_cap = 0.5")
+        done = _run(sweep, tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.50 reached")
+    assert "capped" in done.stdout
