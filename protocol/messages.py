@@ -159,7 +159,8 @@ class ScenarioRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Where one scenario stands: its current turn and attempt, and a compact history of its turns.
 
     `history` has one character per finished turn: `P` passed at the first attempt, `R` passed after
-    feedback retries, `F` failed (the scenario ends there), `I` gave up on infrastructure.
+    feedback retries, `F` failed (the scenario ends there), `I` gave up on infrastructure, `C` stopped by a
+    cost cap.
     """
 
     id: int

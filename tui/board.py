@@ -172,6 +172,10 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
         else:
             s.phase = "feedback"
             s.last_failure = str(data.get("categories") or "fail")
+    elif kind == "llm_wait":
+        s.phase = "waiting on the model"
+    elif kind == "llm_capped":
+        s.last_failure = "cost cap"
     elif kind == "infra_failure":
         s.phase = "infra wait"
         s.last_failure = str(data.get("kind", "infra"))
@@ -179,7 +183,7 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
         s.status = s.phase = str(data.get("status", s.status))
         s.turns_passed = int(data.get("turns_passed", s.turns_passed))  # type: ignore[call-overload]
         s.reason = str(data.get("reason", ""))
-        s.history += {"failed": "F", "infra_failed": "I"}.get(s.status, "")
+        s.history += {"failed": "F", "infra_failed": "I", "capped": "C"}.get(s.status, "")
 
 
 def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
@@ -200,8 +204,19 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
             extra = f", infra retry {d.get('infra_try')}" if d.get("infra_try") else ""
             return f"{who} {where}: started{extra}", "info"
         case "scenario_finished":
-            severity = {"done": "ok", "failed": "fail", "infra_failed": "infra"}.get(str(d.get("status")), "info")
+            severity = {"done": "ok", "failed": "fail", "infra_failed": "infra", "capped": "error"}.get(
+                str(d.get("status")), "info")
             return f"{who}: {d.get('status')} after {d.get('turns_passed')} turns ({d.get('reason', '')})", severity
+        case "llm_wait":
+            return (f"{who}: model endpoint trouble ({d.get('reason')}); waiting {d.get('wait_seconds')} s "
+                    f"(waited {d.get('waited')} s so far)"), "infra"
+        case "llm_unavailable":
+            return f"{who}: {INFRA_TEXT['llm_unavailable']}: {d.get('reason')}", "infra"
+        case "llm_capped":
+            return f"{who}: stopped by a cost cap: {d.get('reason')}", "error"
+        case "llm_call":
+            return (f"{who} turn {d.get('turn')}: {d.get('model')} {d.get('input')} in / {d.get('output')} out "
+                    f"tokens, ${d.get('cost')}"), "info"
         case "sweep_error":
             return f"sweep failed: {d.get('error')}", "error"
         case "sweep_started":

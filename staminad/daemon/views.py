@@ -75,6 +75,8 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
         history.append("F")
     elif scenario.status == "infra_failed":
         history.append("I")
+    elif scenario.status == "capped":
+        history.append("C")
     last = attempts[-1] if attempts else None
     failures = [p for p in attempts if p.outcome in ("fail", "infra")]
     last_failure = ""

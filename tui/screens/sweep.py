@@ -32,10 +32,10 @@ HISTORY_WIDTH = 40
 PHASE_STYLE = {"agent working": "green", "retrying": "yellow", "infra retry": "bold magenta",
                "infra wait": "bold magenta", "server starting": "cyan", "testing": "cyan", "feedback": "yellow",
                "done": "bold green", "failed": "bold red", "infra_failed": "bold red reverse",
-               "pending": "dim", "passed": "green"}
-HISTORY_STYLE = {"P": "green", "R": "yellow", "F": "bold red", "I": "bold magenta"}
-PHASE_ORDER = ("infra_failed", "infra wait", "infra retry", "feedback", "retrying", "testing", "server starting",
-               "agent working", "waiting for a person", "passed", "pending", "failed", "done")
+               "pending": "dim", "passed": "green", "waiting on the model": "bold magenta", "capped": "bold cyan"}
+HISTORY_STYLE = {"P": "green", "R": "yellow", "F": "bold red", "I": "bold magenta", "C": "bold cyan"}
+PHASE_ORDER = ("infra_failed", "waiting on the model", "infra wait", "infra retry", "feedback", "retrying", "testing", "server starting",
+               "agent working", "waiting for a person", "passed", "pending", "capped", "failed", "done")
 SORTS: tuple[tuple[str, Any], ...] = (
     ("configuration, seed", lambda s: (s.configuration, s.seed)),
     ("turn (lowest first)", lambda s: (s.turn, s.configuration, s.seed)),

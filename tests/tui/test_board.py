@@ -1,0 +1,37 @@
+"""The monitor's model without Textual: events move scenarios along and become log lines."""
+
+from __future__ import annotations
+
+from protocol import Event, ScenarioList, ScenarioRow
+from tui.board import Board
+
+
+def _board() -> Board:
+    board = Board()
+    row = ScenarioRow(id=5, configuration="aider R=2 detailed", seed=0, status="running", turns_passed=1, turn=1,
+                      attempt=1, infra_try=0, phase="agent working", last_failure="", history="P", reason="")
+    board.set_scenarios(ScenarioList(sweep="s", retries={"aider R=2 detailed": 2}, scenarios=(row,)))
+    return board
+
+
+def _event(kind: str, seq: int, **data: object) -> Event:
+    return Event(sweep="s", kind=kind, data={"scenario": 5, **data}, at=1000.0 + seq, seq=seq)
+
+
+def test_model_waits_outages_and_caps_show_in_phase_history_and_log() -> None:
+    """An LLM wait is a phase, an outage an infra line, a cap ends the history with C; replays are ignored."""
+    board = _board()
+    change = board.apply(_event("llm_wait", 1, turn=1, reason="upstream answered 429", wait_seconds=2.0,
+                                waited=0.0))
+    assert change.scenario is not None and change.scenario.phase == "waiting on the model"
+    assert change.line is not None and change.line.severity == "infra" and "429" in change.line.text
+    line = board.apply(_event("llm_unavailable", 2, turn=1, reason="gave up after 600 s")).line
+    assert line is not None and "LLM endpoint was unavailable" in line.text
+    board.apply(_event("llm_capped", 3, reason="scenario cost cap of $5.00 reached"))
+    board.apply(_event("scenario_finished", 4, status="capped", turns_passed=1, reason="cost cap"))
+    s = board.find("s", 5)
+    assert s is not None and (s.status, s.history, s.last_failure) == ("capped", "PC", "cost cap")
+    assert board.apply(_event("scenario_finished", 4, status="capped", turns_passed=1)).line is None
+    assert [ln.kind for ln in board.lines(infra_only=True)] == ["llm_wait", "llm_unavailable", "llm_capped",
+                                                                "scenario_finished"]
+    assert board.max_attempts("s", "aider R=2 detailed") == 3
