@@ -25,12 +25,23 @@ class PackError(ValueError):
     """A pack that is malformed, tampered with, or from another generator version."""
 
 
-class Manifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Sampling(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How an LLM-sampled pack was made (the pack itself replays without the model)."""
+
+    model: str
+    endpoint: str
+    proposals: int  # change batches and initial designs the model proposed
+    rejected: int  # proposals refused as invalid against the action space
+    fallbacks: int  # turns (or initial designs) drawn procedurally after repeated rejections
+
+
+class Manifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     format: str
     generator_version: str
     params: ScenarioParams
     seeds: tuple[int, ...]
     files: dict[str, str]  # relative path -> sha256 hex
+    sampling: Sampling | None = None
 
 
 _ENC = msgspec.json.Encoder(order="sorted")
@@ -67,17 +78,18 @@ def scenario_texts(scenario: Scenario, language: str) -> dict[str, bytes]:
     return files
 
 
-def build_pack(seeds: Iterable[int], params: ScenarioParams) -> dict[str, bytes]:
-    """Every file of a pack, manifest included."""
+def build_pack(seeds: Iterable[int], params: ScenarioParams, scenarios: Mapping[int, Scenario] | None = None,
+               sampling: Sampling | None = None) -> dict[str, bytes]:
+    """Every file of a pack, manifest included; `scenarios` given (LLM-sampled) are stored as they are."""
     files: dict[str, bytes] = {README_PATH: render_readme(params.language).encode()}
     seed_list = tuple(seeds)
     for seed in seed_list:
-        scenario = generate(seed, params)
+        scenario = scenarios[seed] if scenarios is not None else generate(seed, params)
         files[f"{scenario_dir(seed)}/scenario.json"] = _ENC.encode(scenario) + b"\n"
         files.update(scenario_texts(scenario, params.language))
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
     manifest = Manifest(format=PACK_FORMAT, generator_version=GENERATOR_VERSION, params=params, seeds=seed_list,
-                        files=digests)
+                        files=digests, sampling=sampling)
     files["manifest.json"] = msgspec.json.format(_ENC.encode(manifest), indent=2) + b"\n"
     return files
 

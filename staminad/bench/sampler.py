@@ -46,7 +46,7 @@ from staminad.bench.parts import (
 )
 from staminad.bench.schema import NUMERIC_KINDS, Analytics, Entity, State
 
-SamplerName = Literal["uniform", "weighted"]
+SamplerName = Literal["uniform", "weighted", "llm"]  # llm: proposed by a model (staminad/llmsample.py)
 
 # Difficulty weights: changes that ripple through the code base are drawn more often.
 DIFFICULTY_WEIGHTS: dict[str, float] = {
@@ -257,8 +257,8 @@ PROPOSERS: dict[str, Callable[[Context], Change | None]] = {
 
 
 def weights_for(sampler: SamplerName, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
-    """Per change type weights: all 1 for `uniform`, difficulty weights for `weighted`."""
-    base = dict.fromkeys(PROPOSERS, 1.0) if sampler == "uniform" else dict(DIFFICULTY_WEIGHTS)
+    """Per change type weights: all 1 for `uniform` (and `llm`'s procedural fallback), difficulty for `weighted`."""
+    base = dict.fromkeys(PROPOSERS, 1.0) if sampler != "weighted" else dict(DIFFICULTY_WEIGHTS)
     for key, value in (overrides or {}).items():
         if key not in base:
             raise ValueError(f"unknown change type {key!r} in sampler weights")

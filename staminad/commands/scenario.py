@@ -19,7 +19,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     g = ssub.add_parser("generate", help="write a scenario pack")
     g.add_argument("--seeds", type=seed_list, default=seed_list("0-19"), help="e.g. 0-19 or 1,4,7 (default 0-19)")
     g.add_argument("--turns", type=bounded_int(0, 100_000), default=100)
-    g.add_argument("--sampler", choices=("uniform", "weighted"), default="uniform")
+    g.add_argument("--sampler", choices=("uniform", "weighted", "llm"), default="uniform",
+                   help="llm: a model proposes the initial design and each turn (needs --llm-endpoint, --llm-model)")
+    g.add_argument("--llm-endpoint", help="with --sampler llm: an OpenAI-compatible base URL")
+    g.add_argument("--llm-model", help="with --sampler llm: the model name")
+    g.add_argument("--llm-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    g.add_argument("--llm-attempts", type=bounded_int(1, 20), default=3,
+                   help="proposals per step before drawing that step procedurally (default 3)")
     g.add_argument("--naming", choices=("programmatic", "themed"), default="themed")
     g.add_argument("--changes-per-turn", type=bounded_int(1, 50), default=5)
     g.add_argument("--language", default="python", help="implementation language named in the texts")
@@ -44,10 +50,35 @@ def generate(args: argparse.Namespace) -> int:
         raise UsageError(f"--language {args.language!r} must be a single word such as python or rust")
     params = ScenarioParams(turns=args.turns, sampler=args.sampler, naming=args.naming,
                             changes_per_turn=args.changes_per_turn, language=args.language)
-    files = build_pack(args.seeds, params)
+    if args.sampler != "llm":
+        files = build_pack(args.seeds, params)
+    else:
+        files = _llm_pack(args, params)
     write_pack(args.out, files)
     print(f"wrote {len(files)} files for {len(args.seeds)} scenarios x {args.turns} turns to {args.out}")
     return 0
+
+
+def _llm_pack(args: argparse.Namespace, params: ScenarioParams) -> dict[str, bytes]:
+    import os
+
+    import anyio
+
+    from staminad.bench.pack import build_pack
+    from staminad.llmsample import LLMSamplingError, llm_scenarios
+
+    if not args.llm_endpoint or not args.llm_model:
+        raise UsageError("--sampler llm needs --llm-endpoint URL and --llm-model NAME")
+    if not args.llm_endpoint.startswith(("http://", "https://")):
+        raise UsageError(f"--llm-endpoint {args.llm_endpoint!r} is not an http(s) URL")
+    try:
+        scenarios, sampling = anyio.run(llm_scenarios, list(args.seeds), params, args.llm_endpoint, args.llm_model,
+                                        os.environ.get(args.llm_key_env, ""), args.llm_attempts)
+    except LLMSamplingError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"{sampling.proposals} proposals, {sampling.rejected} rejected as invalid, {sampling.fallbacks} steps "
+          "drawn procedurally")
+    return build_pack(args.seeds, params, scenarios, sampling)
 
 
 def _summary(pack: Pack, seed: int) -> str:

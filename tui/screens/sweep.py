@@ -34,8 +34,9 @@ PHASE_STYLE = {"agent working": "green", "retrying": "yellow", "infra retry": "b
                "done": "bold green", "failed": "bold red", "infra_failed": "bold red reverse",
                "pending": "dim", "passed": "green", "waiting on the model": "bold magenta", "capped": "bold cyan"}
 HISTORY_STYLE = {"P": "green", "R": "yellow", "F": "bold red", "I": "bold magenta", "C": "bold cyan"}
-PHASE_ORDER = ("infra_failed", "waiting on the model", "infra wait", "infra retry", "feedback", "retrying", "testing", "server starting",
-               "agent working", "waiting for a person", "passed", "pending", "capped", "failed", "done")
+PHASE_ORDER = ("infra_failed", "waiting on the model", "infra wait", "infra retry", "feedback", "retrying",
+               "testing", "server starting", "agent working", "waiting for a person", "passed", "pending", "capped",
+               "failed", "done")
 SORTS: tuple[tuple[str, Any], ...] = (
     ("configuration, seed", lambda s: (s.configuration, s.seed)),
     ("turn (lowest first)", lambda s: (s.turn, s.configuration, s.seed)),
