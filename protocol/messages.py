@@ -116,6 +116,8 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pass_rate: float
     statuses: dict[str, int]
     infra: dict[str, int]
+    cost: float = 0.0
+    tokens: int = 0
 
 
 class SweepInfo(_Msg, tag="sweep", frozen=True):

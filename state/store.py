@@ -240,6 +240,14 @@ class Store:
         async with self.db.execute(sql, (sweep_id,)) as cur:
             return {int(r[0]): float(r[1]) for r in await cur.fetchall()}
 
+    async def llm_usage(self, sweep_id: str) -> dict[str, tuple[float, int]]:
+        """(dollars, input + output tokens) per configuration of the sweep."""
+        sql = ("SELECT c.name, SUM(l.cost), SUM(l.input_tokens + l.output_tokens) FROM llm_calls l "
+               "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
+               "WHERE c.sweep_id = ? GROUP BY c.name")
+        async with self.db.execute(sql, (sweep_id,)) as cur:
+            return {str(r[0]): (float(r[1] or 0.0), int(r[2] or 0)) for r in await cur.fetchall()}
+
     async def attempt_results(self, attempt_id: int) -> Any:
         async with self.db.execute("SELECT results FROM attempts WHERE id = ?", (attempt_id,)) as cur:
             row = await cur.fetchone()

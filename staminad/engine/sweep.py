@@ -43,6 +43,8 @@ class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
     pass_rate: float
     statuses: dict[str, int]
     infra: dict[str, int]
+    cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
+    tokens: int = 0  # input + output tokens through the gateway
 
 
 SandboxFactory = Callable[[Path, str], Sandbox]
@@ -211,6 +213,7 @@ async def _start_gateway(sweep: SweepFile, store: Store, make_sandbox: SandboxFa
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     rows = await store.scenarios(sweep_id)
     infra = await store.infra_counts(sweep_id)
+    usage = await store.llm_usage(sweep_id)
     out = []
     for name in dict.fromkeys(n for n, _ in rows):
         mine = [r for n, r in rows if n == name]
@@ -223,18 +226,24 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
             name=name, scenarios=len(mine), finished=sum(r.status in FINAL for r in mine),
             mean_turns=statistics.fmean(turns) if turns else 0.0, se_turns=se,
             pass_rate=sum(r.status == "done" for r in mine) / len(mine) if mine else 0.0, statuses=statuses,
-            infra={k: v for (n, k), v in infra.items() if n == name}))
+            infra={k: v for (n, k), v in infra.items() if n == name}, cost=usage.get(name, (0.0, 0))[0],
+            tokens=usage.get(name, (0.0, 0))[1]))
     return out
 
 
 def format_summary(summaries: list[ConfigSummary]) -> str:
     width = max([len(s.name) for s in summaries] + [13])
-    lines = [f"{'configuration':<{width}}  turns passed   pass rate  scenarios (status)            infra failures"]
+    metered = any(s.tokens for s in summaries)
+    lines = [f"{'configuration':<{width}}  turns passed   pass rate  scenarios (status)            infra failures"
+             + ("   tokens      cost" if metered else "")]
     for s in summaries:
         status = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(s.infra.items())) or "-"
-        lines.append(f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
-                     f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}")
+        line = (f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
+                f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}")
+        if metered:
+            line += f"{'':<{max(0, 16 - len(infra))}} {s.tokens:>9,} {s.cost:>8.2f} $"
+        lines.append(line)
     return "\n".join(lines)
 
 

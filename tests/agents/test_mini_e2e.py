@@ -100,6 +100,7 @@ def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, min
                        "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
     assert [c[0] for c in calls] == [0, 0, 1, 1]
     assert all(c[1] > 0 and c[2] > 0 and c[3] > 0 for c in calls)
+    assert "tokens" in done.stdout and " $" in done.stdout  # the summary reports what the model calls cost
     assert len(requests) == 4 and all(r["headers"].get("Authorization") != "Bearer gateway" for r in requests)
     turn1 = requests[2]["body"]["messages"]
     texts = [json.dumps(m) for m in turn1]

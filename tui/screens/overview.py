@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tui.app import StaminaApp
 
 COLUMNS = ("sweep", "status", "configuration", "finished", "turns passed", "pass rate", "running", "failed",
-           "infra failed", "infra failures")
+           "infra failed", "infra failures", "tokens", "cost")
 STATUS_STYLE = {"running": "bold green", "paused": "bold yellow", "finished": "cyan", "cancelled": "dim",
                 "error": "bold red"}
 
@@ -132,7 +132,7 @@ class OverviewScreen(Screen[None]):
 def _rows(info: SweepInfo) -> list[tuple[Any, ...]]:
     status = Text(info.status, style=STATUS_STYLE.get(info.status, ""))
     if not info.configurations:
-        return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-")]
+        return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
     rows = []
     for c in info.configurations:
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
@@ -141,5 +141,6 @@ def _rows(info: SweepInfo) -> list[tuple[Any, ...]]:
                      str(c.statuses.get("running", 0)), str(c.statuses.get("failed", 0)),
                      Text(str(c.statuses.get("infra_failed", 0)),
                           style="bold red" if c.statuses.get("infra_failed") else ""),
-                     Text(infra, style="yellow" if c.infra else "dim")))
+                     Text(infra, style="yellow" if c.infra else "dim"),
+                     f"{c.tokens:,}" if c.tokens else "-", f"${c.cost:.2f}" if c.tokens else "-"))
     return rows
