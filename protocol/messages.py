@@ -157,8 +157,10 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     attempts: tuple[AttemptSummary, ...]
 
 
-class ScenarioRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
     """Where one scenario stands: its current turn and attempt, and a compact history of its turns.
+
+    Mutable, so a client can keep its copy current from events.
 
     `history` has one character per finished turn: `P` passed at the first attempt, `R` passed after
     feedback retries, `F` failed (the scenario ends there), `I` gave up on infrastructure, `C` stopped by a

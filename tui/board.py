@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import msgspec
-
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo, SweepList
 
 LOG_LINES = 5000
@@ -31,30 +29,11 @@ INFRA_TEXT = {
 }
 
 
-@dataclass
-class Scenario:
-    """One scenario as the monitor shows it; starts from a `ScenarioRow`, then follows events."""
+Scenario = ScenarioRow  # the board keeps the daemon's rows and moves them along itself
 
-    id: int
-    configuration: str
-    seed: int
-    status: str
-    turns_passed: int
-    turn: int
-    attempt: int
-    infra_try: int
-    phase: str
-    last_failure: str
-    history: str
-    reason: str
 
-    @classmethod
-    def from_row(cls, row: ScenarioRow) -> Scenario:
-        return cls(**msgspec.structs.asdict(row))
-
-    @property
-    def label(self) -> str:
-        return f"{self.configuration} / seed {self.seed}"
+def label(s: Scenario) -> str:
+    return f"{s.configuration} / seed {s.seed}"
 
 
 @dataclass(frozen=True)
@@ -105,7 +84,7 @@ class Board:
         self.sweeps[info.sweep] = info
 
     def set_scenarios(self, listed: ScenarioList) -> None:
-        self.scenarios[listed.sweep] = {r.id: Scenario.from_row(r) for r in listed.scenarios}
+        self.scenarios[listed.sweep] = {r.id: r for r in listed.scenarios}
         self.retries[listed.sweep] = dict(listed.retries)
 
     def max_attempts(self, sweep: str, configuration: str) -> int | None:
@@ -189,7 +168,7 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
 def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
     """One log line for an event and its severity."""
     d = event.data
-    who = scenario.label if scenario is not None else (f"scenario #{d['scenario']}" if "scenario" in d else "")
+    who = label(scenario) if scenario is not None else (f"scenario #{d['scenario']}" if "scenario" in d else "")
     where = f"turn {d.get('turn')} attempt {d.get('attempt')}" if "turn" in d else ""
     match event.kind:
         case "infra_failure":
@@ -231,4 +210,4 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
             return f"{who} {rest}".strip(), "info"
 
 
-__all__ = ["FINAL", "INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe"]
+__all__ = ["FINAL", "INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "label"]

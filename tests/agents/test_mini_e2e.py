@@ -66,31 +66,9 @@ def _script(tmp: Path) -> list[Reply]:
 def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, mini_image: str) -> None:
     """Turns 0 and 1 pass in Docker; 4 metered calls; turn 1 continues the turn-0 conversation."""
     with StandIn(_script(tmp_path)) as standin:
-        sweep = tmp_path / "mini.toml"
-        sweep.write_text(textwrap.dedent(f"""
-            name = "mini-e2e"
-            [scenarios]
-            seeds = "0"
-            turns = {PARAMS.turns}
-            changes_per_turn = {PARAMS.changes_per_turn}
-            [matrix]
-            agents = ["mini-swe-agent"]
-            retries = [0]
-            [run]
-            runtime = "docker"
-            image = "{mini_image}"
-            turn_timeout = 300
-            infra_retries = 0
-            [llm]
-            endpoint = "{standin.url}"
-            model = "standin-1"
-            [llm.pricing.standin-1]
-            input = 1.0
-            output = 2.0
-            """))
+        sweep = _sweep(tmp_path, standin, mini_image, infra_retries=0)
         state = tmp_path / "st"
-        done = subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
-                              capture_output=True, text=True, timeout=900)
+        done = _run(sweep, state)
         assert done.returncode == 0, done.stdout + done.stderr
         requests = list(standin.requests)
     db = sqlite3.connect(state / "staminad.db")

@@ -6,27 +6,21 @@ errors. The log keeps the board's last lines, including events replayed by the d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
 from tui.board import LOG_LINES, Change, LogLine
 from tui.components.banner import Banner
-from tui.components.help import Help
 from tui.components.rows import Cell, RowTable
-
-if TYPE_CHECKING:
-    from tui.app import StaminaApp
+from tui.screens.base import MonitorScreen
 
 SEVERITY_STYLE = {"info": "", "ok": "green", "fail": "yellow", "infra": "bold magenta", "error": "bold red"}
 
 
-class EventLogScreen(Screen[None]):
+class EventLogScreen(MonitorScreen):
     AUTO_FOCUS = "#log"
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
@@ -34,6 +28,8 @@ class EventLogScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("question_mark", "help", "Help"),
     ]
+    HELP_TITLE = "Event log"
+    LIST_ID = "log"
     KEY_HELP = [("/", "filter by text"), ("i", "show only infrastructure failures and errors (toggle)")]
 
     def __init__(self, sweep: str = "") -> None:
@@ -41,9 +37,6 @@ class EventLogScreen(Screen[None]):
         self.needle = sweep
         self.infra_only = False
 
-    @property
-    def stamina(self) -> StaminaApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -53,7 +46,6 @@ class EventLogScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
         self.query_one("#filter").display = bool(self.needle)
         self.redraw()
         self.query_one("#log").focus()
@@ -97,14 +89,7 @@ class EventLogScreen(Screen[None]):
         self.infra_only = not self.infra_only
         self.redraw()
 
-    def action_back(self) -> None:
-        if self.query_one("#filter", Input).has_focus:
-            self.query_one("#log").focus()
-            return
-        self.app.pop_screen()
 
-    def action_help(self) -> None:
-        self.app.push_screen(Help("Event log", self.KEY_HELP))
 
 
 def _key(line: LogLine) -> str:

@@ -6,21 +6,17 @@ by kind. Pause, resume and cancel act on the highlighted sweep after a confirmat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from protocol import Cancel, Pause, Resume, SweepInfo
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
-from tui.components.help import Help
-
-if TYPE_CHECKING:
-    from tui.app import StaminaApp
+from tui.screens.base import MonitorScreen
 
 COLUMNS = ("sweep", "status", "configuration", "finished", "turns passed", "pass rate", "running", "failed",
            "infra failed", "infra failures", "tokens", "cost")
@@ -28,7 +24,7 @@ STATUS_STYLE = {"running": "bold green", "paused": "bold yellow", "finished": "c
                 "error": "bold red"}
 
 
-class OverviewScreen(Screen[None]):
+class OverviewScreen(MonitorScreen):
     AUTO_FOCUS = "#sweeps"
     BINDINGS = [
         Binding("enter", "open", "Open sweep", show=False),
@@ -38,12 +34,10 @@ class OverviewScreen(Screen[None]):
         Binding("e", "events", "Event log"),
         Binding("question_mark", "help", "Help"),
     ]
+    HELP_TITLE = "Sweeps overview"
     KEY_HELP = [("enter", "open the highlighted sweep"), ("p", "pause the sweep (running attempts finish)"),
             ("r", "resume a paused sweep"), ("c", "cancel the sweep")]
 
-    @property
-    def stamina(self) -> StaminaApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -57,7 +51,6 @@ class OverviewScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "sweeps"
-        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
         self.redraw()
 
     def sweeps_loaded(self) -> None:
@@ -120,13 +113,7 @@ class OverviewScreen(Screen[None]):
             self._confirmed(f"Cancel sweep {sweep}? Its scenarios stop now; results so far are kept.",
                             Cancel(sweep=sweep), f"cancelled {sweep}")
 
-    def action_events(self) -> None:
-        from tui.screens.events import EventLogScreen
 
-        self.app.push_screen(EventLogScreen())
-
-    def action_help(self) -> None:
-        self.app.push_screen(Help("Sweeps overview", self.KEY_HELP))
 
 
 def _rows(info: SweepInfo) -> list[tuple[Any, ...]]:

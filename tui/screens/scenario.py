@@ -7,7 +7,7 @@ twice a second) while events for this scenario arrive.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -15,17 +15,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from protocol import AttemptTexts, GetAttempt, GetScenario, ScenarioInfo
 from protocol.messages import AttemptSummary
 from tui.board import INFRA_TEXT, Change
 from tui.components.banner import Banner
-from tui.components.help import Help
-
-if TYPE_CHECKING:
-    from tui.app import StaminaApp
+from tui.screens.base import MonitorScreen
 
 COLUMNS = ("turn", "attempt", "infra try", "outcome", "failure", "tests", "harness exit", "harness s", "suite s")
 OUTCOME_STYLE = {"pass": "green", "fail": "red", "infra": "bold magenta"}
@@ -33,25 +29,24 @@ _RUNNING = {"launched": "agent working", "harness_done": "testing"}  # an attemp
 TEXT_LIMIT = 6000  # characters of a prompt or feedback shown; the rest is in the store
 
 
-class ScenarioScreen(Screen[None]):
+class ScenarioScreen(MonitorScreen):
     AUTO_FOCUS = "#attempts"
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("e", "events", "Event log"),
         Binding("question_mark", "help", "Help"),
     ]
+    HELP_TITLE = "Scenario detail"
     KEY_HELP = [("up/down", "pick an attempt; its prompt, feedback and failing tests show below")]
 
     def __init__(self, sweep: str, configuration: str, seed: int) -> None:
         super().__init__()
         self.sweep, self.configuration, self.seed = sweep, configuration, seed
+        self.EVENT_FILTER = sweep
         self.info: ScenarioInfo | None = None
         self._stale = False
         self._shown_attempt: int | None = None
 
-    @property
-    def stamina(self) -> StaminaApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -67,7 +62,6 @@ class ScenarioScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.sweep} · {self.configuration} · seed {self.seed}"
-        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
         self.load()
         self.set_interval(0.5, self._maybe_reload)
 
@@ -126,16 +120,8 @@ class ScenarioScreen(Screen[None]):
 
     # --- actions ------------------------------------------------------------------------------
 
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
-    def action_events(self) -> None:
-        from tui.screens.events import EventLogScreen
 
-        self.app.push_screen(EventLogScreen(self.sweep))
-
-    def action_help(self) -> None:
-        self.app.push_screen(Help("Scenario detail", self.KEY_HELP))
 
 
 def _seconds(value: float | None) -> str:

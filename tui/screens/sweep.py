@@ -7,24 +7,20 @@ be sorted (`s` cycles the order) and filtered (`/`); `t` retries a scenario stuc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from protocol import RetryScenario
-from tui.board import INFRA_TEXT, Change, Scenario
+from tui.board import INFRA_TEXT, Change, Scenario, label
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
-from tui.components.help import Help
 from tui.components.rows import RowTable
-
-if TYPE_CHECKING:
-    from tui.app import StaminaApp
+from tui.screens.base import MonitorScreen
 
 COLUMNS = (("configuration", 40), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("attempt", 8),
            ("infra", 6), ("last failure", 28), ("history", 0))
@@ -45,7 +41,7 @@ SORTS: tuple[tuple[str, Any], ...] = (
 )
 
 
-class SweepScreen(Screen[None]):
+class SweepScreen(MonitorScreen):
     AUTO_FOCUS = "#scenarios"
     BINDINGS = [
         Binding("s", "sort", "Sort"),
@@ -55,6 +51,7 @@ class SweepScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("question_mark", "help", "Help"),
     ]
+    LIST_ID = "scenarios"
     KEY_HELP = [("enter", "open the highlighted scenario"), ("s", "cycle the sort order"),
             ("/", "filter rows by configuration, phase, status or failure"),
             ("t", "retry a scenario that used up its infra retries")]
@@ -64,10 +61,8 @@ class SweepScreen(Screen[None]):
         self.sweep = sweep
         self.sort_index = 0
         self.needle = ""
+        self.HELP_TITLE, self.EVENT_FILTER = f"Sweep {sweep}", sweep
 
-    @property
-    def stamina(self) -> StaminaApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -79,7 +74,6 @@ class SweepScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = f"sweep {self.sweep}"
-        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
         self.query_one("#filter").display = False
         if self.sweep not in self.stamina.board.scenarios:
             self.stamina.need_scenarios(self.sweep)
@@ -182,7 +176,7 @@ class SweepScreen(Screen[None]):
         if s is None:
             return
         if s.status != "infra_failed":
-            self.notify(f"{s.label} is {s.status}; only a scenario that used up its infra retries can be retried",
+            self.notify(f"{label(s)} is {s.status}; only a scenario that used up its infra retries can be retried",
                         severity="warning")
             return
 
@@ -194,20 +188,9 @@ class SweepScreen(Screen[None]):
                     self.notify(reply.detail)
                     self.stamina.resync()
 
-        self.app.push_screen(Confirm(f"Retry {s.label}? It gets another round of infra retries "
+        self.app.push_screen(Confirm(f"Retry {label(s)}? It gets another round of infra retries "
                                      f"(last failure: {s.last_failure or '-'})."), act)
 
-    def action_back(self) -> None:
-        if self.query_one("#filter", Input).has_focus:
-            self.query_one("#scenarios").focus()
-            return
-        self.app.pop_screen()
 
-    def action_events(self) -> None:
-        from tui.screens.events import EventLogScreen
 
-        self.app.push_screen(EventLogScreen(self.sweep))
-
-    def action_help(self) -> None:
-        self.app.push_screen(Help(f"Sweep {self.sweep}", self.KEY_HELP))
 

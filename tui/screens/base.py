@@ -1,0 +1,44 @@
+"""What every monitor screen shares: the connection banner, the app's board and link, help and the event log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.screen import Screen
+from textual.widgets import Input
+
+from tui.components.banner import Banner
+from tui.components.help import Help
+
+if TYPE_CHECKING:
+    from tui.app import StaminaApp
+
+
+class MonitorScreen(Screen[None]):
+    KEY_HELP: ClassVar[list[tuple[str, str]]] = []
+    HELP_TITLE = "stamina-tui"
+    LIST_ID = ""  # the screen's main list, where `escape` from a filter box returns focus
+    EVENT_FILTER = ""  # what the event log opened from here filters on
+
+    @property
+    def stamina(self) -> StaminaApp:
+        return self.app  # type: ignore[return-value]
+
+    def on_mount(self) -> None:
+        self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
+
+    def action_help(self) -> None:
+        self.app.push_screen(Help(self.HELP_TITLE, self.KEY_HELP))
+
+    def action_events(self) -> None:
+        from tui.screens.events import EventLogScreen
+
+        self.app.push_screen(EventLogScreen(self.EVENT_FILTER))
+
+    def action_back(self) -> None:
+        """Leave a filter box first; otherwise go back a screen."""
+        boxes = self.query(Input)
+        if self.LIST_ID and any(box.has_focus for box in boxes):
+            self.query_one(f"#{self.LIST_ID}").focus()
+            return
+        self.app.pop_screen()
