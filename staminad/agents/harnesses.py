@@ -299,13 +299,18 @@ def _aider_parse(out: str, err: str, code: int) -> Report:
 
 
 _AIDER_FLAGS = ["--yes-always", "--no-auto-commits", "--no-pretty", "--no-stream", "--no-check-update",
-                "--no-show-release-notes", "--no-analytics", "--no-gitignore", "--no-git"]
+                "--no-show-release-notes", "--no-analytics", "--no-gitignore", "--no-git", "--no-show-model-warnings"]
 AIDER = Harness(
     name="aider", version="0.86.2", install="pypi:aider-chat==0.86.2",
     first=lambda prompt, model: ["aider", *_AIDER_FLAGS, "--model", f"openai/{model}", "--message", prompt],
     resume=lambda prompt, model, session: ["aider", *_AIDER_FLAGS, "--model", f"openai/{model}",
                                            "--restore-chat-history", "--message", prompt],
-    env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_API_KEY": "gateway"},
+    # litellm would otherwise fetch its price list from the internet on start-up.
+    env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_API_KEY": "gateway",
+                             "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    # A fresh, non-empty price cache: aider would otherwise download one from the internet on every start
+    # (prices do not matter here: the gateway meters every call).
+    files=lambda base, model: {".aider/caches/model_prices_and_context_window.json": '{"staminabench": {}}'},
     parse=_aider_parse,
     caveat="exits 0 when the model call fails, so success is read from its output; context continues through "
            "its chat history file in the workspace (--restore-chat-history)",

@@ -123,8 +123,9 @@ def _print_info(info: SweepInfo) -> None:
     for c in info.configurations:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
+        spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
         print(f"  {c.name}: {c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}, "
-              f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}")
+              f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}")
 
 
 def client_cmd(args: argparse.Namespace) -> int:

@@ -42,7 +42,10 @@ def test_every_harness_runs_unattended_and_continues_its_session(name: str) -> N
 
 
 def test_config_files_are_valid_and_point_at_the_gateway() -> None:
-    """Codex and Vibe get TOML, OpenCode JSON; each names the gateway URL and the model."""
+    """Codex and Vibe get TOML, OpenCode JSON; each names the gateway URL and the model; nothing phones home."""
+    aider = HARNESSES["aider"]
+    assert json.loads(aider.files(BASE, "m-1")[".aider/caches/model_prices_and_context_window.json"])
+    assert aider.env(BASE, "m-1")["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     codex = tomllib.loads(HARNESSES["codex"].files(BASE, "m-1")[".codex/config.toml"])
     assert codex["model_providers"]["staminabench"]["base_url"] == BASE
     vibe = tomllib.loads(HARNESSES["mistral-vibe"].files(BASE, "m-1")[".vibe/config.toml"])
@@ -70,6 +73,9 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
                                                           output_tokens=340)
     assert _parse("openhands", "openhands.jsonl") == Report(session="c0ffee12a3b4", ok=True, input_tokens=15500,
                                                             output_tokens=2100)
+    live = [_parse("aider", f"aider-live-{call}.txt") for call in ("first", "resume")]
+    assert [(r.ok, r.input_tokens, r.output_tokens) for r in live] == [(True, 709, 13), (True, 751, 13)]
+    assert "Restored previous conversation history." in (REC / "aider-live-resume.txt").read_text()
     aider = _parse("aider", "aider.txt")
     assert (aider.ok, aider.input_tokens, aider.output_tokens) == (True, 9800, 1220)
     broken = _parse("aider", "aider-apierror.txt", code=0)  # aider exits 0 here; the output says it failed
