@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 Cell = str | Text
+GROW = 64
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -126,7 +127,14 @@ class RowTable(ScrollView, can_focus=True):
         self._index = {k: i for i, k in enumerate(self._keys)}
 
     def _resize(self) -> None:
-        self.virtual_size = Size(sum(w + 1 for _, w in self.columns), len(self._keys) + 1)
+        # Grown in steps of GROW rows: a new virtual size relayouts the whole screen, so a log that gains
+        # rows every batch would pay that on every batch; the few blank rows below the end are harmless.
+        rows = len(self._keys) + 1
+        if rows > self.size.height:  # only a list taller than the view scrolls, so only then may it be padded
+            rows = -(-rows // GROW) * GROW
+        size = Size(sum(w + 1 for _, w in self.columns), rows)
+        if size != self.virtual_size:
+            self.virtual_size = size
 
     # --- cursor -------------------------------------------------------------------------------
 
@@ -168,6 +176,9 @@ class RowTable(ScrollView, can_focus=True):
             if row == self.cursor_row and event.chain >= 2:
                 self.action_select()
             self.move_cursor(row)
+
+    def on_resize(self) -> None:
+        self._resize()  # whether the list needs padding depends on the height it got
 
     def on_focus(self) -> None:
         self.refresh_line(self.cursor_row + 1)
