@@ -213,6 +213,9 @@ class ScenarioRunner:
         """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
         control = self.sandbox.host_control
         marker_file = marker_path(control, job)
+        if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
+            route = self.llm.route
+            route.attempt_id, route.turn, route.waited, route.unavailable = row.id, row.turn, 0.0, ""
         prompt_file = control / "prompts" / f"{job}.md"
         if not (control / "jobs" / job).exists() and read_marker(marker_file) is None:
             prompt_file.parent.mkdir(parents=True, exist_ok=True)
@@ -224,7 +227,7 @@ class ScenarioRunner:
                                             "workspace": str(self.sandbox.host_workspace),
                                             "done": f"staminad done --marker {marker_file}"})
             else:
-                await self.sandbox.launch(job, argv, self._env(row))
+                await self.sandbox.launch(job, argv, self._env())
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
             pid_file = control / "jobs" / job / "pid"
             with anyio.move_on_after(2):
@@ -236,7 +239,7 @@ class ScenarioRunner:
                 assert argv is not None
                 prompt_file.parent.mkdir(parents=True, exist_ok=True)
                 prompt_file.write_text(row.prompt)
-                await self.sandbox.launch(job, argv, self._env(row))
+                await self.sandbox.launch(job, argv, self._env())
             elif read_marker(marker_file) is None:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
         marker = await self._wait_marker(marker_file, row)
@@ -264,12 +267,10 @@ class ScenarioRunner:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
 
-    def _env(self, row: AttemptRow) -> dict[str, str]:
-        """The harness's environment; for a real harness, its gateway route, tagged with this attempt."""
+    def _env(self) -> dict[str, str]:
+        """The harness's environment; for a real harness, also its model and gateway route."""
         if self.llm is None:
             return dict(self.adapter.env)
-        route = self.llm.route
-        route.attempt_id, route.turn, route.waited, route.unavailable = row.id, row.turn, 0.0, ""
         return {**self.adapter.env, **self.llm.env(self.sandbox.llm_host)}
 
     async def _wait_marker(self, marker_file: Path, row: AttemptRow) -> Marker | None:
