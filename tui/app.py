@@ -59,8 +59,7 @@ class StaminaApp(App[None]):
 
     def _on_status(self, connected: bool, detail: str) -> None:
         self.connected = connected
-        self.status_text = (f"connected to {self.link.daemon or 'staminad'}" if connected else
-                            detail)
+        self.status_text = detail
         for screen in self.screen_stack:
             for banner in screen.query(Banner):
                 banner.show(connected, self.status_text)

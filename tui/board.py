@@ -15,7 +15,6 @@ from datetime import datetime
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo, SweepList
 
 LOG_LINES = 5000
-FINAL = ("done", "failed", "infra_failed", "capped")
 
 # Why an attempt was an infrastructure failure, in words an operator acts on.
 INFRA_TEXT = {
@@ -210,4 +209,4 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
             return f"{who} {rest}".strip(), "info"
 
 
-__all__ = ["FINAL", "INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "label"]
+__all__ = ["INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "label"]

@@ -52,7 +52,7 @@ class Link:
                         raise ClientError(getattr(reply, "message", "the daemon refused the subscription"))
                     self._requests, failures, last_error = requests, 0, ""
                     self.daemon = requests.daemon
-                    self.on_status(True, f"connected to {self.socket_path}")
+                    self.on_status(True, f"connected to {self.daemon or 'staminad'}")
                     async for event in stream.events():
                         self.on_event(event)
                     error = "the daemon closed the connection (stopped or restarting)"

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import msgspec
 
-from staminad.agents.harnesses import HARNESSES
+from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.sandbox.base import SandboxPaths
 
 FAULTS = ("self-kill", "hang", "crash", "no-server")
-HARNESS_ROOT = "/opt/harnesses"  # where harness image layers install each harness (its own dir per name)
 VERSION = "builtin-1"
 
 

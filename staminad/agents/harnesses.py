@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+HARNESS_ROOT = "/opt/harnesses"  # where harness image layers install each harness (its own dir per name)
+
 
 @dataclass(frozen=True)
 class Report:

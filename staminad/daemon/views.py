@@ -18,11 +18,17 @@ from state.store import Progress, Store
 from state.store import ScenarioRow as StoredScenario
 
 
-async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
+async def _sweep_row(store: Store, sweep_id: str) -> tuple[str, str]:
+    """(status, fingerprint) of the sweep; SweepError naming it when there is none."""
     async with store.db.execute("SELECT status, fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
         row = await cur.fetchone()
     if row is None:
         raise SweepError(f"no sweep {sweep_id}")
+    return str(row[0]), str(row[1])
+
+
+async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
+    row = await _sweep_row(store, sweep_id)
     configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(store, sweep_id))
     return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
 
@@ -57,7 +63,7 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
 
 
 async def scenario_list(store: Store, sweep_id: str) -> ScenarioList:
-    await sweep_info(store, sweep_id)  # raises for an unknown sweep
+    await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
     return ScenarioList(sweep=sweep_id, retries=await store.configuration_retries(sweep_id),

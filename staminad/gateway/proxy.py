@@ -149,13 +149,14 @@ class Gateway:
         return await self._forward(route, api, request.method, f"{self.endpoint}/{rest}", headers, body)
 
     def _over_cap(self, route: Route) -> str:
+        """Why the route may spend no more ('' while it may); the event is sent once, when it becomes capped."""
         lim = self.limits
+        if route.capped:
+            return route.capped
         if lim.scenario_cost_cap is not None and route.spent >= lim.scenario_cost_cap:
-            route.capped = route.capped or f"scenario cost cap of ${lim.scenario_cost_cap:.2f} reached " \
-                                           f"(${route.spent:.4f} spent)"
+            route.capped = f"scenario cost cap of ${lim.scenario_cost_cap:.2f} reached (${route.spent:.4f} spent)"
         elif lim.sweep_cost_cap is not None and self.sweep_spent >= lim.sweep_cost_cap:
-            route.capped = route.capped or f"sweep cost cap of ${lim.sweep_cost_cap:.2f} reached " \
-                                           f"(${self.sweep_spent:.4f} spent)"
+            route.capped = f"sweep cost cap of ${lim.sweep_cost_cap:.2f} reached (${self.sweep_spent:.4f} spent)"
         if route.capped:
             self.emit("llm_capped", {"scenario": route.scenario_id, "reason": route.capped})
         return route.capped
@@ -207,13 +208,7 @@ class Gateway:
                      waited: float) -> AsyncIterator[bytes]:
         meter = StreamMeter(api)
         try:
-            chunks = upstream.aiter_bytes().__aiter__()
-            while True:
-                try:
-                    with anyio.fail_after(self.limits.stream_idle_timeout):
-                        chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    break
+            async for chunk in _chunks(upstream, self.limits.stream_idle_timeout):
                 meter.feed(chunk)
                 yield chunk
         except (httpx.HTTPError, TimeoutError) as exc:
@@ -263,16 +258,22 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+async def _chunks(upstream: httpx.Response, idle: float) -> AsyncIterator[bytes]:
+    """The upstream body as it arrives; TimeoutError when it goes silent for `idle` seconds."""
+    chunks = upstream.aiter_bytes().__aiter__()
+    while True:
+        try:
+            with anyio.fail_after(idle):
+                chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            return
+        yield chunk
+
+
 async def _read_all(upstream: httpx.Response, idle: float) -> bytes:
     data = bytearray()
     try:
-        chunks = upstream.aiter_bytes().__aiter__()
-        while True:
-            try:
-                with anyio.fail_after(idle):
-                    chunk = await chunks.__anext__()
-            except StopAsyncIteration:
-                break
+        async for chunk in _chunks(upstream, idle):
             data += chunk
             if len(data) > MAX_RESPONSE:
                 raise ValueError("response too large")

@@ -102,7 +102,7 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     /opt/harnesses/NAME and committed. npm harnesses need `npm pack` tarballs from a host that reaches the
     npm registry; this machine's image builds say so in one line.
     """
-    from staminad.agents.harnesses import HARNESSES
+    from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
 
     tag = harness_tag(name)
     alias = f"{REPO}:{name}"
@@ -147,4 +147,3 @@ HARNESS_DEPS: dict[str, tuple[str, ...]] = {
     "mini-swe-agent": ("pyyaml", "requests", "jinja2", "pydantic>=2", "tenacity", "rich", "python-dotenv",
                        "platformdirs", "openai", "typer"),
 }
-HARNESS_ROOT = "/opt/harnesses"
