@@ -59,6 +59,8 @@ class Client:
                 reply = self.dec.decode(await read_frame(self.reader))
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ConnectionError):
             raise ClientError("the daemon closed the connection") from None
+        except anyio.ClosedResourceError:  # closed on our side while the request waited (a link going down)
+            raise ClientError("the connection to the daemon was closed") from None
         except TimeoutError:
             raise ClientError(f"no answer from the daemon within {self.timeout:.0f} s") from None
         return reply
@@ -68,7 +70,8 @@ class Client:
         while True:
             try:
                 message = self.dec.decode(await read_frame(self.reader))
-            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ConnectionError):
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                    ConnectionError):
                 return
             if isinstance(message, ErrorReply):
                 raise ClientError(message.message)

@@ -185,6 +185,9 @@ class ScenarioList(_Msg, tag="scenarios", frozen=True):
     sweep: str
     retries: dict[str, int]  # each configuration's R, so a client can show "attempt i of R+1"
     scenarios: tuple[ScenarioRow, ...]
+    # The daemon's last event sequence number before the rows were read: every event up to it is
+    # already in the rows, so a client folding events onto them skips those.
+    seq: int = 0
 
 
 class FailedTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

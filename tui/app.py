@@ -114,6 +114,7 @@ class StaminaApp(App[None]):
     def resync(self) -> None:
         """Fresh snapshots after a (re)connection: sweeps, and the scenarios of every sweep shown."""
         self._stale_sweeps = True
+        self.board.reattached()
         self._missing.update(self.board.scenarios)
         self._notify_screens("resync")
 

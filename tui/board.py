@@ -2,6 +2,8 @@
 
 Snapshots from requests (`SweepList`, `ScenarioList`) replace what the board holds; events then move
 single scenarios along (phase, turn, attempt, history) so a screen can redraw one row, not a table.
+A scenario snapshot says which event it already reflects (`ScenarioList.seq`): older events are only
+logged, and folding is idempotent (a turn's pass sets history[turn]) for those that raced the snapshot.
 The event log is a bounded ring of `LogLine`s with infrastructure failures marked, filterable by text.
 """
 
@@ -73,6 +75,8 @@ class Board:
     retries: dict[str, dict[str, int]] = field(default_factory=dict)
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     _seen: set[tuple[int, float]] = field(default_factory=set)
+    # Per sweep, the daemon's last event already reflected in the scenario snapshot held.
+    _snapshot_seq: dict[str, int] = field(default_factory=dict)
 
     # --- snapshots ----------------------------------------------------------------------------
 
@@ -85,6 +89,11 @@ class Board:
     def set_scenarios(self, listed: ScenarioList) -> None:
         self.scenarios[listed.sweep] = {r.id: r for r in listed.scenarios}
         self.retries[listed.sweep] = dict(listed.retries)
+        self._snapshot_seq[listed.sweep] = listed.seq
+
+    def reattached(self) -> None:
+        """A (new) daemon process numbers its events afresh: older snapshots no longer say which they hold."""
+        self._snapshot_seq.clear()
 
     def max_attempts(self, sweep: str, configuration: str) -> int | None:
         retries = self.retries.get(sweep, {}).get(configuration)
@@ -109,7 +118,7 @@ class Board:
         scenario = self.find(event.sweep, sid) if isinstance(sid, int) else None
         if isinstance(sid, int) and scenario is None:
             change.unknown_scenario = True
-        if scenario is not None:
+        if scenario is not None and event.seq > self._snapshot_seq.get(event.sweep, 0):
             _advance(scenario, event.kind, data)
             change.scenario = scenario
         change.line = self._log(event, scenario)
@@ -126,7 +135,11 @@ class Board:
 
 
 def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
-    """Move a scenario along by one engine event (the same phases the daemon derives from its rows)."""
+    """Move a scenario along by one engine event (the same phases the daemon derives from its rows).
+
+    Applying an event twice leaves the row as applying it once: history and turns passed are set from
+    the event's turn, never counted up.
+    """
     turn, attempt = data.get("turn"), data.get("attempt")
     if isinstance(turn, int):
         s.turn = turn
@@ -134,6 +147,7 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
         s.attempt = attempt
     if kind == "attempt_started":
         s.status = "running"
+        s.history = s.history[:s.turn]  # a retried scenario's final letter goes
         s.infra_try = int(data.get("infra_try", 0) or 0)  # type: ignore[call-overload]
         s.phase = "infra retry" if s.infra_try else "retrying" if s.attempt > 1 else "agent working"
     elif kind == "manual_prompt":
@@ -145,8 +159,8 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
     elif kind == "attempt_tested":
         if data.get("passed"):
             s.phase = "passed"
-            s.turns_passed += 1
-            s.history += "P" if s.attempt == 1 else "R"
+            s.turns_passed = s.turn + 1
+            s.history = s.history[:s.turn] + ("P" if s.attempt == 1 else "R")
         else:
             s.phase = "feedback"
             s.last_failure = str(data.get("categories") or "fail")
@@ -161,7 +175,7 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
         s.status = s.phase = str(data.get("status", s.status))
         s.turns_passed = int(data.get("turns_passed", s.turns_passed))  # type: ignore[call-overload]
         s.reason = str(data.get("reason", ""))
-        s.history += {"failed": "F", "infra_failed": "I", "capped": "C"}.get(s.status, "")
+        s.history = s.history[:s.turns_passed] + {"failed": "F", "infra_failed": "I", "capped": "C"}.get(s.status, "")
 
 
 def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:

@@ -72,6 +72,8 @@ class Link:
         if client is None:
             raise LinkDown("not connected to staminad")
         async with self._lock:  # one request at a time on the shared connection
+            if client is not self._requests:
+                raise LinkDown("the connection to staminad was lost")
             reply = await client.request(message)
         if isinstance(reply, ErrorReply):
             raise ClientError(reply.message)

@@ -35,6 +35,11 @@ class EventBus:
         self._seq = 0
         self.published = 0
 
+    @property
+    def seq(self) -> int:
+        """The last event's sequence number (0 before the first)."""
+        return self._seq
+
     def publish(self, sweep: str, kind: str, data: dict[str, Any]) -> None:
         self._seq += 1
         event = Event(sweep=sweep, kind=kind, data=data, at=time.time(), seq=self._seq)

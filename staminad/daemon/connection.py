@@ -105,7 +105,7 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
             case GetSweep(sweep=name):
                 return await views.sweep_info(store, name)
             case ListScenarios(sweep=name):
-                return await views.scenario_list(store, name)
+                return await views.scenario_list(store, name, daemon.bus.seq)
             case GetScenario(sweep=name, configuration=config, seed=seed):
                 return await views.scenario_info(store, name, config, seed)
             case GetAttempt(attempt_id=attempt_id):

@@ -62,11 +62,12 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
     return AttemptTexts(id=attempt_id, prompt_kind=row[0], prompt=row[1], feedback=row[2], failures=failures)
 
 
-async def scenario_list(store: Store, sweep_id: str) -> ScenarioList:
+async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
+    """Every scenario row of the sweep; `seq` is the last event published before the rows were read."""
     await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
-    return ScenarioList(sweep=sweep_id, retries=await store.configuration_retries(sweep_id),
+    return ScenarioList(sweep=sweep_id, seq=seq, retries=await store.configuration_retries(sweep_id),
                         scenarios=tuple(scenario_row(name, s, progress.get(s.id, [])) for name, s in scenarios))
 
 

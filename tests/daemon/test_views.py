@@ -47,9 +47,10 @@ async def test_list_scenarios_and_retry_an_infra_failed_scenario(tmp_path: Path)
     state = tmp_path / "st"
     async with running_daemon(state), events(state, ("v",)) as stream:
         await submit(state, path)
-        await until(stream, "sweep_finished")
+        finished = await until(stream, "sweep_finished")
         listed = await request(state, ListScenarios(sweep="v"))
         assert isinstance(listed, ScenarioList)
+        assert listed.seq >= finished.seq  # the rows say which events they already reflect
         rows = {r.configuration.split(" ")[0]: r for r in listed.scenarios}
         assert (rows["reference"].status, rows["reference"].history) == ("done", "PPP")
         assert rows["mutant:accept-null"].history.endswith("F")
