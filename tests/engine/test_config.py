@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from staminad.engine.config import SweepError, configurations, load_sweep
-from staminad.engine.ports import PortAllocator, PortsExhausted
 from tests.engine.conftest import write_sweep
 
 BAD = {
@@ -51,17 +50,3 @@ def test_matrix_expands_to_paired_configurations(tmp_path: Path) -> None:
     names = [c.name for c in configurations(sweep)]
     assert len(names) == 8 and names[0] == "reference R=0 minimal"
     assert load_sweep(path)[1] == fingerprint
-
-
-def test_port_allocator_never_hands_out_a_port_twice() -> None:
-    """Ports are unique until released, and the range running out is an error, not a wait.
-
-    The range lies below Linux's ephemeral ports (32768+), so outgoing connections cannot occupy it.
-    """
-    ports = PortAllocator(31200, 31203)
-    got = {ports.allocate() for _ in range(4)}
-    assert len(got) == 4
-    with pytest.raises(PortsExhausted):
-        ports.allocate()
-    ports.release(31201)
-    assert ports.allocate() == 31201

@@ -32,8 +32,10 @@ def main() -> int:
     flag.write_text(args.fault)
     prompt = args.prompt_file.read_text()
     if inject and args.fault == "self-kill":
-        # The classic mistake: a broad pattern that also matches this harness's own command line.
-        subprocess.run(["pkill", "-f", f"fault.py --fault {args.fault}"], check=False)
+        # The classic mistake: a pattern that also matches this harness's own command line. It names
+        # this workspace so that other sweeps' fault agents on the same machine (local runtime: no pid
+        # namespace) survive; the harness dies by the same signal either way.
+        subprocess.run(["pkill", "-f", f"fault.py --fault {args.fault}.* --workspace {args.workspace} "], check=False)
         time.sleep(30)  # not reached when the pkill hit us, which is the point
         return 0
     if inject and args.fault == "hang":
