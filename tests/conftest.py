@@ -21,9 +21,11 @@ def sandbox_image() -> str:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def no_leftover_containers() -> Any:
-    """After the engine tests, no labelled container may remain."""
+def no_leftover_containers(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """After the tests, none of their containers may remain (others' sweeps on this engine are not ours)."""
     yield
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", "label=staminabench.sweep"], capture_output=True,
-                         text=True)
-    assert out.stdout.strip() == "", f"containers left behind: {out.stdout}"
+    base = str(tmp_path_factory.getbasetemp().resolve())
+    out = subprocess.run(["docker", "ps", "-a", "--filter", "label=staminabench.sweep", "--format",
+                          '{{.Names}} {{.Label "staminabench.sandboxes"}}'], capture_output=True, text=True)
+    left = [line for line in out.stdout.splitlines() if line.split(" ", 1)[-1].startswith(base)]
+    assert left == [], f"containers left behind: {left}"

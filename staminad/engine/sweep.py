@@ -136,7 +136,7 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
         closer = getattr(make_sandbox, "aclose", None)
         if closer is not None and not keep[0]:
             with anyio.CancelScope(shield=True):
-                await closer(sweep.name)
+                await closer(state_dir / "sandboxes" / sweep.name)
         if own:
             with anyio.CancelScope(shield=True):
                 await store.close()

@@ -5,10 +5,15 @@ harness session (HOME lives in the workspace) survive a lost container, which `p
 The built-in harness files are mounted read-only at /harness. Limits: CPUs, memory, pids; no
 Docker socket inside; nothing of the tests, pack or seed is mounted. The server listens on a fixed
 port inside and is published on 127.0.0.1 at a port allocated when the container is created.
+
+Several daemons (or users) on one Docker engine may run sweeps of the same name: a container is
+named after its sandbox directory's path as well, and carries that sweep's sandbox directory as a
+label (`staminabench.sandboxes`), so each process finds, adopts and reaps only its own containers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -32,6 +37,7 @@ from staminad.sandbox.readiness import wait_ready
 
 LABEL_SWEEP = "staminabench.sweep"
 LABEL_SCENARIO = "staminabench.scenario"
+LABEL_SANDBOXES = "staminabench.sandboxes"  # the sweep's sandbox directory on the host: whose container it is
 NETWORK = "staminabench"
 HARNESS_DIR = Path(__file__).parents[1]
 OP_TIMEOUT = 60.0
@@ -39,20 +45,22 @@ _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait
 _LISTEN = f":{SERVER_PORT_IN_CONTAINER:04X} "
 
 
-def container_name(sweep: str, label: str) -> str:
-    return "staminabench-" + re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"{sweep}-{label}").strip("-")[:200]
+def container_name(sweep: str, root: Path) -> str:
+    """Readable (sweep and scenario directory) and unique per sandbox directory on the host."""
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
+    return "staminabench-" + re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"{sweep}-{root.name}").strip("-")[:180] + "-" + digest
 
 
 class DockerSandbox:
     def __init__(self, docker: aiodocker.Docker, root: Path, sweep: str, label: str, run: RunSettings,
                  ports: PortAllocator, creations: anyio.CapacityLimiter | None = None) -> None:
         self.docker = docker
-        self.root = root
+        self.root = root = root.resolve()
         self.host_workspace = root / "workspace"
         self.host_control = root / "control"
         self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
         self.sweep, self.label, self.run, self.ports = sweep, label, run, ports
-        self.name = container_name(sweep, root.name)
+        self.name = container_name(sweep, root)
         self.port: int | None = None
         self.creations = creations or anyio.CapacityLimiter(1)
         self.llm_host = "127.0.0.1"
@@ -83,7 +91,8 @@ class DockerSandbox:
                 "User": f"{os.getuid()}:{os.getgid()}",
                 "WorkingDir": "/workspace",
                 "Env": ["HOME=/workspace/.home"],
-                "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label},
+                "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label,
+                           LABEL_SANDBOXES: str(self.root.parent)},
                 "ExposedPorts": {f"{SERVER_PORT_IN_CONTAINER}/tcp": {}},
                 "HostConfig": {
                     "Binds": [f"{self.host_workspace}:/workspace", f"{self.host_control}:/stamina",
@@ -234,9 +243,9 @@ async def ensure_network(docker: aiodocker.Docker) -> None:
                 raise SandboxError(f"cannot create network {NETWORK}: {exc.message}") from None
 
 
-async def reap(docker: aiodocker.Docker, keep: set[str] | None = None, sweep: str | None = None) -> list[str]:
-    """Remove labelled containers that belong to no live scenario (`keep` holds live names)."""
-    label = f"{LABEL_SWEEP}={sweep}" if sweep else LABEL_SWEEP
+async def reap(docker: aiodocker.Docker, sandboxes: Path, keep: set[str] | None = None) -> list[str]:
+    """Remove the containers of one sweep's sandbox directory that belong to no live scenario (`keep`)."""
+    label = f"{LABEL_SANDBOXES}={sandboxes}"
     removed = []
     with anyio.fail_after(OP_TIMEOUT):
         containers = await docker.containers.list(all=True, filters={"label": [label]})
@@ -277,14 +286,13 @@ class DockerFactory:
         self.bridge_ip = next((c["Gateway"] for c in configs if c.get("Gateway") and ":" not in c["Gateway"]), "")
         return [self.bridge_ip] if self.bridge_ip else []
 
-    async def aclose(self, sweep: str) -> None:
-        """Remove whatever container of the sweep is left (a crash mid-close), then close the client."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            try:
-                await reap(client, sweep=sweep)
-            finally:
-                await client.close()
+    async def aclose(self, sandboxes: Path) -> None:
+        """Remove whatever container of the sweep (its sandbox directory) is left, then close the client."""
+        client, self._client = self._client or aiodocker.Docker(), None
+        try:
+            await reap(client, sandboxes.resolve())
+        finally:
+            await client.close()
 
 
 def docker_factory(run: RunSettings, ports: PortAllocator) -> SandboxFactory:

@@ -9,7 +9,7 @@ import pytest
 
 from staminad.engine.config import load_sweep
 from staminad.engine.ports import PortAllocator
-from staminad.sandbox.docker import LABEL_SWEEP, DockerSandbox, docker_factory
+from staminad.sandbox.docker import LABEL_SANDBOXES, LABEL_SWEEP, DockerSandbox, docker_factory
 from tests.engine.conftest import sweep, write_sweep
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,8 @@ async def test_docker_sweep_matches_local_results(tmp_path: Path, sandbox_image:
     assert [(s.mean_turns, s.statuses) for s in docker.values()] == [(s.mean_turns, s.statuses)
                                                                     for s in local.values()]
     async with aiodocker.Docker() as client:
-        assert await client.containers.list(all=True, filters={"label": [f"{LABEL_SWEEP}=dock"]}) == []
+        mine = f"{LABEL_SANDBOXES}={(tmp_path / 'd' / 'sandboxes' / 'dock').resolve()}"
+        assert await client.containers.list(all=True, filters={"label": [mine]}) == []
 
 
 async def test_self_kill_inside_a_container_is_classified(tmp_path: Path, sandbox_image: str) -> None:
@@ -58,3 +59,30 @@ async def test_lost_container_is_recreated_on_the_kept_workspace(tmp_path: Path,
         assert info["Config"]["Labels"][LABEL_SWEEP] == "lost"
         assert info["HostConfig"]["PortBindings"]["18080/tcp"][0]["HostIp"] == "127.0.0.1"
         await box.close()
+
+
+async def test_sweeps_of_one_name_in_two_state_dirs_keep_their_own_containers(tmp_path: Path,
+                                                                               sandbox_image: str) -> None:
+    """Two daemons' sweeps named alike get distinct containers, and ending one reaps only its own."""
+    path = write_sweep(tmp_path, "same", ["reference"], runtime="docker")
+    path.write_text(path.read_text() + f'image = "{sandbox_image}"\n')
+    sw, _ = load_sweep(path)
+    ours, theirs = docker_factory(sw.run, PortAllocator()), docker_factory(sw.run, PortAllocator())
+    mine = ours(tmp_path / "a" / "sandboxes" / "same" / "c1-s0", "reference/0")
+    other = theirs(tmp_path / "b" / "sandboxes" / "same" / "c1-s0", "reference/0")
+    try:
+        await mine.prepare()
+        await other.prepare()
+        assert mine.name != other.name and mine.port != other.port
+        (mine.host_workspace / "who").write_text("a")
+        (other.host_workspace / "who").write_text("b")
+        await mine.prepare()  # adopting an existing container finds its own, with its own workspace
+        assert await mine._exec(["grep", "-q", "a", "/workspace/who"]) == 0
+        await ours.aclose(tmp_path / "a" / "sandboxes" / "same")
+        async with aiodocker.Docker() as client:
+            info = await (await client.containers.get(other.name)).show()
+            assert info["State"]["Running"]
+            assert info["Config"]["Labels"][LABEL_SANDBOXES] == str((tmp_path / "b" / "sandboxes" / "same").resolve())
+    finally:
+        await other.close()
+        await theirs.aclose(tmp_path / "b" / "sandboxes" / "same")
