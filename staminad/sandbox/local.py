@@ -10,12 +10,13 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 
 from staminad.engine.ports import PortAllocator, port_is_free
-from staminad.sandbox.base import WRAPPER, SandboxPaths, ServerHandle, marker_path, write_job
+from staminad.sandbox.base import WRAPPER, NotReady, SandboxPaths, ServerHandle, marker_path, write_job
 from staminad.sandbox.readiness import wait_ready
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
@@ -37,20 +38,54 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
 SERVER_TAG = "STAMINABENCH_SERVER_OF"
 
 
-def _kill_tagged(tag: str) -> int:
-    """SIGKILL every process whose environment carries `tag` (NAME=value); returns how many."""
+def _tagged(tag: str) -> Iterator[Path]:
+    """/proc entries of the processes whose environment carries `tag` (NAME=value)."""
     needle = tag.encode() + b"\0"
-    killed = 0
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
-        try:
+        with contextlib.suppress(OSError):
             if needle in (proc / "environ").read_bytes() + b"\0":
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed += 1
-        except (OSError, ProcessLookupError):
-            continue
+                yield proc
+
+
+def _kill_tagged(tag: str) -> int:
+    """SIGKILL every process carrying `tag`; returns how many."""
+    killed = 0
+    for proc in _tagged(tag):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(proc.name), signal.SIGKILL)
+            killed += 1
     return killed
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on `port` (any address, IPv4 or IPv6) in this network namespace."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(fields[9])
+    return inodes
+
+
+def listener_is_tagged(port: int, tag: str) -> bool | None:
+    """Whether the socket listening on `port` belongs to a process carrying `tag` in its environment.
+
+    None when no listener is visible here (then there is nothing to judge). A server that answers
+    without being ours means another program holds the port: testing it would score someone else.
+    """
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return None
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for proc in _tagged(tag):
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in wanted for fd in (proc / "fd").iterdir()):
+                return True
+    return False
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -137,6 +172,9 @@ class LocalSandbox:
 
         try:
             await wait_ready(handle.url, timeout, running)
+            if await anyio.to_thread.run_sync(listener_is_tagged, port, self._tag()) is False:
+                raise NotReady(f"port {port} is answered by a program outside this sandbox (the server could not "
+                               "bind it)")
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.stop_server(handle)

@@ -133,3 +133,22 @@ async def test_prepare_kills_a_server_left_by_a_killed_daemon(tmp_path: Path) ->
     finally:
         bystander.kill()
         bystander.wait()
+
+
+async def test_a_port_answered_by_a_program_outside_the_sandbox_is_not_tested(tmp_path: Path) -> None:
+    """If something else answers on the server's port, start_server fails (infra) instead of scoring it."""
+    from staminad.sandbox.base import NotReady
+    from staminad.sandbox.local import SERVER_TAG, LocalSandbox
+
+    box = LocalSandbox(tmp_path / "box", PortAllocator(31120, 31120, lock_dir=tmp_path / "locks"))
+    await box.prepare()
+    # The foreign server leaves the sandbox's session and environment, as another program on the box would.
+    (box.host_workspace / "run_server.sh").write_text(
+        f"env -u {SERVER_TAG} setsid python3 -m http.server --bind 127.0.0.1 \"$1\" >/dev/null 2>&1 &\n"
+        "echo $! > foreign.pid\nexec sleep 300\n")
+    try:
+        with pytest.raises(NotReady, match="answered by a program outside this sandbox"):
+            await box.start_server(timeout=20)
+    finally:
+        os.kill(int((box.host_workspace / "foreign.pid").read_text()), 9)
+    assert box.ports.held == set()
