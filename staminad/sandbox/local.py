@@ -44,9 +44,12 @@ def _tagged(tag: str) -> Iterator[Path]:
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
-        with contextlib.suppress(OSError):
-            if needle in (proc / "environ").read_bytes() + b"\0":
-                yield proc
+        try:
+            environ = (proc / "environ").read_bytes()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in environ + b"\0":
+            yield proc
 
 
 def _kill_tagged(tag: str) -> int:
