@@ -157,6 +157,10 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     attempts: tuple[AttemptSummary, ...]
 
 
+# The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).
+HISTORY_END = {"failed": "F", "infra_failed": "I", "capped": "C"}
+
+
 class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
     """Where one scenario stands: its current turn and attempt, and a compact history of its turns.
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo, SweepList
+from protocol.messages import HISTORY_END
 
 LOG_LINES = 5000
 
@@ -175,7 +176,7 @@ def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
         s.status = s.phase = str(data.get("status", s.status))
         s.turns_passed = int(data.get("turns_passed", s.turns_passed))  # type: ignore[call-overload]
         s.reason = str(data.get("reason", ""))
-        s.history = s.history[:s.turns_passed] + {"failed": "F", "infra_failed": "I", "capped": "C"}.get(s.status, "")
+        s.history = s.history[:s.turns_passed] + HISTORY_END.get(s.status, "")
 
 
 def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from itertools import groupby
 import msgspec
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.messages import AttemptSummary, ConfigStatus, FailedTest, ScenarioList, ScenarioRow
+from protocol.messages import HISTORY_END, AttemptSummary, ConfigStatus, FailedTest, ScenarioList, ScenarioRow
 from staminad.engine.config import SweepError
 from staminad.engine.sweep import FINAL, summarize
 from state.store import Progress, Store
@@ -78,12 +78,7 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
         passing = [p for p in rows if p.outcome == "pass"]
         if passing:
             history.append("P" if passing[0].attempt == 1 else "R")
-    if scenario.status == "failed":
-        history.append("F")
-    elif scenario.status == "infra_failed":
-        history.append("I")
-    elif scenario.status == "capped":
-        history.append("C")
+    history.append(HISTORY_END.get(scenario.status, ""))
     last = attempts[-1] if attempts else None
     failures = [p for p in attempts if p.outcome in ("fail", "infra")]
     last_failure = ""

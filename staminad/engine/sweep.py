@@ -217,6 +217,7 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     out = []
     for name in dict.fromkeys(n for n, _ in rows):
         mine = [r for n, r in rows if n == name]
+        cost, tokens = usage.get(name, (0.0, 0))
         turns = [r.turns_passed for r in mine]
         statuses: dict[str, int] = {}
         for r in mine:
@@ -226,8 +227,7 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
             name=name, scenarios=len(mine), finished=sum(r.status in FINAL for r in mine),
             mean_turns=statistics.fmean(turns) if turns else 0.0, se_turns=se,
             pass_rate=sum(r.status == "done" for r in mine) / len(mine) if mine else 0.0, statuses=statuses,
-            infra={k: v for (n, k), v in infra.items() if n == name}, cost=usage.get(name, (0.0, 0))[0],
-            tokens=usage.get(name, (0.0, 0))[1]))
+            infra={k: v for (n, k), v in infra.items() if n == name}, cost=cost, tokens=tokens))
     return out
 
 

@@ -18,7 +18,7 @@ import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -57,7 +57,6 @@ class Route:
     attempt_id: int | None = None
     turn: int = 0
     spent: float = 0.0
-    usage: Usage = field(default_factory=Usage)
     waited: float = 0.0  # seconds of upstream trouble waited out during the current attempt
     unavailable: str = ""  # why the current attempt lost its model (set once, taken by the engine)
     capped: str = ""
@@ -225,7 +224,6 @@ class Gateway:
         price = price_for(self.pricing, model)
         spent = cost(usage, price)
         route.spent += spent
-        route.usage = route.usage + usage
         self.sweep_spent += spent
         call = Call(sweep=route.sweep, scenario_id=route.scenario_id, attempt_id=route.attempt_id, turn=route.turn,
                     api=api, model=model, usage=usage, cost=spent, status=status,
