@@ -17,6 +17,7 @@ from staminad.bench.schema import ForEach, OnReference, State
 @dataclass(frozen=True)
 class Mutant:
     bug: str
+    rule: str  # the README rule id (`bench.readme.RULES`) the bug breaks, and only that rule
     category: str
     description: str
     exercised: Callable[[State, Sequence[Change]], bool]
@@ -51,37 +52,39 @@ def _rename_leaks(s: State, changes: Sequence[Change]) -> bool:
 
 
 MUTANTS: tuple[Mutant, ...] = (
-    Mutant("accept-null", "validation", "accepts null for non-nullable fields",
+    Mutant("accept-null", "null", "validation", "accepts null for non-nullable fields",
            lambda s, c: _fields(s, lambda f: not f.nullable and f.kind != "ref_list")),
-    Mutant("default-required", "default_value", "treats a field with a default as required",
+    Mutant("default-required", "default", "default_value", "treats a field with a default as required",
            lambda s, c: _fields(s, lambda f: f.has_default)),
-    Mutant("no-cascade", "cascade_deletion", "does not update references when their target is deleted",
+    Mutant("no-cascade", "cascade", "cascade_deletion", "does not update references when their target is deleted",
            lambda s, c: _fields(s, lambda f: f.target is not None)),
-    Mutant("rename-leak", "rename", "an entity rename also renames other entities' fields named after it",
+    Mutant("rename-leak", "rename-entity", "rename",
+           "an entity rename also renames other entities' fields named after it",
            _rename_leaks),
-    Mutant("old-endpoint-alive", "regression", "keeps answering on an entity's old endpoint after a rename",
+    Mutant("old-endpoint-alive", "rename-entity", "regression",
+           "keeps answering on an entity's old endpoint after a rename",
            lambda s, c: any(isinstance(x, RenameEntity) for x in c)),
-    Mutant("rounded-avg", "type_error", "rounds averages to two decimals",
+    Mutant("rounded-avg", "analytics", "type_error", "rounds averages to two decimals",
            lambda s, c: _analytics(s, {"avg"})),
-    Mutant("zero-for-empty", "wrong_response_format", "returns 0 instead of null for empty min/max/avg",
+    Mutant("zero-for-empty", "analytics", "wrong_response_format", "returns 0 instead of null for empty min/max/avg",
            lambda s, c: _analytics(s, {"avg", "min", "max"})),
-    Mutant("wrong-state-422", "wrong_response_format", "answers 422 instead of 400 for a wrong-state action",
+    Mutant("wrong-state-422", "actions", "wrong_response_format", "answers 422 instead of 400 for a wrong-state action",
            lambda s, c: _wrong_state_possible(s)),
-    Mutant("swap-400-409", "wrong_response_format", "swaps 400 (wrong state) and 409 (unmet guard)",
+    Mutant("swap-400-409", "actions", "wrong_response_format", "swaps 400 (wrong state) and 409 (unmet guard)",
            lambda s, c: _wrong_state_possible(s) or any(a.conditions for a in s.actions)),
-    Mutant("no-ref-effects", "business_logic", "skips effects on referenced and listed entities",
+    Mutant("no-ref-effects", "effects", "business_logic", "skips effects on referenced and listed entities",
            lambda s, c: any(isinstance(x, OnReference | ForEach) for a in s.actions for x in a.effects)),
-    Mutant("ignore-add_field", "missing_feature", "silently ignores every add-field change",
+    Mutant("ignore-add_field", "spec-file", "missing_feature", "silently ignores every add-field change",
            lambda s, c: any(isinstance(x, AddField) for x in c)),
-    Mutant("500-on-wrong-type", "server_crash", "crashes (500) on a value of the wrong type",
+    Mutant("500-on-wrong-type", "types", "server_crash", "crashes (500) on a value of the wrong type",
            lambda s, c: bool(s.entities)),
-    Mutant("case-insensitive-enums", "enum_handling", "matches enum values case-insensitively",
+    Mutant("case-insensitive-enums", "enum", "enum_handling", "matches enum values case-insensitively",
            lambda s, c: _fields(s, lambda f: f.kind == "enum")),
-    Mutant("exclusive-bounds", "validation", "treats numeric bounds as exclusive",
+    Mutant("exclusive-bounds", "range", "validation", "treats numeric bounds as exclusive",
            lambda s, c: _fields(s, lambda f: f.minimum is not None or f.maximum is not None)),
-    Mutant("invalid-calendar", "validation", "accepts impossible calendar dates such as 2023-02-30",
+    Mutant("invalid-calendar", "datetime", "validation", "accepts impossible calendar dates such as 2023-02-30",
            lambda s, c: _fields(s, lambda f: f.kind == "datetime")),
-    Mutant("patch-rejects-id", "validation", "rejects a PATCH that repeats the unchanged id",
+    Mutant("patch-rejects-id", "patch-id", "validation", "rejects a PATCH that repeats the unchanged id",
            lambda s, c: bool(s.entities)),
 )
 MUTANT_BY_BUG = {m.bug: m for m in MUTANTS}
