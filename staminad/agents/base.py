@@ -16,6 +16,12 @@ from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.sandbox.base import SandboxPaths
 
 FAULTS = ("self-kill", "hang", "crash", "no-server")
+# The files (below staminad/) each kind of agent runs inside its sandbox: its agent layer, mounted read-only
+# at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a
+# real harness's sandbox gets its launcher and nothing of the oracle, the suite or the generators.
+RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh")
+REFERENCE_FILES = ("reference/agent.py", "reference/parse.py", "reference/server.py")
+HARNESS_FILES = ("agents/scripts/harness.py", "agents/harnesses.py", "agents/drivers/mini_driver.py")
 VERSION = "builtin-1"
 
 
@@ -37,6 +43,16 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}
     state_paths: tuple[str, ...] = (".reference-agent",)
     harness: str | None = None  # a real harness (see `harnesses.HARNESSES`); it needs the sweep's [llm]
+
+    def layer(self) -> tuple[str, ...]:
+        """The files below staminad/ that this agent's sandbox carries (the runtime's own scripts included)."""
+        if self.manual:
+            return RUNTIME_FILES
+        if self.harness is not None:
+            return (*RUNTIME_FILES, *HARNESS_FILES)
+        if self.fault is not None:
+            return (*RUNTIME_FILES, "agents/scripts/fault.py", *REFERENCE_FILES)
+        return (*RUNTIME_FILES, *REFERENCE_FILES)
 
     def argv(self, paths: SandboxPaths, prompt_path: str) -> list[str] | None:
         """The command for one call; the session continues through state kept in the workspace."""

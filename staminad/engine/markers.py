@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 from asyncinotify import Inotify, Mask
 
+from staminad.engine.bounded import MARKER, read_head
+
 
 class Marker(dict[str, Any]):
     """What the wrapper recorded: exit, signal, started, ended; plus `seen_at` (when we noticed)."""
@@ -23,11 +25,13 @@ class Marker(dict[str, Any]):
 
 def read_marker(path: Path) -> Marker | None:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_head(path, MARKER))
     except FileNotFoundError:
         return None
     except (ValueError, OSError) as exc:
         return Marker(exit=None, signal=None, error=f"unreadable marker: {exc}", seen_at=time.time())
+    if not isinstance(data, dict):
+        return Marker(exit=None, signal=None, error="unreadable marker: not a JSON object", seen_at=time.time())
     return Marker(data, seen_at=time.time())
 
 

@@ -11,6 +11,7 @@ import os
 import statistics
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import msgspec
@@ -27,7 +28,7 @@ from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
-from staminad.sandbox.base import Sandbox
+from staminad.sandbox.base import Grant, Sandbox
 from staminad.sandbox.local import LocalSandbox
 from state.store import Store
 
@@ -47,11 +48,12 @@ class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int = 0  # input + output tokens through the gateway
 
 
-SandboxFactory = Callable[[Path, str], Sandbox]
+class SandboxFactory(Protocol):
+    def __call__(self, root: Path, label: str, grant: Grant = ...) -> Sandbox: ...
 
 
 def local_factory(ports: PortAllocator) -> SandboxFactory:
-    def make(root: Path, label: str) -> Sandbox:
+    def make(root: Path, label: str, grant: Grant = Grant()) -> Sandbox:  # noqa: B008 - frozen, shared default
         return LocalSandbox(root, ports)
 
     return make
@@ -177,9 +179,11 @@ async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, infr
                make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool],
                suites: anyio.CapacityLimiter | None, llm: ModelAccess | None) -> None:
     async with limiter.slot(root.parent.name):
-        sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}")
+        adapter = adapter_for(config.agent)
+        sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}",
+                               Grant(layer=adapter.layer(), llm=llm is not None))
         await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
-        runner = ScenarioRunner(spec, store, sandbox, adapter_for(config.agent), watcher, settings, emit, gate,
+        runner = ScenarioRunner(spec, store, sandbox, adapter, watcher, settings, emit, gate,
                                 suites, llm)
         try:
             await runner.run(scenario_id, infra_grant)
@@ -207,6 +211,9 @@ async def _start_gateway(sweep: SweepFile, store: Store, make_sandbox: SandboxFa
     hosts = getattr(make_sandbox, "llm_hosts", None)
     extra = await hosts() if hosts is not None else []
     await tg.start(gateway.serve, ["127.0.0.1", *extra], 0)
+    serving = getattr(make_sandbox, "llm_serving", None)  # the runtime opens its sandboxes' way to this port only
+    if serving is not None and gateway.port is not None:
+        serving(gateway.port)
     return gateway
 
 

@@ -1,10 +1,26 @@
-"""The `docker` runtime (aiodocker): one labelled container per scenario.
+"""The `docker` runtime (aiodocker): one labelled, sealed container per scenario.
 
-The workspace and control directories are bind-mounted from the host, so the agent's code and its
-harness session (HOME lives in the workspace) survive a lost container, which `prepare` recreates.
-The built-in harness files are mounted read-only at /harness. Limits: CPUs, memory, pids; no
-Docker socket inside; nothing of the tests, pack or seed is mounted. The server listens on a fixed
-port inside and is published on 127.0.0.1 at a port allocated when the container is created.
+The workspace is bind-mounted from the host, so the agent's code and its harness session (HOME lives
+in the workspace) survive a lost container, which `prepare` recreates. What the container is given:
+
+- its agent layer only (`Grant.layer`: the wrapper, and the launcher or the built-in agent's code),
+  staged per sandbox and mounted read-only at /harness; nothing of the suite, the generators, the
+  pack or the seed, and the reference code only in the sandboxes of the built-in agents that run it;
+- the prompts, read-only at /stamina/prompts; the rest of the control directory (job commands,
+  markers, logs, server pid) is mounted below /opt/stamina (root, 0700), where only the runtime's
+  root-side processes (wrapper, server launcher, kills) reach; the agent runs as `agent` (AGENT_UID)
+  through setpriv and cannot read job commands, forge markers or signal the wrapper;
+- no capabilities but SETUID/SETGID (the root side drops to the agent) and KILL (the root side stops
+  the agent's process groups), no-new-privileges, a read-only root file system, a bounded /tmp,
+  an `fsize` limit and a workspace quota the wrapper's watchdog enforces, memory-swap = memory, pids;
+- a network namespace sealed by iptables rules loaded before anything of the agent runs (by one
+  privileged exec of `iptables-restore`; the container never holds NET_ADMIN): no outgoing
+  connection but to the sweep's LLM gateway when `Grant.llm`, no incoming one but to the server port.
+  So no sandbox reaches another or a host service, on one shared project network (ICC off as well).
+  The rules live in the container's namespace and go with it: nothing to clean up or to leak.
+
+The server listens on a fixed port inside and is published on 127.0.0.1 at a port allocated when
+the container is created.
 
 Several daemons (or users) on one Docker engine may run sweeps of the same name: a container is
 named after its sandbox directory's path as well, and carries that sweep's sandbox directory as a
@@ -16,31 +32,40 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import aiodocker
 import anyio
 
+from staminad.engine.bounded import read_int
 from staminad.engine.config import RunSettings
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
+    Grant,
     NotReady,
     SandboxError,
     SandboxPaths,
     ServerHandle,
     write_job,
 )
+from staminad.sandbox.image import AGENT_UID, PRIVATE_DIR
 from staminad.sandbox.readiness import wait_ready
 
 LABEL_SWEEP = "staminabench.sweep"
 LABEL_SCENARIO = "staminabench.scenario"
 LABEL_SANDBOXES = "staminabench.sandboxes"  # the sweep's sandbox directory on the host: whose container it is
-NETWORK = "staminabench"
+NETWORK = "staminabench-sealed"  # ICC off; the older `staminabench` network (ICC on) is no longer used
 HARNESS_DIR = Path(__file__).parents[1]
+CONTROL = f"{PRIVATE_DIR}/control"  # the control directory as the root side sees it
 OP_TIMEOUT = 60.0
+TMP_MB = 512  # the writable /tmp (tmpfs, counted in the memory limit)
+FSIZE = 1 << 30  # bytes: the largest file any process may write
+QUOTA_KB = 2 << 20  # the workspace size past which the wrapper kills the harness (2 GiB)
+ROOT = "0:0"  # the runtime's own processes inside: wrapper, server launcher, kills
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
 _LISTEN = f":{SERVER_PORT_IN_CONTAINER:04X} "
 
@@ -51,13 +76,46 @@ def container_name(sweep: str, root: Path) -> str:
     return "staminabench-" + re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"{sweep}-{root.name}").strip("-")[:180] + "-" + digest
 
 
+def agent_ids() -> tuple[int, int]:
+    """Who the agent runs as: the image's `agent`, or the daemon's own ids when it cannot hand files over."""
+    return (AGENT_UID, AGENT_UID) if os.getuid() == 0 else (os.getuid(), os.getgid())
+
+
+def firewall(llm: tuple[str, int] | None) -> str:
+    """iptables-restore input for a sandbox's namespace: replies and loopback; in, the server port; out, the gateway."""
+    rules = ["*filter", ":INPUT DROP [0:0]", ":FORWARD DROP [0:0]", ":OUTPUT DROP [0:0]",
+             "-A INPUT -i lo -j ACCEPT", "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+             f"-A INPUT -p tcp --dport {SERVER_PORT_IN_CONTAINER} -m conntrack --ctstate NEW -j ACCEPT",
+             "-A OUTPUT -o lo -j ACCEPT", "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT"]
+    if llm is not None:
+        rules.append(f"-A OUTPUT -p tcp -d {llm[0]} --dport {llm[1]} -m conntrack --ctstate NEW -j ACCEPT")
+    return "\n".join([*rules, "COMMIT", ""])
+
+
+def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
+    """Copy exactly the layer's files (paths below staminad/) to `dest`, dropping whatever else is there."""
+    tmp = dest.with_name(dest.name + ".new")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for rel in layer:
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(HARNESS_DIR / rel, target)
+    tmp.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+
+
 class DockerSandbox:
     def __init__(self, docker: aiodocker.Docker, root: Path, sweep: str, label: str, run: RunSettings,
-                 ports: PortAllocator, creations: anyio.CapacityLimiter | None = None) -> None:
+                 ports: PortAllocator, creations: anyio.CapacityLimiter | None = None,
+                 grant: Grant = Grant(), llm: tuple[str, int] | None = None) -> None:  # noqa: B008 - frozen
         self.docker = docker
         self.root = root = root.resolve()
         self.host_workspace = root / "workspace"
         self.host_control = root / "control"
+        self.host_layer = root / "layer"
+        self.grant = grant
+        self.llm = llm if grant.llm else None  # (address, port) of the gateway this sandbox may reach
         self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
         self.sweep, self.label, self.run, self.ports = sweep, label, run, ports
         self.name = container_name(sweep, root)
@@ -77,36 +135,94 @@ class DockerSandbox:
                 return None
             raise SandboxError(f"docker: {exc.message}") from None
 
+    def _host_dirs(self) -> None:
+        """Workspace for the agent; control and layer for the root side (the agent reads only the prompts)."""
+        uid, gid = agent_ids()
+        for d in (self.host_workspace, self.host_workspace / ".home", self.host_control / "markers",
+                  self.host_control / "jobs", self.host_control / "prompts"):
+            d.mkdir(parents=True, exist_ok=True)
+        if os.getuid() == 0:
+            for d in (self.host_workspace, self.host_workspace / ".home"):
+                os.chown(d, uid, gid)
+        else:
+            # The root side inside is not this user and holds no DAC_OVERRIDE: it needs the mode bits. The
+            # agent never reaches these directories (mounted below /opt/stamina, which is root's, 0700).
+            for d in (self.host_control, self.host_control / "markers", self.host_control / "jobs"):
+                d.chmod(0o777)
+        stage_layer(self.host_layer, self.grant.layer)
+
+    def _config(self) -> dict[str, Any]:
+        memory = self.run.memory_mb * 1024 * 1024
+        return {
+            "Image": self.run.image,
+            "Cmd": _KEEPALIVE,
+            # Root's keepalive only: Docker gives an exec the capabilities of the container's user, and the root
+            # side needs SETUID/SETGID/KILL; every process of the agent runs as the agent (setpriv), with none.
+            "User": ROOT,
+            "WorkingDir": "/workspace",
+            "Env": ["HOME=/workspace/.home", "TMPDIR=/tmp"],
+            "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label,
+                       LABEL_SANDBOXES: str(self.root.parent)},
+            "ExposedPorts": {f"{SERVER_PORT_IN_CONTAINER}/tcp": {}},
+            "HostConfig": {
+                "Binds": [f"{self.host_workspace}:/workspace", f"{self.host_control}/prompts:/stamina/prompts:ro",
+                          f"{self.host_control}:{CONTROL}", f"{self.host_layer}:/harness:ro"],
+                "Tmpfs": {"/tmp": f"rw,nosuid,nodev,size={TMP_MB}m,mode=1777"},
+                "ReadonlyRootfs": True,
+                "PortBindings": {f"{SERVER_PORT_IN_CONTAINER}/tcp": [
+                    {"HostIp": "127.0.0.1", "HostPort": str(self.port)}]},
+                "NanoCpus": int(self.run.cpus * 1e9),
+                "Memory": memory,
+                "MemorySwap": memory,  # no swap on top of the memory limit
+                "PidsLimit": self.run.pids,
+                "Ulimits": [{"Name": "fsize", "Soft": FSIZE, "Hard": FSIZE}, {"Name": "core", "Soft": 0, "Hard": 0}],
+                "Init": True,
+                "NetworkMode": NETWORK,
+                "Sysctls": {"net.ipv6.conf.all.disable_ipv6": "1"},  # the firewall below is IPv4's
+                "CapDrop": ["ALL"],
+                # SETUID/SETGID: the root side drops to the agent (setpriv); KILL: it stops the agent's groups.
+                "CapAdd": ["SETUID", "SETGID", "KILL"],
+                "SecurityOpt": ["no-new-privileges"],
+            },
+        }
+
+    async def _seal(self, container: Any) -> None:
+        """Load the firewall into the container's network namespace before any agent process runs.
+
+        A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
+        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules.
+        """
+        config: dict[str, Any] = {
+            "Image": self.run.image, "User": ROOT, "Env": [f"RULES={firewall(self.llm)}"],
+            "Cmd": ["sh", "-c", 'printf "%s" "$RULES" | iptables-restore'],
+            "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)},
+            "HostConfig": {"NetworkMode": f"container:{container.id}", "CapDrop": ["ALL"], "CapAdd": ["NET_ADMIN"],
+                           "ReadonlyRootfs": True, "SecurityOpt": ["no-new-privileges"], "Memory": 64 << 20},
+        }
+        helper = None
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                helper = await self.docker.containers.create(config=config, name=f"{self.name}-seal")
+                await helper.start()
+                code = (await helper.wait()).get("StatusCode")
+                if code != 0:
+                    logs = "".join(await helper.log(stdout=True, stderr=True, tail=5))[-500:]
+                    raise SandboxError(f"cannot seal the network of {self.name}: {logs.strip() or f'exit {code}'}")
+        except aiodocker.exceptions.DockerError as exc:
+            raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
+        finally:
+            if helper is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(OP_TIMEOUT):
+                    await helper.delete(force=True)
+
     async def prepare(self) -> None:
-        """Create (or recreate after a loss) and start the scenario's container."""
-        self.host_workspace.mkdir(parents=True, exist_ok=True)
-        (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
+        """Create (or recreate after a loss) and start the scenario's container, sealed."""
+        self._host_dirs()
         await ensure_network(self.docker)
         container = await self._container()
         if container is None:
             self.port = self.ports.allocate()
-            config: dict[str, Any] = {
-                "Image": self.run.image,
-                "Cmd": _KEEPALIVE,
-                "User": f"{os.getuid()}:{os.getgid()}",
-                "WorkingDir": "/workspace",
-                "Env": ["HOME=/workspace/.home"],
-                "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label,
-                           LABEL_SANDBOXES: str(self.root.parent)},
-                "ExposedPorts": {f"{SERVER_PORT_IN_CONTAINER}/tcp": {}},
-                "HostConfig": {
-                    "Binds": [f"{self.host_workspace}:/workspace", f"{self.host_control}:/stamina",
-                              f"{HARNESS_DIR}:/harness:ro"],
-                    "PortBindings": {f"{SERVER_PORT_IN_CONTAINER}/tcp": [
-                        {"HostIp": "127.0.0.1", "HostPort": str(self.port)}]},
-                    "NanoCpus": int(self.run.cpus * 1e9),
-                    "Memory": self.run.memory_mb * 1024 * 1024,
-                    "PidsLimit": self.run.pids,
-                    "Init": True,
-                    "NetworkMode": NETWORK,
-                    "SecurityOpt": ["no-new-privileges"],
-                },
-            }
+            config = self._config()
             try:
                 async with self.creations:
                     with anyio.fail_after(OP_TIMEOUT):
@@ -126,15 +242,16 @@ class DockerSandbox:
             info = await container.show()
             if not info["State"]["Running"]:
                 await container.start()
+        await self._seal(container)  # idempotent: iptables-restore replaces the whole table
 
-    async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT) -> int:
+    async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT,
+                    user: str = ROOT) -> int:
         container = await self._container()
         if container is None:
             raise SandboxError(f"container {self.name} is gone")
         try:
             with anyio.fail_after(timeout):
-                ex = await container.exec(cmd=cmd, user=f"{os.getuid()}:{os.getgid()}", workdir="/workspace",
-                                          stdout=True, stderr=True)
+                ex = await container.exec(cmd=cmd, user=user, workdir="/workspace", stdout=True, stderr=True)
                 if detach:
                     await ex.start(detach=True)
                     return 0
@@ -146,15 +263,15 @@ class DockerSandbox:
             raise SandboxError(f"docker exec in {self.name}: {exc.message}") from None
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
-        write_job(self.host_control, self.paths, job_id, argv, env)
-        await self._exec(["setsid", "-f", "sh", "/harness/sandbox/wrapper.sh", f"/stamina/jobs/{job_id}",
-                          f"/stamina/markers/{job_id}.json"], detach=True)
+        job = write_job(self.host_control, self.paths, job_id, argv, env)
+        if os.getuid() != 0:
+            job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
+        await self._exec(["setsid", "-f", "sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}",
+                          f"{CONTROL}/markers/{job_id}.json", "{}:{}".format(*agent_ids()), str(QUOTA_KB),
+                          "/workspace"], detach=True)
 
     def _pid(self, job_id: str) -> int | None:
-        try:
-            return int((self.host_control / "jobs" / job_id / "pid").read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
+        return read_int(self.host_control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
         pid = self._pid(job_id)
@@ -172,9 +289,8 @@ class DockerSandbox:
             await self.stop_server(ServerHandle(url="", port=self.port or 0))
         for name in ("server.pid", "server.exit"):
             (self.host_control / name).unlink(missing_ok=True)
-        await self._exec(["setsid", "-f", "sh", "-c", "echo $$ > /stamina/server.pid; "
-                          f"bash run_server.sh {SERVER_PORT_IN_CONTAINER} > /stamina/server.log 2>&1; "
-                          "echo $? > /stamina/server.exit"], detach=True)
+        await self._exec(["setsid", "-f", "sh", "/harness/sandbox/server.sh", CONTROL, str(SERVER_PORT_IN_CONTAINER),
+                          "{}:{}".format(*agent_ids())], detach=True)
         if self.port is None:
             raise SandboxError("the container has no published server port")
         handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port)
@@ -194,9 +310,8 @@ class DockerSandbox:
     async def stop_server(self, handle: ServerHandle) -> None:
         """TERM then KILL the server's process group inside the container; wait until nothing listens."""
         pid_file = self.host_control / "server.pid"
-        try:
-            pgid = int(pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
+        pgid = read_int(pid_file)
+        if pgid is None:
             return
         script = (f"kill -TERM -{pgid} 2>/dev/null; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt 250 ]; "
                   f"do sleep 0.02; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; i=0; "
@@ -237,7 +352,8 @@ async def ensure_network(docker: aiodocker.Docker) -> None:
         try:
             with anyio.fail_after(OP_TIMEOUT):
                 await docker.networks.create({"Name": NETWORK, "Driver": "bridge", "CheckDuplicate": True,
-                                              "Labels": {LABEL_SWEEP: "shared"}})
+                                              "Labels": {LABEL_SWEEP: "shared"},
+                                              "Options": {"com.docker.network.bridge.enable_icc": "false"}})
         except aiodocker.exceptions.DockerError as exc:
             if exc.status != 409:
                 raise SandboxError(f"cannot create network {NETWORK}: {exc.message}") from None
@@ -267,13 +383,20 @@ class DockerFactory:
         self._client: aiodocker.Docker | None = None
         self.creations = anyio.CapacityLimiter(4)  # container creations at once: the engine serialises them anyway
         self.bridge_ip = ""  # the host's address on the project's network (where the LLM gateway listens)
+        self.llm_port: int | None = None  # the gateway's port, once it serves
 
-    def __call__(self, root: Path, label: str) -> DockerSandbox:
+    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> DockerSandbox:  # noqa: B008 - frozen
         if self._client is None:
             self._client = aiodocker.Docker()
-        sandbox = DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports, self.creations)
+        llm = (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None
+        sandbox = DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports, self.creations,
+                                grant, llm)
         sandbox.llm_host = self.bridge_ip or "127.0.0.1"
         return sandbox
+
+    def llm_serving(self, port: int) -> None:
+        """The gateway serves on `port` (on `bridge_ip`): the one destination granted sandboxes may reach."""
+        self.llm_port = port
 
     async def llm_hosts(self) -> list[str]:
         """Addresses the gateway must listen on so containers reach it: the host side of our own network."""

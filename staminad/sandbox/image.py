@@ -4,6 +4,12 @@
 image. The tag is content-addressed (a hash of the recipe), so building twice is a no-op and a
 changed recipe gets a new tag; `latest` points at the newest build. Agent harness layers, and the
 Node.js and Rust toolchains for the language ablation, go on top with the same mechanism.
+
+The recipe also fixes the sandbox's users and the directories the runtime mounts over: the agent
+runs as `agent` (AGENT_UID), never as root; /opt/stamina (root, mode 0700) holds the control
+directory only the runtime's root-side processes can reach; `iptables` is there for the short-lived
+helper that seals each container's network namespace (the sandbox container itself never has
+NET_ADMIN).
 """
 
 from __future__ import annotations
@@ -17,7 +23,16 @@ from pathlib import Path
 
 import msgspec
 
-BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux")
+BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux", "iptables")
+AGENT_UID = 1000  # the `agent` user (and group) of the image
+PRIVATE_DIR = "/opt/stamina"  # root-only (0700): the control directory is mounted below it
+# Run in the new root ($1) before it is packed: users and mount points are part of the recipe (and its hash).
+SETUP = (
+    f'echo "agent:x:{AGENT_UID}:{AGENT_UID}:sandbox agent:/workspace/.home:/bin/bash" >> "$1/etc/passwd"',
+    f'echo "agent:x:{AGENT_UID}:" >> "$1/etc/group"',
+    'echo "agent:!:19000:0:99999:7:::" >> "$1/etc/shadow"',
+    f'mkdir -p "$1/workspace" "$1/stamina" "$1/harness" "$1{PRIVATE_DIR}" && chmod 0700 "$1{PRIVATE_DIR}"',
+)
 LAYERS = {
     "base": (),
     "node": ("nodejs", "npm"),
@@ -34,6 +49,7 @@ class Recipe(msgspec.Struct, frozen=True):
     suite: str
     variant: str
     packages: tuple[str, ...]
+    setup: tuple[str, ...] = ()
 
     def tag(self) -> str:
         digest = hashlib.sha256(msgspec.json.encode(self)).hexdigest()[:12]
@@ -43,7 +59,8 @@ class Recipe(msgspec.Struct, frozen=True):
 def recipe(layer: str = "base", suite: str = "bookworm") -> Recipe:
     if layer not in LAYERS:
         raise ImageError(f"unknown layer {layer!r}; choose from {', '.join(LAYERS)}")
-    return Recipe(suite=suite, variant="minbase", packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})))
+    return Recipe(suite=suite, variant="minbase", packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})),
+                  setup=SETUP)
 
 
 def image_exists(tag: str) -> bool:
@@ -59,7 +76,8 @@ def build(layer: str = "base", suite: str = "bookworm", mirror: str | None = Non
         for tool in ("mmdebstrap", "docker"):
             if shutil.which(tool) is None:
                 raise ImageError(f"{tool} is not installed (apt-get install mmdebstrap docker.io)")
-        cmd = ["mmdebstrap", f"--variant={r.variant}", f"--include={','.join(r.packages)}", suite, "-"]
+        cmd = ["mmdebstrap", f"--variant={r.variant}", f"--include={','.join(r.packages)}",
+               *(f"--customize-hook={hook}" for hook in r.setup), suite, "-"]
         if mirror:
             cmd.append(mirror)
         debootstrap = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

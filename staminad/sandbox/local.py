@@ -1,7 +1,11 @@
 """The `local` runtime: a workspace directory on the host, processes in their own sessions.
 
 The embedded default when no Docker engine is reachable. Harness and server run as separate
-process groups with resource limits; each is stopped by process-group id, never by name.
+process groups with resource limits; each is stopped by process-group id, never by name. Neither
+inherits the daemon's environment: they get `base_env()` (an allow-list: PATH, locale, time zone)
+plus what the adapter declares (for a real harness, the gateway URL with its per-scenario token),
+so an API key in the daemon's environment never reaches the agent. What this runtime does not
+isolate (same user, file system, network and pid space as the daemon) is listed in the README.
 """
 
 from __future__ import annotations
@@ -15,11 +19,20 @@ from pathlib import Path
 
 import anyio
 
+from staminad.engine.bounded import read_int
 from staminad.engine.ports import PortAllocator, port_is_free
 from staminad.sandbox.base import WRAPPER, NotReady, SandboxPaths, ServerHandle, marker_path, write_job
 from staminad.sandbox.readiness import wait_ready
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")  # the daemon's variables a sandboxed process may see
+
+
+def base_env() -> dict[str, str]:
+    """The environment every sandboxed process starts from: the allow-list, nothing else of the daemon's."""
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
 
 
 # Resource limits for sandboxed processes, applied by util-linux prlimit (no preexec_fn: the daemon
@@ -124,14 +137,12 @@ class LocalSandbox:
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
         proc = await anyio.open_process(argv_, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+                                        stderr=subprocess.DEVNULL, env=base_env())
         with anyio.fail_after(10):
             await proc.wait()
 
     def _pid(self, job_id: str) -> int | None:
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            return int((self.host_control / "jobs" / job_id / "pid").read_text().strip())
-        return None
+        return read_int(self.host_control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
         pid = self._pid(job_id)
@@ -152,15 +163,16 @@ class LocalSandbox:
 
     async def start_server(self, timeout: float) -> ServerHandle:
         pid_file = self.host_control / "server.pgid"
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            _kill_group(int(pid_file.read_text()))  # left by a daemon killed mid-suite
+        left = read_int(pid_file)
+        if left is not None:
+            _kill_group(left)  # left by a daemon killed mid-suite
         port = self.ports.allocate()
         log = open(self.host_control / "server.log", "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
             self._server = subprocess.Popen(
                 [*LIMITS, "bash", "run_server.sh", str(port)], cwd=self.host_workspace, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, SERVER_TAG: str(self.root)})
+                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)})
         except OSError:
             self.ports.release(port)
             raise

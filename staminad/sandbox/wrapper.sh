@@ -1,19 +1,40 @@
 #!/bin/sh
-# Harness wrapper: sh wrapper.sh JOBDIR MARKER
-# Runs JOBDIR/cmd detached from the daemon, then writes MARKER (JSON: exit, signal, started, ended)
-# atomically. The harness command lives in a file, not in this script's argv, so a broad
+# Harness wrapper: sh wrapper.sh JOBDIR MARKER [UID:GID QUOTA_KB WORKSPACE]
+# Runs JOBDIR/cmd detached from the daemon, then writes MARKER (JSON: exit, signal, started, ended,
+# over_quota) atomically. The harness command lives in a file, not in this script's argv, so a broad
 # `pkill -f <harness words>` by the agent cannot match (and kill) the wrapper itself.
+# In a container the wrapper runs as root and the harness as UID:GID (setpriv): the agent can neither
+# read JOBDIR, write MARKER nor signal the wrapper. With QUOTA_KB, a watchdog kills the harness once
+# WORKSPACE holds more than that (the marker then says how much it held).
 job="$1"
 marker="$2"
+as="${3:-}"
+quota="${4:-0}"
+ws="${5:-}"
 echo $$ > "$job/pid"
 start=$(date +%s.%N)
-sh "$job/cmd" < /dev/null > "$job/log" 2>&1
+if [ -n "$as" ]; then
+    setpriv --reuid="${as%%:*}" --regid="${as##*:}" --clear-groups sh -c "$(cat "$job/cmd")" \
+        < /dev/null > "$job/log" 2>&1 &
+else
+    sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
+fi
+harness=$!
+if [ "$quota" -gt 0 ]; then
+    (while sleep 2; do
+        used=$(du -sxk "$ws" 2>/dev/null | cut -f1)
+        if [ "${used:-0}" -gt "$quota" ]; then echo "$used" > "$job/over_quota"; kill -KILL "$harness"; exit 0; fi
+    done) &
+fi
+wait "$harness"
 code=$?
 end=$(date +%s.%N)
 sig=null
 if [ "$code" -gt 128 ]; then sig=$((code - 128)); fi
-printf '{"exit": %s, "signal": %s, "started": %s, "ended": %s}\n' "$code" "$sig" "$start" "$end" > "$marker.tmp"
+over=$(cat "$job/over_quota" 2>/dev/null || echo null)
+printf '{"exit": %s, "signal": %s, "started": %s, "ended": %s, "over_quota": %s}\n' \
+    "$code" "$sig" "$start" "$end" "$over" > "$marker.tmp"
 mv "$marker.tmp" "$marker"
 # Whatever the harness left running in its process group (say, a server it started to try its code)
-# goes with it, the wrapper included, so the engine need not reach into the sandbox to clean up.
+# goes with it, the wrapper and its watchdog included, so the engine need not reach in to clean up.
 kill -KILL 0

@@ -1,0 +1,38 @@
+"""Bounded reads of files an agent can write or fill: the daemon never reads more than it asked for.
+
+An agent controls its workspace and, on the local runtime, its control directory too; a sparse 1 GiB
+file costs nothing on disk but everything in memory if it is read whole. Every daemon-side read of
+such a file goes through here with an explicit byte bound.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SMALL = 4096  # pid files, exit codes
+MARKER = 64 * 1024  # a completion marker is about 100 bytes
+
+
+def read_head(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes from the start of `path` (raises OSError like `open`)."""
+    with open(path, "rb") as fh:
+        return fh.read(limit)
+
+
+def read_int(path: Path) -> int | None:
+    """The integer a small control file holds, or None if it is missing, oversized or not a number."""
+    try:
+        return int(read_head(path, SMALL).strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_tail(path: Path, limit: int) -> str:
+    """The last `limit` bytes of a log, decoded leniently ("" when it is missing)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - limit))
+            return fh.read(limit).decode(errors="replace")
+    except OSError:
+        return ""
