@@ -115,6 +115,7 @@ class DockerSandbox:
         self.host_control = root / "control"
         self.host_layer = root / "layer"
         self.grant = grant
+        self.quota_kb = QUOTA_KB
         self.llm = llm if grant.llm else None  # (address, port) of the gateway this sandbox may reach
         self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
         self.sweep, self.label, self.run, self.ports = sweep, label, run, ports
@@ -267,7 +268,7 @@ class DockerSandbox:
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
         await self._exec(["setsid", "-f", "sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}",
-                          f"{CONTROL}/markers/{job_id}.json", "{}:{}".format(*agent_ids()), str(QUOTA_KB),
+                          f"{CONTROL}/markers/{job_id}.json", "{}:{}".format(*agent_ids()), str(self.quota_kb),
                           "/workspace"], detach=True)
 
     def _pid(self, job_id: str) -> int | None:
