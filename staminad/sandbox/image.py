@@ -25,6 +25,8 @@ import msgspec
 
 BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux", "iptables")
 AGENT_UID = 1000  # the `agent` user (and group) of the image
+LAYOUT_LABEL = "staminabench.layout"
+LAYOUT = "sealed-1"  # what the docker runtime needs of an image: the agent user, /opt/stamina, iptables
 PRIVATE_DIR = "/opt/stamina"  # root-only (0700): the control directory is mounted below it
 # Run in the new root ($1) before it is packed: users and mount points are part of the recipe (and its hash).
 SETUP = (
@@ -50,6 +52,7 @@ class Recipe(msgspec.Struct, frozen=True):
     variant: str
     packages: tuple[str, ...]
     setup: tuple[str, ...] = ()
+    layout: str = ""
 
     def tag(self) -> str:
         digest = hashlib.sha256(msgspec.json.encode(self)).hexdigest()[:12]
@@ -60,7 +63,7 @@ def recipe(layer: str = "base", suite: str = "bookworm") -> Recipe:
     if layer not in LAYERS:
         raise ImageError(f"unknown layer {layer!r}; choose from {', '.join(LAYERS)}")
     return Recipe(suite=suite, variant="minbase", packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})),
-                  setup=SETUP)
+                  setup=SETUP, layout=LAYOUT)
 
 
 def image_exists(tag: str) -> bool:
@@ -82,7 +85,8 @@ def build(layer: str = "base", suite: str = "bookworm", mirror: str | None = Non
             cmd.append(mirror)
         debootstrap = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert debootstrap.stdout is not None
-        imported = subprocess.run(["docker", "import", "--change", "CMD [\"sh\"]", "-", tag],
+        imported = subprocess.run(["docker", "import", "--change", "CMD [\"sh\"]", "--change",
+                                   f"LABEL {LAYOUT_LABEL}={r.layout}", "-", tag],
                                   stdin=debootstrap.stdout, capture_output=True, timeout=timeout)
         debootstrap.stdout.close()
         _, err = debootstrap.communicate(timeout=timeout)

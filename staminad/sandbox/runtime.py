@@ -5,6 +5,7 @@ from __future__ import annotations
 from staminad.engine.config import RunSettings
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory, local_factory
+from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL
 
 
 async def docker_available(image: str) -> str | None:
@@ -18,13 +19,17 @@ async def docker_available(image: str) -> str | None:
     except Exception as exc:  # no socket, bad DOCKER_HOST
         return f"no Docker engine ({exc})"
     try:
-        await docker.images.inspect(image)
+        info = await docker.images.inspect(image)
     except aiodocker.exceptions.DockerError as exc:
         return f"image {image} is not built ({exc.message}); run `staminad image build`"
     except Exception as exc:
         return f"no Docker engine ({type(exc).__name__}: {exc})"
     finally:
         await docker.close()
+    labels = (info.get("Config") or {}).get("Labels") or {}
+    if labels.get(LAYOUT_LABEL) != LAYOUT:
+        return (f"image {image} predates the sealed sandbox (label {LAYOUT_LABEL}={LAYOUT} missing); "
+                "run `staminad image build`")
     return None
 
 
