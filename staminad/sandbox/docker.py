@@ -152,6 +152,16 @@ class DockerSandbox:
                 d.chmod(0o777)
         stage_layer(self.host_layer, self.grant.layer)
 
+    def _hand_over(self) -> None:
+        """Give the agent the files the engine wrote into its workspace (README, spec), so it may edit them."""
+        if os.getuid() != 0:
+            return  # the agent runs as the daemon's user: they are its own already
+        uid, gid = agent_ids()
+        with os.scandir(self.host_workspace) as entries:
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == 0:
+                    os.chown(entry.path, uid, gid, follow_symlinks=False)
+
     def _config(self) -> dict[str, Any]:
         memory = self.run.memory_mb * 1024 * 1024
         return {
@@ -267,6 +277,7 @@ class DockerSandbox:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
+        self._hand_over()
         await self._exec(["setsid", "-f", "sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}",
                           f"{CONTROL}/markers/{job_id}.json", "{}:{}".format(*agent_ids()), str(self.quota_kb),
                           "/workspace"], detach=True)

@@ -251,6 +251,7 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 attempt("past fsize", big)
 attempt("write tmp", lambda: open("/tmp/ok", "w").write("x"))
 attempt("write home", lambda: open(os.path.expanduser("~/ok"), "w").write("x"))
+attempt("edit readme", lambda: open("/workspace/README.md", "a").write("x"))
 st = os.statvfs("/tmp")
 out["tmp_bytes"] = st.f_blocks * st.f_frsize
 wrapper = os.getppid()
@@ -266,6 +267,7 @@ async def test_the_agent_runs_unprivileged_and_cannot_touch_the_control_files(
     box = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "h", Grant())
     await box.prepare()
     (box.host_control / "prompts" / "t0000-a01-i00.md").write_text("build the server")
+    (box.host_workspace / "README.md").write_text("the rules")  # as the engine writes it, after prepare
     marker, out = await as_agent(box, watcher, "hostile", HOSTILE)
     got = json.loads(out.strip().splitlines()[-1])
     assert marker["exit"] == 0 and marker["signal"] is None
@@ -273,7 +275,7 @@ async def test_the_agent_runs_unprivileged_and_cannot_touch_the_control_files(
     for name in ("write /", "write /usr", "write prompts", "new prompt", "list control", "forge marker",
                  "read job cmd", "signal the wrapper", "signal pid 1"):
         assert got[name] in ("PermissionError", "OSError"), (name, got[name])  # EACCES, EPERM or EROFS
-    assert got["read prompt"] == got["write tmp"] == got["write home"] == "allowed"
+    assert got["read prompt"] == got["write tmp"] == got["write home"] == got["edit readme"] == "allowed"
     assert got["past fsize"] == "OSError"  # EFBIG
     assert got["tmp_bytes"] == TMP_MB << 20
     async with aiodocker.Docker() as docker:
