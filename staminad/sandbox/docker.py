@@ -93,16 +93,27 @@ def firewall(llm: tuple[str, int] | None) -> str:
 
 
 def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
-    """Copy exactly the layer's files (paths below staminad/) to `dest`, dropping whatever else is there."""
-    tmp = dest.with_name(dest.name + ".new")
-    shutil.rmtree(tmp, ignore_errors=True)
+    """Make `dest` hold exactly the layer's files (paths below staminad/), updated in place.
+
+    In place, because a running container (adopted after a daemon restart) has `dest` bind-mounted: a
+    replaced directory would leave it looking at the deleted one.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
     for rel in layer:
-        target = tmp / rel
+        target, data = dest / rel, (HARNESS_DIR / rel).read_bytes()
+        if target.is_file() and target.read_bytes() == data:
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(HARNESS_DIR / rel, target)
-    tmp.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
+        tmp = target.with_name(target.name + ".new")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    wanted = {dest / rel for rel in layer}
+    for path in sorted(dest.rglob("*"), reverse=True):  # files before their directories
+        if path.is_dir() and not path.is_symlink():
+            if not any(w.is_relative_to(path) for w in wanted):
+                shutil.rmtree(path)
+        elif path not in wanted:
+            path.unlink()
 
 
 class DockerSandbox:

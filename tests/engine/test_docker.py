@@ -78,6 +78,7 @@ async def test_sweeps_of_one_name_in_two_state_dirs_keep_their_own_containers(tm
         (other.host_workspace / "who").write_text("b")
         await mine.prepare()  # adopting an existing container finds its own, with its own workspace
         assert await mine._exec(["grep", "-q", "a", "/workspace/who"]) == 0
+        assert await mine._exec(["test", "-f", "/harness/sandbox/wrapper.sh"]) == 0  # its layer, still mounted
         await ours.aclose(tmp_path / "a" / "sandboxes" / "same")
         async with aiodocker.Docker() as client:
             info = await (await client.containers.get(other.name)).show()
