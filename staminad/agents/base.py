@@ -13,13 +13,12 @@ import msgspec
 
 from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
 from staminad.reference.mutants import MUTANT_BY_BUG
-from staminad.sandbox.base import SandboxPaths
+from staminad.sandbox.base import RUNTIME_FILES, SandboxPaths
 
 FAULTS = ("self-kill", "hang", "crash", "no-server")
 # The files (below staminad/) each kind of agent runs inside its sandbox: its agent layer, mounted read-only
 # at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a
 # real harness's sandbox gets its launcher and nothing of the oracle, the suite or the generators.
-RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh")
 REFERENCE_FILES = ("reference/agent.py", "reference/parse.py", "reference/server.py")
 HARNESS_FILES = ("agents/scripts/harness.py", "agents/harnesses.py", "agents/drivers/mini_driver.py")
 VERSION = "builtin-1"

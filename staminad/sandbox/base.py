@@ -30,10 +30,13 @@ class SandboxPaths(msgspec.Struct, frozen=True):
     harness: str
 
 
+RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh")  # what every sandbox's layer carries (below staminad/)
+
+
 class Grant(msgspec.Struct, frozen=True, kw_only=True):
     """What one scenario's sandbox is given besides its workspace: its agent's files and its network reach."""
 
-    layer: tuple[str, ...] = ("sandbox/wrapper.sh", "sandbox/server.sh")  # files below staminad/, read-only
+    layer: tuple[str, ...] = RUNTIME_FILES  # files below staminad/, mounted read-only
     llm: bool = False  # may reach the sweep's LLM gateway (a real harness); nothing else is ever reachable
 
 
