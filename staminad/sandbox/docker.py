@@ -49,6 +49,7 @@ HARNESS_DIR = Path(__file__).parents[1]
 OP_TIMEOUT = 60.0
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
 OUTPUT_LIMIT = 64 * 1024  # bytes read back from an exec or an events query
+PID_TIMEOUT = 10.0  # seconds for the detached server shell to record its process group
 HEALTH_INTERVAL = 1.0  # seconds between container state checks while a server starts
 
 # Run inside the container (python3 -I -c SCRIPT PORT LEADER): the listening sockets on PORT and every
@@ -93,7 +94,7 @@ print(json.dumps({"sockets": len(sockets), "holders": holders[:20], "leader_star
 
 def _left_running(holder: dict[str, Any], leader_start: int | None) -> str:
     """Feedback for a port held outside the new server's process group."""
-    who = f"process {holder['pid']} (`{str(holder['cmd'])[:120]}`)"
+    who = f"process {holder['pid']} (`{' '.join(str(holder['cmd']).split())[:120]}`)"
     if leader_start is not None and int(holder["start"]) < leader_start:
         return (f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
                 "a server left running by an earlier turn or by the harness, so the new server could not bind "
@@ -191,10 +192,22 @@ class DockerSandbox:
             self.port = int(binding[0]["HostPort"]) if binding else None
             if self.port is not None:
                 self.ports.held.add(self.port)
-        with anyio.fail_after(OP_TIMEOUT):
-            info = await container.show()
-            if not info["State"]["Running"]:
-                await container.start()
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                info = await container.show()
+                if not info["State"]["Running"]:
+                    await container.start()
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError) as exc:
+            # Say a program outside took the published port meanwhile: this container can never start, so
+            # it goes, and the retry's `prepare` creates one on a fresh port.
+            with anyio.CancelScope(shield=True), contextlib.suppress(aiodocker.exceptions.DockerError, TimeoutError):
+                with anyio.fail_after(OP_TIMEOUT):
+                    await container.delete(force=True)
+            if self.port is not None:
+                self.ports.release(self.port)
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            kind = "port_taken" if "address already in use" in str(message) else "engine_error"
+            raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
 
     async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT) -> int:
         return (await self._run(cmd, detach, timeout))[0]
@@ -319,7 +332,14 @@ class DockerSandbox:
         await self._exec(["setsid", "-f", "sh", "-c", "echo $$ > /stamina/server.pid; "
                           f"bash run_server.sh {SERVER_PORT_IN_CONTAINER} > /stamina/server.log 2>&1; "
                           "echo $? > /stamina/server.exit"], detach=True)
-        handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port)
+        with anyio.move_on_after(PID_TIMEOUT):
+            while self._server_pgid() is None:
+                await anyio.sleep(0.01)  # the detached shell writes its pid first thing; nothing to await instead
+        pgid = self._server_pgid()
+        if pgid is None:
+            raise SandboxError(f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s",
+                               "engine_error")
+        handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port, pgid=pgid)
         exit_file = self.host_control / "server.exit"
         checked = [time.monotonic()]
 
@@ -336,13 +356,10 @@ class DockerSandbox:
 
         try:
             await wait_ready(handle.url, timeout, running, request_timeout, listening)
-            pgid = self._server_pgid()
-            handle.pgid = pgid
-            if pgid is not None:
-                found = await self._listeners(pgid)
-                strangers = [h for h in found["holders"] if h["pgid"] != pgid]
-                if strangers:
-                    raise NotReady("server_left_running", _left_running(strangers[0], found.get("leader_start")))
+            found = await self._listeners(pgid)
+            strangers = [h for h in found["holders"] if h["pgid"] != pgid]
+            if strangers:
+                raise NotReady("server_left_running", _left_running(strangers[0], found.get("leader_start")))
         except BaseException:
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                 await self.stop_server(handle)
