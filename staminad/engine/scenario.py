@@ -278,7 +278,7 @@ class ScenarioRunner:
         container is waited for until the turn timeout; then it is the platform's loss: an agent has no
         way to pause its own container (no engine socket inside), and the time frozen is not the agent's.
         """
-        granted, paused, polls = 0.0, None, 0
+        granted, polls = 0.0, 0
         while True:
             waited = self.llm.route.waited if self.llm is not None else 0.0
             remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
@@ -289,7 +289,6 @@ class ScenarioRunner:
                 if remaining > LIVENESS_INTERVAL:
                     polls += 1
                     loss = await self._loss(row)
-                    paused = loss if loss is not None and loss.paused else None
                     if loss is not None and not loss.paused:
                         return read_marker(marker_file), (loss.kind, loss.detail)
                     if loss is None and not self.adapter.manual and polls % JOB_CHECK_EVERY == 0:
@@ -301,7 +300,7 @@ class ScenarioRunner:
             if self.llm is not None and self.llm.route.waited > granted:
                 granted = self.llm.route.waited  # the gateway waited on the model meanwhile: extend and wait again
                 continue
-            loss = await self._loss(row) if paused is None else paused
+            loss = await self._loss(row)
             if loss is not None:
                 return None, (loss.kind, f"{loss.detail} beyond the turn timeout of "
                                          f"{self.settings.turn_timeout:.0f} s")
