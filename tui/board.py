@@ -25,8 +25,10 @@ INFRA_TEXT = {
     "stuck": "no marker within the turn timeout (hang)",
     "harness_crash": "the harness crashed",
     "harness_killed": "the harness was killed by a signal",
-    "server_never_ready": "the agent's server never became ready",
-    "sandbox_lost": "the sandbox was lost",
+    "sandbox_exited": "the container was ended from inside",
+    "sandbox_lost": "the sandbox was lost (removed, killed or paused)",
+    "engine_error": "the container engine failed",
+    "port_taken": "a program outside the sandbox holds the server port",
     "llm_unavailable": "the LLM endpoint was unavailable",
 }
 

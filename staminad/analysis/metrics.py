@@ -1,5 +1,12 @@
 """Metrics over a configuration's scenarios: turns passed @R, pass rate, the retry-budget curve from one
 run's history, survival data, failure-category counts, new-feature vs regression failures, LoC per turn.
+
+Two views of infrastructure failures. The headline (`paper`) follows the paper: a scenario whose
+harness kept failing until the infra retries ran out ended there, and its turns so far are its
+score (a failure event in survival). The `censored` view counts only the agent's code: such a
+scenario leaves the mean and is right-censored. In both, a scenario ended by a platform fault (a
+lost container, an engine error, a model outage) is not the agent's result at all: it is left out
+and can be re-run.
 """
 
 from __future__ import annotations
@@ -11,15 +18,45 @@ import msgspec
 
 from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
 from staminad.analysis.stats import mean_se
+from staminad.engine.outcome import is_platform
+
+VIEWS = ("paper", "censored")
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
     name: str
-    scenarios: int
+    scenarios: int  # scored in this view
     mean_turns: float
     se_turns: float
     pass_rate: float
-    infra_failed: int
+    infra_failed: int  # ended when the harness's infra retries ran out (scored in the paper view)
+    platform_failed: int = 0  # ended by a platform fault: never scored, re-runnable
+    view: str = "paper"
+
+
+def end_kind(s: ScenarioData) -> str | None:
+    """The infra kind that ended an `infra_failed` scenario (its last attempt's), else None."""
+    if s.status != "infra_failed":
+        return None
+    last = max(s.attempts, key=lambda a: (a.turn, a.attempt, a.infra_try), default=None)
+    return last.infra_kind if last is not None else None
+
+
+def platform_ended(s: ScenarioData) -> bool:
+    """Ended by a platform fault: not the agent's result, left out of every score."""
+    return s.status == "infra_failed" and (is_platform(end_kind(s)) or end_kind(s) is None)
+
+
+def harness_ended(s: ScenarioData) -> bool:
+    return s.status == "infra_failed" and not platform_ended(s)
+
+
+def scored(c: ConfigData, view: str = "paper") -> list[ScenarioData]:
+    """The scenarios a view scores: all but platform-ended ones (paper), also without harness-ended ones
+    (censored)."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
+    return [s for s in c.scenarios if not platform_ended(s) and (view == "paper" or not harness_ended(s))]
 
 
 def agent_attempts(s: ScenarioData) -> list[AttemptData]:
@@ -27,13 +64,20 @@ def agent_attempts(s: ScenarioData) -> list[AttemptData]:
     return [a for a in s.attempts if a.outcome in ("pass", "fail")]
 
 
-def summary(c: ConfigData) -> Summary:
-    turns = [s.turns_passed for s in c.scenarios]
+def summary(c: ConfigData, view: str = "paper") -> Summary:
+    mine = scored(c, view)
+    turns = [s.turns_passed for s in mine]
     mean, se = mean_se(turns)
     full = c.n_turns + 1
     return Summary(name=c.name, scenarios=len(turns), mean_turns=mean, se_turns=se,
                    pass_rate=sum(t >= full for t in turns) / len(turns) if turns else float("nan"),
-                   infra_failed=sum(s.status == "infra_failed" for s in c.scenarios))
+                   infra_failed=sum(harness_ended(s) for s in c.scenarios),
+                   platform_failed=sum(platform_ended(s) for s in c.scenarios), view=view)
+
+
+def views_differ(c: ConfigData) -> bool:
+    """Whether the paper and censored views score this configuration differently (harness-ended scenarios)."""
+    return any(harness_ended(s) for s in c.scenarios)
 
 
 def turns_at_budget(s: ScenarioData, budget: int, n_turns: int) -> int:
@@ -53,28 +97,35 @@ def turns_at_budget(s: ScenarioData, budget: int, n_turns: int) -> int:
 
 
 def retry_curve(c: ConfigData) -> list[tuple[int, float, float]]:
-    """(R', mean turns passed, SE) for every R' from 0 to the configuration's R, from one run."""
+    """(R', mean turns passed, SE) for every R' from 0 to the configuration's R, from one run (paper view)."""
     out = []
     for budget in range(c.retries + 1):
-        mean, se = mean_se([turns_at_budget(s, budget, c.n_turns) for s in c.scenarios])
+        mean, se = mean_se([turns_at_budget(s, budget, c.n_turns) for s in scored(c)])
         out.append((budget, mean, se))
     return out
 
 
-def survival_data(c: ConfigData) -> tuple[list[float], list[bool]]:
-    """Turns survived per scenario and whether the end was an agent failure (False: right-censored,
-    either at N+1 turns or by an infrastructure failure, which says nothing about the agent)."""
-    durations = [float(s.turns_passed) for s in c.scenarios]
-    observed = [s.status == "failed" for s in c.scenarios]
+def survival_data(c: ConfigData, view: str = "paper") -> tuple[list[float], list[bool]]:
+    """Turns survived per scored scenario and whether its end was an event (False: right-censored at N+1).
+
+    Paper view: a harness that ran out of infra retries ended the scenario, an event like a failed
+    turn. Censored view: it is right-censored there, as if it said nothing about the agent.
+    Platform-ended scenarios are in neither.
+    """
+    mine = [s for s in c.scenarios if not platform_ended(s)]
+    durations = [float(s.turns_passed) for s in mine]
+    observed = [s.status == "failed" or (view == "paper" and harness_ended(s)) for s in mine]
     return durations, observed
 
 
 def failure_counts(c: ConfigData, which: str) -> Counter[str]:
     """Scenarios per failure category: `first` (the first failed attempt of each scenario) or `all`
-    (every category seen in any failed attempt). Infra kinds count as categories of their own."""
+    (every category seen in any failed attempt). Harness infra kinds count as categories of their own;
+    platform faults are not the agent's and are not counted."""
     counts: Counter[str] = Counter()
     for s in c.scenarios:
-        failed = [a for a in s.attempts if a.outcome in ("fail", "infra")]
+        failed = [a for a in s.attempts
+                  if a.outcome == "fail" or (a.outcome == "infra" and not is_platform(a.infra_kind))]
         if not failed:
             continue
         chosen: Iterable[AttemptData] = failed[:1] if which == "first" else failed

@@ -1,6 +1,13 @@
-"""One taxonomy for how an attempt ended: a pass, an agent failure (suite categories) or an infra kind.
+"""One taxonomy for how an attempt ended, and whose fault it was.
 
-Infra kinds never consume the retry budget R and are never scored as agent failures.
+- a pass;
+- an agent failure: the suite's categories, or a server that did not start or answer (`SERVER_KINDS`);
+  these are the agent's code failing its tests, so they consume the retry budget R and are scored;
+- an infrastructure failure, retried without touching R (the paper's infra retries), of two sides:
+  `HARNESS_KINDS`, the harness process failing (crash, self-kill, stuck): when the retries run out
+  the scenario ends and is scored with the turns it passed, as in the paper; and `PLATFORM_KINDS`,
+  faults of the benchmark's own machinery (a lost container, an engine error, a port held from
+  outside the sandbox, a model endpoint outage): never scored against the agent, and re-runnable.
 """
 
 from __future__ import annotations
@@ -8,9 +15,22 @@ from __future__ import annotations
 import signal
 from typing import Literal
 
-InfraKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "server_never_ready",
-                    "sandbox_lost", "llm_unavailable"]
-INFRA_KINDS: tuple[str, ...] = InfraKind.__args__  # type: ignore[attr-defined]
+HarnessKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "sandbox_exited"]
+PlatformKind = Literal["sandbox_lost", "engine_error", "port_taken", "llm_unavailable"]
+InfraKind = HarnessKind | PlatformKind
+HARNESS_KINDS: tuple[str, ...] = HarnessKind.__args__  # type: ignore[attr-defined]
+PLATFORM_KINDS: tuple[str, ...] = PlatformKind.__args__  # type: ignore[attr-defined]
+INFRA_KINDS: tuple[str, ...] = HARNESS_KINDS + PLATFORM_KINDS
+
+# How the agent's server failed to start (an attempt's category, like the suite's): what the probe saw.
+ServerKind = Literal["server_exited", "server_not_listening", "server_closed_connection", "server_too_slow",
+                     "server_bad_response", "server_left_running"]
+SERVER_KINDS: tuple[str, ...] = ServerKind.__args__  # type: ignore[attr-defined]
+
+
+def is_platform(kind: str | None) -> bool:
+    """Whether an infra kind is the platform's fault (unscored, re-runnable) rather than the harness's."""
+    return kind in PLATFORM_KINDS
 
 
 def classify_harness(exit_code: int | None, sig: int | None, killed_by_engine: bool) -> InfraKind | None:

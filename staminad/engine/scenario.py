@@ -8,6 +8,7 @@ transition is committed before the next step starts, so nothing runs twice and n
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +20,14 @@ import msgspec
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.engine.blame import server_feedback
 from staminad.engine.loc import count_loc
 from staminad.engine.markers import Marker, MarkerWatcher, read_marker
 from staminad.engine.outcome import classify_harness
+from staminad.engine.position import Position, position
 from staminad.gateway.proxy import Gateway, Route
-from staminad.sandbox.base import NotReady, Sandbox, SandboxError, marker_path
+from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
+from staminad.sandbox.readiness import log_tail
 from staminad.suite.feedback import FeedbackLevel, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
@@ -32,6 +36,10 @@ from staminad.suite.runner import run_suite
 from state.store import AttemptRow, Store
 
 EventSink = Callable[[str, dict[str, Any]], None]
+LIVENESS_INTERVAL = 2.0  # seconds between sandbox health checks while a harness runs
+JOB_CHECK_EVERY = 3  # health checks per check that the harness's wrapper still runs
+CLEANUP_TIMEOUT = 90.0  # bound on removing what is left of a lost sandbox
+RECREATE_AFTER = ("sandbox_lost", "sandbox_exited", "engine_error")
 
 
 class Gate:
@@ -76,46 +84,6 @@ class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):
     readme: str
 
 
-class Position(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a scenario stands, derived from its attempt rows."""
-
-    turns_passed: int
-    final: str | None = None  # done | failed | infra_failed
-    reason: str = ""
-    turn: int = 0
-    attempt: int = 1
-    infra_try: int = 0
-    prompt_kind: str = "turn"
-    prompt: str | None = None  # None: the turn's own prompt
-    resume: AttemptRow | None = None
-
-
-def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int) -> Position:
-    """Replay attempt rows into the next step (or the final verdict) of Algorithm 1."""
-    passed = len({r.turn for r in rows if r.outcome == "pass"})
-    if not rows:
-        return Position(turns_passed=0)
-    last = rows[-1]
-    if last.phase != "tested":
-        return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt, infra_try=last.infra_try,
-                        prompt_kind=last.prompt_kind, prompt=last.prompt, resume=last)
-    if last.outcome == "pass":
-        if last.turn >= n_turns:
-            return Position(turns_passed=passed, final="done", reason="passed every turn")
-        return Position(turns_passed=passed, turn=last.turn + 1)
-    if last.outcome == "infra":
-        if last.infra_try >= infra_retries:
-            return Position(turns_passed=passed, final="infra_failed",
-                            reason=f"{last.infra_kind} on turn {last.turn}, {infra_retries} infra retries used")
-        return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt, infra_try=last.infra_try + 1,
-                        prompt_kind=last.prompt_kind, prompt=last.prompt)
-    if last.attempt > retries:
-        return Position(turns_passed=passed, final="failed",
-                        reason=f"turn {last.turn} failed after {last.attempt} attempts: {last.categories}")
-    return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt + 1, prompt_kind="feedback",
-                    prompt=last.feedback)
-
-
 class ModelAccess:
     """A scenario's route through the gateway, and the model its harness is told to use."""
 
@@ -137,6 +105,7 @@ class ScenarioRunner:
         self._prompts: list[str] | None = None
         self._histories: list[History | None] = []
         self._states: list[Any] = []
+        self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
 
     # --- texts and suites per turn ------------------------------------------------------------
 
@@ -164,11 +133,6 @@ class ScenarioRunner:
         """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
         self._prepare_turns()
         assert self._prompts is not None
-        await self.sandbox.prepare()
-        ws = self.sandbox.host_workspace
-        if not (ws / "README.md").exists():
-            (ws / "README.md").write_text(self.spec.readme)
-            (ws / "initial_specification.md").write_text(render_spec(self.spec.scenario.initial))
         await self.store.update_scenario(scenario_id, status="running")
         n_turns = len(self.spec.scenario.turns)
         while True:
@@ -198,16 +162,44 @@ class ScenarioRunner:
                 if self.gate is not None:
                     self.gate.active -= 1
 
+    async def _ensure_sandbox(self) -> None:
+        """Prepare (or, after a loss, recreate) the sandbox; the workspace and its files are kept."""
+        if self._ready_at is not None:
+            return
+        await self.sandbox.prepare()
+        ws = self.sandbox.host_workspace
+        if not (ws / "README.md").exists():
+            (ws / "README.md").write_text(self.spec.readme)
+            (ws / "initial_specification.md").write_text(render_spec(self.spec.scenario.initial))
+        self._ready_at = time.time()
+
     async def _execute(self, scenario_id: int, row: AttemptRow, pos: Position) -> None:
+        """One attempt; whatever the sandbox or the engine does wrong ends it as that platform fault, never
+        as an error of the whole sweep."""
         job = self._job_id(pos)
         self.emit("attempt_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                       "infra_try": row.infra_try, "resumed": pos.resume is not None})
-        if row.phase == "launched":
-            infra = await self._harness(scenario_id, row, job)
-            if infra is not None:
-                await self._infra(scenario_id, row, infra[0], infra[1])
-                return
-        await self._test(scenario_id, row)
+        try:
+            await self._ensure_sandbox()
+            if row.phase == "launched":
+                infra = await self._harness(scenario_id, row, job)
+                if infra is not None:
+                    await self._infra(scenario_id, row, infra[0], infra[1])
+                    return
+            await self._test(scenario_id, row)
+        except SandboxError as exc:
+            await self._infra(scenario_id, row, exc.kind, str(exc))
+
+    def _since(self, row: AttemptRow) -> float:
+        """Losses after this time are this attempt's (not the container's before it was recreated)."""
+        return max(row.launched_at, self._ready_at or 0.0)
+
+    async def _loss(self, row: AttemptRow) -> Loss | None:
+        """Whether the sandbox is gone (or frozen) now; an engine that cannot say is itself a loss."""
+        try:
+            return await self.sandbox.health(self._since(row))
+        except SandboxError as exc:
+            return Loss(kind=exc.kind, detail=str(exc))
 
     async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:
         """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
@@ -242,10 +234,13 @@ class ScenarioRunner:
                 await self.sandbox.launch(job, argv, self._env())
             elif read_marker(marker_file) is None:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
-        marker = await self._wait_marker(marker_file, row)
+        marker, lost = await self._wait_marker(marker_file, row, job)
         if marker is None:
+            await self.store.update_attempt(row.id, phase="harness_done",
+                                            harness_seconds=time.time() - row.launched_at)
+            if lost is not None:
+                return lost
             await self.sandbox.kill_job(job)  # stuck: the harness and anything in its process group
-            await self.store.update_attempt(row.id, phase="harness_done", harness_seconds=self.settings.turn_timeout)
             return "stuck", f"no marker within the turn timeout of {self.settings.turn_timeout:.0f} s"
         exit_code, sig = marker.get("exit"), marker.get("signal")
         started, ended = marker.get("started"), marker.get("ended")
@@ -273,16 +268,53 @@ class ScenarioRunner:
             return dict(self.adapter.env)
         return {**self.adapter.env, **self.llm.env(self.sandbox.llm_host)}
 
-    async def _wait_marker(self, marker_file: Path, row: AttemptRow) -> Marker | None:
-        """The marker, or None after the turn timeout; time spent waiting out model outages is given back."""
-        granted = 0.0
+    async def _wait_marker(self, marker_file: Path, row: AttemptRow,
+                           job: str) -> tuple[Marker | None, tuple[str, str] | None]:
+        """(the marker, None), or (None, why the harness is lost) as soon as that is known, or (None, None)
+        after the turn timeout; time spent waiting out model outages is given back.
+
+        Every LIVENESS_INTERVAL the sandbox's health is polled (a lost container is known in seconds, not
+        after the whole turn timeout), and less often whether the harness's wrapper still runs. A paused
+        container is waited for until the turn timeout; then it is the platform's loss: an agent has no
+        way to pause its own container (no engine socket inside), and the time frozen is not the agent's.
+        """
+        granted, polls = 0.0, 0
         while True:
             waited = self.llm.route.waited if self.llm is not None else 0.0
             remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
-            marker = await self.watcher.wait(marker_file, max(remaining, 0.0))
-            if marker is not None or self.llm is None or self.llm.route.waited <= granted:
-                return marker
-            granted = self.llm.route.waited  # the gateway waited on the model meanwhile: extend and wait again
+            if remaining > 0:
+                marker = await self.watcher.wait(marker_file, min(remaining, LIVENESS_INTERVAL))
+                if marker is not None:
+                    return marker, None
+                if remaining > LIVENESS_INTERVAL:
+                    polls += 1
+                    loss = await self._loss(row)
+                    if loss is not None and not loss.paused:
+                        return read_marker(marker_file), (loss.kind, loss.detail)
+                    if loss is None and not self.adapter.manual and polls % JOB_CHECK_EVERY == 0:
+                        vanished = await self._vanished(marker_file, job)
+                        if vanished is not None:
+                            return vanished
+                    continue
+                remaining = 0.0
+            if self.llm is not None and self.llm.route.waited > granted:
+                granted = self.llm.route.waited  # the gateway waited on the model meanwhile: extend and wait again
+                continue
+            loss = await self._loss(row)
+            if loss is not None:
+                return None, (loss.kind, f"{loss.detail} beyond the turn timeout of "
+                                         f"{self.settings.turn_timeout:.0f} s")
+            return None, None
+
+    async def _vanished(self, marker_file: Path, job: str) -> tuple[Marker | None, tuple[str, str] | None] | None:
+        """The harness's wrapper is gone without a marker (something inside killed it): say so, or None."""
+        if not (self.sandbox.host_control / "jobs" / job / "pid").exists() or await self.sandbox.job_alive(job):
+            return None
+        marker = read_marker(marker_file)  # the wrapper writes the marker just before it ends its group
+        if marker is not None and "exit" in marker:
+            return marker, None
+        return None, ("harness_killed", "the harness and its wrapper were killed from inside the sandbox before "
+                                        "writing a completion marker")
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
@@ -290,6 +322,13 @@ class ScenarioRunner:
                                         finished_at=time.time())
         self.emit("infra_failure", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                     "infra_try": row.infra_try, "kind": kind, "detail": detail})
+        if kind in RECREATE_AFTER:
+            # The container is gone, frozen or unreachable: remove what is left, so the retry gets a fresh one
+            # on the same workspace (a paused container cannot even be exec'd into to clean up).
+            self._ready_at = None
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError, OSError):
+                with anyio.move_on_after(CLEANUP_TIMEOUT):
+                    await self.sandbox.close()
 
     async def _test(self, scenario_id: int, row: AttemptRow) -> None:
         if self.suites is None:
@@ -299,28 +338,30 @@ class ScenarioRunner:
                 await self._test_now(scenario_id, row)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
+        suite = generate_suite(self._states[row.turn], self.spec.scenario.seed, row.turn, self._histories[row.turn])
         t0 = time.monotonic()
         try:
-            handle = await self.sandbox.start_server(self.settings.server_start_timeout)
+            handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)
         except NotReady as exc:
-            await self._infra(scenario_id, row, "server_never_ready", str(exc))
-            return
-        except SandboxError as exc:
-            await self._infra(scenario_id, row, "sandbox_lost", str(exc))
+            loss = await self._loss(row)
+            if loss is not None:  # the server did not start because the sandbox went: the platform's fault
+                raise SandboxError(f"{loss.detail} while the server started", loss.kind) from None
+            await self._server_failed(scenario_id, row, exc, len(suite.tests), time.monotonic() - t0)
             return
         t1 = time.monotonic()
         self.emit("suite_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
                                     "server_seconds": t1 - t0})
         try:
-            suite = generate_suite(self._states[row.turn], self.spec.scenario.seed, row.turn,
-                                   self._histories[row.turn])
             async with Http11Transport.for_url(handle.url, self.settings.request_timeout) as transport:
                 result = await run_suite(suite, transport)
         finally:
             t2 = time.monotonic()
-            with anyio.CancelScope(shield=True):
-                await self.sandbox.stop_server(handle)
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
+                await self.sandbox.stop_server(handle)  # a failure here is judged by the health check below
         t3 = time.monotonic()
+        loss = await self._loss(row)
+        if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
+            raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))
         feedback = render_feedback(result, self.spec.feedback) if failures else None
@@ -333,3 +374,15 @@ class ScenarioRunner:
                                      "passed": not failures, "failed_tests": len(failures),
                                      "tests": len(result.results), "categories": categories,
                                      "suite_seconds": t2 - t1, "server_seconds": t1 - t0})
+
+    async def _server_failed(self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int,
+                             seconds: float) -> None:
+        """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
+        log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
+        feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
+        await self.store.update_attempt(row.id, phase="tested", outcome="fail", categories=exc.kind,
+                                        passed_tests=0, total_tests=tests, feedback=feedback,
+                                        server_seconds=seconds, finished_at=time.time())
+        self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
+                                     "passed": False, "failed_tests": tests, "tests": tests, "categories": exc.kind,
+                                     "suite_seconds": 0.0, "server_seconds": seconds, "detail": str(exc)})

@@ -25,6 +25,7 @@ from staminad.commands.args import seed_list
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
+from staminad.engine.outcome import is_platform
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
@@ -46,6 +47,7 @@ class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
     infra: dict[str, int]
     cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
     tokens: int = 0  # input + output tokens through the gateway
+    unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
 
 
 class SandboxFactory(Protocol):
@@ -218,14 +220,19 @@ async def _start_gateway(sweep: SweepFile, store: Store, make_sandbox: SandboxFa
 
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
+    """Per configuration: turns passed over the scored scenarios (a scenario ended by a platform fault is not
+    the agent's result and is left out; one whose harness ran out of infra retries counts, as in the paper)."""
     rows = await store.scenarios(sweep_id)
     infra = await store.infra_counts(sweep_id)
     usage = await store.llm_usage(sweep_id)
+    last_kind = {p.scenario_id: p.infra_kind for p in await store.progress(sweep_id)}
     out = []
     for name in dict.fromkeys(n for n, _ in rows):
         mine = [r for n, r in rows if n == name]
+        unscored = [r for r in mine if r.status == "infra_failed" and is_platform(last_kind.get(r.id))]
+        counted = [r for r in mine if r not in unscored]
         cost, tokens = usage.get(name, (0.0, 0))
-        turns = [r.turns_passed for r in mine]
+        turns = [r.turns_passed for r in counted]
         statuses: dict[str, int] = {}
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
@@ -233,8 +240,9 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
         out.append(ConfigSummary(
             name=name, scenarios=len(mine), finished=sum(r.status in FINAL for r in mine),
             mean_turns=statistics.fmean(turns) if turns else 0.0, se_turns=se,
-            pass_rate=sum(r.status == "done" for r in mine) / len(mine) if mine else 0.0, statuses=statuses,
-            infra={k: v for (n, k), v in infra.items() if n == name}, cost=cost, tokens=tokens))
+            pass_rate=sum(r.status == "done" for r in counted) / len(counted) if counted else 0.0,
+            statuses=statuses, infra={k: v for (n, k), v in infra.items() if n == name}, cost=cost, tokens=tokens,
+            unscored=len(unscored)))
     return out
 
 
@@ -245,6 +253,8 @@ def format_summary(summaries: list[ConfigSummary]) -> str:
              + ("   tokens      cost" if metered else "")]
     for s in summaries:
         status = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
+        if s.unscored:
+            status += f"; {s.unscored} unscored"
         infra = ", ".join(f"{k} {v}" for k, v in sorted(s.infra.items())) or "-"
         line = (f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
                 f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}")

@@ -12,6 +12,7 @@ Run: python3 agent.py --workspace DIR --prompt-file FILE [--bug NAME] [--fix-on-
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -226,6 +227,18 @@ def step(memory: dict[str, Any], prompt: str, spec: str, bug: str | None,
     if prompt.startswith("Implement the REST API server"):
         model = Model(parse_spec(spec))
     else:
+        if prompt.startswith("The tests passed."):
+            # An infra retry resends the same change request: start again from the design as it was before
+            # this request's first call, so applying it twice changes nothing (no doubled enum values, no
+            # rename of a name that is already gone).
+            key = hashlib.sha256(prompt.encode()).hexdigest()
+            before = memory.get("before_last_change")
+            if memory.get("last_change") == key and isinstance(before, dict):
+                memory.update(json.loads(json.dumps(before)))
+            else:
+                memory["last_change"] = key
+                memory["before_last_change"] = json.loads(json.dumps(
+                    {k: memory.get(k) for k in ("schema", "aliases", "skipped")}))
         model = Model(json.loads(json.dumps(memory["schema"])), dict(memory.get("aliases") or {}))
         if prompt.startswith("The tests passed."):
             for change in parse_changes(prompt):
@@ -234,7 +247,7 @@ def step(memory: dict[str, Any], prompt: str, spec: str, bug: str | None,
                 except (StopIteration, KeyError, AssertionError, ValueError) as exc:
                     # Only reachable once a mutant's model has drifted from the texts: like a confused
                     # agent it leaves the request undone, and notes it, instead of crashing.
-                    memory.setdefault("skipped", []).append(f"{change['kind']}: {type(exc).__name__}")
+                    memory["skipped"] = [*(memory.get("skipped") or []), f"{change['kind']}: {type(exc).__name__}"]
         elif fix_on_feedback and memory.get("bug"):
             memory["bug"] = None  # the mutant "reads the feedback" and repairs its one mistake
             bugs = set()

@@ -19,7 +19,24 @@ SERVER_PORT_IN_CONTAINER = 18080
 
 
 class SandboxError(RuntimeError):
-    """The sandbox itself failed (container gone, engine unreachable): an infrastructure problem."""
+    """The sandbox itself failed: a platform fault (see `engine.outcome.PLATFORM_KINDS`), never the agent's.
+
+    `kind`: `sandbox_lost` (the container is gone, stopped or paused), `engine_error` (the engine
+    refused or failed an operation), `port_taken` (a program outside the sandbox holds the port).
+    """
+
+    def __init__(self, message: str, kind: str = "sandbox_lost") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Loss(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a sandbox is not usable now. `kind` is an infra kind: `sandbox_lost` for the platform's doing,
+    `sandbox_exited` when it ended from inside (the agent killed what keeps it alive)."""
+
+    kind: str
+    detail: str
+    paused: bool = False  # frozen by the engine or an operator: it may come back
 
 
 class SandboxPaths(msgspec.Struct, frozen=True):
@@ -56,7 +73,8 @@ class Sandbox(Protocol):
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None: ...
     async def kill_job(self, job_id: str) -> None: ...
     async def job_alive(self, job_id: str) -> bool: ...
-    async def start_server(self, timeout: float) -> ServerHandle: ...
+    async def health(self, since: float) -> Loss | None: ...  # None while up; `since`: the attempt's start
+    async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle: ...
     async def stop_server(self, handle: ServerHandle) -> None: ...
     async def close(self) -> None: ...
 
@@ -78,5 +96,12 @@ def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[s
     return job
 
 
-class NotReady(SandboxError):
-    """The agent's server did not answer within the bound."""
+class NotReady(Exception):
+    """The agent's server did not start or answer within the bounds: the agent's failure (scored, consumes R).
+
+    `kind` is one of `engine.outcome.SERVER_KINDS`; the message says what the probe saw, for feedback.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind

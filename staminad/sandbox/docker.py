@@ -29,14 +29,19 @@ label (`staminabench.sandboxes`), so each process finds, adopts and reaps only i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import aiodocker
+import aiohttp
 import anyio
 
 from staminad.engine.bounded import read_int
@@ -46,6 +51,7 @@ from staminad.engine.sweep import SandboxFactory
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     Grant,
+    Loss,
     NotReady,
     SandboxError,
     SandboxPaths,
@@ -67,7 +73,69 @@ FSIZE = 1 << 30  # bytes: the largest file any process may write
 QUOTA_KB = 2 << 20  # the workspace size past which the wrapper kills the harness (2 GiB)
 ROOT = "0:0"  # the runtime's own processes inside: wrapper, server launcher, kills
 _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
-_LISTEN = f":{SERVER_PORT_IN_CONTAINER:04X} "
+OUTPUT_LIMIT = 64 * 1024  # bytes read back from an exec or an events query
+PID_TIMEOUT = 10.0  # seconds for the detached server shell to record its process group
+HEALTH_INTERVAL = 1.0  # seconds between container state checks while a server starts
+
+# Run inside the container (python3 -I -c SCRIPT PORT LEADER): the listening sockets on PORT and every
+# process holding one (pid, process group, start time in clock ticks, command line), as JSON.
+_LISTENERS = r"""
+import json, os, sys
+port, leader = int(sys.argv[1]), int(sys.argv[2])
+def stat(pid):
+    s = open("/proc/%d/stat" % pid).read()
+    r = s[s.rindex(")") + 2:].split()
+    return int(r[2]), int(r[19])
+sockets = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        lines = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for line in lines:
+        f = line.split()
+        if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+            sockets.add("socket:[%s]" % f[9])
+holders = []
+for name in os.listdir("/proc") if sockets else []:
+    if not name.isdigit():
+        continue
+    pid = int(name)
+    try:
+        if not any(os.readlink("/proc/%d/fd/%s" % (pid, fd)) in sockets for fd in os.listdir("/proc/%d/fd" % pid)):
+            continue
+        pgid, start = stat(pid)
+        cmd = open("/proc/%d/cmdline" % pid, "rb").read(300).replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        continue
+    holders.append({"pid": pid, "pgid": pgid, "start": start, "cmd": cmd.strip()})
+try:
+    leader_start = stat(leader)[1] if leader else None
+except OSError:
+    leader_start = None
+print(json.dumps({"sockets": len(sockets), "holders": holders[:20], "leader_start": leader_start}))
+"""
+
+
+def _left_running(holder: dict[str, Any], leader_start: int | None) -> str:
+    """Feedback for a port held outside the new server's process group."""
+    who = f"process {holder['pid']} (`{' '.join(str(holder['cmd']).split())[:120]}`)"
+    if leader_start is not None and int(holder["start"]) < leader_start:
+        return (f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
+                "a server left running by an earlier turn or by the harness, so the new server could not bind "
+                "the port. Stop every server you start before you finish.")
+    return (f"port {SERVER_PORT_IN_CONTAINER} is held by {who} outside the process group that "
+            "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), so it would be "
+            "left running after the tests. Keep the server in run_server.sh's process group.")
+
+
+def _started(stamp: str) -> float:
+    """Docker's RFC 3339 StartedAt (nanoseconds, Z) as a Unix time; 0 when absent or unparsable."""
+    try:
+        head, _, frac = stamp.rstrip("Z").partition(".")
+        return datetime.fromisoformat(head + "+00:00").timestamp() + float(f"0.{frac or 0}")
+    except ValueError:
+        return 0.0
 
 
 def container_name(sweep: str, root: Path) -> str:
@@ -145,7 +213,9 @@ class DockerSandbox:
         except aiodocker.exceptions.DockerError as exc:
             if exc.status == 404:
                 return None
-            raise SandboxError(f"docker: {exc.message}") from None
+            raise SandboxError(f"docker: {exc.message}", "engine_error") from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"docker engine: {type(exc).__name__}: {exc}", "engine_error") from None
 
     def _host_dirs(self) -> None:
         """Workspace for the agent; control and layer for the root side (the agent reads only the prompts)."""
@@ -260,29 +330,91 @@ class DockerSandbox:
             self.port = int(binding[0]["HostPort"]) if binding else None
             if self.port is not None:
                 self.ports.held.add(self.port)
-        with anyio.fail_after(OP_TIMEOUT):
-            info = await container.show()
-            if not info["State"]["Running"]:
-                await container.start()
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                info = await container.show()
+                if not info["State"]["Running"]:
+                    await container.start()
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError) as exc:
+            # Say a program outside took the published port meanwhile: this container can never start, so
+            # it goes, and the retry's `prepare` creates one on a fresh port.
+            with anyio.CancelScope(shield=True), contextlib.suppress(aiodocker.exceptions.DockerError, TimeoutError):
+                with anyio.fail_after(OP_TIMEOUT):
+                    await container.delete(force=True)
+            if self.port is not None:
+                self.ports.release(self.port)
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            kind = "port_taken" if "address already in use" in str(message) else "engine_error"
+            raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
         await self._seal(container)  # idempotent: iptables-restore replaces the whole table
 
     async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT,
                     user: str = ROOT) -> int:
+        return (await self._run(cmd, detach, timeout, user))[0]
+
+    async def _run(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT,
+                   user: str = ROOT) -> tuple[int, bytes]:
+        """Run `cmd` in the container: (exit code, its first OUTPUT_LIMIT bytes of output). Any failure of the
+        container or the engine is a SandboxError (`sandbox_lost` when the container is gone or frozen)."""
         container = await self._container()
         if container is None:
             raise SandboxError(f"container {self.name} is gone")
+        out = bytearray()
         try:
             with anyio.fail_after(timeout):
                 ex = await container.exec(cmd=cmd, user=user, workdir="/workspace", stdout=True, stderr=True)
                 if detach:
                     await ex.start(detach=True)
-                    return 0
+                    return 0, b""
                 async with ex.start(detach=False) as stream:
-                    while await stream.read_out() is not None:
-                        pass
-                return int((await ex.inspect())["ExitCode"] or 0)
+                    while (msg := await stream.read_out()) is not None:
+                        if len(out) < OUTPUT_LIMIT:
+                            out += msg.data[:OUTPUT_LIMIT - len(out)]
+                return int((await ex.inspect())["ExitCode"] or 0), bytes(out)
         except aiodocker.exceptions.DockerError as exc:
-            raise SandboxError(f"docker exec in {self.name}: {exc.message}") from None
+            # 404: removed; 409: paused or not running. Anything else is the engine failing.
+            kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            raise SandboxError(f"docker exec in {self.name}: {exc.message}", kind) from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"docker exec in {self.name}: {type(exc).__name__}: {exc}", "engine_error") from None
+
+    async def health(self, since: float) -> Loss | None:
+        """None while the container runs; else why not. A container that stopped with no kill, stop, pause or
+        removal by the engine or an operator since `since` was ended from inside (`sandbox_exited`)."""
+        container = await self._container()
+        if container is None:
+            return Loss(kind="sandbox_lost", detail=f"container {self.name} was removed")
+        state = container._container.get("State") or {}
+        if state.get("Paused"):
+            return Loss(kind="sandbox_lost", detail=f"container {self.name} is paused", paused=True)
+        if state.get("Running") and _started(state.get("StartedAt", "")) <= since:
+            return None
+        outside = await self._outside_actions(since)
+        what = "restarted" if state.get("Running") else f"stopped (exit {state.get('ExitCode')})"
+        if outside or outside is None or state.get("Running"):
+            by = f"by {', '.join(sorted(outside))}" if outside else "by the engine"
+            return Loss(kind="sandbox_lost", detail=f"container {self.name} was {what} {by}")
+        oom = ", out of memory" if state.get("OOMKilled") else ""
+        return Loss(kind="sandbox_exited", detail=f"container {self.name} {what}{oom} with no kill from the engine "
+                                                  "or an operator: a process inside ended what kept it running")
+
+    async def _outside_actions(self, since: float) -> set[str] | None:
+        """Engine-side actions on the container since `since` (kill, stop, pause, destroy); None if unknown."""
+        params = {"since": f"{since - 1:.0f}", "until": f"{time.time() + 1:.0f}",
+                  "filters": json.dumps({"container": [self.name], "type": ["container"]})}
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                async with self.docker._query("events", params=params) as response:
+                    text = (await response.content.read(OUTPUT_LIMIT)).decode("utf-8", "replace")
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
+            return None
+        actions = set()
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError, AttributeError):
+                action = str(json.loads(line).get("Action", "")).split(":")[0]
+                if action in ("kill", "stop", "pause", "destroy"):
+                    actions.add(action)
+        return actions
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
@@ -307,41 +439,86 @@ class DockerSandbox:
         if pid is not None and await self._container() is not None:
             await self._exec(["sh", "-c", f"kill -KILL -{pid} 2>/dev/null; true"])
 
-    async def start_server(self, timeout: float) -> ServerHandle:
-        if (self.host_control / "server.pid").exists():  # left running by a daemon killed mid-suite
+    def _server_pgid(self) -> int | None:
+        return read_int(self.host_control / "server.pid")
+
+    async def _listeners(self, leader: int) -> dict[str, Any]:
+        """What holds the server port inside the container (see `_LISTENERS`), bounded and parsed."""
+        code, out = await self._run(["python3", "-I", "-c", _LISTENERS, str(SERVER_PORT_IN_CONTAINER), str(leader)])
+        try:
+            found = json.loads(out)
+        except ValueError:
+            found = None
+        if code != 0 or not isinstance(found, dict):
+            raise SandboxError(f"cannot read the listeners in {self.name}: {out[:200]!r}", "engine_error")
+        return found
+
+    async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
+        """Start `bash run_server.sh` in its own process group and wait until it answers.
+
+        The port inside is fixed, so whatever answers there is checked to be the server just started:
+        every process holding the listening socket must be in the new server's process group. An earlier
+        server (or a child it detached) still holding the port is the agent's failure, `server_left_running`.
+        """
+        if self._server_pgid() is not None:  # left running by a daemon killed mid-suite
             await self.stop_server(ServerHandle(url="", port=self.port or 0))
         for name in ("server.pid", "server.exit"):
             (self.host_control / name).unlink(missing_ok=True)
-        await self._exec(["setsid", "-f", "sh", "/harness/sandbox/server.sh", CONTROL, str(SERVER_PORT_IN_CONTAINER),
-                          "{}:{}".format(*agent_ids())], detach=True)
         if self.port is None:
             raise SandboxError("the container has no published server port")
-        handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port)
+        started = time.time()
+        await self._exec(["setsid", "-f", "sh", "/harness/sandbox/server.sh", CONTROL, str(SERVER_PORT_IN_CONTAINER),
+                          "{}:{}".format(*agent_ids())], detach=True)
+        with anyio.move_on_after(PID_TIMEOUT):
+            while self._server_pgid() is None:
+                await anyio.sleep(0.01)  # the detached shell writes its pid first thing; nothing to await instead
+        pgid = self._server_pgid()
+        if pgid is None:
+            raise SandboxError(f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s",
+                               "engine_error")
+        handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port, pgid=pgid)
         exit_file = self.host_control / "server.exit"
+        checked = [time.monotonic()]
 
         async def running() -> bool:
+            if time.monotonic() - checked[0] >= HEALTH_INTERVAL:  # a gone container never answers: say so now
+                checked[0] = time.monotonic()
+                loss = await self.health(started)
+                if loss is not None and not loss.paused:
+                    raise SandboxError(loss.detail, loss.kind)
             return not exit_file.exists()
 
+        async def listening() -> bool:
+            return bool((await self._listeners(0))["sockets"])
+
         try:
-            await wait_ready(handle.url, timeout, running)
-        except NotReady:
-            with anyio.CancelScope(shield=True):
+            await wait_ready(handle.url, timeout, running, request_timeout, listening)
+            found = await self._listeners(pgid)
+            strangers = [h for h in found["holders"] if h["pgid"] != pgid]
+            if strangers:
+                raise NotReady("server_left_running", _left_running(strangers[0], found.get("leader_start")))
+        except BaseException:
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                 await self.stop_server(handle)
             raise
         return handle
 
     async def stop_server(self, handle: ServerHandle) -> None:
-        """TERM then KILL the server's process group inside the container; wait until nothing listens."""
-        pid_file = self.host_control / "server.pid"
-        pgid = read_int(pid_file)
+        """TERM then KILL the server's process group, then whatever still holds the server port (a process
+        the server or the harness detached); wait until nothing listens there."""
+        pgid = self._server_pgid()
         if pgid is None:
             return
         script = (f"kill -TERM -{pgid} 2>/dev/null; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt 250 ]; "
-                  f"do sleep 0.02; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; i=0; "
-                  f"while grep -qi '{_LISTEN}[0-9A-F:]* 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null "
-                  "&& [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done; true")
+                  f"do sleep 0.02; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; true")
         await self._exec(["sh", "-c", script], timeout=30)
-        pid_file.unlink(missing_ok=True)
+        with anyio.move_on_after(10):
+            while (found := await self._listeners(0))["sockets"]:
+                pids = [str(h["pid"]) for h in found["holders"]]
+                if pids:
+                    await self._exec(["kill", "-KILL", *pids])
+                await anyio.sleep(0.05)  # a socket in the kernel's hands; nothing to await instead
+        (self.host_control / "server.pid").unlink(missing_ok=True)
 
     async def close(self) -> None:
         """Remove the container (the workspace stays on the host; `prepare` recreates it on resume)."""
@@ -355,6 +532,8 @@ class DockerSandbox:
                     raise SandboxError(f"cannot remove {self.name}: {exc.message}") from None
         if self.port is not None:
             self.ports.release(self.port)
+        for name in ("server.pid", "server.exit"):  # pids of a removed container mean nothing in the next one
+            (self.host_control / name).unlink(missing_ok=True)
 
 
 _network_lock: dict[int, anyio.Lock] = {}

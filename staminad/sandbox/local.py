@@ -21,7 +21,16 @@ import anyio
 
 from staminad.engine.bounded import read_int
 from staminad.engine.ports import PortAllocator, port_is_free
-from staminad.sandbox.base import WRAPPER, NotReady, SandboxPaths, ServerHandle, marker_path, write_job
+from staminad.sandbox.base import (
+    WRAPPER,
+    Loss,
+    NotReady,
+    SandboxError,
+    SandboxPaths,
+    ServerHandle,
+    marker_path,
+    write_job,
+)
 from staminad.sandbox.readiness import wait_ready
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
@@ -87,21 +96,24 @@ def _listening_inodes(port: int) -> set[str]:
     return inodes
 
 
-def listener_is_tagged(port: int, tag: str) -> bool | None:
-    """Whether the socket listening on `port` belongs to a process carrying `tag` in its environment.
+def listener_holders(port: int, tag: str) -> list[tuple[int, int]] | None:
+    """(pid, process group) of each process carrying `tag` that holds a socket listening on `port`.
 
-    None when no listener is visible here (then there is nothing to judge). A server that answers
-    without being ours means another program holds the port: testing it would score someone else.
+    None when no listener is visible here (then there is nothing to judge); an empty list when the
+    listener belongs to no process of ours: another program holds the port, and testing it would
+    score someone else.
     """
     inodes = _listening_inodes(port)
     if not inodes:
         return None
     wanted = {f"socket:[{inode}]" for inode in inodes}
+    holders = []
     for proc in _tagged(tag):
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError, IndexError):
             if any(os.readlink(fd) in wanted for fd in (proc / "fd").iterdir()):
-                return True
-    return False
+                stat = (proc / "stat").read_text()
+                holders.append((int(proc.name), int(stat[stat.rindex(")") + 2:].split()[2])))
+    return holders
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -161,13 +173,19 @@ class LocalSandbox:
         if pid is not None:
             _kill_group(pid)
 
-    async def start_server(self, timeout: float) -> ServerHandle:
+    async def health(self, since: float) -> Loss | None:
+        """Local processes have no container to lose; only the sandbox directory itself can go."""
+        if not self.host_workspace.is_dir():
+            return Loss(kind="sandbox_lost", detail=f"the workspace {self.host_workspace} is gone")
+        return None
+
+    async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
         pid_file = self.host_control / "server.pgid"
         left = read_int(pid_file)
         if left is not None:
             _kill_group(left)  # left by a daemon killed mid-suite
         port = self.ports.allocate()
-        log = open(self.host_control / "server.log", "ab")  # noqa: SIM115 - handed to the child, closed below
+        log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
             self._server = subprocess.Popen(
                 [*LIMITS, "bash", "run_server.sh", str(port)], cwd=self.host_workspace, stdin=subprocess.DEVNULL,
@@ -185,11 +203,22 @@ class LocalSandbox:
         async def running() -> bool:
             return server.poll() is None
 
+        async def listening() -> bool:
+            return bool(await anyio.to_thread.run_sync(_listening_inodes, port))
+
         try:
-            await wait_ready(handle.url, timeout, running)
-            if await anyio.to_thread.run_sync(listener_is_tagged, port, self._tag()) is False:
-                raise NotReady(f"port {port} is answered by a program outside this sandbox (the server could not "
-                               "bind it)")
+            await wait_ready(handle.url, timeout, running, request_timeout, listening)
+            holders = await anyio.to_thread.run_sync(listener_holders, port, self._tag())
+            if holders == []:
+                raise SandboxError(f"port {port} is answered by a program outside this sandbox (the server could "
+                                   "not bind it)", "port_taken")
+            strangers = [pid for pid, pgid in holders or [] if pgid != handle.pgid]
+            if strangers:
+                raise NotReady("server_left_running",
+                               f"port {port} is held by process {strangers[0]} outside the process group that "
+                               "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), "
+                               "so it would be left running after the tests. Keep the server in run_server.sh's "
+                               "process group.")
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.stop_server(handle)
@@ -197,7 +226,8 @@ class LocalSandbox:
         return handle
 
     async def stop_server(self, handle: ServerHandle) -> None:
-        """Stop the server's whole process group (TERM, then KILL) and wait until its port is free."""
+        """Stop the server's whole process group (TERM, then KILL), then any process it detached (found by
+        the sandbox's tag in its environment); wait until its port is free."""
         server, self._server = self._server, None
         if handle.pgid is not None:
             _kill_group(handle.pgid, signal.SIGTERM)
@@ -206,6 +236,7 @@ class LocalSandbox:
             _kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
+        await anyio.to_thread.run_sync(_kill_tagged, self._tag())
         (self.host_control / "server.pgid").unlink(missing_ok=True)
         with anyio.move_on_after(5):
             while not port_is_free(handle.port):

@@ -43,7 +43,7 @@ async def test_retry_with_feedback_recovers_a_self_repairing_mutant(tmp_path: Pa
 
 
 @pytest.mark.parametrize(("fault", "kind"), [
-    ("self-kill", "self_kill"), ("hang", "stuck"), ("crash", "harness_crash"), ("no-server", "server_never_ready"),
+    ("self-kill", "self_kill"), ("hang", "stuck"), ("crash", "harness_crash"),
 ])
 async def test_transient_faults_are_classified_and_recovered_without_using_r(tmp_path: Path, fault: str,
                                                                             kind: str) -> None:
@@ -58,7 +58,7 @@ async def test_transient_faults_are_classified_and_recovered_without_using_r(tmp
 
 
 async def test_permanent_fault_ends_the_scenario_as_infra_not_agent_failure(tmp_path: Path) -> None:
-    """A harness that always crashes uses its infra retries and ends infra_failed, never scored as failed."""
+    """A harness that always crashes uses its infra retries and ends infra_failed (scored as such, not failed)."""
     path = write_sweep(tmp_path, "crash", ["fault:crash"], turns=1, retries=2)
     res = await sweep(path, tmp_path / "state")
     s = res["fault:crash R=2 detailed"]
@@ -136,8 +136,8 @@ async def test_prepare_kills_a_server_left_by_a_killed_daemon(tmp_path: Path) ->
 
 
 async def test_a_port_answered_by_a_program_outside_the_sandbox_is_not_tested(tmp_path: Path) -> None:
-    """If something else answers on the server's port, start_server fails (infra) instead of scoring it."""
-    from staminad.sandbox.base import NotReady
+    """If something else answers on the server's port, start_server fails as a platform fault, not scored."""
+    from staminad.sandbox.base import SandboxError
     from staminad.sandbox.local import SERVER_TAG, LocalSandbox
 
     box = LocalSandbox(tmp_path / "box", PortAllocator(31120, 31120, lock_dir=tmp_path / "locks"))
@@ -147,8 +147,9 @@ async def test_a_port_answered_by_a_program_outside_the_sandbox_is_not_tested(tm
         f"env -u {SERVER_TAG} setsid python3 -m http.server --bind 127.0.0.1 \"$1\" >/dev/null 2>&1 &\n"
         "echo $! > foreign.pid\nexec sleep 300\n")
     try:
-        with pytest.raises(NotReady, match="answered by a program outside this sandbox"):
+        with pytest.raises(SandboxError, match="answered by a program outside this sandbox") as info:
             await box.start_server(timeout=20)
+        assert info.value.kind == "port_taken"
     finally:
         os.kill(int((box.host_workspace / "foreign.pid").read_text()), 9)
     assert box.ports.held == set()

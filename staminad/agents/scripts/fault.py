@@ -1,14 +1,23 @@
 """Fault-injecting agent: really does the named fault inside the sandbox, else acts as the reference agent.
 
-python3 fault.py --fault self-kill|hang|crash|no-server [--once] --workspace DIR --prompt-file FILE
+python3 fault.py --fault KIND [--once] --workspace DIR --prompt-file FILE
 
-With --once the fault happens on the first call only (a transient infrastructure failure that an
-infra retry recovers from); the state of that lives in the workspace, like a harness session.
-Standard library only.
+Harness faults (infra: retried without touching R): self-kill, hang, crash, kill-sandbox (ends its own
+sandbox: the container's init in Docker, its own process group locally). Server faults (the agent's
+code failing: scored, consume R): no-server (never listens), server-crash (a SyntaxError at start),
+accept-close, trickle (a byte at a time), slow (every answer after 6 s, past the default per-request
+budget of 5 s), huge-response (a 100 KiB header), forked-server (the server detaches from
+run_server.sh's process group, so it would be left running). Not a fault: slow-start (a correct
+server that listens only after 3 s, for exercising a sandbox lost while its server starts).
+
+With --once the fault happens on the first call only (a transient failure that an infra retry, or
+a feedback retry for server faults, recovers from); the state of that lives in the workspace, like
+a harness session. Standard library only.
 """
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,10 +28,76 @@ sys.path.insert(0, str(HERE.parent.parent / "reference"))
 
 from agent import run  # type: ignore[import-not-found]  # noqa: E402 - the reference agent, in the sandbox
 
+HARNESS_FAULTS = ("self-kill", "hang", "crash", "kill-sandbox")
+SERVER_FAULTS = ("no-server", "server-crash", "accept-close", "trickle", "slow", "huge-response", "forked-server",
+                 "slow-start")
+
+# A misbehaving server: python3 fault_server.py SHAPE PORT. Each connection gets its own thread, so a
+# slow answer to one probe never hides how the server treats the next.
+FAULT_SERVER = r'''
+import socket, sys, threading, time
+shape, port = sys.argv[1], int(sys.argv[2])
+RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+def serve(conn):
+    with conn:
+        if shape == "accept-close":
+            return
+        conn.recv(65536)
+        if shape == "trickle":
+            for i in range(len(RESPONSE)):
+                conn.sendall(RESPONSE[i:i + 1])
+                time.sleep(0.5)
+        elif shape == "slow":
+            time.sleep(6)
+            conn.sendall(RESPONSE)
+        elif shape == "huge-response":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * (100 * 1024) + b"\r\nContent-Length: 2\r\n\r\n{}")
+
+with socket.create_server(("0.0.0.0", port)) as server:
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+'''
+
+RUN = {
+    "no-server": "# never listens on the port\nexec sleep 100000\n",
+    "server-crash": 'cd "$(dirname "$0")"\nexec python3 broken_server.py "$1"\n',
+    "slow-start": 'cd "$(dirname "$0")"\nsleep 3\nexec python3 server.py --config config.json --port "$1"\n',
+    "forked-server": ('cd "$(dirname "$0")"\n# detached into a session of its own: stopping run_server.sh leaves it\n'
+                      'setsid python3 server.py --config config.json --port "$1" &\nexec sleep 100000\n'),
+}
+
+
+def write_server(workspace: Path, fault: str) -> None:
+    """Replace the reference server's start script with the faulty one."""
+    if fault == "server-crash":
+        (workspace / "broken_server.py").write_text("import json\n\ndef main(:\n    pass\n")
+    elif fault not in RUN:
+        (workspace / "fault_server.py").write_text(FAULT_SERVER)
+    body = RUN.get(fault, f'cd "$(dirname "$0")"\nexec python3 fault_server.py {fault} "$1"\n')
+    (workspace / "run_server.sh").write_text("#!/usr/bin/env bash\n" + body)
+
+
+def kill_sandbox(workspace: Path) -> None:
+    """End the whole sandbox from inside, as a careless `kill -9 -1` or `kill 1` would."""
+    in_container = Path("/.dockerenv").exists() and workspace.resolve() == Path("/workspace")
+    if in_container:
+        # The container's init forwards TERM to the keepalive, which exits: the container stops. If the
+        # init is out of reach, everything this user may signal goes (the keepalive included).
+        for target, sig in ((1, signal.SIGTERM), (-1, signal.SIGKILL)):
+            try:
+                os.kill(target, sig)
+            except (PermissionError, ProcessLookupError):
+                continue
+            time.sleep(5)
+    else:
+        os.killpg(0, signal.SIGKILL)  # locally the sandbox of a job is its process group: wrapper and harness
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fault", required=True, choices=["self-kill", "hang", "crash", "no-server"])
+    ap.add_argument("--fault", required=True, choices=[*HARNESS_FAULTS, *SERVER_FAULTS])
     ap.add_argument("--once", action="store_true")
     ap.add_argument("--workspace", type=Path, required=True)
     ap.add_argument("--prompt-file", type=Path, required=True)
@@ -44,10 +119,13 @@ def main() -> int:
     if inject and args.fault == "crash":
         print("fault injector: crashing before writing any code", file=sys.stderr)
         return 3
+    if inject and args.fault == "kill-sandbox":
+        kill_sandbox(args.workspace)
+        time.sleep(30)  # not reached when the sandbox went
+        return 0
     run(args.workspace, prompt, None, False)
-    if inject and args.fault == "no-server":
-        script = args.workspace / "run_server.sh"
-        script.write_text("#!/usr/bin/env bash\n# never listens on the port\nexec sleep 100000\n")
+    if inject and args.fault in SERVER_FAULTS:
+        write_server(args.workspace, args.fault)
     return 0
 
 
