@@ -61,9 +61,9 @@ def _value_schema(state: State, f: Field, bounded: bool) -> dict[str, Any]:
         if f.before:
             s["x-before"] = f.before
     elif f.kind == "ref":
-        s = {"type": "string", "description": f"the id of a stored {f.target} ([reference])"}
+        s = {"type": "string", "pattern": ID_PATTERN, "description": f"the id of a stored {f.target} ([reference])"}
     else:
-        s = {"type": "array", "items": {"type": "string"},
+        s = {"type": "array", "items": {"type": "string", "pattern": ID_PATTERN},
              "description": f"ids of stored {f.target} entities ([reference-list])"}
     return s
 

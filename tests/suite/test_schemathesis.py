@@ -37,19 +37,20 @@ EXCLUDED_CHECKS = {
 # Methods the coverage phase sends to paths that do not declare them: those the reference server routes
 # (its http.server answers 501 to any other method, e.g. TRACE, which no README rule is about).
 UNEXPECTED_METHODS = ["get", "put", "post", "patch", "delete"]
-HOOKS = Path(__file__).with_name("schemathesis_hooks.py")  # drops only failures a README rule explains
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")  # the README rules JSON Schema cannot state
 
 
-def _facts(state: State, log: Path) -> dict[str, object]:
-    """What the hooks need per operation: its integer and reference fields, and whether it is an action."""
+def _facts(state: State, url: str, log: Path) -> dict[str, object]:
+    """What the hooks need per operation: integer fields, reference fields and their targets, the action."""
     ops: dict[str, object] = {}
     for e in state.entities:
-        fields = {"integers": [f.name for f in e.fields if f.kind == "integer"],
-                  "references": [f.name for f in e.fields if f.kind in ("ref", "ref_list")], "action": False}
+        refs = {f.name: (f.target or "").lower() for f in e.fields if f.kind in ("ref", "ref_list")}
+        fields = {"integers": [f.name for f in e.fields if f.kind == "integer"], "references": refs, "action": None}
         ops[f"POST /{e.endpoint}"] = ops[f"PATCH /{e.endpoint}/{{id}}"] = fields
     for a in state.actions:
-        ops[f"POST /{a.entity.lower()}/{{id}}/{a.name}"] = {"integers": [], "references": [], "action": True}
-    return {"operations": ops, "log": str(log)}
+        action = {"endpoint": a.entity.lower(), "field": a.field, "sources": list(a.sources)}
+        ops[f"POST /{a.entity.lower()}/{{id}}/{a.name}"] = {"integers": [], "references": {}, "action": action}
+    return {"operations": ops, "url": url, "log": str(log)}
 
 
 def _config() -> str:
@@ -63,15 +64,14 @@ def test_schemathesis_finds_no_failure(seed: int, turn: int, tmp_path: Path) -> 
     state = generate(seed, ScenarioParams(turns=10)).state_at(turn)
     (tmp_path / "openapi.json").write_text(json.dumps(openapi(state)))
     (tmp_path / "schemathesis.toml").write_text(_config())
-    dropped = tmp_path / "dropped.jsonl"
-    (tmp_path / "facts.json").write_text(json.dumps(_facts(state, dropped)))
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS), "STAMINABENCH_ST_FACTS": str(tmp_path / "facts.json")}
     report = tmp_path / "report.json"
     server = make_server(App({"schema": msgspec.to_builtins(state)}), "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    (tmp_path / "facts.json").write_text(json.dumps(_facts(state, url, tmp_path / "dropped.jsonl")))
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS), "STAMINABENCH_ST_FACTS": str(tmp_path / "facts.json")}
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
         proc = subprocess.run(
             [sys.executable, "-m", "schemathesis.cli", "--config-file", str(tmp_path / "schemathesis.toml"), "run",
              str(tmp_path / "openapi.json"), "--url", url, "--checks", "all",
