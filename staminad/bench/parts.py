@@ -69,9 +69,11 @@ def scalar_field(rng: random.Random, namer: Namer, state: State, entity: str, ta
     default: object = None
     if kind == "enum":
         name = namer.enum_field_name(rng, taken)
-        hint, values = namer.enum_values(rng, name)
+        hint, values = namer.enum_values(rng, name, [e.values for e in (*state.enums, *extra_enums)])
         if hint not in taken and hint != "id":
             name = hint
+        elif namer.mode == "themed":  # keep the values' own word: `primary_grade`, never a `status` of grades
+            name = namer.renamed_field(rng, "enum", hint, taken)
         new_enum = EnumType(name=enum_type_name(state, entity, name, extra_enums), values=values)
         kw["enum"] = new_enum.name
         if rng.random() < 0.7:

@@ -134,8 +134,7 @@ def _delete_field(c: Context) -> Change | None:
 def _rename_field(c: Context) -> Change | None:
     e = c.rng.choice(c.state.entities)
     f = c.rng.choice(e.fields)
-    kind = f.kind if f.kind not in ("ref", "ref_list", "enum") else "string"
-    return RenameField(e.name, f.name, c.namer.field_name(c.rng, kind, [x.name for x in e.fields]))
+    return RenameField(e.name, f.name, c.namer.renamed_field(c.rng, f.kind, f.name, [x.name for x in e.fields]))
 
 
 def _change_constraints(c: Context) -> Change | None:
@@ -243,7 +242,8 @@ def _add_enum_value(c: Context) -> Change | None:
     if not c.state.enums:
         return None
     en = c.rng.choice(c.state.enums)
-    return AddEnumValue(en.name, c.namer.enum_value(c.rng, en.values))
+    value = c.namer.enum_value(c.rng, en.values, [x.values for x in c.state.enums])
+    return AddEnumValue(en.name, value) if value is not None else None
 
 
 PROPOSERS: dict[str, Callable[[Context], Change | None]] = {
@@ -271,6 +271,7 @@ def weights_for(sampler: SamplerName, overrides: Mapping[str, float] | None = No
 def sample_change(state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], age: int) -> Change:
     """Draw one valid change: a type by weight among those with a valid instance, then its fields."""
     kinds = [k for k, w in weights.items() if w > 0]
+    namer.clock = age
     ctx = Context(state, rng, namer, age)
     for _ in range(200):
         kind = rng.choices(kinds, weights=[weights[k] for k in kinds])[0]

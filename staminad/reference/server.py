@@ -21,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MAX_BODY = 1 << 20
+# Ids need no percent-encoding in a path: RFC 3986 unreserved characters only, at least one.
+_ID = re.compile(r"^[A-Za-z0-9._~-]+$")
 _DT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 SERVER_BUGS = frozenset({
     "accept-null", "default-required", "no-cascade", "old-endpoint-alive", "rounded-avg", "zero-for-empty",
@@ -202,8 +204,8 @@ class App:
 
     def _create(self, entity: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         oid = body.get("id")
-        if not isinstance(oid, str):
-            raise Reject(400, "id must be a string chosen by the client")
+        if not isinstance(oid, str) or not _ID.match(oid):
+            raise Reject(400, "id must be a non-empty string of letters, digits and . _ ~ - chosen by the client")
         table = self.data[entity["name"]]
         if oid in table:
             raise Reject(409, f"id {oid} already exists")

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from staminad.bench.changes import CHANGE_KINDS, ChangeError, DeleteEntity, RenameEntity, transition
+from staminad.bench.changes import CHANGE_KINDS, Change, ChangeError, DeleteEntity, RenameEntity, transition
 from staminad.bench.integrity import problems
-from staminad.bench.naming import DOMAINS, Namer
+from staminad.bench.naming import DOMAINS, REUSE_GAP, Namer, enum_vocabulary, strip_qualifiers
 from staminad.bench.sampler import sample_change, weights_for
-from staminad.bench.scenario import ScenarioParams, generate
-from staminad.bench.schema import dump_state, load_state
+from staminad.bench.scenario import Scenario, ScenarioParams, generate
+from staminad.bench.schema import State, dump_state, load_state
 
 PARAMS = st.builds(
     ScenarioParams,
@@ -153,3 +154,79 @@ def test_themed_naming_has_at_least_twelve_domains() -> None:
     """The themed mode offers at least 12 coherent product domains."""
     assert len({d.key for d in DOMAINS}) >= 12
     assert all(len(d.nouns) >= 8 for d in DOMAINS)
+
+
+THEMED = st.builds(ScenarioParams, turns=st.integers(10, 40), sampler=st.sampled_from(["uniform", "weighted"]),
+                   naming=st.just("themed"), changes_per_turn=st.integers(1, 7))
+
+
+def _walk(scenario: Scenario) -> Iterator[tuple[int, Change, State, State]]:
+    """(change index, change, state before, state after) for every change of the scenario, in order."""
+    state, i = scenario.initial, 0
+    for batch in scenario.turns:
+        for change in batch:
+            after = change.apply(state)
+            yield i, change, state, after
+            state, i = after, i + 1
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), params=THEMED)
+def test_themed_enums_never_share_a_value_list(seed: int, params: ScenarioParams) -> None:
+    """No two enums of a themed state hold the same values (the generator derives no enum from another)."""
+    for state in generate(seed, params).states():
+        lists = [frozenset(e.values) for e in state.enums]
+        assert len(lists) == len(set(lists)), sorted(e.values for e in state.enums)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), params=THEMED)
+def test_themed_enum_fields_are_named_after_their_values(seed: int, params: ScenarioParams) -> None:
+    """A themed enum field is named by its value set's own word (maybe qualified), and grows only in that set."""
+    scenario = generate(seed, params)
+    vocab = [x for d in DOMAINS for x in enum_vocabulary(d)]
+    for state in scenario.states():
+        for e in state.entities:
+            for f in e.fields:
+                en = state.enum(f.enum or "") if f.kind == "enum" else None
+                if en is None:
+                    continue
+                origin = [(h, v, sp) for h, v, sp in vocab if set(v) <= set(en.values)]
+                if not origin:  # the last resort once every set is in use: a sample of generic values
+                    continue
+                assert any(strip_qualifiers(f.name) == h and set(en.values) <= {*v, *sp} for h, v, sp in origin), (
+                    e.name, f.name, en.values)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), params=THEMED)
+def test_themed_entity_names_are_not_reused_soon_after_they_leave(seed: int, params: ScenarioParams) -> None:
+    """An entity name that leaves the design names no entity for REUSE_GAP changes, so renames never shuffle names."""
+    scenario = generate(seed, params)
+    identity = {e.name.lower(): n for n, e in enumerate(scenario.initial.entities)}  # name -> which entity
+    holders: dict[str, tuple[int, int]] = {}  # name -> (entity that last held it, change index it left at)
+    fresh = len(identity)
+    for i, change, before, after in _walk(scenario):
+        old = {e.name.lower() for e in before.entities}
+        new = {e.name.lower() for e in after.entities}
+        renamed = (change.old.lower(), change.new.lower()) if isinstance(change, RenameEntity) else None
+        for gone in old - new:
+            holders[gone] = (identity.pop(gone), i)
+        for came in new - old:
+            if renamed and came == renamed[1]:
+                who = holders[renamed[0]][0]
+            else:
+                who, fresh = fresh, fresh + 1
+            if came in holders:
+                last, left = holders[came]
+                assert last == who or i - left >= REUSE_GAP, (came, left, i)
+            identity[came] = who
+
+
+def test_programmatic_names_stay_the_papers() -> None:
+    """The programmatic mode draws no themed vocabulary: its names come from the paper-style word lists."""
+    scenario = generate(1, ScenarioParams(turns=20, naming="programmatic"))
+    nouns = {"Dog", "Page", "Comment", "Order", "User", "Task", "Note", "Item", "Group", "Event", "Ticket",
+             "Shelf", "Report", "Badge", "Folder", "Invoice", "Channel", "Device", "Route", "Member"}
+    for state in scenario.states():
+        assert all(any(e.name.endswith(n) for n in nouns) for e in state.entities)
