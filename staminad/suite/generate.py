@@ -7,15 +7,20 @@ seeded by (scenario seed, turn), so it is the same on every run.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
 from staminad.suite.actions import action_tests
 from staminad.suite.data import (
+    constrained,
+    datetime_probe,
+    invalid_value,
     other_value,
     scalar_body,
     stored,
+    wide_string,
     wrong_type_values,
 )
 from staminad.suite.history import History
@@ -83,8 +88,49 @@ class _Builder:
         ])
         self.add(f"{ep}_missing_id", "validation", "client-id", [
             req("POST", f"/{ep}", {k: v for k, v in a.items() if k != "id"}, expect=REJECTED,
-                why="a POST without id must be rejected")])
+                why="a POST without id must be rejected"),
+            req("GET", f"/{ep}", checks=(ListIds(()),), why="a rejected POST must store nothing")])
+        self.add(f"{ep}_numeric_id", "validation", "client-id", [
+            req("POST", f"/{ep}", {**a, "id": 12345}, expect=REJECTED, why="a number is not a string id")])
+        self.add(f"{ep}_bad_ids", "validation", "client-id", [
+            req("POST", f"/{ep}", {**a, "id": bad}, expect=REJECTED, why=f"the id {bad!r} must be rejected")
+            for bad in ("", "a b", f"{ep}/1")])
+        stray = next(k for k in ("note_not_in_design", "stray_key_x", "stray_key_y") if e.field(k) is None)
+        self.add(f"{ep}_ignores_unknown_key", "wrong_response_format", "unknown-keys", [
+            req("POST", f"/{ep}", {**a, stray: "ignored"}, expect=OK, checks=(Absent(stray),),
+                why=f"{stray} is not a field of {e.name}: it must be ignored"),
+            req("GET", f"/{ep}/{a['id']}", checks=(Absent(stray),), why=f"{stray} must not be stored")])
+        self.add(f"{ep}_patch_unknown", "wrong_response_format", "update", [
+            req("PATCH", f"/{ep}/no-such-id", {}, expect=(404,), why="PATCH of an unknown id is 404"),
+            req("GET", f"/{ep}", checks=(ListIds(()),), why="a PATCH of an unknown id must create nothing")])
         self._update(e, a)
+        self._patch_rejections(e, a)
+
+    def _patch_rejections(self, e: Entity, a: dict[str, Any]) -> None:
+        """A PATCH is validated like a POST, and a rejected one changes nothing (even its valid keys)."""
+        ep, rng = e.endpoint, self.rng
+        if not e.fields:
+            return
+        picked = [f for f in e.fields if constrained(f)] or list(e.fields)
+        f = rng.choice(picked)
+        before = stored(self.state, e, a)
+        self.add(f"{ep}_patch_invalid", "validation", "update", [
+            req("POST", f"/{ep}", a),
+            req("PATCH", f"/{ep}/{a['id']}", {f.name: invalid_value(f)}, expect=REJECTED,
+                why=f"PATCH must validate {f.name} as POST does"),
+            req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing")])
+        changeable = [(g, v) for g in e.fields if g.kind not in ("ref", "ref_list")
+                      for v in [other_value(rng, self.state, g, a[g.name])] if v is not None]
+        if not changeable or len(e.fields) < 2:
+            return
+        g, new = rng.choice(changeable)
+        bad = rng.choice([x for x in e.fields if x.name != g.name])
+        self.add(f"{ep}_patch_atomic", "validation", "update", [
+            req("POST", f"/{ep}", a),
+            req("PATCH", f"/{ep}/{a['id']}", {g.name: new, bad.name: invalid_value(bad)}, expect=REJECTED,
+                why=f"{bad.name} is invalid, so the whole PATCH must be rejected"),
+            req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before),
+                why=f"a rejected PATCH changes nothing, not even the valid {g.name}")])
 
     def _update(self, e: Entity, a: dict[str, Any]) -> None:
         ep = e.endpoint
@@ -113,8 +159,6 @@ class _Builder:
                 why="a PATCH changing the id must be rejected"),
             req("GET", f"/{ep}/{a['id']}", checks=(Equals(("id",), a["id"]),), why="the id must be unchanged"),
         ])
-        self.add(f"{ep}_patch_unknown", "wrong_response_format", "update", [
-            req("PATCH", f"/{ep}/no-such-id", {f.name: new}, expect=(404,), why="PATCH of an unknown id is 404")])
 
     # --- per field ----------------------------------------------------------------------------
 
@@ -152,6 +196,11 @@ class _Builder:
             self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", [
                 req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
                     why=f"{f.kind} field {f.name} must reject {bad!r}")])
+        if f.kind == "float":
+            whole = _whole_number(f)
+            self.add(f"{name}_integral_float", "validation", "types", [
+                req("POST", f"/{ep}", {**without, f.name: whole}, checks=(Equals((f.name,), whole),),
+                    why=f"a float is any JSON number: {f.name}={whole} must be accepted")])
         if f.kind == "enum":
             self._enum(e, f, without)
         elif f.kind in ("integer", "float", "string", "datetime"):
@@ -186,15 +235,19 @@ class _Builder:
             if f.maximum is not None:
                 edges += [("at_max", f.maximum, True), ("above_max", f.maximum + step, False)]
         elif f.kind == "string":
+            # Non-ASCII at the edges: bounds count characters, and these take two bytes each.
             if f.min_length:
-                edges += [("at_min_length", "m" * f.min_length, True), ("below_min_length", "m" * (f.min_length - 1),
-                                                                          False)]
+                edges += [("at_min_length", "m" * f.min_length, True),
+                          ("below_min_length", wide_string(f.min_length - 1), False)]
             if f.max_length is not None:
-                edges += [("at_max_length", "x" * f.max_length, True),
+                edges += [("at_max_length", wide_string(f.max_length), True),
                           ("above_max_length", "x" * (f.max_length + 1), False)]
         else:
-            edges += [("bad_format", "2024-03-15T10:00:00", False), ("bad_calendar", _bad_date(f), False),
-                      ("bad_hour", _bad_date(f, hour=True), False)]
+            # Each malformed value lies inside the bounds where one can, so only its form rejects it.
+            edges += [("bad_format", datetime_probe(f, "iso") or "2024-03-15T10:00:00", False),
+                      ("bad_calendar", _bad_date(f), False),
+                      ("bad_hour", datetime_probe(f, "hour") or _bad_date(f, hour=True), False),
+                      ("bad_leap_day", datetime_probe(f, "leap") or "2023-02-29 10:00:00", False)]
             if f.after is not None:
                 edges += [("at_after", f.after, True), ("before_after", _shift(f.after, -1), False)]
             if f.before is not None:
@@ -228,6 +281,8 @@ class _Builder:
         self.add(f"{name}_cascade", "cascade_deletion", "cascade", [
             *fix, req("POST", f"/{ep}", base),
             req("DELETE", f"/{target.endpoint}/{victim}", expect=OK_OR_EMPTY, why="delete the referenced entity"),
+            req("GET", f"/{ep}", checks=(ListIds(tuple(_ids_left(fix, ep, base["id"], victim))),),
+                why=f"deleting {victim} must not delete the {e.name} that referred to it"),
             req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), left),),
                 why=f"deleting {victim} must {'remove it from' if many else 'null'} {f.name}")])
 
@@ -292,10 +347,12 @@ class _Builder:
             assert e is not None
             body = scalar_body(self.rng, self.state, e, f"{e.endpoint}-gone")
             category = "rename" if why == "renamed" else "missing_feature"
-            rule = "rename-field" if why == "renamed" else "delete-field"
+            rule = {"renamed": "rename-field", "deleted": "delete-field", "dropped": "delete-entity"}[why]
+            what = "field of a deleted reference" if why == "dropped" else f"{why} field"
+            # The stale key is sent too: a key that is not a current field is ignored, never stored.
             self.add(f"{e.endpoint}_{field}_gone", category, rule, [
-                req("POST", f"/{e.endpoint}", body, checks=(Absent(field),),
-                    why=f"the {why} field {field} must no longer be returned"),
+                req("POST", f"/{e.endpoint}", {**body, field: None}, checks=(Absent(field),),
+                    why=f"the {what} {field} must no longer be stored or returned"),
                 req("GET", f"/{e.endpoint}/{body['id']}", checks=(Absent(field),), why=f"{field} is gone")])
         for path in h.removed_analytics:
             self.add(f"gone_analytics{path.replace('/', '_')}", "missing_feature", "unknown-path", [
@@ -330,6 +387,21 @@ def _aggregate(op: str, values: list[Any], n: int) -> Any:
     if op == "avg":
         return sum(present) / len(present)
     return min(present) if op == "min" else max(present)
+
+
+def _whole_number(f: Field) -> int:
+    """An integer inside a float field's bounds."""
+    lo = math.ceil(f.minimum) if f.minimum is not None else None
+    hi = math.floor(f.maximum) if f.maximum is not None else None
+    if lo is not None:
+        return lo + 1 if hi is None or lo + 1 <= hi else lo
+    return hi - 1 if hi is not None else 5
+
+
+def _ids_left(fix: list[Any], ep: str, own: str, victim: str) -> list[str]:
+    """Ids of `ep` entities a cascade test leaves: its own entity and fixtures of the same type (self references)."""
+    made = [s.body["id"] for s in fix if s.method == "POST" and s.path == f"/{ep}"]
+    return [i for i in (*made, own) if i != victim]
 
 
 def _bad_date(f: Field, hour: bool = False) -> str:
