@@ -129,7 +129,8 @@ def _window(f: Field) -> tuple[str, str]:
 def datetime_probe(f: Field, kind: str) -> str | None:
     """An invalid datetime inside the field's bounds (compared as strings), so only its form can reject it.
 
-    `kind` is "leap" (Feb 29 of a non-leap year), "hour" (24:00:00) or "iso" (a `T` separator).
+    `kind` is "leap" (Feb 29 of a non-leap year), "hour" (24:00:00), "iso" (a `T` separator) or
+    "short" (no seconds).
     """
     lo, hi = _window(f)
     if kind == "leap":
@@ -140,7 +141,8 @@ def datetime_probe(f: Field, kind: str) -> str | None:
         if f.before and hi[:10] > "0001-01-01":
             days.append((dt.datetime.strptime(hi[:10], "%Y-%m-%d") - dt.timedelta(days=1)).strftime("%Y-%m-%d"))
         days.append("2024-04-10")
-        cands = [f"{d} 24:00:00" if kind == "hour" else f"{d}T10:00:00" for d in days]
+        form = {"hour": "{} 24:00:00", "iso": "{}T10:00:00", "short": "{} 23:59"}[kind]
+        cands = [form.format(d) for d in days]
     return next((c for c in cands if lo <= c <= hi), None)
 
 

@@ -92,6 +92,11 @@ class _Builder:
             req("GET", f"/{ep}", checks=(ListIds(()),), why="a rejected POST must store nothing")])
         self.add(f"{ep}_numeric_id", "validation", "client-id", [
             req("POST", f"/{ep}", {**a, "id": 12345}, expect=REJECTED, why="a number is not a string id")])
+        odd = f"Id-0_{ep}.x~"
+        self.add(f"{ep}_id_characters", "wrong_response_format", "client-id", [
+            req("POST", f"/{ep}", {**a, "id": odd}, checks=(Equals(("id",), odd),),
+                why="ids may hold letters, digits, '-', '_', '.' and '~'"),
+            req("GET", f"/{ep}/{odd}", checks=(Equals(("id",), odd),), why=f"GET /{ep}/{odd} must read it back")])
         self.add(f"{ep}_bad_ids", "validation", "client-id", [
             req("POST", f"/{ep}", {**a, "id": bad}, expect=REJECTED, why=f"the id {bad!r} must be rejected")
             for bad in ("", "a b", f"{ep}/1")])
@@ -119,6 +124,14 @@ class _Builder:
             req("PATCH", f"/{ep}/{a['id']}", {f.name: invalid_value(f)}, expect=REJECTED,
                 why=f"PATCH must validate {f.name} as POST does"),
             req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing")])
+        strict = [x for x in e.fields if not x.nullable]
+        if strict:
+            nn = rng.choice(strict)
+            self.add(f"{ep}_patch_null", "validation", "update", [
+                req("POST", f"/{ep}", a),
+                req("PATCH", f"/{ep}/{a['id']}", {nn.name: None}, expect=REJECTED,
+                    why=f"{nn.name} is not nullable, in a PATCH as in a POST"),
+                req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing")])
         changeable = [(g, v) for g in e.fields if g.kind not in ("ref", "ref_list")
                       for v in [other_value(rng, self.state, g, a[g.name])] if v is not None]
         if not changeable or len(e.fields) < 2:
@@ -134,6 +147,12 @@ class _Builder:
 
     def _update(self, e: Entity, a: dict[str, Any]) -> None:
         ep = e.endpoint
+        self.add(f"{ep}_patch_other_id", "validation", "patch-id", [
+            req("POST", f"/{ep}", a),
+            req("PATCH", f"/{ep}/{a['id']}", {"id": a["id"] + "-changed"}, expect=REJECTED,
+                why="a PATCH changing the id must be rejected"),
+            req("GET", f"/{ep}/{a['id']}", checks=(Equals(("id",), a["id"]),), why="the id must be unchanged"),
+            req("GET", f"/{ep}", checks=(ListIds((a["id"],)),), why="the entity must keep its id")])
         scalars = [f for f in e.fields if f.kind not in ("ref", "ref_list")]
         if not scalars:
             return
@@ -152,12 +171,6 @@ class _Builder:
             req("POST", f"/{ep}", a),
             req("PATCH", f"/{ep}/{a['id']}", {"id": a["id"], f.name: new}, checks=(Equals((f.name,), new),),
                 why="a PATCH holding the unchanged id must be accepted"),
-        ])
-        self.add(f"{ep}_patch_other_id", "validation", "patch-id", [
-            req("POST", f"/{ep}", a),
-            req("PATCH", f"/{ep}/{a['id']}", {"id": a["id"] + "-changed"}, expect=REJECTED,
-                why="a PATCH changing the id must be rejected"),
-            req("GET", f"/{ep}/{a['id']}", checks=(Equals(("id",), a["id"]),), why="the id must be unchanged"),
         ])
 
     # --- per field ----------------------------------------------------------------------------
@@ -196,6 +209,13 @@ class _Builder:
             self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", [
                 req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
                     why=f"{f.kind} field {f.name} must reject {bad!r}")])
+        falsy = _falsy(f)
+        if falsy is not _NONE:
+            rule = "default" if f.has_default else "required" if f.required else "types"
+            self.add(f"{name}_falsy_value", "validation", rule, [
+                req("POST", f"/{ep}", {**without, f.name: falsy}, checks=(Equals((f.name,), falsy),),
+                    why=f"{falsy!r} is a value like any other: {f.name} must store it"),
+                req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), falsy),), why=f"{falsy!r} is stored")])
         if f.kind == "float":
             whole = _whole_number(f)
             self.add(f"{name}_integral_float", "validation", "types", [
@@ -247,7 +267,8 @@ class _Builder:
             edges += [("bad_format", datetime_probe(f, "iso") or "2024-03-15T10:00:00", False),
                       ("bad_calendar", _bad_date(f), False),
                       ("bad_hour", datetime_probe(f, "hour") or _bad_date(f, hour=True), False),
-                      ("bad_leap_day", datetime_probe(f, "leap") or "2023-02-29 10:00:00", False)]
+                      ("bad_leap_day", datetime_probe(f, "leap") or "2023-02-29 10:00:00", False),
+                      ("bad_no_seconds", datetime_probe(f, "short") or "2024-03-15 10:00", False)]
             if f.after is not None:
                 edges += [("at_after", f.after, True), ("before_after", _shift(f.after, -1), False)]
             if f.before is not None:
@@ -272,19 +293,28 @@ class _Builder:
             req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
                 why=f"{f.name} must reject an id that does not exist")])
         value = base[f.name]
+        other = next((x for x in self.state.entities if x.name != target.name), None)
+        if other is not None:
+            ob = scalar_body(self.rng, self.state, other, f"{other.endpoint}-x9")
+            self.add(f"{name}_reference_other_type", "validation", rule, [
+                req("POST", f"/{other.endpoint}", ob, why=f"create a {other.name}, which is not a {target.name}"),
+                req("POST", f"/{ep}", {**without, f.name: [ob["id"]] if many else ob["id"]}, expect=REJECTED,
+                    why=f"{f.name} must reject the id of a {other.name}: it references {target.name}")])
         self.add(f"{name}_reference_reads_back", "wrong_response_format", rule, [
             *fix, req("POST", f"/{ep}", base, checks=(Equals((f.name,), value),),
                       why=f"{f.name} must hold the referenced id{'s' if many else ''}"),
             req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), value),), why="references read back as ids")])
         victim = value[0] if many else value
         left = [v for v in value if v != victim] if many else None
+        second = {**base, "id": f"{base['id']}-2"}  # two referrers: every one of them must be updated
         self.add(f"{name}_cascade", "cascade_deletion", "cascade", [
-            *fix, req("POST", f"/{ep}", base),
+            *fix, req("POST", f"/{ep}", base), req("POST", f"/{ep}", second),
             req("DELETE", f"/{target.endpoint}/{victim}", expect=OK_OR_EMPTY, why="delete the referenced entity"),
-            req("GET", f"/{ep}", checks=(ListIds(tuple(_ids_left(fix, ep, base["id"], victim))),),
-                why=f"deleting {victim} must not delete the {e.name} that referred to it"),
-            req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), left),),
-                why=f"deleting {victim} must {'remove it from' if many else 'null'} {f.name}")])
+            req("GET", f"/{ep}", checks=(ListIds(tuple(_ids_left(fix, ep, (base["id"], second["id"]), victim))),),
+                why=f"deleting {victim} must not delete the {e.name} entities that referred to it"),
+            *(req("GET", f"/{ep}/{b['id']}", checks=(Equals((f.name,), left),),
+                  why=f"deleting {victim} must {'remove it from' if many else 'null'} {f.name} of {b['id']}")
+              for b in (base, second))])
 
     # --- analytics, reset, history ------------------------------------------------------------
 
@@ -398,10 +428,26 @@ def _whole_number(f: Field) -> int:
     return hi - 1 if hi is not None else 5
 
 
-def _ids_left(fix: list[Any], ep: str, own: str, victim: str) -> list[str]:
-    """Ids of `ep` entities a cascade test leaves: its own entity and fixtures of the same type (self references)."""
+def _ids_left(fix: list[Any], ep: str, own: tuple[str, ...], victim: str) -> list[str]:
+    """Ids of `ep` entities a cascade test leaves: its own entities and fixtures of the same type (self references)."""
     made = [s.body["id"] for s in fix if s.method == "POST" and s.path == f"/{ep}"]
-    return [i for i in (*made, own) if i != victim]
+    return [i for i in (*made, *own) if i != victim]
+
+
+_NONE = object()
+
+
+def _falsy(f: Field) -> Any:
+    """A valid value that is false in a boolean context (0, false, ""), unless it is the default: else _NONE."""
+    v: Any = _NONE
+    if f.kind == "boolean":
+        v = False
+    elif f.kind in ("integer", "float") and (f.minimum is None or f.minimum <= 0) and (f.maximum is None or
+                                                                                       f.maximum >= 0):
+        v = 0
+    elif f.kind == "string" and not f.min_length:
+        v = ""
+    return _NONE if v is _NONE or (f.has_default and f.default == v) else v
 
 
 def _bad_date(f: Field, hour: bool = False) -> str:
