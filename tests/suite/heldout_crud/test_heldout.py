@@ -11,7 +11,7 @@ from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference.agent import step
 from staminad.suite.generate import generate_suite
-from staminad.suite.history import History, turn_history
+from staminad.suite.history import turn_history
 from staminad.suite.inprocess import AppTransport
 from staminad.suite.runner import run_suite
 from tests.suite.heldout_crud.servers import HELDOUT, Heldout
@@ -23,7 +23,9 @@ TURNS = 12
 def _first_turns(h: Heldout, seed: int) -> tuple[int | None, int | None, str]:
     """(first exercisable turn, first failing turn, first failure) over one scenario."""
     scenario = generate(seed, ScenarioParams(turns=TURNS))
-    state, history, memory = scenario.initial, None, {}  # type: tuple[Any, History | None, dict[str, Any]]
+    state: Any = scenario.initial
+    history: Any = None
+    memory: dict[str, Any] = {}
     spec, exercised = render_spec(state), None
     for turn in range(TURNS + 1):
         changes: Any = ()
