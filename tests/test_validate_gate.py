@@ -66,3 +66,23 @@ def test_gate_needs_a_mutant_for_every_testable_rule_when_the_whole_catalogue_ru
     gate = rule_gate([_outcome("length-bytes", 0, 0, 0)], complete=True)
     missing = {f.split("]")[0][1:] for f in gate.failures if "no mutant" in f}
     assert missing == set(RULES) - set(UNTESTABLE) - {"length"}
+
+
+def test_validate_command_prints_the_rule_table_and_json() -> None:
+    """`staminad validate` prints a row per rule and, with --json, the gate with its verdict."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "staminad.cli", "validate", "--agents", "reference,length-bytes,list-envelope",
+            "--seeds", "0", "--turns", "1", "--jobs", "1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert any(line.startswith("length ") and "length-bytes" in line for line in done.stdout.splitlines())
+    assert done.stdout.rstrip().endswith("rule gate: ok")
+    done = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=300)
+    out = json.loads(done.stdout)
+    assert out["ok"] and out["gate"]["ok"]
+    rows = {r["rule"]: r for r in out["gate"]["rules"]}
+    assert rows["list"]["first"] == [0, 0] and rows["list"]["mutants"][0]["caught_at"] == [[0, 0]]
+    assert rows["pkill"]["untestable"]
