@@ -40,9 +40,12 @@ _API: tuple[tuple[str, str], ...] = (
     ("create", "A successful `POST /{entity}` returns 200 or 201 and the created entity as stored, with defaults "
                "applied."),
     ("client-id", "`id` is a string chosen by the client and sent in the POST body; it is the primary key. Do not "
-                  "generate ids. A POST without a string `id` is rejected with 400 or 422; an `id` already used by "
-                  "another entity of the same type is rejected with 400, 409 or 422. Other fields whose names end "
-                  "in `_id` are ordinary fields, not identifiers."),
+                  "generate ids. An id is one or more of the characters `A-Z a-z 0-9 - _ . ~`, so it never needs "
+                  "percent-encoding in a path. A POST without `id`, with an `id` that is not a string (`12345`), or "
+                  "with an empty id or one holding any other character (`\"a b\"`, `\"a/b\"`) is rejected with "
+                  "400 or 422 and stores nothing; an `id` already used by another entity of the same type is "
+                  "rejected with 400, 409 or 422. Other fields whose names end in `_id` are ordinary fields, not "
+                  "identifiers."),
     ("list", "`GET /{entity}` returns 200 and a JSON array of all entities of that type, in any order."),
     ("read", "`GET /{entity}/{id}` returns 200 and the entity, or 404 if there is no entity with that id."),
     ("update", "`PATCH /{entity}/{id}` changes only the fields present in the body, validating each by the same "
@@ -57,6 +60,9 @@ _API: tuple[tuple[str, str], ...] = (
     ("unknown-path", "Paths that do not belong to the current design, including endpoints of deleted or renamed "
                      "entities, removed analytics and removed actions, answer 404 (405 is also accepted for a "
                      "removed action)."),
+    ("unknown-keys", "A body key that is not a current field of the entity (a made-up name, or the old name of a "
+                     "renamed or deleted field) is ignored: the request is handled as if the key were absent, and "
+                     "the key is neither stored nor returned."),
     ("required", "A required field without a default must be present in a POST body; if it is missing, reject the "
                  "request with 400 or 422."),
     ("default", "When a POST body omits a field that has a default (required or optional), store the default."),
@@ -65,15 +71,20 @@ _API: tuple[tuple[str, str], ...] = (
     ("null", "A field may be null only if it is nullable. An explicit null for a non-nullable field is rejected "
              "with 400 or 422, even when the field has a default: defaults apply only to omitted fields."),
     ("types", "Types: a string is a JSON string; an integer is a JSON number without a fractional part (3, never "
-              "3.5, \"3\" or true); a float is any JSON number (integers included); a boolean is true or false. A "
-              "value of the wrong type is rejected with 400 or 422. Bad input must never produce a 500."),
+              "3.5, \"3\" or true); a float is any JSON number, integers included (a float field accepts 5 as "
+              "well as 5.5); a boolean is true or false, never 0 or 1. A value of the wrong type is rejected with "
+              "400 or 422. Bad input must never produce a 500. A number written with a zero fraction, such as "
+              "`5.0`, is not an integer either and should be rejected, but many JSON parsers cannot tell it from "
+              "`5`, so this is not tested: the tests never send `5.0` to an integer field."),
     ("enum", "Enum values are case-sensitive and must be one of the listed values; anything else is rejected "
              "with 400 or 422."),
     ("range", "Numeric bounds are inclusive; values outside are rejected with 400 or 422."),
-    ("length", "String length bounds are inclusive and count characters; violations are rejected with 400 or "
-               "422."),
+    ("length", "String length bounds are inclusive and count characters (Unicode code points, so `é` is one "
+               "character, not two bytes); violations are rejected with 400 or 422."),
     ("datetime", "A datetime is a string in `YYYY-MM-DD hh:mm:ss` format (24-hour clock) naming a real calendar "
-                 "date and time: `2023-02-30 10:00:00` is invalid. Bounds are inclusive and compare as strings, "
+                 "date and time: `2023-02-30 10:00:00`, `2023-02-29 10:00:00` (not a leap year) and "
+                 "`2024-04-10 24:00:00` (hours run 00-23) are invalid, and so is any other form (`T` between date "
+                 "and time, missing seconds, a time zone). Bounds are inclusive and compare as strings, "
                  "which orders this fixed-width format correctly. Violations are rejected with 400 or 422."),
     ("reference", "A reference field holds the `id` (a string) of an existing entity of the referenced type, or "
                   "null. An id that does not exist is rejected with 400 or 422. Reading returns the id string, "

@@ -103,9 +103,9 @@ def suite_run_cmd(args: argparse.Namespace) -> int:
 
 
 def validate_cmd(args: argparse.Namespace) -> int:
-    from staminad.validate import ALL_AGENTS, scenarios_for, validate, verdicts
+    from staminad.validate import ALL_AGENTS, render_gate, rule_gate, scenarios_for, validate, verdicts
 
-    agents = ALL_AGENTS if not args.agents else [a.strip() for a in args.agents.split(",")]
+    agents = ALL_AGENTS if not args.agents else list(dict.fromkeys(a.strip() for a in args.agents.split(",")))
     unknown = [a for a in agents if a != "reference" and a not in MUTANT_BY_BUG]
     if unknown:
         raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(ALL_AGENTS)}")
@@ -114,12 +114,16 @@ def validate_cmd(args: argparse.Namespace) -> int:
     seeds = list(pack.manifest.seeds) if pack and args.seeds == seed_list("0-9") else args.seeds
     outcomes = validate(scenarios_for(seeds, params, pack), params.language, agents, args.jobs)
     table = verdicts(outcomes, params.turns)
+    gate = rule_gate(outcomes, complete=set(ALL_AGENTS) <= set(agents))
     if args.json:
-        print(json.dumps({"verdicts": msgspec.to_builtins(table), "outcomes": msgspec.to_builtins(outcomes)}))
+        print(json.dumps({"ok": gate.ok and all(v.ok for v in table), "gate": msgspec.to_builtins(gate),
+                          "verdicts": msgspec.to_builtins(table), "outcomes": msgspec.to_builtins(outcomes)}))
     else:
         print(f"validate: {len(seeds)} scenarios x {params.turns} turns")
         width = max(len(v.agent) for v in table)
         for v in table:
             print(f"{'ok  ' if v.ok else 'FAIL'}  {v.agent:<{width}}  {v.summary}")
-    return 0 if all(v.ok for v in table) else 1
+        print()
+        print(render_gate(gate))
+    return 0 if gate.ok and all(v.ok for v in table) else 1
 

@@ -33,7 +33,10 @@ else:  # run as a script from a sandbox, next to parse.py (also under `python -I
         parse_spec,
     )
 
-AGENT_BUGS = frozenset({"rename-leak", "ignore-add_field"})
+AGENT_BUGS = frozenset({"rename-leak", "ignore-add_field"}) | frozenset({  # removals the mutant gets wrong
+    "ignore-delete_entity", "ignore-delete_analytics", "ignore-remove_action", "keep-implied-removals",
+    "stale-renamed-key", "deleted-field-kept", "keep-refs-to-deleted", "stale-renamed-analytics",
+})
 MEMORY = ".reference-agent/model.json"
 
 
@@ -70,6 +73,8 @@ class Model:
     def apply(self, change: dict[str, Any], bugs: set[str]) -> None:
         kind = change["kind"]
         s = self.schema
+        if f"ignore-{kind}" in bugs and kind != "add_field":  # the mutant skips one kind of request
+            return
         if kind == "add_entity":
             s["enums"] += change["enums"]
             s["entities"].append({"name": change["name"], "fields": change["fields"]})
@@ -78,10 +83,10 @@ class Model:
             s["entities"] = [e for e in s["entities"] if e["name"] != name]
             s["analytics"] = [a for a in s["analytics"] if a["entity"] != name]
             s["actions"] = [a for a in s["actions"] if a["entity"] != name]
-            for owner, field in change["fields"]:
+            for owner, field in change["fields"] if "keep-refs-to-deleted" not in bugs else ():
                 e = self.entity(owner)
                 e["fields"] = [f for f in e["fields"] if f["name"] != field]
-            self._drop(change["also"])
+            self._drop(change["also"], bugs)
         elif kind == "rename_entity":
             self._rename_entity(change["old"], change["new"], bugs)
         elif kind == "add_field":
@@ -91,10 +96,17 @@ class Model:
             self.entity(change["entity"])["fields"].append(change["field"])
         elif kind == "delete_field":
             e = self.entity(change["entity"])
-            e["fields"] = [f for f in e["fields"] if f["name"] != change["field"]]
-            self._drop(change["also"])
+            e["fields"] = [f if f["name"] != change["field"] else _leftover(f) for f in e["fields"]
+                           if f["name"] != change["field"] or "deleted-field-kept" in bugs]
+            self._drop(change["also"], bugs)
         elif kind == "rename_field":
+            kept = [dict(a) for a in s["analytics"] if a["entity"] == change["entity"]
+                    and a.get("field") == change["old"]] if "stale-renamed-analytics" in bugs else []
+            old = self._field(change["entity"], change["old"])
             self._rename_field(change["entity"], change["old"], change["new"])
+            s["analytics"] += kept  # the old paths keep answering
+            if "stale-renamed-key" in bugs and old is not None:  # a new column beside the old one
+                self.entity(change["entity"])["fields"].append(_leftover({**old, "name": change["old"]}))
         elif kind == "change_bounds":
             f = self._field(change["entity"], change["field"])
             assert f is not None
@@ -121,10 +133,12 @@ class Model:
             next(x for x in s["enums"] if x["name"] == change["enum"])["values"].append(change["value"])
         self.prune_enums()
 
-    def _drop(self, also: list[dict[str, Any]]) -> None:
+    def _drop(self, also: list[dict[str, Any]], bugs: set[str]) -> None:
         """Remove what a deletion took with it, as the change request lists it."""
         s = self.schema
         for item in also:
+            if "keep-implied-removals" in bugs and item["what"] in ("analytics", "action"):
+                continue
             if item["what"] == "analytics":
                 s["analytics"] = [a for a in s["analytics"] if _path(a) != item["path"]]
             elif item["what"] == "action":
@@ -204,6 +218,12 @@ class Model:
             for key in ("field", "left", "right"):
                 if key in x:
                     x[key] = n(x[key])
+
+
+def _leftover(f: dict[str, Any]) -> dict[str, Any]:
+    """A field a mutant forgot to drop: still stored and returned, but optional and null."""
+    out = {k: v for k, v in f.items() if k not in ("required", "has_default", "default")}
+    return {**out, "required": False, "nullable": True}
 
 
 def _path(a: dict[str, Any]) -> str:

@@ -21,14 +21,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MAX_BODY = 1 << 20
-# Ids need no percent-encoding in a path: RFC 3986 unreserved characters only, at least one.
-_ID = re.compile(r"^[A-Za-z0-9._~-]+$")
 _DT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 SERVER_BUGS = frozenset({
     "accept-null", "default-required", "no-cascade", "old-endpoint-alive", "rounded-avg", "zero-for-empty",
     "wrong-state-422", "swap-400-409", "no-ref-effects", "500-on-wrong-type", "case-insensitive-enums",
     "exclusive-bounds", "invalid-calendar", "patch-rejects-id",
+}) | frozenset({  # crud, validation, types, removals
+    "drop-null-keys", "optional-required", "required-not-enforced", "null-means-default", "create-echoes-body",
+    "integral-float-rejected", "bool-is-number", "numeric-strings", "integer-accepts-fraction", "length-bytes",
+    "leap-day-always", "hour-24", "iso-format-accepted", "zero-bound-ignored", "enum-any-string",
+    "patch-no-validation", "patch-not-atomic", "patch-upserts", "duplicate-overwrites", "missing-id-generated",
+    "numeric-id-accepted", "loose-ids", "list-envelope", "read-missing-null", "delete-unknown-ok",
+    "soft-delete-listed", "reset-noop", "no-cascade-single", "no-cascade-list", "cascade-deletes-referrers",
+    "unchecked-reference", "unchecked-reference-list", "ref-list-null-accepted", "snake-endpoints",
+    "stores-unknown-keys",
 })
+# Ids need no percent-encoding in a path: RFC 3986 unreserved characters only, at least one.
+_ID = re.compile(r"^[A-Za-z0-9._~-]+$")
 
 
 class Reject(Exception):
@@ -53,7 +62,7 @@ class App:
         self.bugs = set(config.get("bugs", ()))
         self.aliases: dict[str, str] = dict(config.get("aliases", {})) if "old-endpoint-alive" in self.bugs else {}
         self.entities = {e["name"]: e for e in self.schema.get("entities", [])}
-        self.by_endpoint = {name.lower(): e for name, e in self.entities.items()}
+        self.by_endpoint = {_endpoint(name, "snake-endpoints" in self.bugs): e for name, e in self.entities.items()}
         for old, name in self.aliases.items():
             if name in self.entities and old not in self.by_endpoint:
                 self.by_endpoint[old] = self.entities[name]
@@ -64,6 +73,7 @@ class App:
             key = (a["entity"].lower(), a.get("field"), a["op"])
             self.analytics[key] = a
         self.data: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in self.entities}
+        self.deleted: set[tuple[str, str]] = set()  # soft-deleted (entity, id), only under "soft-delete-listed"
         self.lock = threading.Lock()
 
     # --- routing ------------------------------------------------------------------------------
@@ -80,8 +90,10 @@ class App:
     def _route(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
         parts = [p for p in path.split("/") if p]
         if parts == ["reset"] and method == "POST":
-            for table in self.data.values():
-                table.clear()
+            if "reset-noop" not in self.bugs:  # the mutant rebinds a local instead of clearing the store
+                for table in self.data.values():
+                    table.clear()
+                self.deleted.clear()
             return 200, {"status": "reset"}
         if parts and parts[0] == "analytics" and method == "GET":
             return self._analytics(parts[1:])
@@ -89,20 +101,29 @@ class App:
             raise Reject(404, "not found")
         entity = self.by_endpoint[parts[0]]
         if len(parts) == 1 and method == "GET":
-            return 200, list(self.data[entity["name"]].values())
+            items = [self._out(o) for o in self.data[entity["name"]].values()]
+            return 200, {"items": items} if "list-envelope" in self.bugs else items
         if len(parts) == 1 and method == "POST":
-            return 201, self._create(entity, self._json(raw))
+            body = self._json(raw)
+            created = self._create(entity, body)
+            return 201, self._out(dict(body) if "create-echoes-body" in self.bugs else created)
         if len(parts) == 2:
             table = self.data[entity["name"]]
-            obj = table.get(parts[1])
+            obj = None if (entity["name"], parts[1]) in self.deleted else table.get(parts[1])
             if method not in ("GET", "PATCH", "DELETE"):
                 raise Reject(405, "method not allowed")
+            if obj is None and method == "GET" and "read-missing-null" in self.bugs:
+                return 200, None
+            if obj is None and method == "PATCH" and "patch-upserts" in self.bugs:
+                return 200, self._out(self._create(entity, {**self._json(raw), "id": parts[1]}))
+            if obj is None and method == "DELETE" and "delete-unknown-ok" in self.bugs:
+                return 200, {"deleted": parts[1]}  # "idempotent" delete
             if obj is None:
                 raise Reject(404, f"{entity['name']} {parts[1]} not found")
             if method == "GET":
-                return 200, obj
+                return 200, self._out(obj)
             if method == "PATCH":
-                return 200, self._update(entity, obj, self._json(raw))
+                return 200, self._out(self._update(entity, obj, self._json(raw)))
             self._delete(entity, parts[1])
             return 200, {"deleted": parts[1]}
         if len(parts) == 3 and method == "POST":
@@ -111,6 +132,12 @@ class App:
                 raise Reject(404, "no such action")
             return self._act(entity, action, parts[1])
         raise Reject(404, "not found")
+
+    def _out(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """An entity as returned; the mutant serializes with "exclude none" and drops null keys."""
+        if "drop-null-keys" in self.bugs:
+            return {k: v for k, v in obj.items() if v is not None}
+        return obj
 
     @staticmethod
     def _json(raw: bytes) -> Any:
@@ -128,10 +155,18 @@ class App:
     # --- validation ---------------------------------------------------------------------------
 
     def _valid_date(self, v: Any) -> bool:
+        if "iso-format-accepted" in self.bugs and isinstance(v, str):
+            try:  # the mutant parses with fromisoformat, which also takes `T`, no seconds, offsets...
+                dt.datetime.fromisoformat(v)
+            except ValueError:
+                return False
+            return True
         if not isinstance(v, str) or not _DT.match(v):
             return False
         if "invalid-calendar" in self.bugs:
             return True
+        if "leap-day-always" in self.bugs or "hour-24" in self.bugs:
+            return _hand_checked_date(v, "leap-day-always" in self.bugs, "hour-24" in self.bugs)
         try:
             dt.datetime.strptime(v, "%Y-%m-%d %H:%M:%S")
         except ValueError:
@@ -141,6 +176,8 @@ class App:
     def _in_range(self, v: Any, lo: Any, hi: Any) -> bool:
         if "exclusive-bounds" in self.bugs:
             return (lo is None or v > lo) and (hi is None or v < hi)
+        if "zero-bound-ignored" in self.bugs:  # `if minimum and v < minimum`: a bound of 0 is falsy
+            return (not lo or v >= lo) and (not hi or v <= hi)
         return (lo is None or v >= lo) and (hi is None or v <= hi)
 
     def _check(self, f: dict[str, Any], v: Any) -> Any:
@@ -150,11 +187,13 @@ class App:
         if kind == "string":
             if not isinstance(v, str):
                 raise bad
-            if not ((f.get("min_length") is None or len(v) >= f["min_length"]) and
-                    (f.get("max_length") is None or len(v) <= f["max_length"])):
+            n = len(v.encode("utf-8")) if "length-bytes" in self.bugs else len(v)
+            if not ((f.get("min_length") is None or n >= f["min_length"]) and
+                    (f.get("max_length") is None or n <= f["max_length"])):
                 raise bad
         elif kind in ("integer", "float"):
-            if not (_is_int(v) if kind == "integer" else _is_num(v)):
+            v = self._number(kind, v)
+            if v is None:
                 raise bad
             if not self._in_range(v, f.get("minimum"), f.get("maximum")):
                 raise bad
@@ -163,6 +202,8 @@ class App:
                 raise bad
         elif kind == "enum":
             values = self.enums.get(f.get("enum", ""), [])
+            if "enum-any-string" in self.bugs and isinstance(v, str):
+                return v
             if "case-insensitive-enums" in self.bugs and isinstance(v, str):
                 match = [x for x in values if x.lower() == v.lower()]
                 if match:
@@ -173,17 +214,40 @@ class App:
             if not self._valid_date(v) or not self._in_range(v, f.get("after"), f.get("before")):
                 raise bad
         elif kind == "ref":
-            if not isinstance(v, str) or v not in self.data.get(f["target"], {}):
+            known = "unchecked-reference" in self.bugs or v in self.data.get(f["target"], {})
+            if not isinstance(v, str) or not known:
                 raise bad
         elif kind == "ref_list":
             table = self.data.get(f["target"], {})
-            if not isinstance(v, list) or not all(isinstance(i, str) and i in table for i in v):
+            unchecked = "unchecked-reference-list" in self.bugs
+            if not isinstance(v, list) or not all(isinstance(i, str) and (unchecked or i in table) for i in v):
                 raise bad
             return list(v)
         return v
 
+    def _number(self, kind: str, v: Any) -> Any:
+        """The number to store for an integer or float field, or None when `v` is not one."""
+        if "numeric-strings" in self.bugs and isinstance(v, str):
+            try:  # the mutant coerces like int(...)/float(...) would
+                v = int(v) if kind == "integer" else float(v)
+            except ValueError:
+                return None
+        if "bool-is-number" in self.bugs and isinstance(v, bool):
+            return v  # isinstance(True, int) holds in Python
+        if kind == "integer":
+            if "integer-accepts-fraction" in self.bugs and _is_num(v):
+                return v
+            return v if _is_int(v) else None
+        if "integral-float-rejected" in self.bugs:
+            return v if isinstance(v, float) else None
+        return v if _is_num(v) else None
+
     def _value(self, f: dict[str, Any], v: Any) -> Any:
         if v is None:
+            if "null-means-default" in self.bugs and f.get("has_default", False):
+                return f.get("default")  # `body.get(name) or default`: explicit null treated as omitted
+            if "ref-list-null-accepted" in self.bugs and f["kind"] == "ref_list":
+                return []
             if f.get("nullable", False) or ("accept-null" in self.bugs and f["kind"] != "ref_list"):
                 return None
             raise Reject(400, f"{f['name']} must not be null")
@@ -202,12 +266,22 @@ class App:
                   "ref_list": lambda x: isinstance(x, list) and all(isinstance(i, str) for i in x)}
         return bool(checks[f["kind"]](v))
 
-    def _create(self, entity: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    def _id(self, body: dict[str, Any], table: dict[str, Any]) -> str:
         oid = body.get("id")
-        if not isinstance(oid, str) or not _ID.match(oid):
-            raise Reject(400, "id must be a non-empty string of letters, digits and . _ ~ - chosen by the client")
+        if oid is None and "missing-id-generated" in self.bugs:
+            oid = f"gen-{len(table) + 1}"
+        if "numeric-id-accepted" in self.bugs and _is_num(oid):
+            oid = str(oid)
+        if not isinstance(oid, str):
+            raise Reject(400, "id must be a string chosen by the client")
+        if "loose-ids" not in self.bugs and not _ID.match(oid):
+            raise Reject(400, "id must be non-empty and use only letters, digits, '-', '_', '.' and '~'")
+        return oid
+
+    def _create(self, entity: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         table = self.data[entity["name"]]
-        if oid in table:
+        oid = self._id(body, table)
+        if oid in table and "duplicate-overwrites" not in self.bugs:
             raise Reject(409, f"id {oid} already exists")
         obj: dict[str, Any] = {"id": oid}
         for f in entity["fields"]:
@@ -216,32 +290,55 @@ class App:
                 obj[name] = self._value(f, body[name])
             elif f.get("has_default", False) and "default-required" not in self.bugs:
                 obj[name] = f.get("default")
-            elif f.get("required", False):
+            elif f.get("required", False) and "required-not-enforced" not in self.bugs:
                 raise Reject(400, f"{name} is required")
+            elif "optional-required" in self.bugs and not f.get("nullable", False) and f["kind"] != "ref_list":
+                raise Reject(400, f"{name} must not be null")  # the mutant's model types it `T`, not `T | None`
             else:
                 obj[name] = [] if f["kind"] == "ref_list" else None
+        if "stores-unknown-keys" in self.bugs:  # `{**body, ...}`: every key the client sent is kept
+            obj = {**body, **obj}
         table[oid] = obj
+        self.deleted.discard((entity["name"], oid))
         return obj
 
     def _update(self, entity: dict[str, Any], obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         if "id" in body and (body["id"] != obj["id"] or "patch-rejects-id" in self.bugs):
             raise Reject(400, "id cannot be changed")
-        changes = {f["name"]: self._value(f, body[f["name"]]) for f in entity["fields"] if f["name"] in body}
-        obj.update(changes)
+        fields = {f["name"]: f for f in entity["fields"]}
+        if "patch-no-validation" in self.bugs:
+            obj.update({k: v for k, v in body.items() if k in fields})
+        elif "patch-not-atomic" in self.bugs:  # validates and writes one key at a time, in body order
+            for k, v in body.items():
+                if k in fields:
+                    obj[k] = self._value(fields[k], v)
+        else:
+            changes = {name: self._value(f, body[name]) for name, f in fields.items() if name in body}
+            obj.update(changes)
         return obj
 
     def _delete(self, entity: dict[str, Any], oid: str) -> None:
-        del self.data[entity["name"]][oid]
+        if "soft-delete-listed" in self.bugs:
+            self.deleted.add((entity["name"], oid))  # a `deleted` flag the list handler forgets to filter
+        else:
+            del self.data[entity["name"]][oid]
         if "no-cascade" in self.bugs:
             return
         for other in self.entities.values():
             for f in other["fields"]:
                 if f.get("target") != entity["name"]:
                     continue
-                for obj in self.data[other["name"]].values():
-                    if f["kind"] == "ref" and obj.get(f["name"]) == oid:
+                if f["kind"] == ("ref" if "no-cascade-single" in self.bugs else "ref_list" if
+                                 "no-cascade-list" in self.bugs else None):
+                    continue
+                table = self.data[other["name"]]
+                for key, obj in list(table.items()):
+                    hit = obj.get(f["name"]) == oid if f["kind"] == "ref" else oid in (obj.get(f["name"]) or [])
+                    if hit and "cascade-deletes-referrers" in self.bugs:  # ON DELETE CASCADE
+                        del table[key]
+                    elif hit and f["kind"] == "ref":
                         obj[f["name"]] = None
-                    elif f["kind"] == "ref_list" and oid in (obj.get(f["name"]) or []):
+                    elif hit:
                         obj[f["name"]] = [i for i in obj[f["name"]] if i != oid]
 
     # --- analytics and actions ----------------------------------------------------------------
@@ -256,7 +353,7 @@ class App:
         a = self.analytics.get(key)
         if a is None:
             raise Reject(404, "no such analytics endpoint")
-        objs = list(self.data[a["entity"]].values())
+        objs = list(self.data.get(a["entity"], {}).values())
         if a["op"] == "count":
             return 200, {"result": len(objs)}
         values = [o[a["field"]] for o in objs if o.get(a["field"]) is not None]
@@ -334,6 +431,18 @@ class App:
                         self._simple(table[ref], x["effect"])
         obj[action["field"]] = action["target"]
         return 200, obj
+
+
+def _endpoint(name: str, snake: bool) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() if snake else name.lower()
+
+
+def _hand_checked_date(v: str, leap_always: bool, hour_24: bool) -> bool:
+    """A mutant's hand-written calendar check: a fixed month table, or `hour <= 24`."""
+    y, mo, d, h, mi, se = (int(x) for x in re.findall(r"\d+", v))
+    leap = leap_always or (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0))
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    return 1 <= mo <= 12 and 1 <= d <= days[mo - 1] and 0 <= h <= (24 if hour_24 else 23) and mi < 60 and se < 60
 
 
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}

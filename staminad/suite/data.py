@@ -90,6 +90,62 @@ def wrong_type_values(f: Field) -> list[Any]:
     return table[f.kind]
 
 
+_WIDE = "äöüéßñøå"  # two UTF-8 bytes each: a length counted in bytes shows
+
+
+def wide_string(n: int) -> str:
+    """`n` characters that are not ASCII, for length bounds (which count characters, not bytes)."""
+    return "".join(_WIDE[i % len(_WIDE)] for i in range(n))
+
+
+def invalid_value(f: Field) -> Any:
+    """A value the field must reject: of the right type but breaking a constraint where it has one."""
+    if f.kind == "enum":
+        return "not_a_listed_value"
+    if f.kind in ("integer", "float") and (f.minimum is not None or f.maximum is not None):
+        return f.minimum - 1 if f.minimum is not None else f.maximum + 1  # type: ignore[operator]
+    if f.kind == "string" and f.max_length is not None:
+        return "x" * (f.max_length + 1)
+    if f.kind == "string" and f.min_length:
+        return "m" * (f.min_length - 1)
+    if f.kind == "datetime":
+        return "2023-02-30 10:00:00"
+    if f.kind == "ref":
+        return "no-such-id"
+    if f.kind == "ref_list":
+        return ["no-such-id"]
+    return wrong_type_values(f)[0]
+
+
+def constrained(f: Field) -> bool:
+    """The field rejects some values of its own JSON type (so a PATCH checking only types shows)."""
+    return f.kind not in ("boolean",) and invalid_value(f) != wrong_type_values(f)[0]
+
+
+def _window(f: Field) -> tuple[str, str]:
+    return f.after or "0000-01-01 00:00:00", f.before or "9999-12-31 23:59:59"
+
+
+def datetime_probe(f: Field, kind: str) -> str | None:
+    """An invalid datetime inside the field's bounds (compared as strings), so only its form can reject it.
+
+    `kind` is "leap" (Feb 29 of a non-leap year), "hour" (24:00:00), "iso" (a `T` separator) or
+    "short" (no seconds).
+    """
+    lo, hi = _window(f)
+    if kind == "leap":
+        years = [2023, *range(max(int(lo[:4]), 1), min(int(hi[:4]), 9999) + 1)]
+        cands = [f"{y:04d}-02-29 12:00:00" for y in years if y % 4 or (y % 100 == 0 and y % 400)]
+    else:
+        days = [lo[:10]] if f.after else []
+        if f.before and hi[:10] > "0001-01-01":
+            days.append((dt.datetime.strptime(hi[:10], "%Y-%m-%d") - dt.timedelta(days=1)).strftime("%Y-%m-%d"))
+        days.append("2024-04-10")
+        form = {"hour": "{} 24:00:00", "iso": "{}T10:00:00", "short": "{} 23:59"}[kind]
+        cands = [form.format(d) for d in days]
+    return next((c for c in cands if lo <= c <= hi), None)
+
+
 def scalar_body(rng: random.Random, state: State, entity: Entity, obj_id: str, full: bool = True) -> dict[str, Any]:
     """A valid POST body: every scalar field when `full`, else only the required ones without defaults.
 

@@ -1,7 +1,9 @@
 """What the current turn's state no longer has: the paths and names tests must find gone.
 
 Retired endpoints accumulate over the whole trajectory (an old endpoint answering again later is
-a regression); removed fields, analytics and actions are those of the current turn's changes.
+a regression); removed fields, analytics and actions are those of the current turn's changes,
+whether a change names them or they follow from it (a deleted field's analytics, a rename's old
+paths, the reference fields of a deleted entity).
 """
 
 from __future__ import annotations
@@ -12,53 +14,67 @@ import msgspec
 
 from staminad.bench.changes import (
     Change,
-    DeleteAnalytics,
     DeleteEntity,
     DeleteField,
-    RemoveAction,
     RenameEntity,
     RenameField,
     transition,
 )
 from staminad.bench.scenario import Scenario
-from staminad.bench.schema import State, endpoint_of
+from staminad.bench.schema import Analytics, State, endpoint_of
 
 
 class History(msgspec.Struct, frozen=True, kw_only=True):
     retired_endpoints: tuple[str, ...] = ()  # (entity endpoint) gone for good
-    removed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, field, "deleted"|"renamed")
+    removed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, field, "deleted"|"renamed"|"dropped")
     removed_analytics: tuple[str, ...] = ()  # paths
     removed_actions: tuple[tuple[str, str], ...] = ()  # (entity, action)
     renamed_targets: tuple[tuple[str, str], ...] = ()  # (entity, ref field) whose target was renamed this turn
 
 
 def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:
-    """The history at a turn, from the previous turn's history and this turn's changes."""
+    """The history at a turn, from the previous turn's history and this turn's changes.
+
+    Removals are found by replaying the batch one change at a time and comparing the states around
+    each change, so what a change takes with it (the analytics and actions of a deleted field, the
+    reference fields of a deleted entity, the old paths a rename moves) is recorded as well as what
+    it names.
+    """
     retired = set(previous.retired_endpoints if previous else ())
     # Names recorded during the turn are carried forward through later renames in the same turn, in
     # order (a rename A->B then B->A is legal, so no name can be resolved by following a mapping).
-    fields: list[list[str]] = []  # [entity, field, "deleted"|"renamed"]
-    analytics: list[str] = []
+    fields: list[list[str]] = []  # [entity, field, "deleted"|"renamed"|"dropped"]
+    analytics: list[list[str | None]] = []  # [entity, field, op, path when removed]
     actions: list[list[str]] = []  # [entity, action]
     renamed: list[list[str]] = []  # [entity]
+    cur = before
     for change in changes:
+        nxt = transition(cur, [change])
         match change:
             case RenameEntity(old=old, new=new):
                 retired.add(endpoint_of(old))
                 for record in (*fields, *actions, *renamed):
                     if record[0] == old:
                         record[0] = new
+                for arecord in analytics:
+                    if arecord[0] == old:
+                        arecord[0] = new
                 renamed.append([new])
+            case RenameField(entity=entity, old=old, new=new):
+                for arecord in analytics:
+                    if arecord[0] == entity and arecord[1] == old:
+                        arecord[1] = new
             case DeleteEntity(name=name):
                 retired.add(endpoint_of(name))
-            case DeleteField(entity=entity, field=field):
-                fields.append([entity, field, "deleted"])
-            case RenameField(entity=entity, old=old):
-                fields.append([entity, old, "renamed"])
-            case DeleteAnalytics(analytics=a):
-                analytics.append(a.path())
-            case RemoveAction(entity=entity, name=name):
-                actions.append([entity, name])
+        why = {DeleteField: "deleted", RenameField: "renamed", DeleteEntity: "dropped"}.get(type(change))
+        for owner in cur.entities:
+            kept = nxt.entity(owner.name)
+            if why and kept is not None:
+                fields += [[owner.name, f.name, why] for f in owner.fields if kept.field(f.name) is None]
+        analytics += [[a.entity, a.field, a.op, a.path()] for a in cur.analytics if a not in nxt.analytics]
+        actions += [[a.entity, a.name] for a in cur.actions if nxt.action(a.entity, a.name) is None
+                    and nxt.entity(a.entity) is not None]
+        cur = nxt
     current = {e.endpoint for e in after.entities}
     live_paths = {a.path() for a in after.analytics}
     kept_fields = []
@@ -66,13 +82,19 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
         e = after.entity(entity)
         if e is not None and e.field(field) is None:
             kept_fields.append((e.name, field, why))
+    paths: list[str] = []
+    for a_entity, a_field, op, path in analytics:
+        assert a_entity is not None and op is not None and path is not None
+        paths.append(path)  # where it was when it went, and where a server that kept it would have moved it
+        if after.entity(a_entity) is not None:
+            paths.append(Analytics(entity=a_entity, op=op, field=a_field).path())  # type: ignore[arg-type]
     kept_actions = [(e, a) for e, a in actions if after.entity(e) and not after.action(e, a)]
     renamed_final = {r[0] for r in renamed}
     targets = [(e.name, f.name) for e in after.entities for f in e.fields if f.target in renamed_final]
     return History(
         retired_endpoints=tuple(sorted(retired - current)),
         removed_fields=tuple(dict.fromkeys(kept_fields)),
-        removed_analytics=tuple(p for p in dict.fromkeys(analytics) if p not in live_paths),
+        removed_analytics=tuple(p for p in dict.fromkeys(paths) if p not in live_paths),
         removed_actions=tuple(dict.fromkeys(kept_actions)),
         renamed_targets=tuple(targets),
     )

@@ -71,3 +71,57 @@ def test_history_survives_a_rename_cycle_within_one_turn() -> None:
     history = turn_history(None, state, changes, after)
     assert history.removed_fields == ((a, field, "deleted"),)
     assert history.retired_endpoints == (b.lower(),)
+
+
+def _state_with(pred):  # type: ignore[no-untyped-def]
+    for turn in range(41):
+        state, _ = state_and_history(SCENARIO, turn)
+        found = pred(state)
+        if found:
+            return state, found
+    raise AssertionError("no state of the scenario has it")
+
+
+def test_history_records_analytics_and_actions_a_field_deletion_takes_along() -> None:
+    """Deleting a field removes its analytics paths implicitly; the history lists them for 404 tests."""
+    from staminad.bench.changes import DeleteField, transition
+    from staminad.suite.history import turn_history
+
+    state, a = _state_with(lambda s: next((a for a in s.analytics if a.field and len(s.entity(a.entity).fields) > 1),
+                                          None))
+    changes = [DeleteField(a.entity, a.field)]
+    history = turn_history(None, state, changes, transition(state, changes))
+    assert a.path() in history.removed_analytics
+    suite = generate_suite(transition(state, changes), 3, 1, history)
+    assert any(s.path == a.path() and s.expect == (404,) for t in suite.tests for s in t.steps)
+
+
+def test_history_records_a_renamed_fields_old_analytics_path_and_a_deleted_entitys_reference_fields() -> None:
+    """A field rename retires its old analytics paths; an entity deletion drops other entities' references to it."""
+    from staminad.bench.changes import DeleteEntity, RenameField, transition
+    from staminad.suite.history import turn_history
+
+    state, a = _state_with(lambda s: next((a for a in s.analytics if a.field), None))
+    changes = [RenameField(a.entity, a.field, "renamed_for_test")]
+    history = turn_history(None, state, changes, transition(state, changes))
+    assert a.path() in history.removed_analytics
+    state, (owner, f) = _state_with(lambda s: next(((e, f) for e in s.entities for f in e.fields
+                                                    if f.target and f.target != e.name and len(e.fields) > 1), None))
+    changes = [DeleteEntity(f.target)]
+    history = turn_history(None, state, changes, transition(state, changes))
+    assert (owner.name, f.name, "dropped") in history.removed_fields
+
+
+def test_suite_probes_numbers_lengths_and_patches_the_way_bugs_hide() -> None:
+    """Float fields get an integral number, length bounds non-ASCII text, PATCH a {valid, invalid} body."""
+    state, _ = state_and_history(SCENARIO, 0)
+    steps = [(t.name, s) for t in generate_suite(state, 3, 0).tests for s in t.steps]
+    floats = [(e, f) for e in state.entities for f in e.fields if f.kind == "float"]
+    for e, f in floats:
+        sent = [s.body[f.name] for n, s in steps if n == f"{e.endpoint}_{f.name}_integral_float"]
+        assert sent and type(sent[0]) is int
+    for e, f in [(x, f) for x in state.entities for f in x.fields if f.kind == "string" and f.max_length]:
+        sent = [s.body[f.name] for n, s in steps if n == f"{e.endpoint}_{f.name}_at_max_length"]
+        assert len(sent[0]) == f.max_length and len(sent[0].encode()) > f.max_length
+    atomic = [s for n, s in steps if n.endswith("_patch_atomic") and s.method == "PATCH"]
+    assert atomic and all(len(s.body) == 2 and s.expect == (400, 422) for s in atomic)
