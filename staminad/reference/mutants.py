@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from staminad.bench.changes import AddField, Change, RenameEntity
 from staminad.bench.schema import ForEach, OnReference, State
+from staminad.reference import exercised as ex
 
 
 @dataclass(frozen=True)
@@ -86,5 +87,55 @@ MUTANTS: tuple[Mutant, ...] = (
            lambda s, c: _fields(s, lambda f: f.kind == "datetime")),
     Mutant("patch-rejects-id", "patch-id", "validation", "rejects a PATCH that repeats the unchanged id",
            lambda s, c: bool(s.entities)),
+    # actions, guards, effects, analytics
+    Mutant("unknown-id-400", "actions", "wrong_response_format",
+           "checks the state before the entity exists, so an unknown id answers 400",
+           lambda s, c: bool(s.actions)),
+    Mutant("guards-before-state", "actions", "wrong_response_format",
+           "checks guards before the state, so a wrong-state entity with an unmet guard gets 409",
+           lambda s, c: ex.some_guard_can_fail(s)),
+    Mutant("stale-action-body", "actions", "business_logic",
+           "answers a successful action with the entity as it was before the action",
+           lambda s, c: ex.action_can_succeed(s)),
+    Mutant("null-ne-holds", "guards", "business_logic", "lets `this.x != V` hold when x is null",
+           lambda s, c: ex.any_guard(s, ex.null_ne)),
+    Mutant("null-as-zero-order", "guards", "business_logic",
+           "reads null as 0 in <, <=, >, >= (as JavaScript does)",
+           lambda s, c: ex.any_guard(s, ex.null_as_zero)),
+    Mutant("null-check-falsy", "guards", "business_logic",
+           "tests `is null` by truthiness, so false, 0 and \"\" count as null",
+           lambda s, c: ex.any_guard(s, ex.falsy_null_check)),
+    Mutant("any-empty-holds", "guards", "business_logic", "lets `any of` hold for an empty list",
+           lambda s, c: ex.any_guard(s, ex.quantifier("any"))),
+    Mutant("all-empty-fails", "guards", "business_logic", "makes `all of` fail for an empty list",
+           lambda s, c: ex.any_guard(s, ex.quantifier("all"))),
+    Mutant("first-guard-only", "guards", "business_logic", "checks only an action's first guard",
+           lambda s, c: ex.later_guard_can_fail(s)),
+    Mutant("guard-sum-empty-null", "guards", "business_logic",
+           "makes `sum(this.items.f)` null over no values, as SQL's SUM does",
+           lambda s, c: ex.any_guard(s, ex.sum_of_empty_passes)),
+    Mutant("increase-null-as-zero", "effects", "business_logic",
+           "increases or decreases a null field as if it were 0",
+           lambda s, c: ex.increase_null(s)),
+    Mutant("compute-null-writes-null", "effects", "business_logic",
+           "stores null when an operand of `set this.x to this.a * this.b` is null",
+           lambda s, c: ex.compute_null(s)),
+    Mutant("effects-clamped", "effects", "business_logic", "clamps effect results to the field's bounds",
+           lambda s, c: ex.clamped(s)),
+    Mutant("on-ref-null-crash", "effects", "server_crash", "crashes (500) when an effect's reference is null",
+           lambda s, c: ex.on_ref_null(s)),
+    Mutant("for-each-first-only", "effects", "business_logic",
+           "applies a `for each` effect to the first listed entity only",
+           lambda s, c: ex.for_each_two(s)),
+    Mutant("effects-reversed", "effects", "business_logic", "applies an action's effects in reverse order",
+           lambda s, c: ex.order_matters(s)),
+    Mutant("null-as-zero", "analytics", "type_error", "counts null values as 0 in sum, avg, min and max",
+           lambda s, c: ex.null_counts_as_zero(s)),
+    Mutant("int-as-float", "analytics", "type_error", "returns sum, min and max of integer fields as floats",
+           lambda s, c: ex.integer_aggregate(s, {"sum", "min", "max"})),
+    Mutant("sum-empty-null", "analytics", "wrong_response_format", "answers null for a sum over no values",
+           lambda s, c: _analytics(s, {"sum"})),
+    Mutant("avg-floor", "analytics", "type_error", "averages integer fields with integer division",
+           lambda s, c: ex.integer_aggregate(s, {"avg"})),
 )
 MUTANT_BY_BUG = {m.bug: m for m in MUTANTS}
