@@ -226,9 +226,6 @@ def null_free(action: Action, field: str) -> bool:
                for c in action.conditions)
 
 
-def _alone(action: Action, x: Effect) -> bool:
-    """No other effect of the action writes what `x` writes (which could hide its result)."""
-    return sum(_writes(y) == _writes(x) for y in action.effects) == 1
 
 
 def _free_link(action: Action, link: str) -> bool:
@@ -247,14 +244,34 @@ def _reached(state: State, e: Entity, action: Action) -> Iterator[tuple[OnRefere
                 yield x, t
 
 
+def _nullable_operand(action: Action, e: Entity, x: Compute) -> bool:
+    return any(o != x.field and o not in guarded(action) and nullable(e.field(o)) for o in (x.left, x.right))
+
+
+def _overwritten(action: Action, e: Entity, x: Effect, before: bool) -> bool:
+    """Another effect writes what `x` writes with a value of its own: a literal, or a computation
+    whose operands cannot be made null (`before`: also count earlier ones, which give `x` a non-null input)."""
+    i = action.effects.index(x)
+    others = [y for j, y in enumerate(action.effects) if j != i and (before or j > i)]
+    for y in others:
+        if _writes(y) != _writes(x):
+            continue
+        if isinstance(y, SetValue) or (isinstance(y, OnReference | ForEach) and isinstance(y.effect, SetValue)):
+            return True
+        if isinstance(y, Compute) and not _nullable_operand(action, e, y):
+            return True
+    return False
+
+
 def increase_null(state: State) -> bool:
     for a, e in actions(state):
         if not others_hold(state, e, a):
             continue
         for x in a.effects:
-            if isinstance(x, Increment) and null_free(a, x.field) and nullable(e.field(x.field)) and _alone(a, x):
+            if (isinstance(x, Increment) and null_free(a, x.field) and nullable(e.field(x.field))
+                    and not _overwritten(a, e, x, True)):
                 return True
-        if any(isinstance(x.effect, Increment) and nullable(t.field(x.effect.field)) and _alone(a, x)
+        if any(isinstance(x.effect, Increment) and nullable(t.field(x.effect.field)) and not _overwritten(a, e, x, True)
                for x, t in _reached(state, e, a)):
             return True
     return False
@@ -263,27 +280,57 @@ def increase_null(state: State) -> bool:
 def compute_null(state: State) -> bool:
     for a, e in actions(state):
         if others_hold(state, e, a) and any(
-                isinstance(x, Compute) and _alone(a, x) and not (x.field in guarded(a) and null_free(a, x.field))
-                and any(o != x.field and null_free(a, o) and nullable(e.field(o)) for o in (x.left, x.right))
+                isinstance(x, Compute) and not _overwritten(a, e, x, False)
+                and not (x.field in guarded(a) and null_free(a, x.field)) and _nullable_operand(a, e, x)
                 for x in a.effects):
             return True
     return False
 
 
-def _past_bound(f: Field | None, amount: int | float) -> bool:
-    return f is not None and ((amount > 0 and f.maximum is not None) or (amount < 0 and f.minimum is not None))
+def _assignment_ok(action: Action, assign: dict[str, object]) -> bool:
+    """The guards reading only assigned fields hold on them (the others are decided elsewhere)."""
+    for c in action.conditions:
+        if not condition_fields(c) <= set(assign):
+            continue
+        if isinstance(c, NullCheck):
+            ok = (assign[c.field] is None) == c.is_null
+        elif isinstance(c, Compare) and isinstance(c.left, FieldOperand):
+            ok = _cmp(assign[c.left.field], c.op, c.value)
+        elif isinstance(c, Compare) and isinstance(c.left, ArithOperand):
+            ok = _cmp(_ARITH[c.left.op](assign[c.left.left], assign[c.left.right]), c.op, c.value)  # type: ignore[operator]
+        else:
+            continue
+        if not ok:
+            return False
+    return True
 
 
-def _compute_leaves_bounds(state: State, e: Entity, x: Compute) -> bool:
+def _probes(state: State, action: Action, f: Field) -> list[object]:
+    lits = [c.value for c in action.conditions if f.name in condition_fields(c) and isinstance(c, Compare)]
+    return list(dict.fromkeys(v for lit in [None, *lits] for v in values(state, f, lit)))
+
+
+def _outside(f: Field, r: float) -> bool:
+    return (f.minimum is not None and r < f.minimum) or (f.maximum is not None and r > f.maximum)
+
+
+def _increment_crosses(state: State, e: Entity, a: Action, x: Increment) -> bool:
+    f = e.field(x.field)
+    if f is None or f.kind not in NUMERIC_KINDS:
+        return False
+    return any(isinstance(v, int | float) and _outside(f, v + x.amount) and _assignment_ok(a, {f.name: v})
+               for v in _probes(state, a, f))
+
+
+def _compute_crosses(state: State, e: Entity, a: Action, x: Compute) -> bool:
     t, fa, fb = e.field(x.field), e.field(x.left), e.field(x.right)
     if t is None or fa is None or fb is None or (t.minimum is None and t.maximum is None):
         return False
-    for a in _ends(fa):
-        for b in _ends(fb):
-            if fa is fb and a != b:
+    for va in _probes(state, a, fa):
+        for vb in _probes(state, a, fb):
+            if fa is fb and va != vb:
                 continue
-            r = _ARITH[x.op](a, b)
-            if (t.minimum is not None and r < t.minimum) or (t.maximum is not None and r > t.maximum):
+            if _outside(t, _ARITH[x.op](va, vb)) and _assignment_ok(a, {fa.name: va, fb.name: vb}):  # type: ignore[arg-type]
                 return True
     return False
 
@@ -292,18 +339,21 @@ def clamped(state: State) -> bool:
     for a, e in actions(state):
         if not others_hold(state, e, a):
             continue
-        g = guarded(a)
         for x in a.effects:
-            if not _alone(a, x):
+            if _overwritten(a, e, x, False):
                 continue
-            if isinstance(x, Increment) and x.field not in g and _past_bound(e.field(x.field), x.amount):
+            if isinstance(x, Increment) and _increment_crosses(state, e, a, x):
                 return True
-            if isinstance(x, Compute) and not {x.left, x.right} & g and _compute_leaves_bounds(state, e, x):
+            if isinstance(x, Compute) and _compute_crosses(state, e, a, x):
                 return True
         if any(isinstance(x.effect, Increment) and _past_bound(t.field(x.effect.field), x.effect.amount)
-               and _alone(a, x) for x, t in _reached(state, e, a)):
+               and not _overwritten(a, e, x, False) for x, t in _reached(state, e, a)):
             return True
     return False
+
+
+def _past_bound(f: Field | None, amount: int | float) -> bool:
+    return f is not None and ((amount > 0 and f.maximum is not None) or (amount < 0 and f.minimum is not None))
 
 
 def on_ref_null(state: State) -> bool:
@@ -311,10 +361,26 @@ def on_ref_null(state: State) -> bool:
         isinstance(x, OnReference) and null_free(a, x.ref_field) for x in a.effects) for a, e in actions(state))
 
 
+def _two_listed(state: State, e: Entity, a: Action, link: str) -> bool:
+    """The guards on list `link` can hold with two or more entities in it."""
+    for c in a.conditions:
+        if link not in condition_fields(c):
+            continue
+        if isinstance(c, Quantified):
+            t = _link_target(state, e, link)
+            g = t.field(c.field) if t else None
+            if g is None or not any(_cmp(v, c.op, c.value) for v in values(state, g, c.value)):
+                return False
+        elif (isinstance(c, Compare) and isinstance(c.left, CountOperand)
+              and not any(_cmp(k, c.op, c.value) for k in range(2, 5))):
+            return False
+    return True
+
+
 def for_each_two(state: State) -> bool:
     return any(others_hold(state, e, a) and any(
-        isinstance(x, ForEach) and x.list_field not in guarded(a) and _alone(a, x) for x in a.effects)
-        for a, e in actions(state))
+        isinstance(x, ForEach) and _two_listed(state, e, a, x.list_field) and not _overwritten(a, e, x, False)
+        for x in a.effects) for a, e in actions(state))
 
 
 def _reads(x: Effect) -> set[tuple[str, str]]:
@@ -338,14 +404,8 @@ def _conflict(x: Effect, y: Effect) -> bool:
 
 
 def order_matters(state: State) -> bool:
-    for a, e in actions(state):
-        if not others_hold(state, e, a):
-            continue
-        g = guarded(a)
-        xs = [x for x in a.effects if not ({f for s, f in ({_writes(x)} | _reads(x)) if s == ""} & g)]
-        if any(_conflict(x, y) for i, x in enumerate(xs) for y in xs[i + 1:]):
-            return True
-    return False
+    return any(others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(a.effects)
+                                                 for y in a.effects[i + 1:]) for a, e in actions(state))
 
 
 # --- analytics ---------------------------------------------------------------------------------------

@@ -78,10 +78,10 @@ def _steps(state: State, entity: Entity, action: Action, plan: Plan, world: Worl
     for e_name, table in after.items():
         e = state.entity(e_name)
         assert e is not None
-        for obj_id, obj in table.items():
-            if obj != world[e_name][obj_id] or obj_id == oid:
-                steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=_checks(obj),
-                                 why=f"the action's effects must be stored on {e.name} {obj_id}"))
+        for obj_id, obj in table.items():  # unchanged ones too: an effect on a null input changes nothing
+            what = "the action's effects must be stored on" if obj != world[e_name][obj_id] or obj_id == oid else \
+                "the action must leave unchanged"
+            steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=_checks(obj), why=f"{what} {e.name} {obj_id}"))
     return steps
 
 

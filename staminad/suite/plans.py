@@ -199,7 +199,8 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
         ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
         if not ks:
             return False
-        plan.link(rng, state, f, [{} for _ in range(rng.choice(ks))])
+        many = [k for k in ks if k >= 2]  # two or more, where allowed, so `for each` must reach them all
+        plan.link(rng, state, f, [{} for _ in range(rng.choice(many or ks))])
         return True
     assert isinstance(left, SumOperand)
     if variant == "empty":  # sum over no entities is 0
@@ -213,8 +214,8 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
     tf = target.field(left.field) if target else None
     assert tf is not None
     cands = _candidates(rng, state, tf, cond.value)
-    for _ in range(60):
-        k = rng.randint(0, 3)
+    for attempt in range(60):
+        k = rng.randint(2, 3) if attempt < 30 else rng.randint(0, 3)
         values = [rng.choice(cands) for _ in range(k)] if cands else []
         if compare(sum(values), cond.op, cond.value) == want:
             if want and can_be_null(tf):
@@ -247,7 +248,7 @@ def _shape_quantified(rng: random.Random, state: State, entity: Entity, plan: Pl
         elif can_be_null(tf):
             values = [NULL]
     elif want:  # the satisfying entity comes second
-        values = [rng.choice(bad), rng.choice(good)] if good and bad else [rng.choice(good)] if good else None
+        values = [rng.choice(bad) if bad else rng.choice(good), rng.choice(good)] if good else None
     else:
         values = [rng.choice(bad), rng.choice(bad)] if bad else [NULL] if can_be_null(tf) else []
     if values is None:
