@@ -383,22 +383,17 @@ def for_each_two(state: State) -> bool:
         for x in a.effects) for a, e in actions(state))
 
 
-def _reads(x: Effect) -> set[tuple[str, str]]:
-    if isinstance(x, Increment):
-        return {("", x.field)}
-    if isinstance(x, Compute):
-        return {("", x.left), ("", x.right)}
-    if isinstance(x, OnReference | ForEach) and isinstance(x.effect, Increment):
-        return {_writes(x)}  # type: ignore[arg-type]
-    return set()
+def _reads(x: Effect) -> set[tuple[str, str] | None]:
+    """What an effect reads besides the field it writes: a computation's operands."""
+    return {("", x.left), ("", x.right)} if isinstance(x, Compute) else set()
 
 
 def _conflict(x: Effect, y: Effect) -> bool:
+    """Applying x then y can end differently from y then x (two increments of one field commute)."""
     wx, wy = _writes(x), _writes(y)
-    inc = (Increment,)
     inner_x = x.effect if isinstance(x, OnReference | ForEach) else x
     inner_y = y.effect if isinstance(y, OnReference | ForEach) else y
-    if wx == wy and not (isinstance(inner_x, inc) and isinstance(inner_y, inc)):
+    if wx == wy and not (isinstance(inner_x, Increment) and isinstance(inner_y, Increment)):
         return True
     return wx in _reads(y) or wy in _reads(x)
 
