@@ -6,7 +6,8 @@ guard reads as the guards need it:
 
 - "plain": each cross-entity effect gets targets to act on (one referenced entity, two listed);
 - "bounds": numeric inputs sit on the bound their effect pushes past (the result must be stored
-  anyway), and a `set` effect's targets start from another value, so that doing it shows;
+  anyway; a decrease without a lower bound starts at 0), and a `set` effect's fields start from
+  another value, so that doing it shows;
 - "nulls": effect inputs are null (own fields, one operand of a computation, a listed or
   referenced entity's field), and an effect whose input is null must change nothing;
 - "empty": references are null and lists empty, so cross-entity effects have nothing to reach.
@@ -49,11 +50,11 @@ def push_bound(f: Field, amount: int | float) -> int | float | None:
     return f.maximum if amount > 0 else f.minimum if amount < 0 else None
 
 
-def _crossing_starts(f: Field, amount: int | float) -> list[int | float]:
+def _crossing_starts(state: State, f: Field, amount: int | float) -> list[int | float]:
     """Valid starting values from which adding `amount` leaves the field's bounds (nearest the bound first)."""
     bound = push_bound(f, amount)
-    if bound is None:
-        return []
+    if bound is None:  # no bound to leave: a decrease still goes below 0, which nothing may stop
+        return [0] if amount < 0 and f.kind in NUMERIC_KINDS and scalar_fits(state, f, 0) else []
     if f.kind == "integer":
         return [bound - d * (1 if amount > 0 else -1) for d in range(0, max(1, int(abs(amount))))]
     return [bound, round(bound - amount / 2, 2)]
@@ -103,7 +104,7 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
     if mode != "bounds":
         return None
     if isinstance(inner, Increment):
-        return push_bound(g, inner.amount)
+        return next(iter(_crossing_starts(state, g, inner.amount)), None)
     if g.kind in ("string", "integer", "float", "boolean", "enum", "datetime"):
         return other_value(rng, state, g, inner.value)
     return None
@@ -130,6 +131,12 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
     for x in action.effects:
         if isinstance(x, Increment | Compute) and mode in ("bounds", "nulls"):
             changed |= _own(state, entity, action, x, plan, guarded, mode)
+        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded:
+            f = entity.field(x.field)
+            other = other_value(rng, state, f, x.value) if f is not None else None
+            if other is not None:  # start from another value, so that setting it shows
+                plan.body[x.field] = other
+                changed = True
         elif isinstance(x, OnReference | ForEach):
             link = x.ref_field if isinstance(x, OnReference) else x.list_field
             f = entity.field(link)
@@ -179,7 +186,7 @@ def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, p
                 return False
             set_null(plan.body, f)
             return True
-        for v in _crossing_starts(f, x.amount):
+        for v in _crossing_starts(state, f, x.amount):
             if scalar_fits(state, f, v) and _fits(state, entity, action, {**plan.body, f.name: v}, {f.name}):
                 plan.body[f.name] = v
                 return True
