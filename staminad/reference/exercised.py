@@ -10,6 +10,7 @@ ends and around the literal, which decides every comparison the generator writes
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from staminad.bench.parts import condition_fields
 from staminad.bench.schema import (
@@ -29,6 +30,7 @@ from staminad.bench.schema import (
     NullCheck,
     OnReference,
     Quantified,
+    Scalar,
     SetValue,
     State,
     SumOperand,
@@ -38,6 +40,7 @@ from staminad.bench.values import scalar_fits
 _ORDER = ("<", "<=", ">", ">=")
 _OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+FALSY: dict[str, tuple[Scalar, ...]] = {"boolean": (False,), "integer": (0,), "float": (0.0,), "string": ("",)}
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
 
@@ -56,7 +59,7 @@ def _ends(f: Field) -> list[int | float]:
     return [lo, hi]
 
 
-def values(state: State, f: Field, around: object = None) -> list[object]:
+def values(state: State, f: Field, around: object = None) -> list[Any]:
     """Valid non-null probe values of a field: its ends, 0 and the neighbourhood of `around`."""
     if f.kind == "boolean":
         return [True, False]
@@ -68,7 +71,7 @@ def values(state: State, f: Field, around: object = None) -> list[object]:
         if isinstance(around, int | float) and not isinstance(around, bool):
             pts += [around, around - 1, around + 1, around - 0.01, around + 0.01]
         out = [int(p) if f.kind == "integer" and float(p).is_integer() else p for p in pts]
-        return [v for v in dict.fromkeys(out) if scalar_fits(state, f, v)]  # type: ignore[arg-type]
+        return [v for v in dict.fromkeys(out) if scalar_fits(state, f, v)]
     if f.kind == "string":
         return [v for v in (around, "", "x" * max(f.min_length or 1, 1)) if isinstance(v, str)
                 and scalar_fits(state, f, v)] + ["~different~"]
@@ -106,7 +109,7 @@ def can_be(state: State, entity: Entity, c: Condition, want: bool) -> bool:
             return True
         pairs = ([(a, a) for a in values(state, fa, c.value)] if fa is fb else
                  [(a, b) for a in values(state, fa, c.value) for b in values(state, fb, 0)])
-        return any(_cmp(_ARITH[left.op](a, b), c.op, c.value) == want for a, b in pairs)  # type: ignore[operator]
+        return any(_cmp(_ARITH[left.op](a, b), c.op, c.value) == want for a, b in pairs)
     if isinstance(left, CountOperand):
         return any(_cmp(k, c.op, c.value) == want for k in range(0, 5))
     assert isinstance(left, SumOperand)
@@ -184,9 +187,7 @@ def falsy_null_check(state: State, e: Entity, c: Condition) -> bool:
     if not isinstance(c, NullCheck):
         return False
     f = e.field(c.field)
-    return f is not None and any(scalar_fits(state, f, v) for v in
-                                 {"boolean": (False,), "integer": (0,), "float": (0.0,), "string": ("",)}
-                                 .get(f.kind, ()))
+    return f is not None and any(scalar_fits(state, f, v) for v in FALSY.get(f.kind, ()))
 
 
 def quantifier(kind: str) -> object:
@@ -297,7 +298,7 @@ def _assignment_ok(action: Action, assign: dict[str, object]) -> bool:
         elif isinstance(c, Compare) and isinstance(c.left, FieldOperand):
             ok = _cmp(assign[c.left.field], c.op, c.value)
         elif isinstance(c, Compare) and isinstance(c.left, ArithOperand):
-            ok = _cmp(_ARITH[c.left.op](assign[c.left.left], assign[c.left.right]), c.op, c.value)  # type: ignore[operator]
+            ok = _cmp(_ARITH[c.left.op](assign[c.left.left], assign[c.left.right]), c.op, c.value)
         else:
             continue
         if not ok:
@@ -305,7 +306,7 @@ def _assignment_ok(action: Action, assign: dict[str, object]) -> bool:
     return True
 
 
-def _probes(state: State, action: Action, f: Field) -> list[object]:
+def _probes(state: State, action: Action, f: Field) -> list[Any]:
     lits = [c.value for c in action.conditions if f.name in condition_fields(c) and isinstance(c, Compare)]
     return list(dict.fromkeys(v for lit in [None, *lits] for v in values(state, f, lit)))
 
@@ -330,7 +331,7 @@ def _compute_crosses(state: State, e: Entity, a: Action, x: Compute) -> bool:
         for vb in _probes(state, a, fb):
             if fa is fb and va != vb:
                 continue
-            if _outside(t, _ARITH[x.op](va, vb)) and _assignment_ok(a, {fa.name: va, fb.name: vb}):  # type: ignore[arg-type]
+            if _outside(t, _ARITH[x.op](va, vb)) and _assignment_ok(a, {fa.name: va, fb.name: vb}):
                 return True
     return False
 

@@ -347,7 +347,7 @@ class App:
             target, table = self._target(entity, x["ref_field"])
             ref = obj.get(x["ref_field"])
             if "on-ref-null-crash" in self.bugs:
-                self._simple(target, table[ref], x["effect"])  # KeyError on a null reference
+                self._simple(target, table[obj[x["ref_field"]]], x["effect"])  # KeyError on a null reference
             elif ref in table:
                 self._simple(target, table[ref], x["effect"])
         elif t == "for_each":

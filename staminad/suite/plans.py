@@ -21,6 +21,7 @@ from staminad.bench.schema import (
     FieldOperand,
     NullCheck,
     Quantified,
+    Scalar,
     State,
     SumOperand,
 )
@@ -62,7 +63,8 @@ def can_be_null(f: Field) -> bool:
 
 def falsy_value(state: State, f: Field) -> Any:
     """A valid non-null value a truthiness test mistakes for null (false, 0, ""), or None if there is none."""
-    for v in {"boolean": (False,), "integer": (0,), "float": (0.0,), "string": ("",)}.get(f.kind, ()):
+    falsy: dict[str, tuple[Scalar, ...]] = {"boolean": (False,), "integer": (0,), "float": (0.0,), "string": ("",)}
+    for v in falsy.get(f.kind, ()):
         if scalar_fits(state, f, v):
             return v
     return None
