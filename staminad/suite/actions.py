@@ -141,8 +141,10 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
     whys = {"bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new "
                       "state",
             "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
+            "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
             "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing"}
     for mode, suffix, rule in (("bounds", "succeeds", "actions"), ("nulls", "succeeds_null_inputs", "effects"),
+                               ("null_operands", "succeeds_null_operands", "effects"),
                                ("empty", "succeeds_no_targets", "effects")):
         found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources), mode=mode)
         if found is None and mode == "bounds":

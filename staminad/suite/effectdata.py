@@ -8,8 +8,10 @@ guard reads as the guards need it:
 - "bounds": numeric inputs sit on the bound their effect pushes past (the result must be stored
   anyway; a decrease without a lower bound starts at 0), and a `set` effect's fields start from
   another value, so that doing it shows;
-- "nulls": effect inputs are null (own fields, one operand of a computation, a listed or
-  referenced entity's field), and an effect whose input is null must change nothing;
+- "nulls": the inputs of increases and decreases are null (own fields, a listed or referenced
+  entity's field), and an effect whose input is null must change nothing;
+- "null_operands": one operand of each computation is null, its target keeps its value (apart
+  from "nulls", since a null target would hide a computation that writes null);
 - "empty": references are null and lists empty, so cross-entity effects have nothing to reach.
 """
 
@@ -40,7 +42,7 @@ from staminad.suite.data import other_value, stored
 from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
 from staminad.suite.semantics import ARITH, holds
 
-MODES = ("plain", "bounds", "nulls", "empty")
+MODES = ("plain", "bounds", "nulls", "null_operands", "empty")
 
 
 def push_bound(f: Field, amount: int | float) -> int | float | None:
@@ -129,7 +131,8 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
     changed = False
     links: dict[str, list[dict[str, Any]]] = {}
     for x in action.effects:
-        if isinstance(x, Increment | Compute) and mode in ("bounds", "nulls"):
+        if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
+                isinstance(x, Compute) and mode in ("bounds", "null_operands")):
             changed |= _own(state, entity, action, x, plan, guarded, mode)
         elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded:
             f = entity.field(x.field)
@@ -194,7 +197,7 @@ def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, p
     fa, fb = entity.field(x.left), entity.field(x.right)
     if fa is None or fb is None:
         return False
-    if mode == "nulls":  # one operand null, the target left holding a value that must survive
+    if mode == "null_operands":  # one operand null, the target left holding a value that must survive
         for o in (fa, fb):
             if o.name != x.field and o.name not in guarded and can_be_null(o):
                 set_null(plan.body, o)

@@ -108,7 +108,8 @@ def test_null_checks_are_met_with_falsy_values_and_all_fails_on_its_second_entit
 
 
 def test_effect_data_sits_on_bounds_nulls_and_missing_targets() -> None:
-    """bounds: inputs at the bound pushed past (0 for an unbounded decrease); nulls: inputs null; empty: no targets."""
+    """bounds: inputs at the bound pushed past (0 for an unbounded decrease); nulls: inputs null; null_operands: one
+    operand of a computation null; empty: no targets."""
     action = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed", effects=(
         Increment("qty", 2), Increment("stock", -1), Compute("total", "rate", "*", "qty"),
         OnReference("main", Increment("price", 5)), ForEach("items", SetValue("label", "done"))))
@@ -124,6 +125,9 @@ def test_effect_data_sits_on_bounds_nulls_and_missing_targets() -> None:
     assert meet_effects(rng, STATE, ORDER, action, plan, set(), "nulls")
     assert plan.body["qty"] is None and "stock" not in plan.body
     assert [b.get("price", NULL) for _, b in plan.related if b["id"] == plan.body["main"]] == [None]
+    plan = _plan()
+    assert meet_effects(rng, STATE, ORDER, action, plan, set(), "null_operands")
+    assert "rate" not in plan.body and plan.body["total"] == 2.0 and plan.body["qty"] == 3
     plan = _plan()
     assert meet_effects(rng, STATE, ORDER, action, plan, set(), "empty")
     assert plan.body["main"] is None and plan.body["items"] == []
