@@ -18,8 +18,8 @@ from tests.suite.heldout.servers import SERVERS
 
 SEEDS = (0, 1, 2)
 # Seeds whose first 40 turns reach the feature at all (rare ones: a `== false` guard on a nullable
-# field, a decrease of a field that may go below 0).
-SEEDS_FOR = {"null-equals-false": (5, 9), "decrease-stops-at-zero": (7, 0)}
+# field, a decrease of a field that may go below 0, a quantified guard).
+SEEDS_FOR = {"null-equals-false": (5, 9), "decrease-stops-at-zero": (7, 0), "quantifier-first-item": (3, 5, 8)}
 TURNS = 40
 
 
