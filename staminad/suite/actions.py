@@ -1,8 +1,11 @@
 """Tests of one action: 404, then 400 for a wrong state, then 409 per unmet guard, then 200 with effects.
 
-Each test's data comes from a plan shaped so the guards hold or fail as intended; the semantics
-module then predicts the status and every touched entity, and a plan whose prediction disagrees
-with the intent is redrawn (up to a bound) rather than used.
+Each test's data comes from a plan shaped so the guards hold or fail as intended (`plans`) and
+the effects have something to show (`effectdata`); the semantics module then predicts the status
+and every touched entity, and a plan whose guards disagree with the intent is redrawn (up to a
+bound) rather than used. Besides ordinary values, guards are also met and failed by nulls and
+empty lists, and effects run on inputs at their bounds, on null inputs and on missing targets:
+the README's rules say what each of those must do, and ordinary data would never show it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from typing import Any
 
 from staminad.bench.parts import condition_fields
 from staminad.bench.phrases import condition_phrase
-from staminad.bench.schema import Action, Entity, ForEach, OnReference, State
+from staminad.bench.schema import Action, Compare, Entity, Quantified, State, SumOperand
 from staminad.suite.data import scalar_body, stored
+from staminad.suite.effectdata import meet_effects
 from staminad.suite.model import Check, Equals, Step, req
 from staminad.suite.plans import Plan, shape
 from staminad.suite.semantics import World, apply_action, holds
@@ -30,19 +34,22 @@ def _world(state: State, entity: Entity, plan: Plan) -> World:
     return world
 
 
-def _plan(rng: random.Random, state: State, entity: Entity, action: Action, wants: list[bool],
-          enum_value: str) -> tuple[Plan, World] | None:
-    """A plan where guard i holds iff wants[i], with the enum field at `enum_value`."""
+def _plan(rng: random.Random, state: State, entity: Entity, action: Action, wants: list[bool], enum_value: str,
+          variants: dict[int, str] | None = None, mode: str = "plain") -> tuple[Plan, World] | None:
+    """A plan where guard i holds iff wants[i] (shaped by variants[i], default "value"), with the enum
+    field at `enum_value` and the effects met in `mode`; None if none fits, or if `mode` changes nothing."""
     guarded = set().union(*(condition_fields(c) for c in action.conditions)) if action.conditions else set()
+    variants = variants or {}
     for attempt in range(_TRIES):
         plan = Plan(scalar_body(rng, state, entity, f"{entity.endpoint}-act{attempt}"))
-        if not all(shape(rng, state, entity, plan, c, w) for c, w in zip(action.conditions, wants, strict=True)):
+        shaped = [shape(rng, state, entity, plan, c, w, variants.get(i, "value"))
+                  for i, (c, w) in enumerate(zip(action.conditions, wants, strict=True))]
+        if not all(shaped):
+            if any(not ok for i, ok in enumerate(shaped) if i in variants):
+                return None  # a null or empty variant that does not apply to its guard never will
             continue
-        for x in action.effects:  # give cross-entity effects something to act on
-            link = x.ref_field if isinstance(x, OnReference) else x.list_field if isinstance(x, ForEach) else None
-            f = entity.field(link) if link else None
-            if f is not None and f.name not in plan.body and f.name not in guarded:
-                plan.link(rng, state, f, [{}] if f.kind == "ref" else [{}, {}])
+        if not meet_effects(rng, state, entity, action, plan, guarded, mode) and mode != "plain":
+            return None
         plan.body[action.field] = enum_value
         world = _world(state, entity, plan)
         obj = world[entity.name][plan.body["id"]]
@@ -51,14 +58,45 @@ def _plan(rng: random.Random, state: State, entity: Entity, action: Action, want
     return None
 
 
-def _setup(plan: Plan, entity: Entity) -> list[Step]:
+def _checks(obj: dict[str, Any]) -> tuple[Check, ...]:
+    return tuple(Equals((k,), v) for k, v in obj.items())
+
+
+def _steps(state: State, entity: Entity, action: Action, plan: Plan, world: World, why: str) -> list[Step]:
+    """Create the plan's entities, call the action, and check what it must return and store."""
+    ep, oid = entity.endpoint, plan.body["id"]
     steps = [req("POST", f"/{e.endpoint}", body, why=f"create a related {e.name}") for e, body in plan.related]
-    steps.append(req("POST", f"/{entity.endpoint}", plan.body, why=f"create the {entity.name} to act on"))
+    steps.append(req("POST", f"/{ep}", plan.body, why=f"create the {entity.name} to act on"))
+    status, after = apply_action(world, state, action, oid)
+    call = f"/{ep}/{oid}/{action.name}"
+    if status != 200:
+        steps.append(req("POST", call, expect=(status,), action=True, why=why))
+        steps.append(req("GET", f"/{ep}/{oid}", checks=_checks(world[entity.name][oid]),
+                         why="a rejected action must change nothing"))
+        return steps
+    steps.append(req("POST", call, expect=(200,), action=True, checks=_checks(after[entity.name][oid]), why=why))
+    for e_name, table in after.items():
+        e = state.entity(e_name)
+        assert e is not None
+        for obj_id, obj in table.items():  # unchanged ones too: an effect on a null input changes nothing
+            what = "the action's effects must be stored on" if obj != world[e_name][obj_id] or obj_id == oid else \
+                "the action must leave unchanged"
+            steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=_checks(obj), why=f"{what} {e.name} {obj_id}"))
     return steps
 
 
-def _checks(obj: dict[str, Any]) -> tuple[Check, ...]:
-    return tuple(Equals((k,), v) for k, v in obj.items())
+def _extra_variants(cond: object) -> list[tuple[str, str, bool]]:
+    """(label, variant, want) of the null and empty-list cases a guard has besides its ordinary ones."""
+    out: list[tuple[str, str, bool]] = []
+    if isinstance(cond, Quantified):
+        out.append(("null", "null", False))
+        out.append(("empty", "empty", cond.quantifier == "all"))
+    elif isinstance(cond, Compare):
+        if isinstance(cond.left, SumOperand):
+            out.append(("empty", "empty", True))
+        else:
+            out.append(("null", "null", False))
+    return out
 
 
 def action_tests(state: State, action: Action, rng: random.Random) -> list[ActionTest]:
@@ -74,48 +112,44 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
     n = len(action.conditions)
     outside = [v for v in enum.values if v not in action.sources]
     if outside:
-        # All guards fail too where possible: 400 must win over 409.
-        found = _plan(rng, state, entity, action, [False] * n, rng.choice(outside)) if n else None
-        found = found or _plan(rng, state, entity, action, [True] * n, rng.choice(outside))
+        # Guards fail too where possible (all, else one): 400 must win over 409.
+        value = rng.choice(outside)
+        found = None
+        for wants in ([[False] * n] if n else []) + [[j != i for j in range(n)] for i in range(n)] + [[True] * n]:
+            found = found or _plan(rng, state, entity, action, wants, value)
         if found:
             plan, world = found
-            oid = plan.body["id"]
-            out.append((f"{name}_wrong_state", "wrong_response_format", "actions", [
-                *_setup(plan, entity),
-                req("POST", f"/{ep}/{oid}/{action.name}", expect=(400,), action=True,
-                    why=f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked "
-                        "before guards)"),
-                req("GET", f"/{ep}/{oid}", checks=_checks(world[entity.name][oid]),
-                    why="a rejected action must change nothing")]))
+            out.append((f"{name}_wrong_state", "wrong_response_format", "actions", _steps(
+                state, entity, action, plan, world,
+                f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked before "
+                "guards)")))
     for i, cond in enumerate(action.conditions):
-        wants = [j != i for j in range(n)]
-        found = _plan(rng, state, entity, action, wants, rng.choice(action.sources))
-        if found is None:
-            continue
-        plan, world = found
-        oid = plan.body["id"]
-        out.append((f"{name}_guard_{i + 1}_unmet", "business_logic", "actions", [
-            *_setup(plan, entity),
-            req("POST", f"/{ep}/{oid}/{action.name}", expect=(409,), action=True,
-                why=f"the guard `{condition_phrase(cond)}` does not hold, so 409"),
-            req("GET", f"/{ep}/{oid}", checks=_checks(world[entity.name][oid]),
-                why="a rejected action must change nothing")]))
-    found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources))
-    if found is not None:
-        plan, world = found
-        oid = plan.body["id"]
-        status, after = apply_action(world, state, action, oid)
-        assert status == 200
-        steps = [*_setup(plan, entity),
-                 req("POST", f"/{ep}/{oid}/{action.name}", expect=(200,), action=True,
-                     checks=_checks(after[entity.name][oid]),
-                     why="every guard holds: 200 with the effects applied and the new state")]
-        for e_name, table in after.items():
-            e = state.entity(e_name)
-            assert e is not None
-            for obj_id, obj in table.items():
-                if obj != world[e_name][obj_id] or obj_id == oid:
-                    steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=_checks(obj),
-                                     why=f"the action's effects must be stored on {e.name} {obj_id}"))
-        out.append((f"{name}_succeeds", "business_logic", "actions", steps))
+        others = [j != i for j in range(n)]
+        phrase = condition_phrase(cond)
+        found = _plan(rng, state, entity, action, others, rng.choice(action.sources))
+        if found is not None:
+            out.append((f"{name}_guard_{i + 1}_unmet", "business_logic", "guards", _steps(
+                state, entity, action, *found, f"the guard `{phrase}` does not hold, so 409")))
+        for label, variant, want in _extra_variants(cond):
+            wants = [want if j == i else True for j in range(n)]
+            found = _plan(rng, state, entity, action, wants, rng.choice(action.sources), {i: variant})
+            if found is not None:
+                how = "with a null value" if variant == "null" else "for an empty list"
+                verdict = "holds, so 200" if want else "does not hold, so 409"
+                out.append((f"{name}_guard_{i + 1}_{label}", "business_logic", "guards", _steps(
+                    state, entity, action, *found, f"the guard `{phrase}` {how} {verdict}")))
+    whys = {"bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new "
+                      "state",
+            "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
+            "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
+            "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing"}
+    for mode, suffix, rule in (("bounds", "succeeds", "actions"), ("nulls", "succeeds_null_inputs", "effects"),
+                               ("null_operands", "succeeds_null_operands", "effects"),
+                               ("empty", "succeeds_no_targets", "effects")):
+        found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources), mode=mode)
+        if found is None and mode == "bounds":
+            found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources))
+        if found is not None:
+            out.append((f"{name}_{suffix}", "business_logic", rule, _steps(state, entity, action, *found,
+                                                                            whys[mode])))
     return out

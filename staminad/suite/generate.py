@@ -13,6 +13,7 @@ from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
 from staminad.suite.actions import action_tests
+from staminad.suite.aggregates import analytics_tests
 from staminad.suite.data import (
     constrained,
     datetime_probe,
@@ -24,7 +25,7 @@ from staminad.suite.data import (
     wrong_type_values,
 )
 from staminad.suite.history import History
-from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Check, Equals, IsInteger, ListIds, Suite, Test, req
+from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Check, Equals, ListIds, Suite, Test, req
 from staminad.suite.plans import fixture_steps
 
 
@@ -319,46 +320,8 @@ class _Builder:
     # --- analytics, reset, history ------------------------------------------------------------
 
     def analytics(self, a: Analytics) -> None:
-        e = self.state.entity(a.entity)
-        assert e is not None
-        name = f"analytics_{e.endpoint}_{a.field or 'all'}_{a.op}"
-        f = e.field(a.field) if a.field else None
-        integer = a.op in ("sum", "min", "max") and f is not None and f.kind == "integer"
-        empty: int | None = 0 if a.op in ("count", "sum") else None
-        self.add(f"{name}_empty", "wrong_response_format", "analytics", [
-            req("GET", a.path(), expect=(200,), checks=(Equals(("result",), empty),),
-                why=f"{a.op} over no entities must be {empty}")])
-        # "many" is three values plus, where the field allows it, a null that must be skipped; three
-        # integers rarely average to a round number, four always average to quarters.
-        nullable = f is not None and (f.nullable or not f.required)
-        for label, n in (("single", 1), ("many", 4 if nullable else 3)):
-            for _ in range(20):  # prefer data whose average is not already round: rounding must show
-                bodies, expected = self._aggregate_data(e, f, a.op, label, n)
-                # Compared with a tolerance: 850.59 / 3 is 283.53000000000003, round in decimal all the same.
-                if a.op != "avg" or n == 1 or expected is None or not math.isclose(round(expected, 2), expected,
-                                                                                     rel_tol=1e-9):
-                    break
-            checks: list[Check] = [Equals(("result",), expected)]
-            if (integer or a.op == "count") and expected is not None:
-                checks.append(IsInteger(("result",)))
-            self.add(f"{name}_{label}", "type_error", "analytics", [
-                *(req("POST", f"/{e.endpoint}", b) for b in bodies),
-                req("GET", a.path(), expect=(200,), checks=tuple(checks),
-                    why=f"{a.op} over {n} entit{'y' if n == 1 else 'ies'} must be {expected!r}")])
-
-    def _aggregate_data(self, e: Entity, f: Field | None, op: str, label: str,
-                        n: int) -> tuple[list[dict[str, Any]], Any]:
-        """`n` valid bodies (the last one null in `f` where allowed) and the aggregate they must give."""
-        bodies = [scalar_body(self.rng, self.state, e, f"{e.endpoint}-{label}{i}") for i in range(n)]
-        if f is None:
-            return bodies, _aggregate(op, [], n)
-        if n > 1 and (f.nullable or not f.required):
-            if f.nullable:
-                bodies[-1][f.name] = None
-            else:
-                del bodies[-1][f.name]
-        values = [b.get(f.name, f.default if f.has_default else None) for b in bodies]
-        return bodies, _aggregate(op, values, n)
+        for name, category, rule, steps in analytics_tests(self.state, a, self.rng):
+            self.add(name, category, rule, steps)
 
     def reset(self) -> None:
         steps: list[Any] = []
@@ -406,19 +369,6 @@ class _Builder:
             self.add(f"{e.endpoint}_{field}_keeps_name", "rename", "rename-entity", [
                 *fix, req("POST", f"/{e.endpoint}", body, checks=(Equals((field,), body[field]),),
                           why=f"{field} keeps its name after its target entity was renamed")])
-
-
-def _aggregate(op: str, values: list[Any], n: int) -> Any:
-    if op == "count":
-        return n
-    present = [v for v in values if v is not None]
-    if op == "sum":
-        return sum(present)
-    if not present:
-        return None
-    if op == "avg":
-        return sum(present) / len(present)
-    return min(present) if op == "min" else max(present)
 
 
 def _whole_number(f: Field) -> int:

@@ -21,6 +21,7 @@ from staminad.bench.schema import (
     FieldOperand,
     NullCheck,
     Quantified,
+    Scalar,
     State,
     SumOperand,
 )
@@ -55,14 +56,34 @@ def fixture_steps(rng: random.Random, state: State, entity: Entity, body: dict[s
     return steps, body
 
 
+def can_be_null(f: Field) -> bool:
+    """Whether a client can make the field read as null: send null, or omit it where nothing fills it in."""
+    return f.kind != "ref_list" and (f.nullable or (not f.required and not f.has_default))
+
+
+def falsy_value(state: State, f: Field) -> Any:
+    """A valid non-null value a truthiness test mistakes for null (false, 0, ""), or None if there is none."""
+    falsy: dict[str, tuple[Scalar, ...]] = {"boolean": (False,), "integer": (0,), "float": (0.0,), "string": ("",)}
+    for v in falsy.get(f.kind, ()):
+        if scalar_fits(state, f, v):
+            return v
+    return None
+
+
+def extremes(f: Field) -> list[int | float]:
+    """The ends of a numeric field's range, far values standing in for a missing bound."""
+    lo = f.minimum if f.minimum is not None else min(-1000, (f.maximum or 0) - 1000)
+    hi = f.maximum if f.maximum is not None else max(1000, (f.minimum or 0) + 1000)
+    return [int(lo), int(hi)] if f.kind == "integer" else [float(lo), float(hi)]
+
+
 def _candidates(rng: random.Random, state: State, f: Field, around: Any = None) -> list[Any]:
     """Valid values for a field, biased towards `around` (a literal in a guard) and the bounds."""
     out: list[Any] = []
     if f.kind in NUMERIC_KINDS:
-        pts: list[int | float] = [0, 1, 2, 5, 10, 100]
+        pts: list[int | float] = [0, 1, 2, 5, 10, 100, -1, -5, *extremes(f)]
         if isinstance(around, int | float) and not isinstance(around, bool):
             pts += [around, around - 1, around + 1, around - 0.5, around + 0.5, around * 2, around / 2]
-        pts += [b for b in (f.minimum, f.maximum) if b is not None]
         for p in pts:
             v = int(p) if f.kind == "integer" else round(float(p), 2)
             if f.kind == "integer" and v != p:
@@ -90,106 +111,183 @@ class Plan:
         self.related: Created = []
 
     def link(self, rng: random.Random, state: State, f: Field, values: list[dict[str, Any]]) -> None:
-        """Create one target per `values` entry (field overrides) and reference them from `f`."""
+        """Create one target per `values` entry (field overrides; NULL for null) and reference them from `f`."""
         target = state.entity(f.target or "")
         assert target is not None
         ids = []
         for overrides in values:
             tb = {**target_body(rng, state, target), **overrides}
             for k, v in overrides.items():
-                if v is _OMIT:
-                    del tb[k]
+                if v is NULL:
+                    tf = target.field(k)
+                    assert tf is not None
+                    set_null(tb, tf)
             self.related.append((target, tb))
             ids.append(tb["id"])
         self.body[f.name] = ids if f.kind == "ref_list" else (ids[0] if ids else None)
 
 
-_OMIT = object()
+NULL: Any = object()  # a `Plan.link` override: make the target's field read as null
 
 
-def _null_value(f: Field) -> Any:
-    """How to make a field read as null: send null if nullable, else leave it out."""
-    return None if f.nullable else _OMIT
+def set_null(body: dict[str, Any], f: Field) -> None:
+    """Make `f` read as null in a POST body: send null if nullable, else leave it out."""
+    if f.nullable:
+        body[f.name] = None
+    else:
+        body.pop(f.name, None)
 
 
-def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Condition, want: bool) -> bool:
-    """Adjust `plan` so `cond` should evaluate to `want`; False when no candidate fits."""
+def _compare_values(cands: list[Any], op: str, value: Any, want: bool) -> list[Any]:
+    return [v for v in cands if compare(v, op, value) == want]
+
+
+def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Condition, want: bool,
+          variant: str = "value") -> bool:
+    """Adjust `plan` so `cond` should evaluate to `want`; False when no candidate fits.
+
+    `variant` picks how: "value" with ordinary values (a null only where no value can fail the
+    guard), "null" with a null operand or a referenced entity whose field is null (the guard then
+    fails, although null read as 0 or a plain `!=` would pass it), "empty" with an empty list.
+    """
     if isinstance(cond, NullCheck):
         f = entity.field(cond.field)
         assert f is not None
+        if variant != "value":
+            return False
         if cond.is_null == want:
-            if f.required and not f.nullable:
+            if not can_be_null(f):
                 return False
-            value = _null_value(f)
-            if value is _OMIT:
+            if f.kind == "ref":
                 plan.body.pop(f.name, None)
             else:
-                plan.body[f.name] = None
+                set_null(plan.body, f)
             return True
         if f.kind == "ref":
             plan.link(rng, state, f, [{}])
-        else:
-            plan.body[f.name] = scalar_value(rng, state, f)
+        else:  # false, 0 or "" where the field allows one: a truthiness test must not pass for null
+            falsy = falsy_value(state, f)
+            plan.body[f.name] = falsy if falsy is not None else scalar_value(rng, state, f)
         return True
     if isinstance(cond, Quantified):
-        f = entity.field(cond.list_field)
-        target = state.entity(f.target or "") if f else None
-        tf = target.field(cond.field) if target else None
-        assert f is not None and tf is not None
-        cands = _candidates(rng, state, tf, cond.value)
-        good = [v for v in cands if compare(v, cond.op, cond.value)]
-        bad = [v for v in cands if not compare(v, cond.op, cond.value)]
-        values: list[Any] | None
-        if cond.quantifier == "all":
-            if want:
-                values = [rng.choice(good), rng.choice(good)] if good else []  # an empty list satisfies "all"
-            else:
-                values = [rng.choice(cands), rng.choice(bad)] if bad else None
-        elif want:
-            values = [rng.choice(cands), rng.choice(good)] if good else None
-        else:
-            values = [rng.choice(bad), rng.choice(bad)] if bad else []  # an empty list fails "any"
-        if values is None:
-            return False
-        plan.link(rng, state, f, [{tf.name: v} for v in values])
-        return True
+        return _shape_quantified(rng, state, entity, plan, cond, want, variant)
     assert isinstance(cond, Compare)
     left = cond.left
     if isinstance(left, FieldOperand):
         f = entity.field(left.field)
         assert f is not None
-        options = [v for v in _candidates(rng, state, f, cond.value) if compare(v, cond.op, cond.value) == want]
-        if not options:
+        if variant == "null":
+            if want or not can_be_null(f):
+                return False
+            set_null(plan.body, f)
+            return True
+        if variant != "value":
             return False
+        options = _compare_values(_candidates(rng, state, f, cond.value), cond.op, cond.value, want)
+        if not options:
+            if want or not can_be_null(f):
+                return False
+            set_null(plan.body, f)
+            return True
         plan.body[f.name] = rng.choice(options)
         return True
     if isinstance(left, ArithOperand):
-        fa, fb = entity.field(left.left), entity.field(left.right)
-        assert fa is not None and fb is not None
-        ca, cb = _candidates(rng, state, fa, cond.value), _candidates(rng, state, fb, 0)
-        pairs = [(a, b) for a in ca for b in cb
-                 if compare(ARITH[left.op](a, b), cond.op, cond.value) == want and (fa is not fb or a == b)]
-        if not pairs:
-            return False
-        plan.body[fa.name], plan.body[fb.name] = rng.choice(pairs)
-        return True
+        return _shape_arith(rng, state, entity, plan, cond, left, want, variant)
     f = entity.field(left.list_field)
     assert f is not None
     if isinstance(left, CountOperand):
+        if variant != "value":
+            return False
         ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
         if not ks:
             return False
-        plan.link(rng, state, f, [{} for _ in range(rng.choice(ks))])
+        many = [k for k in ks if k >= 2]  # two or more, where allowed, so `for each` must reach them all
+        plan.link(rng, state, f, [{} for _ in range(rng.choice(many or ks))])
         return True
     assert isinstance(left, SumOperand)
+    if variant == "empty":  # sum over no entities is 0
+        if compare(0, cond.op, cond.value) != want:
+            return False
+        plan.link(rng, state, f, [])
+        return True
+    if variant != "value":
+        return False
     target = state.entity(f.target or "")
     tf = target.field(left.field) if target else None
     assert tf is not None
     cands = _candidates(rng, state, tf, cond.value)
-    for _ in range(60):
-        k = rng.randint(0, 3)
+    for attempt in range(60):
+        k = rng.randint(2, 3) if attempt < 30 else rng.randint(0, 3)
         values = [rng.choice(cands) for _ in range(k)] if cands else []
         if compare(sum(values), cond.op, cond.value) == want:
+            if want and can_be_null(tf):
+                values.insert(0, NULL)  # nulls are skipped, never counted as anything
             plan.link(rng, state, f, [{tf.name: v} for v in values])
             return True
     return False
+
+
+def _shape_quantified(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Quantified, want: bool,
+                      variant: str) -> bool:
+    f = entity.field(cond.list_field)
+    target = state.entity(f.target or "") if f else None
+    tf = target.field(cond.field) if target else None
+    assert f is not None and tf is not None
+    cands = _candidates(rng, state, tf, cond.value)
+    good = _compare_values(cands, cond.op, cond.value, True)
+    bad = _compare_values(cands, cond.op, cond.value, False)
+    values: list[Any] | None = None
+    if variant == "empty":  # "all" holds for an empty list, "any" fails
+        values = [] if want == (cond.quantifier == "all") else None
+    elif variant == "null":  # a referenced entity whose field is null satisfies nothing
+        if not want and can_be_null(tf):
+            values = [NULL] if cond.quantifier == "any" or not good else [rng.choice(good), NULL]
+    elif cond.quantifier == "all":
+        if want:
+            values = [rng.choice(good), rng.choice(good)] if good else []
+        elif bad:  # the failing entity comes second: every entity must be checked
+            values = [rng.choice(good), rng.choice(bad)] if good else [rng.choice(bad), rng.choice(bad)]
+        elif can_be_null(tf):
+            values = [NULL]
+    elif want:  # the satisfying entity comes second
+        values = [rng.choice(bad) if bad else rng.choice(good), rng.choice(good)] if good else None
+    else:
+        values = [rng.choice(bad), rng.choice(bad)] if bad else [NULL] if can_be_null(tf) else []
+    if values is None:
+        return False
+    plan.link(rng, state, f, [{tf.name: v} for v in values])
+    return True
+
+
+def _shape_arith(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Compare, left: ArithOperand,
+                 want: bool, variant: str) -> bool:
+    fa, fb = entity.field(left.left), entity.field(left.right)
+    assert fa is not None and fb is not None
+    ca, cb = _candidates(rng, state, fa, cond.value), _candidates(rng, state, fb, 0)
+    if variant == "null":
+        if want:
+            return False
+        # One operand null; the other where null read as 0 would make the guard hold, if it can.
+        if fa is fb and can_be_null(fa):
+            set_null(plan.body, fa)
+            return True
+        for nulled, other, cands in ((fa, fb, cb), (fb, fa, ca)):
+            if fa is fb or not can_be_null(nulled):
+                continue
+            zero = [v for v in cands if compare(ARITH[left.op](*((0, v) if nulled is fa else (v, 0))),
+                                                 cond.op, cond.value)]
+            plan.body[other.name] = rng.choice(zero or cands)
+            set_null(plan.body, nulled)
+            return True
+        return False
+    if variant != "value":
+        return False
+    pairs = [(a, b) for a in ca for b in cb
+             if compare(ARITH[left.op](a, b), cond.op, cond.value) == want and (fa is not fb or a == b)]
+    if not pairs:
+        if want or not (can_be_null(fa) or can_be_null(fb)):
+            return False
+        set_null(plan.body, fa if can_be_null(fa) else fb)
+        return True
+    plan.body[fa.name], plan.body[fb.name] = rng.choice(pairs)
+    return True

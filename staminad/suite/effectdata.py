@@ -1,0 +1,211 @@
+"""Data that makes an action's effects show what they do: results past a bound, null inputs, no targets.
+
+An action test first shapes the acted-on entity for its guards (`plans.shape`); `meet_effects`
+then sets the fields and links the effects read, in one of three modes, leaving every field a
+guard reads as the guards need it:
+
+- "plain": each cross-entity effect gets targets to act on (one referenced entity, two listed);
+- "bounds": numeric inputs sit on the bound their effect pushes past (the result must be stored
+  anyway; a decrease without a lower bound starts at 0), and a `set` effect's fields start from
+  another value, so that doing it shows;
+- "nulls": the inputs of increases and decreases are null (own fields, a listed or referenced
+  entity's field), and an effect whose input is null must change nothing;
+- "null_operands": one operand of each computation is null, its target keeps its value (apart
+  from "nulls", since a null target would hide a computation that writes null);
+- "empty": references are null and lists empty, so cross-entity effects have nothing to reach.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import product
+from typing import Any
+
+from staminad.bench.parts import condition_fields
+from staminad.bench.schema import (
+    NUMERIC_KINDS,
+    Action,
+    Compare,
+    Compute,
+    Entity,
+    Field,
+    ForEach,
+    Increment,
+    OnReference,
+    Quantified,
+    SetValue,
+    State,
+    SumOperand,
+)
+from staminad.bench.values import scalar_fits
+from staminad.suite.data import other_value, stored
+from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
+from staminad.suite.semantics import ARITH, holds
+
+MODES = ("plain", "bounds", "nulls", "null_operands", "empty")
+
+
+def push_bound(f: Field, amount: int | float) -> int | float | None:
+    """The bound of `f` that adding `amount` pushes past, if it has one."""
+    if f.kind not in NUMERIC_KINDS:
+        return None
+    return f.maximum if amount > 0 else f.minimum if amount < 0 else None
+
+
+def _crossing_starts(state: State, f: Field, amount: int | float) -> list[int | float]:
+    """Valid starting values from which adding `amount` leaves the field's bounds (nearest the bound first)."""
+    bound = push_bound(f, amount)
+    if bound is None:  # no bound to leave: a decrease still goes below 0, which nothing may stop
+        return [0] if amount < 0 and f.kind in NUMERIC_KINDS and scalar_fits(state, f, 0) else []
+    if f.kind == "integer":
+        return [bound - d * (1 if amount > 0 else -1) for d in range(0, max(1, int(abs(amount))))]
+    return [bound, round(bound - amount / 2, 2)]
+
+
+def _fits(state: State, entity: Entity, action: Action, body: dict[str, Any], names: set[str]) -> bool:
+    """The guards reading any of `names` hold on `body` (they read only scalar fields of the entity)."""
+    obj = stored(state, entity, body)
+    return all(holds({}, state, entity, obj, c) for c in action.conditions if condition_fields(c) & names)
+
+
+def outside_result(state: State, entity: Entity, action: Action, x: Compute, body: dict[str, Any],
+                   probes: dict[str, list[Any]]) -> tuple[Any, Any] | None:
+    """Valid (left, right) values, meeting the guards on them, whose result leaves the target's bounds."""
+    t, fa, fb = entity.field(x.field), entity.field(x.left), entity.field(x.right)
+    if t is None or fa is None or fb is None or (t.minimum is None and t.maximum is None):
+        return None
+    # + and - are monotone and * is bilinear, so the result's extremes lie at the ends of what the
+    # operands may be: their bounds, or the literals of the guards that limit them.
+    for a, b in product(probes[fa.name], probes[fb.name]):
+        if (fa is fb and a != b) or not (scalar_fits(state, fa, a) and scalar_fits(state, fb, b)):
+            continue
+        r = ARITH[x.op](a, b)
+        outside = (t.minimum is not None and r < t.minimum) or (t.maximum is not None and r > t.maximum)
+        if outside and _fits(state, entity, action, {**body, fa.name: a, fb.name: b}, {fa.name, fb.name}):
+            return a, b
+    return None
+
+
+def probe_values(action: Action, f: Field) -> list[Any]:
+    """A numeric field's ends, 0, and the neighbourhood of every guard literal of the action."""
+    pts: list[Any] = [*extremes(f), 0, 1, -1]
+    for c in action.conditions:
+        if f.name in condition_fields(c) and isinstance(c, Compare) and isinstance(c.value, int | float):
+            v = c.value
+            pts += [v, v - 1, v + 1, round(v - 0.01, 2), round(v + 0.01, 2)]
+    return [int(p) if f.kind == "integer" and float(p).is_integer() else p for p in dict.fromkeys(pts)]
+
+
+def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue | Increment, mode: str) -> Any:
+    """What a reached entity's field should start at under `mode` (None: leave it as drawn)."""
+    g = target.field(inner.field)
+    if g is None:
+        return None
+    if mode == "nulls":
+        return NULL if isinstance(inner, Increment) and can_be_null(g) else None
+    if mode != "bounds":
+        return None
+    if isinstance(inner, Increment):
+        return next(iter(_crossing_starts(state, g, inner.amount)), None)
+    if g.kind in ("string", "integer", "float", "boolean", "enum", "datetime"):
+        return other_value(rng, state, g, inner.value)
+    return None
+
+
+def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach, guard_fields: set[str]) -> None:
+    """Entities a guard already put in list `f`: start the effect's field from another value than it sets."""
+    if not isinstance(x.effect, SetValue) or x.effect.field in guard_fields:
+        return
+    ids = set(plan.body.get(f.name) or [])
+    for target, body in plan.related:
+        g = target.field(x.effect.field)
+        if body["id"] in ids and g is not None and target.name == f.target:
+            other = other_value(rng, state, g, x.effect.value)
+            if other is not None:
+                body[g.name] = other
+
+
+def meet_effects(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, guarded: set[str],
+                 mode: str) -> bool:
+    """Shape `plan` for the action's effects under `mode`; True when the mode changed anything."""
+    changed = False
+    links: dict[str, list[dict[str, Any]]] = {}
+    for x in action.effects:
+        if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
+                isinstance(x, Compute) and mode in ("bounds", "null_operands")):
+            changed |= _own(state, entity, action, x, plan, guarded, mode)
+        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded:
+            f = entity.field(x.field)
+            other = other_value(rng, state, f, x.value) if f is not None else None
+            if other is not None:  # start from another value, so that setting it shows
+                plan.body[x.field] = other
+                changed = True
+        elif isinstance(x, OnReference | ForEach):
+            link = x.ref_field if isinstance(x, OnReference) else x.list_field
+            f = entity.field(link)
+            if f is not None and f.name in guarded and isinstance(x, ForEach) and mode == "bounds":
+                _listed(rng, state, plan, f, x, _item_fields(action, f.name))
+            if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
+                continue
+            target = state.entity(f.target or "")
+            assert target is not None
+            if mode == "empty":
+                plan.body[f.name] = [] if f.kind == "ref_list" else None
+                links.pop(f.name, None)
+                changed = True
+                continue
+            slots = links.setdefault(f.name, [{}] if f.kind == "ref" else [{}, {}])
+            for k, slot in enumerate(slots):  # the second listed entity keeps a drawn number
+                start = _start_for(rng, state, target, x.effect, mode)
+                if start is not None and x.effect.field not in slot and (k == 0 or isinstance(x.effect, SetValue)):
+                    slot[x.effect.field] = start
+                    changed = True
+    for name, slots in links.items():
+        f = entity.field(name)
+        assert f is not None
+        plan.link(rng, state, f, slots)
+    return changed
+
+
+def _item_fields(action: Action, link: str) -> set[str]:
+    """Fields of listed entities that the action's guards on `link` read."""
+    out: set[str] = set()
+    for c in action.conditions:
+        if isinstance(c, Quantified) and c.list_field == link:
+            out.add(c.field)
+        elif isinstance(c, Compare) and isinstance(c.left, SumOperand) and c.left.list_field == link:
+            out.add(c.left.field)
+    return out
+
+
+def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan, guarded: set[str],
+         mode: str) -> bool:
+    if isinstance(x, Increment):
+        f = entity.field(x.field)
+        if f is None:
+            return False
+        if mode == "nulls":
+            if f.name in guarded or not can_be_null(f):
+                return False
+            set_null(plan.body, f)
+            return True
+        for v in _crossing_starts(state, f, x.amount):
+            if scalar_fits(state, f, v) and _fits(state, entity, action, {**plan.body, f.name: v}, {f.name}):
+                plan.body[f.name] = v
+                return True
+        return False
+    fa, fb = entity.field(x.left), entity.field(x.right)
+    if fa is None or fb is None:
+        return False
+    if mode == "null_operands":  # one operand null, the target left holding a value that must survive
+        for o in (fa, fb):
+            if o.name != x.field and o.name not in guarded and can_be_null(o):
+                set_null(plan.body, o)
+                return True
+        return False
+    probes = {f.name: probe_values(action, f) for f in (fa, fb)}
+    pair = outside_result(state, entity, action, x, plan.body, probes)
+    if pair is None:
+        return False
+    plan.body[fa.name], plan.body[fb.name] = pair
+    return True
