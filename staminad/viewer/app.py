@@ -68,16 +68,17 @@ def create_app(state_dir: Path, token: str | None = None, allowed_hosts: list[st
         return await respond(lambda c: ("sweeps.html", model.sweeps_page(c)))
 
     async def sweep(request: Request) -> Response:
-        sid = request.path_params["sweep"]
+        sid = _param(request, "name")
         return await respond(lambda c: ("sweep.html", model.sweep_page(c, sid)))
 
     async def scenario(request: Request) -> Response:
-        p = request.path_params
-        return await respond(lambda c: ("scenario.html",
-                                        model.scenario_page(c, p["sweep"], p["configuration"], p["seed"])))
+        sid, name, seed = _param(request, "sweep"), _param(request, "configuration"), _param(request, "seed")
+        if not seed.isdigit():
+            raise BadRequest(f"seed must be a non-negative integer, not {seed!r}")
+        return await respond(lambda c: ("scenario.html", model.scenario_page(c, sid, name, int(seed))))
 
     async def compare(request: Request) -> Response:
-        sid, q = request.path_params["sweep"], request.query_params
+        sid, q = _param(request, "sweep"), request.query_params
         return await respond(lambda c: ("compare.html", model.compare_page(c, sid, q.get("a"), q.get("b"))))
 
     async def mark(request: Request) -> Response:
@@ -95,14 +96,28 @@ def create_app(state_dir: Path, token: str | None = None, allowed_hosts: list[st
 
         return JSONResponse({"mark": await anyio.to_thread.run_sync(read)}, headers={"Cache-Control": "no-store"})
 
-    routes = [Route("/", sweeps), Route("/api/mark", mark), Route("/sweep/{sweep}", sweep),
-              Route("/sweep/{sweep}/compare", compare),
-              Route("/sweep/{sweep}/scenario/{configuration}/{seed:int}", scenario),
-              Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    # Names travel in the query string: configuration names hold spaces, colons and even slashes.
+    routes = [Route("/", sweeps), Route("/api/mark", mark), Route("/sweep", sweep), Route("/compare", compare),
+              Route("/scenario", scenario), Mount("/static", StaticFiles(directory=STATIC), name="static")]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_security(token))]
     if allowed_hosts:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={BadRequest: _bad_request})
+
+
+class BadRequest(Exception):
+    """A page asked for without the query parameters it needs."""
+
+
+def _param(request: Request, name: str) -> str:
+    value = request.query_params.get(name)
+    if value is None:
+        raise BadRequest(f"this page needs the query parameter {name!r}")
+    return value
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    return HTMLResponse(render("message.html", LINKS, heading="Bad request", message=str(exc)), status_code=400)
 
 
 def _security(token: str | None) -> Callable[[Request, Callable[[Request], Awaitable[Response]]],

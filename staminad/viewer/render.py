@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import jinja2
 
@@ -29,14 +29,14 @@ class LiveLinks:
         return "/"
 
     def sweep(self, sweep: str) -> str:
-        return f"/sweep/{quote(sweep, safe='')}"
+        return "/sweep?" + urlencode({"name": sweep})
 
     def scenario(self, sweep: str, configuration: str, seed: int) -> str:
-        return f"/sweep/{quote(sweep, safe='')}/scenario/{quote(configuration, safe='')}/{int(seed)}"
+        return "/scenario?" + urlencode({"sweep": sweep, "configuration": configuration, "seed": int(seed)})
 
     def compare(self, sweep: str, a: str | None = None, b: str | None = None) -> str:
-        query = "?" + urlencode({"a": a, "b": b}) if a is not None and b is not None else ""
-        return f"/sweep/{quote(sweep, safe='')}/compare{query}"
+        pair = {"a": a, "b": b} if a is not None and b is not None else {}
+        return "/compare?" + urlencode({"sweep": sweep, **pair})
 
     def asset(self, name: str) -> str:
         return f"/static/{name}"
