@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 from starlette.testclient import TestClient
 
 from staminad.viewer.app import create_app
@@ -79,7 +80,8 @@ def test_agent_markup_is_shown_as_text_everywhere(client: TestClient) -> None:
         assert r.status_code == 200
         assert "<script>document" not in r.text and "agent<script>" not in r.text
     page = client.get(scenario_url(XSS_SWEEP, XSS_CONFIG, 0)).text
-    escaped = "&lt;script&gt;document.title=&#34;pwned&#34;;window.__pwned=1&lt;/script&gt;"
+    escaped = str(escape(SCRIPT))
+    assert escaped.startswith("&lt;script&gt;")
     for where in ("prompt ", "feedback ", "harness says ", "POST /things ", "&lt;html&gt;", "wrong ", "failed "):
         assert where + escaped in page, where
     assert "100 in / 20 out" in page and "$0.0125" in page
