@@ -195,3 +195,25 @@ def test_a_new_attempt_appears_while_a_sweep_runs(page: Any, tmp_path: Path) -> 
             assert len(navigations) == 1  # updated in place, never reloaded
     finally:
         _stop(sweep)
+
+
+def test_tui_served_to_a_browser_loads_nothing_from_the_internet(page: Any, tmp_path: Path) -> None:
+    """`stamina-tui --serve` gives the browser its font from its own static files, not a web font service."""
+    import socket
+
+    with socket.socket() as probe:  # a free port for the server to take
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "--serve", "--port", str(port), "--socket",
+                             str(tmp_path / "none.sock")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert proc.stdout is not None
+        Lines(proc.stdout).wait_for(f":{port}", timeout=60)
+        fonts: list[tuple[str, int]] = []
+        page.on("response", lambda r: fonts.append((r.url, r.status)) if r.url.endswith(".ttf") else None)
+        page.goto(f"http://127.0.0.1:{port}/")
+        assert page.evaluate("document.fonts.ready.then(() => document.fonts.check('16px \"Roboto Mono\"'))")
+        assert fonts and all(status == 200 and urlsplit(u).hostname == "127.0.0.1" for u, status in fonts)
+    finally:
+        _stop(proc)
