@@ -66,7 +66,9 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
         km = kaplan_meier(d, e)
         entry: dict[str, Any] = {"rmst": point, "rmst_ci": [lo, hi], "tau": tau, "km_times": list(km.times),
                                  "km_survival": list(km.survival), "events": int(sum(e)),
-                                 "censored": len(e) - int(sum(e))}
+                                 "censored": len(e) - int(sum(e)), "km_at_risk": list(km.at_risk),
+                                 "km_events": list(km.events),
+                                 "censored_times": sorted(t for t, ev in zip(d, e, strict=True) if not ev)}
         if reference is not None and c is not reference:
             rd, re_ = survival_data(reference)
             chi2, p = logrank(d, e, rd, re_)
