@@ -134,3 +134,25 @@ def test_turns_within_budget_counts_turns_until_the_running_cost_exceeds_it() ->
     """A turn counts when the cost of it and every turn before it fits the budget."""
     sc = {"turns_passed": 3, "cost_by_turn": [(0, 1.0), (1, 2.0), (2, 0.5), (3, 4.0)]}
     assert [cost.turns_within(sc, b) for b in (0.5, 1.0, 2.9, 3.0, 3.5, 100)] == [0, 1, 1, 2, 3, 3]
+
+
+def test_report_html_writes_a_self_contained_static_site(metered: Path, tmp_path: Path) -> None:
+    """`report --html` writes index, sweep, scenario and comparison pages that link only to each other, with
+    figures embedded and no script."""
+    assert main(["report", "fig", "--state-dir", str(metered), "--out", str(tmp_path), "--bootstrap", "200",
+                 "--html"]) == 0
+    site = tmp_path / "site"
+    pages = {p.name: p.read_text() for p in site.glob("*.html")}
+    assert len([n for n in pages if n.startswith("scenario-")]) == 12 and len(
+        [n for n in pages if n.startswith("compare-")]) == 3
+    assert 'src="data:image/png;base64,' in pages["index.html"] and "<script" not in "".join(pages.values())
+    for text in pages.values():
+        for href in re.findall(r'href="([^"#]+)"', text):
+            assert (site / href).exists(), href
+    assert "request" in "".join(v for k, v in pages.items() if "500-on-wrong-type" in k)
+
+
+def test_report_html_needs_out(state: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--html` without `--out` is one line, exit 2."""
+    assert main(["report", "fig", "--state-dir", str(state), "--html"]) == 2
+    assert "--html needs --out" in capsys.readouterr().err
