@@ -132,15 +132,9 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def latex(report: dict[str, Any]) -> str:
-    t = report["table"]
-    lines = [r"\begin{tabular}{l" + "c" * len(t["columns"]) + "}", r"\toprule",
-             "agent & " + " & ".join(c.replace("_", r"\_") for c in t["columns"]) + r" \\", r"\midrule"]
-    for r in t["rows"]:
-        cells = [_fmt(t["cells"][r].get(col), (r"\textbf{", "}"), r"$^\dagger$").replace("%", r"\%")
-                 .replace("±", r"$\pm$") for col in t["columns"]]
-        lines.append(r.replace("_", r"\_") + " & " + " & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", ""]
-    return "\n".join(lines)
+    from staminad.analysis.latex import document
+
+    return document(report)
 
 
 def csv_table(report: dict[str, Any]) -> str:
