@@ -86,6 +86,6 @@ def report_cmd(args: argparse.Namespace) -> int:
 def export_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis.export import write
 
-    n = write(_configs(args), args.out, args.format)
+    n = write(_configs(args), args.out, args.format, db=_db(args))
     print(f"wrote {n} attempts to {args.out}")
     return 0

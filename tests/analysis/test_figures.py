@@ -156,3 +156,32 @@ def test_report_html_needs_out(state: Path, capsys: pytest.CaptureFixture[str]) 
     """`--html` without `--out` is one line, exit 2."""
     assert main(["report", "fig", "--state-dir", str(state), "--html"]) == 2
     assert "--html needs --out" in capsys.readouterr().err
+
+
+def test_export_carries_timings_usage_and_leaves_what_does_not_apply_empty(metered: Path, tmp_path: Path) -> None:
+    """Each exported attempt has its timestamps, durations, tokens and cost; infra rows have no LoC or tests."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    from staminad.analysis.export import COLUMNS
+
+    assert main(["export", "fig", "--state-dir", str(metered), "--out", str(tmp_path / "a.csv")]) == 0
+    with open(tmp_path / "a.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == list(COLUMNS) and all(COLUMNS.values())
+    tested = [r for r in rows if r["outcome"] in ("pass", "fail")]
+    infra = [r for r in rows if r["outcome"] == "infra"]
+    assert tested and infra
+    for r in tested:
+        assert float(r["finished_at"]) >= float(r["launched_at"]) > 0
+        assert float(r["suite_seconds"]) > 0 and float(r["server_start_seconds"]) > 0 and r["passed_tests"]
+        assert float(r["cost"]) == pytest.approx(0.01 * int(r["attempt"])) and r["input_tokens"] == str(
+            1000 * int(r["attempt"]))
+    for r in infra:
+        assert r["loc"] == r["failed_tests"] == r["passed_tests"] == r["suite_seconds"] == ""
+        assert r["infra_kind"] == "harness_crash" and r["harness_exit"] not in ("", "0")
+    assert main(["export", "fig", "--state-dir", str(metered), "--format", "parquet", "--out",
+                 str(tmp_path / "a.parquet")]) == 0
+    table = pq.read_table(tmp_path / "a.parquet")
+    assert table.num_rows == len(rows) and table.column("cost").null_count == 0
