@@ -36,10 +36,35 @@ def _db(args: argparse.Namespace) -> Path:
     return Path(args.state_dir or default_state_dir()) / "staminad.db"
 
 
+def _check_schema(db: Path) -> None:
+    """One line for a store this staminad cannot report on as it is (older or newer schema)."""
+    import sqlite3
+
+    from state import browse, queries
+
+    try:
+        conn = queries.connect_readonly(db)
+    except FileNotFoundError:
+        return  # `load` says so
+    try:
+        version = browse.schema_version(conn)
+    except browse.StoreVersionError as exc:
+        raise UsageError(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{db} is not a readable staminad store ({exc})") from None
+    finally:
+        conn.close()
+    if version < browse.LATEST:
+        raise UsageError(f"{db} was written by an older staminad (schema version {version} of {browse.LATEST}): "
+                         "`staminad view` shows it as it is; `staminad start` or `staminad run` on this state dir "
+                         "migrates it, then report")
+
+
 def _configs(args: argparse.Namespace) -> list[ConfigData]:
     from staminad.analysis.data import load
 
     db = _db(args)
+    _check_schema(db)
     try:
         configs = load(db, args.sweeps or None)
     except (FileNotFoundError, KeyError) as exc:

@@ -201,3 +201,18 @@ def test_view_command_on_a_busy_port_is_one_line(store: Path) -> None:
                                "--port", str(port)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_report_on_bad_input_is_a_table_or_one_line(store: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep of only infra failures still reports; an old store and an empty store are one line each."""
+    from staminad.cli import main
+
+    assert main(["report", "infra", "--state-dir", str(store), "--bootstrap", "200"]) == 0
+    assert "harness_crash" in capsys.readouterr().out
+    for state, words in ((old_store(tmp_path / "old"), "older staminad (schema version 1 of"),
+                         (tmp_path / "empty", "no state database")):
+        for cmd in (["report"], ["export", "--out", str(tmp_path / "x.csv")]):
+            assert main([*cmd, "--state-dir", str(state)]) == 2
+            err = capsys.readouterr().err
+            assert words in err and len(err.strip().splitlines()) == 1
