@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from staminad.bench.changes import ChangeError
 from staminad.bench.pack import PackError
-from staminad.commands import daemon, image, oracle, report, run, scenario
+from staminad.commands import daemon, image, oracle, report, run, scenario, view
 from staminad.commands.args import UsageError
 
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     image.add_parsers(sub)
     report.add_parsers(sub)
     daemon.add_parsers(sub)
+    view.add_parsers(sub)
     return parser
 
 

@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         from textual_serve.server import Server
 
         command = f"{shlex.quote(sys.executable)} -m tui --socket {shlex.quote(str(path))}"
-        Server(command, host=args.host, port=args.port, title="stamina-tui").serve()
+        # Our copy of textual-serve's page loads its font from the package's static files (this box is offline).
+        templates = Path(__file__).parent / "serve_templates"
+        Server(command, host=args.host, port=args.port, title="stamina-tui", templates_path=templates).serve()
         return 0
     from tui.app import make_app
 

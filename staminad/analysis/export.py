@@ -1,4 +1,9 @@
-"""`staminad export`: every attempt of the chosen sweeps as one flat table (CSV or Parquet)."""
+"""`staminad export`: every attempt of the chosen sweeps as one flat table (CSV or Parquet).
+
+`COLUMNS` documents each column. A field that does not apply is empty (None in Parquet): an infra attempt
+has no LoC or test counts, an attempt still running has no outcome or durations, an attempt without model
+calls through the gateway has no tokens or cost.
+"""
 
 from __future__ import annotations
 
@@ -7,28 +12,91 @@ from pathlib import Path
 from typing import Any
 
 from staminad.analysis.data import ConfigData
+from state import browse, queries
 
-COLUMNS = ["sweep", "configuration", "agent", "retries", "feedback", "seed", "scenario_status", "turns_passed",
-           "turn", "attempt", "infra_try", "outcome", "infra_kind", "categories", "loc", "failed_tests",
-           "passed_tests"]
+COLUMNS: dict[str, str] = {
+    "sweep": "the sweep's name",
+    "configuration": "the configuration's name (agent, R, feedback)",
+    "agent": "the agent (harness adapter) of the configuration",
+    "retries": "R: feedback retries allowed per turn",
+    "feedback": "feedback level: detailed | medium | minimal",
+    "seed": "the scenario's seed",
+    "scenario_status": "where the scenario ended: done | failed | infra_failed | capped (or still running)",
+    "turns_passed": "turns the scenario passed (its score)",
+    "turn": "turn t of this attempt (0 = initial implementation)",
+    "attempt": "agent call within the turn: 1, then up to R feedback retries",
+    "infra_try": "re-run of the same attempt after an infrastructure failure (0 = first run)",
+    "outcome": "pass | fail | infra; empty while the attempt runs",
+    "infra_kind": "the infrastructure failure's kind; empty unless outcome is infra",
+    "categories": "failure categories of the failing tests, comma-separated; empty unless outcome is fail",
+    "loc": "lines of code in the workspace after the harness ran (dependencies excluded); empty for infra",
+    "failed_tests": "tests failed; empty unless the suite ran (pass or fail)",
+    "passed_tests": "tests passed; empty unless the suite ran (pass or fail)",
+    "launched_at": "when the attempt was launched, Unix seconds (UTC)",
+    "finished_at": "when its outcome was recorded, Unix seconds (UTC); empty while it runs",
+    "harness_seconds": "harness wall time from its completion marker (the turn timeout when stuck)",
+    "marker_latency": "seconds from the harness's end to the engine noticing its marker",
+    "server_start_seconds": "seconds from starting `run_server.sh` to the server answering; empty if never ready",
+    "suite_seconds": "seconds the test suite ran",
+    "teardown_seconds": "seconds to stop the server's process group",
+    "harness_exit": "the harness's exit status",
+    "harness_signal": "the signal that ended the harness, if any",
+    "model_calls": "model calls through the LLM gateway during the attempt; empty without any",
+    "input_tokens": "input tokens of those calls (cached ones included)",
+    "output_tokens": "output tokens of those calls",
+    "cached_tokens": "input tokens served from the provider's cache",
+    "cost": "US dollars of those calls at the configured prices",
+}
+
+_TIMING = {"launched_at": "launched_at", "finished_at": "finished_at", "harness_seconds": "harness_seconds",
+           "marker_latency": "marker_latency", "server_start_seconds": "server_seconds",
+           "suite_seconds": "suite_seconds", "teardown_seconds": "teardown_seconds", "harness_exit": "harness_exit",
+           "harness_signal": "harness_signal"}
+_USAGE = {"model_calls": "calls", "input_tokens": "input_tokens", "output_tokens": "output_tokens",
+          "cached_tokens": "cached_tokens", "cost": "cost"}
 
 
-def rows(configs: list[ConfigData]) -> list[dict[str, Any]]:
+def _details(db: Path | None, configs: list[ConfigData]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Timings and usage per attempt, keyed by (sweep, configuration, seed, turn, attempt, infra_try)."""
+    if db is None:
+        return {}
+    conn = queries.connect_readonly(db)
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    try:
+        for sweep in dict.fromkeys(c.sweep for c in configs):
+            for s in browse.scenarios(conn, sweep):
+                usage = browse.usage_by_attempt(conn, s["id"])
+                for a in browse.attempts(conn, s["id"]):
+                    row = {k: a.get(col) for k, col in _TIMING.items()}
+                    u = usage.get(a["id"])
+                    row.update({k: (u[col] if u else None) for k, col in _USAGE.items()})
+                    out[(sweep, s["configuration"], s["seed"], a["turn"], a["attempt"], a["infra_try"])] = row
+    finally:
+        conn.close()
+    return out
+
+
+def rows(configs: list[ConfigData], db: Path | None = None) -> list[dict[str, Any]]:
+    details = _details(db, configs)
+    empty = dict.fromkeys([*_TIMING, *_USAGE])
     out = []
     for c in configs:
         for s in c.scenarios:
             for a in s.attempts:
+                tested = a.outcome in ("pass", "fail")
                 out.append({"sweep": c.sweep, "configuration": c.name, "agent": c.agent, "retries": c.retries,
                             "feedback": c.feedback, "seed": s.seed, "scenario_status": s.status,
                             "turns_passed": s.turns_passed, "turn": a.turn, "attempt": a.attempt,
                             "infra_try": a.infra_try, "outcome": a.outcome, "infra_kind": a.infra_kind,
-                            "categories": ",".join(a.categories), "loc": a.loc,
-                            "failed_tests": len(a.failed_tests), "passed_tests": len(a.passed_tests)})
+                            "categories": ",".join(a.categories), "loc": None if a.outcome == "infra" else a.loc,
+                            "failed_tests": len(a.failed_tests) if tested else None,
+                            "passed_tests": len(a.passed_tests) if tested else None,
+                            **details.get((c.sweep, c.name, s.seed, a.turn, a.attempt, a.infra_try), empty)})
     return out
 
 
-def write(configs: list[ConfigData], path: Path, fmt: str) -> int:
-    data = rows(configs)
+def write(configs: list[ConfigData], path: Path, fmt: str, db: Path | None = None) -> int:
+    data = rows(configs, db)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
         import pyarrow as pa  # type: ignore[import-untyped]
@@ -38,7 +106,7 @@ def write(configs: list[ConfigData], path: Path, fmt: str) -> int:
                        path)
     else:
         with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=COLUMNS)
+            w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
             w.writeheader()
             w.writerows(data)
     return len(data)

@@ -1,7 +1,15 @@
-"""Figures (matplotlib, headless): written as PNG and SVG from the report data."""
+"""Figures a paper can take as they are (matplotlib, headless), drawn from the report data.
+
+Each figure is written as vector PDF and SVG with editable text (TrueType in the PDF, real text in the
+SVG) and a 300 dpi PNG. Curves differ in colour (Okabe-Ito, safe for colour-blind readers), marker and
+line style, so they stay apart in greyscale; legends sit outside the axes; turn axes have integer ticks;
+every figure carries a caption line saying N, the turns, R and what its error bars or bands are. A figure
+that would carry no information is skipped with a line saying why.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,95 +17,275 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import numpy as np
+import msgspec
+from matplotlib.ticker import MaxNLocator
+
+COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINES = ("-", "--", ":", "-.")
+FORMATS = ("pdf", "svg", "png")
+STYLE = {"svg.fonttype": "none", "pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 9, "axes.titlesize": 10,
+         "legend.fontsize": 8, "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 300,
+         "font.family": "DejaVu Sans"}
+Z95 = 1.959963984540054
 
 
-def _save(fig: Any, out: Path, name: str) -> list[Path]:
-    paths = [out / f"{name}.png", out / f"{name}.svg"]
-    fig.tight_layout()
-    for p in paths:
-        fig.savefig(p, dpi=130)
+class Figure(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    caption: str
+    paths: tuple[str, ...]
+
+
+class FigureSet(msgspec.Struct, kw_only=True):
+    figures: list[Figure] = msgspec.field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)  # one line per figure left out, saying why
+
+    def paths(self) -> list[Path]:
+        return [Path(p) for f in self.figures for p in f.paths]
+
+    def markdown(self) -> str:
+        """The report's figure section: each figure embedded (PNG) with links to its vector files."""
+        out = ["## Figures", ""]
+        for f in self.figures:
+            png = next(Path(p).name for p in f.paths if p.endswith(".png"))
+            vectors = " · ".join(f"[{Path(p).suffix[1:].upper()}]({Path(p).name})" for p in f.paths
+                                 if not p.endswith(".png"))
+            out += [f"![{f.name}]({png})", "", f"*{f.caption}* ({vectors})", ""]
+        out += [f"- {line}" for line in self.skipped]
+        return "\n".join(out).rstrip() + "\n"
+
+
+def style(i: int) -> dict[str, Any]:
+    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINES[i % len(LINES)]}
+
+
+def _scope(report: dict[str, Any]) -> str:
+    """N scenarios, turns and R for the caption line."""
+    cs = report["configurations"]
+    ns = sorted({c["scenarios"] for c in cs})
+    turns = sorted({c["n_turns"] for c in cs})
+    rs = sorted({c["retries"] for c in cs})
+    n = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
+    t = ", ".join(f"0-{x}" for x in turns)
+    return f"N = {n} scenarios per configuration, turns {t}, R = {', '.join(str(r) for r in rs)}"
+
+
+def _save(fig: Any, out: Path, name: str, caption: str, legend: bool = True) -> Figure:
+    if legend and fig.axes and fig.axes[0].get_legend_handles_labels()[0]:
+        fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
+    # The caption goes under everything the axes draw (rotated tick labels included), left-aligned with them.
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.get_tightbbox(renderer).transformed(fig.transFigure.inverted()) for ax in fig.axes]
+    fig.text(min(b.x0 for b in boxes), min(b.y0 for b in boxes) - 0.03, caption, ha="left", va="top", fontsize=7,
+             wrap=True)
+    paths = []
+    for fmt in FORMATS:
+        p = out / f"{name}.{fmt}"
+        fig.savefig(p, format=fmt, dpi=300, bbox_inches="tight", metadata={"Date": None} if fmt == "pdf" else None)
+        paths.append(str(p))
     plt.close(fig)
-    return paths
+    return Figure(name=name, caption=caption, paths=tuple(paths))
 
 
-def survival(report: dict[str, Any], out: Path) -> list[Path]:
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for name, s in report["survival"].items():
-        xs, ys = [0.0], [1.0]
-        for t, v in zip(s["km_times"], s["km_survival"], strict=True):
-            xs += [t, t]
-            ys += [ys[-1], v]
-        xs.append(s["tau"])
-        ys.append(ys[-1])
-        ax.plot(xs, ys, label=f"{name} (RMST {s['rmst']:.1f})")
-    ax.set(xlabel="turns survived", ylabel="scenarios still going (Kaplan-Meier)", ylim=(-0.02, 1.02),
-           title="Survival over turns")
-    ax.legend(fontsize=7)
-    return _save(fig, out, "survival")
+def _turn_axis(axis: Any) -> None:
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def retry_budget(report: dict[str, Any], out: Path) -> list[Path]:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, curve in report["retry_curves"].items():
-        b = [x[0] + 1 for x in curve]
-        ax.errorbar(b, [x[1] for x in curve], yerr=[x[2] for x in curve], marker="o", capsize=3, label=name)
-    ax.set(xlabel="attempts allowed per turn (R'+1)", ylabel="average turns passed",
-           title="Turns passed vs retry budget (one run)")
-    ax.legend(fontsize=7)
-    return _save(fig, out, "turns_vs_retry_budget")
+def greenwood_band(s: dict[str, Any]) -> tuple[list[float], list[float]]:
+    """Pointwise 95% band of the Kaplan-Meier curve after each event time: Greenwood's variance on the
+    log(-log S) scale, so the band stays inside [0, 1]; where S is 0 the band is the point 0."""
+    lo, hi, acc = [], [], 0.0
+    for surv, n, d in zip(s["km_survival"], s["km_at_risk"], s["km_events"], strict=True):
+        acc += d / (n * (n - d)) if n > d else 0.0
+        if surv <= 0.0:
+            lo.append(0.0)
+            hi.append(0.0)
+        elif surv >= 1.0 or acc == 0.0:
+            lo.append(surv)
+            hi.append(surv)
+        else:
+            c = Z95 * math.sqrt(acc) / abs(math.log(surv))
+            lo.append(surv ** math.exp(c))
+            hi.append(surv ** math.exp(-c))
+    return lo, hi
 
 
-def feedback(report: dict[str, Any], out: Path) -> list[Path]:
+def _steps(times: list[float], values: list[float], start: float, tau: float) -> tuple[list[float], list[float]]:
+    xs, ys = [0.0], [start]
+    for t, v in zip(times, values, strict=True):
+        xs += [t, t]
+        ys += [ys[-1], v]
+    xs.append(tau)
+    ys.append(ys[-1])
+    return xs, ys
+
+
+def survival(report: dict[str, Any], out: Path) -> Figure:
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    for i, (name, s) in enumerate(report["survival"].items()):
+        st = style(i)
+        xs, ys = _steps(s["km_times"], s["km_survival"], 1.0, s["tau"])
+        ax.plot(xs, ys, color=st["color"], linestyle=st["linestyle"], linewidth=1.5,
+                label=f"{name} (RMST {s['rmst']:.1f})")
+        if s.get("km_at_risk"):
+            lo, hi = greenwood_band(s)
+            bx, blo = _steps(s["km_times"], lo, 1.0, s["tau"])
+            _, bhi = _steps(s["km_times"], hi, 1.0, s["tau"])
+            ax.fill_between(bx, blo, bhi, color=st["color"], alpha=0.12, linewidth=0)
+        cens = s.get("censored_times", [])
+        if cens:
+            at = [_value_at(s["km_times"], s["km_survival"], t) for t in cens]
+            ax.plot(cens, at, linestyle="none", marker="|", markersize=9, markeredgewidth=1.4, color=st["color"])
+    ax.set(xlabel="turns survived", ylabel="scenarios still passing (Kaplan-Meier)", ylim=(-0.02, 1.04))
+    _turn_axis(ax.xaxis)
+    caption = (f"Kaplan-Meier survival over turns. {_scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
+               "| marks right-censored scenarios (all turns passed, or ended by infrastructure).")
+    return _save(fig, out, "survival", caption)
+
+
+def _value_at(times: list[float], values: list[float], t: float) -> float:
+    v = 1.0
+    for time, value in zip(times, values, strict=True):
+        if time <= t:
+            v = value
+    return v
+
+
+def retry_budget(report: dict[str, Any], out: Path) -> Figure:
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (name, curve) in enumerate(report["retry_curves"].items()):
+        st = style(i)
+        ax.errorbar([x[0] + 1 for x in curve], [x[1] for x in curve], yerr=[x[2] or 0 for x in curve], capsize=3,
+                    color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=4, label=name)
+    ax.set(xlabel="attempts allowed per turn (R' + 1)", ylabel="average turns passed")
+    _turn_axis(ax.xaxis)
+    _turn_axis(ax.yaxis)
+    caption = (f"Turns passed vs retry budget, replayed from one run's history. {_scope(report)}. "
+               "Error bars: ±1 SE over scenarios.")
+    return _save(fig, out, "turns_vs_retry_budget", caption)
+
+
+def feedback(report: dict[str, Any], out: Path) -> Figure:
     order = ["minimal", "medium", "detailed"]
     by_agent: dict[str, dict[str, tuple[float, float]]] = {}
     for c in report["configurations"]:
         by_agent.setdefault(f"{c['agent']} R={c['retries']}", {})[c["feedback"]] = (c["mean_turns"], c["se_turns"])
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for agent, levels in by_agent.items():
-        xs = [lvl for lvl in order if lvl in levels]
-        ax.errorbar(xs, [levels[x][0] for x in xs], yerr=[levels[x][1] for x in xs], marker="o", capsize=3,
-                    label=agent)
-    ax.set(xlabel="feedback level", ylabel="average turns passed", title="Turns passed vs feedback level")
-    ax.legend(fontsize=7)
-    return _save(fig, out, "turns_vs_feedback")
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (agent, levels) in enumerate(by_agent.items()):
+        st = style(i)
+        xs = [order.index(lvl) for lvl in order if lvl in levels]
+        ax.errorbar(xs, [levels[order[x]][0] for x in xs], yerr=[levels[order[x]][1] or 0 for x in xs], capsize=3,
+                    color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=4, label=agent)
+    ax.set_xticks(range(len(order)), order)
+    ax.set(xlabel="feedback level", ylabel="average turns passed")
+    _turn_axis(ax.yaxis)
+    caption = f"Turns passed vs feedback level. {_scope(report)}. Error bars: ±1 SE over scenarios."
+    return _save(fig, out, "turns_vs_feedback", caption)
 
 
-def heatmap(report: dict[str, Any], key: str, out: Path) -> list[Path]:
+def heatmap(report: dict[str, Any], key: str, out: Path) -> Figure:
     data = report[key]
     rows = list(data)
     cols = sorted({c for counts in data.values() for c in counts})
-    fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(cols) + 3), max(2.5, 0.45 * len(rows) + 1.5)))
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.6 * len(cols) + 3.5), max(2.2, 0.35 * len(rows) + 1.2)))
     if cols:
-        grid = np.array([[data[r].get(c, 0) for c in cols] for r in rows], dtype=float)
-        ax.imshow(grid, cmap="Reds", aspect="auto", vmin=0)
-        top = grid.max() or 1.0
-        for i in range(len(rows)):
-            for j in range(len(cols)):
-                ax.text(j, i, str(int(grid[i, j])), ha="center", va="center", fontsize=8,
-                        color="white" if grid[i, j] > top * 0.6 else "black")
-        ax.set_xticks(range(len(cols)), cols, rotation=40, ha="right", fontsize=8)
-    ax.set_yticks(range(len(rows)), rows, fontsize=8)
-    which = "first failure of each scenario" if key == "failures_first" else "all failures under R"
-    fig.suptitle(f"Failure categories: {which} (cells count scenarios)", fontsize=10)
-    return _save(fig, out, key)
+        grid = [[data[r].get(c, 0) for c in cols] for r in rows]
+        top = max(max(row) for row in grid) or 1
+        ax.imshow(grid, cmap="Blues", aspect="auto", vmin=0, vmax=top)  # luminance alone carries the count
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=7,
+                        color="white" if v > top * 0.55 else "black")
+        ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
+    else:
+        ax.text(0.5, 0.5, "no failures", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+    ax.set_yticks(range(len(rows)), rows)
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    which = "the first failure of each scenario" if key == "failures_first" else "every failure under R"
+    caption = f"Failure categories in {which}; each cell counts scenarios. {_scope(report)}."
+    return _save(fig, out, key, caption, legend=False)
 
 
-def loc(report: dict[str, Any], out: Path) -> list[Path]:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, rows in report["loc_by_turn"].items():
+def loc_information(report: dict[str, Any]) -> str | None:
+    """Why the LoC figure would carry no information, or None when it carries some."""
+    series = [rows for rows in report["loc_by_turn"].values() if rows]
+    if not series:
+        return "no lines-of-code counts recorded (stores from before LoC counting, or only infra failures)"
+    if all(len({r[1] for r in rows}) <= 1 for rows in series):
+        return "every configuration's code base kept the same size on every turn"
+    return None
+
+
+def loc(report: dict[str, Any], out: Path) -> Figure:
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (name, rows) in enumerate(report["loc_by_turn"].items()):
         if rows:
-            ax.errorbar([r[0] for r in rows], [r[1] for r in rows], yerr=[r[2] for r in rows], label=name,
-                        capsize=2)
-    ax.set(xlabel="turn", ylabel="lines of code (workspace, no dependencies)", title="Code base size vs turn")
-    ax.legend(fontsize=7)
-    return _save(fig, out, "loc_vs_turn")
+            st = style(i)
+            ax.errorbar([r[0] for r in rows], [r[1] for r in rows], yerr=[r[2] or 0 for r in rows], capsize=2,
+                        color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=3, label=name)
+    ax.set(xlabel="turn", ylabel="lines of code (workspace, no dependencies)")
+    _turn_axis(ax.xaxis)
+    caption = (f"Code base size after each turn's last attempt. {_scope(report)}. "
+               "Error bars: ±1 SE over the scenarios that reached the turn.")
+    return _save(fig, out, "loc_vs_turn", caption)
+
+
+def cost_vs_turns(report: dict[str, Any], out: Path) -> Figure:
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (name, c) in enumerate(report["cost_study"].items()):
+        st = style(i)
+        ax.plot([x["cost"] for x in c["scenarios"]], [x["turns_passed"] for x in c["scenarios"]],
+                linestyle="none", marker=st["marker"], color=st["color"], markersize=5, alpha=0.8, label=name)
+    ax.set(xlabel="cost per scenario (US$)", ylabel="turns passed")
+    _turn_axis(ax.yaxis)
+    caption = (f"Cost vs turns passed, one point per scenario (gateway-metered model calls). {_scope(report)}.")
+    return _save(fig, out, "cost_vs_turns", caption)
+
+
+def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (name, c) in enumerate(report["cost_study"].items()):
+        st = style(i)
+        curve = c["budget_curve"]
+        ax.errorbar([b for b, _, _ in curve], [m for _, m, _ in curve], yerr=[se or 0 for _, _, se in curve],
+                    capsize=2, color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=3,
+                    markevery=4, label=name)
+    ax.set(xlabel="cost budget per scenario (US$)", ylabel="average turns passed within the budget")
+    _turn_axis(ax.yaxis)
+    caption = (f"Turns passed before a scenario's running cost exceeds the budget. {_scope(report)}. "
+               "Error bars: ±1 SE over scenarios.")
+    return _save(fig, out, "turns_within_cost_budget", caption)
+
+
+def draw(report: dict[str, Any], out: Path) -> FigureSet:
+    """Every figure the report data supports, and a line for each one left out."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = FigureSet()
+    if not report["configurations"]:
+        result.skipped.append("no figures: no configurations")
+        return result
+    with plt.rc_context(STYLE):  # type: ignore[arg-type]  # matplotlib types keys as a Literal of every rc name
+        result.figures += [survival(report, out), retry_budget(report, out), heatmap(report, "failures_first", out),
+                           heatmap(report, "failures_all", out)]
+        why = loc_information(report)
+        if why is None:
+            result.figures.append(loc(report, out))
+        else:
+            result.skipped.append(f"loc_vs_turn left out: {why}.")
+        if len({c["feedback"] for c in report["configurations"]}) > 1:
+            result.figures.append(feedback(report, out))
+        else:
+            result.skipped.append("turns_vs_feedback left out: every configuration uses the same feedback level.")
+        if report.get("cost_study"):
+            result.figures += [cost_vs_turns(report, out), turns_within_budget(report, out)]
+        else:
+            result.skipped.append("cost_vs_turns and turns_within_cost_budget left out: no model usage recorded "
+                                  "(needs the LLM gateway).")
+    return result
 
 
 def all_figures(report: dict[str, Any], out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = survival(report, out) + retry_budget(report, out) + heatmap(report, "failures_first", out)
-    paths += heatmap(report, "failures_all", out) + loc(report, out)
-    if len({c["feedback"] for c in report["configurations"]}) > 1:
-        paths += feedback(report, out)
-    return paths
+    return draw(report, out).paths()

@@ -67,7 +67,9 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
         km = kaplan_meier(d, e)
         entry: dict[str, Any] = {"rmst": point, "rmst_ci": [lo, hi], "tau": tau, "km_times": list(km.times),
                                  "km_survival": list(km.survival), "events": int(sum(e)),
-                                 "censored": len(e) - int(sum(e))}
+                                 "censored": len(e) - int(sum(e)), "km_at_risk": list(km.at_risk),
+                                 "km_events": list(km.events),
+                                 "censored_times": sorted(t for t, ev in zip(d, e, strict=True) if not ev)}
         if reference is not None and c is not reference:
             rd, re_ = survival_data(reference)
             chi2, p = logrank(d, e, rd, re_)
@@ -140,15 +142,9 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def latex(report: dict[str, Any]) -> str:
-    t = report["table"]
-    lines = [r"\begin{tabular}{l" + "c" * len(t["columns"]) + "}", r"\toprule",
-             "agent & " + " & ".join(c.replace("_", r"\_") for c in t["columns"]) + r" \\", r"\midrule"]
-    for r in t["rows"]:
-        cells = [_fmt(t["cells"][r].get(col), (r"\textbf{", "}"), r"$^\dagger$").replace("%", r"\%")
-                 .replace("±", r"$\pm$") for col in t["columns"]]
-        lines.append(r.replace("_", r"\_") + " & " + " & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", ""]
-    return "\n".join(lines)
+    from staminad.analysis.latex import document
+
+    return document(report)
 
 
 def csv_table(report: dict[str, Any]) -> str:

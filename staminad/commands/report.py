@@ -19,6 +19,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
     r.add_argument("--state-dir", type=Path)
     r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
+    r.add_argument("--html", action="store_true",
+                   help="also write the viewer's pages as a static site under OUT/site (needs --out)")
     r.set_defaults(func=report_cmd)
     e = sub.add_parser("export", help="every attempt as CSV or Parquet, for notebooks")
     e.add_argument("sweeps", nargs="*")
@@ -28,11 +30,41 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.set_defaults(func=export_cmd)
 
 
-def _configs(args: argparse.Namespace) -> list[ConfigData]:
-    from staminad.analysis.data import load
+def _db(args: argparse.Namespace) -> Path:
     from staminad.commands.run import default_state_dir
 
-    db = (args.state_dir or default_state_dir()) / "staminad.db"
+    return Path(args.state_dir or default_state_dir()) / "staminad.db"
+
+
+def _check_schema(db: Path) -> None:
+    """One line for a store this staminad cannot report on as it is (older or newer schema)."""
+    import sqlite3
+
+    from state import browse, queries
+
+    try:
+        conn = queries.connect_readonly(db)
+    except FileNotFoundError:
+        return  # `load` says so
+    try:
+        version = browse.schema_version(conn)
+    except browse.StoreVersionError as exc:
+        raise UsageError(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{db} is not a readable staminad store ({exc})") from None
+    finally:
+        conn.close()
+    if version < browse.LATEST:
+        raise UsageError(f"{db} was written by an older staminad (schema version {version} of {browse.LATEST}): "
+                         "`staminad view` shows it as it is; `staminad start` or `staminad run` on this state dir "
+                         "migrates it, then report")
+
+
+def _configs(args: argparse.Namespace) -> list[ConfigData]:
+    from staminad.analysis.data import load
+
+    db = _db(args)
+    _check_schema(db)
     try:
         configs = load(db, args.sweeps or None)
     except (FileNotFoundError, KeyError) as exc:
@@ -47,7 +79,11 @@ def report_cmd(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 100:
         raise UsageError("--bootstrap must be at least 100")
-    data = report.clean(report.build(_configs(args), n_boot=args.bootstrap))
+    if args.html and args.out is None:
+        raise UsageError("--html needs --out DIR for the site")
+    from staminad.analysis import cost
+
+    data = report.clean({**report.build(_configs(args), n_boot=args.bootstrap), **cost.study(_db(args), args.sweeps)})
     renderers: dict[str, Callable[[dict[str, Any]], str]] = {
         "md": report.markdown, "latex": report.latex, "csv": report.csv_table,
         "json": lambda d: json.dumps(d, indent=2)}
@@ -57,15 +93,24 @@ def report_cmd(args: argparse.Namespace) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     ext = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}[args.format]
+    drawn = figures.draw(data, args.out)
+    if args.format == "md":
+        text += "\n" + drawn.markdown()
     (args.out / f"report.{ext}").write_text(text)
-    paths = figures.all_figures(data, args.out)
-    print(f"wrote {args.out / f'report.{ext}'} and {len(paths)} figure files to {args.out}")
+    for line in drawn.skipped:
+        print(line)
+    print(f"wrote {args.out / f'report.{ext}'} and {len(drawn.paths())} figure files to {args.out}")
+    if args.html:
+        from staminad.viewer.site import write_site
+
+        pages = write_site(_db(args).parent, args.out / "site", args.sweeps, figures=drawn)
+        print(f"wrote a static site of {pages} pages to {args.out / 'site'} (open index.html)")
     return 0
 
 
 def export_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis.export import write
 
-    n = write(_configs(args), args.out, args.format)
+    n = write(_configs(args), args.out, args.format, db=_db(args))
     print(f"wrote {n} attempts to {args.out}")
     return 0

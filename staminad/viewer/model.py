@@ -1,0 +1,185 @@
+"""What each viewer page shows, as plain data read from the store: sweeps, a sweep, a scenario, a comparison.
+
+Pure functions over a read-only sqlite3 connection, shared by the live server (`app`) and the static site
+(`site`), so both show the same numbers. Where a scenario stands (its P/R/F/I history) comes from the
+daemon's own `scenario_row`, the one definition the TUI also shows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
+from staminad.daemon.views import scenario_row
+from staminad.engine.sweep import FINAL
+from staminad.viewer.logs import bounded_tail
+from state import browse
+from state.store import Progress
+from state.store import ScenarioRow as StoredScenario
+
+PROMPT_LIMIT = 200_000  # characters of a prompt or feedback shown; the rest is cut with a note
+LOG_LIMIT = 64 * 1024  # bytes of a log's tail shown
+
+
+class NotFound(Exception):
+    """A page for a sweep, configuration or scenario the store does not have."""
+
+
+def when(ts: float | None) -> str:
+    return "" if ts is None else dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def clip(text: str | None, limit: int = PROMPT_LIMIT) -> tuple[str, bool]:
+    """`text` cut to `limit` characters, and whether it was cut."""
+    text = text or ""
+    return (text[:limit], True) if len(text) > limit else (text, False)
+
+
+def job_id(turn: int, attempt: int, infra_try: int) -> str:
+    """The harness job's directory name (as the engine names it), where its log lives."""
+    return f"t{turn:04d}-a{attempt:02d}-i{infra_try:02d}"
+
+
+def _decode_sandbox(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def sweeps_page(conn: sqlite3.Connection) -> dict[str, Any]:
+    version = browse.schema_version(conn)
+    rows = browse.sweeps(conn)
+    for r in rows:
+        total = sum(r["statuses"].values())
+        r["scenarios"] = total
+        r["finished"] = sum(n for s, n in r["statuses"].items() if s in FINAL)
+        r["created"] = when(r["created_at"])
+        r["headline"] = [_config_summary(c, ss, r["turns"] or 0, {})
+                         for c, ss in _by_config(conn, r["id"])]
+    return {"sweeps": rows, "version": version, "latest": browse.LATEST}
+
+
+def _by_config(conn: sqlite3.Connection, sweep_id: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    scen = browse.scenarios(conn, sweep_id)
+    return [(c, [s for s in scen if s["config_id"] == c["id"]]) for c in browse.configurations(conn, sweep_id)]
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _config_summary(c: dict[str, Any], scen: list[dict[str, Any]], n_turns: int,
+                    usage: dict[int, tuple[float, int]]) -> dict[str, Any]:
+    turns = [s["turns_passed"] for s in scen]
+    mean, se = mean_se(turns)
+    statuses: dict[str, int] = {}
+    for s in scen:
+        statuses[s["status"]] = statuses.get(s["status"], 0) + 1
+    cost = sum(usage.get(s["id"], (0.0, 0))[0] for s in scen)
+    tokens = sum(usage.get(s["id"], (0.0, 0))[1] for s in scen)
+    return {"name": c["name"], "agent": c["agent"], "retries": c["retries"], "feedback": c["feedback"],
+            "scenarios": len(scen), "finished": sum(s["status"] in FINAL for s in scen),
+            "mean": _num(mean), "se": _num(se),
+            "pass_rate": sum(s["status"] == "done" for s in scen) / len(scen) if scen else None,
+            "unscored": statuses.get("infra_failed", 0), "statuses": statuses,
+            "cost": cost if tokens or cost else None, "tokens": tokens or None, "n_turns": n_turns}
+
+
+def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
+    browse.schema_version(conn)
+    sw = browse.sweep(conn, sweep_id)
+    if sw is None:
+        raise NotFound(f"no sweep {sweep_id!r} in this store")
+    n_turns = int(sw["turns"] or 0)
+    usage = browse.usage_by_scenario(conn, sweep_id)
+    groups = _by_config(conn, sweep_id)
+    progress: dict[int, list[Progress]] = {}
+    for p in browse.progress(conn, sweep_id):
+        progress.setdefault(p["scenario_id"], []).append(Progress(**p))
+    configs, curves, grid = [], [], []
+    for c, scen in groups:
+        configs.append(_config_summary(c, scen, n_turns, usage))
+        durations = [float(s["turns_passed"]) for s in scen]
+        observed = [s["status"] == "failed" for s in scen]
+        km = kaplan_meier(durations, observed) if scen else None
+        curves.append({"name": c["name"], "times": list(km.times) if km else [],
+                       "survival": list(km.survival) if km else [],
+                       "censored": [d for d, e in zip(durations, observed, strict=True) if not e],
+                       "tau": float(n_turns + 1)})
+        for s in scen:
+            row = scenario_row(c["name"], _stored(s), progress.get(s["id"], []))
+            cells = list(row.history)
+            if row.status not in FINAL and len(cells) <= n_turns:
+                cells.append("·" if row.status == "pending" else "…")  # the turn being worked on
+            grid.append({"configuration": c["name"], "seed": s["seed"], "status": row.status, "phase": row.phase,
+                         "turns_passed": row.turns_passed, "cells": cells + [""] * max(0, n_turns + 1 - len(cells)),
+                         "last_failure": row.last_failure})
+    return {"sweep": sw, "sweep_id": sweep_id, "n_turns": n_turns, "configs": configs, "curves": curves,
+            "grid": grid, "turn_range": list(range(n_turns + 1)), "created": when(sw["created_at"]),
+            "metered": any(c["tokens"] for c in configs)}
+
+
+def _stored(s: dict[str, Any]) -> StoredScenario:
+    return StoredScenario(id=s["id"], config_id=s["config_id"], seed=s["seed"], status=s["status"],
+                          turns_passed=s["turns_passed"], reason=s["reason"], sandbox={},
+                          infra_grant=s["infra_grant"] or 0)
+
+
+def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, seed: int) -> dict[str, Any]:
+    browse.schema_version(conn)
+    sc = browse.scenario(conn, sweep_id, configuration, seed)
+    if sc is None:
+        raise NotFound(f"no scenario with seed {seed} in configuration {configuration!r} of sweep {sweep_id!r}")
+    sandbox = _decode_sandbox(sc["sandbox"])
+    root = Path(sandbox["root"]) if isinstance(sandbox.get("root"), str) else None
+    usage = browse.usage_by_attempt(conn, sc["id"])
+    attempts = []
+    for a in browse.attempts(conn, sc["id"]):
+        prompt, prompt_cut = clip(a["prompt"])
+        feedback, feedback_cut = clip(a["feedback"])
+        failing = [t for t in a["tests"] if not t.get("passed")]
+        job = job_id(a["turn"], a["attempt"], a["infra_try"])
+        log = bounded_tail(root / "control" / "jobs" / job / "log", LOG_LIMIT) if root else None
+        u = usage.get(a["id"])
+        attempts.append({**a, "prompt": prompt, "prompt_cut": prompt_cut, "feedback": feedback,
+                         "feedback_cut": feedback_cut, "failing": failing, "job": job, "log": log,
+                         "launched": when(a["launched_at"]), "finished": when(a["finished_at"]),
+                         "usage": u, "anchor": f"a{a['id']}"})
+    server_log = bounded_tail(root / "control" / "server.log", LOG_LIMIT) if root else None
+    return {"sweep_id": sweep_id, "scenario": sc, "sandbox": sandbox, "attempts": attempts,
+            "server_log": server_log, "events": browse.infra_events(conn, sc["id"]),
+            "updated": when(sc["updated_at"]), "cost": sum(float(u["cost"] or 0) for u in usage.values()) or None}
+
+
+def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str | None) -> dict[str, Any]:
+    """Configurations `a` and `b` on the scenarios both have: paired differences in turns passed, Wilcoxon p."""
+    browse.schema_version(conn)
+    if browse.sweep(conn, sweep_id) is None:
+        raise NotFound(f"no sweep {sweep_id!r} in this store")
+    names = [c["name"] for c in browse.configurations(conn, sweep_id)]
+    out: dict[str, Any] = {"sweep_id": sweep_id, "names": names, "a": a, "b": b, "pairs": None}
+    if a is None or b is None:
+        return out
+    for name in (a, b):
+        if name not in names:
+            raise NotFound(f"no configuration {name!r} in sweep {sweep_id!r}")
+    scen = browse.scenarios(conn, sweep_id)
+    sa = {s["seed"]: s for s in scen if s["configuration"] == a}
+    sb = {s["seed"]: s for s in scen if s["configuration"] == b}
+    seeds = sorted(set(sa) & set(sb))
+    pairs = [{"seed": s, "a": sa[s]["turns_passed"], "b": sb[s]["turns_passed"], "a_status": sa[s]["status"],
+              "b_status": sb[s]["status"], "diff": sa[s]["turns_passed"] - sb[s]["turns_passed"]} for s in seeds]
+    diffs = [float(p["diff"]) for p in pairs]
+    mean, se = mean_se(diffs)
+    out.update(pairs=pairs, mean_diff=_num(mean), se_diff=_num(se),
+               p=wilcoxon_paired([p["a"] for p in pairs], [p["b"] for p in pairs]) if pairs else None,
+               wins=sum(d > 0 for d in diffs), losses=sum(d < 0 for d in diffs), ties=sum(d == 0 for d in diffs),
+               unfinished=sum(sa[s]["status"] not in FINAL or sb[s]["status"] not in FINAL for s in seeds))
+    return out

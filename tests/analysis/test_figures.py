@@ -1,0 +1,187 @@
+"""Paper-ready figures from a real sweep: every format, editable text, captions, skips that say why, cost figures."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+from PIL import Image
+
+from staminad.analysis import cost, figures
+from staminad.cli import main
+from state import Store
+from tests.engine.conftest import sweep, write_sweep
+
+NAMES = ("survival", "turns_vs_retry_budget", "failures_first", "failures_all", "cost_vs_turns",
+         "turns_within_cost_budget")
+
+
+async def _meter(db: Path) -> None:
+    """Record model calls per attempt as the LLM gateway does: a dollar-cent per turn, more on retries."""
+    async with await Store.open(db) as store:
+        async with store.db.execute("SELECT a.id, a.scenario_id, a.turn, a.attempt FROM attempts a") as cur:
+            rows = await cur.fetchall()
+        for attempt_id, scenario_id, turn, attempt in rows:
+            await store.llm_call(scenario_id, attempt_id, turn, "openai", "m", (1000 * attempt, 200, 0),
+                                 0.01 * attempt, 200, 0.5, 0.0, False)
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("figures")
+    path = write_sweep(tmp, "fig", ["reference", "mutant:rounded-avg+fix", "mutant:500-on-wrong-type",
+                                    "fault:crash:once"], seeds="0-2", turns=3, retries=1)
+    anyio.run(sweep, path, tmp / "state")
+    return tmp / "state"
+
+
+@pytest.fixture(scope="module")
+def metered(state: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same store after a gateway recorded usage (a copy, so the unmetered one stays as it was)."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path_factory.mktemp("metered") / "state"
+    copy.mkdir()
+    src = sqlite3.connect(state / "staminad.db")
+    dst = sqlite3.connect(copy / "staminad.db")
+    src.backup(dst)
+    src.close()
+    dst.close()
+    shutil.copytree(state / "sandboxes", copy / "sandboxes")
+    anyio.run(_meter, copy / "staminad.db")
+    return copy
+
+
+@pytest.fixture(scope="module")
+def report_dir(metered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    assert main(["report", "fig", "--state-dir", str(metered), "--out", str(out), "--bootstrap", "200"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_figure_is_written_as_pdf_svg_and_300_dpi_png(report_dir: Path, name: str) -> None:
+    """Every figure exists in all three formats; the PNG is 300 dpi and not blank."""
+    png = Image.open(report_dir / f"{name}.png")
+    assert png.info["dpi"] == pytest.approx((300, 300), abs=0.5) and png.width > 1200
+    assert len(set(png.convert("L").getdata())) > 10  # drawn, not one flat colour
+    assert (report_dir / f"{name}.pdf").read_bytes().startswith(b"%PDF")
+    assert (report_dir / f"{name}.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_text_stays_editable_in_svg_and_pdf(report_dir: Path) -> None:
+    """SVG text is real <text> (not glyph outlines) and the PDF embeds TrueType fonts (Type 42), not Type 3."""
+    svg = (report_dir / "survival.svg").read_text()
+    assert "<text" in svg and "turns survived" in svg and "reference R=1 detailed" in svg
+    assert 'id="DejaVuSans-' not in svg  # glyphs are not drawn as paths
+    pdf = (report_dir / "survival.pdf").read_bytes()
+    assert b"/FontFile2" in pdf and b"/Type3" not in pdf
+
+
+def test_captions_say_n_turns_r_and_the_error_bars(report_dir: Path) -> None:
+    """Each figure carries a caption line with N scenarios, the turns, R and what its bars or bands are."""
+    for name, bars in (("survival", "95% CI"), ("turns_vs_retry_budget", "±1 SE"),
+                       ("turns_within_cost_budget", "±1 SE")):
+        svg = (report_dir / f"{name}.svg").read_text()
+        assert "N = 3 scenarios per configuration, turns 0-3, R = 1" in svg and bars in svg, name
+
+
+def test_turn_axes_have_integer_ticks(report_dir: Path) -> None:
+    """The survival figure's turn axis is labelled with whole turns only."""
+    svg = (report_dir / "survival.svg").read_text()
+    xticks = re.findall(r'<g id="xtick_\d+">.*?<text [^>]*>([^<]*)</text>', svg, re.S)
+    assert xticks == [str(t) for t in range(len(xticks))] and len(xticks) >= 4
+
+
+def test_censoring_marks_and_bands_are_drawn() -> None:
+    """The Kaplan-Meier band is inside [0, 1], holds the curve, and is the point 0 where S reaches 0."""
+    s = {"km_survival": [0.75, 0.5, 0.0], "km_at_risk": [4, 3, 2], "km_events": [1, 1, 2]}
+    lo, hi = figures.greenwood_band(s)
+    assert all(0 <= a <= v <= b <= 1 for a, v, b in zip(lo, s["km_survival"], hi, strict=True))
+    assert lo[-1] == hi[-1] == 0.0 and hi[0] - lo[0] > 0.2
+
+
+def test_report_md_embeds_each_figure_with_its_caption(report_dir: Path) -> None:
+    """report.md shows each PNG and links the vector files, and lists the figures left out with why."""
+    text = (report_dir / "report.md").read_text()
+    for name in NAMES:
+        assert f"![{name}]({name}.png)" in text and f"[PDF]({name}.pdf)" in text and f"[SVG]({name}.svg)" in text
+    assert "turns_vs_feedback left out: every configuration uses the same feedback level." in text
+    assert "spent through the gateway" in text
+
+
+def test_loc_figure_is_skipped_with_a_reason_when_it_says_nothing() -> None:
+    """No LoC counts, or the same count on every turn, skip the figure with the reason; varying counts draw it."""
+    assert "no lines-of-code counts" in (figures.loc_information({"loc_by_turn": {"a": []}}) or "")
+    flat = {"loc_by_turn": {"a": [(0, 357.0, 0.0, 3), (1, 357.0, 0.0, 3)]}}
+    assert "same size" in (figures.loc_information(flat) or "")
+    assert figures.loc_information({"loc_by_turn": {"a": [(0, 300.0, 0.0, 3), (1, 357.0, 1.0, 3)]}}) is None
+
+
+def test_without_usage_the_cost_figures_are_skipped_with_a_line(state: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """An unmetered store draws no cost figures and prints why, once."""
+    assert main(["report", "fig", "--state-dir", str(state), "--out", str(tmp_path), "--bootstrap", "200"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("cost_vs_turns and turns_within_cost_budget left out: no model usage recorded") == 1
+    assert not (tmp_path / "cost_vs_turns.png").exists()
+
+
+def test_turns_within_budget_counts_turns_until_the_running_cost_exceeds_it() -> None:
+    """A turn counts when the cost of it and every turn before it fits the budget."""
+    sc = {"turns_passed": 3, "cost_by_turn": [(0, 1.0), (1, 2.0), (2, 0.5), (3, 4.0)]}
+    assert [cost.turns_within(sc, b) for b in (0.5, 1.0, 2.9, 3.0, 3.5, 100)] == [0, 1, 1, 2, 3, 3]
+
+
+def test_report_html_writes_a_self_contained_static_site(metered: Path, tmp_path: Path) -> None:
+    """`report --html` writes index, sweep, scenario and comparison pages that link only to each other, with
+    figures embedded and no script."""
+    assert main(["report", "fig", "--state-dir", str(metered), "--out", str(tmp_path), "--bootstrap", "200",
+                 "--html"]) == 0
+    site = tmp_path / "site"
+    pages = {p.name: p.read_text() for p in site.glob("*.html")}
+    assert len([n for n in pages if n.startswith("scenario-")]) == 12 and len(
+        [n for n in pages if n.startswith("compare-")]) == 3
+    assert 'src="data:image/png;base64,' in pages["index.html"] and "<script" not in "".join(pages.values())
+    for text in pages.values():
+        for href in re.findall(r'href="([^"#]+)"', text):
+            assert (site / href).exists(), href
+    assert "request" in "".join(v for k, v in pages.items() if "500-on-wrong-type" in k)
+
+
+def test_report_html_needs_out(state: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--html` without `--out` is one line, exit 2."""
+    assert main(["report", "fig", "--state-dir", str(state), "--html"]) == 2
+    assert "--html needs --out" in capsys.readouterr().err
+
+
+def test_export_carries_timings_usage_and_leaves_what_does_not_apply_empty(metered: Path, tmp_path: Path) -> None:
+    """Each exported attempt has its timestamps, durations, tokens and cost; infra rows have no LoC or tests."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    from staminad.analysis.export import COLUMNS
+
+    assert main(["export", "fig", "--state-dir", str(metered), "--out", str(tmp_path / "a.csv")]) == 0
+    with open(tmp_path / "a.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == list(COLUMNS) and all(COLUMNS.values())
+    tested = [r for r in rows if r["outcome"] in ("pass", "fail")]
+    infra = [r for r in rows if r["outcome"] == "infra"]
+    assert tested and infra
+    for r in tested:
+        assert float(r["finished_at"]) >= float(r["launched_at"]) > 0
+        assert float(r["suite_seconds"]) > 0 and float(r["server_start_seconds"]) > 0 and r["passed_tests"]
+        assert float(r["cost"]) == pytest.approx(0.01 * int(r["attempt"])) and r["input_tokens"] == str(
+            1000 * int(r["attempt"]))
+    for r in infra:
+        assert r["loc"] == r["failed_tests"] == r["passed_tests"] == r["suite_seconds"] == ""
+        assert r["infra_kind"] == "harness_crash" and r["harness_exit"] not in ("", "0")
+    assert main(["export", "fig", "--state-dir", str(metered), "--format", "parquet", "--out",
+                 str(tmp_path / "a.parquet")]) == 0
+    table = pq.read_table(tmp_path / "a.parquet")
+    assert table.num_rows == len(rows) and table.column("cost").null_count == 0

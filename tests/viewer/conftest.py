@@ -1,0 +1,75 @@
+"""Viewer fixtures: a store from a real small sweep, plus a scenario whose agent wrote `<script>` everywhere."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from state import Store
+from state.schema import MIGRATIONS
+from tests.engine.conftest import sweep, write_sweep
+
+SCRIPT = '<script>document.title="pwned";window.__pwned=1</script>'
+XSS_SWEEP, XSS_CONFIG = "xss<b>", "agent<script>x</script> R=1 detailed"
+
+
+async def _agent_wrote_scripts(state: Path) -> None:
+    """A scenario as the engine records it, where the agent's server, harness and prompt texts carry markup."""
+    root = state / "sandboxes" / "xss" / "c1-s0"
+    (root / "control" / "jobs" / "t0000-a01-i00").mkdir(parents=True)
+    (root / "control" / "jobs" / "t0000-a01-i00" / "log").write_text(f"harness says {SCRIPT}\n")
+    (root / "control" / "server.log").write_text(f"server says {SCRIPT}\n" + "x" * 200_000 + "\nlast line\n")
+    async with await Store.open(state / "staminad.db") as store:
+        await store.ensure_sweep(XSS_SWEEP, XSS_SWEEP, "fp", "{}")
+        await store.set_sweep_turns(XSS_SWEEP, 1)
+        cid = await store.ensure_configuration(XSS_SWEEP, XSS_CONFIG, "agent<script>x</script>", 1, "detailed")
+        sc = await store.ensure_scenario(cid, 0)
+        await store.update_scenario(sc.id, sandbox={"runtime": "local", "root": str(root)}, status="failed",
+                                    reason=f"turn 0 failed {SCRIPT}")
+        row = await store.begin_attempt(sc.id, 0, 1, 0, "turn", f"prompt {SCRIPT}")
+        results = [{"name": "t_ok", "category": "crud", "rule": "r", "passed": True},
+                   {"name": f"t{SCRIPT}", "category": "business_logic", "rule": "r1", "passed": False,
+                    "message": f"wrong {SCRIPT}", "request": f"POST /things {SCRIPT}", "status": 500,
+                    "response": f"<html>{SCRIPT}</html>"}]
+        await store.update_attempt(row.id, results=results, phase="tested", outcome="fail",
+                                   categories="business_logic", passed_tests=1, total_tests=2,
+                                   feedback=f"feedback {SCRIPT}", harness_exit=0, harness_seconds=1.5,
+                                   server_seconds=0.2, suite_seconds=0.3, teardown_seconds=0.01,
+                                   finished_at=time.time(), loc=12)
+        await store.llm_call(sc.id, row.id, 0, "openai", "m", (100, 20, 5), 0.0125, 200, 1.0, 0.0, False)
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """State dir with sweep `vw` (reference, a caught mutant, a transient crash) and sweep `infra` (only
+    infrastructure failures), both run for real with local processes, and the `xss<b>` sweep."""
+    tmp = tmp_path_factory.mktemp("viewer")
+    state = tmp / "state"
+    vw = write_sweep(tmp, "vw", ["reference", "mutant:500-on-wrong-type", "fault:crash:once"], seeds="0-1", turns=3,
+                     retries=1)
+    infra = write_sweep(tmp, "infra", ["fault:crash"], seeds="0-1", turns=2, retries=1)
+    anyio.run(sweep, vw, state)
+    anyio.run(sweep, infra, state)
+    anyio.run(_agent_wrote_scripts, state)
+    return state
+
+
+def old_store(path: Path) -> Path:
+    """A store written by the first schema version (no LoC, no horizon, no gateway table), with one attempt."""
+    path.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path / "staminad.db")
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO sweeps VALUES ('old', 'old', 'fp', '{}', 'finished', 0)")
+    conn.execute("INSERT INTO configurations VALUES (1, 'old', 'reference R=0 detailed', 'reference', 0, 'detailed')")
+    conn.execute("INSERT INTO scenarios (id, config_id, seed, status, turns_passed, updated_at) "
+                 "VALUES (1, 1, 0, 'done', 1, 0)")
+    conn.execute("INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, "
+                 "launched_at, outcome) VALUES (1, 0, 1, 0, 'tested', 'turn', 'build it', 0, 'pass')")
+    conn.commit()
+    conn.close()
+    return path
