@@ -2,7 +2,9 @@
 
 A connection opens with `Hello` (the client's protocol version) answered by `HelloReply`; then each
 request gets exactly one reply (`Ok`, `ErrorReply` or a typed answer), and a `Subscribe` turns the
-connection into a stream of `Event`s.
+connection into a stream of `Event`s. Every message carries `rid`: a client numbers its requests and
+the reply repeats the number, so a reply left over from a request the client gave up on (cancelled,
+timed out) is recognised and skipped, never taken as the answer to a later one.
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ from typing import Any
 
 import msgspec
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
-class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True):
-    pass
+class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
+    rid: int = 0  # the request's number, repeated by its reply; 0 on events and unnumbered requests
+
+
+class RequestId(msgspec.Struct):
+    """Only a message's `rid`, read leniently, so a request that fails to decode still gets its reply matched."""
+
+    rid: int = 0
 
 
 class Hello(_Msg, tag="hello", frozen=True):

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketStream
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import ByteStream
 
 from protocol import (
     PROTOCOL_VERSION,
     Cancel,
     ErrorReply,
     FrameError,
+    FrameReader,
     GetAttempt,
     GetScenario,
     GetSweep,
@@ -31,6 +31,7 @@ from protocol import (
     Ok,
     Pause,
     Request,
+    RequestId,
     Resume,
     RetryScenario,
     Stop,
@@ -39,7 +40,6 @@ from protocol import (
     SweepList,
     decoder,
     encoder,
-    read_frame,
     write_frame,
 )
 from staminad.daemon import views
@@ -54,34 +54,44 @@ _CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, a
            ConnectionError)
 
 
-async def serve_client(daemon: Daemon, stream: SocketStream) -> None:
-    enc, dec = encoder(), decoder(Request)
-    reader = BufferedByteReceiveStream(stream)
+async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
+    enc, dec, rid_only = encoder(), decoder(Request), msgspec.msgpack.Decoder(RequestId)
+    frames = FrameReader(stream)
 
-    async def send(message: Any) -> None:
-        with anyio.fail_after(SEND_TIMEOUT):
-            await write_frame(stream, enc.encode(message))
+    async def send(message: Any, rid: int = 0) -> None:
+        await write_frame(stream, enc.encode(msgspec.structs.replace(message, rid=rid) if rid else message),
+                          SEND_TIMEOUT)
+
+    def number(body: bytes) -> int:
+        """The request's number even when the request itself does not decode (0 if there is none)."""
+        try:
+            return rid_only.decode(body).rid
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return 0
 
     async with stream:
         try:
             with anyio.fail_after(HELLO_TIMEOUT):
-                hello = dec.decode(await read_frame(reader))
+                body = await frames.read()
+            hello = dec.decode(body)  # garbage instead of a hello closes the connection
             if not isinstance(hello, Hello) or hello.version != PROTOCOL_VERSION:
-                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"))
+                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"),
+                           number(body))
                 return
             from staminad.daemon.service import VERSION
 
-            await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION))
+            await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION), hello.rid)
             while True:
+                body = await frames.read()
                 try:
-                    request = dec.decode(await read_frame(reader))
+                    request = dec.decode(body)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    await send(ErrorReply(message=f"bad request: {exc}"))
+                    await send(ErrorReply(message=f"bad request: {exc}"), number(body))
                     continue
                 if isinstance(request, Subscribe):
                     await _stream_events(daemon, request, send)
                     return
-                await send(await _answer(daemon, request))
+                await send(await _answer(daemon, request), request.rid)
                 if isinstance(request, Stop):
                     daemon.stop(request.drain)
         except FrameError as exc:
@@ -135,7 +145,7 @@ async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:
     # Taken in the same step as subscribing, so the replay and the live stream meet without a gap.
     backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay:] if request.replay > 0 else []
     try:
-        await send(Ok(detail="subscribed"))
+        await send(Ok(detail="subscribed"), request.rid)
         for event in backlog:
             await send(event)
         async with sub.receive:

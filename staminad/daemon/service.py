@@ -17,8 +17,9 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketStream, TaskStatus
+from anyio.abc import ByteStream, TaskStatus
 
+from protocol.stream import serve_unix
 from staminad.daemon import views
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
@@ -97,16 +98,19 @@ class Daemon:
             self.store = await Store.open(self.state_dir / "staminad.db")
             self.watcher = MarkerWatcher()
             self.socket_path.unlink(missing_ok=True)  # stale: we hold the lock, nobody else serves it
-            listener = await anyio.create_unix_listener(self.socket_path)
-            os.chmod(self.socket_path, self.socket_mode)
-            if self.socket_group:
-                import grp
-
-                os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
-            async with listener, anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as tg:
                 self._tg = tg
+                umask = os.umask(0o177)  # the socket is born 0600, then opened up as configured
+                try:
+                    await tg.start(serve_unix, self.socket_path, self._client, tg)
+                finally:
+                    os.umask(umask)
+                os.chmod(self.socket_path, self.socket_mode)
+                if self.socket_group:
+                    import grp
+
+                    os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
                 tg.start_soon(self.watcher.serve)
-                tg.start_soon(listener.serve, self._client, tg)
                 tg.start_soon(watchdog)
                 for sweep_id, status, config in await self._unfinished():
                     await self._start(sweep_id, config, paused=status == "paused")
@@ -155,7 +159,7 @@ class Daemon:
                                          "('running', 'paused') ORDER BY created_at") as cur:
             return [(r[0], r[1], r[2].encode()) for r in await cur.fetchall()]
 
-    async def _client(self, stream: SocketStream) -> None:
+    async def _client(self, stream: ByteStream) -> None:
         await serve_client(self, stream)
 
     # --- sweeps -------------------------------------------------------------------------------
