@@ -24,6 +24,8 @@ def _save(fig: Any, out: Path, name: str) -> list[Path]:
 def survival(report: dict[str, Any], out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name, s in report["survival"].items():
+        if s["rmst"] is None:  # no scored scenario: no curve to draw
+            continue
         xs, ys = [0.0], [1.0]
         for t, v in zip(s["km_times"], s["km_survival"], strict=True):
             xs += [t, t]
