@@ -9,6 +9,10 @@ class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
+class CommandError(Exception):
+    """A command that could not do its work (no daemon, an unwritable state dir): one line, exit status 1."""
+
+
 def seed_list(text: str) -> list[int]:
     """`0-19`, `3`, or `0,4,7-9` -> a sorted list of distinct non-negative seeds."""
     seeds: set[int] = set()

@@ -27,7 +27,7 @@ from protocol import (
     Subscribe,
     SweepInfo,
 )
-from staminad.commands.args import UsageError
+from staminad.commands.args import CommandError, UsageError
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,6 +50,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "submit":
             p.add_argument("sweep", type=Path)
+            p.add_argument("--force-new", action="store_true",
+                           help="replace a stored sweep of the same name whose configuration differs")
         elif name in ("cancel", "pause", "resume"):
             p.add_argument("sweep")
         elif name == "status":
@@ -94,7 +96,7 @@ def start_cmd(args: argparse.Namespace) -> int:
     try:
         daemon.acquire()
     except DaemonError as exc:
-        raise UsageError(str(exc)) from None
+        raise CommandError(str(exc)) from None
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -133,6 +135,14 @@ def client_cmd(args: argparse.Namespace) -> int:
 
     socket_path = _state_dir(args) / "staminad.sock"
     name = args.command_name
+    text = ""
+    if name == "submit":  # the file is checked before the daemon is asked
+        try:
+            text = args.sweep.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{args.sweep} is not UTF-8 text (byte {exc.start}); a sweep is TOML") from None
 
     async def main() -> int:
         async with Client(socket_path) as client:
@@ -150,11 +160,8 @@ def client_cmd(args: argparse.Namespace) -> int:
                 return 0
             request: Any
             if name == "submit":
-                try:
-                    text = args.sweep.read_text()
-                except OSError as exc:
-                    raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
-                request = Submit(sweep_toml=text, base_dir=str(args.sweep.resolve().parent))
+                request = Submit(sweep_toml=text, base_dir=str(args.sweep.resolve().parent), source=str(args.sweep),
+                                 force_new=args.force_new)
             elif name == "status":
                 request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
             elif name == "stop":
@@ -180,4 +187,4 @@ def client_cmd(args: argparse.Namespace) -> int:
     try:
         return anyio.run(main)
     except ClientError as exc:
-        raise UsageError(str(exc)) from None
+        raise CommandError(str(exc)) from None

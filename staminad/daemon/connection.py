@@ -8,6 +8,7 @@ crash the daemon.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,8 @@ from staminad.engine.config import SweepError
 
 if TYPE_CHECKING:
     from staminad.daemon.service import Daemon
+
+log = logging.getLogger("staminad")
 
 HELLO_TIMEOUT = 10.0
 SEND_TIMEOUT = 10.0
@@ -108,8 +111,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
     assert store is not None
     try:
         match request:
-            case Submit(sweep_toml=text, base_dir=base):
-                return Ok(detail=await daemon.submit(text, base))
+            case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new):
+                return Ok(detail=await daemon.submit(text, base, source, force_new))
             case ListSweeps():
                 return SweepList(sweeps=tuple([await views.sweep_info(store, s) for s in await daemon.sweep_ids()]))
             case GetSweep(sweep=name):
@@ -137,6 +140,10 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return ErrorReply(message="already said hello")
     except SweepError as exc:
         return ErrorReply(message=str(exc))
+    except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
+        log.exception("request %s failed", type(request).__name__)
+        return ErrorReply(message=f"staminad could not answer {type(request).__name__}: {type(exc).__name__}: {exc}"
+                                  " (the daemon's log has the traceback)")
     return ErrorReply(message=f"unsupported request {type(request).__name__}")
 
 

@@ -20,7 +20,7 @@ import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
 from protocol.stream import serve_unix
-from staminad.daemon import views
+from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
 from staminad.daemon.notify import notify, watchdog
@@ -164,17 +164,26 @@ class Daemon:
 
     # --- sweeps -------------------------------------------------------------------------------
 
-    async def submit(self, toml_text: str, base_dir: str) -> str:
+    async def submit(self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False) -> str:
         assert self.store is not None
         base = Path(base_dir or self.state_dir)
-        sweep, fingerprint = parse_sweep(toml_text.encode(), base / "submitted.toml")
+        path = base / (Path(source).name if source else "submitted.toml")
+        sweep, fingerprint = parse_sweep(toml_text.encode(), path)
+        run = self.running.get(sweep.name)
+        if run is not None and await self._status(sweep.name) in ("finished", "cancelled", "error"):
+            with anyio.move_on_after(30):  # its task is only winding down: its status is final
+                await run.done.wait()
         if sweep.name in self.running:
-            raise SweepError(f"sweep {sweep.name} is already running")
+            if not force_new:
+                await resubmit.check(self.store, sweep, fingerprint, path, False, self.state_dir)  # what changed
+            raise SweepError(f"{path}: sweep {sweep.name} is already running (cancel it first, or give the file a "
+                             "new `name`)")
+        replaced = await resubmit.check(self.store, sweep, fingerprint, path, force_new, self.state_dir)
         config = msgspec.json.encode(sweep)
         await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
         await self.store.set_sweep_status(sweep.name, "running")
         await self._start(sweep.name, config, paused=False)
-        return sweep.name
+        return f"{sweep.name} (replaced the stored sweep of that name)" if replaced else sweep.name
 
     async def _start(self, sweep_id: str, config: bytes, paused: bool) -> None:
         assert self._tg is not None
@@ -255,6 +264,12 @@ class Daemon:
             await self.store.set_sweep_status(sweep_id, "running")
             await self._start(sweep_id, found[0].encode(), paused=False)
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
+
+    async def _status(self, sweep_id: str) -> str | None:
+        assert self.store is not None
+        async with self.store.db.execute("SELECT status FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
+            found = await cur.fetchone()
+        return None if found is None else str(found[0])
 
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None

@@ -54,7 +54,7 @@ def test_configurations_of_one_name_in_two_sweeps_stay_apart(state: Path, capsys
 
 
 def test_cancelled_sweeps_are_left_out_unless_asked(state: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """With no sweep named, a cancelled sweep is left out (one line says so); --include-cancelled or naming it shows it."""
+    """Unnamed, a cancelled sweep is left out (one line says so); --include-cancelled or its name shows it."""
     assert not any(c["sweep"] == "dropped" for c in _json(state, capsys)["configurations"])
     assert main(["report", "--state-dir", str(state), "--bootstrap", "100"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
@@ -65,7 +65,7 @@ def test_cancelled_sweeps_are_left_out_unless_asked(state: Path, capsys: pytest.
 
 def test_scenarios_with_no_observation_are_counted_unscored_never_survivors(
         state: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A harness that crashes before any test: both scenarios unscored, no RMST (not the maximum), counted everywhere."""
+    """A harness crashing before any test: both scenarios unscored, no RMST (not the maximum), counted per table."""
     data = _json(state, capsys, "long")
     crash = data["survival"]["fault:crash R=2 detailed"]
     assert (crash["scored"], crash["unscored"], crash["rmst"]) == (0, 2, None)
