@@ -134,14 +134,23 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class SweepInfo(_Msg, tag="sweep", frozen=True):
+    """A sweep's figures; `parallel` is its own limit, `active` and `queued` its scenarios in and awaiting a slot."""
+
     sweep: str
     status: str
     fingerprint: str
     configurations: tuple[ConfigStatus, ...] = ()
+    parallel: int = 0
+    active: int = 0
+    queued: int = 0
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):
+    """Every sweep, and the daemon-wide limit on concurrent scenarios with how many slots are in use."""
+
     sweeps: tuple[SweepInfo, ...]
+    limit: int = 0
+    active: int = 0
 
 
 class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

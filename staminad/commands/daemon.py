@@ -121,7 +121,8 @@ def start_cmd(args: argparse.Namespace) -> int:
 
 
 def _print_info(info: SweepInfo) -> None:
-    print(f"sweep {info.sweep}: {info.status}")
+    slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
+    print(f"sweep {info.sweep}: {info.status}{slots}")
     for c in info.configurations:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
@@ -178,6 +179,7 @@ def client_cmd(args: argparse.Namespace) -> int:
             elif isinstance(reply, SweepInfo):
                 _print_info(reply)
             elif not isinstance(reply, ErrorReply):
+                print(f"daemon: {reply.active} of {reply.limit} scenario slots in use")
                 for info in reply.sweeps:
                     _print_info(info)
             if isinstance(reply, ErrorReply):

@@ -114,9 +114,10 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
             case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new):
                 return Ok(detail=await daemon.submit(text, base, source, force_new))
             case ListSweeps():
-                return SweepList(sweeps=tuple([await views.sweep_info(store, s) for s in await daemon.sweep_ids()]))
+                infos = [daemon.with_slots(await views.sweep_info(store, s)) for s in await daemon.sweep_ids()]
+                return SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)
             case GetSweep(sweep=name):
-                return await views.sweep_info(store, name)
+                return daemon.with_slots(await views.sweep_info(store, name))
             case ListScenarios(sweep=name):
                 return await views.scenario_list(store, name, daemon.bus.seq)
             case GetScenario(sweep=name, configuration=config, seed=seed):

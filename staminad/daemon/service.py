@@ -19,6 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
+from protocol import SweepInfo
 from protocol.stream import serve_unix
 from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
@@ -209,6 +210,7 @@ class Daemon:
                 pack = read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
                 factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
                 emit("sweep_runtime", {"runtime": chosen})
+                self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
                                 suites=self.suites, keep_jobs=self.keep_jobs, requeue=run.requeued)
                 while True:
@@ -225,6 +227,7 @@ class Daemon:
         finally:
             run.done.set()
             self.running.pop(sweep.name, None)
+            self.limiter.caps.pop(sweep.name, None)
 
     async def cancel(self, sweep_id: str) -> None:
         assert self.store is not None
@@ -264,6 +267,12 @@ class Daemon:
             await self.store.set_sweep_status(sweep_id, "running")
             await self._start(sweep_id, found[0].encode(), paused=False)
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
+
+    def with_slots(self, info: SweepInfo) -> SweepInfo:
+        """The sweep's figures with its limit and the scenarios holding and awaiting a slot now."""
+        parallel = self.limiter.caps.get(info.sweep, 0)
+        return msgspec.structs.replace(info, parallel=parallel, active=self.limiter.held.get(info.sweep, 0),
+                                       queued=self.limiter.waiting(info.sweep))
 
     async def _status(self, sweep_id: str) -> str | None:
         assert self.store is not None
