@@ -27,7 +27,7 @@ from protocol import (
     Subscribe,
     SweepInfo,
 )
-from staminad.commands.args import CommandError, UsageError
+from staminad.commands.args import CommandError, UsageError, bounded_int
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,7 +36,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--socket-mode", default="600", help="octal mode of the control socket (default 600)")
     s.add_argument("--socket-group", help="group that may use the control socket")
     s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
-    s.add_argument("--parallel", type=int, default=64, help="global limit on concurrent scenarios")
+    s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
     s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
     s.set_defaults(func=start_cmd)
@@ -91,6 +91,13 @@ def start_cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"--metrics-port {args.metrics_port} is not a port number")
     if args.suite_parallel is not None and args.suite_parallel < 1:
         raise UsageError("--suite-parallel must be at least 1")
+    if args.socket_group:
+        import grp
+
+        try:
+            grp.getgrnam(args.socket_group)
+        except KeyError:
+            raise UsageError(f"--socket-group {args.socket_group!r} is not a group on this machine") from None
     daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port,
                     args.suite_parallel)
     try:

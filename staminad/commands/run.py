@@ -85,17 +85,38 @@ def run_cmd(args: argparse.Namespace) -> int:
     runtime = args.runtime or sweep.run.runtime
     from staminad.sandbox.runtime import choose_runtime
 
+    lock = _lock_state_dir(state_dir)
     try:
-        replaced = anyio.run(_check_stored, sweep, fingerprint, args.sweep, args.force_new, state_dir)
-    except SweepError as exc:
-        raise UsageError(str(exc)) from None
-    if replaced:
-        print(f"replaced the stored sweep {sweep.name} (--force-new)", flush=True)
-    factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
-    print(f"runtime: {chosen}; state: {state_dir}", flush=True)
-    summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, _printer(args.quiet), pack)
-    print(format_summary(summaries))
-    return 0
+        try:
+            replaced = anyio.run(_check_stored, sweep, fingerprint, args.sweep, args.force_new, state_dir)
+        except SweepError as exc:
+            raise UsageError(str(exc)) from None
+        if replaced:
+            print(f"replaced the stored sweep {sweep.name} (--force-new)", flush=True)
+        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
+        print(f"runtime: {chosen}; state: {state_dir}", flush=True)
+        summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, _printer(args.quiet), pack)
+        print(format_summary(summaries))
+        return 0
+    finally:
+        os.close(lock)
+
+
+def _lock_state_dir(state_dir: Path) -> int:
+    """Take the state directory's lock, as the daemon does: one process runs sweeps on a state dir at a time."""
+    import fcntl
+
+    from staminad.commands.args import CommandError
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CommandError(f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit the sweep "
+                           "to the daemon with `staminad submit FILE`, or pass another --state-dir") from None
+    return fd
 
 
 async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: bool, state_dir: Path) -> bool:

@@ -80,3 +80,22 @@ def test_a_non_utf8_sweep_file_is_one_line(tmp_path: Path) -> None:
     bad.write_bytes(b"name = \"\xff\xfe\"\n")
     done = cli(tmp_path, "submit", str(bad))
     assert done.returncode == 2 and "not UTF-8" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_run_on_the_state_dir_of_a_live_daemon_is_refused(tmp_path: Path) -> None:
+    """`staminad run` beside a daemon on the same state dir: exit 1, one line pointing at `staminad submit`."""
+    path = write_sweep(tmp_path, "beside", ["reference"], turns=1)
+    state = tmp_path / "st"
+    with daemon(state) as proc:
+        done = subprocess.run([*CLI, "run", str(path), "--state-dir", str(state)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 1 and "staminad submit" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and proc.poll() is None
+
+
+@pytest.mark.parametrize("argv", [["--parallel", "0"], ["--parallel", "-5"], ["--socket-group", "no-such-group-x"]])
+def test_bad_start_options_are_one_line_exit_2(tmp_path: Path, argv: list[str]) -> None:
+    """A zero or negative --parallel, or an unknown --socket-group: exit 2 with one line, no daemon left running."""
+    done = subprocess.run([*CLI, "start", "--state-dir", str(tmp_path / "st"), *argv], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
