@@ -224,6 +224,7 @@ class Daemon:
             emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})
             with anyio.CancelScope(shield=True):
                 await self.store.set_sweep_status(sweep.name, "error")
+                await self._stopped_scenarios(sweep.name, f"sweep error: {type(exc).__name__}")
         finally:
             run.done.set()
             self.running.pop(sweep.name, None)
@@ -238,6 +239,15 @@ class Daemon:
         run.scope.cancel()
         with anyio.move_on_after(60):
             await run.done.wait()
+        await self._stopped_scenarios(sweep_id, "sweep cancelled")
+
+    async def _stopped_scenarios(self, sweep_id: str, reason: str) -> None:
+        """Scenarios a cancelled or failed sweep left `running` go back to `pending`, saying why."""
+        assert self.store is not None
+        await self.store.db.execute(
+            "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
+            "(SELECT id FROM configurations WHERE sweep_id = ?)", (reason, sweep_id))
+        await self.store.db.commit()
 
     async def pause(self, sweep_id: str, paused: bool) -> None:
         assert self.store is not None

@@ -45,3 +45,20 @@ async def test_the_overview_shows_a_sweeps_slots_and_queue(tmp_path: Path) -> No
             table = app.screen.query_one("#sweeps")
             await settle(pilot, lambda: table.row_count == 1)  # type: ignore[attr-defined]
             assert str(table.get_row_at(0)[1]) == "running 1/1, 2 queued"  # type: ignore[attr-defined]
+
+
+async def test_a_cancelled_sweep_leaves_no_scenario_running(tmp_path: Path) -> None:
+    """Cancel while a scenario waits on its agent: the scenario goes back to pending, saying the sweep was cancelled."""
+    from protocol import Cancel, ListScenarios, ScenarioList
+
+    path = write_sweep(tmp_path, "stopped", ["manual"], seeds="0-1", turns=1)
+    state = tmp_path / "st"
+    async with running_daemon(state), events(state, ("stopped",)) as stream:
+        await submit(state, path)
+        await until(stream, "manual_prompt")
+        await request(state, Cancel(sweep="stopped"))
+        listed = await request(state, ListScenarios(sweep="stopped"))
+        assert isinstance(listed, ScenarioList)
+        assert {(row.status, row.reason) for row in listed.scenarios} == {("pending", "sweep cancelled")}
+        info = await request(state, GetSweep(sweep="stopped"))
+        assert info.status == "cancelled" and all("running" not in c.statuses for c in info.configurations)
