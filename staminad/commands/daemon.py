@@ -27,7 +27,7 @@ from protocol import (
     Subscribe,
     SweepInfo,
 )
-from staminad.commands.args import CommandError, UsageError, bounded_int
+from staminad.commands.args import CommandError, UsageError, bounded_int, check_store
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -104,6 +104,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         daemon.acquire()
     except DaemonError as exc:
         raise CommandError(str(exc)) from None
+    check_store(daemon.state_dir / "staminad.db")
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from staminad.commands.args import UsageError
+from staminad.commands.args import UsageError, check_store
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import format_summary, run_sweep
@@ -87,6 +87,7 @@ def run_cmd(args: argparse.Namespace) -> int:
 
     lock = _lock_state_dir(state_dir)
     try:
+        check_store(state_dir / "staminad.db")
         try:
             replaced = anyio.run(_check_stored, sweep, fingerprint, args.sweep, args.force_new, state_dir)
         except SweepError as exc:

@@ -99,3 +99,15 @@ def test_bad_start_options_are_one_line_exit_2(tmp_path: Path, argv: list[str]) 
     done = subprocess.run([*CLI, "start", "--state-dir", str(tmp_path / "st"), *argv], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "start"])
+def test_a_corrupted_store_is_one_line_and_no_hang(tmp_path: Path, command: str) -> None:
+    """`run` and `start` on a staminad.db that is not a database: exit 1 with one line, and the process ends."""
+    state = tmp_path / "st"
+    state.mkdir()
+    (state / "staminad.db").write_bytes(b"not a database, " * 512)
+    argv = ["run", str(write_sweep(tmp_path, "c", ["reference"], turns=1))] if command == "run" else ["start"]
+    done = subprocess.run([*CLI, *argv, "--state-dir", str(state)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "cannot be used" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
