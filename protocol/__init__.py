@@ -1,6 +1,6 @@
 """Wire messages between staminad and its clients, and their framing. Imports neither daemon nor TUI."""
 
-from protocol.framing import MAX_FRAME, FrameError, read_frame, write_frame
+from protocol.framing import MAX_FRAME, FrameError, FrameReader, read_frame, write_frame
 from protocol.messages import (
     PROTOCOL_VERSION,
     AttemptTexts,
@@ -18,6 +18,7 @@ from protocol.messages import (
     Ok,
     Pause,
     Request,
+    RequestId,
     Resume,
     RetryScenario,
     ScenarioInfo,
@@ -40,6 +41,7 @@ __all__ = [
     "ErrorReply",
     "Event",
     "FrameError",
+    "FrameReader",
     "GetAttempt",
     "GetScenario",
     "GetSweep",
@@ -51,6 +53,7 @@ __all__ = [
     "Ok",
     "Pause",
     "Request",
+    "RequestId",
     "Resume",
     "RetryScenario",
     "ScenarioInfo",

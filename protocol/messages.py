@@ -2,7 +2,9 @@
 
 A connection opens with `Hello` (the client's protocol version) answered by `HelloReply`; then each
 request gets exactly one reply (`Ok`, `ErrorReply` or a typed answer), and a `Subscribe` turns the
-connection into a stream of `Event`s.
+connection into a stream of `Event`s. Every message carries `rid`: a client numbers its requests and
+the reply repeats the number, so a reply left over from a request the client gave up on (cancelled,
+timed out) is recognised and skipped, never taken as the answer to a later one.
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ from typing import Any
 
 import msgspec
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
-class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True):
-    pass
+class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
+    rid: int = 0  # the request's number, repeated by its reply; 0 on events and unnumbered requests
+
+
+class RequestId(msgspec.Struct):
+    """Only a message's `rid`, read leniently, so a request that fails to decode still gets its reply matched."""
+
+    rid: int = 0
 
 
 class Hello(_Msg, tag="hello", frozen=True):
@@ -29,10 +37,15 @@ class HelloReply(_Msg, tag="hello_reply", frozen=True):
 
 
 class Submit(_Msg, tag="submit", frozen=True):
-    """A sweep file's TOML text; `base_dir` resolves relative pack paths."""
+    """A sweep file's TOML text; `base_dir` resolves relative pack paths, `source` names the file in errors.
+
+    `force_new` replaces a stored sweep of the same name whose configuration differs.
+    """
 
     sweep_toml: str
     base_dir: str = ""
+    source: str = ""
+    force_new: bool = False
 
 
 class ListSweeps(_Msg, tag="list", frozen=True):
@@ -121,14 +134,23 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class SweepInfo(_Msg, tag="sweep", frozen=True):
+    """A sweep's figures; `parallel` is its own limit, `active` and `queued` its scenarios in and awaiting a slot."""
+
     sweep: str
     status: str
     fingerprint: str
     configurations: tuple[ConfigStatus, ...] = ()
+    parallel: int = 0
+    active: int = 0
+    queued: int = 0
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):
+    """Every sweep, and the daemon-wide limit on concurrent scenarios with how many slots are in use."""
+
     sweeps: tuple[SweepInfo, ...]
+    limit: int = 0
+    active: int = 0
 
 
 class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -1,8 +1,13 @@
-"""`staminad` entry point: builds the argument parser and turns user errors into one line, exit 2."""
+"""`staminad` entry point: builds the argument parser and turns expected failures into one line.
+
+Exit status 2 for usage errors (bad arguments, a bad sweep file or pack), 1 for runtime errors (no daemon,
+a state directory that cannot be written, a corrupted store), 130 on an interrupt.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -10,7 +15,8 @@ from typing import NoReturn
 from staminad.bench.changes import ChangeError
 from staminad.bench.pack import PackError
 from staminad.commands import daemon, image, oracle, report, run, scenario, view
-from staminad.commands.args import UsageError
+from staminad.commands.args import CommandError, UsageError
+from staminad.engine.config import SweepError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,6 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="staminad", description="StaminaBench: how long do coding agents stay correct?")
+    parser.add_argument("--version", action="version", version=f"staminad {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scenario.add_parsers(sub)
     oracle.add_parsers(sub)
@@ -31,15 +38,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("staminabench")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) single-member exception groups, as task groups raise them."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _os_error(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (UsageError, PackError, ChangeError) as exc:
-        print(f"staminad: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    except BaseException as raised:  # sorted below; anything unexpected is re-raised whole
+        exc = _leaf(raised)
+        if isinstance(exc, UsageError | PackError | ChangeError | SweepError):
+            print(f"staminad: error: {exc}", file=sys.stderr)
+            return 2
+        if isinstance(exc, CommandError):
+            print(f"staminad: error: {exc}", file=sys.stderr)
+            return 1
+        if isinstance(exc, OSError):
+            print(f"staminad: error: {_os_error(exc)}", file=sys.stderr)
+            return 1
+        if isinstance(exc, sqlite3.DatabaseError):
+            print(f"staminad: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "
+                  "aside and run again)", file=sys.stderr)
+            return 1
+        if isinstance(exc, KeyboardInterrupt):
+            return 130
+        raise
 
 
 if __name__ == "__main__":

@@ -46,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from tui.app import make_app
 
-    make_app(path).run()
-    return 0
+    app = make_app(path)
+    app.run()
+    # Textual prints an uncaught exception's traceback once the terminal is restored, and sets return_code:
+    # a crash must not look like a clean quit to the shell, tmux or textual-serve.
+    return app.return_code or 0
 
 
 if __name__ == "__main__":

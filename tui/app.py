@@ -22,6 +22,7 @@ from protocol.client import ClientError
 from tui.board import Board
 from tui.components.banner import Banner
 from tui.link import Link, LinkDown
+from tui.screens.base import MonitorScreen
 from tui.screens.overview import OverviewScreen
 
 BATCH_WINDOW = 0.04  # seconds events wait to be applied together
@@ -44,12 +45,13 @@ class StaminaApp(App[None]):
         self._missing: set[str] = set()  # sweeps whose scenario list is needed
         self._inbox: list[Event] = []
         self._frozen = False
+        self._refetching = False
         self.on_shown: Callable[[list[Event]], None] | None = None  # benchmarks: these events are on screen
 
     def on_mount(self) -> None:
         self.push_screen(OverviewScreen())
         self._keep_attached()
-        self.set_interval(REFETCH_EVERY, self._refetch)
+        self.set_interval(REFETCH_EVERY, self._maybe_refetch)
 
     @work(name="link", exclusive=True, group="link")
     async def _keep_attached(self) -> None:
@@ -85,16 +87,14 @@ class StaminaApp(App[None]):
                 self._missing.add(event.sweep)
         if changes:
             self._stale_sweeps = True  # figures are refetched at most once per REFETCH_EVERY
-            self._notify_screens("board_changed", changes)
+            for screen in self._screens():
+                screen.board_changed(changes)
         if self.on_shown is not None:
             self.call_after_refresh(self.on_shown, inbox)
 
-    def _notify_screens(self, hook: str, *args: Any) -> None:
-        """Call `hook` on every screen on the stack that has it (screens opt in by defining it)."""
-        for screen in self.screen_stack:
-            handler = getattr(screen, hook, None)
-            if handler is not None:
-                handler(*args)
+    def _screens(self) -> list[MonitorScreen]:
+        """The monitor screens on the stack (dialogs and help are not told about data)."""
+        return [screen for screen in self.screen_stack if isinstance(screen, MonitorScreen)]
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -116,10 +116,24 @@ class StaminaApp(App[None]):
         self._stale_sweeps = True
         self.board.reattached()
         self._missing.update(self.board.scenarios)
-        self._notify_screens("resync")
+        for screen in self._screens():
+            screen.resync()
 
-    @work(exclusive=True, group="refetch")
+    def _maybe_refetch(self) -> None:
+        # A refetch still running (a slow daemon, a busy machine) is left to finish, not cancelled and
+        # restarted: restarting every tick would never finish one under load.
+        if not self._refetching:
+            self._refetching = True
+            self._refetch()
+
+    @work(group="refetch")
     async def _refetch(self) -> None:
+        try:
+            await self._refetch_now()
+        finally:
+            self._refetching = False
+
+    async def _refetch_now(self) -> None:
         if not self.link.connected:
             return
         if self._stale_sweeps:
@@ -128,14 +142,16 @@ class StaminaApp(App[None]):
             if listed is not None:
                 self.board.set_sweeps(listed)
                 self._missing.update(s for s in self.board.sweeps if s not in self.board.scenarios)
-                self._notify_screens("sweeps_loaded")
+                for screen in self._screens():
+                    screen.sweeps_loaded()
         loaded = False
         while self._missing:
             sweep = self._missing.pop()
             scenarios = await self.ask(ListScenarios(sweep=sweep), quiet=True)
             if scenarios is not None:
                 self.board.set_scenarios(scenarios)
-                self._notify_screens("scenarios_loaded", sweep)
+                for screen in self._screens():
+                    screen.scenarios_loaded(sweep)
                 loaded = True
         if loaded and not self._frozen:
             # The widget tree and first snapshots live as long as the app: moving them out of the

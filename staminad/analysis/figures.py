@@ -124,6 +124,8 @@ def _steps(times: list[float], values: list[float], start: float, tau: float) ->
 def survival(report: dict[str, Any], out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for i, (name, s) in enumerate(report["survival"].items()):
+        if not s.get("scored", True):  # no scored scenario: no curve to draw
+            continue
         st = style(i)
         xs, ys = _steps(s["km_times"], s["km_survival"], 1.0, s["tau"])
         ax.plot(xs, ys, color=st["color"], linestyle=st["linestyle"], linewidth=1.5,

@@ -1,5 +1,11 @@
 """Reports: the paper-style table with significance marks, survival and RMST, failure analysis, as
 Markdown, LaTeX, JSON or CSV; figures are drawn by `figures.py` from the same report data.
+
+Configurations are keyed by (sweep, configuration): when a report spans several sweeps, each row and
+configuration is labelled `sweep/name`, so two sweeps' configurations of one name never merge.
+A scenario that never produced an observation (no attempt the suite tested: an infrastructure failure
+before any test, or cancelled before it started) is left out of every figure and counted as unscored;
+every table says how many scenarios were scored and how many were not.
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ from typing import Any
 
 import msgspec
 
-from staminad.analysis.data import ConfigData
+from staminad.analysis.data import ConfigData, ScenarioData
 from staminad.analysis.metrics import (
+    agent_attempts,
     failure_counts,
     loc_by_turn,
     regressions,
@@ -36,8 +43,29 @@ def _paired(a: ConfigData, b: ConfigData) -> tuple[list[float], list[float]]:
     return [sa[s].turns_passed for s in seeds], [sb[s].turns_passed for s in seeds]
 
 
+def scored(s: ScenarioData) -> bool:
+    """Whether a scenario says anything about its agent: at least one attempt the suite tested."""
+    return bool(agent_attempts(s))
+
+
+def _keyed(configs: list[ConfigData]) -> list[ConfigData]:
+    """Configurations labelled by sweep too when the selection spans several sweeps."""
+    if len({c.sweep for c in configs}) <= 1:
+        return configs
+    return [msgspec.structs.replace(c, name=f"{c.sweep}/{c.name}", agent=f"{c.sweep}/{c.agent}") for c in configs]
+
+
+def _mean_key(c: ConfigData) -> float:
+    mean = summary(c).mean_turns
+    return -math.inf if math.isnan(mean) else mean
+
+
 def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     """Everything a report shows, as plain data (also the JSON format)."""
+    configs = _keyed(configs)
+    unscored = {c.name: sum(not scored(s) for s in c.scenarios) for c in configs}
+    everything = configs
+    configs = [msgspec.structs.replace(c, scenarios=tuple(s for s in c.scenarios if scored(s))) for c in configs]
     rows = list(dict.fromkeys(c.agent for c in configs))
     cols = list(dict.fromkeys(_column(c) for c in configs))
     cell = {(c.agent, _column(c)): c for c in configs}
@@ -45,31 +73,38 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     tests: list[tuple[str, str, float]] = []
     for r in rows:
         present = [cell[(r, col)] for col in cols if (r, col) in cell]
-        best = max(present, key=lambda c: summary(c).mean_turns)
+        best = max(present, key=_mean_key)
         table[r] = {}
         for c in present:
             s = summary(c)
-            p = 1.0 if c is best else wilcoxon_paired(*_paired(c, best))
+            p = 1.0 if c is best or not c.scenarios else wilcoxon_paired(*_paired(c, best))
             if c is not best:
                 tests.append((r, _column(c), p))
             table[r][_column(c)] = {"mean": s.mean_turns, "se": s.se_turns, "pass_rate": s.pass_rate,
-                                    "n": s.scenarios, "best": c is best, "p_vs_best": p,
+                                    "n": s.scenarios, "unscored": unscored[c.name], "best": c is best,
+                                    "p_vs_best": p,
                                     "not_worse": c is best or p > ALPHA}
     adjusted = holm([p for _, _, p in tests])
     for (r, col, _), adj in zip(tests, adjusted, strict=True):
         table[r][col]["p_holm"] = adj
     survival = {}
-    reference = max(configs, key=lambda c: summary(c).mean_turns) if configs else None
+    with_data = [c for c in configs if c.scenarios]
+    reference = max(with_data, key=_mean_key) if with_data else None
     for c in configs:
         d, e = survival_data(c)
         tau = float(c.n_turns + 1)
+        entry: dict[str, Any] = {"tau": tau, "scored": len(d), "unscored": unscored[c.name]}
+        if not d:  # nothing observed: no curve, rather than a survivor's full RMST
+            entry.update(rmst=math.nan, rmst_ci=[math.nan, math.nan], km_times=[], km_survival=[], events=0,
+                         censored=0)
+            survival[c.name] = entry
+            continue
         point, lo, hi = rmst_bootstrap(d, e, tau, n_boot=n_boot)
         km = kaplan_meier(d, e)
-        entry: dict[str, Any] = {"rmst": point, "rmst_ci": [lo, hi], "tau": tau, "km_times": list(km.times),
-                                 "km_survival": list(km.survival), "events": int(sum(e)),
-                                 "censored": len(e) - int(sum(e)), "km_at_risk": list(km.at_risk),
-                                 "km_events": list(km.events),
-                                 "censored_times": sorted(t for t, ev in zip(d, e, strict=True) if not ev)}
+        entry.update(rmst=point, rmst_ci=[lo, hi], km_times=list(km.times), km_survival=list(km.survival),
+                     events=int(sum(e)), censored=len(e) - int(sum(e)), km_at_risk=list(km.at_risk),
+                     km_events=list(km.events),
+                     censored_times=sorted(t for t, ev in zip(d, e, strict=True) if not ev))
         if reference is not None and c is not reference:
             rd, re_ = survival_data(reference)
             chi2, p = logrank(d, e, rd, re_)
@@ -77,9 +112,11 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
         survival[c.name] = entry
     return {
         "configurations": [{"name": c.name, "sweep": c.sweep, "agent": c.agent, "retries": c.retries,
-                            "feedback": c.feedback, "n_turns": c.n_turns,
+                            "feedback": c.feedback, "n_turns": c.n_turns, "unscored": unscored[c.name],
                             **{k: v for k, v in msgspec.structs.asdict(summary(c)).items() if k != "name"}}
                            for c in configs],
+        "scenarios": {c.name: {"scored": len(c.scenarios), "unscored": unscored[c.name],
+                               "total": len(full.scenarios)} for c, full in zip(configs, everything, strict=True)},
         "table": {"rows": rows, "columns": cols, "cells": table},
         "retry_curves": {c.name: retry_curve(c) for c in configs},
         "survival": survival,
@@ -94,10 +131,17 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     }
 
 
+def _counted(scored_n: int, unscored_n: int) -> str:
+    return f"n={scored_n}" + (f", {unscored_n} unscored" if unscored_n else "")
+
+
 def _fmt(cellv: dict[str, Any] | None, bold: tuple[str, str], mark: str) -> str:
     if cellv is None:
         return "-"
-    text = f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%)"
+    if not cellv["n"]:
+        return f"- ({_counted(0, cellv['unscored'])})"
+    text = (f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%, "
+            f"{_counted(cellv['n'], cellv['unscored'])})")
     if cellv["best"]:
         return f"{bold[0]}{text}{bold[1]}"
     return text + (mark if cellv["not_worse"] else "")
@@ -107,7 +151,9 @@ def markdown(report: dict[str, Any]) -> str:
     t = report["table"]
     out = ["# StaminaBench report", "",
            "Average turns passed ± SE (pass rate). **Bold**: best in its row; † not significantly worse than the "
-           f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected).", "",
+           f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected). n: scenarios "
+           "scored; unscored ones (no tested attempt: an infrastructure failure before any test, or cancelled "
+           "before starting) are left out of every figure.", "",
            "| agent | " + " | ".join(t["columns"]) + " |", "|---|" + "---|" * len(t["columns"])]
     for r in t["rows"]:
         cells = [_fmt(t["cells"][r].get(col), ("**", "**"), " †") for col in t["columns"]]
@@ -121,22 +167,32 @@ def markdown(report: dict[str, Any]) -> str:
     out += ["", "## Survival", "", "Turns survived, right-censored at N+1; a harness out of infra retries is a "
             "failure (paper), a platform fault leaves the scenario out. "
             "RMST(N+1) with a 95% scenario-bootstrap CI; log-rank against the configuration with the best mean.", "",
-            "| configuration | RMST | 95% CI | failures / censored | log-rank p vs best |", "|---|---|---|---|---|"]
+            "| configuration | scenarios | RMST | 95% CI | failures / censored | log-rank p vs best |",
+            "|---|---|---|---|---|---|"]
     for name, s in report["survival"].items():
         lr = s.get("logrank_vs_best")
         p = "-" if lr is None else f"{lr['p']:.3g}"
-        out.append(f"| {name} | {s['rmst']:.2f} | {s['rmst_ci'][0]:.2f}-{s['rmst_ci'][1]:.2f} | "
+        counted = _counted(s["scored"], s["unscored"])
+        if s["rmst"] is None or not s["scored"]:
+            out.append(f"| {name} | {counted} | - | - | - | - |")
+            continue
+        out.append(f"| {name} | {counted} | {s['rmst']:.2f} | {s['rmst_ci'][0]:.2f}-{s['rmst_ci'][1]:.2f} | "
                    f"{s['events']} / {s['censored']} | {p} |")
     out += ["", "## Retry budget (from one run's history)", ""]
     for name, curve in report["retry_curves"].items():
-        out.append(f"- {name}: " + ", ".join(f"R'={b}: {m:.1f} ± {se:.1f}" for b, m, se in curve))
-    out += ["", "## Failures", "", "| configuration | first failure | all failures | regression / new-feature tests |",
-            "|---|---|---|---|"]
+        n = report["scenarios"][name]
+        out.append(f"- {name} ({_counted(n['scored'], n['unscored'])}): "
+                   + ", ".join("-" if m is None else f"R'={b}: {m:.1f} ± {se:.1f}" for b, m, se in curve))
+    out += ["", "## Failures", "",
+            "| configuration | scenarios | first failure | all failures | regression / new-feature tests |",
+            "|---|---|---|---|---|"]
     for name in report["failures_first"]:
         first = ", ".join(f"{k} {v}" for k, v in sorted(report["failures_first"][name].items())) or "-"
         every = ", ".join(f"{k} {v}" for k, v in sorted(report["failures_all"][name].items())) or "-"
         reg = report["regressions"][name]
-        out.append(f"| {name} | {first} | {every} | {reg['regression']} / {reg['new_feature']} |")
+        n = report["scenarios"][name]
+        out.append(f"| {name} | {_counted(n['scored'], n['unscored'])} | {first} | {every} | "
+                   f"{reg['regression']} / {reg['new_feature']} |")
     out += ["", f"Cost: {report['cost']}.", ""]
     return "\n".join(out)
 
@@ -150,13 +206,18 @@ def latex(report: dict[str, Any]) -> str:
 def csv_table(report: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["agent", "setting", "mean_turns", "se", "pass_rate", "n", "best", "p_vs_best", "p_holm"])
+    w.writerow(["agent", "setting", "mean_turns", "se", "pass_rate", "n", "unscored", "best", "p_vs_best",
+                "p_holm"])
     t = report["table"]
     for r in t["rows"]:
         for col, v in t["cells"][r].items():
-            w.writerow([r, col, f"{v['mean']:.4f}", f"{v['se']:.4f}", f"{v['pass_rate']:.4f}", v["n"], v["best"],
+            w.writerow([r, col, _num(v["mean"]), _num(v["se"]), _num(v["pass_rate"]), v["n"], v["unscored"], v["best"],
                         f"{v['p_vs_best']:.6g}", "" if "p_holm" not in v else f"{v['p_holm']:.6g}"])
     return buf.getvalue()
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
 
 
 def clean(value: Any) -> Any:

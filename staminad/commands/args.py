@@ -3,10 +3,36 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
+
+
+class CommandError(Exception):
+    """A command that could not do its work (no daemon, an unwritable state dir): one line, exit status 1."""
+
+
+def check_store(db: Path) -> None:
+    """Refuse, in one line, a state store that exists but is not a usable SQLite database.
+
+    Checked synchronously before the async store opens it: a failed open there leaves aiosqlite's
+    worker thread alive, and the process would hang at exit after printing its error.
+    """
+    import sqlite3
+
+    if not db.exists():
+        return
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            conn.execute("PRAGMA quick_check(1)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise CommandError(f"the state store {db} cannot be used ({exc}); move it aside (or pass another "
+                           "--state-dir) and run again") from None
 
 
 def seed_list(text: str) -> list[int]:

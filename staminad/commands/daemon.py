@@ -27,7 +27,7 @@ from protocol import (
     Subscribe,
     SweepInfo,
 )
-from staminad.commands.args import UsageError
+from staminad.commands.args import CommandError, UsageError, bounded_int, check_store
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,7 +36,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--socket-mode", default="600", help="octal mode of the control socket (default 600)")
     s.add_argument("--socket-group", help="group that may use the control socket")
     s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
-    s.add_argument("--parallel", type=int, default=64, help="global limit on concurrent scenarios")
+    s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
     s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
     s.set_defaults(func=start_cmd)
@@ -50,6 +50,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "submit":
             p.add_argument("sweep", type=Path)
+            p.add_argument("--force-new", action="store_true",
+                           help="replace a stored sweep of the same name whose configuration differs")
         elif name in ("cancel", "pause", "resume"):
             p.add_argument("sweep")
         elif name == "status":
@@ -89,12 +91,20 @@ def start_cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"--metrics-port {args.metrics_port} is not a port number")
     if args.suite_parallel is not None and args.suite_parallel < 1:
         raise UsageError("--suite-parallel must be at least 1")
+    if args.socket_group:
+        import grp
+
+        try:
+            grp.getgrnam(args.socket_group)
+        except KeyError:
+            raise UsageError(f"--socket-group {args.socket_group!r} is not a group on this machine") from None
     daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port,
                     args.suite_parallel)
     try:
         daemon.acquire()
     except DaemonError as exc:
-        raise UsageError(str(exc)) from None
+        raise CommandError(str(exc)) from None
+    check_store(daemon.state_dir / "staminad.db")
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -119,7 +129,8 @@ def start_cmd(args: argparse.Namespace) -> int:
 
 
 def _print_info(info: SweepInfo) -> None:
-    print(f"sweep {info.sweep}: {info.status}")
+    slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
+    print(f"sweep {info.sweep}: {info.status}{slots}")
     for c in info.configurations:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
@@ -133,6 +144,14 @@ def client_cmd(args: argparse.Namespace) -> int:
 
     socket_path = _state_dir(args) / "staminad.sock"
     name = args.command_name
+    text = ""
+    if name == "submit":  # the file is checked before the daemon is asked
+        try:
+            text = args.sweep.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{args.sweep} is not UTF-8 text (byte {exc.start}); a sweep is TOML") from None
 
     async def main() -> int:
         async with Client(socket_path) as client:
@@ -150,11 +169,8 @@ def client_cmd(args: argparse.Namespace) -> int:
                 return 0
             request: Any
             if name == "submit":
-                try:
-                    text = args.sweep.read_text()
-                except OSError as exc:
-                    raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
-                request = Submit(sweep_toml=text, base_dir=str(args.sweep.resolve().parent))
+                request = Submit(sweep_toml=text, base_dir=str(args.sweep.resolve().parent), source=str(args.sweep),
+                                 force_new=args.force_new)
             elif name == "status":
                 request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
             elif name == "stop":
@@ -171,6 +187,7 @@ def client_cmd(args: argparse.Namespace) -> int:
             elif isinstance(reply, SweepInfo):
                 _print_info(reply)
             elif not isinstance(reply, ErrorReply):
+                print(f"daemon: {reply.active} of {reply.limit} scenario slots in use")
                 for info in reply.sweeps:
                     _print_info(info)
             if isinstance(reply, ErrorReply):
@@ -180,4 +197,4 @@ def client_cmd(args: argparse.Namespace) -> int:
     try:
         return anyio.run(main)
     except ClientError as exc:
-        raise UsageError(str(exc)) from None
+        raise CommandError(str(exc)) from None

@@ -21,6 +21,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
     r.add_argument("--html", action="store_true",
                    help="also write the viewer's pages as a static site under OUT/site (needs --out)")
+    r.add_argument("--include-cancelled", action="store_true",
+                   help="with no sweep named, also report cancelled sweeps (left out by default)")
     r.set_defaults(func=report_cmd)
     e = sub.add_parser("export", help="every attempt as CSV or Parquet, for notebooks")
     e.add_argument("sweeps", nargs="*")
@@ -60,13 +62,41 @@ def _check_schema(db: Path) -> None:
                          "migrates it, then report")
 
 
-def _configs(args: argparse.Namespace) -> list[ConfigData]:
+def _sweep_statuses(db: Path) -> dict[str, str]:
+    import sqlite3
+
+    from state import queries
+
+    conn = queries.connect_readonly(db)
+    try:
+        return {str(r[0]): str(r[1]) for r in conn.execute("SELECT id, status FROM sweeps")}
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"cannot read {db}: {exc}") from None
+    finally:
+        conn.close()
+
+
+def _configs(args: argparse.Namespace, leave_out_cancelled: bool = False) -> list[ConfigData]:
+    import sys
+
     from staminad.analysis.data import load
 
     db = _db(args)
+    if not db.is_file():
+        raise UsageError(f"no state store at {db} (run a sweep first, or pass --state-dir)")
     _check_schema(db)
+    sweeps = list(args.sweeps) or None
+    if sweeps is None and leave_out_cancelled and not getattr(args, "include_cancelled", False):
+        statuses = _sweep_statuses(db)
+        cancelled = sorted(s for s, status in statuses.items() if status == "cancelled")
+        if cancelled:
+            sweeps = [s for s in statuses if s not in cancelled]
+            print(f"staminad: left out cancelled sweeps: {', '.join(cancelled)} (--include-cancelled shows them)",
+                  file=sys.stderr)
+            if not sweeps:
+                raise UsageError(f"every sweep in {db} was cancelled; name one or pass --include-cancelled")
     try:
-        configs = load(db, args.sweeps or None)
+        configs = load(db, sweeps)
     except (FileNotFoundError, KeyError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
     if not configs:
@@ -83,7 +113,8 @@ def report_cmd(args: argparse.Namespace) -> int:
         raise UsageError("--html needs --out DIR for the site")
     from staminad.analysis import cost
 
-    data = report.clean({**report.build(_configs(args), n_boot=args.bootstrap), **cost.study(_db(args), args.sweeps)})
+    built = report.build(_configs(args, leave_out_cancelled=True), n_boot=args.bootstrap)
+    data = report.clean({**built, **cost.study(_db(args), args.sweeps)})
     renderers: dict[str, Callable[[dict[str, Any]], str]] = {
         "md": report.markdown, "latex": report.latex, "csv": report.csv_table,
         "json": lambda d: json.dumps(d, indent=2)}

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from staminad.commands.args import UsageError
+from staminad.commands.args import UsageError, check_store
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import format_summary, run_sweep
@@ -32,6 +32,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
     p.add_argument("--runtime", choices=("auto", "local", "docker"), help="override the sweep's runtime")
     p.add_argument("--quiet", action="store_true", help="only the final table")
+    p.add_argument("--force-new", action="store_true",
+                   help="replace a stored sweep of the same name whose configuration differs")
     p.set_defaults(func=run_cmd)
     d = sub.add_parser("done", help="finish a manual attempt: write its completion marker")
     d.add_argument("--marker", type=Path, required=True, help="the marker path the engine printed")
@@ -83,11 +85,52 @@ def run_cmd(args: argparse.Namespace) -> int:
     runtime = args.runtime or sweep.run.runtime
     from staminad.sandbox.runtime import choose_runtime
 
-    factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
-    print(f"runtime: {chosen}; state: {state_dir}", flush=True)
-    summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, _printer(args.quiet), pack)
-    print(format_summary(summaries))
-    return 0
+    lock = _lock_state_dir(state_dir)
+    try:
+        check_store(state_dir / "staminad.db")
+        try:
+            replaced = anyio.run(_check_stored, sweep, fingerprint, args.sweep, args.force_new, state_dir)
+        except SweepError as exc:
+            raise UsageError(str(exc)) from None
+        if replaced:
+            print(f"replaced the stored sweep {sweep.name} (--force-new)", flush=True)
+        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
+        print(f"runtime: {chosen}; state: {state_dir}", flush=True)
+        summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, _printer(args.quiet), pack)
+        print(format_summary(summaries))
+        return 0
+    finally:
+        os.close(lock)
+
+
+def _lock_state_dir(state_dir: Path) -> int:
+    """Take the state directory's lock, as the daemon does: one process runs sweeps on a state dir at a time."""
+    import fcntl
+
+    from staminad.commands.args import CommandError
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CommandError(f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit the sweep "
+                           "to the daemon with `staminad submit FILE`, or pass another --state-dir") from None
+    return fd
+
+
+async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: bool, state_dir: Path) -> bool:
+    """Refuse (or, with force_new, replace) a stored sweep of this name made from another configuration."""
+    from staminad.daemon import resubmit
+    from state.store import Store
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    store = await Store.open(state_dir / "staminad.db")
+    try:
+        return await resubmit.check(store, sweep, fingerprint, source, force_new, state_dir)
+    finally:
+        await store.close()
 
 
 def done_cmd(args: argparse.Namespace) -> int:

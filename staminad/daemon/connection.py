@@ -8,19 +8,20 @@ crash the daemon.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketStream
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import ByteStream
 
 from protocol import (
     PROTOCOL_VERSION,
     Cancel,
     ErrorReply,
     FrameError,
+    FrameReader,
     GetAttempt,
     GetScenario,
     GetSweep,
@@ -31,6 +32,7 @@ from protocol import (
     Ok,
     Pause,
     Request,
+    RequestId,
     Resume,
     RetryScenario,
     Stop,
@@ -39,7 +41,6 @@ from protocol import (
     SweepList,
     decoder,
     encoder,
-    read_frame,
     write_frame,
 )
 from staminad.daemon import views
@@ -48,40 +49,52 @@ from staminad.engine.config import SweepError
 if TYPE_CHECKING:
     from staminad.daemon.service import Daemon
 
+log = logging.getLogger("staminad")
+
 HELLO_TIMEOUT = 10.0
 SEND_TIMEOUT = 10.0
 _CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
            ConnectionError)
 
 
-async def serve_client(daemon: Daemon, stream: SocketStream) -> None:
-    enc, dec = encoder(), decoder(Request)
-    reader = BufferedByteReceiveStream(stream)
+async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
+    enc, dec, rid_only = encoder(), decoder(Request), msgspec.msgpack.Decoder(RequestId)
+    frames = FrameReader(stream)
 
-    async def send(message: Any) -> None:
-        with anyio.fail_after(SEND_TIMEOUT):
-            await write_frame(stream, enc.encode(message))
+    async def send(message: Any, rid: int = 0) -> None:
+        await write_frame(stream, enc.encode(msgspec.structs.replace(message, rid=rid) if rid else message),
+                          SEND_TIMEOUT)
+
+    def number(body: bytes) -> int:
+        """The request's number even when the request itself does not decode (0 if there is none)."""
+        try:
+            return rid_only.decode(body).rid
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return 0
 
     async with stream:
         try:
             with anyio.fail_after(HELLO_TIMEOUT):
-                hello = dec.decode(await read_frame(reader))
+                body = await frames.read()
+            hello = dec.decode(body)  # garbage instead of a hello closes the connection
             if not isinstance(hello, Hello) or hello.version != PROTOCOL_VERSION:
-                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"))
+                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"),
+                           number(body))
                 return
             from staminad.daemon.service import VERSION
 
-            await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION))
+            await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION), hello.rid)
             while True:
+                body = await frames.read()
                 try:
-                    request = dec.decode(await read_frame(reader))
+                    request = dec.decode(body)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    await send(ErrorReply(message=f"bad request: {exc}"))
+                    await send(ErrorReply(message=f"bad request: {exc}"), number(body))
                     continue
                 if isinstance(request, Subscribe):
                     await _stream_events(daemon, request, send)
                     return
-                await send(await _answer(daemon, request))
+                await send(await _answer(daemon, request), request.rid)
                 if isinstance(request, Stop):
                     daemon.stop(request.drain)
         except FrameError as exc:
@@ -98,12 +111,13 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
     assert store is not None
     try:
         match request:
-            case Submit(sweep_toml=text, base_dir=base):
-                return Ok(detail=await daemon.submit(text, base))
+            case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new):
+                return Ok(detail=await daemon.submit(text, base, source, force_new))
             case ListSweeps():
-                return SweepList(sweeps=tuple([await views.sweep_info(store, s) for s in await daemon.sweep_ids()]))
+                infos = [daemon.with_slots(await views.sweep_info(store, s)) for s in await daemon.sweep_ids()]
+                return SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)
             case GetSweep(sweep=name):
-                return await views.sweep_info(store, name)
+                return daemon.with_slots(await views.sweep_info(store, name))
             case ListScenarios(sweep=name):
                 return await views.scenario_list(store, name, daemon.bus.seq)
             case GetScenario(sweep=name, configuration=config, seed=seed):
@@ -127,6 +141,10 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return ErrorReply(message="already said hello")
     except SweepError as exc:
         return ErrorReply(message=str(exc))
+    except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
+        log.exception("request %s failed", type(request).__name__)
+        return ErrorReply(message=f"staminad could not answer {type(request).__name__}: {type(exc).__name__}: {exc}"
+                                  " (the daemon's log has the traceback)")
     return ErrorReply(message=f"unsupported request {type(request).__name__}")
 
 
@@ -135,7 +153,7 @@ async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:
     # Taken in the same step as subscribing, so the replay and the live stream meet without a gap.
     backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay:] if request.replay > 0 else []
     try:
-        await send(Ok(detail="subscribed"))
+        await send(Ok(detail="subscribed"), request.rid)
         for event in backlog:
             await send(event)
         async with sub.receive:

@@ -17,9 +17,11 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketStream, TaskStatus
+from anyio.abc import ByteStream, TaskStatus
 
-from staminad.daemon import views
+from protocol import SweepInfo
+from protocol.stream import serve_unix
+from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import serve_client
 from staminad.daemon.notify import notify, watchdog
@@ -97,16 +99,19 @@ class Daemon:
             self.store = await Store.open(self.state_dir / "staminad.db")
             self.watcher = MarkerWatcher()
             self.socket_path.unlink(missing_ok=True)  # stale: we hold the lock, nobody else serves it
-            listener = await anyio.create_unix_listener(self.socket_path)
-            os.chmod(self.socket_path, self.socket_mode)
-            if self.socket_group:
-                import grp
-
-                os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
-            async with listener, anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as tg:
                 self._tg = tg
+                umask = os.umask(0o177)  # the socket is born 0600, then opened up as configured
+                try:
+                    await tg.start(serve_unix, self.socket_path, self._client, tg)
+                finally:
+                    os.umask(umask)
+                os.chmod(self.socket_path, self.socket_mode)
+                if self.socket_group:
+                    import grp
+
+                    os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
                 tg.start_soon(self.watcher.serve)
-                tg.start_soon(listener.serve, self._client, tg)
                 tg.start_soon(watchdog)
                 for sweep_id, status, config in await self._unfinished():
                     await self._start(sweep_id, config, paused=status == "paused")
@@ -155,22 +160,31 @@ class Daemon:
                                          "('running', 'paused') ORDER BY created_at") as cur:
             return [(r[0], r[1], r[2].encode()) for r in await cur.fetchall()]
 
-    async def _client(self, stream: SocketStream) -> None:
+    async def _client(self, stream: ByteStream) -> None:
         await serve_client(self, stream)
 
     # --- sweeps -------------------------------------------------------------------------------
 
-    async def submit(self, toml_text: str, base_dir: str) -> str:
+    async def submit(self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False) -> str:
         assert self.store is not None
         base = Path(base_dir or self.state_dir)
-        sweep, fingerprint = parse_sweep(toml_text.encode(), base / "submitted.toml")
+        path = base / (Path(source).name if source else "submitted.toml")
+        sweep, fingerprint = parse_sweep(toml_text.encode(), path)
+        run = self.running.get(sweep.name)
+        if run is not None and await self._status(sweep.name) in ("finished", "cancelled", "error"):
+            with anyio.move_on_after(30):  # its task is only winding down: its status is final
+                await run.done.wait()
         if sweep.name in self.running:
-            raise SweepError(f"sweep {sweep.name} is already running")
+            if not force_new:
+                await resubmit.check(self.store, sweep, fingerprint, path, False, self.state_dir)  # what changed
+            raise SweepError(f"{path}: sweep {sweep.name} is already running (cancel it first, or give the file a "
+                             "new `name`)")
+        replaced = await resubmit.check(self.store, sweep, fingerprint, path, force_new, self.state_dir)
         config = msgspec.json.encode(sweep)
         await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
         await self.store.set_sweep_status(sweep.name, "running")
         await self._start(sweep.name, config, paused=False)
-        return sweep.name
+        return f"{sweep.name} (replaced the stored sweep of that name)" if replaced else sweep.name
 
     async def _start(self, sweep_id: str, config: bytes, paused: bool) -> None:
         assert self._tg is not None
@@ -196,6 +210,7 @@ class Daemon:
                 pack = read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
                 factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
                 emit("sweep_runtime", {"runtime": chosen})
+                self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
                                 suites=self.suites, keep_jobs=self.keep_jobs, requeue=run.requeued)
                 while True:
@@ -209,9 +224,11 @@ class Daemon:
             emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})
             with anyio.CancelScope(shield=True):
                 await self.store.set_sweep_status(sweep.name, "error")
+                await self._stopped_scenarios(sweep.name, f"sweep error: {type(exc).__name__}")
         finally:
             run.done.set()
             self.running.pop(sweep.name, None)
+            self.limiter.caps.pop(sweep.name, None)
 
     async def cancel(self, sweep_id: str) -> None:
         assert self.store is not None
@@ -222,6 +239,15 @@ class Daemon:
         run.scope.cancel()
         with anyio.move_on_after(60):
             await run.done.wait()
+        await self._stopped_scenarios(sweep_id, "sweep cancelled")
+
+    async def _stopped_scenarios(self, sweep_id: str, reason: str) -> None:
+        """Scenarios a cancelled or failed sweep left `running` go back to `pending`, saying why."""
+        assert self.store is not None
+        await self.store.db.execute(
+            "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
+            "(SELECT id FROM configurations WHERE sweep_id = ?)", (reason, sweep_id))
+        await self.store.db.commit()
 
     async def pause(self, sweep_id: str, paused: bool) -> None:
         assert self.store is not None
@@ -251,6 +277,18 @@ class Daemon:
             await self.store.set_sweep_status(sweep_id, "running")
             await self._start(sweep_id, found[0].encode(), paused=False)
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
+
+    def with_slots(self, info: SweepInfo) -> SweepInfo:
+        """The sweep's figures with its limit and the scenarios holding and awaiting a slot now."""
+        parallel = self.limiter.caps.get(info.sweep, 0)
+        return msgspec.structs.replace(info, parallel=parallel, active=self.limiter.held.get(info.sweep, 0),
+                                       queued=self.limiter.waiting(info.sweep))
+
+    async def _status(self, sweep_id: str) -> str | None:
+        assert self.store is not None
+        async with self.store.db.execute("SELECT status FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
+            found = await cur.fetchone()
+        return None if found is None else str(found[0])
 
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None

@@ -55,7 +55,7 @@ def test_report_command_writes_tables_and_figures(state: Path, tmp_path: Path, f
     ext = {"md": "md", "latex": "tex", "json": "json", "csv": "csv"}[fmt]
     text = (out / f"report.{ext}").read_text()
     if fmt == "md":
-        assert "**7.0 ± 0.0 (100%)**" in text and "cascade_deletion 6" in text and "harness_crash" in text
+        assert "**7.0 ± 0.0 (100%, n=6)**" in text and "cascade_deletion 6" in text and "harness_crash" in text
     elif fmt == "json":
         data = json.loads(text)
         assert data["table"]["cells"]["mutant:no-cascade"]["R=0 detailed"]["pass_rate"] == 0

@@ -75,16 +75,17 @@ def test_one_instance_per_state_dir_and_stale_files_are_handled(tmp_path: Path) 
     with daemon(state):
         second = subprocess.run([*CLI, "start", "--state-dir", str(state)], capture_output=True, text=True,
                                 timeout=60)
-        assert second.returncode == 2 and "another staminad already runs" in second.stderr
+        assert second.returncode == 1 and "another staminad already runs" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
         assert oct(os.stat(state / "staminad.sock").st_mode & 0o777) == "0o600"
     assert not (state / "staminad.sock").exists()
 
 
 def test_clients_say_clearly_when_no_daemon_runs(tmp_path: Path) -> None:
-    """Every client command exits 2 with one line telling how to start the daemon."""
+    """A client command with no daemon is a runtime error: exit 1 with one line telling how to start it."""
     done = cli(tmp_path, "status")
-    assert done.returncode == 2 and "staminad is not running" in done.stderr
+    assert done.returncode == 1 and "staminad is not running" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def _raw(state: Path) -> socket.socket:

@@ -12,6 +12,7 @@ from tui.components.help import Help
 
 if TYPE_CHECKING:
     from tui.app import StaminaApp
+    from tui.board import Change
 
 
 class MonitorScreen(Screen[None]):
@@ -26,6 +27,20 @@ class MonitorScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
+
+    # --- what the app tells every screen on the stack (defined here so mypy checks each override) --
+
+    def board_changed(self, changes: list[Change]) -> None:
+        """Events were folded into the board; `changes` says, per event, what moved."""
+
+    def sweeps_loaded(self) -> None:
+        """Fresh sweep figures are on the board."""
+
+    def scenarios_loaded(self, sweep: str) -> None:
+        """A fresh scenario list of `sweep` is on the board."""
+
+    def resync(self) -> None:
+        """The link (re)connected: everything shown may be stale."""
 
     def action_help(self) -> None:
         self.app.push_screen(Help(self.HELP_TITLE, self.KEY_HELP))

@@ -117,7 +117,10 @@ class OverviewScreen(MonitorScreen):
 
 
 def _rows(info: SweepInfo) -> list[tuple[Any, ...]]:
-    status = Text(info.status, style=STATUS_STYLE.get(info.status, ""))
+    # A sweep the daemon runs shows its own limit and its queue: "running 2/4, 6 queued".
+    slots = f" {info.active}/{info.parallel}" + (f", {info.queued} queued" if info.queued else "") \
+        if info.parallel else ""
+    status = Text(info.status + slots, style=STATUS_STYLE.get(info.status, ""))
     if not info.configurations:
         return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
     rows = []

@@ -81,10 +81,14 @@ class ScenarioScreen(MonitorScreen):
             self._stale = False
             self.load()
 
-    def board_changed(self, change: Change) -> None:
-        s = change.scenario
-        if s is not None and s.configuration == self.configuration and s.seed == self.seed:
-            self._stale = True
+    def board_changed(self, changes: list[Change]) -> None:
+        mine = self.stamina.board.scenarios.get(self.sweep, {})
+        for change in changes:
+            s = change.scenario
+            if (s is not None and mine.get(s.id) is s and s.configuration == self.configuration
+                    and s.seed == self.seed):
+                self._stale = True
+                return
 
     def resync(self) -> None:
         self._stale = True
@@ -112,7 +116,7 @@ class ScenarioScreen(MonitorScreen):
     @work(exclusive=True, group="attempt")
     async def show_attempt(self, attempt_id: int) -> None:
         texts = await self.stamina.ask(GetAttempt(attempt_id=attempt_id))
-        if texts is None or self.info is None:
+        if texts is None or self.info is None or texts.id != attempt_id:
             return
         summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
         self._shown_attempt = attempt_id
