@@ -90,9 +90,13 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     resume: AttemptRow | None = None
 
 
-def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int) -> Position:
-    """Replay attempt rows into the next step (or the final verdict) of Algorithm 1."""
-    passed = len({r.turn for r in rows if r.outcome == "pass"})
+def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int,
+             turns_passed: int | None = None) -> Position:
+    """Replay attempt rows into the next step (or the final verdict) of Algorithm 1.
+
+    Given `turns_passed`, `rows` need only be the latest turn's attempts (the engine's narrow read).
+    """
+    passed = len({r.turn for r in rows if r.outcome == "pass"}) if turns_passed is None else turns_passed
     if not rows:
         return Position(turns_passed=0)
     last = rows[-1]
@@ -172,8 +176,9 @@ class ScenarioRunner:
         await self.store.update_scenario(scenario_id, status="running")
         n_turns = len(self.spec.scenario.turns)
         while True:
-            rows = await self.store.attempts(scenario_id)
-            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant)
+            rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
+            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant,
+                           turns_passed=await self.store.turns_passed(scenario_id))
             if pos.final is None and pos.resume is None and self.llm is not None and self.llm.route.capped:
                 pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.route.capped)
             if pos.final is not None:
