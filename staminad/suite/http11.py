@@ -115,7 +115,10 @@ class Http11Transport:
         except TransportError:
             await self.aclose()
             raise
-        except (OSError, _EOF) as exc:
+        except _EOF:
+            await self.aclose()
+            raise TransportError("connection closed before the response was complete") from None
+        except OSError as exc:
             await self.aclose()
             raise TransportError(f"{type(exc).__name__}: {exc}") from None
         raise AssertionError("unreachable")

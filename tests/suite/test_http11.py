@@ -226,3 +226,14 @@ async def test_silent_server_times_out() -> None:
             with pytest.raises(TransportError) as info:
                 await t.request("GET", "/", None)
     assert info.value.timeout
+
+
+async def test_connection_closed_inside_the_head_says_so() -> None:
+    """A server closing after part of the response head fails the request as a closed connection."""
+    def serve(conn: Conn) -> None:
+        conn.read_request()
+        conn.write(b"HTTP/1.1 200 OK\r\nContent-")
+    with RawServer(serve).running() as server:
+        async with Http11Transport.for_url(server.url) as t:
+            with pytest.raises(TransportError, match="^connection closed before the response was complete"):
+                await t.request("GET", "/", None)
