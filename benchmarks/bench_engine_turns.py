@@ -22,6 +22,7 @@ Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weight
 from __future__ import annotations
 
 import argparse
+import itertools
 import sqlite3
 import statistics
 import tempfile
@@ -78,13 +79,77 @@ async def step_reads(db: Path, scenario_id: int, upto: int, repeats: int = 20) -
     return statistics.median(full) * 1000, statistics.median(narrow) * 1000
 
 
+def analyze(db: Path, spec: str) -> None:
+    """Engine overhead per turn from a run's store alone (a finished or still-running run), by window.
+
+    Turn t's cycle is the time between its attempt's `launched_at` and the next one's; the step's
+    store reads happen just before `launched_at`, so they fall in the previous turn's cycle.
+    """
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = conn.execute("SELECT turn, launched_at, harness_seconds, marker_latency, server_seconds, suite_seconds, "
+                        "teardown_seconds, total_tests FROM attempts WHERE outcome = 'pass' ORDER BY turn").fetchall()
+    conn.close()
+    overhead = {r[0]: (n[1] - r[1]) - sum(x or 0 for x in r[2:7]) for r, n in itertools.pairwise(rows)}
+    tests = {r[0]: r[7] for r in rows}
+    print(f"{db}: {len(rows)} turns recorded")
+    spans = [(a, b) for a, b in windows(spec, 10**9) if b in overhead]
+    first = None
+    for a, b in spans:
+        med = statistics.median(overhead[t] for t in range(a, b + 1) if t in overhead) * 1000
+        first = first or med
+        print(f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
+              f"{spans[0][0]}-{spans[0][1]}), suite {statistics.median(tests[t] for t in range(a, b + 1)):.0f} tests")
+
+
+async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int], tmp: Path) -> None:
+    """A store filled with `turns` passed turns (the scenario's real prompts); the step reads timed at `at` rows."""
+    from staminad.bench.scenario import generate
+    from staminad.bench.texts import change_prompt, initial_prompt
+
+    scenario = generate(seed, params)
+    prompts, state = [initial_prompt(params.language)], scenario.initial
+    for batch in scenario.turns:
+        text, state = change_prompt(batch, state)
+        prompts.append(text)
+    async with await Store.open(tmp / "reads.db") as store:
+        await store.ensure_sweep("r", "r", "fp", "{}")
+        scenario_id = (await store.ensure_scenario(await store.ensure_configuration("r", "c", "reference", 0,
+                                                                                   "detailed"), seed)).id
+        for turn, prompt in enumerate(prompts):
+            row = await store.begin_attempt(scenario_id, turn, 1, 0, "turn", prompt)
+            await store.update_attempt(row.id, phase="tested", outcome="pass", categories="", loc=400)
+            if turn in at:
+                full, narrow = [], []
+                for _ in range(20):
+                    t0 = time.perf_counter()
+                    await store.attempts(scenario_id)
+                    t1 = time.perf_counter()
+                    await store.latest_turn_attempts(scenario_id)
+                    await store.turns_passed(scenario_id)
+                    full.append(t1 - t0)
+                    narrow.append(time.perf_counter() - t1)
+                print(f"  {turn + 1:5} rows: full attempts() {statistics.median(full) * 1000:7.2f} ms, "
+                      f"narrow reads {statistics.median(narrow) * 1000:5.2f} ms (median of 20)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--weights", choices=("steady", "uniform"), default="steady")
     ap.add_argument("--windows", default="1-10,490-500,990-1000")
+    ap.add_argument("--analyze", type=Path, help="only report the windows of an existing run's staminad.db")
+    ap.add_argument("--reads", action="store_true", help="only time the store's step reads against row counts")
     args = ap.parse_args()
+    if args.reads:
+        print(f"step reads, seed {args.seed}, {args.weights} weights (real prompt texts):")
+        with tempfile.TemporaryDirectory() as tmp_r:
+            params = ScenarioParams(turns=args.turns, weights=STEADY if args.weights == "steady" else None)
+            anyio.run(time_reads, args.turns, params, args.seed, [9, 99, 499, 999, 1499], Path(tmp_r))
+        return
+    if args.analyze:
+        analyze(args.analyze, args.windows)
+        return
     params = ScenarioParams(turns=args.turns, weights=STEADY if args.weights == "steady" else None)
     t0 = time.perf_counter()
     pack = verify_pack(build_pack([args.seed], params))

@@ -13,8 +13,9 @@ and turns 0, 50 and 100 of one seed, the same suite runs through:
   wall time no client can beat on this machine.
 
 Each figure is the median of --repeats runs; a variant whose first run takes longer than --cap
-seconds runs once (said in the table). Ratios are against `floor` and `pytest+session` of the same
-server, turn and run of this script.
+seconds runs once (said in the table, xN), and one whose run would take longer than --budget
+seconds (scaled from its previous turn by request count) is skipped ("over budget"). Ratios are
+against `floor` and `pytest+session` of the same server, turn and run of this script.
 
 Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20]
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import socket
 import statistics
 import subprocess
@@ -170,6 +172,24 @@ def timed(run: Callable[[], float], repeats: int, cap: float) -> tuple[float, in
     return statistics.median(walls), len(walls)
 
 
+Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
+
+
+class Budget:
+    """Skips a variant whose wall, scaled from its last measured turn by request count, would pass `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.rate: dict[tuple[str, str], float] = {}  # (server, variant) -> seconds per request
+
+    def run(self, key: tuple[str, str], n: int, measure: Callable[[], tuple[float, int]]) -> Measured:
+        if key in self.rate and self.rate[key] * n > self.seconds:
+            return None
+        got = measure()
+        self.rate[key] = got[0] / n
+        return got
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=0)
@@ -177,7 +197,11 @@ def main() -> None:
     ap.add_argument("--turns", default="0,50,100")
     ap.add_argument("--stacks", default=",".join(zoo.STACKS))
     ap.add_argument("--cap", type=float, default=20.0, help="seconds; a slower variant runs once")
+    ap.add_argument("--budget", type=float, default=600.0,
+                    help="seconds; a variant whose run would take longer (scaled from its last turn) is skipped")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so an interrupted run still stops its zoo server
+    budget = Budget(args.budget)
     turns = [int(t) for t in args.turns.split(",")]
     stacks = [s for s in args.stacks.split(",") if s]
     for stack in stacks:
@@ -198,19 +222,29 @@ def main() -> None:
                     sent: list[Request] = []
                     asyncio.run(ours(suite, base, True, sent))  # warm-up, and the requests the floor replays
                     n = len(sent)
-                    fl = timed(lambda: floor(base, sent), args.repeats, args.cap)  # noqa: B023
-                    ok = timed(lambda: asyncio.run(ours(suite, base, True))[0], args.repeats, args.cap)  # noqa: B023
-                    nq = timed(lambda: asyncio.run(ours(suite, base, False))[0], args.repeats, args.cap)  # noqa: B023
-                    ps = timed(lambda: pytest_run(suite, base, tmp, True), args.repeats, args.cap)  # noqa: B023
-                    pr = timed(lambda: pytest_run(suite, base, tmp, False), args.repeats, args.cap)  # noqa: B023
+                    runs: dict[str, Callable[[], float]] = {
+                        "floor": lambda: floor(base, sent),  # noqa: B023
+                        "ours": lambda: asyncio.run(ours(suite, base, True))[0],  # noqa: B023
+                        "ours-noqa": lambda: asyncio.run(ours(suite, base, False))[0],  # noqa: B023
+                        "pytest+session": lambda: pytest_run(suite, base, tmp, True),  # noqa: B023
+                        "pytest+requests": lambda: pytest_run(suite, base, tmp, False),  # noqa: B023
+                    }
+                    got = {name: budget.run((stack, name), n, lambda r=run: timed(r, args.repeats, args.cap))
+                           for name, run in runs.items()}
 
-                def cell(m: tuple[float, int], width: int, n: int = n) -> str:
+                def cell(m: Measured, width: int, n: int = n) -> str:
+                    if m is None:
+                        return "over budget".rjust(width)
                     runs = "" if m[1] == args.repeats else f" x{m[1]}"
                     return f"{m[0]:7.2f} {n / m[0]:6.0f}{runs}".rjust(width)
 
+                def ratio(a: Measured, b: Measured, digits: int) -> str:
+                    return "-" if a is None or b is None else f"{a[0] / b[0]:.{digits}f}x"
+
+                fl, ok, nq, ps, pr = (got[k] for k in runs)
                 print(f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
-                      f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {ok[0] / fl[0]:9.2f}x  "
-                      f"{ps[0] / ok[0]:10.1f}x", flush=True)
+                      f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {ratio(ok, fl, 2):>10}  "
+                      f"{ratio(ps, ok, 1):>11}", flush=True)
 
 
 if __name__ == "__main__":
