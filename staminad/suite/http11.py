@@ -241,7 +241,10 @@ class Http11Transport:
         else:
             raise TransportError(f"more than {MAX_INTERIM} interim (1xx) answers")
         te = headers.get("transfer-encoding", "").lower()
-        close = _closes(version, headers.get("connection", ""))
+        # After a 101 the connection speaks another protocol; with both a length and chunking the
+        # framing was ambiguous (RFC 9112 6.3): neither connection can carry another request.
+        close = _closes(version, headers.get("connection", "")) or status == 101 or bool(
+            te and "content-length" in headers)
         if method == "HEAD" or status in _NO_BODY or status == 101:
             body = b""
         elif te:

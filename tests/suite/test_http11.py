@@ -237,3 +237,13 @@ async def test_connection_closed_inside_the_head_says_so() -> None:
         async with Http11Transport.for_url(server.url) as t:
             with pytest.raises(TransportError, match="^connection closed before the response was complete"):
                 await t.request("GET", "/", None)
+
+
+async def test_chunked_with_a_content_length_too_is_read_chunked_and_not_reused() -> None:
+    """An answer with both framings is read by its chunking, and its connection is not trusted for the next."""
+    def serve(conn: Conn, request: bytes) -> None:
+        conn.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                   b"8\r\n" + BODY + b"\r\n0\r\n\r\n")
+    with RawServer(keep_alive(serve)).running() as server:
+        assert await _requests(server, 2) == [(200, BODY)] * 2
+    assert server.accepted == 2
