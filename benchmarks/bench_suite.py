@@ -12,7 +12,8 @@ and turns 0, 50 and 100 of one seed, the same suite runs through:
   request, quickack, no checks, no event loop): the server's own time per request plus loopback, the
   wall time no client can beat on this machine.
 
-Each figure is the median of --repeats runs; a variant whose first run takes longer than --cap
+Each figure is the median of --repeats runs, taken round-robin over the variants so that each
+sees the same machine load; a variant whose first run takes longer than --cap
 seconds runs once (said in the table, xN), and one whose run would take longer than --budget
 seconds (scaled from its previous turn by request count) is skipped ("over budget"). Ratios are
 against `floor` and `pytest+session` of the same server, turn and run of this script.
@@ -164,15 +165,25 @@ def pytest_run(suite: Suite, base: str, tmp: Path, session: bool) -> float:
     return wall
 
 
-def timed(run: Callable[[], float], repeats: int, cap: float) -> tuple[float, int]:
-    """(median wall, runs): one run only when the first is slower than `cap` seconds."""
-    walls = [run()]
-    if walls[0] <= cap:
-        walls += [run() for _ in range(repeats - 1)]
-    return statistics.median(walls), len(walls)
-
-
 Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
+
+
+def measure_all(runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float,
+                budget: Budget) -> dict[str, Measured]:
+    """Median wall per variant; repeats go round-robin over the variants so each sees the same machine load.
+
+    A variant whose first run took longer than `cap` seconds is not repeated; one the budget rules out is skipped.
+    """
+    walls: dict[str, list[float]] = {}
+    for name, run in runs.items():
+        if budget.allows(name, n):
+            walls[name] = [run()]
+            budget.record(name, n, walls[name][0])
+    for _ in range(repeats - 1):
+        for name, run in runs.items():
+            if name in walls and walls[name][0] <= cap:
+                walls[name].append(run())
+    return {name: (statistics.median(walls[name]), len(walls[name])) if name in walls else None for name in runs}
 
 
 class Budget:
@@ -180,14 +191,15 @@ class Budget:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.rate: dict[tuple[str, str], float] = {}  # (server, variant) -> seconds per request
+        self.rate: dict[str, float] = {}  # variant -> seconds per request at its last measured turn
+        self.server = ""
 
-    def run(self, key: tuple[str, str], n: int, measure: Callable[[], tuple[float, int]]) -> Measured:
-        if key in self.rate and self.rate[key] * n > self.seconds:
-            return None
-        got = measure()
-        self.rate[key] = got[0] / n
-        return got
+    def allows(self, variant: str, n: int) -> bool:
+        key = f"{self.server}/{variant}"
+        return key not in self.rate or self.rate[key] * n <= self.seconds
+
+    def record(self, variant: str, n: int, wall: float) -> None:
+        self.rate[f"{self.server}/{variant}"] = wall / n
 
 
 def main() -> None:
@@ -229,8 +241,8 @@ def main() -> None:
                         "pytest+session": lambda: pytest_run(suite, base, tmp, True),  # noqa: B023
                         "pytest+requests": lambda: pytest_run(suite, base, tmp, False),  # noqa: B023
                     }
-                    got = {name: budget.run((stack, name), n, lambda r=run: timed(r, args.repeats, args.cap))
-                           for name, run in runs.items()}
+                    budget.server = stack
+                    got = measure_all(runs, n, args.repeats, args.cap, budget)
 
                 def cell(m: Measured, width: int, n: int = n) -> str:
                     if m is None:
