@@ -1,12 +1,13 @@
 """A minimal HTTP/1.1 keep-alive client for suites: one connection per server, one request at a time.
 
 Why not httpx here: measured on this project's machines, an httpx request costs ~900 us of client
-CPU, this client a fifth of that: raw non-blocking socket calls on the running loop, one buffer. The daemon tests dozens of servers at
-once, so client CPU is what bounds throughput. It handles exactly what a suite needs, strictly and
-with bounds: Content-Length, chunked (trailers skipped) and close-delimited bodies, 1xx interim
-answers, HTTP/1.0 servers, caps on the head, each header line, the body and the number of interim
-answers, one deadline per request (connecting included), no redirects, and one transparent retry
-on a fresh connection when a kept-alive connection turns out to be closed before any response byte.
+CPU, this client a fifth of that: raw non-blocking socket calls on the running loop, one buffer.
+The daemon tests dozens of servers at once, so client CPU is what bounds throughput. It handles
+exactly what a suite needs, strictly and with bounds: Content-Length, chunked (trailers skipped)
+and close-delimited bodies, 1xx interim answers, HTTP/1.0 servers, caps on the head, each header
+line, the body and the number of interim answers, one deadline per request (connecting included),
+no redirects, and one transparent retry on a fresh connection when a kept-alive connection turns
+out to be closed before any response byte.
 
 The suite must run at the speed of the server, whatever its HTTP stack (see `_arm_quickack`): a
 server that writes the head and the body of an answer in two small writes without TCP_NODELAY has
