@@ -1,19 +1,30 @@
-"""Suite wall time per turn against the reference server: our async runner vs a pytest + requests file.
+"""Suite wall time against the server zoo: our runner, our runner without the ACK fix, pytest + requests.
 
-The baseline is the paper's approach: the same tests written out as a pytest module that calls
-`requests` for every request, run by pytest in a subprocess. Both talk to the same reference server
-process over loopback. Reports the median of --repeats runs for turns 0, 50 and 100, the speed-up
-ratio, tests per second and the runner's client CPU per request.
+For every zoo server (`benchmarks/zoo/`: the reference logic behind the HTTP stacks agents pick)
+and turns 0, 50 and 100 of one seed, the same suite runs through:
 
-Run: python benchmarks/bench_suite.py [--seed 0] [--repeats 3]
+- `ours`: the engine's runner and its HTTP/1.1 transport;
+- `ours-noqa`: the same with TCP_QUICKACK off (`Http11Transport(quickack=False)`), what the fix buys;
+- `pytest+session`: the tests written out as a pytest module over one `requests.Session` (keep-alive,
+  the strongest form of the paper's approach), run by pytest in a subprocess;
+- `pytest+requests`: the same with plain `requests.request` (a connection per request);
+- `floor`: the very requests `ours` sent, replayed in order by a minimal blocking client (one write per
+  request, quickack, no checks, no event loop): the server's own time per request plus loopback, the
+  wall time no client can beat on this machine.
+
+Each figure is the median of --repeats runs, taken round-robin over the variants so that each
+sees the same machine load; a variant whose first run takes longer than --cap
+seconds runs once (said in the table, xN), and one whose run would take longer than --budget
+seconds (scaled from its previous turn by request count) is skipped ("over budget"). Ratios are
+against `floor` and `pytest+session` of the same server, turn and run of this script.
+
+Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import signal
 import socket
 import statistics
@@ -21,52 +32,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import msgspec
 
+sys.path.insert(0, str(Path(__file__).parents[1]))  # run as a script: `benchmarks.zoo` from the repository root
+from benchmarks import zoo
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Absent, Equals, IsInteger, ListIds, Suite
-from staminad.suite.runner import MAX_RESPONSE_BYTES, TransportError, run_suite
+from staminad.suite.runner import run_suite
 
-
-class HttpxTransport:
-    """For comparison only: HTTP to `base_url` through a shared httpx client, with a timeout and a response-size cap."""
-
-    def __init__(self, client: httpx.AsyncClient, base_url: str, timeout: float = 5.0) -> None:
-        self.client = client
-        self.base = base_url.rstrip("/")
-        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 2.0))
-
-    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
-        headers = {"content-type": "application/json"} if body is not None else {}
-        try:
-            async with self.client.stream(method, self.base + path, content=body, headers=headers,
-                                          timeout=self.timeout, follow_redirects=False) as resp:
-                chunks, size = [], 0
-                async for chunk in resp.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise TransportError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
-                    chunks.append(chunk)
-                return resp.status_code, b"".join(chunks)
-        except httpx.ConnectError as exc:
-            raise TransportError(f"connection failed: {exc}", refused=True) from None
-        except httpx.TimeoutException:
-            raise TransportError(f"no response within {self.timeout.read} s", timeout=True) from None
-        except httpx.HTTPError as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}") from None
-
-
-
-SERVER = Path(__file__).parents[1] / "staminad" / "reference" / "server.py"
+Request = tuple[str, str, bytes | None]
 
 PRELUDE = '''import json, math, requests
 BASE = {base!r}
+SESSION = requests.Session() if {session!r} else requests
 def same(a, e):
     if isinstance(e, bool) or isinstance(a, bool):
         return type(a) is type(e) and a == e
@@ -77,74 +61,145 @@ def same(a, e):
     return a == e
 def call(method, path, body, expect):
     kw = {{"json": body}} if body is not ... else {{}}
-    r = requests.request(method, BASE + path, timeout=5, allow_redirects=False, **kw)
+    r = SESSION.request(method, BASE + path, timeout=5, allow_redirects=False, **kw)
     assert r.status_code in expect, f"{{method}} {{path}} returned {{r.status_code}}"
     return r
 '''
 
 
-def to_pytest(suite: Suite, base: str) -> str:
-    out = [PRELUDE.format(base=base)]
+def to_pytest(suite: Suite, base: str, session: bool) -> str:
+    """The suite as a pytest module, one test function per test, as a person would write it with requests."""
+    out = [PRELUDE.format(base=base, session=session)]
     for test in suite.tests:
         out.append(f"def test_{test.name}():")
         out.append("    call('POST', '/reset', ..., (200, 204))")
         for step in test.steps:
             body = repr(step.body) if step.has_body else "..."
-            body = body.replace("None", "None").replace("true", "True")
             out.append(f"    r = call({step.method!r}, {step.path!r}, {body}, {tuple(step.expect)!r})")
             for check in step.checks:
                 if isinstance(check, Equals):
-                    out.append(f"    assert same(r.json()[{check.path[0]!r}], {check.value!r})")
+                    at = "".join(f"[{k!r}]" for k in check.path)
+                    out.append(f"    assert same(r.json(){at}, {check.value!r})")
                 elif isinstance(check, Absent):
                     out.append(f"    assert {check.key!r} not in r.json()")
                 elif isinstance(check, IsInteger):
-                    out.append(f"    assert type(r.json()[{check.path[0]!r}]) is int")
+                    at = "".join(f"[{k!r}]" for k in check.path)
+                    out.append(f"    assert type(r.json(){at}) is int")
                 elif isinstance(check, ListIds):
-                    out.append(f"    assert sorted(o['id'] for o in r.json()) == {sorted(check.ids)!r}")
+                    out.append(f"    assert sorted(str(o['id']) for o in r.json()) == {sorted(check.ids)!r}")
         out.append("")
     return "\n".join(out)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+class Recording:
+    """A transport that records every request it forwards (for the floor's replay)."""
+
+    def __init__(self, inner: Http11Transport) -> None:
+        self.inner = inner
+        self.sent: list[Request] = []
+
+    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        self.sent.append((method, path, body))
+        return await self.inner.request(method, path, body)
 
 
-def start_server(schema: object, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    config = tmp / "config.json"
-    config.write_text(json.dumps({"schema": schema}))
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--config", str(config), "--port", str(port),
-                             "--host", "127.0.0.1"], start_new_session=True)
-    for _ in range(500):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.02)
-    return proc, f"http://127.0.0.1:{port}"
-
-
-async def ours(suite: Suite, base: str, client_kind: str) -> tuple[float, float, int]:
-    async with httpx.AsyncClient() as client, Http11Transport.for_url(base) as fast:
-        transport = fast if client_kind == "http11" else HttpxTransport(client, base)
-        cpu0, t0 = time.process_time(), time.perf_counter()
+async def ours(suite: Suite, base: str, quickack: bool, record: list[Request] | None = None) -> tuple[float, int]:
+    async with Http11Transport.for_url(base, quickack=quickack) as fast:
+        transport = Recording(fast) if record is not None else fast
+        t0 = time.perf_counter()
         result = await run_suite(suite, transport)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    assert result.passed, result.failures[:2]
-    return wall, cpu, result.requests
+        wall = time.perf_counter() - t0
+    assert result.passed, [f.message for f in result.failures[:2]]
+    if record is not None and isinstance(transport, Recording):
+        record += transport.sent
+    return wall, result.requests
 
 
-def baseline(suite: Suite, base: str, tmp: Path) -> float:
-    path = tmp / f"test_turn_{suite.turn}.py"
-    path.write_text(to_pytest(suite, base))
+def floor(base: str, requests: list[Request]) -> float:
+    """Replay `requests` in order over a minimal blocking client that never leaves an ACK delayed."""
+    host, port = base.removeprefix("http://").split(":")
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+    wires = [(f"{m} {p} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {len(b or b'')}\r\n"
+              + ("Content-Type: application/json\r\n" if b is not None else "") + "\r\n").encode() + (b or b"")
+             for m, p, b in requests]
+    sock: socket.socket | None = None
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(path)],
-                          capture_output=True, text=True, cwd=tmp)
+    for wire in wires:
+        if sock is None:
+            sock = socket.create_connection((host, int(port)))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(wire)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            if quickack is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+            buf += sock.recv(65536)
+        head, body = buf.split(b"\r\n\r\n", 1)
+        lower = head.lower()
+        if b"content-length:" in lower:
+            length = int(lower.split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+            while len(body) < length:
+                if quickack is not None:
+                    sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+                body += sock.recv(65536)
+        else:
+            while chunk := sock.recv(65536):
+                body += chunk  # close-delimited: the body ends at the close
+        if lower.startswith(b"http/1.0") or b"connection: close" in lower or b"content-length:" not in lower:
+            sock.close()  # the server closes this connection: dial afresh for the next request
+            sock = None
+    wall = time.perf_counter() - t0
+    if sock is not None:
+        sock.close()
+    return wall
+
+
+def pytest_run(suite: Suite, base: str, tmp: Path, session: bool) -> float:
+    path = tmp / f"test_turn_{suite.turn}_{int(session)}.py"
+    path.write_text(to_pytest(suite, base, session))
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           str(path)], capture_output=True, text=True, cwd=tmp)
     wall = time.perf_counter() - t0
     assert done.returncode == 0, done.stdout[-2000:]
     return wall
+
+
+Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
+
+
+def measure_all(runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float,
+                budget: Budget) -> dict[str, Measured]:
+    """Median wall per variant; repeats go round-robin over the variants so each sees the same machine load.
+
+    A variant whose first run took longer than `cap` seconds is not repeated; one the budget rules out is skipped.
+    """
+    walls: dict[str, list[float]] = {}
+    for name, run in runs.items():
+        if budget.allows(name, n):
+            walls[name] = [run()]
+            budget.record(name, n, walls[name][0])
+    for _ in range(repeats - 1):
+        for name, run in runs.items():
+            if name in walls and walls[name][0] <= cap:
+                walls[name].append(run())
+    return {name: (statistics.median(walls[name]), len(walls[name])) if name in walls else None for name in runs}
+
+
+class Budget:
+    """Skips a variant whose wall, scaled from its last measured turn by request count, would pass `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.rate: dict[str, float] = {}  # variant -> seconds per request at its last measured turn
+        self.server = ""
+
+    def allows(self, variant: str, n: int) -> bool:
+        key = f"{self.server}/{variant}"
+        return key not in self.rate or self.rate[key] * n <= self.seconds
+
+    def record(self, variant: str, n: int, wall: float) -> None:
+        self.rate[f"{self.server}/{variant}"] = wall / n
 
 
 def main() -> None:
@@ -152,34 +207,56 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--turns", default="0,50,100")
+    ap.add_argument("--stacks", default=",".join(zoo.STACKS))
+    ap.add_argument("--cap", type=float, default=20.0, help="seconds; a slower variant runs once")
+    ap.add_argument("--budget", type=float, default=600.0,
+                    help="seconds; a variant whose run would take longer (scaled from its last turn) is skipped")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so an interrupted run still stops its zoo server
+    budget = Budget(args.budget)
     turns = [int(t) for t in args.turns.split(",")]
+    stacks = [s for s in args.stacks.split(",") if s]
+    for stack in stacks:
+        if zoo.missing(stack):
+            sys.exit(f"bench_suite: {stack} needs {', '.join(zoo.missing(stack))}: pip install -e .[zoo]")
     scenario = generate(args.seed, ScenarioParams(turns=max(turns)))
-    print(f"seed {args.seed}, median of {args.repeats} runs each; baseline = pytest + requests (paper's approach)")
+    print(f"seed {args.seed}; median of {args.repeats} runs (xN: runs, where fewer); wall in s, req/s; "
+          "floor = the same requests replayed by a minimal blocking client")
+    print(f"{'server':18} {'turn':>4} {'tests':>5} {'reqs':>5} | {'floor':>12} | {'ours':>17} | "
+          f"{'ours-noqa':>18} | {'pytest+session':>19} | {'pytest+requests':>17} | ours/floor  session/ours")
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         for turn in turns:
             state, history = state_and_history(scenario, turn)
             suite = generate_suite(state, args.seed, turn, history)
-            proc, base = start_server(msgspec.to_builtins(state), tmp)
-            try:
-                runs = [asyncio.run(ours(suite, base, "http11")) for _ in range(args.repeats)]
-                hx = [asyncio.run(ours(suite, base, "httpx")) for _ in range(args.repeats)]
-                base_walls = [baseline(suite, base, tmp) for _ in range(args.repeats)]
-            finally:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            wall = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[1] for r in runs)
-            requests_n = runs[0][2]
-            bwall = statistics.median(base_walls)
-            hxwall = statistics.median(r[0] for r in hx)
-            hxcpu = statistics.median(r[1] for r in hx)
-            print(f"turn {turn:3}: {len(suite.tests):5} tests, {requests_n:5} requests | ours {wall:6.2f} s "
-                  f"({len(suite.tests) / wall:6.0f} tests/s, client CPU {cpu / requests_n * 1e6:5.0f} us/request) | "
-                  f"pytest+requests {bwall:6.2f} s | speed-up {bwall / wall:4.1f}x")
-            print(f"          same runner over httpx: {hxwall:6.2f} s, client CPU {hxcpu / requests_n * 1e6:5.0f} "
-                  f"us/request, speed-up {bwall / hxwall:4.1f}x")
+            for stack in stacks:
+                with zoo.running(stack, msgspec.to_builtins(state)) as base:
+                    sent: list[Request] = []
+                    asyncio.run(ours(suite, base, True, sent))  # warm-up, and the requests the floor replays
+                    n = len(sent)
+                    runs: dict[str, Callable[[], float]] = {
+                        "floor": lambda: floor(base, sent),  # noqa: B023
+                        "ours": lambda: asyncio.run(ours(suite, base, True))[0],  # noqa: B023
+                        "ours-noqa": lambda: asyncio.run(ours(suite, base, False))[0],  # noqa: B023
+                        "pytest+session": lambda: pytest_run(suite, base, tmp, True),  # noqa: B023
+                        "pytest+requests": lambda: pytest_run(suite, base, tmp, False),  # noqa: B023
+                    }
+                    budget.server = stack
+                    got = measure_all(runs, n, args.repeats, args.cap, budget)
+
+                def cell(m: Measured, width: int, n: int = n) -> str:
+                    if m is None:
+                        return "over budget".rjust(width)
+                    runs = "" if m[1] == args.repeats else f" x{m[1]}"
+                    return f"{m[0]:7.2f} {n / m[0]:6.0f}{runs}".rjust(width)
+
+                def ratio(a: Measured, b: Measured, digits: int) -> str:
+                    return "-" if a is None or b is None else f"{a[0] / b[0]:.{digits}f}x"
+
+                fl, ok, nq, ps, pr = (got[k] for k in runs)
+                print(f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
+                      f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {ratio(ok, fl, 2):>10}  "
+                      f"{ratio(ps, ok, 1):>11}", flush=True)
 
 
 if __name__ == "__main__":

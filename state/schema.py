@@ -98,4 +98,6 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX llm_calls_by_scenario ON llm_calls(scenario_id);
     """,
+    # 7: the turns a scenario passed, countable from the index alone (the engine asks at every step).
+    "CREATE INDEX attempts_passed ON attempts(scenario_id, turn) WHERE outcome = 'pass';",
 )

@@ -212,6 +212,26 @@ class Store:
             rows = await cur.fetchall()
         return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
 
+    async def turns_passed(self, scenario_id: int) -> int:
+        """How many distinct turns of the scenario have a passing attempt (read from an index, no row)."""
+        async with self.db.execute("SELECT COUNT(DISTINCT turn) FROM attempts INDEXED BY attempts_passed "
+                                   "WHERE scenario_id = ? AND outcome = 'pass'", (scenario_id,)) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def latest_turn_attempts(self, scenario_id: int) -> list[AttemptRow]:
+        """The attempts of the scenario's latest turn, in order: with `turns_passed`, all an engine step reads.
+
+        Its size is bounded by the configuration (R + 1 attempts, each with its infra retries), not by
+        the turn number, so a step costs the same at turn 1,000 as at turn 1.
+        """
+        cols = ", ".join(_ATTEMPT_COLUMNS)
+        async with self.db.execute(f"SELECT {cols} FROM attempts WHERE scenario_id = ? AND turn = "
+                                   "(SELECT MAX(turn) FROM attempts WHERE scenario_id = ?) "
+                                   "ORDER BY attempt, infra_try", (scenario_id, scenario_id)) as cur:
+            rows = await cur.fetchall()
+        return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
+
     async def progress(self, sweep_id: str) -> list[Progress]:
         """Every attempt of the sweep, reduced to `Progress`, in scenario and attempt order."""
         cols = ", ".join(f"a.{f}" for f in Progress.__struct_fields__)

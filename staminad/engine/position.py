@@ -26,13 +26,16 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     resume: AttemptRow | None = None
 
 
-def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int) -> Position:
+def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int,
+             turns_passed: int | None = None) -> Position:
     """Replay attempt rows into the next step (or the final verdict) of Algorithm 1.
+
+    Given `turns_passed`, `rows` need only be the latest turn's attempts (the engine's narrow read).
 
     Infra failures are retried up to `infra_retries` times per agent call and per side (harness,
     platform; see `blame`); agent failures, server failures included, consume R.
     """
-    passed = len({r.turn for r in rows if r.outcome == "pass"})
+    passed = len({r.turn for r in rows if r.outcome == "pass"}) if turns_passed is None else turns_passed
     if not rows:
         return Position(turns_passed=0)
     last = rows[-1]

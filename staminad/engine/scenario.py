@@ -136,8 +136,9 @@ class ScenarioRunner:
         await self.store.update_scenario(scenario_id, status="running")
         n_turns = len(self.spec.scenario.turns)
         while True:
-            rows = await self.store.attempts(scenario_id)
-            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant)
+            rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
+            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant,
+                           turns_passed=await self.store.turns_passed(scenario_id))
             if pos.final is None and pos.resume is None and self.llm is not None and self.llm.route.capped:
                 pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.route.capped)
             if pos.final is not None:

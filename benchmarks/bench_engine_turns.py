@@ -1,0 +1,213 @@
+"""Engine overhead per turn over a long scenario: the reference agent through the engine for 1,000 turns (local).
+
+Overhead of turn t = the time from its attempt starting to the next attempt starting (or the
+scenario finishing), less what is not the engine's: the harness run, the marker latency, the
+server start, the suite (its generation and run) and the server teardown, all as the engine
+recorded them. What remains is the engine's own per-turn work: store reads and writes, prompt
+and job files, the launch, LoC counting, events. Reported as the median over windows of turns
+(default 1-10, 490-500, 990-1000), and their ratio to the first window.
+
+The scenario uses balanced sampler weights by default (`--weights steady`: no entity added or
+deleted, adds and removals of fields, analytics, actions, conditions and effects equally likely),
+so the suite stays ~300 tests and the run takes minutes. With the paper's uniform sampler the
+design grows to ~370 entities and ~16,000 tests per suite by turn 1,000 (over 20 million requests
+in all): the suite's cost grows with the design by definition, the engine's must not.
+
+After the run, the store's per-step reads are timed on the run's own database at the window
+ends: the full `attempts()` read the engine did before, against the narrow reads it does now.
+
+Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from staminad.bench.pack import build_pack, verify_pack
+from staminad.bench.scenario import ScenarioParams
+from staminad.engine.config import load_sweep
+from staminad.engine.ports import PortAllocator
+from staminad.engine.sweep import local_factory, run_sweep
+from state.store import Store
+
+STEADY = {"add_entity": 0.0, "delete_entity": 0.0, "rename_entity": 1.0, "add_field": 1.0, "delete_field": 1.0,
+          "rename_field": 1.0, "change_constraints": 1.0, "add_analytics": 1.0, "delete_analytics": 1.0,
+          "add_action": 1.0, "remove_action": 1.0, "add_condition": 1.0, "remove_condition": 1.0,
+          "add_effect": 1.0, "remove_effect": 1.0, "add_enum_value": 0.0}
+
+
+def windows(spec: str, turns: int) -> list[tuple[int, int]]:
+    out = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi or lo)
+        if b <= turns:
+            out.append((a, b))
+    return out
+
+
+async def step_reads(db: Path, scenario_id: int, upto: int, repeats: int = 20) -> tuple[float, float]:
+    """(full read, narrow reads) in ms, median, on a copy of the store cut at turn `upto`."""
+    cut = db.with_name(f"cut-{upto}.db")
+    src = sqlite3.connect(db)
+    dst = sqlite3.connect(cut)
+    src.backup(dst)
+    src.close()
+    dst.execute("DELETE FROM attempts WHERE turn > ?", (upto,))
+    dst.commit()
+    dst.close()
+    async with await Store.open(cut) as store:
+        full, narrow = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            await store.attempts(scenario_id)
+            t1 = time.perf_counter()
+            await store.latest_turn_attempts(scenario_id)
+            await store.turns_passed(scenario_id)
+            t2 = time.perf_counter()
+            full.append(t1 - t0)
+            narrow.append(t2 - t1)
+    return statistics.median(full) * 1000, statistics.median(narrow) * 1000
+
+
+def analyze(db: Path, spec: str) -> None:
+    """Engine overhead per turn from a run's store alone (a finished or still-running run), by window.
+
+    Turn t's cycle is the time between its attempt's `launched_at` and the next one's; the step's
+    store reads happen just before `launched_at`, so they fall in the previous turn's cycle.
+    """
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = conn.execute("SELECT turn, launched_at, harness_seconds, marker_latency, server_seconds, suite_seconds, "
+                        "teardown_seconds, total_tests FROM attempts WHERE outcome = 'pass' ORDER BY turn").fetchall()
+    conn.close()
+    overhead = {r[0]: (n[1] - r[1]) - sum(x or 0 for x in r[2:7]) for r, n in itertools.pairwise(rows)}
+    tests = {r[0]: r[7] for r in rows}
+    print(f"{db}: {len(rows)} turns recorded")
+    spans = [(a, b) for a, b in windows(spec, 10**9) if b in overhead]
+    first = None
+    for a, b in spans:
+        med = statistics.median(overhead[t] for t in range(a, b + 1) if t in overhead) * 1000
+        first = first or med
+        print(f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
+              f"{spans[0][0]}-{spans[0][1]}), suite {statistics.median(tests[t] for t in range(a, b + 1)):.0f} tests")
+
+
+async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int], tmp: Path) -> None:
+    """A store filled with `turns` passed turns (the scenario's real prompts); the step reads timed at `at` rows."""
+    from staminad.bench.scenario import generate
+    from staminad.bench.texts import change_prompt, initial_prompt
+
+    scenario = generate(seed, params)
+    prompts, state = [initial_prompt(params.language)], scenario.initial
+    for batch in scenario.turns:
+        text, state = change_prompt(batch, state)
+        prompts.append(text)
+    async with await Store.open(tmp / "reads.db") as store:
+        await store.ensure_sweep("r", "r", "fp", "{}")
+        scenario_id = (await store.ensure_scenario(await store.ensure_configuration("r", "c", "reference", 0,
+                                                                                   "detailed"), seed)).id
+        for turn, prompt in enumerate(prompts):
+            row = await store.begin_attempt(scenario_id, turn, 1, 0, "turn", prompt)
+            await store.update_attempt(row.id, phase="tested", outcome="pass", categories="", loc=400)
+            if turn in at:
+                full, narrow = [], []
+                for _ in range(20):
+                    t0 = time.perf_counter()
+                    await store.attempts(scenario_id)
+                    t1 = time.perf_counter()
+                    await store.latest_turn_attempts(scenario_id)
+                    await store.turns_passed(scenario_id)
+                    full.append(t1 - t0)
+                    narrow.append(time.perf_counter() - t1)
+                print(f"  {turn + 1:5} rows: full attempts() {statistics.median(full) * 1000:7.2f} ms, "
+                      f"narrow reads {statistics.median(narrow) * 1000:5.2f} ms (median of 20)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--turns", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--weights", choices=("steady", "uniform"), default="steady")
+    ap.add_argument("--windows", default="1-10,490-500,990-1000")
+    ap.add_argument("--analyze", type=Path, help="only report the windows of an existing run's staminad.db")
+    ap.add_argument("--reads", action="store_true", help="only time the store's step reads against row counts")
+    args = ap.parse_args()
+    if args.reads:
+        print(f"step reads, seed {args.seed}, {args.weights} weights (real prompt texts):")
+        with tempfile.TemporaryDirectory() as tmp_r:
+            params = ScenarioParams(turns=args.turns, weights=STEADY if args.weights == "steady" else None)
+            anyio.run(time_reads, args.turns, params, args.seed, [9, 99, 499, 999, 1499], Path(tmp_r))
+        return
+    if args.analyze:
+        analyze(args.analyze, args.windows)
+        return
+    params = ScenarioParams(turns=args.turns, weights=STEADY if args.weights == "steady" else None)
+    t0 = time.perf_counter()
+    pack = verify_pack(build_pack([args.seed], params))
+    print(f"seed {args.seed}, {args.turns} turns, {args.weights} weights: pack built in "
+          f"{time.perf_counter() - t0:.1f} s")
+    starts: dict[int, float] = {}
+    finished: list[float] = []
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        if kind == "attempt_started":
+            starts[int(data["turn"])] = time.perf_counter()
+        elif kind == "scenario_finished":
+            finished.append(time.perf_counter())
+
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        sweep_file = tmp / "bench.toml"
+        sweep_file.write_text(f'name = "turns"\n[scenarios]\nseeds = "{args.seed}"\nturns = {args.turns}\n'
+                              '[matrix]\nagents = ["reference"]\nretries = [0]\n'
+                              '[run]\nruntime = "local"\nparallel = 1\nturn_timeout = 120\n')
+        sweep, fp = load_sweep(sweep_file)
+        t0 = time.perf_counter()
+        summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", local_factory(PortAllocator()), emit, pack)
+        wall = time.perf_counter() - t0
+        db = tmp / "state" / "staminad.db"
+        conn = sqlite3.connect(db)
+        rows = conn.execute("SELECT turn, scenario_id, outcome, harness_seconds, marker_latency, server_seconds, "
+                            "suite_seconds, teardown_seconds, total_tests FROM attempts ORDER BY turn, attempt, "
+                            "infra_try").fetchall()
+        conn.close()
+        scenario_id = int(rows[0][1])
+        reads = {b: anyio.run(step_reads, db, scenario_id, b) for _, b in windows(args.windows, args.turns)}
+    s = summaries[0]
+    print(f"wall {wall:.0f} s for {len(rows)} attempts; {s.mean_turns:.0f} turns passed")
+    assert all(r[2] == "pass" for r in rows), "the reference agent failed a turn"
+    overhead: dict[int, float] = {}
+    tests: dict[int, int] = {}
+    for turn, _, _, harness, marker, server, suite, teardown, total in rows:
+        end = starts.get(turn + 1, finished[0] if finished else None)
+        if end is None or turn not in starts:
+            continue
+        overhead[turn] = (end - starts[turn]) - (harness or 0) - (marker or 0) - (server or 0) - (suite or 0) \
+            - (teardown or 0)
+        tests[turn] = total or 0
+    parts = {name: statistics.median(r[i] or 0 for r in rows) * 1000
+             for i, name in ((3, "harness"), (4, "marker"), (5, "server start"), (6, "suite"), (7, "teardown"))}
+    print("  median per turn, all turns: " + ", ".join(f"{k} {v:.0f} ms" for k, v in parts.items()))
+    spans = windows(args.windows, args.turns)
+    first = None
+    for a, b in spans:
+        vals = [overhead[t] for t in range(a, b + 1) if t in overhead]
+        med = statistics.median(vals) * 1000
+        first = first or med
+        full, narrow = reads[b]
+        n_tests = statistics.median(tests[t] for t in range(a, b + 1) if t in tests)
+        print(f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
+              f"{spans[0][0]}-{spans[0][1]}), suite {n_tests:.0f} tests | step reads at turn {b}: "
+              f"full attempts() {full:6.2f} ms, narrow {narrow:5.2f} ms")
+
+if __name__ == "__main__":
+    main()

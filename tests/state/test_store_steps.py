@@ -1,0 +1,39 @@
+"""The store's narrow reads for an engine step agree with replaying every row, whatever the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from staminad.engine.position import position
+from state.store import Store
+
+pytestmark = pytest.mark.anyio
+
+# (turn, attempt, infra_try, outcome): passes, failures with feedback retries, infra retries, an unfinished row.
+HISTORY = [
+    (0, 1, 0, "pass"), (1, 1, 0, "fail"), (1, 2, 0, "pass"), (2, 1, 0, "infra"), (2, 1, 1, "fail"),
+    (2, 2, 0, "infra"), (2, 2, 1, "pass"), (3, 1, 0, "fail"), (3, 2, 0, "fail"), (3, 3, 0, None),
+]
+
+
+async def test_narrow_step_reads_give_the_same_position_as_all_rows(tmp_path: Path) -> None:
+    """After every recorded attempt, latest-turn rows + turns_passed yield the position replaying all rows does."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
+        scenario = (await store.ensure_scenario(config, 0)).id
+        assert await store.latest_turn_attempts(scenario) == [] and await store.turns_passed(scenario) == 0
+        for turn, attempt, infra_try, outcome in HISTORY:
+            row = await store.begin_attempt(scenario, turn, attempt, infra_try, "turn", f"prompt {turn}")
+            if outcome is not None:
+                await store.update_attempt(row.id, phase="tested", outcome=outcome, feedback="fb",
+                                           infra_kind="harness_crash" if outcome == "infra" else None)
+            every = await store.attempts(scenario)
+            narrow = await store.latest_turn_attempts(scenario)
+            assert {r.turn for r in narrow} == {turn} and narrow == [r for r in every if r.turn == turn]
+            passed = await store.turns_passed(scenario)
+            assert passed == len({r.turn for r in every if r.outcome == "pass"})
+            for retries in (0, 2):
+                assert position(narrow, 5, retries, 1, turns_passed=passed) == position(every, 5, retries, 1)
