@@ -405,7 +405,12 @@ class DockerSandbox:
         try:
             with anyio.fail_after(OP_TIMEOUT):
                 async with self.docker._query("events", params=params) as response:
-                    text = (await response.content.read(OUTPUT_LIMIT)).decode("utf-8", "replace")
+                    # The engine streams one event per chunk until `until`: read to the end (bounded), since a
+                    # single read returns only the first chunk (often an exec event, not the kill).
+                    data = bytearray()
+                    while len(data) < OUTPUT_LIMIT and (chunk := await response.content.read(OUTPUT_LIMIT)):
+                        data += chunk
+                    text = bytes(data[:OUTPUT_LIMIT]).decode("utf-8", "replace")
         except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
             return None
         actions = set()
