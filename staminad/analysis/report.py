@@ -3,8 +3,9 @@ Markdown, LaTeX, JSON or CSV; figures are drawn by `figures.py` from the same re
 
 Configurations are keyed by (sweep, configuration): when a report spans several sweeps, each row and
 configuration is labelled `sweep/name`, so two sweeps' configurations of one name never merge.
-A scenario that never produced an observation (no attempt the suite tested: an infrastructure failure
-before any test, or cancelled before it started) is left out of every figure and counted as unscored;
+A scenario that says nothing about its agent (ended by a platform fault, or no attempt the suite tested
+and no harness out of infra retries: cancelled before it started) is left out of every figure and counted
+as unscored;
 every table says how many scenarios were scored and how many were not.
 """
 
@@ -21,7 +22,9 @@ from staminad.analysis.data import ConfigData, ScenarioData
 from staminad.analysis.metrics import (
     agent_attempts,
     failure_counts,
+    harness_ended,
     loc_by_turn,
+    platform_ended,
     regressions,
     retry_curve,
     summary,
@@ -44,8 +47,9 @@ def _paired(a: ConfigData, b: ConfigData) -> tuple[list[float], list[float]]:
 
 
 def scored(s: ScenarioData) -> bool:
-    """Whether a scenario says anything about its agent: at least one attempt the suite tested."""
-    return bool(agent_attempts(s))
+    """Whether a scenario says anything about its agent: an attempt the suite tested, or a harness that ran out
+    of infra retries (the paper scores it with the turns passed so far, 0 included). A platform fault never is."""
+    return not platform_ended(s) and (bool(agent_attempts(s)) or harness_ended(s))
 
 
 def _keyed(configs: list[ConfigData]) -> list[ConfigData]:
@@ -152,8 +156,9 @@ def markdown(report: dict[str, Any]) -> str:
     out = ["# StaminaBench report", "",
            "Average turns passed ± SE (pass rate). **Bold**: best in its row; † not significantly worse than the "
            f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected). n: scenarios "
-           "scored; unscored ones (no tested attempt: an infrastructure failure before any test, or cancelled "
-           "before starting) are left out of every figure.", "",
+           "scored; unscored ones (ended by a platform fault, or never tested: cancelled before a test ran) are "
+           "left out of every figure. A harness that ran out of infra retries ends its scenario, which counts "
+           "(paper).", "",
            "| agent | " + " | ".join(t["columns"]) + " |", "|---|" + "---|" * len(t["columns"])]
     for r in t["rows"]:
         cells = [_fmt(t["cells"][r].get(col), ("**", "**"), " †") for col in t["columns"]]

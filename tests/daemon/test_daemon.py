@@ -27,12 +27,15 @@ CLI = [sys.executable, "-m", "staminad.cli"]
 
 def _start(state: Path, runtime: str | None = "local") -> subprocess.Popen[bytes]:
     override = ["--runtime", runtime] if runtime else []
-    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), *override],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # stderr goes to a file: a pipe nobody reads would fill and block the daemon's logging.
+    log = state.parent / f"{state.name}.stderr"
+    with log.open("ab") as err:
+        proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), *override],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "daemon exited")
+            raise RuntimeError(log.read_text(errors="replace")[-4000:] or "daemon exited")
         with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
             s.connect(str(state / "staminad.sock"))
             return proc
