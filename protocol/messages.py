@@ -135,6 +135,7 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     infra: dict[str, int]
     cost: float = 0.0
     tokens: int = 0
+    unscored: int = 0  # ended by a platform fault: left out of the mean, re-runnable
 
 
 class SweepInfo(_Msg, tag="sweep", frozen=True):

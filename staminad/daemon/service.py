@@ -8,7 +8,6 @@ on, so a restart picks them up from their markers; `drain` first lets running at
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import math
 import os
@@ -86,13 +85,12 @@ class Daemon:
             self._lock_fd = self._lock()
 
     def _lock(self) -> int:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        from staminad.commands.args import CommandError, lock_state_dir
+
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise DaemonError(f"another staminad already runs on {self.state_dir}") from None
+            fd = lock_state_dir(self.state_dir, f"another staminad already runs on {self.state_dir}")
+        except CommandError as exc:
+            raise DaemonError(str(exc)) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         return fd
