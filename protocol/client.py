@@ -6,11 +6,13 @@ One reader task per connection reads every frame and hands each reply to the req
 same number (`rid`); events go to `events()`. A request that is cancelled or times out only stops
 waiting: its reply, when it comes, is recognised and dropped, so replies never shift. The reader ends
 when the connection closes, never in the middle of a frame (see `protocol.stream` for why the socket
-is not anyio's own).
+is not anyio's own). An idle request connection pings every `keepalive` seconds, so the daemon's
+idle timeout drops only clients that are gone or stuck, never a monitor that is just watching.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,10 +24,22 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from protocol.framing import FrameError, FrameReader
 from protocol.framing import write_frame as _write
-from protocol.messages import PROTOCOL_VERSION, ErrorReply, Event, Hello, HelloReply, Message, decoder, encoder
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    ErrorReply,
+    Event,
+    Hello,
+    HelloReply,
+    Message,
+    Ping,
+    Subscribe,
+    decoder,
+    encoder,
+)
 from protocol.stream import UnixStream, connect_unix
 
 TIMEOUT = 30.0
+KEEPALIVE = 60.0  # seconds of silence before an idle request connection pings (the daemon waits 300)
 EVENT_BUFFER = 1000  # events read ahead of the consumer; beyond that the reader waits for it
 _CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
            ConnectionError)
@@ -42,8 +56,11 @@ class _Pending:
 
 
 class Client:
-    def __init__(self, socket_path: Path, name: str = "staminad-cli", timeout: float = TIMEOUT) -> None:
-        self.path, self.name, self.timeout = socket_path, name, timeout
+    def __init__(self, socket_path: Path, name: str = "staminad-cli", timeout: float = TIMEOUT,
+                 keepalive: float | None = KEEPALIVE) -> None:
+        self.path, self.name, self.timeout, self.keepalive = socket_path, name, timeout, keepalive
+        self._sent = 0.0  # when the last request went out (anyio's clock)
+        self._subscribed = False  # an event stream: the daemon no longer reads, so no pings
         self.enc, self.dec = encoder(), decoder(Message)
         self.stream: UnixStream | None = None
         self.frames: FrameReader | None = None
@@ -80,6 +97,8 @@ class Client:
             await self._close()
             raise
         self.daemon = reply.daemon
+        if self.keepalive:
+            self._tg.start_soon(self._keep_alive, self.keepalive)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -93,7 +112,15 @@ class Client:
                 await self.stream.aclose()
         if self._tg is not None:  # the reader is shielded: it ends because the socket closed, not by a cancel
             tg, self._tg = self._tg, None
+            tg.cancel_scope.cancel()  # the keep-alive task
             await tg.__aexit__(None, None, None)
+
+    async def _keep_alive(self, every: float) -> None:
+        while not self._broken and not self._subscribed:
+            await anyio.sleep(max(self._sent + every - anyio.current_time(), 0.01))  # a timer, not synchronisation
+            if anyio.current_time() - self._sent >= every and not self._subscribed:
+                with contextlib.suppress(ClientError):  # a slow answer is no reason to stop
+                    await self.request(Ping())
 
     async def _read_all(self) -> None:
         assert self.frames is not None
@@ -127,6 +154,8 @@ class Client:
             raise ClientError(self._broken)
         rid = next(self._ids)
         pending = self._pending[rid] = _Pending()
+        self._sent = anyio.current_time()
+        self._subscribed = self._subscribed or isinstance(message, Subscribe)
         try:
             with anyio.fail_after(self.timeout):
                 async with self._writing:

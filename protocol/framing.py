@@ -45,9 +45,15 @@ async def read_frame(reader: FrameReader) -> bytes:
     return await reader.read()
 
 
-async def write_frame(stream: ByteStream, payload: bytes, timeout: float = WRITE_TIMEOUT) -> None:
+def frame(payload: bytes) -> bytes:
+    """`payload` with its header, for a caller that writes it itself."""
     if len(payload) > MAX_FRAME:
         raise FrameError(f"refusing to send a frame of {len(payload)} bytes")
+    return _HEADER.pack(len(payload)) + payload
+
+
+async def write_frame(stream: ByteStream, payload: bytes, timeout: float = WRITE_TIMEOUT) -> None:
+    data = frame(payload)
     # Shielded (and bounded on its own): a frame cut off by a cancelled caller would desynchronise the stream.
     with anyio.CancelScope(shield=True), anyio.fail_after(timeout):
-        await stream.send(_HEADER.pack(len(payload)) + payload)
+        await stream.send(data)

@@ -100,6 +100,10 @@ class Stop(_Msg, tag="stop", frozen=True):
     drain: bool = False
 
 
+class Ping(_Msg, tag="ping", frozen=True):
+    """Answered with `Ok`: keeps an otherwise idle request connection inside the daemon's idle timeout."""
+
+
 class Subscribe(_Msg, tag="subscribe", frozen=True):
     """Events of the named sweeps (all when empty) and kinds (all when empty).
 
@@ -243,8 +247,8 @@ class Event(_Msg, tag="event", frozen=True):
     seq: int
 
 
-Request = (Hello | Submit | ListSweeps | GetSweep | ListScenarios | GetScenario | GetAttempt | RetryScenario | Cancel
-           | Pause | Resume | Stop | Subscribe)
+Request = (Hello | Ping | Submit | ListSweeps | GetSweep | ListScenarios | GetScenario | GetAttempt | RetryScenario
+           | Cancel | Pause | Resume | Stop | Subscribe)
 Message = (Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioList | ScenarioInfo | AttemptTexts
            | Event)
 

@@ -20,6 +20,17 @@ import anyio
 from anyio.abc import ByteStream, TaskGroup, TaskStatus
 
 BACKLOG = 128  # connections the kernel queues before the daemon accepts them
+MAX_CONNECTIONS = 256  # open connections served at once, at most; further ones are refused
+
+
+def connection_cap(reserve: int = 64) -> int:
+    """A cap on open control connections that leaves most of the process's file descriptors to everything else."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(4, min(MAX_CONNECTIONS, (soft - reserve) // 2))
 
 
 class UnixStream(ByteStream):
@@ -72,28 +83,52 @@ async def connect_unix(path: Path) -> UnixStream:
 
 
 async def serve_unix(path: Path, handler: Callable[[UnixStream], Coroutine[Any, Any, None]], tg: TaskGroup,
-                     max_pending: int = BACKLOG, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+                     max_pending: int = BACKLOG, max_connections: int | None = None, refusal: bytes = b"", *,
+                     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
     """Listen on `path` and run `handler` for each connection in `tg` until cancelled.
 
-    Connections are handed over through a bounded queue; one arriving while it is full is closed at once.
+    At most `max_connections` (default: `connection_cap()`) are open at once, so accepting never runs
+    the process out of file descriptors: one beyond that is sent `refusal` and closed at once. Connections
+    are handed over through a bounded queue; one arriving while it is full is closed the same way.
     """
+    cap = max_connections or connection_cap()
     send, receive = anyio.create_memory_object_stream[UnixStream](max_pending)
+    live = 0
+
+    def refuse(writer: asyncio.StreamWriter) -> None:
+        if refusal:
+            writer.write(refusal)  # buffered by the transport; closing flushes it without waiting on the peer
+        writer.close()
 
     def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal live
+        if live >= cap:
+            refuse(writer)
+            return
         try:
             send.send_nowait(UnixStream(reader, writer))
         except anyio.WouldBlock:
-            writer.close()
+            refuse(writer)
+            return
+        live += 1
+
+    async def serve_one(stream: UnixStream) -> None:
+        nonlocal live
+        try:
+            await handler(stream)
+        finally:
+            live -= 1
+            await stream.aclose()  # the handler's own close may have been skipped by a cancel
 
     server = await asyncio.start_unix_server(accepted, path=str(path), backlog=BACKLOG)
     try:
         task_status.started()
         async with receive:
             async for stream in receive:
-                tg.start_soon(handler, stream)
+                tg.start_soon(serve_one, stream)
     finally:
         server.close()
         send.close()
 
 
-__all__ = ["UnixStream", "connect_unix", "serve_unix"]
+__all__ = ["MAX_CONNECTIONS", "UnixStream", "connect_unix", "connection_cap", "serve_unix"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import zlib
 from pathlib import Path
@@ -13,7 +14,10 @@ import msgspec
 def connect_readonly(db: Path) -> sqlite3.Connection:
     if not db.exists():
         raise FileNotFoundError(f"no state database at {db}")
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    # In a directory nobody can write (a read-only mount) a WAL store cannot make its -shm file: read it as
+    # immutable, which needs none (and nothing can change it there).
+    immutable = "&immutable=1" if not os.access(db.parent, os.W_OK) else ""
+    conn = sqlite3.connect(f"file:{db}?mode=ro{immutable}", uri=True, timeout=30)
     conn.row_factory = sqlite3.Row
     return conn
 

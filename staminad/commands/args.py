@@ -14,6 +14,29 @@ class CommandError(Exception):
     """A command that could not do its work (no daemon, an unwritable state dir): one line, exit status 1."""
 
 
+def lock_state_dir(state_dir: Path, busy: str) -> int:
+    """Create `state_dir` if needed and take its lock (an open fd); `busy` is the line when another holds it.
+
+    One process runs sweeps on a state dir at a time; a state dir that cannot be written (read-only,
+    not a directory) is refused in one line naming it.
+    """
+    import fcntl
+    import os
+
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise CommandError(f"cannot use the state directory {state_dir}: {exc.strerror or exc} (make it writable, "
+                           "or pass another --state-dir)") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CommandError(busy) from None
+    return fd
+
+
 def check_store(db: Path) -> None:
     """Refuse, in one line, a state store that exists but is not a usable SQLite database.
 

@@ -39,6 +39,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
     s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
+    s.add_argument("--max-connections", type=bounded_int(1, 65536),
+                   help="open control connections served at once (default: fits the file-descriptor limit)")
+    s.add_argument("--idle-timeout", type=bounded_int(1, 86400), default=300,
+                   help="seconds a control connection may stay silent after its hello (default 300)")
     s.set_defaults(func=start_cmd)
     for name, helptext in (("submit", "submit a sweep file"), ("status", "sweeps and their progress"),
                            ("cancel", "cancel a sweep"), ("pause", "pause a sweep after running attempts"),
@@ -99,7 +103,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         except KeyError:
             raise UsageError(f"--socket-group {args.socket_group!r} is not a group on this machine") from None
     daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port,
-                    args.suite_parallel)
+                    args.suite_parallel, args.max_connections, float(args.idle_timeout))
     try:
         daemon.acquire()
     except DaemonError as exc:

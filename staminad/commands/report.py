@@ -142,6 +142,11 @@ def report_cmd(args: argparse.Namespace) -> int:
 def export_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis.export import write
 
+    out: Path = args.out
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory; name the file to write, such as {out / 'attempts.csv'}")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: the directory {out.parent} does not exist (create it first)")
     n = write(_configs(args), args.out, args.format, db=_db(args))
     print(f"wrote {n} attempts to {args.out}")
     return 0

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from staminad.commands.args import UsageError, check_store
+from staminad.commands.args import CommandError, UsageError, check_store, lock_state_dir
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import format_summary, run_sweep
@@ -105,19 +105,8 @@ def run_cmd(args: argparse.Namespace) -> int:
 
 def _lock_state_dir(state_dir: Path) -> int:
     """Take the state directory's lock, as the daemon does: one process runs sweeps on a state dir at a time."""
-    import fcntl
-
-    from staminad.commands.args import CommandError
-
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise CommandError(f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit the sweep "
-                           "to the daemon with `staminad submit FILE`, or pass another --state-dir") from None
-    return fd
+    return lock_state_dir(state_dir, f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit "
+                                     "the sweep to the daemon with `staminad submit FILE`, or pass another --state-dir")
 
 
 async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: bool, state_dir: Path) -> bool:
@@ -139,11 +128,18 @@ def done_cmd(args: argparse.Namespace) -> int:
     marker: Path = args.marker
     if marker.suffix != ".json" or marker.parent.name != "markers":
         raise UsageError(f"{marker} is not a marker path (…/control/markers/<job>.json) printed by the engine")
+    if not marker.parent.is_dir():
+        raise UsageError(f"{marker.parent} does not exist: {marker} is not a marker path of a running attempt "
+                         "(check the path the engine printed)")
     if marker.exists():
         raise UsageError(f"{marker} already exists: that attempt is already finished")
     now = time.time()
     tmp = marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"exit": args.exit, "signal": None, "started": now, "ended": now}))
-    os.replace(tmp, marker)
+    try:
+        tmp.write_text(json.dumps({"exit": args.exit, "signal": None, "started": now, "ended": now}))
+        os.replace(tmp, marker)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CommandError(f"cannot write {marker}: {exc.strerror or exc}") from None
     print(f"marked {marker.stem} finished", file=sys.stderr)
     return 0

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from staminad.bench.changes import transition
 from staminad.bench.pack import Pack
+from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.scenario import ScenarioParams
-from staminad.commands.args import UsageError, bounded_int, seed_list
+from staminad.commands.args import CommandError, UsageError, bounded_int, seed_list
 from staminad.packio import read_pack, write_pack
 
 
@@ -28,7 +29,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="proposals per step before drawing that step procedurally (default 3)")
     g.add_argument("--naming", choices=("programmatic", "themed"), default="themed")
     g.add_argument("--changes-per-turn", type=bounded_int(1, 50), default=5)
-    g.add_argument("--language", default="python", help="implementation language named in the texts")
+    g.add_argument("--language", choices=sorted(LANGUAGE_NAMES), default="python",
+                   help="implementation language named in the texts")
     g.add_argument("-o", "--out", type=Path, required=True, help="directory to write the pack to")
     g.set_defaults(func=generate)
     s = ssub.add_parser("show", help="summarise a pack, or print one turn's texts")
@@ -46,17 +48,36 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 def generate(args: argparse.Namespace) -> int:
     from staminad.bench.pack import build_pack
 
-    if not args.language.replace("+", "").replace("#", "").isalnum():
-        raise UsageError(f"--language {args.language!r} must be a single word such as python or rust")
+    _prepare_out(args.out)  # before generating: a bad -o must not cost the generation
     params = ScenarioParams(turns=args.turns, sampler=args.sampler, naming=args.naming,
                             changes_per_turn=args.changes_per_turn, language=args.language)
     if args.sampler != "llm":
         files = build_pack(args.seeds, params)
     else:
         files = _llm_pack(args, params)
-    write_pack(args.out, files)
+    try:
+        write_pack(args.out, files)
+    except OSError as exc:
+        raise CommandError(f"writing the pack to {args.out} failed: {exc.strerror or exc}"
+                           f"{f' ({exc.filename})' if exc.filename else ''}") from None
     print(f"wrote {len(files)} files for {len(args.seeds)} scenarios x {args.turns} turns to {args.out}")
     return 0
+
+
+def _prepare_out(out: Path) -> None:
+    """Create the pack directory and check it takes files, or refuse `-o` in one line."""
+    import os
+    import tempfile
+
+    if out.is_dir() and not (out / "manifest.json").exists() and any(out.iterdir()):
+        raise UsageError(f"-o {out} already holds other files; use an empty directory (or an existing pack's)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".tmp-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: cannot write a pack there: {exc.strerror or exc}") from None
 
 
 def _llm_pack(args: argparse.Namespace, params: ScenarioParams) -> dict[str, bytes]:

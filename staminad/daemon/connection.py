@@ -1,8 +1,8 @@
 """One control-socket connection: versioned hello, then requests and replies, or an event stream.
 
-Every read and write is bounded: a client that never says hello, sends an oversized frame, or
-stops reading its events is disconnected; garbage gets an error reply. Nothing here can stall or
-crash the daemon.
+Every read and write is bounded: a client that never says hello, sends nothing for the daemon's
+idle timeout after it (a live client pings), sends an oversized frame, or stops reading its events
+is disconnected; garbage gets an error reply. Nothing here can stall or crash the daemon.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from protocol import (
     ListSweeps,
     Ok,
     Pause,
+    Ping,
     Request,
     RequestId,
     Resume,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("staminad")
 
 HELLO_TIMEOUT = 10.0
+IDLE_TIMEOUT = 300.0  # seconds a request connection may stay silent; clients ping well within it
 SEND_TIMEOUT = 10.0
 _CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
            ConnectionError)
@@ -85,7 +87,8 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
 
             await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION), hello.rid)
             while True:
-                body = await frames.read()
+                with anyio.fail_after(daemon.idle_timeout):
+                    body = await frames.read()
                 try:
                     request = dec.decode(body)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -137,6 +140,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return Ok(detail=f"resumed {name}")
             case Stop(drain=drain):  # the caller stops the daemon once this reply is sent
                 return Ok(detail="stopping" + (" after running attempts finish" if drain else ""))
+            case Ping():
+                return Ok(detail="pong")
             case Hello():
                 return ErrorReply(message="already said hello")
     except SweepError as exc:

@@ -8,7 +8,7 @@ on, so a restart picks them up from their markers; `drain` first lets running at
 
 from __future__ import annotations
 
-import fcntl
+import functools
 import math
 import os
 import sys
@@ -19,11 +19,13 @@ import anyio
 import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
-from protocol import SweepInfo
-from protocol.stream import serve_unix
+from protocol import ErrorReply, SweepInfo, encoder
+from protocol.framing import frame
+from protocol.stream import connection_cap, serve_unix
+from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
-from staminad.daemon.connection import serve_client
+from staminad.daemon.connection import IDLE_TIMEOUT, serve_client
 from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
@@ -53,12 +55,15 @@ class _Running:
 class Daemon:
     def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
                  runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None,
-                 suite_parallel: int | None = None) -> None:
+                 suite_parallel: int | None = None, max_connections: int | None = None,
+                 idle_timeout: float = IDLE_TIMEOUT) -> None:
         self.state_dir = state_dir
         self.socket_path = state_dir / "staminad.sock"
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
         self.metrics_port = metrics_port
+        self.max_connections = max_connections or connection_cap()  # fits the fd limit: accept() never fails
+        self.idle_timeout = idle_timeout
         self.metrics: Any = None
         self.ports = PortAllocator()
         self.limiter = FairLimiter(max_parallel)
@@ -80,13 +85,12 @@ class Daemon:
             self._lock_fd = self._lock()
 
     def _lock(self) -> int:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        from staminad.commands.args import CommandError, lock_state_dir
+
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise DaemonError(f"another staminad already runs on {self.state_dir}") from None
+            fd = lock_state_dir(self.state_dir, f"another staminad already runs on {self.state_dir}")
+        except CommandError as exc:
+            raise DaemonError(str(exc)) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         return fd
@@ -103,7 +107,11 @@ class Daemon:
                 self._tg = tg
                 umask = os.umask(0o177)  # the socket is born 0600, then opened up as configured
                 try:
-                    await tg.start(serve_unix, self.socket_path, self._client, tg)
+                    refusal = frame(encoder().encode(ErrorReply(
+                        message=f"staminad is serving its limit of {self.max_connections} connections; close idle "
+                                "clients or try again shortly")))
+                    await tg.start(functools.partial(serve_unix, max_connections=self.max_connections,
+                                                     refusal=refusal), self.socket_path, self._client, tg)
                 finally:
                     os.umask(umask)
                 os.chmod(self.socket_path, self.socket_mode)
@@ -170,6 +178,8 @@ class Daemon:
         base = Path(base_dir or self.state_dir)
         path = base / (Path(source).name if source else "submitted.toml")
         sweep, fingerprint = parse_sweep(toml_text.encode(), path)
+        if sweep.scenarios.pack:  # checked as `staminad run` checks it: refused now, not an `error` later
+            await _check_pack(Path(sweep.scenarios.pack), path)
         run = self.running.get(sweep.name)
         if run is not None and await self._status(sweep.name) in ("finished", "cancelled", "error"):
             with anyio.move_on_after(30):  # its task is only winding down: its status is final
@@ -207,7 +217,7 @@ class Daemon:
 
         try:
             with run.scope:
-                pack = read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
+                pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
                 factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
                 emit("sweep_runtime", {"runtime": chosen})
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
@@ -294,6 +304,21 @@ class Daemon:
         assert self.store is not None
         async with self.store.db.execute("SELECT id FROM sweeps ORDER BY created_at") as cur:
             return [r[0] for r in await cur.fetchall()]
+
+
+async def _read_pack(directory: Path) -> Pack:
+    """Read and verify a pack off the event loop (hashing a large pack takes a while)."""
+    return await anyio.to_thread.run_sync(read_pack, directory, abandon_on_cancel=True)
+
+
+async def _check_pack(directory: Path, source: Path) -> None:
+    try:
+        await _read_pack(directory)
+    except PackError as exc:
+        raise SweepError(f"{source}: scenarios.pack: {exc}") from None
+    except OSError as exc:
+        raise SweepError(f"{source}: scenarios.pack: cannot read {exc.filename or directory}: "
+                         f"{exc.strerror or exc}") from None
 
 
 __all__ = ["VERSION", "Daemon", "DaemonError"]

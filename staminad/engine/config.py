@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from pathlib import Path
 from typing import Literal
 
 import msgspec
 
 from staminad.agents.base import UnknownAgent, adapter_for
+from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.commands.args import seed_list
 from staminad.gateway.pricing import Price
+
+# A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class SweepError(ValueError):
@@ -113,9 +118,12 @@ def _check(sweep: SweepFile, path: Path) -> None:
     def bad(msg: str) -> SweepError:
         return SweepError(f"{path}: {msg}")
 
-    if not sweep.name or not all(c.isalnum() or c in "-_." for c in sweep.name):
-        raise bad("name must be non-empty letters, digits, '-', '_' or '.'")
+    if not SAFE_NAME.fullmatch(sweep.name):
+        raise bad(f"name {sweep.name!r} must be one path component: a letter or digit, then up to 99 letters, "
+                  "digits, '-', '_' or '.'")
     s, r, m = sweep.scenarios, sweep.run, sweep.matrix
+    if s.language not in LANGUAGE_NAMES:
+        raise bad(f"scenarios.language {s.language!r} is not one of {', '.join(sorted(LANGUAGE_NAMES))}")
     try:
         seed_list(s.seeds)
     except Exception as exc:
@@ -148,6 +156,13 @@ def _check(sweep: SweepFile, path: Path) -> None:
             raise bad(f"run.{key} must be a positive number of seconds")
     if not 0 <= r.infra_retries <= 100:
         raise bad("run.infra_retries must be 0..100")
+    # Docker limits: 0 would mean "unlimited" to Docker, so it is refused like a negative one.
+    if not 0 < r.cpus <= 1024:
+        raise bad(f"run.cpus must be a positive number of CPUs up to 1024 (got {r.cpus})")
+    if not 6 <= r.memory_mb <= 1024 * 1024:  # Docker's own minimum is 6 MB
+        raise bad(f"run.memory_mb must be 6..1048576 MB (got {r.memory_mb})")
+    if not 1 <= r.pids <= 1_000_000:
+        raise bad(f"run.pids must be 1..1000000 (got {r.pids})")
 
 
 def configurations(sweep: SweepFile) -> list[Configuration]:

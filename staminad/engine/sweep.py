@@ -80,7 +80,9 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
     params = pack.params if pack else ScenarioParams(turns=src.turns, sampler=src.sampler, naming=src.naming,
                                                     changes_per_turn=src.changes_per_turn, language=src.language)
     seeds = list(pack.manifest.seeds) if pack else seed_list(src.seeds)
-    scenarios = {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}
+    # Off the event loop: a large sweep takes minutes to generate, and the loop must keep serving meanwhile.
+    scenarios = await anyio.to_thread.run_sync(
+        lambda: {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}, abandon_on_cancel=True)
     readme = render_readme(params.language)
     settings = EngineSettings(turn_timeout=sweep.run.turn_timeout, request_timeout=sweep.run.request_timeout,
                               server_start_timeout=sweep.run.server_start_timeout,

@@ -20,7 +20,21 @@ BAD = {
     "negative timeout": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nturn_timeout = -1\n',
     "bad name": 'name = "a b/c"\n[matrix]\nagents = ["reference"]\n',
     "no agents": 'name = "x"\n[matrix]\nagents = []\n',
+    "name ..": 'name = ".."\n[matrix]\nagents = ["reference"]\n',
+    "name .": 'name = "."\n[matrix]\nagents = ["reference"]\n',
+    "hidden name": 'name = ".x"\n[matrix]\nagents = ["reference"]\n',
+    "name with slash": 'name = "a/b"\n[matrix]\nagents = ["reference"]\n',
+    "empty name": 'name = ""\n[matrix]\nagents = ["reference"]\n',
+    "non-ascii name": 'name = "x\u2215y"\n[matrix]\nagents = ["reference"]\n',
+    "overlong name": f'name = "{"a" * 101}"\n[matrix]\nagents = ["reference"]\n',
 }
+# Docker reads 0 as "no limit": every limit must be positive, and is checked like the other numbers.
+for _key, _value in (("cpus", "0"), ("cpus", "-1.5"), ("memory_mb", "0"), ("memory_mb", "-512"), ("pids", "0"),
+                     ("pids", "-1")):
+    BAD[f"{_key} {_value}"] = f'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\n{_key} = {_value}\n'
+for _language in ("cobol", "Python", "", "python3"):
+    BAD[f"language {_language!r}"] = (f'name = "x"\n[scenarios]\nlanguage = "{_language}"\n'
+                                      '[matrix]\nagents = ["reference"]\n')
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -50,3 +64,27 @@ def test_matrix_expands_to_paired_configurations(tmp_path: Path) -> None:
     names = [c.name for c in configurations(sweep)]
     assert len(names) == 8 and names[0] == "reference R=0 minimal"
     assert load_sweep(path)[1] == fingerprint
+
+
+def test_unknown_language_lists_the_valid_ones(tmp_path: Path) -> None:
+    """An unknown `language` is refused with the list of languages the texts can name."""
+    from staminad.bench.readme import LANGUAGE_NAMES
+
+    path = tmp_path / "s.toml"
+    path.write_text('name = "x"\n[scenarios]\nlanguage = "cobol"\n[matrix]\nagents = ["reference"]\n')
+    with pytest.raises(SweepError) as raised:
+        load_sweep(path)
+    assert "'cobol'" in str(raised.value) and all(name in str(raised.value) for name in LANGUAGE_NAMES)
+
+
+@pytest.mark.parametrize("name", ["a", "0", "sweep-1_b.v2", "A" * 100])
+def test_safe_names_and_every_known_language_are_accepted(tmp_path: Path, name: str) -> None:
+    """Names that are one safe path component load, and so does each known language."""
+    from staminad.bench.readme import LANGUAGE_NAMES
+
+    for language in LANGUAGE_NAMES:
+        path = tmp_path / "s.toml"
+        path.write_text(f'name = "{name}"\n[scenarios]\nlanguage = "{language}"\n[matrix]\nagents = ["reference"]\n'
+                        "[run]\ncpus = 0.5\nmemory_mb = 256\npids = 64\n")
+        sweep, _ = load_sweep(path)
+        assert (sweep.name, sweep.scenarios.language, sweep.run.pids) == (name, language, 64)

@@ -1,0 +1,99 @@
+"""Bad input at the CLI's edges gets one line and the right exit status (2 usage, 1 runtime), and loses nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.engine.conftest import write_sweep
+
+CLI = [sys.executable, "-m", "staminad.cli"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def _one_line(done: subprocess.CompletedProcess[str], status: int) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == status and len(lines) == 1 and lines[0].startswith("staminad"), done.stderr
+    return lines[0]
+
+
+def _read_only(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with `state` read-only: a read-only bind mount for root (who ignores modes), else modes."""
+    if os.geteuid() == 0:
+        script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(state), *CLI, *args],
+                              capture_output=True, text=True, timeout=120)
+    paths = [state, *state.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    try:
+        for p in paths:
+            p.chmod(modes[p] & ~0o222)
+        return _cli(*args)
+    finally:
+        for p in paths:
+            p.chmod(modes[p])
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A state dir holding one finished sweep, and that sweep's file."""
+    tmp = tmp_path_factory.mktemp("finished")
+    path = write_sweep(tmp, "small", ["reference"], turns=1)
+    done = _cli("run", str(path), "--state-dir", str(tmp / "st"), "--quiet")
+    assert done.returncode == 0, done.stderr
+    return tmp / "st", path
+
+
+def test_a_read_only_state_dir_refuses_start_and_run_but_still_reports(finished: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    """`start` and `run` on a read-only state dir exit 1 with one line naming it; `report` and `export` only
+    read it, so they still work; the store is unchanged."""
+    state, path = finished
+    before = (state / "staminad.db").read_bytes()
+    for args in (("start", "--state-dir", str(state), "--runtime", "local"),
+                 ("run", str(path), "--state-dir", str(state), "--quiet")):
+        line = _one_line(_read_only(state, *args), 1)
+        assert f"state directory {state}" in line and "--state-dir" in line
+    line = _one_line(_read_only(state, "run", str(path), "--state-dir", str(state / "inner"), "--quiet"), 1)
+    assert str(state / "inner") in line
+    report = _read_only(state, "report", "--state-dir", str(state))
+    assert report.returncode == 0 and "reference R=2 detailed" in report.stdout, report.stderr
+    export = _read_only(state, "export", "--state-dir", str(state), "--out", str(tmp_path / "a.csv"))
+    assert export.returncode == 0 and (tmp_path / "a.csv").read_text().count("\n") > 1, export.stderr
+    assert (state / "staminad.db").read_bytes() == before and not (state / "inner").exists()
+
+
+def test_export_into_a_missing_directory_is_refused(finished: tuple[Path, Path], tmp_path: Path) -> None:
+    """`export --out` into a directory that does not exist, or onto a directory, exits 2 and creates nothing."""
+    state, _ = finished
+    line = _one_line(_cli("export", "--state-dir", str(state), "--out", str(tmp_path / "no" / "such" / "a.csv")), 2)
+    assert str(tmp_path / "no" / "such") in line and not (tmp_path / "no").exists()
+    line = _one_line(_cli("export", "--state-dir", str(state), "--out", str(tmp_path)), 2)
+    assert "is a directory" in line
+
+
+def test_scenario_generate_refuses_an_unwritable_out_before_generating(tmp_path: Path) -> None:
+    """`-o` that cannot hold a pack (under /proc, a file, a directory of other files) exits 2 in one line."""
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("keep")
+    for out in ("/proc/nope", str(tmp_path / "file" / "pack"), str(tmp_path / "full")):
+        line = _one_line(_cli("scenario", "generate", "--seeds", "0", "--turns", "1", "-o", out), 2)
+        assert out in line
+    assert (tmp_path / "full" / "notes.txt").read_text() == "keep"
+    line = _one_line(_cli("scenario", "generate", "--language", "cobol", "-o", str(tmp_path / "p")), 2)
+    assert "python" in line and not (tmp_path / "p").exists()
+
+
+def test_done_with_a_marker_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    """`done --marker` under a markers directory that does not exist exits 2 in one line and writes nothing."""
+    marker = tmp_path / "gone" / "control" / "markers" / "job-1.json"
+    line = _one_line(_cli("done", "--marker", str(marker)), 2)
+    assert str(marker.parent) in line and not (tmp_path / "gone").exists()
