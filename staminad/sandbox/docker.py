@@ -292,9 +292,13 @@ class DockerSandbox:
                            "ReadonlyRootfs": True, "SecurityOpt": ["no-new-privileges"], "Memory": 64 << 20},
         }
         helper = None
+        name = f"{self.name}-seal"
         try:
             with anyio.fail_after(OP_TIMEOUT):
-                helper = await self.docker.containers.create(config=config, name=f"{self.name}-seal")
+                # A daemon killed while sealing leaves its helper behind under this name: it is ours, remove it.
+                with contextlib.suppress(aiodocker.exceptions.DockerError):
+                    await (await self.docker.containers.get(name)).delete(force=True)
+                helper = await self.docker.containers.create(config=config, name=name)
                 await helper.start()
                 code = (await helper.wait()).get("StatusCode")
                 if code != 0:
@@ -304,7 +308,8 @@ class DockerSandbox:
             raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
         finally:
             if helper is not None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(OP_TIMEOUT):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(OP_TIMEOUT), \
+                        contextlib.suppress(aiodocker.exceptions.DockerError):
                     await helper.delete(force=True)
 
     async def prepare(self) -> None:

@@ -270,7 +270,7 @@ def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> 
         assert isinstance(info, ScenarioInfo) and [a.attempt for a in info.attempts] == [1, 2]
         texts = anyio.run(_request, state, GetAttempt(attempt_id=info.attempts[1].id))
         assert isinstance(texts, AttemptTexts) and texts.prompt_kind == "feedback"
-        assert texts.failures and texts.failures[0].rule == "null" and texts.feedback
+        assert texts.failures and "null" in {f.rule for f in texts.failures} and texts.feedback
         missing = anyio.run(_request, state, GetScenario(sweep="tl", configuration="nope", seed=0))
         assert "no scenario" in str(missing)
 
