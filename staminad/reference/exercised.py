@@ -172,14 +172,8 @@ def null_as_zero(state: State, e: Entity, c: Condition) -> bool:
         return False
     if isinstance(c.left, FieldOperand):
         return _zero_passes(c) and nullable(e.field(c.left.field))
-    fa, fb = e.field(c.left.left), e.field(c.left.right)
-    if fa is None or fb is None or c.op not in _ORDER:
-        return False
-    if fa is fb:
-        return nullable(fa) and _cmp(_ARITH[c.left.op](0, 0), c.op, c.value)
-    probes = ((fa, [(0, b) for b in [*_ends(fb), 0]]), (fb, [(a, 0) for a in [*_ends(fa), 0]]))
-    return any(nullable(f) and any(_cmp(_ARITH[c.left.op](a, b), c.op, c.value) for a, b in pairs)
-               for f, pairs in probes)
+    # A null operand makes the whole computation null (the README's rule), which the bug then reads as 0.
+    return _zero_passes(c) and (nullable(e.field(c.left.left)) or nullable(e.field(c.left.right)))
 
 
 def falsy_null_check(state: State, e: Entity, c: Condition) -> bool:
@@ -246,7 +240,8 @@ def _reached(state: State, e: Entity, action: Action) -> Iterator[tuple[OnRefere
 
 
 def _nullable_operand(action: Action, e: Entity, x: Compute) -> bool:
-    return any(o != x.field and o not in guarded(action) and nullable(e.field(o)) for o in (x.left, x.right))
+    """An operand other than the target can be null while the guards hold (none reads it, or `is null` does)."""
+    return any(o != x.field and null_free(action, o) and nullable(e.field(o)) for o in (x.left, x.right))
 
 
 def _overwritten(action: Action, e: Entity, x: Effect, before: bool) -> bool:
@@ -360,6 +355,68 @@ def _past_bound(f: Field | None, amount: int | float) -> bool:
 def on_ref_null(state: State) -> bool:
     return any(others_hold(state, e, a) and any(
         isinstance(x, OnReference) and null_free(a, x.ref_field) for x in a.effects) for a, e in actions(state))
+
+
+def _shows_on(state: State, t: Entity, inner: SetValue | Increment, pinned: set[str]) -> bool:
+    """Applying `inner` to a reached entity can change it: a set to a field that can hold another value
+    (and that no guard on the link pins), or an increase of a number."""
+    g = t.field(inner.field)
+    if g is None:
+        return False
+    if isinstance(inner, Increment):
+        return g.kind in NUMERIC_KINDS and inner.amount != 0
+    return g.name not in pinned and (nullable(g) or any(v != inner.value for v in values(state, g)))
+
+
+def _list_guard_fields(a: Action, link: str) -> set[str]:
+    out: set[str] = set()
+    for c in a.conditions:
+        if isinstance(c, Quantified) and c.list_field == link:
+            out.add(c.field)
+        elif isinstance(c, Compare) and isinstance(c.left, SumOperand) and c.left.list_field == link:
+            out.add(c.left.field)
+    return out
+
+
+def _listed_nonempty(state: State, e: Entity, a: Action, link: str) -> bool:
+    """The guards on list `link` can hold with at least one entity in it."""
+    t = _link_target(state, e, link)
+    for c in a.conditions:
+        if link not in condition_fields(c):
+            continue
+        if isinstance(c, Quantified):
+            g = t.field(c.field) if t else None
+            if g is None or not any(_cmp(v, c.op, c.value) for v in values(state, g, c.value)):
+                return False
+        elif isinstance(c, Compare) and isinstance(c.left, CountOperand):
+            if not any(_cmp(k, c.op, c.value) for k in range(1, 5)):
+                return False
+        elif isinstance(c, Compare) and isinstance(c.left, SumOperand):
+            g = t.field(c.left.field) if t else None
+            vs = [v for v in values(state, g, c.value) if isinstance(v, int | float)] if g else []
+            if not any(_cmp(x, c.op, c.value) for x in {*vs, *(p + q for p in vs for q in vs)}):
+                return False
+    return True
+
+
+def ref_effect_shows(state: State) -> bool:
+    """An effect on a referenced or listed entity can change it while the guards hold (skipping it shows)."""
+    for a, e in actions(state):
+        if not others_hold(state, e, a):
+            continue
+        for x in a.effects:
+            if not isinstance(x, OnReference | ForEach):
+                continue
+            link = x.ref_field if isinstance(x, OnReference) else x.list_field
+            t = _link_target(state, e, link)
+            if t is None:
+                continue
+            if isinstance(x, OnReference):
+                if _free_link(a, link) and _shows_on(state, t, x.effect, set()):
+                    return True
+            elif _listed_nonempty(state, e, a, link) and _shows_on(state, t, x.effect, _list_guard_fields(a, link)):
+                return True
+    return False
 
 
 def _two_listed(state: State, e: Entity, a: Action, link: str) -> bool:

@@ -38,7 +38,7 @@ from staminad.bench.schema import (
     SumOperand,
 )
 from staminad.bench.values import scalar_fits
-from staminad.suite.data import other_value, stored
+from staminad.suite.data import other_value, scalar_value, stored
 from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
 from staminad.suite.semantics import ARITH, holds
 
@@ -112,11 +112,14 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
     return None
 
 
-def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach, guard_fields: set[str]) -> None:
-    """Entities a guard already put in list `f`: start the effect's field from another value than it sets."""
+def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach | OnReference,
+            guard_fields: set[str]) -> None:
+    """Entities a guard already linked from `f` (in a list, or `this.r is not null`): start the effect's
+    field from another value than it sets."""
     if not isinstance(x.effect, SetValue) or x.effect.field in guard_fields:
         return
-    ids = set(plan.body.get(f.name) or [])
+    linked = plan.body.get(f.name)
+    ids = set(linked if isinstance(linked, list) else [linked] if linked is not None else [])
     for target, body in plan.related:
         g = target.field(x.effect.field)
         if body["id"] in ids and g is not None and target.name == f.target:
@@ -126,14 +129,19 @@ def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach, 
 
 
 def meet_effects(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, guarded: set[str],
-                 mode: str) -> bool:
-    """Shape `plan` for the action's effects under `mode`; True when the mode changed anything."""
+                 mode: str, only: int | None = None) -> bool:
+    """Shape `plan` for the action's effects under `mode`; True when the mode changed anything.
+
+    With `only`, "null_operands" gives a null operand to that effect alone (one test per computation,
+    so a later one reading a nulled field cannot hide an earlier one)."""
     changed = False
     links: dict[str, list[dict[str, Any]]] = {}
-    for x in action.effects:
+    for k, x in enumerate(action.effects):
+        if mode == "null_operands" and only is not None and k != only:
+            continue
         if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
                 isinstance(x, Compute) and mode in ("bounds", "null_operands")):
-            changed |= _own(state, entity, action, x, plan, guarded, mode)
+            changed |= _own(rng, state, entity, action, x, plan, guarded, mode)
         elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded:
             f = entity.field(x.field)
             other = other_value(rng, state, f, x.value) if f is not None else None
@@ -143,7 +151,7 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
         elif isinstance(x, OnReference | ForEach):
             link = x.ref_field if isinstance(x, OnReference) else x.list_field
             f = entity.field(link)
-            if f is not None and f.name in guarded and isinstance(x, ForEach) and mode == "bounds":
+            if f is not None and f.name in guarded and mode == "bounds":
                 _listed(rng, state, plan, f, x, _item_fields(action, f.name))
             if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
                 continue
@@ -178,8 +186,8 @@ def _item_fields(action: Action, link: str) -> set[str]:
     return out
 
 
-def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan, guarded: set[str],
-         mode: str) -> bool:
+def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan,
+         guarded: set[str], mode: str) -> bool:
     if isinstance(x, Increment):
         f = entity.field(x.field)
         if f is None:
@@ -198,10 +206,16 @@ def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, p
     if fa is None or fb is None:
         return False
     if mode == "null_operands":  # one operand null, the target left holding a value that must survive
+        t = entity.field(x.field)
         for o in (fa, fb):
-            if o.name != x.field and o.name not in guarded and can_be_null(o):
-                set_null(plan.body, o)
-                return True
+            if o.name == x.field or not can_be_null(o):
+                continue
+            if o.name in guarded and plan.body.get(o.name) is not None:
+                continue  # a guard needs a value there
+            set_null(plan.body, o)
+            if t is not None and t.name not in guarded and plan.body.get(t.name) is None:
+                plan.body[t.name] = scalar_value(rng, state, t)
+            return True
         return False
     probes = {f.name: probe_values(action, f) for f in (fa, fb)}
     pair = outside_result(state, entity, action, x, plan.body, probes)
