@@ -21,7 +21,7 @@ from staminad.bench.changes import (
     RenameField,
     transition,
 )
-from staminad.bench.schema import Analytics, Field, ForEach, OnReference, State, endpoint_of
+from staminad.bench.schema import Analytics, Field, State, endpoint_of
 from staminad.reference import exercised as ex
 
 

@@ -148,7 +148,8 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
             "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
             "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing"}
     computes = [k for k, x in enumerate(action.effects) if isinstance(x, Compute)]
-    runs = [("bounds", "succeeds", "actions", None), ("nulls", "succeeds_null_inputs", "effects", None)]
+    runs: list[tuple[str, str, str, int | None]] = [("bounds", "succeeds", "actions", None),
+                                                    ("nulls", "succeeds_null_inputs", "effects", None)]
     runs += [("null_operands", "succeeds_null_operands" + (f"_{j + 1}" if j else ""), "effects", k)
              for j, k in enumerate(computes)]  # one per computation: a null operand of each must change nothing
     runs.append(("empty", "succeeds_no_targets", "effects", None))
