@@ -240,8 +240,12 @@ def _reached(state: State, e: Entity, action: Action) -> Iterator[tuple[OnRefere
 
 
 def _nullable_operand(action: Action, e: Entity, x: Compute) -> bool:
-    """An operand other than the target can be null while the guards hold (none reads it, or `is null` does)."""
-    return any(o != x.field and null_free(action, o) and nullable(e.field(o)) for o in (x.left, x.right))
+    """An operand other than the target can be null when `x` runs: the guards leave it free (none reads
+    it, or `is null` does) and no earlier effect sets it to a value."""
+    earlier = action.effects[:action.effects.index(x)]
+    return any(o != x.field and null_free(action, o) and nullable(e.field(o))
+               and not any(isinstance(y, SetValue) and y.field == o and y.value is not None for y in earlier)
+               for o in (x.left, x.right))
 
 
 def _overwritten(action: Action, e: Entity, x: Effect, before: bool) -> bool:
