@@ -252,14 +252,17 @@ def _overwritten(action: Action, e: Entity, x: Effect, before: bool) -> bool:
     """Another effect writes what `x` writes with a value of its own: a literal, or a computation
     whose operands cannot be made null (`before`: also count earlier ones, which give `x` a non-null input)."""
     i = action.effects.index(x)
-    others = [y for j, y in enumerate(action.effects) if j != i and (before or j > i)]
-    for y in others:
-        if _writes(y) != _writes(x):
+    for j, y in enumerate(action.effects):
+        if j == i or (j < i and not before) or _writes(y) != _writes(x):
             continue
         if isinstance(y, SetValue) or (isinstance(y, OnReference | ForEach) and isinstance(y.effect, SetValue)):
             return True
-        if isinstance(y, Compute) and not _nullable_operand(action, e, y):
-            return True
+        # A computation writes a value only when no operand can be null; a later one reading the field
+        # itself carries what `x` left there.
+        if isinstance(y, Compute):
+            ops = (y.left, y.right)
+            if not any(null_free(action, o) and nullable(e.field(o)) for o in ops) and (j < i or y.field not in ops):
+                return True
     return False
 
 
@@ -274,7 +277,21 @@ def increase_null(state: State) -> bool:
         if any(isinstance(x.effect, Increment) and nullable(t.field(x.effect.field)) and not _overwritten(a, e, x, True)
                for x, t in _reached(state, e, a)):
             return True
+        if any(_null_in_guarded_list(state, e, a, x) for x in a.effects):
+            return True
     return False
+
+
+def _null_in_guarded_list(state: State, e: Entity, a: Action, x: Effect) -> bool:
+    """A `for each` increase over a list the guards read can meet a listed entity whose field is null: the
+    list can hold entities and no `all of` guard needs a value in that field."""
+    if not isinstance(x, ForEach) or not isinstance(x.effect, Increment) or x.list_field not in guarded(a):
+        return False
+    t = _link_target(state, e, x.list_field)
+    return (t is not None and nullable(t.field(x.effect.field)) and _listed_nonempty(state, e, a, x.list_field)
+            and not _overwritten(a, e, x, True) and not any(
+                isinstance(c, Quantified) and c.list_field == x.list_field and c.quantifier == "all"
+                and c.field == x.effect.field for c in a.conditions))
 
 
 def compute_null(state: State) -> bool:
@@ -460,9 +477,27 @@ def _conflict(x: Effect, y: Effect) -> bool:
     return wx in _reads(y) or wy in _reads(x)
 
 
+def _pinned_null(action: Action, name: str) -> bool:
+    return any(isinstance(c, NullCheck) and c.is_null and c.field == name for c in action.conditions)
+
+
+def _noop(action: Action, x: Effect) -> bool:
+    """An effect that can never change anything: its input or reference is pinned null by an `is null` guard
+    (nothing else sets it first, so in either order it reads null)."""
+    if isinstance(x, Increment):
+        return _pinned_null(action, x.field) and not any(
+            _writes(y) == ("", x.field) and not isinstance(y, Increment) for y in action.effects)
+    if isinstance(x, Compute):
+        return any(_pinned_null(action, o) and not any(_writes(y) == ("", o) for y in action.effects)
+                   for o in (x.left, x.right))
+    return isinstance(x, OnReference) and _pinned_null(action, x.ref_field)
+
+
 def order_matters(state: State) -> bool:
-    return any(others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(a.effects)
-                                                 for y in a.effects[i + 1:]) for a, e in actions(state))
+    def live(a: Action) -> list[Effect]:
+        return [x for x in a.effects if not _noop(a, x)]
+    return any(others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(live(a))
+                                                 for y in live(a)[i + 1:]) for a, e in actions(state))
 
 
 # --- analytics ---------------------------------------------------------------------------------------

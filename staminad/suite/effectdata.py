@@ -113,19 +113,39 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
 
 
 def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach | OnReference,
-            guard_fields: set[str]) -> None:
+            guard_fields: set[str]) -> bool:
     """Entities a guard already linked from `f` (in a list, or `this.r is not null`): start the effect's
     field from another value than it sets."""
     if not isinstance(x.effect, SetValue) or x.effect.field in guard_fields:
-        return
+        return False
     linked = plan.body.get(f.name)
     ids = set(linked if isinstance(linked, list) else [linked] if linked is not None else [])
+    changed = False
     for target, body in plan.related:
         g = target.field(x.effect.field)
         if body["id"] in ids and g is not None and target.name == f.target:
             other = other_value(rng, state, g, x.effect.value)
             if other is not None:
                 body[g.name] = other
+                changed = True
+    return changed
+
+
+def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference) -> bool:
+    """The first entity a guard already linked from `f`: make the field an increase reads null, unless an
+    `all of` guard needs a value there (the others still see theirs, and the semantics re-checks the guards)."""
+    if not isinstance(x.effect, Increment) or any(
+            isinstance(c, Quantified) and c.list_field == f.name and c.quantifier == "all"
+            and c.field == x.effect.field for c in action.conditions):
+        return False
+    linked = plan.body.get(f.name)
+    ids = linked if isinstance(linked, list) else [linked] if linked is not None else []
+    for target, body in plan.related:
+        g = target.field(x.effect.field)
+        if ids and body["id"] == ids[0] and g is not None and target.name == f.target and can_be_null(g):
+            set_null(body, g)
+            return True
+    return False
 
 
 def meet_effects(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, guarded: set[str],
@@ -152,7 +172,9 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
             link = x.ref_field if isinstance(x, OnReference) else x.list_field
             f = entity.field(link)
             if f is not None and f.name in guarded and mode == "bounds":
-                _listed(rng, state, plan, f, x, _item_fields(action, f.name))
+                changed |= _listed(rng, state, plan, f, x, _item_fields(action, f.name))
+            if f is not None and f.name in guarded and mode == "nulls":
+                changed |= _null_linked(action, plan, f, x)
             if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
                 continue
             target = state.entity(f.target or "")

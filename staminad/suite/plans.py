@@ -208,8 +208,9 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
         ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
         if not ks:
             return False
-        many = [k for k in ks if k >= 2]  # two or more, where allowed, so `for each` must reach them all
-        plan.link(rng, state, f, [{} for _ in range(rng.choice(many or ks))])
+        # Two or more where allowed, so `for each` must reach them all; else one, so it reaches something.
+        many = [k for k in ks if k >= 2] or [k for k in ks if k >= 1] or ks
+        plan.link(rng, state, f, [{} for _ in range(rng.choice(many))])
         return True
     assert isinstance(left, SumOperand)
     if variant == "empty":  # sum over no entities is 0
