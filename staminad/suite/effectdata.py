@@ -155,18 +155,20 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
     With `only`, "null_operands" gives a null operand to that effect alone (one test per computation,
     so a later one reading a nulled field cannot hide an earlier one)."""
     changed = False
+    fixed: set[str] = set()  # fields an earlier effect's data already set: later ones keep them
     links: dict[str, list[dict[str, Any]]] = {}
     for k, x in enumerate(action.effects):
         if mode == "null_operands" and only is not None and k != only:
             continue
         if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
                 isinstance(x, Compute) and mode in ("bounds", "null_operands")):
-            changed |= _own(rng, state, entity, action, x, plan, guarded, mode)
-        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded:
+            changed |= _own(rng, state, entity, action, x, plan, guarded, mode, fixed)
+        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded | fixed:
             f = entity.field(x.field)
             other = other_value(rng, state, f, x.value) if f is not None else None
             if other is not None:  # start from another value, so that setting it shows
                 plan.body[x.field] = other
+                fixed.add(x.field)
                 changed = True
         elif isinstance(x, OnReference | ForEach):
             link = x.ref_field if isinstance(x, OnReference) else x.list_field
@@ -209,7 +211,7 @@ def _item_fields(action: Action, link: str) -> set[str]:
 
 
 def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan,
-         guarded: set[str], mode: str) -> bool:
+         guarded: set[str], mode: str, fixed: set[str]) -> bool:
     if isinstance(x, Increment):
         f = entity.field(x.field)
         if f is None:
@@ -219,9 +221,12 @@ def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: In
                 return False
             set_null(plan.body, f)
             return True
+        if f.name in fixed:
+            return False
         for v in _crossing_starts(state, f, x.amount):
             if scalar_fits(state, f, v) and _fits(state, entity, action, {**plan.body, f.name: v}, {f.name}):
                 plan.body[f.name] = v
+                fixed.add(f.name)
                 return True
         return False
     fa, fb = entity.field(x.left), entity.field(x.right)
@@ -239,9 +244,10 @@ def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: In
                 plan.body[t.name] = scalar_value(rng, state, t)
             return True
         return False
-    probes = {f.name: probe_values(action, f) for f in (fa, fb)}
+    probes = {f.name: [plan.body.get(f.name)] if f.name in fixed else probe_values(action, f) for f in (fa, fb)}
     pair = outside_result(state, entity, action, x, plan.body, probes)
     if pair is None:
         return False
     plan.body[fa.name], plan.body[fb.name] = pair
+    fixed.update((fa.name, fb.name))
     return True
