@@ -467,8 +467,19 @@ def _reads(x: Effect) -> set[tuple[str, str] | None]:
     return {("", x.left), ("", x.right)} if isinstance(x, Compute) else set()
 
 
+def _shifts(x: Effect, y: Effect) -> bool:
+    """`y` adds another field to (or subtracts one from) the field `x` increases: the two commute."""
+    if not isinstance(x, Increment) or not isinstance(y, Compute) or y.field != x.field:
+        return False
+    if y.op == "+":
+        return (y.left == x.field) != (y.right == x.field)
+    return y.op == "-" and y.left == x.field and y.right != x.field
+
+
 def _conflict(x: Effect, y: Effect) -> bool:
     """Applying x then y can end differently from y then x (two increments of one field commute)."""
+    if _shifts(x, y) or _shifts(y, x):
+        return False
     wx, wy = _writes(x), _writes(y)
     inner_x = x.effect if isinstance(x, OnReference | ForEach) else x
     inner_y = y.effect if isinstance(y, OnReference | ForEach) else y
