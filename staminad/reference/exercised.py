@@ -467,18 +467,24 @@ def _reads(x: Effect) -> set[tuple[str, str] | None]:
     return {("", x.left), ("", x.right)} if isinstance(x, Compute) else set()
 
 
+def _shift(x: Effect) -> str | None:
+    """The own field `x` shifts by an amount or by another field (`f + 2`, `f + g`, `f - g`), if it does."""
+    if isinstance(x, Increment):
+        return x.field
+    if isinstance(x, Compute) and ((x.op == "+" and (x.left == x.field) != (x.right == x.field))
+                                   or (x.op == "-" and x.left == x.field and x.right != x.field)):
+        return x.field
+    return None
+
+
 def _shifts(x: Effect, y: Effect) -> bool:
-    """`y` adds another field to (or subtracts one from) the field `x` increases: the two commute."""
-    if not isinstance(x, Increment) or not isinstance(y, Compute) or y.field != x.field:
-        return False
-    if y.op == "+":
-        return (y.left == x.field) != (y.right == x.field)
-    return y.op == "-" and y.left == x.field and y.right != x.field
+    """Two shifts of one field commute (what else they read is another pair's conflict)."""
+    return _shift(x) is not None and _shift(x) == _shift(y)
 
 
 def _conflict(x: Effect, y: Effect) -> bool:
     """Applying x then y can end differently from y then x (two increments of one field commute)."""
-    if _shifts(x, y) or _shifts(y, x):
+    if _shifts(x, y):
         return False
     wx, wy = _writes(x), _writes(y)
     inner_x = x.effect if isinstance(x, OnReference | ForEach) else x
