@@ -13,10 +13,12 @@ from staminad.bench.schema import (
     Compare,
     Compute,
     Condition,
+    CountOperand,
     Effect,
     Entity,
     EnumType,
     Field,
+    ForEach,
     Increment,
     NullCheck,
     OnReference,
@@ -30,7 +32,8 @@ from staminad.suite.inprocess import AppTransport
 from staminad.suite.model import Suite, Test
 from staminad.suite.runner import run_suite
 
-NOTE = Entity(name="Note", fields=(Field(name="description", kind="string"),))
+NOTE = Entity(name="Note", fields=(Field(name="description", kind="string"), Field(name="hours", kind="integer",
+                                                                                  nullable=True)))
 THING = Entity(name="Thing", fields=(
     Field(name="status", kind="enum", enum="Status", required=True),
     Field(name="weight", kind="float", nullable=True, minimum=0.0),
@@ -40,6 +43,7 @@ THING = Entity(name="Thing", fields=(
     Field(name="points", kind="integer"),
     Field(name="sequence", kind="integer", nullable=True, required=True, maximum=10000),
     Field(name="loan", kind="ref", target="Note", nullable=True),
+    Field(name="notes", kind="ref_list", target="Note"),
 ))
 ENUMS = (EnumType(name="Status", values=("open", "closed")),)
 
@@ -100,3 +104,33 @@ def test_effects_on_references_are_shown_where_a_target_can_be_linked() -> None:
     _always_caught(st, action, "no-ref-effects")
     st, _ = _state((NullCheck("loan", True),), (OnReference("loan", SetValue("description", "none")),))
     assert not MUTANT_BY_BUG["no-ref-effects"].exercised(st, ())
+
+
+def test_a_count_guard_that_allows_one_entity_still_links_one() -> None:
+    """`count(this.notes) <= 1` leaves room for one listed entity, which a `for each` effect must change."""
+    st, action = _state((Compare(CountOperand("notes"), "<=", 1),), (ForEach("notes", SetValue("description", "x")),))
+    _always_caught(st, action, "no-ref-effects")
+
+
+def test_a_null_increase_reaches_a_target_a_guard_links() -> None:
+    """`this.loan is not null` with an increase on the loan's nullable field gets a test where that field is null."""
+    st, action = _state((NullCheck("loan", False),), (OnReference("loan", Increment("hours", 2)),))
+    _always_caught(st, action, "increase-null-as-zero")
+
+
+def test_a_bound_crossing_survives_the_data_of_later_effects() -> None:
+    """A later (overwritten) computation over the same fields does not move the data that makes an earlier one
+    cross a bound."""
+    st, action = _state((), (Compute("age", "rank", "*", "age"), Compute("rank", "age", "+", "points"),
+                             SetValue("rank", 5)))
+    _always_caught(st, action, "effects-clamped")
+
+
+def test_effect_order_matters_only_where_the_effects_do_not_commute() -> None:
+    """Shifting one field twice commutes; subtracting the field from another does not."""
+    st, _ = _state((), (Compute("points", "rank", "+", "points"), Increment("points", 5)))
+    assert not MUTANT_BY_BUG["effects-reversed"].exercised(st, ())
+    st, _ = _state((), (Compute("points", "points", "-", "rank"), Compute("points", "rank", "+", "points")))
+    assert not MUTANT_BY_BUG["effects-reversed"].exercised(st, ())
+    st, action = _state((), (Compute("points", "rank", "-", "points"), Increment("points", 5)))
+    _always_caught(st, action, "effects-reversed")
