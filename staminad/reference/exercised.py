@@ -482,9 +482,18 @@ def _shifts(x: Effect, y: Effect) -> bool:
     return _shift(x) is not None and _shift(x) == _shift(y)
 
 
+def _zero_stays(x: Effect, y: Effect) -> bool:
+    """`y` is `f = f - f` (0) and `x` maps f = 0 to 0 (`f + f`, `f * g`, `f - f`): either order ends at 0."""
+    if not (isinstance(x, Compute) and isinstance(y, Compute) and x.field == y.field
+            and y.op == "-" and y.left == y.right == y.field):
+        return False
+    f = x.field
+    return (x.left == x.right == f and x.op in "+-*") or (x.op == "*" and f in (x.left, x.right))
+
+
 def _conflict(x: Effect, y: Effect) -> bool:
     """Applying x then y can end differently from y then x (two increments of one field commute)."""
-    if _shifts(x, y):
+    if _shifts(x, y) or _zero_stays(x, y) or _zero_stays(y, x):
         return False
     wx, wy = _writes(x), _writes(y)
     inner_x = x.effect if isinstance(x, OnReference | ForEach) else x
