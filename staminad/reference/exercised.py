@@ -378,25 +378,22 @@ def on_ref_null(state: State) -> bool:
         isinstance(x, OnReference) and null_free(a, x.ref_field) for x in a.effects) for a, e in actions(state))
 
 
-def _shows_on(state: State, t: Entity, inner: SetValue | Increment, pinned: set[str]) -> bool:
+def _shows_on(state: State, t: Entity, inner: SetValue | Increment, a: Action | None = None,
+              link: str = "") -> bool:
     """Applying `inner` to a reached entity can change it: a set to a field that can hold another value
-    (and that no guard on the link pins), or an increase of a number."""
+    (one every `all of` guard on the list allows), or an increase of a number."""
     g = t.field(inner.field)
     if g is None:
         return False
     if isinstance(inner, Increment):
         return g.kind in NUMERIC_KINDS and inner.amount != 0
-    return g.name not in pinned and (nullable(g) or any(v != inner.value for v in values(state, g)))
-
-
-def _list_guard_fields(a: Action, link: str) -> set[str]:
-    out: set[str] = set()
-    for c in a.conditions:
-        if isinstance(c, Quantified) and c.list_field == link:
-            out.add(c.field)
-        elif isinstance(c, Compare) and isinstance(c.left, SumOperand) and c.left.list_field == link:
-            out.add(c.left.field)
-    return out
+    alls = [c for c in (a.conditions if a else ()) if isinstance(c, Quantified) and c.list_field == link
+            and c.quantifier == "all" and c.field == g.name]
+    if not alls and nullable(g):
+        return True
+    lits = [c.value for c in alls]
+    return any(v != inner.value and all(_cmp(v, c.op, c.value) for c in alls)
+               for lit in [None, *lits] for v in values(state, g, lit))
 
 
 def _listed_nonempty(state: State, e: Entity, a: Action, link: str) -> bool:
@@ -433,9 +430,9 @@ def ref_effect_shows(state: State) -> bool:
             if t is None:
                 continue
             if isinstance(x, OnReference):
-                if _free_link(a, link) and _shows_on(state, t, x.effect, set()):
+                if _free_link(a, link) and _shows_on(state, t, x.effect):
                     return True
-            elif _listed_nonempty(state, e, a, link) and _shows_on(state, t, x.effect, _list_guard_fields(a, link)):
+            elif _listed_nonempty(state, e, a, link) and _shows_on(state, t, x.effect, a, link):
                 return True
     return False
 
@@ -459,7 +456,12 @@ def _two_listed(state: State, e: Entity, a: Action, link: str) -> bool:
 def for_each_two(state: State) -> bool:
     return any(others_hold(state, e, a) and any(
         isinstance(x, ForEach) and _two_listed(state, e, a, x.list_field) and not _overwritten(a, e, x, False)
-        for x in a.effects) for a, e in actions(state))
+        and _reaches_changed(state, e, a, x) for x in a.effects) for a, e in actions(state))
+
+
+def _reaches_changed(state: State, e: Entity, a: Action, x: ForEach) -> bool:
+    t = _link_target(state, e, x.list_field)
+    return t is not None and _shows_on(state, t, x.effect, a, x.list_field)
 
 
 def _reads(x: Effect) -> set[tuple[str, str] | None]:

@@ -40,7 +40,7 @@ from staminad.bench.schema import (
 from staminad.bench.values import scalar_fits
 from staminad.suite.data import other_value, scalar_value, stored
 from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
-from staminad.suite.semantics import ARITH, holds
+from staminad.suite.semantics import ARITH, compare, holds
 
 MODES = ("plain", "bounds", "nulls", "null_operands", "empty")
 
@@ -112,22 +112,33 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
     return None
 
 
-def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach | OnReference,
+def _listed(rng: random.Random, state: State, action: Action, plan: Plan, f: Field, x: ForEach | OnReference,
             guard_fields: set[str]) -> bool:
     """Entities a guard already linked from `f` (in a list, or `this.r is not null`): start the effect's
     field from another value than it sets."""
-    if not isinstance(x.effect, SetValue) or x.effect.field in guard_fields:
+    if not isinstance(x.effect, SetValue):
+        return False
+    name = x.effect.field
+    alls = [c for c in action.conditions if isinstance(c, Quantified) and c.list_field == f.name
+            and c.quantifier == "all" and c.field == name]
+    others = [c for c in action.conditions if (isinstance(c, Quantified) and c.list_field == f.name
+                                               and c.quantifier == "any" and c.field == name)
+              or (isinstance(c, Compare) and isinstance(c.left, SumOperand) and c.left.list_field == f.name
+                  and c.left.field == name)]
+    if others:  # a sum or `any of` guard on it: keep what it drew
         return False
     linked = plan.body.get(f.name)
     ids = set(linked if isinstance(linked, list) else [linked] if linked is not None else [])
     changed = False
     for target, body in plan.related:
-        g = target.field(x.effect.field)
+        g = target.field(name)
         if body["id"] in ids and g is not None and target.name == f.target:
-            other = other_value(rng, state, g, x.effect.value)
-            if other is not None:
-                body[g.name] = other
-                changed = True
+            for _ in range(20):  # another value, one every `all of` guard on the list still allows
+                other = other_value(rng, state, g, x.effect.value)
+                if other is not None and all(compare(other, c.op, c.value) for c in alls):
+                    body[g.name] = other
+                    changed = True
+                    break
     return changed
 
 
@@ -160,6 +171,9 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
     for k, x in enumerate(action.effects):
         if mode == "null_operands" and only is not None and k != only:
             continue
+        if mode == "bounds" and isinstance(x, Increment | Compute) and any(
+                isinstance(y, SetValue) and y.field == x.field for y in action.effects[k + 1:]):
+            continue  # a later `set` hides where this one lands
         if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
                 isinstance(x, Compute) and mode in ("bounds", "null_operands")):
             changed |= _own(rng, state, entity, action, x, plan, guarded, mode, fixed)
@@ -174,7 +188,7 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
             link = x.ref_field if isinstance(x, OnReference) else x.list_field
             f = entity.field(link)
             if f is not None and f.name in guarded and mode == "bounds":
-                changed |= _listed(rng, state, plan, f, x, _item_fields(action, f.name))
+                changed |= _listed(rng, state, action, plan, f, x, _item_fields(action, f.name))
             if f is not None and f.name in guarded and mode == "nulls":
                 changed |= _null_linked(action, plan, f, x)
             if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
@@ -244,8 +258,11 @@ def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: In
                 plan.body[t.name] = scalar_value(rng, state, t)
             return True
         return False
-    probes = {f.name: [plan.body.get(f.name)] if f.name in fixed else probe_values(action, f) for f in (fa, fb)}
-    pair = outside_result(state, entity, action, x, plan.body, probes)
+    probes = {f.name: probe_values(action, f) for f in (fa, fb)}
+    kept = {f.name: [plan.body.get(f.name)] if f.name in fixed else probe_values(action, f) for f in (fa, fb)}
+    # Keep what an earlier effect's data set where a crossing still exists; else move it.
+    pair = outside_result(state, entity, action, x, plan.body, kept) or outside_result(
+        state, entity, action, x, plan.body, probes)
     if pair is None:
         return False
     plan.body[fa.name], plan.body[fb.name] = pair
