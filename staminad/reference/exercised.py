@@ -343,13 +343,26 @@ def _compute_crosses(state: State, e: Entity, a: Action, x: Compute) -> bool:
     t, fa, fb = e.field(x.field), e.field(x.left), e.field(x.right)
     if t is None or fa is None or fb is None or (t.minimum is None and t.maximum is None):
         return False
+    preset = set_before(a, x)  # an operand an earlier `set` fixed computes with that value
     for va in _probes(state, a, fa):
         for vb in _probes(state, a, fb):
             if fa is fb and va != vb:
                 continue
-            if _outside(t, _ARITH[x.op](va, vb)) and _assignment_ok(a, {fa.name: va, fb.name: vb}):
+            r = _ARITH[x.op](preset.get(fa.name, va), preset.get(fb.name, vb))
+            if _outside(t, r) and _assignment_ok(a, {fa.name: va, fb.name: vb}):
                 return True
     return False
+
+
+def set_before(a: Action, x: Effect) -> dict[str, Any]:
+    """Own fields an earlier effect of the action sets to a number before `x` runs (the last such set wins)."""
+    out: dict[str, Any] = {}
+    for y in a.effects[:a.effects.index(x)]:
+        if isinstance(y, SetValue) and isinstance(y.value, int | float) and not isinstance(y.value, bool):
+            out[y.field] = y.value
+        elif isinstance(y, Increment | Compute):
+            out.pop(y.field, None)
+    return out
 
 
 def clamped(state: State) -> bool:

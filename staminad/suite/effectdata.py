@@ -38,6 +38,7 @@ from staminad.bench.schema import (
     SumOperand,
 )
 from staminad.bench.values import scalar_fits
+from staminad.reference.exercised import set_before
 from staminad.suite.data import other_value, scalar_value, stored
 from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
 from staminad.suite.semantics import ARITH, compare, holds
@@ -69,8 +70,10 @@ def _fits(state: State, entity: Entity, action: Action, body: dict[str, Any], na
 
 
 def outside_result(state: State, entity: Entity, action: Action, x: Compute, body: dict[str, Any],
-                   probes: dict[str, list[Any]]) -> tuple[Any, Any] | None:
-    """Valid (left, right) values, meeting the guards on them, whose result leaves the target's bounds."""
+                   probes: dict[str, list[Any]], preset: dict[str, Any] | None = None) -> tuple[Any, Any] | None:
+    """Valid (left, right) values, meeting the guards on them, whose result leaves the target's bounds
+    (an operand in `preset`, set by an earlier effect, computes with that value instead)."""
+    preset = preset or {}
     t, fa, fb = entity.field(x.field), entity.field(x.left), entity.field(x.right)
     if t is None or fa is None or fb is None or (t.minimum is None and t.maximum is None):
         return None
@@ -79,7 +82,7 @@ def outside_result(state: State, entity: Entity, action: Action, x: Compute, bod
     for a, b in product(probes[fa.name], probes[fb.name]):
         if (fa is fb and a != b) or not (scalar_fits(state, fa, a) and scalar_fits(state, fb, b)):
             continue
-        r = ARITH[x.op](a, b)
+        r = ARITH[x.op](preset.get(fa.name, a), preset.get(fb.name, b))
         outside = (t.minimum is not None and r < t.minimum) or (t.maximum is not None and r > t.maximum)
         if outside and _fits(state, entity, action, {**body, fa.name: a, fb.name: b}, {fa.name, fb.name}):
             return a, b
@@ -261,8 +264,9 @@ def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: In
     probes = {f.name: probe_values(action, f) for f in (fa, fb)}
     kept = {f.name: [plan.body.get(f.name)] if f.name in fixed else probe_values(action, f) for f in (fa, fb)}
     # Keep what an earlier effect's data set where a crossing still exists; else move it.
-    pair = outside_result(state, entity, action, x, plan.body, kept) or outside_result(
-        state, entity, action, x, plan.body, probes)
+    preset = set_before(action, x)
+    pair = outside_result(state, entity, action, x, plan.body, kept, preset) or outside_result(
+        state, entity, action, x, plan.body, probes, preset)
     if pair is None:
         return False
     plan.body[fa.name], plan.body[fb.name] = pair
