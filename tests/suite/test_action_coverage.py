@@ -22,6 +22,7 @@ from staminad.bench.schema import (
     Increment,
     NullCheck,
     OnReference,
+    Quantified,
     SetValue,
     State,
 )
@@ -134,3 +135,19 @@ def test_effect_order_matters_only_where_the_effects_do_not_commute() -> None:
     assert not MUTANT_BY_BUG["effects-reversed"].exercised(st, ())
     st, action = _state((), (Compute("points", "rank", "-", "points"), Increment("points", 5)))
     _always_caught(st, action, "effects-reversed")
+
+
+def test_a_for_each_set_the_all_of_guard_pins_shows_nothing() -> None:
+    """`all of notes have description == "x"` then setting it to "x" changes nothing; `!= "y"` leaves room."""
+    effect = ForEach("notes", SetValue("description", "x"))
+    st, _ = _state((Quantified("all", "notes", "description", "==", "x"),), (effect,))
+    assert not MUTANT_BY_BUG["for-each-first-only"].exercised(st, ())
+    assert not MUTANT_BY_BUG["no-ref-effects"].exercised(st, ())
+    st, action = _state((Quantified("all", "notes", "description", "!=", "y"),), (effect,))
+    _always_caught(st, action, "for-each-first-only")
+
+
+def test_an_operand_set_earlier_crosses_with_its_set_value() -> None:
+    """`set this.rank to 4` before `age = rank - age`: the data crosses age's lower bound with rank at 4."""
+    st, action = _state((), (SetValue("rank", 4), Compute("age", "rank", "-", "age")))
+    _always_caught(st, action, "effects-clamped")
