@@ -1,17 +1,18 @@
 """Data that makes an action's effects show what they do: results past a bound, null inputs, no targets.
 
 An action test first shapes the acted-on entity for its guards (`plans.shape`); `meet_effects`
-then sets the fields and links the effects read, in one of three modes, leaving every field a
+then sets the fields and links the effects read, in one of these modes, leaving every field a
 guard reads as the guards need it:
 
 - "plain": each cross-entity effect gets targets to act on (one referenced entity, two listed);
 - "bounds": numeric inputs sit on the bound their effect pushes past (the result must be stored
-  anyway; a decrease without a lower bound starts at 0), and a `set` effect's fields start from
-  another value, so that doing it shows;
+  anyway; a decrease without a lower bound starts at 0; an operand an earlier `set` fixes counts
+  with that value; data an earlier effect placed is kept where a crossing still exists), and a
+  `set` effect's fields, on guard-linked targets too, start from another value, so that doing it shows;
 - "nulls": the inputs of increases and decreases are null (own fields, a listed or referenced
-  entity's field), and an effect whose input is null must change nothing;
-- "null_operands": one operand of each computation is null, its target keeps its value (apart
-  from "nulls", since a null target would hide a computation that writes null);
+  entity's field, the first entity a guard linked), and an effect whose input is null must change nothing;
+- "null_operands": one operand of one computation (a test per computation) is null and its target
+  holds a value (apart from "nulls", since a null target would hide a computation that writes null);
 - "empty": references are null and lists empty, so cross-entity effects have nothing to reach.
 """
 
