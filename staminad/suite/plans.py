@@ -8,6 +8,7 @@ caller checks the result with the semantics module, so a plan that misses is nev
 from __future__ import annotations
 
 import random
+from itertools import product
 from typing import Any
 
 from staminad.bench.schema import (
@@ -224,10 +225,10 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
     tf = target.field(left.field) if target else None
     assert tf is not None
     cands = _candidates(rng, state, tf, cond.value)
-    for attempt in range(60):
-        k = rng.randint(2, 3) if attempt < 30 else rng.randint(0, 3)
-        values = [rng.choice(cands) for _ in range(k)] if cands else []
-        if compare(sum(values), cond.op, cond.value) == want:
+    for k in (2, 3, 1, 0):  # two or more where some sum fits, so `for each` must reach them all
+        fits = [list(c) for c in product(cands, repeat=k) if compare(sum(c), cond.op, cond.value) == want]
+        if fits:
+            values: list[Any] = rng.choice(fits)
             if want and can_be_null(tf):
                 values.insert(0, NULL)  # nulls are skipped, never counted as anything
             plan.link(rng, state, f, [{tf.name: v} for v in values])
