@@ -25,6 +25,7 @@ from staminad.bench.schema import (
     Quantified,
     SetValue,
     State,
+    SumOperand,
 )
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.reference.server import App
@@ -151,3 +152,10 @@ def test_an_operand_set_earlier_crosses_with_its_set_value() -> None:
     """`set this.rank to 4` before `age = rank - age`: the data crosses age's lower bound with rank at 4."""
     st, action = _state((), (SetValue("rank", 4), Compute("age", "rank", "-", "age")))
     _always_caught(st, action, "effects-clamped")
+
+
+def test_a_sum_guard_lists_two_entities_where_a_pair_fits() -> None:
+    """`sum(this.notes.hours) < 23` is met by two listed entities, so a `for each` that stops at one shows."""
+    st, action = _state((Compare(SumOperand("notes", "hours"), "<", 23),),
+                        (ForEach("notes", SetValue("description", "x")),))
+    _always_caught(st, action, "for-each-first-only")
