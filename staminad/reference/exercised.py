@@ -172,14 +172,8 @@ def null_as_zero(state: State, e: Entity, c: Condition) -> bool:
         return False
     if isinstance(c.left, FieldOperand):
         return _zero_passes(c) and nullable(e.field(c.left.field))
-    fa, fb = e.field(c.left.left), e.field(c.left.right)
-    if fa is None or fb is None or c.op not in _ORDER:
-        return False
-    if fa is fb:
-        return nullable(fa) and _cmp(_ARITH[c.left.op](0, 0), c.op, c.value)
-    probes = ((fa, [(0, b) for b in [*_ends(fb), 0]]), (fb, [(a, 0) for a in [*_ends(fa), 0]]))
-    return any(nullable(f) and any(_cmp(_ARITH[c.left.op](a, b), c.op, c.value) for a, b in pairs)
-               for f, pairs in probes)
+    # A null operand makes the whole computation null (the README's rule), which the bug then reads as 0.
+    return _zero_passes(c) and (nullable(e.field(c.left.left)) or nullable(e.field(c.left.right)))
 
 
 def falsy_null_check(state: State, e: Entity, c: Condition) -> bool:
@@ -246,21 +240,29 @@ def _reached(state: State, e: Entity, action: Action) -> Iterator[tuple[OnRefere
 
 
 def _nullable_operand(action: Action, e: Entity, x: Compute) -> bool:
-    return any(o != x.field and o not in guarded(action) and nullable(e.field(o)) for o in (x.left, x.right))
+    """An operand other than the target can be null when `x` runs: the guards leave it free (none reads
+    it, or `is null` does) and no earlier effect sets it to a value."""
+    earlier = action.effects[:action.effects.index(x)]
+    return any(o != x.field and null_free(action, o) and nullable(e.field(o))
+               and not any(isinstance(y, SetValue) and y.field == o and y.value is not None for y in earlier)
+               for o in (x.left, x.right))
 
 
 def _overwritten(action: Action, e: Entity, x: Effect, before: bool) -> bool:
     """Another effect writes what `x` writes with a value of its own: a literal, or a computation
     whose operands cannot be made null (`before`: also count earlier ones, which give `x` a non-null input)."""
     i = action.effects.index(x)
-    others = [y for j, y in enumerate(action.effects) if j != i and (before or j > i)]
-    for y in others:
-        if _writes(y) != _writes(x):
+    for j, y in enumerate(action.effects):
+        if j == i or (j < i and not before) or _writes(y) != _writes(x):
             continue
         if isinstance(y, SetValue) or (isinstance(y, OnReference | ForEach) and isinstance(y.effect, SetValue)):
             return True
-        if isinstance(y, Compute) and not _nullable_operand(action, e, y):
-            return True
+        # A computation writes a value only when no operand can be null; a later one reading the field
+        # itself carries what `x` left there.
+        if isinstance(y, Compute):
+            ops = (y.left, y.right)
+            if not any(null_free(action, o) and nullable(e.field(o)) for o in ops) and (j < i or y.field not in ops):
+                return True
     return False
 
 
@@ -275,7 +277,21 @@ def increase_null(state: State) -> bool:
         if any(isinstance(x.effect, Increment) and nullable(t.field(x.effect.field)) and not _overwritten(a, e, x, True)
                for x, t in _reached(state, e, a)):
             return True
+        if any(_null_in_guarded_list(state, e, a, x) for x in a.effects):
+            return True
     return False
+
+
+def _null_in_guarded_list(state: State, e: Entity, a: Action, x: Effect) -> bool:
+    """A `for each` increase over a list the guards read can meet a listed entity whose field is null: the
+    list can hold entities and no `all of` guard needs a value in that field."""
+    if not isinstance(x, ForEach) or not isinstance(x.effect, Increment) or x.list_field not in guarded(a):
+        return False
+    t = _link_target(state, e, x.list_field)
+    return (t is not None and nullable(t.field(x.effect.field)) and _listed_nonempty(state, e, a, x.list_field)
+            and not _overwritten(a, e, x, True) and not any(
+                isinstance(c, Quantified) and c.list_field == x.list_field and c.quantifier == "all"
+                and c.field == x.effect.field for c in a.conditions))
 
 
 def compute_null(state: State) -> bool:
@@ -327,13 +343,26 @@ def _compute_crosses(state: State, e: Entity, a: Action, x: Compute) -> bool:
     t, fa, fb = e.field(x.field), e.field(x.left), e.field(x.right)
     if t is None or fa is None or fb is None or (t.minimum is None and t.maximum is None):
         return False
+    preset = set_before(a, x)  # an operand an earlier `set` fixed computes with that value
     for va in _probes(state, a, fa):
         for vb in _probes(state, a, fb):
             if fa is fb and va != vb:
                 continue
-            if _outside(t, _ARITH[x.op](va, vb)) and _assignment_ok(a, {fa.name: va, fb.name: vb}):
+            r = _ARITH[x.op](preset.get(fa.name, va), preset.get(fb.name, vb))
+            if _outside(t, r) and _assignment_ok(a, {fa.name: va, fb.name: vb}):
                 return True
     return False
+
+
+def set_before(a: Action, x: Effect) -> dict[str, Any]:
+    """Own fields an earlier effect of the action sets to a number before `x` runs (the last such set wins)."""
+    out: dict[str, Any] = {}
+    for y in a.effects[:a.effects.index(x)]:
+        if isinstance(y, SetValue) and isinstance(y.value, int | float) and not isinstance(y.value, bool):
+            out[y.field] = y.value
+        elif isinstance(y, Increment | Compute):
+            out.pop(y.field, None)
+    return out
 
 
 def clamped(state: State) -> bool:
@@ -362,6 +391,65 @@ def on_ref_null(state: State) -> bool:
         isinstance(x, OnReference) and null_free(a, x.ref_field) for x in a.effects) for a, e in actions(state))
 
 
+def _shows_on(state: State, t: Entity, inner: SetValue | Increment, a: Action | None = None,
+              link: str = "") -> bool:
+    """Applying `inner` to a reached entity can change it: a set to a field that can hold another value
+    (one every `all of` guard on the list allows), or an increase of a number."""
+    g = t.field(inner.field)
+    if g is None:
+        return False
+    if isinstance(inner, Increment):
+        return g.kind in NUMERIC_KINDS and inner.amount != 0
+    alls = [c for c in (a.conditions if a else ()) if isinstance(c, Quantified) and c.list_field == link
+            and c.quantifier == "all" and c.field == g.name]
+    if not alls and nullable(g):
+        return True
+    lits = [c.value for c in alls]
+    return any(v != inner.value and all(_cmp(v, c.op, c.value) for c in alls)
+               for lit in [None, *lits] for v in values(state, g, lit))
+
+
+def _listed_nonempty(state: State, e: Entity, a: Action, link: str) -> bool:
+    """The guards on list `link` can hold with at least one entity in it."""
+    t = _link_target(state, e, link)
+    for c in a.conditions:
+        if link not in condition_fields(c):
+            continue
+        if isinstance(c, Quantified):
+            g = t.field(c.field) if t else None
+            if g is None or not any(_cmp(v, c.op, c.value) for v in values(state, g, c.value)):
+                return False
+        elif isinstance(c, Compare) and isinstance(c.left, CountOperand):
+            if not any(_cmp(k, c.op, c.value) for k in range(1, 5)):
+                return False
+        elif isinstance(c, Compare) and isinstance(c.left, SumOperand):
+            g = t.field(c.left.field) if t else None
+            vs = [v for v in values(state, g, c.value) if isinstance(v, int | float)] if g else []
+            if not any(_cmp(x, c.op, c.value) for x in {*vs, *(p + q for p in vs for q in vs)}):
+                return False
+    return True
+
+
+def ref_effect_shows(state: State) -> bool:
+    """An effect on a referenced or listed entity can change it while the guards hold (skipping it shows)."""
+    for a, e in actions(state):
+        if not others_hold(state, e, a):
+            continue
+        for x in a.effects:
+            if not isinstance(x, OnReference | ForEach):
+                continue
+            link = x.ref_field if isinstance(x, OnReference) else x.list_field
+            t = _link_target(state, e, link)
+            if t is None:
+                continue
+            if isinstance(x, OnReference):
+                if _free_link(a, link) and _shows_on(state, t, x.effect):
+                    return True
+            elif _listed_nonempty(state, e, a, link) and _shows_on(state, t, x.effect, a, link):
+                return True
+    return False
+
+
 def _two_listed(state: State, e: Entity, a: Action, link: str) -> bool:
     """The guards on list `link` can hold with two or more entities in it."""
     for c in a.conditions:
@@ -381,7 +469,12 @@ def _two_listed(state: State, e: Entity, a: Action, link: str) -> bool:
 def for_each_two(state: State) -> bool:
     return any(others_hold(state, e, a) and any(
         isinstance(x, ForEach) and _two_listed(state, e, a, x.list_field) and not _overwritten(a, e, x, False)
-        for x in a.effects) for a, e in actions(state))
+        and _reaches_changed(state, e, a, x) for x in a.effects) for a, e in actions(state))
+
+
+def _reaches_changed(state: State, e: Entity, a: Action, x: ForEach) -> bool:
+    t = _link_target(state, e, x.list_field)
+    return t is not None and _shows_on(state, t, x.effect, a, x.list_field)
 
 
 def _reads(x: Effect) -> set[tuple[str, str] | None]:
@@ -389,8 +482,34 @@ def _reads(x: Effect) -> set[tuple[str, str] | None]:
     return {("", x.left), ("", x.right)} if isinstance(x, Compute) else set()
 
 
+def _shift(x: Effect) -> str | None:
+    """The own field `x` shifts by an amount or by another field (`f + 2`, `f + g`, `f - g`), if it does."""
+    if isinstance(x, Increment):
+        return x.field
+    if isinstance(x, Compute) and ((x.op == "+" and (x.left == x.field) != (x.right == x.field))
+                                   or (x.op == "-" and x.left == x.field and x.right != x.field)):
+        return x.field
+    return None
+
+
+def _shifts(x: Effect, y: Effect) -> bool:
+    """Two shifts of one field commute (what else they read is another pair's conflict)."""
+    return _shift(x) is not None and _shift(x) == _shift(y)
+
+
+def _zero_stays(x: Effect, y: Effect) -> bool:
+    """`y` is `f = f - f` (0) and `x` maps f = 0 to 0 (`f + f`, `f * g`, `f - f`): either order ends at 0."""
+    if not (isinstance(x, Compute) and isinstance(y, Compute) and x.field == y.field
+            and y.op == "-" and y.left == y.right == y.field):
+        return False
+    f = x.field
+    return (x.left == x.right == f and x.op in "+-*") or (x.op == "*" and f in (x.left, x.right))
+
+
 def _conflict(x: Effect, y: Effect) -> bool:
     """Applying x then y can end differently from y then x (two increments of one field commute)."""
+    if _shifts(x, y) or _zero_stays(x, y) or _zero_stays(y, x):
+        return False
     wx, wy = _writes(x), _writes(y)
     inner_x = x.effect if isinstance(x, OnReference | ForEach) else x
     inner_y = y.effect if isinstance(y, OnReference | ForEach) else y
@@ -399,9 +518,27 @@ def _conflict(x: Effect, y: Effect) -> bool:
     return wx in _reads(y) or wy in _reads(x)
 
 
+def _pinned_null(action: Action, name: str) -> bool:
+    return any(isinstance(c, NullCheck) and c.is_null and c.field == name for c in action.conditions)
+
+
+def _noop(action: Action, x: Effect) -> bool:
+    """An effect that can never change anything: its input or reference is pinned null by an `is null` guard
+    (nothing else sets it first, so in either order it reads null)."""
+    if isinstance(x, Increment):
+        return _pinned_null(action, x.field) and not any(
+            _writes(y) == ("", x.field) and not isinstance(y, Increment) for y in action.effects)
+    if isinstance(x, Compute):
+        return any(_pinned_null(action, o) and not any(_writes(y) == ("", o) for y in action.effects)
+                   for o in (x.left, x.right))
+    return isinstance(x, OnReference) and _pinned_null(action, x.ref_field)
+
+
 def order_matters(state: State) -> bool:
-    return any(others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(a.effects)
-                                                 for y in a.effects[i + 1:]) for a, e in actions(state))
+    def live(a: Action) -> list[Effect]:
+        return [x for x in a.effects if not _noop(a, x)]
+    return any(others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(live(a))
+                                                 for y in live(a)[i + 1:]) for a, e in actions(state))
 
 
 # --- analytics ---------------------------------------------------------------------------------------

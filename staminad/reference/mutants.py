@@ -21,7 +21,7 @@ from staminad.bench.changes import (
     RenameField,
     transition,
 )
-from staminad.bench.schema import Analytics, Field, ForEach, OnReference, State, endpoint_of
+from staminad.bench.schema import Analytics, Field, State, endpoint_of
 from staminad.reference import exercised as ex
 
 
@@ -87,7 +87,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("swap-400-409", "actions", "wrong_response_format", "swaps 400 (wrong state) and 409 (unmet guard)",
            lambda s, c: _wrong_state_possible(s) or any(a.conditions for a in s.actions)),
     Mutant("no-ref-effects", "effects", "business_logic", "skips effects on referenced and listed entities",
-           lambda s, c: any(isinstance(x, OnReference | ForEach) for a in s.actions for x in a.effects)),
+           lambda s, c: ex.ref_effect_shows(s)),
     Mutant("ignore-add_field", "spec-file", "missing_feature", "silently ignores every add-field change",
            lambda s, c: _added_field_survives(s, c)),
     Mutant("500-on-wrong-type", "types", "server_crash", "crashes (500) on a value of the wrong type",

@@ -15,7 +15,7 @@ from typing import Any
 
 from staminad.bench.parts import condition_fields
 from staminad.bench.phrases import condition_phrase
-from staminad.bench.schema import Action, Compare, Entity, Quantified, State, SumOperand
+from staminad.bench.schema import Action, Compare, Compute, Entity, NullCheck, Quantified, State, SumOperand
 from staminad.suite.data import scalar_body, stored
 from staminad.suite.effectdata import meet_effects
 from staminad.suite.model import Check, Equals, Step, req
@@ -35,7 +35,8 @@ def _world(state: State, entity: Entity, plan: Plan) -> World:
 
 
 def _plan(rng: random.Random, state: State, entity: Entity, action: Action, wants: list[bool], enum_value: str,
-          variants: dict[int, str] | None = None, mode: str = "plain") -> tuple[Plan, World] | None:
+          variants: dict[int, str] | None = None, mode: str = "plain", only: int | None = None,
+          ) -> tuple[Plan, World] | None:
     """A plan where guard i holds iff wants[i] (shaped by variants[i], default "value"), with the enum
     field at `enum_value` and the effects met in `mode`; None if none fits, or if `mode` changes nothing."""
     guarded = set().union(*(condition_fields(c) for c in action.conditions)) if action.conditions else set()
@@ -48,7 +49,7 @@ def _plan(rng: random.Random, state: State, entity: Entity, action: Action, want
             if any(not ok for i, ok in enumerate(shaped) if i in variants):
                 return None  # a null or empty variant that does not apply to its guard never will
             continue
-        if not meet_effects(rng, state, entity, action, plan, guarded, mode) and mode != "plain":
+        if not meet_effects(rng, state, entity, action, plan, guarded, mode, only) and mode != "plain":
             return None
         plan.body[action.field] = enum_value
         world = _world(state, entity, plan)
@@ -91,6 +92,8 @@ def _extra_variants(cond: object) -> list[tuple[str, str, bool]]:
     if isinstance(cond, Quantified):
         out.append(("null", "null", False))
         out.append(("empty", "empty", cond.quantifier == "all"))
+    elif isinstance(cond, NullCheck):
+        out.append(("falsy", "falsy", not cond.is_null))
     elif isinstance(cond, Compare):
         if isinstance(cond.left, SumOperand):
             out.append(("empty", "empty", True))
@@ -134,7 +137,8 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
             wants = [want if j == i else True for j in range(n)]
             found = _plan(rng, state, entity, action, wants, rng.choice(action.sources), {i: variant})
             if found is not None:
-                how = "with a null value" if variant == "null" else "for an empty list"
+                how = {"null": "with a null value", "empty": "for an empty list",
+                       "falsy": "with false, 0 or \"\" (not null)"}[variant]
                 verdict = "holds, so 200" if want else "does not hold, so 409"
                 out.append((f"{name}_guard_{i + 1}_{label}", "business_logic", "guards", _steps(
                     state, entity, action, *found, f"the guard `{phrase}` {how} {verdict}")))
@@ -143,10 +147,14 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
             "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
             "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
             "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing"}
-    for mode, suffix, rule in (("bounds", "succeeds", "actions"), ("nulls", "succeeds_null_inputs", "effects"),
-                               ("null_operands", "succeeds_null_operands", "effects"),
-                               ("empty", "succeeds_no_targets", "effects")):
-        found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources), mode=mode)
+    computes = [k for k, x in enumerate(action.effects) if isinstance(x, Compute)]
+    runs: list[tuple[str, str, str, int | None]] = [("bounds", "succeeds", "actions", None),
+                                                    ("nulls", "succeeds_null_inputs", "effects", None)]
+    runs += [("null_operands", "succeeds_null_operands" + (f"_{j + 1}" if j else ""), "effects", k)
+             for j, k in enumerate(computes)]  # one per computation: a null operand of each must change nothing
+    runs.append(("empty", "succeeds_no_targets", "effects", None))
+    for mode, suffix, rule, only in runs:
+        found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources), mode=mode, only=only)
         if found is None and mode == "bounds":
             found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources))
         if found is not None:

@@ -1,17 +1,18 @@
 """Data that makes an action's effects show what they do: results past a bound, null inputs, no targets.
 
 An action test first shapes the acted-on entity for its guards (`plans.shape`); `meet_effects`
-then sets the fields and links the effects read, in one of three modes, leaving every field a
+then sets the fields and links the effects read, in one of these modes, leaving every field a
 guard reads as the guards need it:
 
 - "plain": each cross-entity effect gets targets to act on (one referenced entity, two listed);
 - "bounds": numeric inputs sit on the bound their effect pushes past (the result must be stored
-  anyway; a decrease without a lower bound starts at 0), and a `set` effect's fields start from
-  another value, so that doing it shows;
+  anyway; a decrease without a lower bound starts at 0; an operand an earlier `set` fixes counts
+  with that value; data an earlier effect placed is kept where a crossing still exists), and a
+  `set` effect's fields, on guard-linked targets too, start from another value, so that doing it shows;
 - "nulls": the inputs of increases and decreases are null (own fields, a listed or referenced
-  entity's field), and an effect whose input is null must change nothing;
-- "null_operands": one operand of each computation is null, its target keeps its value (apart
-  from "nulls", since a null target would hide a computation that writes null);
+  entity's field, the first entity a guard linked), and an effect whose input is null must change nothing;
+- "null_operands": one operand of one computation (a test per computation) is null and its target
+  holds a value (apart from "nulls", since a null target would hide a computation that writes null);
 - "empty": references are null and lists empty, so cross-entity effects have nothing to reach.
 """
 
@@ -38,9 +39,10 @@ from staminad.bench.schema import (
     SumOperand,
 )
 from staminad.bench.values import scalar_fits
-from staminad.suite.data import other_value, stored
+from staminad.reference.exercised import set_before
+from staminad.suite.data import other_value, scalar_value, stored
 from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
-from staminad.suite.semantics import ARITH, holds
+from staminad.suite.semantics import ARITH, compare, holds
 
 MODES = ("plain", "bounds", "nulls", "null_operands", "empty")
 
@@ -69,8 +71,10 @@ def _fits(state: State, entity: Entity, action: Action, body: dict[str, Any], na
 
 
 def outside_result(state: State, entity: Entity, action: Action, x: Compute, body: dict[str, Any],
-                   probes: dict[str, list[Any]]) -> tuple[Any, Any] | None:
-    """Valid (left, right) values, meeting the guards on them, whose result leaves the target's bounds."""
+                   probes: dict[str, list[Any]], preset: dict[str, Any] | None = None) -> tuple[Any, Any] | None:
+    """Valid (left, right) values, meeting the guards on them, whose result leaves the target's bounds
+    (an operand in `preset`, set by an earlier effect, computes with that value instead)."""
+    preset = preset or {}
     t, fa, fb = entity.field(x.field), entity.field(x.left), entity.field(x.right)
     if t is None or fa is None or fb is None or (t.minimum is None and t.maximum is None):
         return None
@@ -79,7 +83,7 @@ def outside_result(state: State, entity: Entity, action: Action, x: Compute, bod
     for a, b in product(probes[fa.name], probes[fb.name]):
         if (fa is fb and a != b) or not (scalar_fits(state, fa, a) and scalar_fits(state, fb, b)):
             continue
-        r = ARITH[x.op](a, b)
+        r = ARITH[x.op](preset.get(fa.name, a), preset.get(fb.name, b))
         outside = (t.minimum is not None and r < t.minimum) or (t.maximum is not None and r > t.maximum)
         if outside and _fits(state, entity, action, {**body, fa.name: a, fb.name: b}, {fa.name, fb.name}):
             return a, b
@@ -112,39 +116,85 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
     return None
 
 
-def _listed(rng: random.Random, state: State, plan: Plan, f: Field, x: ForEach, guard_fields: set[str]) -> None:
-    """Entities a guard already put in list `f`: start the effect's field from another value than it sets."""
-    if not isinstance(x.effect, SetValue) or x.effect.field in guard_fields:
-        return
-    ids = set(plan.body.get(f.name) or [])
+def _listed(rng: random.Random, state: State, action: Action, plan: Plan, f: Field, x: ForEach | OnReference,
+            guard_fields: set[str]) -> bool:
+    """Entities a guard already linked from `f` (in a list, or `this.r is not null`): start the effect's
+    field from another value than it sets."""
+    if not isinstance(x.effect, SetValue):
+        return False
+    name = x.effect.field
+    alls = [c for c in action.conditions if isinstance(c, Quantified) and c.list_field == f.name
+            and c.quantifier == "all" and c.field == name]
+    others = [c for c in action.conditions if (isinstance(c, Quantified) and c.list_field == f.name
+                                               and c.quantifier == "any" and c.field == name)
+              or (isinstance(c, Compare) and isinstance(c.left, SumOperand) and c.left.list_field == f.name
+                  and c.left.field == name)]
+    if others:  # a sum or `any of` guard on it: keep what it drew
+        return False
+    linked = plan.body.get(f.name)
+    ids = set(linked if isinstance(linked, list) else [linked] if linked is not None else [])
+    changed = False
+    for target, body in plan.related:
+        g = target.field(name)
+        if body["id"] in ids and g is not None and target.name == f.target:
+            for _ in range(20):  # another value, one every `all of` guard on the list still allows
+                other = other_value(rng, state, g, x.effect.value)
+                if other is not None and all(compare(other, c.op, c.value) for c in alls):
+                    body[g.name] = other
+                    changed = True
+                    break
+    return changed
+
+
+def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference) -> bool:
+    """The first entity a guard already linked from `f`: make the field an increase reads null, unless an
+    `all of` guard needs a value there (the others still see theirs, and the semantics re-checks the guards)."""
+    if not isinstance(x.effect, Increment) or any(
+            isinstance(c, Quantified) and c.list_field == f.name and c.quantifier == "all"
+            and c.field == x.effect.field for c in action.conditions):
+        return False
+    linked = plan.body.get(f.name)
+    ids = linked if isinstance(linked, list) else [linked] if linked is not None else []
     for target, body in plan.related:
         g = target.field(x.effect.field)
-        if body["id"] in ids and g is not None and target.name == f.target:
-            other = other_value(rng, state, g, x.effect.value)
-            if other is not None:
-                body[g.name] = other
+        if ids and body["id"] == ids[0] and g is not None and target.name == f.target and can_be_null(g):
+            set_null(body, g)
+            return True
+    return False
 
 
 def meet_effects(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, guarded: set[str],
-                 mode: str) -> bool:
-    """Shape `plan` for the action's effects under `mode`; True when the mode changed anything."""
+                 mode: str, only: int | None = None) -> bool:
+    """Shape `plan` for the action's effects under `mode`; True when the mode changed anything.
+
+    With `only`, "null_operands" gives a null operand to that effect alone (one test per computation,
+    so a later one reading a nulled field cannot hide an earlier one)."""
     changed = False
+    fixed: set[str] = set()  # fields an earlier effect's data already set: later ones keep them
     links: dict[str, list[dict[str, Any]]] = {}
-    for x in action.effects:
+    for k, x in enumerate(action.effects):
+        if mode == "null_operands" and only is not None and k != only:
+            continue
+        if mode == "bounds" and isinstance(x, Increment | Compute) and any(
+                isinstance(y, SetValue) and y.field == x.field for y in action.effects[k + 1:]):
+            continue  # a later `set` hides where this one lands
         if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
                 isinstance(x, Compute) and mode in ("bounds", "null_operands")):
-            changed |= _own(state, entity, action, x, plan, guarded, mode)
-        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded:
+            changed |= _own(rng, state, entity, action, x, plan, guarded, mode, fixed)
+        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded | fixed:
             f = entity.field(x.field)
             other = other_value(rng, state, f, x.value) if f is not None else None
             if other is not None:  # start from another value, so that setting it shows
                 plan.body[x.field] = other
+                fixed.add(x.field)
                 changed = True
         elif isinstance(x, OnReference | ForEach):
             link = x.ref_field if isinstance(x, OnReference) else x.list_field
             f = entity.field(link)
-            if f is not None and f.name in guarded and isinstance(x, ForEach) and mode == "bounds":
-                _listed(rng, state, plan, f, x, _item_fields(action, f.name))
+            if f is not None and f.name in guarded and mode == "bounds":
+                changed |= _listed(rng, state, action, plan, f, x, _item_fields(action, f.name))
+            if f is not None and f.name in guarded and mode == "nulls":
+                changed |= _null_linked(action, plan, f, x)
             if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
                 continue
             target = state.entity(f.target or "")
@@ -178,8 +228,8 @@ def _item_fields(action: Action, link: str) -> set[str]:
     return out
 
 
-def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan, guarded: set[str],
-         mode: str) -> bool:
+def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan,
+         guarded: set[str], mode: str, fixed: set[str]) -> bool:
     if isinstance(x, Increment):
         f = entity.field(x.field)
         if f is None:
@@ -189,23 +239,37 @@ def _own(state: State, entity: Entity, action: Action, x: Increment | Compute, p
                 return False
             set_null(plan.body, f)
             return True
+        if f.name in fixed:
+            return False
         for v in _crossing_starts(state, f, x.amount):
             if scalar_fits(state, f, v) and _fits(state, entity, action, {**plan.body, f.name: v}, {f.name}):
                 plan.body[f.name] = v
+                fixed.add(f.name)
                 return True
         return False
     fa, fb = entity.field(x.left), entity.field(x.right)
     if fa is None or fb is None:
         return False
     if mode == "null_operands":  # one operand null, the target left holding a value that must survive
+        t = entity.field(x.field)
         for o in (fa, fb):
-            if o.name != x.field and o.name not in guarded and can_be_null(o):
-                set_null(plan.body, o)
-                return True
+            if o.name == x.field or not can_be_null(o):
+                continue
+            if o.name in guarded and plan.body.get(o.name) is not None:
+                continue  # a guard needs a value there
+            set_null(plan.body, o)
+            if t is not None and t.name not in guarded and plan.body.get(t.name) is None:
+                plan.body[t.name] = scalar_value(rng, state, t)
+            return True
         return False
     probes = {f.name: probe_values(action, f) for f in (fa, fb)}
-    pair = outside_result(state, entity, action, x, plan.body, probes)
+    kept = {f.name: [plan.body.get(f.name)] if f.name in fixed else probe_values(action, f) for f in (fa, fb)}
+    # Keep what an earlier effect's data set where a crossing still exists; else move it.
+    preset = set_before(action, x)
+    pair = outside_result(state, entity, action, x, plan.body, kept, preset) or outside_result(
+        state, entity, action, x, plan.body, probes, preset)
     if pair is None:
         return False
     plan.body[fa.name], plan.body[fb.name] = pair
+    fixed.update((fa.name, fb.name))
     return True

@@ -8,6 +8,7 @@ caller checks the result with the semantics module, so a plan that misses is nev
 from __future__ import annotations
 
 import random
+from itertools import product
 from typing import Any
 
 from staminad.bench.schema import (
@@ -148,11 +149,18 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
 
     `variant` picks how: "value" with ordinary values (a null only where no value can fail the
     guard), "null" with a null operand or a referenced entity whose field is null (the guard then
-    fails, although null read as 0 or a plain `!=` would pass it), "empty" with an empty list.
+    fails, although null read as 0 or a plain `!=` would pass it), "empty" with an empty list,
+    "falsy" with false, 0 or "" in a null check's field (not null, whatever a truthiness test says).
     """
     if isinstance(cond, NullCheck):
         f = entity.field(cond.field)
         assert f is not None
+        if variant == "falsy":  # false, 0 or "": not null, although a truthiness test reads it so
+            falsy = falsy_value(state, f) if f.kind != "ref" else None
+            if falsy is None or want == cond.is_null:
+                return False
+            plan.body[f.name] = falsy
+            return True
         if variant != "value":
             return False
         if cond.is_null == want:
@@ -201,8 +209,9 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
         ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
         if not ks:
             return False
-        many = [k for k in ks if k >= 2]  # two or more, where allowed, so `for each` must reach them all
-        plan.link(rng, state, f, [{} for _ in range(rng.choice(many or ks))])
+        # Two or more where allowed, so `for each` must reach them all; else one, so it reaches something.
+        many = [k for k in ks if k >= 2] or [k for k in ks if k >= 1] or ks
+        plan.link(rng, state, f, [{} for _ in range(rng.choice(many))])
         return True
     assert isinstance(left, SumOperand)
     if variant == "empty":  # sum over no entities is 0
@@ -216,10 +225,10 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
     tf = target.field(left.field) if target else None
     assert tf is not None
     cands = _candidates(rng, state, tf, cond.value)
-    for attempt in range(60):
-        k = rng.randint(2, 3) if attempt < 30 else rng.randint(0, 3)
-        values = [rng.choice(cands) for _ in range(k)] if cands else []
-        if compare(sum(values), cond.op, cond.value) == want:
+    for k in (2, 3, 1, 0):  # two or more where some sum fits, so `for each` must reach them all
+        fits = [list(c) for c in product(cands, repeat=k) if compare(sum(c), cond.op, cond.value) == want]
+        if fits:
+            values: list[Any] = rng.choice(fits)
             if want and can_be_null(tf):
                 values.insert(0, NULL)  # nulls are skipped, never counted as anything
             plan.link(rng, state, f, [{tf.name: v} for v in values])
@@ -267,19 +276,23 @@ def _shape_arith(rng: random.Random, state: State, entity: Entity, plan: Plan, c
     if variant == "null":
         if want:
             return False
-        # One operand null; the other where null read as 0 would make the guard hold, if it can.
+        # One operand null; the other where null read as 0 would make the guard hold, if some choice can.
         if fa is fb and can_be_null(fa):
             set_null(plan.body, fa)
             return True
+        options: list[tuple[Field, Field, list[Any], bool]] = []
         for nulled, other, cands in ((fa, fb, cb), (fb, fa, ca)):
             if fa is fb or not can_be_null(nulled):
                 continue
             zero = [v for v in cands if compare(ARITH[left.op](*((0, v) if nulled is fa else (v, 0))),
                                                  cond.op, cond.value)]
-            plan.body[other.name] = rng.choice(zero or cands)
-            set_null(plan.body, nulled)
-            return True
-        return False
+            options.append((nulled, other, zero or cands, bool(zero)))
+        if not options:
+            return False
+        nulled, other, cands, _ = max(options, key=lambda o: o[3])  # the first that shows null-as-0, if any
+        plan.body[other.name] = rng.choice(cands)
+        set_null(plan.body, nulled)
+        return True
     if variant != "value":
         return False
     pairs = [(a, b) for a in ca for b in cb
