@@ -135,6 +135,11 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     }
 
 
+def _one(value: float | None) -> str:
+    """One decimal, or `-` where a view scored nothing (NaN, or None once cleaned for JSON)."""
+    return "-" if value is None or math.isnan(value) else f"{value:.1f}"
+
+
 def _counted(scored_n: int, unscored_n: int) -> str:
     return f"n={scored_n}" + (f", {unscored_n} unscored" if unscored_n else "")
 
@@ -166,8 +171,8 @@ def markdown(report: dict[str, Any]) -> str:
     if report.get("views"):
         out += ["", "Headline scores follow the paper: a scenario whose harness ran out of infra retries ends there "
                 "and counts. Counting only the agent's code (such scenarios left out) gives:", ""]
-        out += [f"- {name}: {v['censored']['mean_turns']:.1f} ± {v['censored']['se_turns']:.1f} over "
-                f"{v['censored']['scenarios']} scenarios (paper: {v['paper']['mean_turns']:.1f} over "
+        out += [f"- {name}: {_one(v['censored']['mean_turns'])} ± {_one(v['censored']['se_turns'])} over "
+                f"{v['censored']['scenarios']} scenarios (paper: {_one(v['paper']['mean_turns'])} over "
                 f"{v['paper']['scenarios']})" for name, v in report["views"].items()]
     out += ["", "## Survival", "", "Turns survived, right-censored at N+1; a harness out of infra retries is a "
             "failure (paper), a platform fault leaves the scenario out. "

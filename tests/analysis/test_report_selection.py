@@ -63,18 +63,17 @@ def test_cancelled_sweeps_are_left_out_unless_asked(state: Path, capsys: pytest.
     assert _json(state, capsys, "dropped")["configurations"][0]["sweep"] == "dropped"
 
 
-def test_scenarios_with_no_observation_are_counted_unscored_never_survivors(
+def test_a_harness_crashing_before_any_test_is_scored_zero_as_in_the_paper(
         state: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A harness crashing before any test: both scenarios unscored, no RMST (not the maximum), counted per table."""
+    """A harness out of infra retries at turn 0 ends its scenario with 0 turns (paper), never a survivor."""
     data = _json(state, capsys, "long")
     crash = data["survival"]["fault:crash R=2 detailed"]
-    assert (crash["scored"], crash["unscored"], crash["rmst"]) == (0, 2, None)
-    assert data["table"]["cells"]["fault:crash"]["R=2 detailed"]["n"] == 0
-    assert data["scenarios"]["fault:crash R=2 detailed"] == {"scored": 0, "unscored": 2, "total": 2}
+    assert (crash["scored"], crash["unscored"], crash["rmst"]) == (2, 0, 0.0)
+    assert data["table"]["cells"]["fault:crash"]["R=2 detailed"]["n"] == 2
+    assert data["table"]["cells"]["fault:crash"]["R=2 detailed"]["mean"] == 0.0
+    assert data["scenarios"]["fault:crash R=2 detailed"] == {"scored": 2, "unscored": 0, "total": 2}
     assert data["scenarios"]["reference R=2 detailed"] == {"scored": 2, "unscored": 0, "total": 2}
     assert main(["report", "long", "--state-dir", str(state), "--bootstrap", "100"]) == 0
     text = capsys.readouterr().out
-    assert "| fault:crash | - (n=0, 2 unscored) |" in text
-    assert "| fault:crash R=2 detailed | n=0, 2 unscored | - | - | - | - |" in text
     assert "| reference R=2 detailed | n=2 | 6.00 |" in text
-    assert "- fault:crash R=2 detailed (n=0, 2 unscored):" in text
+    assert "- fault:crash R=2 detailed: - ± - over 0 scenarios (paper: 0.0 over 2)" in text
