@@ -211,7 +211,7 @@ def test_report_on_bad_input_is_a_table_or_one_line(store: Path, tmp_path: Path,
     assert main(["report", "infra", "--state-dir", str(store), "--bootstrap", "200"]) == 0
     assert "harness_crash" in capsys.readouterr().out
     for state, words in ((old_store(tmp_path / "old"), "older staminad (schema version 1 of"),
-                         (tmp_path / "empty", "no state database")):
+                         (tmp_path / "empty", "no state")):
         for cmd in (["report"], ["export", "--out", str(tmp_path / "x.csv")]):
             assert main([*cmd, "--state-dir", str(state)]) == 2
             err = capsys.readouterr().err
