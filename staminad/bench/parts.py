@@ -9,6 +9,7 @@ suite violate each one independently.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from staminad.bench.naming import Namer
 from staminad.bench.schema import (
@@ -299,3 +300,14 @@ def condition_fields(c: Condition) -> set[str]:
     if isinstance(left, ArithOperand):
         return {left.left, left.right}
     return {left.list_field}
+
+
+def set_before(a: Action, x: Effect) -> dict[str, Any]:
+    """Own fields an earlier effect of the action sets to a number before `x` runs (the last such set wins)."""
+    out: dict[str, Any] = {}
+    for y in a.effects[:a.effects.index(x)]:
+        if isinstance(y, SetValue) and isinstance(y.value, int | float) and not isinstance(y.value, bool):
+            out[y.field] = y.value
+        elif isinstance(y, Increment | Compute):
+            out.pop(y.field, None)
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from staminad.bench.parts import condition_fields
+from staminad.bench.parts import condition_fields, set_before
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -352,17 +352,6 @@ def _compute_crosses(state: State, e: Entity, a: Action, x: Compute) -> bool:
             if _outside(t, r) and _assignment_ok(a, {fa.name: va, fb.name: vb}):
                 return True
     return False
-
-
-def set_before(a: Action, x: Effect) -> dict[str, Any]:
-    """Own fields an earlier effect of the action sets to a number before `x` runs (the last such set wins)."""
-    out: dict[str, Any] = {}
-    for y in a.effects[:a.effects.index(x)]:
-        if isinstance(y, SetValue) and isinstance(y.value, int | float) and not isinstance(y.value, bool):
-            out[y.field] = y.value
-        elif isinstance(y, Increment | Compute):
-            out.pop(y.field, None)
-    return out
 
 
 def clamped(state: State) -> bool:

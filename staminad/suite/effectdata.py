@@ -22,7 +22,7 @@ import random
 from itertools import product
 from typing import Any
 
-from staminad.bench.parts import condition_fields
+from staminad.bench.parts import condition_fields, set_before
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -39,7 +39,6 @@ from staminad.bench.schema import (
     SumOperand,
 )
 from staminad.bench.values import scalar_fits
-from staminad.reference.exercised import set_before
 from staminad.suite.data import other_value, scalar_value, stored
 from staminad.suite.plans import NULL, Plan, can_be_null, extremes, set_null
 from staminad.suite.semantics import ARITH, compare, holds
