@@ -13,7 +13,9 @@ from typing import Any
 
 import msgspec
 
-PROTOCOL_VERSION = 3
+from protocol.events import EventData, kind_of
+
+PROTOCOL_VERSION = 4  # 4: events carry typed data (protocol.events)
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
@@ -240,11 +242,16 @@ class AttemptTexts(_Msg, tag="attempt", frozen=True):
 
 
 class Event(_Msg, tag="event", frozen=True):
+    """One thing that happened in a sweep: `data` is one of the typed kinds in `protocol.events`."""
+
     sweep: str
-    kind: str
-    data: dict[str, Any]
+    data: EventData
     at: float
     seq: int
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.data)
 
 
 Request = (Hello | Ping | Submit | ListSweeps | GetSweep | ListScenarios | GetScenario | GetAttempt | RetryScenario

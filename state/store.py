@@ -16,7 +16,12 @@ from typing import Any
 import aiosqlite
 import msgspec
 
+from protocol.errors import UsageError
 from state.schema import MIGRATIONS
+
+
+class SweepChanged(UsageError, ValueError):
+    """A stored sweep of this name was made from another configuration."""
 
 
 class ScenarioRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,7 +123,8 @@ class Store:
             row = await cur.fetchone()
         if row is not None:
             if row[0] != fingerprint:
-                raise ValueError(f"sweep {sweep_id} exists with a different configuration; use another name")
+                raise SweepChanged(f"sweep {sweep_id} exists with a different configuration: give the sweep another "
+                                   "name, or replace the stored one with --force-new")
             return True
         await self.db.execute("INSERT INTO sweeps (id, name, fingerprint, config, status, created_at) "
                               "VALUES (?, ?, ?, ?, 'running', ?)",

@@ -133,14 +133,28 @@ def start_cmd(args: argparse.Namespace) -> int:
 
 
 def _print_info(info: SweepInfo) -> None:
+    for line in info_lines(info):
+        print(line)
+
+
+def info_lines(info: SweepInfo) -> list[str]:
+    """`staminad status` for one sweep: a line for the sweep, one per configuration with its denominators.
+
+    The mean and pass rate leave out the `unscored` scenarios (ended by a platform fault), which are
+    counted apart; a configuration with nothing left to count shows `-`.
+    """
     slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
-    print(f"sweep {info.sweep}: {info.status}{slots}")
+    lines = [f"sweep {info.sweep}: {info.status}{slots}"]
     for c in info.configurations:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
         spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
-        print(f"  {c.name}: {c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}, "
-              f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}")
+        counted = c.scenarios - c.unscored  # what the engine's summary averages over (unfinished ones so far)
+        figures = (f"{c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}" if counted > 0
+                   else "- turns, pass rate -")
+        lines.append(f"  {c.name}: {figures} over {counted} counted, {c.unscored} unscored; "
+                     f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}")
+    return lines
 
 
 def client_cmd(args: argparse.Namespace) -> int:
@@ -166,7 +180,7 @@ def client_cmd(args: argparse.Namespace) -> int:
                     if args.json:
                         print(json.dumps(msgspec.to_builtins(event)), flush=True)
                     else:
-                        print(f"{event.sweep} {event.kind} {json.dumps(event.data)}", flush=True)
+                        print(f"{event.sweep} {event.kind} {msgspec.json.encode(event.data).decode()}", flush=True)
                     seen += 1
                     if args.count and seen >= args.count:
                         break

@@ -8,7 +8,6 @@ is disconnected; garbage gets an error reply. Nothing here can stall or crash th
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -44,13 +43,12 @@ from protocol import (
     encoder,
     write_frame,
 )
+from protocol.errors import ExpectedError
 from staminad.daemon import views
-from staminad.engine.config import SweepError
+from staminad.daemon.logs import log
 
 if TYPE_CHECKING:
     from staminad.daemon.service import Daemon
-
-log = logging.getLogger("staminad")
 
 HELLO_TIMEOUT = 10.0
 IDLE_TIMEOUT = 300.0  # seconds a request connection may stay silent; clients ping well within it
@@ -144,7 +142,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return Ok(detail="pong")
             case Hello():
                 return ErrorReply(message="already said hello")
-    except SweepError as exc:
+    except ExpectedError as exc:  # a failure the user can fix (a bad sweep, an unknown name): one line
+        log.info("request %s refused: %s", type(request).__name__, exc)
         return ErrorReply(message=str(exc))
     except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
         log.exception("request %s failed", type(request).__name__)

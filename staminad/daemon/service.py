@@ -8,6 +8,7 @@ on, so a restart picks them up from their markers; `drain` first lets running at
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -20,20 +21,24 @@ import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
 from protocol import ErrorReply, SweepInfo, encoder
+from protocol.errors import ExpectedError
+from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
 from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, serve_client
+from staminad.daemon.logs import daemon_logging, log
 from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import Gate
-from staminad.engine.sweep import FINAL, Shared, run_sweep
+from staminad.engine.sweep import Shared, run_sweep
 from staminad.packio import read_pack
+from state.lock import StateDirError, lock_state_dir
 from state.store import Store
 
 VERSION = "staminad/0.1"
@@ -56,8 +61,9 @@ class Daemon:
     def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
                  runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None,
                  suite_parallel: int | None = None, max_connections: int | None = None,
-                 idle_timeout: float = IDLE_TIMEOUT) -> None:
+                 idle_timeout: float = IDLE_TIMEOUT, log_to_stderr: bool = True) -> None:
         self.state_dir = state_dir
+        self.log_to_stderr = log_to_stderr
         self.socket_path = state_dir / "staminad.sock"
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
@@ -85,11 +91,9 @@ class Daemon:
             self._lock_fd = self._lock()
 
     def _lock(self) -> int:
-        from staminad.commands.args import CommandError, lock_state_dir
-
         try:
             fd = lock_state_dir(self.state_dir, f"another staminad already runs on {self.state_dir}")
-        except CommandError as exc:
+        except StateDirError as exc:
             raise DaemonError(str(exc)) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -99,7 +103,10 @@ class Daemon:
         self.acquire()
         assert self._lock_fd is not None
         lock_fd, self._lock_fd = self._lock_fd, None
+        logs = contextlib.ExitStack()
         try:
+            logs.enter_context(daemon_logging(self.state_dir, stderr=self.log_to_stderr))
+            log.info("starting on %s (pid %d)", self.state_dir, os.getpid())
             self.store = await Store.open(self.state_dir / "staminad.db")
             self.watcher = MarkerWatcher()
             self.socket_path.unlink(missing_ok=True)  # stale: we hold the lock, nobody else serves it
@@ -143,8 +150,11 @@ class Daemon:
                     await self.store.close()
                 self.socket_path.unlink(missing_ok=True)
                 os.close(lock_fd)
+                log.info("stopped")
+                logs.close()
 
     def stop(self, drain: bool = False) -> None:
+        log.info("stop requested%s", " (drain: running attempts finish first)" if drain else "")
         self._drain = self._drain or drain
         self._stop.set()
 
@@ -194,6 +204,7 @@ class Daemon:
         await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
         await self.store.set_sweep_status(sweep.name, "running")
         await self._start(sweep.name, config, paused=False)
+        log.info("submitted sweep %s from %s%s", sweep.name, path, " (replacing the stored one)" if replaced else "")
         return f"{sweep.name} (replaced the stored sweep of that name)" if replaced else sweep.name
 
     async def _start(self, sweep_id: str, config: bytes, paused: bool) -> None:
@@ -210,16 +221,16 @@ class Daemon:
         assert self.store is not None and self.watcher is not None
         from staminad.sandbox.runtime import choose_runtime
 
-        def emit(kind: str, data: dict[str, Any]) -> None:
-            self.bus.publish(sweep.name, kind, data)
+        def emit(data: EventData) -> None:
+            self.bus.publish(sweep.name, data)
             if self.metrics is not None:
-                self.metrics.observe(kind, data)
+                self.metrics.observe(data)
 
         try:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
                 factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
-                emit("sweep_runtime", {"runtime": chosen})
+                emit(SweepRuntime(runtime=chosen))
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
                                 suites=self.suites, keep_jobs=self.keep_jobs, requeue=run.requeued)
@@ -229,9 +240,14 @@ class Daemon:
                     if all(r.status in FINAL for _, r in await self.store.scenarios(sweep.name)):
                         break
                     await self.store.set_sweep_status(sweep.name, "running")
-                emit("sweep_finished", {})
+                emit(SweepFinished())
+                log.info("sweep %s finished", sweep.name)
         except Exception as exc:  # one sweep's failure (bad pack, no runtime) must not stop the daemon
-            emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, ExpectedError):
+                log.error("sweep %s failed: %s", sweep.name, exc)
+            else:
+                log.exception("sweep %s failed", sweep.name)
+            emit(SweepFailed(error=f"{type(exc).__name__}: {exc}"))
             with anyio.CancelScope(shield=True):
                 await self.store.set_sweep_status(sweep.name, "error")
                 await self._stopped_scenarios(sweep.name, f"sweep error: {type(exc).__name__}")
@@ -246,6 +262,7 @@ class Daemon:
         if run is None:
             raise SweepError(f"sweep {sweep_id} is not running")
         await self.store.set_sweep_status(sweep_id, "cancelled")
+        log.info("cancelling sweep %s", sweep_id)
         run.scope.cancel()
         with anyio.move_on_after(60):
             await run.done.wait()
@@ -265,6 +282,7 @@ class Daemon:
         if run is None:
             raise SweepError(f"sweep {sweep_id} is not running")
         run.gate.pause() if paused else run.gate.resume()
+        log.info("%s sweep %s", "paused" if paused else "resumed", sweep_id)
         await self.store.set_sweep_status(sweep_id, "paused" if paused else "running")
 
     async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str:
@@ -280,6 +298,7 @@ class Daemon:
         sweep = msgspec.json.decode(found[0], type=SweepFile)
         extra = max(sweep.run.infra_retries, 1)  # a sweep run with no infra retries still gets this one
         await self.store.grant_infra_retries(row.id, extra)
+        log.info("retrying %s/%s of sweep %s with %d more infra retries", configuration, seed, sweep_id, extra)
         run = self.running.get(sweep_id)
         if run is not None:
             run.requeue.send_nowait(row.id)  # taken by the running sweep, or by `_run_sweep`'s next round

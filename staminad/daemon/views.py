@@ -11,9 +11,10 @@ from itertools import groupby
 import msgspec
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
+from protocol.events import Step, phase
 from protocol.messages import HISTORY_END, AttemptSummary, ConfigStatus, FailedTest, ScenarioList, ScenarioRow
 from staminad.engine.config import SweepError
-from staminad.engine.sweep import FINAL, summarize
+from staminad.engine.sweep import summarize
 from state.store import Progress, Store
 from state.store import ScenarioRow as StoredScenario
 
@@ -71,6 +72,11 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
                         scenarios=tuple(scenario_row(name, s, progress.get(s.id, [])) for name, s in scenarios))
 
 
+def _step(last: Progress | None) -> Step | None:
+    return None if last is None else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase,
+                                          outcome=last.outcome)
+
+
 def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress]) -> ScenarioRow:
     """Where one scenario stands, from its attempts in order (the engine's phases, named for people)."""
     history: list[str] = []
@@ -88,22 +94,8 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
     return ScenarioRow(id=scenario.id, configuration=configuration, seed=scenario.seed, status=scenario.status,
                        turns_passed=scenario.turns_passed, turn=last.turn if last else 0,
                        attempt=last.attempt if last else 1, infra_try=last.infra_try if last else 0,
-                       phase=_phase(scenario.status, last), last_failure=last_failure, history="".join(history),
+                       phase=phase(scenario.status, _step(last)), last_failure=last_failure, history="".join(history),
                        reason=scenario.reason)
-
-
-def _phase(status: str, last: Progress | None) -> str:
-    if status in FINAL:
-        return status
-    if last is None:
-        return "pending"
-    if last.phase == "launched":
-        if last.infra_try:
-            return "infra retry"
-        return "retrying" if last.attempt > 1 else "agent working"
-    if last.phase == "harness_done":
-        return "testing"
-    return {"pass": "passed", "fail": "feedback", "infra": "infra wait"}.get(last.outcome or "", "pending")
 
 
 __all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "scenario_row", "sweep_info"]

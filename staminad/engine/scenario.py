@@ -12,11 +12,21 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import msgspec
 
+from protocol.events import (
+    AttemptStarted,
+    AttemptTested,
+    EventData,
+    HarnessDone,
+    InfraFailure,
+    ManualPrompt,
+    ScenarioFinished,
+    SuiteStarted,
+)
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -35,7 +45,15 @@ from staminad.suite.http11 import Http11Transport
 from staminad.suite.runner import run_suite
 from state.store import AttemptRow, Store
 
-EventSink = Callable[[str, dict[str, Any]], None]
+EventSink = Callable[[EventData], None]
+
+
+class _Names(TypedDict):
+    scenario: int
+    configuration: str
+    seed: int
+
+
 LIVENESS_INTERVAL = 2.0  # seconds between sandbox health checks while a harness runs
 JOB_CHECK_EVERY = 3  # health checks per check that the harness's wrapper still runs
 CLEANUP_TIMEOUT = 90.0  # bound on removing what is left of a lost sandbox
@@ -144,8 +162,8 @@ class ScenarioRunner:
             if pos.final is not None:
                 await self.store.update_scenario(scenario_id, status=pos.final, turns_passed=pos.turns_passed,
                                                  reason=pos.reason)
-                self.emit("scenario_finished", {"scenario": scenario_id, "status": pos.final,
-                                                "turns_passed": pos.turns_passed, "reason": pos.reason})
+                self.emit(ScenarioFinished(**self._names(scenario_id), status=pos.final, turns_passed=pos.turns_passed,
+                                           reason=pos.reason))
                 return pos
             await self.store.update_scenario(scenario_id, turns_passed=pos.turns_passed)
             row = pos.resume
@@ -174,12 +192,16 @@ class ScenarioRunner:
             (ws / "initial_specification.md").write_text(render_spec(self.spec.scenario.initial))
         self._ready_at = time.time()
 
+    def _names(self, scenario_id: int) -> _Names:
+        """The fields every runner event starts with: the scenario's id, configuration and seed."""
+        return {"scenario": scenario_id, "configuration": self.spec.config_name, "seed": self.spec.scenario.seed}
+
     async def _execute(self, scenario_id: int, row: AttemptRow, pos: Position) -> None:
         """One attempt; whatever the sandbox or the engine does wrong ends it as that platform fault, never
         as an error of the whole sweep."""
         job = self._job_id(pos)
-        self.emit("attempt_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                      "infra_try": row.infra_try, "resumed": pos.resume is not None})
+        self.emit(AttemptStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt,
+                                 infra_try=row.infra_try, resumed=pos.resume is not None))
         try:
             await self._ensure_sandbox()
             if row.phase == "launched":
@@ -216,9 +238,9 @@ class ScenarioRunner:
             argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
             if argv is None:
                 (control / "jobs" / job).mkdir(parents=True, exist_ok=True)
-                self.emit("manual_prompt", {"scenario": scenario_id, "prompt": str(prompt_file),
-                                            "workspace": str(self.sandbox.host_workspace),
-                                            "done": f"staminad done --marker {marker_file}"})
+                self.emit(ManualPrompt(**self._names(scenario_id), prompt=str(prompt_file),
+                                       workspace=str(self.sandbox.host_workspace),
+                                       done=f"staminad done --marker {marker_file}"))
             else:
                 await self.sandbox.launch(job, argv, self._env())
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
@@ -257,8 +279,8 @@ class ScenarioRunner:
             return "llm_unavailable", reason
         if kind == "harness_crash" and self.llm is not None and self.llm.route.capped:
             kind = None  # the cost cap cut the harness off: score what it built; the scenario then ends capped
-        self.emit("harness_done", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                   "exit": exit_code, "signal": sig, "harness_seconds": harness_s})
+        self.emit(HarnessDone(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, exit=exit_code,
+                              signal=sig, harness_seconds=harness_s))
         if kind is not None:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
@@ -321,8 +343,8 @@ class ScenarioRunner:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
         await self.store.update_attempt(row.id, phase="tested", outcome="infra", infra_kind=kind,
                                         finished_at=time.time())
-        self.emit("infra_failure", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                    "infra_try": row.infra_try, "kind": kind, "detail": detail})
+        self.emit(InfraFailure(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, infra_try=row.infra_try,
+                               infra_kind=kind, detail=detail))
         if kind in RECREATE_AFTER:
             # The container is gone, frozen or unreachable: remove what is left, so the retry gets a fresh one
             # on the same workspace (a paused container cannot even be exec'd into to clean up).
@@ -350,8 +372,7 @@ class ScenarioRunner:
             await self._server_failed(scenario_id, row, exc, len(suite.tests), time.monotonic() - t0)
             return
         t1 = time.monotonic()
-        self.emit("suite_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                    "server_seconds": t1 - t0})
+        self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
             async with Http11Transport.for_url(handle.url, self.settings.request_timeout) as transport:
                 result = await run_suite(suite, transport)
@@ -371,10 +392,9 @@ class ScenarioRunner:
             categories=categories, passed_tests=len(result.results) - len(failures), total_tests=len(result.results),
             feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2,
             finished_at=time.time())
-        self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                     "passed": not failures, "failed_tests": len(failures),
-                                     "tests": len(result.results), "categories": categories,
-                                     "suite_seconds": t2 - t1, "server_seconds": t1 - t0})
+        self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=not failures,
+                                failed_tests=len(failures), tests=len(result.results), categories=categories,
+                                suite_seconds=t2 - t1, server_seconds=t1 - t0))
 
     async def _server_failed(self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int,
                              seconds: float) -> None:
@@ -384,6 +404,6 @@ class ScenarioRunner:
         await self.store.update_attempt(row.id, phase="tested", outcome="fail", categories=exc.kind,
                                         passed_tests=0, total_tests=tests, feedback=feedback,
                                         server_seconds=seconds, finished_at=time.time())
-        self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                     "passed": False, "failed_tests": tests, "tests": tests, "categories": exc.kind,
-                                     "suite_seconds": 0.0, "server_seconds": seconds, "detail": str(exc)})
+        self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=False,
+                                failed_tests=tests, tests=tests, categories=exc.kind, suite_seconds=0.0,
+                                server_seconds=seconds, detail=str(exc)))

@@ -17,11 +17,12 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from protocol.events import FINAL, SweepStarted
 from staminad.agents.base import adapter_for
 from staminad.bench.pack import Pack
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
-from staminad.commands.args import seed_list
+from staminad.bench.seeds import seed_list
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
@@ -32,8 +33,6 @@ from staminad.gateway.proxy import Call, Gateway, Limits
 from staminad.sandbox.base import Grant, Sandbox
 from staminad.sandbox.local import LocalSandbox
 from state.store import Store
-
-FINAL = ("done", "failed", "infra_failed", "capped")
 
 
 class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,8 +93,9 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
         resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint,
                                            msgspec.json.encode(sweep).decode())
         await store.set_sweep_turns(sweep.name, params.turns)
-        emit("sweep_started", {"sweep": sweep.name, "resumed": resumed, "scenarios": len(seeds),
-                               "configurations": len(configurations(sweep))})
+        finished = sum(r.status in FINAL for _, r in await store.scenarios(sweep.name)) if resumed else 0
+        emit(SweepStarted(sweep=sweep.name, resumed=resumed, scenarios=len(seeds),
+                          configurations=len(configurations(sweep)), finished=finished))
         limiter = FairLimiter(sweep.run.parallel) if shared is None else shared.limiter
         gate = None if shared is None else shared.gate
         suites = None if shared is None else shared.suites

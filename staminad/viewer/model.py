@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from protocol.events import FINAL
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.daemon.views import scenario_row
-from staminad.engine.sweep import FINAL
 from staminad.viewer.logs import bounded_tail
 from state import browse
 from state.store import Progress

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from protocol import Cancel, ErrorReply, ListScenarios, Ok, RetryScenario, ScenarioList
+from protocol.events import ScenarioFinished
 from staminad.daemon.views import scenario_row
 from state.store import Progress
 from state.store import ScenarioRow as Stored
@@ -96,12 +97,13 @@ async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: 
     async with running_daemon(state), events(state, ("live",)) as stream:
         await submit(state, path)
         gave_up = await until(stream, "scenario_finished")
-        assert gave_up.data["status"] == "infra_failed"
+        assert isinstance(gave_up.data, ScenarioFinished) and gave_up.data.status == "infra_failed"
         config = next(r.configuration for r in (await request(state, ListScenarios(sweep="live"))).scenarios
                       if r.configuration.startswith("fault"))
         assert isinstance(await request(state, RetryScenario(sweep="live", configuration=config, seed=0)), Ok)
         passed = await until(stream, "scenario_finished")
-        assert (passed.data["status"], passed.data["turns_passed"]) == ("done", 2)
+        assert isinstance(passed.data, ScenarioFinished)
+        assert (passed.data.status, passed.data.turns_passed) == ("done", 2)
         listed = await request(state, ListScenarios(sweep="live"))
         assert {r.phase for r in listed.scenarios} == {"done", "agent working"}
         assert isinstance(await request(state, Cancel(sweep="live")), Ok)
