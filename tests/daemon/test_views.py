@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from protocol import Cancel, ErrorReply, ListScenarios, Ok, RetryScenario, ScenarioList
 from protocol.events import ScenarioFinished
 from staminad.daemon.views import scenario_row
 from state.store import Progress
-from state.store import ScenarioRow as Stored
+from state.store import StoredScenario as Stored
 from tests.daemon.inprocess import events, request, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 
@@ -85,8 +86,12 @@ async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) ->
         await until(stream, "sweep_finished")
         async with events(state, ("r",), replay=3) as replayed:
             first = [await anext(replayed) for _ in range(3)]
+            await submit(state, path)  # the finished sweep resumes: its events now arrive live
+            with anyio.fail_after(60):
+                live = await anext(replayed)
         assert [e.kind for e in first][-1] == "sweep_finished"
         assert [e.seq for e in first] == sorted(e.seq for e in first)
+        assert live.seq == first[-1].seq + 1 and live.kind == "sweep_runtime"  # no gap, nothing replayed twice
 
 
 async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: Path) -> None:
