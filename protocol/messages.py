@@ -127,6 +127,8 @@ class ErrorReply(_Msg, tag="error", frozen=True):
 
 
 class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One configuration's figures over a sweep (the engine's summary, sent as is)."""
+
     name: str
     scenarios: int
     finished: int
@@ -135,8 +137,8 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pass_rate: float
     statuses: dict[str, int]
     infra: dict[str, int]
-    cost: float = 0.0
-    tokens: int = 0
+    cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
+    tokens: int = 0  # input + output tokens through the gateway
     unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
 
 

@@ -11,20 +11,13 @@ from typing import Any
 
 import anyio
 
+from protocol.paths import default_state_dir
 from staminad.commands.args import CommandError, UsageError, check_store, lock_state_dir
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import format_summary, run_sweep
 from staminad.packio import read_pack
-
-
-def default_state_dir() -> Path:
-    env = os.environ.get("STAMINAD_STATE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "staminabench"
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

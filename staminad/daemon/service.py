@@ -24,6 +24,7 @@ from protocol import ErrorReply, SweepInfo, encoder
 from protocol.errors import ExpectedError
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
+from protocol.paths import SOCKET_NAME
 from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
@@ -38,6 +39,7 @@ from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import Gate
 from staminad.engine.sweep import Shared, run_sweep
 from staminad.packio import read_pack
+from state import sweeps
 from state.lock import StateDirError, lock_state_dir
 from state.store import Store
 
@@ -64,7 +66,7 @@ class Daemon:
                  idle_timeout: float = IDLE_TIMEOUT, log_to_stderr: bool = True) -> None:
         self.state_dir = state_dir
         self.log_to_stderr = log_to_stderr
-        self.socket_path = state_dir / "staminad.sock"
+        self.socket_path = state_dir / SOCKET_NAME
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
         self.metrics_port = metrics_port
@@ -174,9 +176,7 @@ class Daemon:
 
     async def _unfinished(self) -> list[tuple[str, str, bytes]]:
         assert self.store is not None
-        async with self.store.db.execute("SELECT id, status, config FROM sweeps WHERE status IN "
-                                         "('running', 'paused') ORDER BY created_at") as cur:
-            return [(r[0], r[1], r[2].encode()) for r in await cur.fetchall()]
+        return [(s.id, s.status, s.config.encode()) for s in await sweeps.unfinished_sweeps(self.store)]
 
     async def _client(self, stream: ByteStream) -> None:
         await serve_client(self, stream)
@@ -271,10 +271,7 @@ class Daemon:
     async def _stopped_scenarios(self, sweep_id: str, reason: str) -> None:
         """Scenarios a cancelled or failed sweep left `running` go back to `pending`, saying why."""
         assert self.store is not None
-        await self.store.db.execute(
-            "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
-            "(SELECT id FROM configurations WHERE sweep_id = ?)", (reason, sweep_id))
-        await self.store.db.commit()
+        await sweeps.release_running(self.store, sweep_id, reason)
 
     async def pause(self, sweep_id: str, paused: bool) -> None:
         assert self.store is not None
@@ -292,10 +289,9 @@ class Daemon:
         if row.status != "infra_failed":
             raise SweepError(f"scenario {configuration}/{seed} is {row.status}; only one that used up its infra "
                              "retries (infra_failed) can be retried")
-        async with self.store.db.execute("SELECT config FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-            found = await cur.fetchone()
+        found = await sweeps.find_sweep(self.store, sweep_id)
         assert found is not None
-        sweep = msgspec.json.decode(found[0], type=SweepFile)
+        sweep = msgspec.json.decode(found.config, type=SweepFile)
         extra = max(sweep.run.infra_retries, 1)  # a sweep run with no infra retries still gets this one
         await self.store.grant_infra_retries(row.id, extra)
         log.info("retrying %s/%s of sweep %s with %d more infra retries", configuration, seed, sweep_id, extra)
@@ -304,7 +300,7 @@ class Daemon:
             run.requeue.send_nowait(row.id)  # taken by the running sweep, or by `_run_sweep`'s next round
         else:
             await self.store.set_sweep_status(sweep_id, "running")
-            await self._start(sweep_id, found[0].encode(), paused=False)
+            await self._start(sweep_id, found.config.encode(), paused=False)
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
@@ -315,14 +311,12 @@ class Daemon:
 
     async def _status(self, sweep_id: str) -> str | None:
         assert self.store is not None
-        async with self.store.db.execute("SELECT status FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-            found = await cur.fetchone()
-        return None if found is None else str(found[0])
+        found = await sweeps.find_sweep(self.store, sweep_id)
+        return None if found is None else found.status
 
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None
-        async with self.store.db.execute("SELECT id FROM sweeps ORDER BY created_at") as cur:
-            return [r[0] for r in await cur.fetchall()]
+        return await sweeps.sweep_ids(self.store)
 
 
 async def _read_pack(directory: Path) -> Pack:

@@ -43,7 +43,7 @@ from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.runner import run_suite
-from state.store import AttemptRow, Store
+from state.store import AttemptRow, HarnessEnd, Store, Verdict
 
 EventSink = Callable[[EventData], None]
 
@@ -151,7 +151,7 @@ class ScenarioRunner:
         """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
         self._prepare_turns()
         assert self._prompts is not None
-        await self.store.update_scenario(scenario_id, status="running")
+        await self.store.set_scenario_status(scenario_id, "running")
         n_turns = len(self.spec.scenario.turns)
         while True:
             rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
@@ -160,12 +160,12 @@ class ScenarioRunner:
             if pos.final is None and pos.resume is None and self.llm is not None and self.llm.route.capped:
                 pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.route.capped)
             if pos.final is not None:
-                await self.store.update_scenario(scenario_id, status=pos.final, turns_passed=pos.turns_passed,
-                                                 reason=pos.reason)
+                await self.store.set_scenario_status(scenario_id, pos.final, turns_passed=pos.turns_passed,
+                                                     reason=pos.reason)
                 self.emit(ScenarioFinished(**self._names(scenario_id), status=pos.final, turns_passed=pos.turns_passed,
                                            reason=pos.reason))
                 return pos
-            await self.store.update_scenario(scenario_id, turns_passed=pos.turns_passed)
+            await self.store.set_turns_passed(scenario_id, pos.turns_passed)
             row = pos.resume
             if row is None and self.gate is not None:
                 await self.gate.wait()
@@ -259,8 +259,7 @@ class ScenarioRunner:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
         marker, lost = await self._wait_marker(marker_file, row, job)
         if marker is None:
-            await self.store.update_attempt(row.id, phase="harness_done",
-                                            harness_seconds=time.time() - row.launched_at)
+            await self.store.harness_done(row.id, HarnessEnd(harness_seconds=time.time() - row.launched_at))
             if lost is not None:
                 return lost
             await self.sandbox.kill_job(job)  # stuck: the harness and anything in its process group
@@ -270,8 +269,8 @@ class ScenarioRunner:
         harness_s = float(ended) - float(started) if started and ended else None
         latency = marker["seen_at"] - float(ended) if ended else None
         loc = await anyio.to_thread.run_sync(count_loc, self.sandbox.host_workspace)
-        await self.store.update_attempt(row.id, phase="harness_done", harness_exit=exit_code, harness_signal=sig,
-                                        harness_seconds=harness_s, marker_latency=latency, loc=loc)
+        await self.store.harness_done(row.id, HarnessEnd(harness_exit=exit_code, harness_signal=sig,
+                                                         harness_seconds=harness_s, marker_latency=latency, loc=loc))
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
         if self.llm is not None and self.llm.route.unavailable:
             # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
@@ -341,8 +340,7 @@ class ScenarioRunner:
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
-        await self.store.update_attempt(row.id, phase="tested", outcome="infra", infra_kind=kind,
-                                        finished_at=time.time())
+        await self.store.tested(row.id, Verdict(outcome="infra", infra_kind=kind))
         self.emit(InfraFailure(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, infra_try=row.infra_try,
                                infra_kind=kind, detail=detail))
         if kind in RECREATE_AFTER:
@@ -387,11 +385,10 @@ class ScenarioRunner:
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))
         feedback = render_feedback(result, self.spec.feedback) if failures else None
-        await self.store.update_attempt(
-            row.id, results=result.results, phase="tested", outcome="fail" if failures else "pass",
+        await self.store.tested(row.id, Verdict(
+            results=result.results, outcome="fail" if failures else "pass",
             categories=categories, passed_tests=len(result.results) - len(failures), total_tests=len(result.results),
-            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2,
-            finished_at=time.time())
+            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2))
         self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=not failures,
                                 failed_tests=len(failures), tests=len(result.results), categories=categories,
                                 suite_seconds=t2 - t1, server_seconds=t1 - t0))
@@ -401,9 +398,8 @@ class ScenarioRunner:
         """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
         log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
         feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
-        await self.store.update_attempt(row.id, phase="tested", outcome="fail", categories=exc.kind,
-                                        passed_tests=0, total_tests=tests, feedback=feedback,
-                                        server_seconds=seconds, finished_at=time.time())
+        await self.store.tested(row.id, Verdict(outcome="fail", categories=exc.kind, passed_tests=0,
+                                                 total_tests=tests, feedback=feedback, server_seconds=seconds))
         self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=False,
                                 failed_tests=tests, tests=tests, categories=exc.kind, suite_seconds=0.0,
                                 server_seconds=seconds, detail=str(exc)))

@@ -18,6 +18,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from protocol.events import FINAL, SweepStarted
+from protocol.messages import ConfigStatus
 from staminad.agents.base import adapter_for
 from staminad.bench.pack import Pack
 from staminad.bench.readme import render_readme
@@ -34,19 +35,8 @@ from staminad.sandbox.base import Grant, Sandbox
 from staminad.sandbox.local import LocalSandbox
 from state.store import Store
 
-
-class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    scenarios: int
-    finished: int
-    mean_turns: float
-    se_turns: float
-    pass_rate: float
-    statuses: dict[str, int]
-    infra: dict[str, int]
-    cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
-    tokens: int = 0  # input + output tokens through the gateway
-    unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
+# One shape for a configuration's figures: what the engine summarises is what the socket sends.
+ConfigSummary = ConfigStatus
 
 
 class SandboxFactory(Protocol):
@@ -186,7 +176,7 @@ async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, infr
         adapter = adapter_for(config.agent)
         sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}",
                                Grant(layer=adapter.layer(), llm=llm is not None))
-        await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
+        await store.set_sandbox(scenario_id, getattr(sandbox, "describe", dict)())
         runner = ScenarioRunner(spec, store, sandbox, adapter, watcher, settings, emit, gate,
                                 suites, llm)
         try:

@@ -20,7 +20,7 @@ from protocol.events import (
     phase,
 )
 from staminad.daemon.views import scenario_list
-from state.store import Store
+from state.store import HarnessEnd, Store, Verdict
 from tui.board import Board
 
 pytestmark = pytest.mark.anyio
@@ -49,17 +49,17 @@ async def test_live_folding_and_snapshots_give_the_same_phase_after_every_event(
             nonlocal attempt_id
             match data:  # what the engine writes to the store as it publishes each event
                 case AttemptStarted():
-                    await store.update_scenario(sid, status="running")
+                    await store.set_scenario_status(sid, "running")
                     attempt_id = (await store.begin_attempt(sid, data.turn, data.attempt, data.infra_try, "turn",
                                                             "p")).id
                 case HarnessDone():
-                    await store.update_attempt(attempt_id, phase="harness_done")
+                    await store.harness_done(attempt_id, HarnessEnd(harness_seconds=1.0))
                 case InfraFailure():
-                    await store.update_attempt(attempt_id, phase="tested", outcome="infra", infra_kind=data.infra_kind)
+                    await store.tested(attempt_id, Verdict(outcome="infra", infra_kind=data.infra_kind))
                 case AttemptTested():
-                    await store.update_attempt(attempt_id, phase="tested", outcome="pass" if data.passed else "fail")
+                    await store.tested(attempt_id, Verdict(outcome="pass" if data.passed else "fail"))
                 case ScenarioFinished():
-                    await store.update_scenario(sid, status=data.status, turns_passed=data.turns_passed)
+                    await store.set_scenario_status(sid, data.status, turns_passed=data.turns_passed)
                 case _:
                     pass
             live.apply(Event(sweep="w", data=data, at=float(seq), seq=seq))
