@@ -83,7 +83,7 @@ async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: b
     from staminad.daemon import resubmit
     from state.store import Store
 
-    state_dir.mkdir(parents=True, exist_ok=True)
+    await anyio.Path(state_dir).mkdir(parents=True, exist_ok=True)
     store = await Store.open(state_dir / "staminad.db")
     try:
         return await resubmit.check(store, sweep, fingerprint, source, force_new, state_dir)
@@ -106,7 +106,7 @@ def done_cmd(args: argparse.Namespace) -> int:
     tmp = marker.with_suffix(".tmp")
     try:
         tmp.write_text(json.dumps({"exit": args.exit, "signal": None, "started": now, "ended": now}))
-        os.replace(tmp, marker)
+        tmp.replace(marker)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise CommandError(f"cannot write {marker}: {exc.strerror or exc}") from None

@@ -123,7 +123,7 @@ class Daemon:
                                                      refusal=refusal), self.socket_path, self._client, tg)
                 finally:
                     os.umask(umask)
-                os.chmod(self.socket_path, self.socket_mode)
+                self.socket_path.chmod(self.socket_mode)
                 if self.socket_group:
                     import grp
 
@@ -166,8 +166,9 @@ class Daemon:
             r.gate.pause()
         if self._drain:
             with anyio.move_on_after(24 * 3600):
-                while any(r.gate.active for r in self.running.values()):
-                    await anyio.sleep(0.1)  # running attempts belong to other tasks
+                while any(r.gate.active for r in self.running.values()):  # a resumed attempt may still enter
+                    for r in list(self.running.values()):
+                        await r.gate.idle()
         self.keep_jobs[0] = True
         for r in list(self.running.values()):
             r.scope.cancel()

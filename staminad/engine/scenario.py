@@ -67,6 +67,24 @@ class Gate:
         self._open = anyio.Event()
         self._open.set()
         self.active = 0  # attempts that passed the gate and are not yet recorded as tested
+        self._idle = anyio.Event()  # set while no attempt is active
+        self._idle.set()
+
+    def enter(self) -> None:
+        """An attempt passed the gate."""
+        self.active += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def leave(self) -> None:
+        """An attempt is recorded (or given up): the gate is idle again once the last one leaves."""
+        self.active -= 1
+        if self.active == 0:
+            self._idle.set()
+
+    async def idle(self) -> None:
+        """Return once no attempt is active (at once if none is)."""
+        await self._idle.wait()
 
     @property
     def paused(self) -> bool:
@@ -170,7 +188,7 @@ class ScenarioRunner:
             if row is None and self.gate is not None:
                 await self.gate.wait()
             if self.gate is not None:
-                self.gate.active += 1
+                self.gate.enter()
             try:
                 if row is None:
                     prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
@@ -179,7 +197,7 @@ class ScenarioRunner:
                 await self._execute(scenario_id, row, pos)
             finally:
                 if self.gate is not None:
-                    self.gate.active -= 1
+                    self.gate.leave()
 
     async def _ensure_sandbox(self) -> None:
         """Prepare (or, after a loss, recreate) the sandbox; the workspace and its files are kept."""
@@ -246,7 +264,7 @@ class ScenarioRunner:
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
             pid_file = control / "jobs" / job / "pid"
             with anyio.move_on_after(2):
-                while not pid_file.exists() and read_marker(marker_file) is None:
+                while not pid_file.exists() and read_marker(marker_file) is None:  # noqa: ASYNC110
                     await anyio.sleep(0.05)  # the wrapper writes its pid first thing; give a starting one a moment
             if not pid_file.exists() and read_marker(marker_file) is None:
                 # Interrupted between writing the job and starting it: the harness never ran, start it now.
