@@ -77,7 +77,7 @@ class Daemon:
         self.limiter = FairLimiter(max_parallel)
         self.suites = anyio.CapacityLimiter(suite_parallel or 4 * (os.cpu_count() or 1))
         self.running: dict[str, _Running] = {}
-        self.keep_jobs = [False]
+        self.detach = anyio.Event()  # set on a graceful stop: harnesses keep running for the restart
         self._stop = anyio.Event()
         self._drain = False
         self._tg: anyio.abc.TaskGroup | None = None
@@ -169,7 +169,7 @@ class Daemon:
                 while any(r.gate.active for r in self.running.values()):  # a resumed attempt may still enter
                     for r in list(self.running.values()):
                         await r.gate.idle()
-        self.keep_jobs[0] = True
+        self.detach.set()
         for r in list(self.running.values()):
             r.scope.cancel()
             with anyio.move_on_after(30):
@@ -234,7 +234,7 @@ class Daemon:
                 emit(SweepRuntime(runtime=chosen))
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
-                                suites=self.suites, keep_jobs=self.keep_jobs, requeue=run.requeued)
+                                suites=self.suites, detach=self.detach, requeue=run.requeued)
                 while True:
                     await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
                     # A scenario retried just as the last job ended was not picked up: run the sweep again.
