@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -38,6 +38,7 @@ from protocol import (
     Stop,
     Submit,
     Subscribe,
+    SweepInfo,
     SweepList,
     decoder,
     encoder,
@@ -48,13 +49,34 @@ from staminad.daemon import views
 from staminad.daemon.logs import log
 
 if TYPE_CHECKING:
-    from staminad.daemon.service import Daemon
+    from staminad.daemon.bus import EventBus
+    from staminad.engine.fair import FairLimiter
+    from state.store import Store
 
+VERSION = "staminad/0.1"  # what the daemon says in its HelloReply
 HELLO_TIMEOUT = 10.0
 IDLE_TIMEOUT = 300.0  # seconds a request connection may stay silent; clients ping well within it
 SEND_TIMEOUT = 10.0
 _CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
            ConnectionError)
+
+
+class Daemon(Protocol):
+    """What a connection asks of the daemon (`service.Daemon`): declared here, so neither module imports the other
+    at run time and the service can be read as the one thing that starts connections."""
+
+    idle_timeout: float
+    store: Store | None
+    bus: EventBus
+    limiter: FairLimiter
+
+    def stop(self, drain: bool = False) -> None: ...
+    async def submit(self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False) -> str: ...
+    def with_slots(self, info: SweepInfo) -> SweepInfo: ...
+    async def sweep_ids(self) -> list[str]: ...
+    async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str: ...
+    async def cancel(self, sweep_id: str) -> None: ...
+    async def pause(self, sweep_id: str, paused: bool) -> None: ...
 
 
 async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
@@ -81,8 +103,6 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                 await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"),
                            number(body))
                 return
-            from staminad.daemon.service import VERSION
-
             await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION), hello.rid)
             while True:
                 with anyio.fail_after(daemon.idle_timeout):

@@ -29,7 +29,7 @@ from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
-from staminad.daemon.connection import IDLE_TIMEOUT, serve_client
+from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.logs import daemon_logging, log
 from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
@@ -42,8 +42,6 @@ from staminad.packio import read_pack
 from state import sweeps
 from state.lock import StateDirError, lock_state_dir
 from state.store import Store
-
-VERSION = "staminad/0.1"
 
 
 class DaemonError(RuntimeError):
