@@ -185,7 +185,7 @@ async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, infr
     async with limiter.slot(root.parent.name):
         adapter = adapter_for(config.agent)
         sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}",
-                               Grant(layer=adapter.layer(), llm=llm is not None))
+                               Grant(layer=adapter.layer(), llm=llm is not None, image=adapter.image))
         await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
         runner = ScenarioRunner(spec, store, sandbox, adapter, watcher, settings, emit, gate,
                                 suites, llm)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from staminad.engine.config import RunSettings
+from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory, local_factory
 from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL
@@ -33,9 +33,21 @@ async def docker_available(image: str) -> str | None:
     return None
 
 
-async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator) -> tuple[SandboxFactory, str]:
+def sweep_images(sweep: SweepFile) -> list[str]:
+    """The images a sweep's configurations run, in order, once each: a harness's layer, else `[run] image`."""
+    from staminad.agents.base import adapter_for
+
+    images = [adapter_for(c.agent).image or sweep.run.image for c in configurations(sweep)]
+    return list(dict.fromkeys(images))
+
+
+async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator,
+                         images: list[str] | None = None) -> tuple[SandboxFactory, str]:
+    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local."""
     if runtime in ("docker", "auto"):
-        why = await docker_available(run.image)
+        why = None
+        for image in images or [run.image]:
+            why = why or await docker_available(image)
         if why is None:
             from staminad.sandbox.docker import docker_factory
 
