@@ -57,11 +57,13 @@ def test_config_files_are_valid_and_point_at_the_gateway() -> None:
 
 def test_recorded_outputs_give_session_success_and_tokens() -> None:
     """Each parser reads the session id, whether the harness itself succeeded, and token usage."""
-    assert _parse("claude-code", "claude-code.jsonl") == Report(
-        session="4f1c2d3e-0a9b-4c8d-9e7f-112233445566", ok=True, input_tokens=5100 + 2048 + 10240,
-        output_tokens=3100)
-    error = _parse("claude-code", "claude-code-error.jsonl")
-    assert not error.ok and error.error == "error_during_execution"
+    session = "0e4e08cc-f5de-483f-9420-f21c08fb3803"  # real captures: Claude Code 2.1.332, first call and --resume
+    assert _parse("claude-code", "claude-code.jsonl") == Report(session=session, ok=True, input_tokens=25315,
+                                                                output_tokens=8600)
+    assert _parse("claude-code", "claude-code-resume.jsonl") == Report(session=session, ok=True,
+                                                                       input_tokens=11618, output_tokens=5)
+    error = _parse("claude-code", "claude-code-error.jsonl", code=1)  # its result still says subtype "success"
+    assert not error.ok and error.error.startswith("API Error: 503 staminabench gateway: model endpoint unavailable")
     assert _parse("codex", "codex.jsonl") == Report(session="0199a213-81c0-7800-8aa1-bbab2a035a53", ok=True,
                                                     input_tokens=24763, output_tokens=122)
     failed = _parse("codex", "codex-failed.jsonl", code=1)
@@ -95,6 +97,9 @@ def test_adapters_launch_through_the_launcher_and_are_listed() -> None:
                             text=True, timeout=120)
     rows = {r["agent"]: r for r in json.loads(listed.stdout)}
     assert rows["aider"]["version"] == "0.86.2" and rows["aider"]["kind"] == "harness"
+    claude = rows["claude-code"]
+    assert claude["version"] == "2.1.332" and claude["base"].startswith("staminabench/sandbox:")
+    assert claude["image"].startswith("staminabench/sandbox:claude-code-") and isinstance(claude["image_built"], bool)
     assert rows["mutant:accept-null"]["kind"] == "mutant" and isinstance(rows["reference"]["image_built"], bool)
 
 
