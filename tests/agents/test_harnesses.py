@@ -111,3 +111,19 @@ def test_a_sweep_with_a_harness_needs_an_llm_table(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "needs a model: add an [llm] table" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> None:
+    """A sweep mixing harnesses needs each harness's own layer and `[run] image` for the built-ins, once each."""
+    from staminad.engine.config import load_sweep
+    from staminad.sandbox.image import harness_tag
+    from staminad.sandbox.runtime import sweep_images
+
+    path = tmp_path / "s.toml"
+    path.write_text('name = "mix"\n[matrix]\nagents = ["reference", "claude-code", "mini-swe-agent", "mutant:'
+                    'accept-null"]\nretries = [0, 1]\n[run]\nimage = "img:built-ins"\n'
+                    '[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n')
+    sweep, _ = load_sweep(path)
+    assert sweep_images(sweep) == ["img:built-ins", harness_tag("claude-code"), harness_tag("mini-swe-agent")]
+    assert adapter_for("claude-code").image == harness_tag("claude-code") != harness_tag("mini-swe-agent")
+    assert adapter_for("reference").image == ""
