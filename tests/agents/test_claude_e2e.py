@@ -58,8 +58,8 @@ def _reference_files(tmp: Path) -> list[dict[str, str]]:
     return out
 
 
-def _script(tmp: Path) -> list[Reply]:
-    """The model's side: Write the three files, Bash-check them, finish; at turn 1 a false claim, then the fix."""
+def _script(tmp: Path, false_claim: bool = True) -> list[Reply]:
+    """The model's side: Write the files, Bash-check, finish; turn 1: a false claim (tests fail), then the fix."""
     turn0, turn1 = _reference_files(tmp)
     writes = [{"name": "Write", "arguments": {"file_path": f"/workspace/{name}", "content": text}}
               for name, text in turn0.items()]
@@ -70,7 +70,7 @@ def _script(tmp: Path) -> list[Reply]:
                                            "description": "Check the server compiles"}}
     return [Reply(content="I'll write the server.", tool_calls=writes), Reply(tool_calls=[check]),
             Reply(content="The server is written and compiles."),
-            Reply(content="The change is made."),  # it is not: the tests fail and the feedback comes back
+            *([Reply(content="The change is made.")] if false_claim else []),
             Reply(tool_calls=[{"name": "Bash", "arguments": {"command": rewrite, "description": "Apply"}}]),
             Reply(tool_calls=[check]), Reply(content="Fixed: the change is in place.")]
 
@@ -114,8 +114,7 @@ def _texts(request: dict[str, Any]) -> list[str]:
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_the_reference(
         tmp_path: Path, claude_image: str, sandbox_image: str) -> None:
-    """One sweep, two images: reference and claude-code both pass both turns; claude's turn 1 needs one
-    feedback retry that continues its session; all 7 calls are metered against their attempts."""
+    """Reference and claude-code, each in its own image, pass both turns; the feedback retry resumes the session."""
     with StandIn(_script(tmp_path)) as standin:
         sweep = _sweep(tmp_path, standin, ["reference", "claude-code"])
         state = tmp_path / "st"
@@ -151,26 +150,26 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
-def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, claude_image: str) -> None:
-    """503s past the outage timeout end the first attempt `llm_unavailable` (claude exits 1 with is_error);
-    the infra retry then passes turn 0 at attempt 1, so R is untouched."""
-    with StandIn(_script(tmp_path)) as standin:
-        standin.faults.extend([Fault("status", 503)] * 2)
+@pytest.mark.parametrize("fault", [Fault("status", 503), Fault("reset")], ids=["503", "reset"])
+def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, claude_image: str,
+                                                              fault: Fault) -> None:
+    """An outage past the timeout makes attempt 1 `llm_unavailable`; its infra retry passes with R untouched."""
+    with StandIn(_script(tmp_path, false_claim=False)) as standin:
+        standin.faults.extend([fault] * 2)
         sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="outage_timeout = 2")
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     db = sqlite3.connect(tmp_path / "st" / "staminad.db")
     rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
     assert rows[0] == (0, 1, 0, "infra", "llm_unavailable"), done.stdout
-    assert rows[1] == (0, 1, 1, "pass", None)
+    assert rows[1:] == [(0, 1, 1, "pass", None), (1, 1, 0, "pass", None)]
     assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_a_cost_cap_ends_a_claude_code_scenario_capped(tmp_path: Path, claude_image: str) -> None:
-    """A cap below one call's cost: the first call's tool calls still write the server, turn 0 is scored
-    and passes, and the scenario ends `capped` with the cap named in its reason."""
-    with StandIn(_script(tmp_path)) as standin:
+    """A cap below one call's cost: turn 0 (written by the first call's tools) passes, then the scenario is `capped`."""
+    with StandIn(_script(tmp_path, false_claim=False)) as standin:
         sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="scenario_cost_cap = 0.001")
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
