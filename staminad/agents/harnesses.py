@@ -42,6 +42,9 @@ class Harness:
     # (path in the installed package tree, path in the layer): when set, the layer carries only these files
     # (a package that merely bundles the harness's binary, such as Claude Code's in the Agent SDK wheel).
     carry: tuple[tuple[str, str], ...] = field(default=())
+    # HOME-relative glob patterns of the files a session's history is appended to (session id -> patterns): a
+    # call the harness itself failed is cut from them, so the infra retry resumes the session as it was.
+    history: Callable[[str], tuple[str, ...]] = lambda session: ()
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -119,6 +122,7 @@ CLAUDE = Harness(
     # with `pip index versions claude-agent-sdk` on 2026-12-01 (0.2.189 newest).
     name="claude-code", version="2.1.332", install="pypi:claude-agent-sdk==0.2.189",
     carry=(("claude_agent_sdk/_bundled/claude", "bin/claude"),),
+    history=lambda session: (f".claude/projects/*/{session}.jsonl",),
     first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_CLAUDE_FLAGS],
     resume=lambda prompt, model, session: ["claude", "-p", prompt, "--model", model, "--resume", session,
                                            *_CLAUDE_FLAGS],

@@ -149,21 +149,46 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
     assert any("make the following changes" in t for t in retry[len(turn1) - 1:len(turn1) + 1])
 
 
+class _OutageAt(StandIn):
+    """The stand-in whose upstream fails (`faults`) once only `left` scripted replies remain: a later turn's outage."""
+
+    def __init__(self, replies: list[Reply], left: int, faults: list[Fault]) -> None:
+        super().__init__(replies)
+        self.left, self.pending = left, faults
+
+    def next(self) -> tuple[Fault | None, Reply | None]:
+        with self.lock:
+            if self.pending and len(self.replies) == self.left:
+                self.faults.extend(self.pending)
+                self.pending = []
+        return super().next()
+
+
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
-@pytest.mark.parametrize("fault", [Fault("status", 503), Fault("reset")], ids=["503", "reset"])
-def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, claude_image: str,
-                                                              fault: Fault) -> None:
-    """An outage past the timeout makes attempt 1 `llm_unavailable`; its infra retry passes with R untouched."""
-    with StandIn(_script(tmp_path, false_claim=False)) as standin:
-        standin.faults.extend([fault] * 2)
+@pytest.mark.parametrize(("fault", "turn"), [(Fault("status", 503), 0), (Fault("reset"), 1)], ids=["503", "reset"])
+def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, claude_image: str, fault: Fault,
+                                                              turn: int) -> None:
+    """An outage past the timeout makes the attempt `llm_unavailable`; its infra retry passes, R and history clean."""
+    script = _script(tmp_path, false_claim=False)
+    with _OutageAt(script, len(script) - 3 * turn, [fault] * 2) as standin:  # turn 0: 3 replies, turn 1: 3
         sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="outage_timeout = 2")
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     db = sqlite3.connect(tmp_path / "st" / "staminad.db")
     rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
-    assert rows[0] == (0, 1, 0, "infra", "llm_unavailable"), done.stdout
-    assert rows[1:] == [(0, 1, 1, "pass", None), (1, 1, 0, "pass", None)]
+    expected = [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
+    expected[turn:turn + 1] = [(turn, 1, 0, "infra", "llm_unavailable"), (turn, 1, 1, "pass", None)]
+    assert rows == expected, done.stdout
     assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+    home = next((tmp_path / "st" / "sandboxes").glob("*/*/workspace/.home"))
+    session = (home / ".staminabench" / "claude-code.session").read_text()
+    history = next(home.glob(f".claude/projects/*/{session}.jsonl")).read_text()
+    records = [json.loads(line) for line in history.splitlines()]
+    prompts = [json.dumps(r["message"]["content"]) for r in records if r.get("type") == "user"
+               and "tool_result" not in json.dumps(r["message"]["content"])]
+    # The retried call left no trace in the session it resumes: each prompt once, no API error.
+    assert "API Error" not in history and len(prompts) == 2, prompts
+    assert "Implement the REST API server" in prompts[0] and "make the following changes" in prompts[1]
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
