@@ -5,7 +5,7 @@ from __future__ import annotations
 from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory, local_factory
-from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL
+from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
 
 
 async def docker_available(image: str) -> str | None:
@@ -21,7 +21,7 @@ async def docker_available(image: str) -> str | None:
     try:
         info = await docker.images.inspect(image)
     except aiodocker.exceptions.DockerError as exc:
-        return f"image {image} is not built ({exc.message}); run `staminad image build`"
+        return f"image {image} is not built ({exc.message}); run `staminad image build{_harness_flag(image)}`"
     except Exception as exc:
         return f"no Docker engine ({type(exc).__name__}: {exc})"
     finally:
@@ -31,6 +31,13 @@ async def docker_available(image: str) -> str | None:
         return (f"image {image} predates the sealed sandbox (label {LAYOUT_LABEL}={LAYOUT} missing); "
                 "run `staminad image build`")
     return None
+
+
+def _harness_flag(image: str) -> str:
+    """` --harness NAME` when `image` is a harness's layer tag, else nothing."""
+    from staminad.agents.harnesses import HARNESSES
+
+    return next((f" --harness {name}" for name in HARNESSES if image.startswith(f"{REPO}:{name}-")), "")
 
 
 def sweep_images(sweep: SweepFile) -> list[str]:

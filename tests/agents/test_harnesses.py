@@ -117,7 +117,7 @@ def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> 
     """A sweep mixing harnesses needs each harness's own layer and `[run] image` for the built-ins, once each."""
     from staminad.engine.config import load_sweep
     from staminad.sandbox.image import harness_tag
-    from staminad.sandbox.runtime import sweep_images
+    from staminad.sandbox.runtime import _harness_flag, sweep_images
 
     path = tmp_path / "s.toml"
     path.write_text('name = "mix"\n[matrix]\nagents = ["reference", "claude-code", "mini-swe-agent", "mutant:'
@@ -127,3 +127,4 @@ def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> 
     assert sweep_images(sweep) == ["img:built-ins", harness_tag("claude-code"), harness_tag("mini-swe-agent")]
     assert adapter_for("claude-code").image == harness_tag("claude-code") != harness_tag("mini-swe-agent")
     assert adapter_for("reference").image == ""
+    assert _harness_flag(harness_tag("claude-code")) == " --harness claude-code" and _harness_flag("img:x") == ""
