@@ -52,7 +52,7 @@ def run_cmd(args: argparse.Namespace) -> int:
             pack_path = args.sweep.parent / pack_path
         pack = read_pack(pack_path)
     runtime = args.runtime or sweep.run.runtime
-    from staminad.sandbox.runtime import choose_runtime
+    from staminad.sandbox.runtime import choose_runtime, sweep_images
 
     lock = _lock_state_dir(state_dir)
     try:
@@ -63,7 +63,7 @@ def run_cmd(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         if replaced:
             print(f"replaced the stored sweep {sweep.name} (--force-new)", flush=True)
-        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
+        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator(), sweep_images(sweep))
         print(f"runtime: {chosen}; state: {state_dir}", flush=True)
         summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, Progress(args.quiet, _say), pack)
         print(format_summary(summaries))

@@ -218,7 +218,7 @@ class Daemon:
 
     async def _run_sweep(self, sweep: SweepFile, run: _Running) -> None:
         assert self.store is not None and self.watcher is not None
-        from staminad.sandbox.runtime import choose_runtime
+        from staminad.sandbox.runtime import choose_runtime, sweep_images
 
         def emit(data: EventData) -> None:
             self.bus.publish(sweep.name, data)
@@ -228,7 +228,8 @@ class Daemon:
         try:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
-                factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
+                factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports,
+                                                       sweep_images(sweep))
                 emit(SweepRuntime(runtime=chosen))
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,

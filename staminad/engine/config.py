@@ -52,7 +52,7 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     server_start_timeout: float = 60.0
     request_timeout: float = 5.0
     infra_retries: int = 10
-    image: str = "staminabench/sandbox:latest"
+    image: str = "staminabench/sandbox:latest"  # for agents naming no layer (built-ins); a harness runs its own
     cpus: float = 1.0
     memory_mb: int = 2048
     pids: int = 512

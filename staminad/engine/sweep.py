@@ -238,7 +238,7 @@ async def _one(parts: _Parts, job: _Job) -> None:
     async with shared.limiter.slot(job.root.parent.name):
         adapter = adapter_for(job.config.agent)
         sandbox = parts.make_sandbox(job.root, f"{job.config.name}/{job.spec.scenario.seed}",
-                                     Grant(layer=adapter.layer(), llm=job.llm is not None))
+                                     Grant(layer=adapter.layer(), llm=job.llm is not None, image=adapter.image))
         await shared.store.set_sandbox(job.scenario_id, sandbox.describe())
         runner = ScenarioRunner(job.spec, shared.store, sandbox, adapter, shared.watcher, parts.settings, parts.emit,
                                 shared.gate, shared.suites, job.llm)

@@ -55,6 +55,7 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
 
     layer: tuple[str, ...] = RUNTIME_FILES  # files below staminad/, mounted read-only
     llm: bool = False  # may reach the sweep's LLM gateway (a real harness); nothing else is ever reachable
+    image: str = ""  # the image its agent's adapter names (a harness layer); "" runs the sweep's [run] image
 
 
 class ServerHandle(msgspec.Struct, kw_only=True):
