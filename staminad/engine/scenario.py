@@ -121,13 +121,33 @@ class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ModelAccess:
-    """A scenario's route through the gateway, and the model its harness is told to use."""
+    """A scenario's route through the gateway, and the model its harness is told to use.
+
+    The engine reads the route through this and changes it only through the gateway's methods, so
+    the gateway alone writes what it records (cost, waits, model loss, the cap).
+    """
 
     def __init__(self, gateway: Gateway, route: Route, model: str) -> None:
-        self.gateway, self.route, self.model = gateway, route, model
+        self.gateway, self._route, self.model = gateway, route, model
 
     def env(self, host: str) -> dict[str, str]:
-        return {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self.route, host), "STAMINA_LLM_MODEL": self.model}
+        return {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self._route, host), "STAMINA_LLM_MODEL": self.model}
+
+    def begin_attempt(self, attempt_id: int, turn: int) -> None:
+        self.gateway.begin_attempt(self._route, attempt_id, turn)
+
+    def take_unavailable(self) -> str:
+        return self.gateway.take_unavailable(self._route)
+
+    @property
+    def capped(self) -> str:
+        """Why the cost cap ended this scenario's model access ("" while it has not)."""
+        return self._route.capped
+
+    @property
+    def waited(self) -> float:
+        """Seconds of upstream trouble the gateway waited out during the current attempt."""
+        return self._route.waited
 
 
 class ScenarioRunner:
@@ -175,8 +195,8 @@ class ScenarioRunner:
             rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
             pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant,
                            turns_passed=await self.store.turns_passed(scenario_id))
-            if pos.final is None and pos.resume is None and self.llm is not None and self.llm.route.capped:
-                pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.route.capped)
+            if pos.final is None and pos.resume is None and self.llm is not None and self.llm.capped:
+                pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.capped)
             if pos.final is not None:
                 await self.store.set_scenario_status(scenario_id, pos.final, turns_passed=pos.turns_passed,
                                                      reason=pos.reason)
@@ -247,8 +267,7 @@ class ScenarioRunner:
         control = self.sandbox.host_control
         marker_file = marker_path(control, job)
         if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
-            route = self.llm.route
-            route.attempt_id, route.turn, route.waited, route.unavailable = row.id, row.turn, 0.0, ""
+            self.llm.begin_attempt(row.id, row.turn)
         prompt_file = control / "prompts" / f"{job}.md"
         if not (control / "jobs" / job).exists() and read_marker(marker_file) is None:
             prompt_file.parent.mkdir(parents=True, exist_ok=True)
@@ -290,11 +309,10 @@ class ScenarioRunner:
         await self.store.harness_done(row.id, HarnessEnd(harness_exit=exit_code, harness_signal=sig,
                                                          harness_seconds=harness_s, marker_latency=latency, loc=loc))
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
-        if self.llm is not None and self.llm.route.unavailable:
+        if self.llm is not None and (reason := self.llm.take_unavailable()):
             # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
-            reason, self.llm.route.unavailable = self.llm.route.unavailable, ""
             return "llm_unavailable", reason
-        if kind == "harness_crash" and self.llm is not None and self.llm.route.capped:
+        if kind == "harness_crash" and self.llm is not None and self.llm.capped:
             kind = None  # the cost cap cut the harness off: score what it built; the scenario then ends capped
         self.emit(HarnessDone(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, exit=exit_code,
                               signal=sig, harness_seconds=harness_s))
@@ -320,7 +338,7 @@ class ScenarioRunner:
         """
         granted, polls = 0.0, 0
         while True:
-            waited = self.llm.route.waited if self.llm is not None else 0.0
+            waited = self.llm.waited if self.llm is not None else 0.0
             remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
             if remaining > 0:
                 marker = await self.watcher.wait(marker_file, min(remaining, LIVENESS_INTERVAL))
@@ -337,8 +355,8 @@ class ScenarioRunner:
                             return vanished
                     continue
                 remaining = 0.0
-            if self.llm is not None and self.llm.route.waited > granted:
-                granted = self.llm.route.waited  # the gateway waited on the model meanwhile: extend and wait again
+            if self.llm is not None and self.llm.waited > granted:
+                granted = self.llm.waited  # the gateway waited on the model meanwhile: extend and wait again
                 continue
             loss = await self._loss(row)
             if loss is not None:

@@ -105,6 +105,15 @@ class Gateway:
         self.sweep_spent += spent
         return route
 
+    def begin_attempt(self, route: Route, attempt_id: int, turn: int) -> None:
+        """Calls from now on are this attempt's: its waits and model loss start from nothing."""
+        route.attempt_id, route.turn, route.waited, route.unavailable = attempt_id, turn, 0.0, ""
+
+    def take_unavailable(self, route: Route) -> str:
+        """Why the current attempt lost its model ("" if it did not), cleared as it is read."""
+        reason, route.unavailable = route.unavailable, ""
+        return reason
+
     def base_url(self, route: Route, host: str) -> str:
         assert self.port is not None, "the gateway is not serving"
         return f"http://{host}:{self.port}/g/{route.token}/v1"
