@@ -1,8 +1,9 @@
 """Every screen stays up while a real daemon keeps publishing events for what it shows.
 
 A manual agent makes the event stream controllable: each `staminad done` the test writes ends an
-attempt (the workspace has no server, so it is an infrastructure failure, retried), and each ending
-sends a burst of events while the screen under test is open.
+attempt (the workspace has no server, so the attempt fails as `server_never_ready`, a scored failure
+that uses up one of its R retries), and each ending sends a burst of events while the screen under
+test is open.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ async def _open(app: StaminaApp, pilot: object, screen: str) -> type:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(reason="open after the merge: times out waiting for its event")
 @pytest.mark.parametrize("screen", ["overview", "sweep", "scenario", "events"])
 async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, screen: str) -> None:
     """Three attempts end while the screen is open; it is still there and shows the daemon's latest state."""
@@ -67,22 +67,22 @@ async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, s
             expected = await _open(app, pilot, screen)
             await settle(pilot, lambda: isinstance(app.screen, expected))
             opened = app.screen
-            for _ in range(3):
+            for attempt in (1, 2, 3):  # R=2: the third failed attempt ends the scenario
                 _finish(prompt)
-                ended = await until(stream, "infra_failure")
+                ended = await until(stream, "attempt_tested")
+                assert ended.data["attempt"] == attempt and not ended.data["passed"]
                 await settle(pilot, lambda e=ended: any(line.seq == e.seq for line in app.board.log))
                 await pilot.pause()
                 assert app.is_running and app.screen is opened
-                next_kind = "scenario_finished" if ended.data["infra_try"] >= 2 else "manual_prompt"
-                prompt = await until(stream, next_kind)
+                prompt = await until(stream, "scenario_finished" if attempt == 3 else "manual_prompt")
             info = await request(state, GetScenario(sweep="live", configuration="manual R=2 detailed", seed=0))
-            assert isinstance(info, ScenarioInfo) and info.status == "infra_failed"
-            await settle(pilot, lambda: app.board.find("live", app.board.scenarios["live"].copy().popitem()[0])
-                         .status == "infra_failed")  # type: ignore[union-attr]
+            assert isinstance(info, ScenarioInfo) and info.status == "failed" and len(info.attempts) == 3
+            (sid,) = app.board.scenarios["live"]
+            await settle(pilot, lambda: (lambda s: s is not None and (s.status, s.history) == ("failed", "F"))(
+                app.board.find("live", sid)))
             if isinstance(opened, ScenarioScreen):
                 table = opened.query_one("#attempts", DataTable)
-                await settle(pilot, lambda: table.row_count == len(info.attempts)
-                             and str(table.get_row_at(table.row_count - 1)[3]) == "infra")
+                await settle(pilot, lambda: table.row_count == 3 and str(table.get_row_at(2)[3]) == "fail")
             assert app.is_running and app.screen is opened
 
 
