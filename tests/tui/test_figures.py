@@ -24,7 +24,7 @@ from tests.tui.conftest import settle
 from tui.app import make_app
 from tui.components.confirm import Confirm
 from tui.components.rows import RowTable
-from tui.screens.overview import COLUMNS, bar, eta
+from tui.screens.overview import COLUMNS, _rows, bar, eta
 from tui.screens.scenario import ScenarioScreen
 from tui.screens.sweep import SweepScreen, span
 
@@ -49,6 +49,16 @@ def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
     assert eta(SweepInfo(sweep="s", status="finished", fingerprint="f", configurations=(_config(4),)), 0) == "done"
     assert bar(2, 4).plain == "█████░░░░░ 2/4" and bar(0, 0).plain == "░░░░░░░░░░ 0/0"
     assert (span(42), span(187), span(7500), span(-3)) == ("42s", "3m07s", "2h05m", "0s")
+
+
+def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
+    """Figures read while a cancel lands can still count running rows: a cancelled sweep shows '-' and no slots."""
+    stale = ConfigStatus(name="c", scenarios=2, finished=1, mean_turns=1.0, se_turns=0.0, pass_rate=0.5,
+                         statuses={"running": 1, "done": 1}, infra={})
+    for status, running, label in (("running", "1", "running 1/4"), ("cancelled", "-", "cancelled")):
+        info = SweepInfo(sweep="s", status=status, fingerprint="f", configurations=(stale,), parallel=4, active=1)
+        (row,) = _rows(info, now=0.0)
+        assert row[1 + COLUMNS.index("running")] == running and str(row[1 + COLUMNS.index("status")]) == label
 
 
 async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_path: Path) -> None:
