@@ -1,7 +1,8 @@
 """SVG snapshots of every screen, against a real daemon serving a finished, deterministic sweep.
 
 The sweep is run once per module with fast deterministic agents; the wall-clock columns of its
-store are then fixed, so only a change to the monitor (or its pinned Textual) moves a snapshot.
+store and the sandbox paths are then fixed, so only a change to the monitor (or its pinned Textual)
+moves a snapshot.
 Update after an intended change with `./sb test tests/tui --snapshot-update` and review the SVGs.
 """
 
@@ -45,6 +46,8 @@ def socket_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     db.execute("UPDATE sweeps SET created_at = ?", (AT,))
     db.execute("UPDATE scenarios SET updated_at = ?", (AT,))
     db.execute("UPDATE infra_events SET at = ?", (AT,))
+    # The sandboxes live under pytest's numbered tmp dir: shown paths are fixed (and their logs then read as empty).
+    db.execute("UPDATE scenarios SET sandbox = json_set(sandbox, '$.root', '/var/lib/staminabench/snap/' || id)")
     db.commit()
     db.close()
     with daemon(state):
@@ -79,6 +82,14 @@ def test_sweep_view(snap_compare: Any, socket_path: Path) -> None:
         await _press(app, pilot, "enter", "s", "s")
 
     assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(open_sweep))
+
+
+def test_sweep_view_at_100x30(snap_compare: Any, socket_path: Path) -> None:
+    """On a 100x30 terminal the sweep view keeps configuration, seed, phase, last failure and history."""
+    async def open_sweep(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "enter")
+
+    assert snap_compare(make_app(socket_path), terminal_size=(100, 30), run_before=_run_before(open_sweep))
 
 
 def test_scenario_detail(snap_compare: Any, socket_path: Path) -> None:

@@ -25,8 +25,9 @@ from tui.components.confirm import Confirm
 from tui.components.rows import RowTable
 from tui.screens.base import MonitorScreen
 
-COLUMNS = (("configuration", 40), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("in phase", 8),
-           ("watchdog", 8), ("attempt", 8), ("infra", 6), ("last failure", 24), ("history", 0))
+# At 150 columns every column shows; narrower, the optional ones go (configuration then shrinks).
+COLUMNS = (("configuration", 36), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("in phase", 8),
+           ("watchdog", 8), ("attempt", 8), ("infra", 6), ("last failure", 20), ("history", 0))
 HIDE_WHEN_NARROW = (2, 8, 3, 7, 6, 5)  # status, infra, turn, attempt, watchdog, in phase: the rest must show
 FINISHED = ("done", "failed", "infra_failed", "capped", "cancelled")
 HISTORY_WIDTH = 40
