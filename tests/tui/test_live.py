@@ -71,15 +71,23 @@ async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, s
                 _finish(prompt)
                 ended = await until(stream, "attempt_tested")
                 assert ended.data["attempt"] == attempt and not ended.data["passed"]
-                await settle(pilot, lambda e=ended: any(line.seq == e.seq for line in app.board.log))
+
+                def logged(seq: int = ended.seq) -> bool:
+                    return any(line.seq == seq for line in app.board.log)
+
+                await settle(pilot, logged)
                 await pilot.pause()
                 assert app.is_running and app.screen is opened
                 prompt = await until(stream, "scenario_finished" if attempt == 3 else "manual_prompt")
             info = await request(state, GetScenario(sweep="live", configuration="manual R=2 detailed", seed=0))
             assert isinstance(info, ScenarioInfo) and info.status == "failed" and len(info.attempts) == 3
             (sid,) = app.board.scenarios["live"]
-            await settle(pilot, lambda: (lambda s: s is not None and (s.status, s.history) == ("failed", "F"))(
-                app.board.find("live", sid)))
+
+            def ended_failed() -> bool:
+                s = app.board.find("live", sid)
+                return s is not None and (s.status, s.history) == ("failed", "F")
+
+            await settle(pilot, ended_failed)
             if isinstance(opened, ScenarioScreen):
                 table = opened.query_one("#attempts", DataTable)
                 await settle(pilot, lambda: table.row_count == 3 and str(table.get_row_at(2)[3]) == "fail")
@@ -108,8 +116,13 @@ async def test_moving_through_attempts_faster_than_replies_shows_the_highlighted
                 for key in keys:
                     await pilot.press(key)  # no pause between keys: several requests are in flight at once
                 row = table.get_row_at(table.cursor_row)
-                key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
-                await settle(pilot, lambda k=key: screen._shown_attempt == int(k))  # type: ignore[arg-type]
+                highlighted = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+                assert highlighted is not None
+
+                def shown(wanted: int = int(highlighted)) -> bool:
+                    return screen._shown_attempt == wanted
+
+                await settle(pilot, shown)
                 text = str(screen.query_one("#attempt", Static).render())
                 assert f"turn {row[0]}, attempt {row[1]}," in text
             assert app.is_running

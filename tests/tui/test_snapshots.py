@@ -106,6 +106,7 @@ def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> 
     """The event log: infra failures (self-kill, hang) stand out from passes and failures."""
     async def log(app: StaminaApp, pilot: Pilot[None]) -> None:
         ids = sorted(app.board.scenarios["snap"])
+        samples: list[tuple[str, dict[str, Any]]]
         samples = [("attempt_started", {"scenario": ids[0], "turn": 0, "attempt": 1, "infra_try": 0}),
                    ("attempt_tested", {"scenario": ids[0], "turn": 0, "attempt": 1, "passed": True, "tests": 131,
                                        "failed_tests": 0, "categories": ""}),
