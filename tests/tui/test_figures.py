@@ -13,7 +13,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from protocol import SweepInfo
+from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
 from state.store import Store
@@ -22,6 +22,7 @@ from tests.engine.conftest import sweep as run_in_process
 from tests.engine.conftest import write_sweep
 from tests.tui.conftest import settle
 from tui.app import make_app
+from tui.board import Board
 from tui.components.confirm import Confirm
 from tui.components.rows import RowTable
 from tui.screens.overview import COLUMNS, _rows, bar, eta
@@ -49,6 +50,22 @@ def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
     assert eta(SweepInfo(sweep="s", status="finished", fingerprint="f", configurations=(_config(4),)), 0) == "done"
     assert bar(2, 4).plain == "█████░░░░░ 2/4" and bar(0, 0).plain == "░░░░░░░░░░ 0/0"
     assert (span(42), span(187), span(7500), span(-3)) == ("42s", "3m07s", "2h05m", "0s")
+
+
+def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch() -> None:
+    """attempt_started sets the watchdog to launch + turn timeout; the harness ending stops it; phases restart."""
+    board = Board()
+    row = ScenarioRow(id=1, configuration="c", seed=0, status="running", turns_passed=0, turn=0, attempt=1,
+                      infra_try=0, phase="agent working", last_failure="", history="", reason="", since=50.0,
+                      deadline=70.0)
+    board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), turn_timeout=20.0))
+    board.apply(Event(sweep="s", kind="harness_done", data={"scenario": 1, "turn": 0, "attempt": 1}, at=60.0,
+                      seq=1))
+    s = board.find("s", 1)
+    assert s is not None and (s.phase, s.since, s.deadline) == ("server starting", 60.0, 0.0)
+    board.apply(Event(sweep="s", kind="attempt_started", data={"scenario": 1, "turn": 0, "attempt": 2,
+                                                               "infra_try": 0}, at=65.0, seq=2))
+    assert (s.phase, s.since, s.deadline) == ("retrying", 65.0, 85.0)
 
 
 def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
