@@ -12,33 +12,32 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.messages import HISTORY_END, AttemptSummary, ConfigStatus, FailedTest, ScenarioList, ScenarioRow
+from protocol.events import FINAL, Step, phase
+from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
 from staminad.engine.config import SweepError
-from staminad.engine.sweep import FINAL, summarize
+from staminad.engine.sweep import summarize
 from staminad.viewer.logs import bounded_tail
-from state.store import Progress, Store
-from state.store import ScenarioRow as StoredScenario
+from state import sweeps
+from state.store import Progress, Store, StoredScenario
 
 LOG_TAIL = 4000  # bytes of a harness or server log a reply carries
 
 
-async def _sweep_row(store: Store, sweep_id: str) -> tuple[str, str, float]:
-    """(status, fingerprint, created_at) of the sweep; SweepError naming it when there is none."""
-    async with store.db.execute("SELECT status, fingerprint, created_at FROM sweeps WHERE id = ?",
-                                (sweep_id,)) as cur:
-        row = await cur.fetchone()
-    if row is None:
+async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
+    """The sweep's row; SweepError naming it when there is none."""
+    found = await sweeps.find_sweep(store, sweep_id)
+    if found is None:
         raise SweepError(f"no sweep {sweep_id}")
-    return str(row[0]), str(row[1]), float(row[2] or 0.0)
+    return found
 
 
 async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
     row = await _sweep_row(store, sweep_id)
-    configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(store, sweep_id))
-    return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs, created_at=row[2])
+    configs = tuple(await summarize(store, sweep_id))
+    return SweepInfo(sweep=sweep_id, status=row.status, fingerprint=row.fingerprint, configurations=configs,
+                     created_at=row.created_at)
 
 
 async def find_scenario(store: Store, sweep_id: str, configuration: str, seed: int) -> StoredScenario:
@@ -59,17 +58,9 @@ def _tail(path: Path) -> str:
     return "" if tail is None else tail.text
 
 
-async def _usage(store: Store, scenario_id: int) -> dict[int, tuple[int, float]]:
-    """(tokens, dollars) per attempt id of the scenario, from the gateway's calls."""
-    async with store.db.execute("SELECT attempt_id, SUM(input_tokens + output_tokens), SUM(cost) FROM llm_calls "
-                                "WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id",
-                                (scenario_id,)) as cur:
-        return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
-
-
 async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: int) -> ScenarioInfo:
     row = await find_scenario(store, sweep_id, configuration, seed)
-    usage = await _usage(store, row.id)
+    usage = await sweeps.attempt_usage(store, row.id)
     stored = [f for f in AttemptSummary.__struct_fields__ if f not in ("tokens", "cost")]
     attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in stored}, tokens=usage.get(a.id, (0, 0.0))[0],
                                     cost=usage.get(a.id, (0, 0.0))[1])
@@ -82,32 +73,25 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
 
 
 async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
-    async with store.db.execute("SELECT a.prompt_kind, a.prompt, a.feedback, a.turn, a.attempt, a.infra_try, "
-                                "s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
-                                "WHERE a.id = ?", (attempt_id,)) as cur:
-        row = await cur.fetchone()
+    row = await sweeps.attempt_prompt(store, attempt_id)
     if row is None:
         raise SweepError(f"no attempt {attempt_id}")
-    try:
-        sandbox = json.loads(row[6] or "{}")
-    except ValueError:
-        sandbox = {}
-    root = _root(sandbox) if isinstance(sandbox, dict) else None
-    job = f"t{row[3]:04d}-a{row[4]:02d}-i{row[5]:02d}"  # the engine's job directory, where the harness logs
-    log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "jobs" / job / "log")
     results = await store.attempt_results(attempt_id) or []
     failures = tuple(FailedTest(name=r["name"], category=r["category"], rule=r["rule"],
                                 message=r.get("message", ""), request=r.get("request", ""),
                                 status=r.get("status"), response=r.get("response", ""))
                      for r in results if not r.get("passed"))
-    return AttemptTexts(id=attempt_id, prompt_kind=row[0], prompt=row[1], feedback=row[2], failures=failures,
-                        harness_log=log)
+    root = _root(row.sandbox)
+    job = f"t{row.turn:04d}-a{row.attempt:02d}-i{row.infra_try:02d}"  # the engine's job directory, with its log
+    log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "jobs" / job / "log")
+    return AttemptTexts(id=attempt_id, prompt_kind=row.prompt_kind, prompt=row.prompt, feedback=row.feedback,
+                        failures=failures, harness_log=log)
 
 
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
     """Every scenario row of the sweep; `seq` is the last event published before the rows were read."""
-    await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
-    timeout = await _turn_timeout(store, sweep_id)
+    found = await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
+    timeout = _turn_timeout(found.config)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
     return ScenarioList(sweep=sweep_id, seq=seq, retries=await store.configuration_retries(sweep_id),
@@ -115,15 +99,18 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
                                         for name, s in scenarios), turn_timeout=timeout)
 
 
-async def _turn_timeout(store: Store, sweep_id: str) -> float:
+def _turn_timeout(config: str) -> float:
     """The sweep's turn watchdog in seconds, from the sweep file it was submitted with (0 if unreadable)."""
-    async with store.db.execute("SELECT config FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-        row = await cur.fetchone()
     try:
-        value = json.loads(row[0])["run"]["turn_timeout"] if row else 0.0
+        value = json.loads(config)["run"]["turn_timeout"]
     except (ValueError, KeyError, TypeError):
         return 0.0
     return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _step(last: Progress | None) -> Step | None:
+    return None if last is None else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase,
+                                          outcome=last.outcome)
 
 
 def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress],
@@ -145,7 +132,7 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
     return ScenarioRow(id=scenario.id, configuration=configuration, seed=scenario.seed, status=scenario.status,
                        turns_passed=scenario.turns_passed, turn=last.turn if last else 0,
                        attempt=last.attempt if last else 1, infra_try=last.infra_try if last else 0,
-                       phase=_phase(scenario.status, last), last_failure=last_failure, history="".join(history),
+                       phase=phase(scenario.status, _step(last)), last_failure=last_failure, history="".join(history),
                        reason=scenario.reason, since=_since(last),
                        deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0)
 
@@ -155,20 +142,6 @@ def _since(last: Progress | None) -> float:
     if last is None:
         return 0.0
     return last.finished_at or last.launched_at if last.phase == "tested" else last.launched_at
-
-
-def _phase(status: str, last: Progress | None) -> str:
-    if status in FINAL:
-        return status
-    if last is None:
-        return "pending"
-    if last.phase == "launched":
-        if last.infra_try:
-            return "infra retry"
-        return "retrying" if last.attempt > 1 else "agent working"
-    if last.phase == "harness_done":
-        return "testing"
-    return {"pass": "passed", "fail": "feedback", "infra": "infra wait"}.get(last.outcome or "", "pending")
 
 
 __all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "scenario_row", "sweep_info"]

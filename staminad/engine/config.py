@@ -15,16 +15,17 @@ from typing import Literal
 
 import msgspec
 
+from protocol.errors import UsageError
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
-from staminad.commands.args import seed_list
+from staminad.bench.seeds import seed_list
 from staminad.gateway.pricing import Price
 
 # A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-class SweepError(ValueError):
+class SweepError(UsageError, ValueError):
     """A sweep file that cannot be run, with the reason in one line."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocol.errors import UsageError
 from staminad.engine.config import RunSettings
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory, local_factory
@@ -33,6 +34,10 @@ async def docker_available(image: str) -> str | None:
     return None
 
 
+class RuntimeUnavailable(UsageError):
+    """The runtime a sweep or `--runtime` asks for cannot be used here, and why."""
+
+
 async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator) -> tuple[SandboxFactory, str]:
     if runtime in ("docker", "auto"):
         why = await docker_available(run.image)
@@ -41,8 +46,6 @@ async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator) -
 
             return docker_factory(run, ports), "docker"
         if runtime == "docker":
-            from staminad.commands.args import UsageError
-
-            raise UsageError(f"runtime docker unavailable: {why}")
+            raise RuntimeUnavailable(f"runtime docker unavailable: {why}")
         return local_factory(ports), f"local (docker unavailable: {why})"
     return local_factory(ports), "local"

@@ -11,6 +11,7 @@ import anyio
 import pytest
 from asyncinotify import Inotify, Mask
 
+from protocol.events import EventData, SuiteStarted
 from staminad.engine.config import load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import NotReady
@@ -74,8 +75,8 @@ async def test_a_lost_container_is_one_sandbox_lost_retry(tmp_path: Path, sandbo
     rec = Recorder()
     done = anyio.Event()
 
-    def in_suite(kind: str, data: dict[str, object]) -> None:
-        if kind == "suite_started" and not done.is_set():
+    def in_suite(data: EventData) -> None:
+        if isinstance(data, SuiteStarted) and not done.is_set():
             subprocess.run([*ACTIONS[action], box], check=True, capture_output=True)  # before the first request
             done.set()
 

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
+from protocol.events import AttemptStarted, HarnessDone
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
 from state.store import Store
@@ -59,12 +60,13 @@ def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch(
                       infra_try=0, phase="agent working", last_failure="", history="", reason="", since=50.0,
                       deadline=70.0)
     board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), turn_timeout=20.0))
-    board.apply(Event(sweep="s", kind="harness_done", data={"scenario": 1, "turn": 0, "attempt": 1}, at=60.0,
-                      seq=1))
+    done = HarnessDone(scenario=1, configuration="c", seed=0, turn=0, attempt=1, exit=0, signal=None,
+                       harness_seconds=1.0)
+    board.apply(Event(sweep="s", data=done, at=60.0, seq=1))
     s = board.find("s", 1)
-    assert s is not None and (s.phase, s.since, s.deadline) == ("server starting", 60.0, 0.0)
-    board.apply(Event(sweep="s", kind="attempt_started", data={"scenario": 1, "turn": 0, "attempt": 2,
-                                                               "infra_try": 0}, at=65.0, seq=2))
+    assert s is not None and (s.phase, s.since, s.deadline) == ("testing", 60.0, 0.0)
+    again = AttemptStarted(scenario=1, configuration="c", seed=0, turn=0, attempt=2, infra_try=0)
+    board.apply(Event(sweep="s", data=again, at=65.0, seq=2))
     assert (s.phase, s.since, s.deadline) == ("retrying", 65.0, 85.0)
 
 

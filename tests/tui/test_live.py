@@ -16,6 +16,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from protocol import Event, GetScenario, ScenarioInfo
+from protocol.events import AttemptTested, ManualPrompt
 from tests.daemon.inprocess import events, request, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 from tests.tui.conftest import settle
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.anyio
 
 def _finish(prompt: Event) -> None:
     """What `staminad done --marker PATH` does: the attempt's harness is over."""
-    marker = Path(str(prompt.data["done"]).split("--marker ", 1)[1])
+    assert isinstance(prompt.data, ManualPrompt)
+    marker = Path(prompt.data.done.split("--marker ", 1)[1])
     marker.write_text(json.dumps({"exit": 0, "signal": None, "started": time.time(), "ended": time.time()}))
 
 
@@ -70,7 +72,8 @@ async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, s
             for attempt in (1, 2, 3):  # R=2: the third failed attempt ends the scenario
                 _finish(prompt)
                 ended = await until(stream, "attempt_tested")
-                assert ended.data["attempt"] == attempt and not ended.data["passed"]
+                assert isinstance(ended.data, AttemptTested)
+                assert ended.data.attempt == attempt and not ended.data.passed
 
                 def logged(seq: int = ended.seq) -> bool:
                     return any(line.seq == seq for line in app.board.log)
