@@ -111,13 +111,12 @@ def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> 
             row = app.board.scenarios["snap"][ids[i]]
             return {"scenario": row.id, "configuration": row.configuration, "seed": row.seed}
 
-        timing = {"suite_seconds": 0.1, "server_seconds": 0.1}
         samples: list[EventData] = [
             AttemptStarted(**who(0), turn=0, attempt=1, infra_try=0),
             AttemptTested(**who(0), turn=0, attempt=1, passed=True, tests=131, failed_tests=0, categories="",
-                          **timing),
+                          suite_seconds=0.1, server_seconds=0.1),
             AttemptTested(**who(2), turn=1, attempt=2, passed=False, tests=124, failed_tests=3,
-                          categories="validation", **timing),
+                          categories="validation", suite_seconds=0.1, server_seconds=0.1),
             InfraFailure(**who(4), turn=0, attempt=1, infra_try=0, infra_kind="self_kill",
                          detail="harness exit None, signal 15"),
             InfraFailure(**who(5), turn=3, attempt=1, infra_try=1, infra_kind="stuck",
