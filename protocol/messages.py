@@ -152,6 +152,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     parallel: int = 0
     active: int = 0
     queued: int = 0
+    created_at: float = 0.0  # when the sweep was first submitted (the daemon's clock): a client's ETA base
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):
@@ -176,6 +177,8 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     harness_exit: int | None
     harness_seconds: float | None
     suite_seconds: float | None
+    tokens: int = 0  # model tokens (input + output) the attempt's harness used through the gateway
+    cost: float = 0.0  # their price in dollars
 
 
 class ScenarioInfo(_Msg, tag="scenario", frozen=True):
@@ -186,6 +189,8 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     turns_passed: int
     reason: str
     attempts: tuple[AttemptSummary, ...]
+    workspace: str = ""  # the sandbox's workspace directory on the daemon's host ("" before it exists)
+    server_log: str = ""  # the tail of the server's log (the latest start of the agent's server)
 
 
 # The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).
@@ -214,6 +219,8 @@ class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
     last_failure: str
     history: str
     reason: str
+    since: float = 0.0  # when the current phase began (the daemon's clock; 0 when unknown)
+    deadline: float = 0.0  # when the turn watchdog fires for the attempt the agent works on (0: none running)
 
 
 class ScenarioList(_Msg, tag="scenarios", frozen=True):
@@ -223,6 +230,7 @@ class ScenarioList(_Msg, tag="scenarios", frozen=True):
     # The daemon's last event sequence number before the rows were read: every event up to it is
     # already in the rows, so a client folding events onto them skips those.
     seq: int = 0
+    turn_timeout: float = 0.0  # the sweep's turn watchdog in seconds, so a client can count down from a launch
 
 
 class FailedTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -241,6 +249,7 @@ class AttemptTexts(_Msg, tag="attempt", frozen=True):
     prompt: str
     feedback: str | None
     failures: tuple[FailedTest, ...]
+    harness_log: str = ""  # the tail of the attempt's harness log
 
 
 class Event(_Msg, tag="event", frozen=True):

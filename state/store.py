@@ -73,6 +73,8 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     outcome: str | None
     infra_kind: str | None
     categories: str | None
+    launched_at: float = 0.0
+    finished_at: float | None = None
 
 
 class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):

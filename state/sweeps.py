@@ -5,6 +5,9 @@ Each function takes the open `Store` and commits its own writes, as the store's 
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import msgspec
 from aiosqlite import Row
 
@@ -18,13 +21,15 @@ class StoredSweep(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     fingerprint: str
     config: str
+    created_at: float = 0.0
 
 
-_COLUMNS = "id, status, fingerprint, config"
+_COLUMNS = "id, status, fingerprint, config, created_at"
 
 
 def _sweep(row: Row) -> StoredSweep:
-    return StoredSweep(id=str(row[0]), status=str(row[1]), fingerprint=str(row[2]), config=str(row[3]))
+    return StoredSweep(id=str(row[0]), status=str(row[1]), fingerprint=str(row[2]), config=str(row[3]),
+                       created_at=float(row[4] or 0.0))
 
 
 async def find_sweep(store: Store, sweep_id: str) -> StoredSweep | None:
@@ -70,15 +75,36 @@ class AttemptPrompt(msgspec.Struct, frozen=True, kw_only=True):
     prompt_kind: str
     prompt: str
     feedback: str | None
+    # Where the attempt ran: its place in the scenario and the scenario's sandbox (its harness log is there).
+    turn: int = 0
+    attempt: int = 1
+    infra_try: int = 0
+    sandbox: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
-    """The prompt an attempt got and the feedback it produced."""
-    async with store.db.execute("SELECT prompt_kind, prompt, feedback FROM attempts WHERE id = ?",
-                                (attempt_id,)) as cur:
+    """The prompt an attempt got, the feedback it produced, and where it ran."""
+    async with store.db.execute("SELECT a.prompt_kind, a.prompt, a.feedback, a.turn, a.attempt, a.infra_try, "
+                                "s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+                                "WHERE a.id = ?", (attempt_id,)) as cur:
         row = await cur.fetchone()
-    return None if row is None else AttemptPrompt(prompt_kind=row[0], prompt=row[1], feedback=row[2])
+    if row is None:
+        return None
+    try:
+        sandbox = json.loads(row[6] or "{}")
+    except ValueError:
+        sandbox = {}
+    return AttemptPrompt(prompt_kind=row[0], prompt=row[1], feedback=row[2], turn=row[3], attempt=row[4],
+                         infra_try=row[5], sandbox=sandbox if isinstance(sandbox, dict) else {})
 
 
-__all__ = ["AttemptPrompt", "StoredSweep", "attempt_prompt", "delete_sweep", "find_sweep", "release_running",
-           "sweep_ids", "unfinished_sweeps"]
+async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, float]]:
+    """(tokens in + out, dollars) per attempt id of the scenario, from the gateway's recorded calls."""
+    async with store.db.execute("SELECT attempt_id, SUM(input_tokens + output_tokens), SUM(cost) FROM llm_calls "
+                                "WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id",
+                                (scenario_id,)) as cur:
+        return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
+
+
+__all__ = ["AttemptPrompt", "StoredSweep", "attempt_prompt", "attempt_usage", "delete_sweep", "find_sweep",
+           "release_running", "sweep_ids", "unfinished_sweeps"]

@@ -97,6 +97,7 @@ class Board:
     sweeps: dict[str, SweepInfo] = field(default_factory=dict)
     scenarios: dict[str, dict[int, Scenario]] = field(default_factory=dict)
     retries: dict[str, dict[str, int]] = field(default_factory=dict)
+    turn_timeout: dict[str, float] = field(default_factory=dict)  # per sweep, seconds (0: unknown)
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     _seen: set[tuple[int, float]] = field(default_factory=set)
     # Per sweep, the daemon's last event already reflected in the scenario snapshot held.
@@ -113,6 +114,7 @@ class Board:
     def set_scenarios(self, listed: ScenarioList) -> None:
         self.scenarios[listed.sweep] = {r.id: r for r in listed.scenarios}
         self.retries[listed.sweep] = dict(listed.retries)
+        self.turn_timeout[listed.sweep] = listed.turn_timeout
         self._snapshot_seq[listed.sweep] = listed.seq
 
     def reattached(self) -> None:
@@ -142,7 +144,15 @@ class Board:
         if sid is not None and scenario is None:
             change.unknown_scenario = True
         if scenario is not None and event.seq > self._snapshot_seq.get(event.sweep, 0):
+            before = scenario.phase
             _advance(scenario, event.data)
+            if scenario.phase != before or event.kind == "attempt_started":
+                scenario.since = event.at
+            if event.kind == "attempt_started":  # the engine's watchdog counts from the launch
+                scenario.deadline = event.at + self.turn_timeout.get(event.sweep, 0.0) \
+                    if self.turn_timeout.get(event.sweep) else 0.0
+            elif event.kind in ("harness_done", "infra_failure", "scenario_finished", "attempt_tested"):
+                scenario.deadline = 0.0
             change.scenario = scenario
         change.line = self._log(event, scenario)
         return change

@@ -6,29 +6,38 @@ Kept apart from `service` so the daemon's life cycle and its queries can each be
 
 from __future__ import annotations
 
+import json
 from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import anyio
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.events import Step, phase
+from protocol.events import FINAL, Step, phase
 from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
 from staminad.engine.config import SweepError
 from staminad.engine.sweep import summarize
+from staminad.viewer.logs import bounded_tail
 from state import sweeps
 from state.store import Progress, Store, StoredScenario
 
+LOG_TAIL = 4000  # bytes of a harness or server log a reply carries
 
-async def _sweep_row(store: Store, sweep_id: str) -> tuple[str, str]:
-    """(status, fingerprint) of the sweep; SweepError naming it when there is none."""
+
+async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
+    """The sweep's row; SweepError naming it when there is none."""
     found = await sweeps.find_sweep(store, sweep_id)
     if found is None:
         raise SweepError(f"no sweep {sweep_id}")
-    return found.status, found.fingerprint
+    return found
 
 
 async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
     row = await _sweep_row(store, sweep_id)
     configs = tuple(await summarize(store, sweep_id))
-    return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
+    return SweepInfo(sweep=sweep_id, status=row.status, fingerprint=row.fingerprint, configurations=configs,
+                     created_at=row.created_at)
 
 
 async def find_scenario(store: Store, sweep_id: str, configuration: str, seed: int) -> StoredScenario:
@@ -38,12 +47,29 @@ async def find_scenario(store: Store, sweep_id: str, configuration: str, seed: i
     return match[0]
 
 
+def _root(sandbox: dict[str, Any]) -> Path | None:
+    """The scenario's sandbox directory on this host (workspace/ and control/ are under it)."""
+    root = sandbox.get("root")
+    return Path(root) if isinstance(root, str) and root else None
+
+
+def _tail(path: Path) -> str:
+    tail = bounded_tail(path, LOG_TAIL)
+    return "" if tail is None else tail.text
+
+
 async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: int) -> ScenarioInfo:
     row = await find_scenario(store, sweep_id, configuration, seed)
-    attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in AttemptSummary.__struct_fields__})
+    usage = await sweeps.attempt_usage(store, row.id)
+    stored = [f for f in AttemptSummary.__struct_fields__ if f not in ("tokens", "cost")]
+    attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in stored}, tokens=usage.get(a.id, (0, 0.0))[0],
+                                    cost=usage.get(a.id, (0, 0.0))[1])
                      for a in await store.attempts(row.id))
+    root = _root(row.sandbox)
+    server_log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "server.log")
     return ScenarioInfo(sweep=sweep_id, configuration=configuration, seed=seed, status=row.status,
-                        turns_passed=row.turns_passed, reason=row.reason, attempts=attempts)
+                        turns_passed=row.turns_passed, reason=row.reason, attempts=attempts,
+                        workspace=str(root / "workspace") if root else "", server_log=server_log)
 
 
 async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
@@ -55,17 +81,31 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
                                 message=r.get("message", ""), request=r.get("request", ""),
                                 status=r.get("status"), response=r.get("response", ""))
                      for r in results if not r.get("passed"))
+    root = _root(row.sandbox)
+    job = f"t{row.turn:04d}-a{row.attempt:02d}-i{row.infra_try:02d}"  # the engine's job directory, with its log
+    log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "jobs" / job / "log")
     return AttemptTexts(id=attempt_id, prompt_kind=row.prompt_kind, prompt=row.prompt, feedback=row.feedback,
-                        failures=failures)
+                        failures=failures, harness_log=log)
 
 
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
     """Every scenario row of the sweep; `seq` is the last event published before the rows were read."""
-    await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
+    found = await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
+    timeout = _turn_timeout(found.config)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
     return ScenarioList(sweep=sweep_id, seq=seq, retries=await store.configuration_retries(sweep_id),
-                        scenarios=tuple(scenario_row(name, s, progress.get(s.id, [])) for name, s in scenarios))
+                        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout)
+                                        for name, s in scenarios), turn_timeout=timeout)
+
+
+def _turn_timeout(config: str) -> float:
+    """The sweep's turn watchdog in seconds, from the sweep file it was submitted with (0 if unreadable)."""
+    try:
+        value = json.loads(config)["run"]["turn_timeout"]
+    except (ValueError, KeyError, TypeError):
+        return 0.0
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def _step(last: Progress | None) -> Step | None:
@@ -73,7 +113,8 @@ def _step(last: Progress | None) -> Step | None:
                                           outcome=last.outcome)
 
 
-def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress]) -> ScenarioRow:
+def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress],
+                 turn_timeout: float = 0.0) -> ScenarioRow:
     """Where one scenario stands, from its attempts in order (the engine's phases, named for people)."""
     history: list[str] = []
     for _, rows in groupby(attempts, key=lambda p: p.turn):
@@ -82,6 +123,7 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
             history.append("P" if passing[0].attempt == 1 else "R")
     history.append(HISTORY_END.get(scenario.status, ""))
     last = attempts[-1] if attempts else None
+    running = last is not None and last.phase == "launched" and scenario.status not in FINAL
     failures = [p for p in attempts if p.outcome in ("fail", "infra")]
     last_failure = ""
     if failures:
@@ -91,7 +133,15 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
                        turns_passed=scenario.turns_passed, turn=last.turn if last else 0,
                        attempt=last.attempt if last else 1, infra_try=last.infra_try if last else 0,
                        phase=phase(scenario.status, _step(last)), last_failure=last_failure, history="".join(history),
-                       reason=scenario.reason)
+                       reason=scenario.reason, since=_since(last),
+                       deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0)
+
+
+def _since(last: Progress | None) -> float:
+    """When the scenario's current phase began, as far as its attempt rows say."""
+    if last is None:
+        return 0.0
+    return last.finished_at or last.launched_at if last.phase == "tested" else last.launched_at
 
 
 __all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "scenario_row", "sweep_info"]

@@ -100,13 +100,13 @@ async def test_retry_a_scenario_stuck_on_infra_from_the_sweep_view(tmp_path: Pat
             assert isinstance(app.screen, SweepScreen)
             rows = app.screen.query_one("#scenarios", RowTable)
             await settle(pilot, lambda: rows.row_count == 1)
-            assert str(rows.get_row_at(0)[4]) == "infra_failed" and str(rows.get_row_at(0)[8]) == "I"
+            assert str(rows.get_row_at(0)[4]) == "infra_failed" and str(rows.get_row_at(0)[10]) == "I"
             await pilot.press("t")
             assert isinstance(app.screen, Confirm)
             await pilot.press("y")
             await until(stream, "sweep_finished")
             await settle(pilot, lambda: str(rows.get_row_at(0)[2]) == "done")
-            assert str(rows.get_row_at(0)[8]) == "PP"
+            assert str(rows.get_row_at(0)[10]) == "PP"
             await pilot.press("t")  # a done scenario is not retried: a warning, no dialog
             assert isinstance(app.screen, SweepScreen)
 

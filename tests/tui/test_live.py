@@ -1,8 +1,9 @@
 """Every screen stays up while a real daemon keeps publishing events for what it shows.
 
 A manual agent makes the event stream controllable: each `staminad done` the test writes ends an
-attempt (the workspace has no server, so it is an infrastructure failure, retried), and each ending
-sends a burst of events while the screen under test is open.
+attempt (the workspace has no server, so the attempt fails as `server_never_ready`, a scored failure
+that uses up one of its R retries), and each ending sends a burst of events while the screen under
+test is open.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from protocol import Event, GetScenario, ScenarioInfo
-from protocol.events import InfraFailure, ManualPrompt
+from protocol.events import AttemptTested, ManualPrompt
 from tests.daemon.inprocess import events, request, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 from tests.tui.conftest import settle
@@ -54,7 +55,6 @@ async def _open(app: StaminaApp, pilot: object, screen: str) -> type:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(reason="open after the merge: times out waiting for its event")
 @pytest.mark.parametrize("screen", ["overview", "sweep", "scenario", "events"])
 async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, screen: str) -> None:
     """Three attempts end while the screen is open; it is still there and shows the daemon's latest state."""
@@ -69,23 +69,31 @@ async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, s
             expected = await _open(app, pilot, screen)
             await settle(pilot, lambda: isinstance(app.screen, expected))
             opened = app.screen
-            for _ in range(3):
+            for attempt in (1, 2, 3):  # R=2: the third failed attempt ends the scenario
                 _finish(prompt)
-                ended = await until(stream, "infra_failure")
-                await settle(pilot, lambda e=ended: any(line.seq == e.seq for line in app.board.log))
+                ended = await until(stream, "attempt_tested")
+                assert isinstance(ended.data, AttemptTested)
+                assert ended.data.attempt == attempt and not ended.data.passed
+
+                def logged(seq: int = ended.seq) -> bool:
+                    return any(line.seq == seq for line in app.board.log)
+
+                await settle(pilot, logged)
                 await pilot.pause()
                 assert app.is_running and app.screen is opened
-                assert isinstance(ended.data, InfraFailure)
-                next_kind = "scenario_finished" if ended.data.infra_try >= 2 else "manual_prompt"
-                prompt = await until(stream, next_kind)
+                prompt = await until(stream, "scenario_finished" if attempt == 3 else "manual_prompt")
             info = await request(state, GetScenario(sweep="live", configuration="manual R=2 detailed", seed=0))
-            assert isinstance(info, ScenarioInfo) and info.status == "infra_failed"
-            await settle(pilot, lambda: app.board.find("live", app.board.scenarios["live"].copy().popitem()[0])
-                         .status == "infra_failed")  # type: ignore[union-attr]
+            assert isinstance(info, ScenarioInfo) and info.status == "failed" and len(info.attempts) == 3
+            (sid,) = app.board.scenarios["live"]
+
+            def ended_failed() -> bool:
+                s = app.board.find("live", sid)
+                return s is not None and (s.status, s.history) == ("failed", "F")
+
+            await settle(pilot, ended_failed)
             if isinstance(opened, ScenarioScreen):
                 table = opened.query_one("#attempts", DataTable)
-                await settle(pilot, lambda: table.row_count == len(info.attempts)
-                             and str(table.get_row_at(table.row_count - 1)[3]) == "infra")
+                await settle(pilot, lambda: table.row_count == 3 and str(table.get_row_at(2)[3]) == "fail")
             assert app.is_running and app.screen is opened
 
 
@@ -111,8 +119,13 @@ async def test_moving_through_attempts_faster_than_replies_shows_the_highlighted
                 for key in keys:
                     await pilot.press(key)  # no pause between keys: several requests are in flight at once
                 row = table.get_row_at(table.cursor_row)
-                key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
-                await settle(pilot, lambda k=key: screen._shown_attempt == int(k))  # type: ignore[arg-type]
+                highlighted = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+                assert highlighted is not None
+
+                def shown(wanted: int = int(highlighted)) -> bool:
+                    return screen._shown_attempt == wanted
+
+                await settle(pilot, shown)
                 text = str(screen.query_one("#attempt", Static).render())
                 assert f"turn {row[0]}, attempt {row[1]}," in text
             assert app.is_running

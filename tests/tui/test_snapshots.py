@@ -1,7 +1,8 @@
 """SVG snapshots of every screen, against a real daemon serving a finished, deterministic sweep.
 
 The sweep is run once per module with fast deterministic agents; the wall-clock columns of its
-store are then fixed, so only a change to the monitor (or its pinned Textual) moves a snapshot.
+store and the sandbox paths are then fixed, so only a change to the monitor (or its pinned Textual)
+moves a snapshot.
 Update after an intended change with `./sb test tests/tui --snapshot-update` and review the SVGs.
 """
 
@@ -46,6 +47,8 @@ def socket_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     db.execute("UPDATE sweeps SET created_at = ?", (AT,))
     db.execute("UPDATE scenarios SET updated_at = ?", (AT,))
     db.execute("UPDATE infra_events SET at = ?", (AT,))
+    # The sandboxes live under pytest's numbered tmp dir: shown paths are fixed (and their logs then read as empty).
+    db.execute("UPDATE scenarios SET sandbox = json_set(sandbox, '$.root', '/var/lib/staminabench/snap/' || id)")
     db.commit()
     db.close()
     with daemon(state):
@@ -82,6 +85,14 @@ def test_sweep_view(snap_compare: Any, socket_path: Path) -> None:
     assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(open_sweep))
 
 
+def test_sweep_view_at_100x30(snap_compare: Any, socket_path: Path) -> None:
+    """On a 100x30 terminal the sweep view keeps configuration, seed, phase, last failure and history."""
+    async def open_sweep(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "enter")
+
+    assert snap_compare(make_app(socket_path), terminal_size=(100, 30), run_before=_run_before(open_sweep))
+
+
 def test_scenario_detail(snap_compare: Any, socket_path: Path) -> None:
     """A failed scenario's timeline and its last attempt's prompt, feedback and failing tests."""
     async def open_failed(app: StaminaApp, pilot: Pilot[None]) -> None:
@@ -100,13 +111,12 @@ def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> 
             row = app.board.scenarios["snap"][ids[i]]
             return {"scenario": row.id, "configuration": row.configuration, "seed": row.seed}
 
-        timing = {"suite_seconds": 0.1, "server_seconds": 0.1}
         samples: list[EventData] = [
             AttemptStarted(**who(0), turn=0, attempt=1, infra_try=0),
             AttemptTested(**who(0), turn=0, attempt=1, passed=True, tests=131, failed_tests=0, categories="",
-                          **timing),
+                          suite_seconds=0.1, server_seconds=0.1),
             AttemptTested(**who(2), turn=1, attempt=2, passed=False, tests=124, failed_tests=3,
-                          categories="validation", **timing),
+                          categories="validation", suite_seconds=0.1, server_seconds=0.1),
             InfraFailure(**who(4), turn=0, attempt=1, infra_try=0, infra_kind="self_kill",
                          detail="harness exit None, signal 15"),
             InfraFailure(**who(5), turn=3, attempt=1, infra_try=1, infra_kind="stuck",

@@ -1,4 +1,8 @@
-"""A yes/no dialog: every action that changes a sweep goes through one."""
+"""A yes/no dialog: every action that changes a sweep goes through one.
+
+The question wraps at word boundaries inside the dialog (a Label is one line, cut mid-word), and
+names the row it acts on, so a glance at the dialog says what `y` will change.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label
+from textual.widgets import Button, Static
 
 
 class Confirm(ModalScreen[bool]):
     DEFAULT_CSS = """
     Confirm { align: center middle; }
     Confirm > Vertical { width: 64; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    Confirm #question { width: 100%; }
     Confirm Horizontal { height: auto; margin-top: 1; align-horizontal: right; }
     Confirm Button { margin-left: 2; }
     """
@@ -25,7 +30,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question, id="question")
+            yield Static(self.question, id="question", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-GENERAL = [("?", "this help"), ("e", "event log"), ("escape", "back"), ("q", "quit")]
+GENERAL = [("home/end", "first / last row"), ("?", "this help"), ("e", "event log"), ("escape", "back"), ("q", "quit")]
 
 
 class Help(ModalScreen[None]):

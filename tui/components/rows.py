@@ -3,7 +3,9 @@
 Textual's DataTable re-renders every visible cell after any single-cell update, which costs a core
 at a few hundred events per second. Here each row is rendered once into a cached strip; updating a
 row drops that strip and repaints that one line. It has what the monitor needs and no more: a pinned
-header, a row cursor (keys and mouse), Enter to select, appending with a bounded length.
+header, a row cursor (keys and mouse), Enter to select, appending with a bounded length. On a narrow
+terminal it drops the columns it was told are optional, in the order given, then shrinks one named
+column, so the ones that matter stay readable.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from textual.strip import Strip
 
 Cell = str | Text
 GROW = 64
+MIN_LAST = 12  # the last column keeps at least this many cells before optional columns go
+MIN_SHRUNK = 12
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -50,10 +54,17 @@ class RowTable(ScrollView, can_focus=True):
     class Selected(Highlighted):
         pass
 
-    def __init__(self, columns: Sequence[tuple[str, int]], *, id: str | None = None) -> None:
-        """`columns` are (label, width); the last column takes whatever width is left."""
+    def __init__(self, columns: Sequence[tuple[str, int]], *, id: str | None = None, optional: Sequence[int] = (),
+                 shrink: int | None = None) -> None:
+        """`columns` are (label, width); the last column takes whatever width is left.
+
+        When the view is too narrow, the `optional` columns (indices) are hidden in that order, then the
+        `shrink` column is narrowed; `get_row_at` still returns every cell.
+        """
         super().__init__(id=id)
         self.columns = list(columns)
+        self._optional, self._narrowed = tuple(optional), shrink
+        self._shown: list[tuple[int, int]] = [(i, w) for i, (_, w) in enumerate(self.columns)]  # (index, width)
         self._keys: list[str] = []
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._index: dict[str, int] = {}
@@ -132,7 +143,7 @@ class RowTable(ScrollView, can_focus=True):
         rows = len(self._keys) + 1
         if rows > self.size.height:  # only a list taller than the view scrolls, so only then may it be padded
             rows = -(-rows // GROW) * GROW
-        size = Size(sum(w + 1 for _, w in self.columns), rows)
+        size = Size(sum(w + 1 for _, w in self._shown), rows)
         if size != self.virtual_size:
             self.virtual_size = size
 
@@ -185,13 +196,30 @@ class RowTable(ScrollView, can_focus=True):
 
     # --- rendering ----------------------------------------------------------------------------
 
+    def _layout(self, width: int) -> None:
+        """Which columns show at `width`, and how wide: optional ones go first, then `shrink` narrows."""
+        widths = [w for _, w in self.columns]
+        shown = list(range(len(self.columns)))
+
+        def need() -> int:
+            return sum(widths[i] + 1 for i in shown[:-1]) + MIN_LAST
+
+        for index in self._optional:
+            if need() <= width:
+                break
+            shown.remove(index)
+        if self._narrowed is not None and need() > width:
+            widths[self._narrowed] = max(MIN_SHRUNK, widths[self._narrowed] - (need() - width))
+        self._shown = [(i, widths[i]) for i in shown]
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if width != self._width:
             self._width, self._strips = width, {}
+            self._layout(width)
         if y == 0:
-            header = Text.assemble(*((f"{label[:w]:<{w}} ", "") for label, w in self.columns[:-1]),
-                                   self.columns[-1][0])
+            labels = [(self.columns[i][0], w) for i, w in self._shown]
+            header = Text.assemble(*((f"{label[:w]:<{w}} ", "") for label, w in labels[:-1]), labels[-1][0])
             return self._strip(header, self.get_component_rich_style("rowtable--header"))
         index = y - 1 + int(self.scroll_offset.y)
         if index >= len(self._keys):
@@ -207,8 +235,11 @@ class RowTable(ScrollView, can_focus=True):
 
     def _row_text(self, cells: tuple[Cell, ...]) -> Text:
         out = Text(no_wrap=True, end="")
-        last = len(self.columns) - 1
-        for i, ((_, w), cell) in enumerate(zip(self.columns, cells, strict=False)):
+        last = len(self._shown) - 1
+        for i, (index, w) in enumerate(self._shown):
+            if index >= len(cells):
+                break
+            cell = cells[index]
             text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
             if i < last:
                 text.truncate(w, overflow="ellipsis", pad=True)

@@ -1,11 +1,14 @@
 """Sweeps overview: one row per sweep and configuration with its progress and figures so far.
 
-Shows turns passed (mean +- SE), pass rate, scenarios running / finished / failed and infra failures
-by kind. Pause, resume and cancel act on the highlighted sweep after a confirmation.
+Shows each configuration's progress bar, the sweep's ETA (from its pace since it was submitted), turns
+passed (mean +- SE) and pass rate once a scenario has finished (`-` before), scenarios running /
+failed and infra failures by kind. A sweep that no longer runs shows no running scenarios. Pause,
+resume and cancel act on the highlighted sweep after a confirmation that names it.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
@@ -16,10 +19,14 @@ from textual.widgets import DataTable, Footer, Header, Static
 from protocol import Cancel, Pause, Resume, SweepInfo
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
+from tui.components.table import RowCursorTable
 from tui.screens.base import MonitorScreen
+from tui.screens.sweep import span
 
-COLUMNS = ("sweep", "status", "configuration", "finished", "turns passed", "pass rate", "running", "failed",
+COLUMNS = ("sweep", "status", "configuration", "progress", "ETA", "turns passed", "pass rate", "running", "failed",
            "infra failed", "infra failures", "tokens", "cost")
+BAR = 10  # cells of a progress bar
+LIVE = ("running", "paused")  # a sweep whose scenarios may still be running
 STATUS_STYLE = {"running": "bold green", "paused": "bold yellow", "finished": "cyan", "cancelled": "dim",
                 "error": "bold red"}
 
@@ -43,7 +50,7 @@ class OverviewScreen(MonitorScreen):
         yield Header()
         yield Banner(id="banner")
         yield Static("no sweeps yet: submit one with `staminad submit SWEEP.toml`", id="empty")
-        table: DataTable[Any] = DataTable(id="sweeps", cursor_type="row", zebra_stripes=True)
+        table = RowCursorTable(id="sweeps")
         for column in COLUMNS:
             table.add_column(column, key=column)
         yield table
@@ -63,8 +70,9 @@ class OverviewScreen(MonitorScreen):
         table: DataTable[Any] = self.query_one("#sweeps", DataTable)
         keep = table.cursor_row
         table.clear()
+        now = time.time()
         for info in self.stamina.board.sweeps.values():
-            for row in _rows(info):
+            for row in _rows(info, now):
                 table.add_row(*row[1:], key=row[0])
         self.query_one("#empty").display = not self.stamina.board.sweeps
         if table.row_count:
@@ -88,6 +96,16 @@ class OverviewScreen(MonitorScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open()
 
+    def _what(self, sweep: str) -> str:
+        """The sweep's size and state in a few words, so a dialog says which row it acts on."""
+        info = self.stamina.board.sweeps.get(sweep)
+        if info is None:
+            return "unknown"
+        total = sum(c.scenarios for c in info.configurations)
+        done = sum(c.finished for c in info.configurations)
+        names = len(info.configurations)
+        return f"{info.status}, {names} configuration{'s' if names != 1 else ''}, {done}/{total} scenarios finished"
+
     def _confirmed(self, question: str, message: Any, done: str) -> None:
         async def act(yes: bool | None) -> None:
             if yes and await self.stamina.ask(message) is not None:
@@ -99,36 +117,57 @@ class OverviewScreen(MonitorScreen):
     def action_pause(self) -> None:
         sweep = self._selected()
         if sweep is not None:
-            self._confirmed(f"Pause sweep {sweep}? Running attempts finish; no new ones start.",
+            self._confirmed(f"Pause sweep {sweep} ({self._what(sweep)})? Running attempts finish; no new ones "
+                            "start.",
                             Pause(sweep=sweep), f"paused {sweep}")
 
     def action_resume(self) -> None:
         sweep = self._selected()
         if sweep is not None:
-            self._confirmed(f"Resume sweep {sweep}?", Resume(sweep=sweep), f"resumed {sweep}")
+            self._confirmed(f"Resume sweep {sweep} ({self._what(sweep)})?", Resume(sweep=sweep), f"resumed {sweep}")
 
     def action_cancel(self) -> None:
         sweep = self._selected()
         if sweep is not None:
-            self._confirmed(f"Cancel sweep {sweep}? Its scenarios stop now; results so far are kept.",
+            self._confirmed(f"Cancel sweep {sweep} ({self._what(sweep)})? Its scenarios stop now; results so far "
+                            "are kept.",
                             Cancel(sweep=sweep), f"cancelled {sweep}")
 
 
 
 
-def _rows(info: SweepInfo) -> list[tuple[Any, ...]]:
+def bar(done: int, total: int) -> Text:
+    """A progress bar of BAR cells with the count after it: `█████░░░░░ 4/8`."""
+    filled = round(BAR * done / total) if total else 0
+    return Text.assemble(("█" * filled, "green"), ("░" * (BAR - filled), "dim"), f" {done}/{total}")
+
+
+def eta(info: SweepInfo, now: float) -> str:
+    """Time left at the pace so far (elapsed since submission per finished scenario); `-` when unknowable."""
+    total = sum(c.scenarios for c in info.configurations)
+    done = sum(c.finished for c in info.configurations)
+    if info.status != "running" or not info.created_at or not 0 < done < total:
+        return "done" if total and done == total else "-"
+    return span((now - info.created_at) / done * (total - done))
+
+
+def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
     # A sweep the daemon runs shows its own limit and its queue: "running 2/4, 6 queued".
     slots = f" {info.active}/{info.parallel}" + (f", {info.queued} queued" if info.queued else "") \
-        if info.parallel else ""
+        if info.parallel and info.status in LIVE else ""
     status = Text(info.status + slots, style=STATUS_STYLE.get(info.status, ""))
     if not info.configurations:
-        return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
+        return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
     rows = []
-    for c in info.configurations:
+    for n, c in enumerate(info.configurations):
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
-        rows.append((f"{info.sweep}\t{c.name}", info.sweep, status, c.name, f"{c.finished}/{c.scenarios}",
-                     f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f}", f"{c.pass_rate:4.0%}",
-                     str(c.statuses.get("running", 0)), str(c.statuses.get("failed", 0)),
+        scored = c.finished > 0  # a configuration with nothing finished has no figures yet, not zeros
+        running = c.statuses.get("running", 0) if info.status in LIVE else 0  # stale rows of a cancelled sweep
+        rows.append((f"{info.sweep}\t{c.name}", info.sweep, status, c.name, bar(c.finished, c.scenarios),
+                     eta(info, now) if n == 0 else "",
+                     f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f}" if scored else "-",
+                     f"{c.pass_rate:4.0%}" if scored else "-",
+                     str(running) if running else "-", str(c.statuses.get("failed", 0)),
                      Text(str(c.statuses.get("infra_failed", 0)),
                           style="bold red" if c.statuses.get("infra_failed") else ""),
                      Text(infra, style="yellow" if c.infra else "dim"),

@@ -1,8 +1,10 @@
 """Scenario detail: the timeline of turns and attempts, and everything about the highlighted attempt.
 
 For an attempt it shows the prompt it got, the feedback it produced, the failing tests with their
-request and response, and the harness exit status and durations. The timeline is refetched (at most
-twice a second) while events for this scenario arrive.
+request and response, the harness exit status and durations, the model tokens and cost, the tails
+of the harness log and of the server log, and the workspace path on the daemon's host. The timeline
+(and the highlighted attempt's texts) are refetched, at most twice a second, while events for this
+scenario arrive.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from protocol import AttemptTexts, GetAttempt, GetScenario, ScenarioInfo
 from protocol.messages import AttemptSummary
 from tui.board import INFRA_TEXT, Change
 from tui.components.banner import Banner
+from tui.components.table import RowCursorTable
 from tui.screens.base import MonitorScreen
 
-COLUMNS = ("turn", "attempt", "infra try", "outcome", "failure", "tests", "harness exit", "harness s", "suite s")
+COLUMNS = ("turn", "attempt", "infra try", "outcome", "failure", "tests", "harness exit", "harness s", "suite s",
+           "tokens", "cost")
 OUTCOME_STYLE = {"pass": "green", "fail": "red", "infra": "bold magenta"}
 _RUNNING = {"launched": "agent working", "harness_done": "testing"}  # an attempt still in progress
+LOG_LINES = 40  # last lines of a log shown
 TEXT_LIMIT = 6000  # characters of a prompt or feedback shown; the rest is in the store
 
 
@@ -46,13 +51,14 @@ class ScenarioScreen(MonitorScreen):
         self.info: ScenarioInfo | None = None
         self._stale = False
         self._shown_attempt: int | None = None
+        self._texts: AttemptTexts | None = None
 
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Banner(id="banner")
         yield Static(id="summary")
-        table: DataTable[Any] = DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+        table = RowCursorTable(id="attempts")
         for column in COLUMNS:
             table.add_column(column, key=column)
         yield table
@@ -75,6 +81,13 @@ class ScenarioScreen(MonitorScreen):
             return
         self.info = info
         self._draw(info)
+        table = self.query_one("#attempts", RowCursorTable)
+        if self._shown_attempt is not None and table.row_count:
+            # The highlighted attempt (not the one shown last: a key may have moved on) is asked again,
+            # as its harness log and the server log may have grown.
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            if key is not None:
+                self.show_attempt(int(key))
 
     def _maybe_reload(self) -> None:
         if self._stale:
@@ -98,7 +111,8 @@ class ScenarioScreen(MonitorScreen):
         reason = f" · {escape(info.reason)}" if info.reason else ""
         self.query_one("#summary", Static).update(
             f"[b]{escape(self.configuration)}[/b] seed {self.seed} · {info.status} · {info.turns_passed} turns passed"
-            f" (last passed turn {last_ok if last_ok >= 0 else '-'}) · {len(info.attempts)} attempts{reason}")
+            f" (last passed turn {last_ok if last_ok >= 0 else '-'}) · {len(info.attempts)} attempts{reason}"
+            f"\nworkspace {escape(info.workspace or '-')}")
         table: DataTable[Any] = self.query_one("#attempts", DataTable)
         keep = table.cursor_row if table.row_count else len(info.attempts) - 1
         at_end = table.row_count == 0 or table.cursor_row == table.row_count - 1
@@ -119,8 +133,8 @@ class ScenarioScreen(MonitorScreen):
         if texts is None or self.info is None or texts.id != attempt_id:
             return
         summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
-        self._shown_attempt = attempt_id
-        self.query_one("#attempt", Static).update(render_attempt(texts, summary))
+        self._shown_attempt, self._texts = attempt_id, texts
+        self.query_one("#attempt", Static).update(render_attempt(texts, summary, self.info.server_log))
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -138,7 +152,8 @@ def _cells(a: AttemptSummary) -> tuple[Any, ...]:
     outcome = a.outcome or _RUNNING.get(a.phase, a.phase)
     return (str(a.turn), str(a.attempt), str(a.infra_try), Text(outcome, style=OUTCOME_STYLE.get(outcome, "dim")),
             failure or "-", tests, "-" if a.harness_exit is None else str(a.harness_exit),
-            _seconds(a.harness_seconds), _seconds(a.suite_seconds))
+            _seconds(a.harness_seconds), _seconds(a.suite_seconds), f"{a.tokens:,}" if a.tokens else "-",
+            f"${a.cost:.2f}" if a.tokens else "-")
 
 
 def _clip(text: str) -> str:
@@ -146,8 +161,13 @@ def _clip(text: str) -> str:
     return escape(text)
 
 
-def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
-    """The highlighted attempt as Rich markup: outcome, harness, prompt, feedback, failing tests."""
+def _log(title: str, text: str) -> list[str]:
+    lines = text.rstrip("\n").splitlines()[-LOG_LINES:]
+    return ["", f"[b u]{title}[/b u]", escape("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
+
+
+def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, server_log: str = "") -> str:
+    """The highlighted attempt as Rich markup: outcome, harness, usage, prompt, feedback, failing tests, logs."""
     parts = []
     if a is not None:
         line = (f"[b]turn {a.turn}, attempt {a.attempt}, infra try {a.infra_try}[/b]: "
@@ -156,7 +176,8 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
             line += f" - [magenta]{a.infra_kind}: {INFRA_TEXT.get(a.infra_kind, '')}[/magenta]"
         parts.append(line)
         parts.append(f"harness exit {a.harness_exit if a.harness_exit is not None else '-'} after "
-                     f"{_seconds(a.harness_seconds)} s; suite {_seconds(a.suite_seconds)} s")
+                     f"{_seconds(a.harness_seconds)} s; suite {_seconds(a.suite_seconds)} s; "
+                     + (f"{a.tokens:,} tokens, ${a.cost:.2f}" if a.tokens else "no model calls metered"))
     parts += ["", f"[b u]prompt ({texts.prompt_kind})[/b u]", _clip(texts.prompt)]
     if texts.feedback:
         parts += ["", "[b u]feedback sent[/b u]", _clip(texts.feedback)]
@@ -168,4 +189,6 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
                       f"  [b]response[/b] {f.status if f.status is not None else '-'} {escape(f.response[:500])}"]
         if len(texts.failures) > 50:
             parts.append(f"… and {len(texts.failures) - 50} more")
+    parts += _log("harness log (tail)", texts.harness_log)
+    parts += _log("server log (tail, latest start)", server_log)
     return "\n".join(parts)

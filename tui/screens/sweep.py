@@ -1,12 +1,15 @@
 """Sweep view: one row per scenario, redrawn row by row as its events arrive.
 
 Each row shows the current turn, phase, attempt i of R+1, infra retries used, the last failure and
-the turn history (P passed, R passed after retries, F failed, I gave up on infrastructure). Rows can
+the turn history (P passed, R passed after retries, F failed, I gave up on infrastructure), how long
+the scenario has been in its phase and how long before the turn watchdog ends the running attempt
+(both counted on this machine's clock every second). Rows can
 be sorted (`s` cycles the order) and filtered (`/`); `t` retries a scenario stuck on infrastructure.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
@@ -22,8 +25,11 @@ from tui.components.confirm import Confirm
 from tui.components.rows import RowTable
 from tui.screens.base import MonitorScreen
 
-COLUMNS = (("configuration", 40), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("attempt", 8),
-           ("infra", 6), ("last failure", 28), ("history", 0))
+# At 150 columns every column shows; narrower, the optional ones go (configuration then shrinks).
+COLUMNS = (("configuration", 36), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("in phase", 8),
+           ("watchdog", 8), ("attempt", 8), ("infra", 6), ("last failure", 20), ("history", 0))
+HIDE_WHEN_NARROW = (2, 8, 3, 7, 6, 5)  # status, infra, turn, attempt, watchdog, in phase: the rest must show
+FINISHED = ("done", "failed", "infra_failed", "capped", "cancelled")
 HISTORY_WIDTH = 40
 PHASE_STYLE = {"agent working": "green", "retrying": "yellow", "infra retry": "bold magenta",
                "infra wait": "bold magenta", "server starting": "cyan", "testing": "cyan", "feedback": "yellow",
@@ -69,7 +75,7 @@ class SweepScreen(MonitorScreen):
         yield Banner(id="banner")
         yield Static(id="summary")
         yield Input(placeholder="filter: configuration, phase, status or failure", id="filter")
-        yield RowTable(COLUMNS, id="scenarios")
+        yield RowTable(COLUMNS, id="scenarios", optional=HIDE_WHEN_NARROW, shrink=0)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -78,6 +84,14 @@ class SweepScreen(MonitorScreen):
         if self.sweep not in self.stamina.board.scenarios:
             self.stamina.need_scenarios(self.sweep)
         self.redraw()
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        """The clocks move: repaint the time columns of the scenarios still under way (one line each)."""
+        table = self.query_one("#scenarios", RowTable)
+        for s in self.stamina.board.scenarios.get(self.sweep, {}).values():
+            if s.status not in FINISHED and s.since:
+                table.update_row(str(s.id), self._cells(s))
 
     # --- drawing ------------------------------------------------------------------------------
 
@@ -97,8 +111,14 @@ class SweepScreen(MonitorScreen):
         text = Text("…" if len(s.history) > HISTORY_WIDTH else "")
         for ch in history:
             text.append(ch, style=HISTORY_STYLE.get(ch, ""))
+        now = time.time()
+        under_way = s.status not in FINISHED
+        in_phase = span(now - s.since) if under_way and s.since else "-"
+        left = s.deadline - now if under_way and s.deadline else None
+        watchdog = Text("-" if left is None else span(left), style="" if left is None or left > 60 else "bold red")
         return (s.configuration, str(s.seed), s.status, str(s.turn), Text(s.phase, style=PHASE_STYLE.get(s.phase, "")),
-                f"{s.attempt}/{most}" if most else str(s.attempt), str(s.infra_try) if s.infra_try else "-",
+                in_phase, watchdog, f"{s.attempt}/{most}" if most else str(s.attempt),
+                str(s.infra_try) if s.infra_try else "-",
                 Text(s.last_failure or "-", style="magenta" if s.last_failure in INFRA_TEXT else ""), text)
 
     def redraw(self) -> None:
@@ -192,5 +212,11 @@ class SweepScreen(MonitorScreen):
                                      f"(last failure: {s.last_failure or '-'})."), act)
 
 
-
-
+def span(seconds: float) -> str:
+    """A duration as people read it on a clock: 42s, 3m07s, 2h05m (never negative)."""
+    seconds = max(int(seconds), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

@@ -1,0 +1,196 @@
+"""What the monitor adds to the daemon's figures: progress, ETA, clocks, usage, logs, and layouts that fit.
+
+Pilot tests run against a real in-process daemon with manual agents, which hold their attempts open
+(prompts waiting for a person) so the clocks and counts can be read while scenarios are under way.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
+from protocol.events import AttemptStarted, HarnessDone
+from protocol.messages import ConfigStatus
+from staminad.daemon import views
+from state.store import Store
+from tests.daemon.inprocess import events, running_daemon, submit, until
+from tests.engine.conftest import sweep as run_in_process
+from tests.engine.conftest import write_sweep
+from tests.tui.conftest import settle
+from tui.app import make_app
+from tui.board import Board
+from tui.components.confirm import Confirm
+from tui.components.rows import RowTable
+from tui.screens.overview import COLUMNS, _rows, bar, eta
+from tui.screens.scenario import ScenarioScreen
+from tui.screens.sweep import SweepScreen, span
+
+pytestmark = pytest.mark.anyio
+CLOCK = re.compile(r"\d+s")
+
+
+def _config(finished: int, scenarios: int = 4) -> ConfigStatus:
+    return ConfigStatus(name="c", scenarios=scenarios, finished=finished, mean_turns=0.0, se_turns=0.0,
+                        pass_rate=0.0, statuses={}, infra={})
+
+
+def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
+    """ETA: elapsed per finished scenario times those left; '-' before the first and for a stopped sweep."""
+    info = SweepInfo(sweep="s", status="running", fingerprint="f", configurations=(_config(1), _config(1)),
+                     created_at=1000.0)
+    assert eta(info, now=1100.0) == "5m00s"  # 100 s for 2 of 8: 300 s for the 6 left
+    assert eta(SweepInfo(sweep="s", status="running", fingerprint="f", configurations=(_config(0),),
+                         created_at=1000.0), now=1100.0) == "-"
+    assert eta(SweepInfo(sweep="s", status="cancelled", fingerprint="f", configurations=(_config(1),),
+                         created_at=1000.0), now=1100.0) == "-"
+    assert eta(SweepInfo(sweep="s", status="finished", fingerprint="f", configurations=(_config(4),)), 0) == "done"
+    assert bar(2, 4).plain == "█████░░░░░ 2/4" and bar(0, 0).plain == "░░░░░░░░░░ 0/0"
+    assert (span(42), span(187), span(7500), span(-3)) == ("42s", "3m07s", "2h05m", "0s")
+
+
+def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch() -> None:
+    """attempt_started sets the watchdog to launch + turn timeout; the harness ending stops it; phases restart."""
+    board = Board()
+    row = ScenarioRow(id=1, configuration="c", seed=0, status="running", turns_passed=0, turn=0, attempt=1,
+                      infra_try=0, phase="agent working", last_failure="", history="", reason="", since=50.0,
+                      deadline=70.0)
+    board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), turn_timeout=20.0))
+    done = HarnessDone(scenario=1, configuration="c", seed=0, turn=0, attempt=1, exit=0, signal=None,
+                       harness_seconds=1.0)
+    board.apply(Event(sweep="s", data=done, at=60.0, seq=1))
+    s = board.find("s", 1)
+    assert s is not None and (s.phase, s.since, s.deadline) == ("testing", 60.0, 0.0)
+    again = AttemptStarted(scenario=1, configuration="c", seed=0, turn=0, attempt=2, infra_try=0)
+    board.apply(Event(sweep="s", data=again, at=65.0, seq=2))
+    assert (s.phase, s.since, s.deadline) == ("retrying", 65.0, 85.0)
+
+
+def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
+    """Figures read while a cancel lands can still count running rows: a cancelled sweep shows '-' and no slots."""
+    stale = ConfigStatus(name="c", scenarios=2, finished=1, mean_turns=1.0, se_turns=0.0, pass_rate=0.5,
+                         statuses={"running": 1, "done": 1}, infra={})
+    for status, running, label in (("running", "1", "running 1/4"), ("cancelled", "-", "cancelled")):
+        info = SweepInfo(sweep="s", status=status, fingerprint="f", configurations=(stale,), parallel=4, active=1)
+        (row,) = _rows(info, now=0.0)
+        assert row[1 + COLUMNS.index("running")] == running and str(row[1 + COLUMNS.index("status")]) == label
+
+
+async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_path: Path) -> None:
+    """Pending rows show '-', End/Home move the cursor, the cancel dialog wraps and names its sweep, and a
+    cancelled sweep shows no running scenarios."""
+    state = tmp_path / "st"
+    held = write_sweep(tmp_path, "held", ["manual"], seeds="0-2", turns=1)
+    other = write_sweep(tmp_path, "other", ["manual"], turns=1)
+    async with running_daemon(state), events(state, ("held", "other")) as stream:
+        await submit(state, held)
+        await until(stream, "manual_prompt")
+        await submit(state, other)
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(160, 48)) as pilot:
+            table = app.screen.query_one("#sweeps", DataTable)
+            await settle(pilot, lambda: table.row_count == 2
+                         and all(s.configurations for s in app.board.sweeps.values()))
+            held_row = next(i for i in range(2) if str(table.get_row_at(i)[0]) == "held")
+            cells = table.get_row_at(held_row)
+            assert str(cells[COLUMNS.index("progress")]).endswith(" 0/3")
+            assert (cells[COLUMNS.index("turns passed")], cells[COLUMNS.index("pass rate")]) == ("-", "-")
+            await pilot.press("end")
+            assert table.cursor_row == 1
+            await pilot.press("home")
+            assert table.cursor_row == 0
+            if held_row:
+                await pilot.press("down")
+            await pilot.press("c")
+            assert isinstance(app.screen, Confirm)
+            question = app.screen.query_one("#question", Static)
+            await pilot.pause()
+            asked = str(question.render())
+            assert "Cancel sweep held (running, 1 configuration, 0/3 scenarios finished)?" in asked
+            lines = [strip.text.strip() for strip in question.render_lines(question.region.reset_offset)]
+            shown = [line for line in lines if line]
+            assert len(shown) >= 2 and " ".join(shown) == " ".join(asked.split())  # wrapped at spaces, nothing cut
+            await pilot.press("y")
+            await settle(pilot, lambda: app.board.sweeps["held"].status == "cancelled")
+            await settle(pilot, lambda: str(table.get_row_at(held_row)[0]) == "held"
+                         and str(table.get_row_at(held_row)[1]).startswith("cancelled"))
+            assert table.get_row_at(held_row)[COLUMNS.index("running")] == "-"
+
+
+async def test_sweep_screen_clocks_and_key_columns_at_100x30(tmp_path: Path) -> None:
+    """Each running row shows its time in phase and the watchdog's time left; at 100x30 the key columns show."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "clock", ["manual"], seeds="0-2", turns=1)
+    async with running_daemon(state), events(state, ("clock",)) as stream:
+        await submit(state, path)
+        for _ in range(3):
+            await until(stream, "manual_prompt")
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, lambda: "clock" in app.board.scenarios)
+            await pilot.press("enter")
+            assert isinstance(app.screen, SweepScreen)
+            rows = app.screen.query_one("#scenarios", RowTable)
+            await settle(pilot, lambda: rows.row_count == 3)
+            for i in range(3):
+                in_phase, watchdog = rows.get_row_at(i)[5], rows.get_row_at(i)[6]
+                assert CLOCK.fullmatch(str(in_phase)), in_phase
+                assert isinstance(watchdog, Text) and CLOCK.fullmatch(watchdog.plain), watchdog
+                assert int(watchdog.plain[:-1]) <= 20  # the sweep's turn_timeout
+            header = rows.render_line(0).text
+            for column in ("configuration", "seed", "phase", "last failure", "history"):
+                assert column in header, header
+            assert "manual R=2 detailed" in rows.render_line(1).text
+            await pilot.press("end")
+            assert rows.cursor_row == 2
+            await pilot.press("home")
+            assert rows.cursor_row == 0
+
+
+async def test_scenario_screen_shows_logs_workspace_and_usage(tmp_path: Path) -> None:
+    """The scenario screen shows the workspace path, both log tails, and tokens and cost per attempt."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "used", ["reference"], turns=1)
+    async with running_daemon(state), events(state, ("used",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, lambda: "used" in app.board.scenarios)
+            await pilot.press("enter")
+            rows = app.screen.query_one("#scenarios", RowTable)
+            await settle(pilot, lambda: rows.row_count == 1)
+            await pilot.press("enter")
+            screen = app.screen
+            assert isinstance(screen, ScenarioScreen)
+            await settle(pilot, lambda: screen.info is not None and screen._shown_attempt is not None)
+            assert screen.info is not None and Path(screen.info.workspace).is_dir()
+            assert f"workspace {screen.info.workspace}" in str(screen.query_one("#summary", Static).render())
+            text = str(screen.query_one("#attempt", Static).render())
+            assert "harness log (tail)" in text and "server log (tail" in text and "no model calls metered" in text
+            table = screen.query_one("#attempts", DataTable)
+            assert list(table.get_row_at(0)[-2:]) == ["-", "-"]
+
+
+async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path) -> None:
+    """The daemon's scenario reply sums each attempt's model calls and carries the server log's tail."""
+    path = write_sweep(tmp_path, "paid", ["reference"], turns=1)
+    state = tmp_path / "st"
+    await run_in_process(path, state)
+    async with await Store.open(state / "staminad.db") as store:
+        before = await views.scenario_info(store, "paid", "reference R=2 detailed", 0)
+        first = before.attempts[0]
+        scenario_id = (await views.find_scenario(store, "paid", "reference R=2 detailed", 0)).id
+        for tokens in ((100, 20, 0), (30, 5, 0)):
+            await store.llm_call(scenario_id, first.id, 0, "chat", "m", tokens, 0.25, 200, 0.1, 0.0, False)
+        info = await views.scenario_info(store, "paid", "reference R=2 detailed", 0)
+        texts = await views.attempt_texts(store, first.id)
+    assert (before.attempts[0].tokens, before.attempts[0].cost) == (0, 0.0)
+    assert (info.attempts[0].tokens, info.attempts[0].cost) == (155, 0.5)
+    assert Path(info.workspace).is_dir() and isinstance(texts.harness_log, str)
+    server_log = Path(info.workspace).parent / "control" / "server.log"
+    assert server_log.exists() and server_log.read_text(errors="replace").endswith(info.server_log)
