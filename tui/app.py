@@ -23,6 +23,7 @@ from tui.board import Board
 from tui.components.banner import Banner
 from tui.link import Link, LinkDown
 from tui.screens.base import MonitorScreen
+from tui.screens.events import EventLogScreen
 from tui.screens.overview import OverviewScreen
 
 BATCH_WINDOW = 0.04  # seconds events wait to be applied together
@@ -106,6 +107,10 @@ class StaminaApp(App[None]):
             if not quiet:
                 self.notify(str(exc), severity="error", timeout=6)
             return None
+
+    def open_events(self, text_filter: str) -> None:
+        """Push the event log, filtered on `text_filter` (what the screen it opens from shows)."""
+        self.push_screen(EventLogScreen(text_filter))
 
     def need_scenarios(self, sweep: str) -> None:
         """Load (or reload) a sweep's scenario list at the next refetch."""

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from textual.screen import Screen
 from textual.widgets import Input
 
+from tui.board import Board, Change
 from tui.components.banner import Banner
 from tui.components.help import Help
 
-if TYPE_CHECKING:
-    from tui.app import StaminaApp
-    from tui.board import Change
+
+class Monitor(Protocol):
+    """What screens use of the app (`tui.app.StaminaApp`): screens never import the app, the app imports them."""
+
+    board: Board
+    connected: bool
+    status_text: str
+
+    async def ask(self, message: Any, quiet: bool = False) -> Any | None: ...
+
+    def need_scenarios(self, sweep: str) -> None: ...
+
+    def resync(self) -> None: ...
+
+    def open_events(self, text_filter: str) -> None: ...
 
 
 class MonitorScreen(Screen[None]):
@@ -22,8 +35,8 @@ class MonitorScreen(Screen[None]):
     EVENT_FILTER = ""  # what the event log opened from here filters on
 
     @property
-    def stamina(self) -> StaminaApp:
-        return self.app  # type: ignore[return-value]
+    def stamina(self) -> Monitor:
+        return self.app  # type: ignore[return-value]  # the app is a StaminaApp, which is a Monitor
 
     def on_mount(self) -> None:
         self.query_one(Banner).show(self.stamina.connected, self.stamina.status_text)
@@ -46,9 +59,7 @@ class MonitorScreen(Screen[None]):
         self.app.push_screen(Help(self.HELP_TITLE, self.KEY_HELP))
 
     def action_events(self) -> None:
-        from tui.screens.events import EventLogScreen
-
-        self.app.push_screen(EventLogScreen(self.EVENT_FILTER))
+        self.stamina.open_events(self.EVENT_FILTER)
 
     def action_back(self) -> None:
         """Leave a filter box first; otherwise go back a screen."""
