@@ -39,6 +39,7 @@ class Harness:
     files: Callable[[str, str], dict[str, str]] = lambda base, model: {}  # HOME-relative config files
     caveat: str = ""
     keys: tuple[str, ...] = field(default=())  # environment variables it reads an API key from
+    base: str = "bookworm"  # the Debian suite of the base image its layer goes on (its Python's version)
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -132,23 +133,42 @@ def _codex_parse(out: str, err: str, code: int) -> Report:
             usage = _dict(e.get("usage"))
             tin += _int(usage.get("input_tokens"))
             tout += _int(usage.get("output_tokens"))
+    # An `item.completed` of type error (say "Model metadata for X not found") is a warning; these end the turn.
     failed = [e for e in events if e.get("type") in ("turn.failed", "error")]
     error = str(_dict(failed[-1].get("error")).get("message") or failed[-1].get("message")) if failed else ""
-    return Report(session=session, ok=code == 0 and not failed, input_tokens=tin, output_tokens=tout, error=error)
+    if not failed and not any(e.get("type") == "turn.completed" for e in events):
+        error = (err.strip().splitlines() or [f"exit {code} without turn.completed"])[-1]
+    return Report(session=session, ok=code == 0 and not error, input_tokens=tin, output_tokens=tout, error=error)
 
 
-_CODEX_FLAGS = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+# No approvals, no codex sandbox (bubblewrap/landlock need user namespaces the container does not grant;
+# the container is the sandbox), no git repository needed; --strict-config fails loudly if a key below is
+# not this version's.
+_CODEX_FLAGS = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--strict-config"]
+
+
+def _codex_config(base: str, model: str) -> str:
+    # Retries are the gateway's (it waits out outages); web search and the plugin/app/update features
+    # would reach openai.com, chatgpt.com and github.com, which a sealed sandbox cannot.
+    return (
+        'model_provider = "staminabench"\ncheck_for_update_on_startup = false\nweb_search = "disabled"\n\n'
+        "[features]\nplugins = false\napps = false\nremote_plugin = false\ntool_suggest = false\n"
+        "in_app_updates = false\nskill_mcp_dependency_install = false\ndaemon_auto_start = false\n\n"
+        "[analytics]\nenabled = false\n\n"
+        '[model_providers.staminabench]\nname = "staminabench gateway"\n'
+        f'base_url = "{base}"\nenv_key = "STAMINABENCH_KEY"\nwire_api = "responses"\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n")
+
+
 CODEX = Harness(
-    name="codex", version="0.46.0", install="npm:@openai/codex@0.46.0",
-    first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, "-c", "model_provider=staminabench",
-                                 prompt],
-    resume=lambda prompt, model, session: ["codex", "exec", *_CODEX_FLAGS, "-m", model, "-c",
-                                           "model_provider=staminabench", "resume", session, prompt],
+    name="codex", version="0.163.0", install="pypi:openai-codex-cli-bin==0.163.0",
+    first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, prompt],
+    resume=lambda prompt, model, session: ["codex", "exec", "resume", *_CODEX_FLAGS, "-m", model, session, prompt],
     env=lambda base, model: {"STAMINABENCH_KEY": "gateway", "CODEX_HOME": ".codex"},
-    files=lambda base, model: {".codex/config.toml": (
-        "[model_providers.staminabench]\nname = \"staminabench gateway\"\n"
-        f"base_url = \"{base}\"\nenv_key = \"STAMINABENCH_KEY\"\nwire_api = \"chat\"\n")},
+    files=lambda base, model: {".codex/config.toml": _codex_config(base, model)},
     parse=_codex_parse,
+    caveat="speaks the OpenAI Responses API (the gateway passes /v1/responses); a model name codex does not "
+           "know runs on fallback metadata without its apply_patch tool",
 )
 
 
