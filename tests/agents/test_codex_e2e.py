@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -143,19 +144,16 @@ def test_codex_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Pa
     assert len(retry) > len(_texts(requests[3])) > len(_texts(requests[2]))  # one growing session
     sessions = {r["headers"].get("Session-Id") or r["headers"].get("session-id") for r in requests}
     assert len(sessions) == 1, sessions
-    _capture(state, tmp_path)
+    _capture(state, "session")
 
 
-def _capture(state: Path, tmp: Path) -> None:
-    """Keep what codex printed, for refreshing the recordings (STAMINABENCH_CAPTURE=dir)."""
-    import os
-
+def _capture(state: Path, label: str) -> None:
+    """Keep what codex printed, to refresh the recordings from (STAMINABENCH_CAPTURE=DIR)."""
     target = os.environ.get("STAMINABENCH_CAPTURE")
-    if not target:
-        return
-    for out in sorted(tmp.glob("st/**/.home/.staminabench/codex-*.out")) + sorted(state.glob("**/codex-*.out")):
+    if target:
         Path(target).mkdir(parents=True, exist_ok=True)
-        (Path(target) / out.name).write_text(out.read_text())
+        for out in sorted(state.glob("**/.staminabench/codex-*.out")):
+            (Path(target) / f"{label}-{out.name}").write_text(out.read_text())
 
 
 @pytest.mark.timeout(900)
@@ -166,6 +164,7 @@ def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, c
         standin.faults.extend([Fault("status", 503)] * 2)
         done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 2"), tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
+    _capture(tmp_path / "st", "outage")
     db = sqlite3.connect(tmp_path / "st" / "staminad.db")
     rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
     assert rows[0] == (0, 1, 0, "infra", "llm_unavailable"), rows

@@ -62,10 +62,7 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
         output_tokens=3100)
     error = _parse("claude-code", "claude-code-error.jsonl")
     assert not error.ok and error.error == "error_during_execution"
-    assert _parse("codex", "codex.jsonl") == Report(session="0199a213-81c0-7800-8aa1-bbab2a035a53", ok=True,
-                                                    input_tokens=24763, output_tokens=122)
-    failed = _parse("codex", "codex-failed.jsonl", code=1)
-    assert not failed.ok and failed.error == "stream disconnected before completion"
+    # codex: real captures, pinned in test_codex_recordings.py
     assert _parse("opencode", "opencode.jsonl") == Report(session="ses_5b2f9c1e0ffeW1a2b3c4d5e6f7", ok=True,
                                                           input_tokens=4500, output_tokens=500)
     assert _parse("qwen-code", "qwen-code.json") == Report(ok=True, input_tokens=41230, output_tokens=5120)
