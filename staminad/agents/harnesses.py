@@ -251,7 +251,7 @@ def _stream_json_parse(out: str, err: str, code: int) -> Report:
 
 
 KIMI = Harness(
-    name="kimi-cli", version="0.43.0", install="pypi:kimi-cli==0.43.0",
+    name="kimi-cli", version="1.52.0", install="pypi:kimi-cli==1.52.0", base="trixie",
     first=lambda prompt, model: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m", model,
                                  "-c", prompt],
     resume=lambda prompt, model, session: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m",
@@ -261,7 +261,7 @@ KIMI = Harness(
 )
 
 VIBE = Harness(
-    name="mistral-vibe", version="1.1.3", install="pypi:mistral-vibe==1.1.3",
+    name="mistral-vibe", version="3.0.2", install="pypi:mistral-vibe==3.0.2", base="trixie",
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
     resume=lambda prompt, model, session: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve",
                                            "--resume", session],
@@ -291,7 +291,7 @@ def _openhands_parse(out: str, err: str, code: int) -> Report:
 
 
 OPENHANDS = Harness(
-    name="openhands", version="1.0.1", install="pypi:openhands==1.0.1",
+    name="openhands", version="1.2.1", install="pypi:openhands==1.2.1", base="trixie",
     first=lambda prompt, model: ["openhands", "--headless", "--json", "--always-approve", "-t", prompt],
     resume=lambda prompt, model, session: ["openhands", "--headless", "--json", "--always-approve", "--resume",
                                            session, "-t", prompt],

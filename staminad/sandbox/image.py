@@ -144,6 +144,8 @@ def harness_tag(name: str) -> str:
     h = _harness(name)
     target = SUITES[h.base].python_target()
     spec = f"{recipe(suite=h.base).tag()}|{h.install}|{target}|{sorted(HARNESS_BINS.get(name, {}).items())}"
+    if name in HARNESS_SDISTS:
+        spec += f"|{HARNESS_SDISTS[name]}"
     return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
@@ -173,19 +175,7 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     tree = workdir / "harnesses"  # copied to /opt, giving HARNESS_ROOT/NAME
     stage = tree / name
     shutil.rmtree(tree, ignore_errors=True)
-    first, *rest = packages.split()
-    python, platforms = SUITES[h.base].python_target()
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(stage),
-           "--python-version", python, *(f"--platform={p}" for p in platforms), "--only-binary=:all:",
-           "--implementation", "cp"]
-    # Where its full dependency list pulls in UIs and datasets: the harness itself without dependencies,
-    # then what it imports; else the pinned packages with their dependencies.
-    steps = [[*pip, "--no-deps", first], [*pip, *rest, *HARNESS_DEPS[name]]] if name in HARNESS_DEPS else \
-        [[*pip, first, *rest]]
-    for args in steps:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
     _commands(stage, HARNESS_BINS.get(name, {}))
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
@@ -201,6 +191,39 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
         shutil.rmtree(tree, ignore_errors=True)
     subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
     return tag, True
+
+
+def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path, timeout: float) -> None:
+    """Download the harness's wheels for its base's Python and platform, then unpack them into `stage`.
+
+    Two steps because pip checks Requires-Python against the interpreter running it when installing;
+    `pip download` checks it against the target version, after which the wheel set is fixed.
+    Pure-Python packages published only as source (HARNESS_SDISTS) are built into wheels here first.
+    """
+    python, platforms = SUITES[base].python_target()
+    target = ["--python-version", python, *(f"--platform={p}" for p in platforms), "--only-binary=:all:",
+              "--implementation", "cp", "--find-links", str(wheels)]
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    shutil.rmtree(wheels, ignore_errors=True)
+    wheels.mkdir(parents=True)
+    first, *rest = packages
+    # Where its full dependency list pulls in UIs and datasets: the harness itself without dependencies,
+    # then what it imports; else the pinned packages with their dependencies.
+    wanted = [["--no-deps", first], [*rest, *HARNESS_DEPS[name]]] if name in HARNESS_DEPS else [packages]
+    if name in HARNESS_SDISTS:
+        _pip(name, [*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *HARNESS_SDISTS[name]], timeout)
+        if [w for w in wheels.glob("*.whl") if not w.name.endswith("-py3-none-any.whl")]:
+            raise ImageError(f"{name}: a source-only dependency is not pure Python; it cannot be built offline")
+    for w in wanted:
+        _pip(name, [*pip, "download", "--quiet", "--dest", str(wheels), *target, *w], timeout)
+    _pip(name, [*pip, "install", "--quiet", "--no-index", "--no-deps", "--ignore-requires-python", "--target",
+                str(stage), *target, *map(str, sorted(wheels.glob("*.whl")))], timeout)
+
+
+def _pip(name: str, args: list[str], timeout: float) -> None:
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
 
 
 def _commands(stage: Path, links: dict[str, str]) -> None:
@@ -229,4 +252,9 @@ HARNESS_DEPS: dict[str, tuple[str, ...]] = {
 # Commands a harness's package ships as a bundled binary rather than a console script: bin/NAME -> path.
 HARNESS_BINS: dict[str, dict[str, str]] = {
     "codex": {"codex": "codex_cli_bin/bin/codex"},
+}
+
+# Pure-Python dependencies published only as source: built into wheels on this host before the download.
+HARNESS_SDISTS: dict[str, tuple[str, ...]] = {
+    "kimi-cli": ("ripgrepy==2.2.0",),
 }
