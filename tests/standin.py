@@ -172,7 +172,9 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
 
 
 def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
-    return [{"id": f"call_{i}", "type": "function",
+    # Ids are unique across the server's life, as the real API's are: harnesses key their own records on them.
+    n = next(_serial)
+    return [{"id": f"call_{n:06d}_{i}", "type": "function",
              "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
             for i, c in enumerate(reply.tool_calls)]
 

@@ -251,14 +251,29 @@ def _stream_json_parse(out: str, err: str, code: int) -> Report:
 
 
 KIMI = Harness(
-    name="kimi-cli", version="1.52.0", install="pypi:kimi-cli==1.52.0", base="trixie",
+    name="kimi-cli", version="1.51.0", install="pypi:kimi-cli==1.51.0", base="trixie",
     first=lambda prompt, model: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m", model,
                                  "-c", prompt],
     resume=lambda prompt, model, session: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m",
                                            model, "--session", session, "-c", prompt],
     env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
     parse=_stream_json_parse,
+    caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
+           "command (with no arguments it fetches an installer), so the last working release is pinned",
 )
+
+def _vibe_parse(out: str, err: str, code: int) -> Report:
+    # `--output streaming` prints the session's entries as they settle (camelCase, no token usage: the
+    # gateway meters); an API error after its own retries ends it with exit 2 and "Error: ..." on stderr.
+    entries = _json_lines(out)
+    session = next((str(e["sessionId"]) for e in entries if e.get("sessionId")), "")
+    answered = any(e.get("type") == "message" and e.get("role") == "assistant" and
+                   e.get("generationStatus") == "completed" for e in entries)
+    problems = [line for line in err.splitlines() if line.startswith("Error:")]
+    ok = code == 0 and answered and not problems
+    error = "" if ok else (problems or err.strip().splitlines() or [f"exit {code}, no answer"])[-1]
+    return Report(session=session, ok=ok, error=error)
+
 
 VIBE = Harness(
     name="mistral-vibe", version="3.0.2", install="pypi:mistral-vibe==3.0.2", base="trixie",
@@ -267,10 +282,14 @@ VIBE = Harness(
                                            "--resume", session],
     env=lambda base, model: {"VIBE_HOME": ".vibe", "STAMINABENCH_KEY": "gateway"},
     files=lambda base, model: {".vibe/config.toml": (
-        f"active_model = \"{model}\"\n\n[[providers]]\nname = \"staminabench\"\napi_base = \"{base}\"\n"
+        f"active_model = \"{model}\"\nenable_telemetry = false\nenable_update_checks = false\n"
+        "enable_auto_update = false\napi_retry_max_elapsed_time = 0\n\n"
+        f"[[providers]]\nname = \"staminabench\"\napi_base = \"{base}\"\n"
         "api_key_env_var = \"STAMINABENCH_KEY\"\nbackend = \"generic\"\n\n[[models]]\n"
         f"name = \"{model}\"\nprovider = \"staminabench\"\nalias = \"{model}\"\n")},
-    parse=_stream_json_parse,
+    parse=_vibe_parse,
+    caveat="Chat Completions with tool calls; its own API retries are off (they ran past 3 minutes on a 500); "
+           "token usage is not printed, the gateway meters it",
 )
 
 

@@ -144,8 +144,6 @@ def harness_tag(name: str) -> str:
     h = _harness(name)
     target = SUITES[h.base].python_target()
     spec = f"{recipe(suite=h.base).tag()}|{h.install}|{target}|{sorted(HARNESS_BINS.get(name, {}).items())}"
-    if name in HARNESS_SDISTS:
-        spec += f"|{HARNESS_SDISTS[name]}"
     return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
@@ -257,4 +255,5 @@ HARNESS_BINS: dict[str, dict[str, str]] = {
 # Pure-Python dependencies published only as source: built into wheels on this host before the download.
 HARNESS_SDISTS: dict[str, tuple[str, ...]] = {
     "kimi-cli": ("ripgrepy==2.2.0",),
+    "openhands": ("func-timeout==4.3.5",),
 }
