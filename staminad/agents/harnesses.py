@@ -316,6 +316,8 @@ OPENHANDS = Harness(
                                            session, "-t", prompt],
     env=lambda base, model: {"LLM_BASE_URL": base, "LLM_API_KEY": "gateway", "LLM_MODEL": f"openai/{model}"},
     parse=_openhands_parse,
+    caveat="not runnable unattended: the PyPI CLI (1.0.x to 1.2.1) is a terminal UI with only --resume and "
+           "`serve`, no headless or print mode; these flags fail at once (exit 2, a harness crash)",
 )
 
 
