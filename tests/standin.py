@@ -205,7 +205,7 @@ def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[
                 {"type": "message_stop"}]
     if api == "responses":
         return responses_events(model, reply, pin, pout)
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
+    base: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
     events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
               for piece in _pieces(reply.content)]
     if reply.tool_calls:

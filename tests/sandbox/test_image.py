@@ -46,8 +46,9 @@ def test_a_harness_layer_tag_moves_with_its_base_and_pin(monkeypatch: pytest.Mon
 
     codex = harnesses.HARNESSES["codex"]
     before = harness_tag("codex")
-    for change in ({"base": "trixie"}, {"install": "pypi:openai-codex-cli-bin==0.162.1"}):
-        monkeypatch.setitem(harnesses.HARNESSES, "codex", dataclasses.replace(codex, **change))
+    for changed in (dataclasses.replace(codex, base="trixie"),
+                    dataclasses.replace(codex, install="pypi:openai-codex-cli-bin==0.162.1")):
+        monkeypatch.setitem(harnesses.HARNESSES, "codex", changed)
         assert harness_tag("codex") != before
     monkeypatch.setitem(harnesses.HARNESSES, "codex", codex)
     assert harness_tag("codex") == before
