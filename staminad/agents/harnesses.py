@@ -235,31 +235,32 @@ QWEN = Harness(
 )
 
 
-# --- Kimi CLI, Mistral Vibe (stream-json printers) ----------------------------------------------
+# --- Kimi CLI, Mistral Vibe (JSON-lines printers, on the trixie base) -----------------------------
 
-def _stream_json_parse(out: str, err: str, code: int) -> Report:
-    events = _json_lines(out)
-    session = next((str(e.get("session_id")) for e in events if e.get("session_id")), "")
-    tin = tout = 0
-    for e in events:
-        usage = _dict(e.get("usage"))
-        tin += _int(usage.get("input_tokens")) or _int(usage.get("prompt_tokens"))
-        tout += _int(usage.get("output_tokens")) or _int(usage.get("completion_tokens"))
-    errors = [e for e in events if e.get("type") == "error" or e.get("is_error")]
-    return Report(session=session, ok=code == 0 and not errors, input_tokens=tin, output_tokens=tout,
-                  error=str(errors[-1].get("message", "error")) if errors else "")
+_KIMI_SESSION = re.compile(r"To resume this session: kimi -r (\S+)")
+
+
+def _kimi_parse(out: str, err: str, code: int) -> Report:
+    # --print --output-format stream-json prints the messages (no usage: the gateway meters); the session
+    # id is only in its closing stderr line.
+    found = _KIMI_SESSION.findall(err)
+    answered = any(m.get("role") == "assistant" and not m.get("tool_calls") for m in _json_lines(out))
+    ok = code == 0 and answered
+    error = "" if ok else (err.strip().splitlines() or [f"exit {code}, no answer"])[-1]
+    return Report(session=found[-1] if found else "", ok=ok, error=error)
 
 
 KIMI = Harness(
-    name="kimi-cli", version="1.51.0", install="pypi:kimi-cli==1.51.0", base="trixie",
+    name="kimi-cli", version="1.51.0", install="pypi:kimi-cli==1.51.0 lxml-html-clean==0.4.3", base="trixie",
     first=lambda prompt, model: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m", model,
                                  "-c", prompt],
     resume=lambda prompt, model, session: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m",
                                            model, "--session", session, "-c", prompt],
     env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
-    parse=_stream_json_parse,
+    parse=_kimi_parse,
     caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
-           "command (with no arguments it fetches an installer), so the last working release is pinned",
+           "command (with no arguments it fetches an installer), so the last working release is pinned; its web "
+           "tools need lxml-html-clean, which its dependencies leave out",
 )
 
 def _vibe_parse(out: str, err: str, code: int) -> Report:

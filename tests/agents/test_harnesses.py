@@ -66,8 +66,7 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
     assert _parse("opencode", "opencode.jsonl") == Report(session="ses_5b2f9c1e0ffeW1a2b3c4d5e6f7", ok=True,
                                                           input_tokens=4500, output_tokens=500)
     assert _parse("qwen-code", "qwen-code.json") == Report(ok=True, input_tokens=41230, output_tokens=5120)
-    assert _parse("kimi-cli", "kimi-cli.jsonl") == Report(session="kimi-2b7e0c", ok=True, input_tokens=4700,
-                                                          output_tokens=340)
+    # kimi-cli: real captures, pinned in test_kimi_recordings.py
     assert _parse("openhands", "openhands.jsonl") == Report(session="c0ffee12a3b4", ok=True, input_tokens=15500,
                                                             output_tokens=2100)
     live = [_parse("aider", f"aider-live-{call}.txt") for call in ("first", "resume")]
