@@ -1,4 +1,4 @@
-"""The Mistral Vibe adapter against a real capture of vibe 3.0.2 (from tests/agents/test_vibe_e2e.py)."""
+"""The Mistral Vibe adapter against a real capture of vibe 3.0.2 (from tests/agents/test_chat_e2e.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""End to end: Mistral Vibe (a trixie-based layer) in Docker, driven through the gateway by Chat Completions.
+"""End to end: Chat Completions harnesses on the trixie base (Mistral Vibe, Kimi CLI) in Docker, through the gateway.
 
-The stand-in answers with `tool_calls` for vibe's own `bash` tool, so vibe runs the commands. Turn 0
-writes the reference agent's files and finishes; turn 1's first attempt changes nothing, its feedback
-retry rewrites the files. Both turns pass via `staminad run`; every call is metered against its attempt;
-the retry's request carries the earlier exchange (vibe resumed its session by id).
+The stand-in answers with `tool_calls` for the harness's own shell tool (vibe's `bash`, kimi's `Shell`), so
+the harness runs the commands. Turn 0 writes the reference agent's files and finishes; turn 1's first
+attempt changes nothing, its feedback retry rewrites the files. Both turns pass via `staminad run`; every
+call is metered against its attempt; the retry's request carries the earlier exchange (the harness resumed
+its session by id).
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ from tests.standin import Reply, StandIn
 MODEL = "standin-1"
 
 
-@pytest.fixture(scope="session")
-def vibe_image(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The Mistral Vibe layer on the trixie base, built offline from PyPI wheels for Python 3.13."""
+SHELL_TOOL = {"mistral-vibe": "bash", "kimi-cli": "Shell"}  # each takes {"command": ...}
+
+
+def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The harness's layer on the trixie base, built offline from PyPI wheels for Python 3.13."""
     from staminad.sandbox.image import build_harness
 
-    tag, _ = build_harness("mistral-vibe", tmp_path_factory.mktemp("layer"))
+    tag, _ = build_harness(name, tmp_path_factory.mktemp("layer"))
     return tag
 
 
-def _script(tmp: Path) -> list[Reply]:
+def _script(tmp: Path, tool: str) -> list[Reply]:
     """Write the server with bash, finish; a do-nothing attempt; the fix, finish."""
     scenario = generate(0, PARAMS)
     work = tmp / "scripted"
@@ -42,21 +45,24 @@ def _script(tmp: Path) -> list[Reply]:
     (work / "README.md").write_text(render_readme("python"))
     (work / "initial_specification.md").write_text(render_spec(scenario.initial))
     reference_agent.run(work, initial_prompt("python"), None, False)
-    replies = [Reply(tool_calls=[{"name": "bash", "arguments": {"command": _rewrite(work)}}]),
+    replies = [Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
                Reply(content="The server is written and compiles."),
                Reply(content="Nothing needs to change.")]
     reference_agent.run(work, change_prompt(scenario.turns[0], scenario.initial)[0], None, False)
-    return [*replies, Reply(tool_calls=[{"name": "bash", "arguments": {"command": _rewrite(work)}}]),
+    return [*replies, Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
             Reply(content="Applied the changes.")]
 
 
 @pytest.mark.timeout(1200)
-def test_vibe_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Path, vibe_image: str) -> None:
+@pytest.mark.parametrize("name", sorted(SHELL_TOOL))
+def test_passes_two_turns_and_a_feedback_retry_in_one_session(
+        name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Turn 0 passes, turn 1 on its retry; 5 metered chat calls; the retry continues the same conversation."""
-    with StandIn(_script(tmp_path), model=MODEL) as standin:
+    image = _layer(name, tmp_path_factory)
+    with StandIn(_script(tmp_path, SHELL_TOOL[name]), model=MODEL) as standin:
         state = tmp_path / "st"
-        sweep = _sweep(tmp_path, standin, vibe_image)
-        sweep.write_text(sweep.read_text().replace('agents = ["codex"]', 'agents = ["mistral-vibe"]')
+        sweep = _sweep(tmp_path, standin, image)
+        sweep.write_text(sweep.read_text().replace('agents = ["codex"]', f'agents = ["{name}"]')
                          .replace('"gpt-5.5"', f'"{MODEL}"'))
         done = _run(sweep, state)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -70,7 +76,7 @@ def test_vibe_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Pat
     assert [c[:2] for c in calls] == [(0, 1)] * 2 + [(1, 1)] + [(1, 2)] * 2
     assert all(c[2] > 0 and c[3] > 0 and c[4] > 0 for c in calls)
     assert len(requests) == 5 and all(r["path"].endswith("/chat/completions") for r in requests)
-    assert "bash" in {t["function"]["name"] for t in requests[0]["body"]["tools"]}
+    assert SHELL_TOOL[name] in {t["function"]["name"] for t in requests[0]["body"]["tools"]}
     answered = requests[1]["body"]["messages"]
     assert any(m.get("role") == "tool" and "rewritten" in str(m.get("content")) for m in answered)
     retry = [json.dumps(m) for m in requests[3]["body"]["messages"]]
@@ -80,5 +86,5 @@ def test_vibe_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Pat
     target = os.environ.get("STAMINABENCH_CAPTURE")
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
-        for out in sorted(state.glob("**/.staminabench/mistral-vibe-*.out")):
-            (Path(target) / f"vibe-{out.name}").write_text(out.read_text())
+        for out in sorted(state.glob(f"**/.staminabench/{name}-*.out")):
+            (Path(target) / out.name).write_text(out.read_text())
