@@ -41,6 +41,7 @@ class StandIn:
         self.replies: deque[Reply] = deque(replies or [])
         self.faults: deque[Fault] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[str] = []  # paths asked for with GET (model lists), kept apart from the model calls
         self.model = model
         self.lock = threading.Lock()
         self.server = _Quiet(("127.0.0.1", 0), _handler(self))
@@ -83,6 +84,8 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
+            with standin.lock:
+                standin.gets.append(self.path)
             self._json(200, {"object": "list", "data": [{"id": standin.model, "object": "model"}]})
 
         def do_POST(self) -> None:
@@ -162,8 +165,8 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             for event in _events(api, standin.model, reply, pin, pout, body):
-                # The Messages API names each event on its own `event:` line before the data, as the real one does.
-                named = f"event: {event['type']}\n" if api == "anthropic" else ""
+                # The Messages and Responses APIs name each event on its own `event:` line before the data.
+                named = f"event: {event['type']}\n" if api in ("anthropic", "responses") else ""
                 self._chunk(f"{named}data: {json.dumps(event)}\n\n".encode())
             if api == "chat":
                 self._chunk(b"data: [DONE]\n\n")
@@ -174,7 +177,9 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
 
 
 def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
-    return [{"id": f"call_{i}", "type": "function",
+    # Ids are unique across the server's life, as the real API's are: harnesses key their own records on them.
+    n = next(_serial)
+    return [{"id": f"call_{n:06d}_{i}", "type": "function",
              "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
             for i, c in enumerate(reply.tool_calls)]
 
@@ -183,11 +188,7 @@ def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str,
     if api == "anthropic":
         return _anthropic_whole(model, reply, pin, pout)
     if api == "responses":
-        return {"id": "resp_1", "object": "response", "model": model, "status": "completed",
-                "output": [{"type": "message", "role": "assistant",
-                            "content": [{"type": "output_text", "text": reply.content}]}],
-                "usage": {"input_tokens": pin, "output_tokens": pout, "total_tokens": pin + pout,
-                          "input_tokens_details": {"cached_tokens": 0}}}
+        return responses_whole(model, reply, pin, pout)
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool_calls:
         message["tool_calls"] = _tool_calls(reply)
@@ -202,9 +203,8 @@ def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[
     if api == "anthropic":
         return _anthropic_events(model, reply, pin, pout)
     if api == "responses":
-        return [{"type": "response.output_text.delta", "delta": reply.content},
-                {"type": "response.completed", "response": _whole("responses", model, reply, pin, pout)}]
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
+        return responses_events(model, reply, pin, pout)
+    base: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
     events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
               for piece in _pieces(reply.content)]
     if reply.tool_calls:
@@ -278,3 +278,89 @@ def _anthropic_events(model: str, reply: Reply, pin: int, pout: int) -> list[dic
                    "usage": {"output_tokens": pout}})
     events.append({"type": "message_stop"})
     return events
+
+
+# --- OpenAI Responses API ------------------------------------------------------------------------
+# The shapes the real API sends (and codex's SSE reader consumes): a response object, its output items
+# (`message` with `output_text` parts, `function_call` with JSON-string arguments and a call_id, or
+# `custom_tool_call` with free-form input, as codex's apply_patch is declared), and when streamed the
+# event sequence response.created, response.in_progress, then per item output_item.added, its deltas and
+# .done events, output_item.done, and finally response.completed carrying the usage.
+
+_serial = itertools.count(1)
+
+
+def _responses_items(reply: Reply) -> list[dict[str, Any]]:
+    """The reply as completed output items; a tool call with `input` (a string) is a custom tool call."""
+    n = next(_serial)
+    items: list[dict[str, Any]] = []
+    if reply.content:
+        items.append({"id": f"msg_{n:06d}", "type": "message", "status": "completed", "role": "assistant",
+                      "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
+    for i, call in enumerate(reply.tool_calls):
+        ident = f"{n:06d}_{i}"
+        if isinstance(call.get("input"), str):
+            items.append({"id": f"ctc_{ident}", "type": "custom_tool_call", "status": "completed",
+                          "call_id": f"call_{ident}", "name": call["name"], "input": call["input"]})
+        else:
+            items.append({"id": f"fc_{ident}", "type": "function_call", "status": "completed",
+                          "call_id": f"call_{ident}", "name": call["name"],
+                          "arguments": json.dumps(call["arguments"])})
+    return items
+
+
+def _response(model: str, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None,
+              ident: str) -> dict[str, Any]:
+    return {"id": ident, "object": "response", "created_at": int(time.time()), "status": status,
+            "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+            "error": None, "incomplete_details": None, "usage": usage}
+
+
+def _responses_usage(pin: int, pout: int) -> dict[str, Any]:
+    return {"input_tokens": pin, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": pout,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": pin + pout}
+
+
+def responses_whole(model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
+    """A non-streamed Responses API reply: the completed response object."""
+    return _response(model, "completed", _responses_items(reply), _responses_usage(pin, pout),
+                     f"resp_{next(_serial):06d}")
+
+
+def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events that build one output item: added (empty), its deltas and done events, done (complete)."""
+    ref = {"item_id": item["id"], "output_index": index}
+    if item["type"] == "message":
+        text = item["content"][0]["text"]
+        part = {"type": "output_text", "text": "", "annotations": []}
+        at = {**ref, "content_index": 0}
+        middle = [{"type": "response.content_part.added", **at, "part": part},
+                  *({"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text)),
+                  {"type": "response.output_text.done", **at, "text": text},
+                  {"type": "response.content_part.done", **at, "part": {**part, "text": text}}]
+        added = {**item, "status": "in_progress", "content": []}
+    elif item["type"] == "function_call":
+        args = item["arguments"]
+        middle = [*({"type": "response.function_call_arguments.delta", **ref, "delta": p} for p in _pieces(args)),
+                  {"type": "response.function_call_arguments.done", **ref, "arguments": args}]
+        added = {**item, "status": "in_progress", "arguments": ""}
+    else:
+        text = item["input"]
+        middle = [*({"type": "response.custom_tool_call_input.delta", **ref, "delta": p} for p in _pieces(text)),
+                  {"type": "response.custom_tool_call_input.done", **ref, "input": text}]
+        added = {**item, "status": "in_progress", "input": ""}
+    return [{"type": "response.output_item.added", "output_index": index, "item": added}, *middle,
+            {"type": "response.output_item.done", "output_index": index, "item": item}]
+
+
+def responses_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict[str, Any]]:
+    """A streamed Responses API reply, event by event, each with its sequence_number."""
+    ident = f"resp_{next(_serial):06d}"
+    items = _responses_items(reply)
+    events = [{"type": "response.created", "response": _response(model, "in_progress", [], None, ident)},
+              {"type": "response.in_progress", "response": _response(model, "in_progress", [], None, ident)}]
+    for index, item in enumerate(items):
+        events += _item_events(index, item)
+    events.append({"type": "response.completed",
+                   "response": _response(model, "completed", items, _responses_usage(pin, pout), ident)})
+    return [{**e, "sequence_number": n} for n, e in enumerate(events)]

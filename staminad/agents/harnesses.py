@@ -45,6 +45,7 @@ class Harness:
     # HOME-relative glob patterns of the files a session's history is appended to (session id -> patterns): a
     # call the harness itself failed is cut from them, so the infra retry resumes the session as it was.
     history: Callable[[str], tuple[str, ...]] = lambda session: ()
+    base: str = "bookworm"  # the Debian suite of the base image its layer goes on (its Python's version)
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -150,23 +151,42 @@ def _codex_parse(out: str, err: str, code: int) -> Report:
             usage = _dict(e.get("usage"))
             tin += _int(usage.get("input_tokens"))
             tout += _int(usage.get("output_tokens"))
+    # An `item.completed` of type error (say "Model metadata for X not found") is a warning; these end the turn.
     failed = [e for e in events if e.get("type") in ("turn.failed", "error")]
     error = str(_dict(failed[-1].get("error")).get("message") or failed[-1].get("message")) if failed else ""
-    return Report(session=session, ok=code == 0 and not failed, input_tokens=tin, output_tokens=tout, error=error)
+    if not failed and not any(e.get("type") == "turn.completed" for e in events):
+        error = (err.strip().splitlines() or [f"exit {code} without turn.completed"])[-1]
+    return Report(session=session, ok=code == 0 and not error, input_tokens=tin, output_tokens=tout, error=error)
 
 
-_CODEX_FLAGS = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+# No approvals, no codex sandbox (bubblewrap/landlock need user namespaces the container does not grant;
+# the container is the sandbox), no git repository needed; --strict-config fails loudly if a key below is
+# not this version's.
+_CODEX_FLAGS = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--strict-config"]
+
+
+def _codex_config(base: str, model: str) -> str:
+    # Retries are the gateway's (it waits out outages); web search and the plugin/app/update features
+    # would reach openai.com, chatgpt.com and github.com, which a sealed sandbox cannot.
+    return (
+        'model_provider = "staminabench"\ncheck_for_update_on_startup = false\nweb_search = "disabled"\n\n'
+        "[features]\nplugins = false\napps = false\nremote_plugin = false\ntool_suggest = false\n"
+        "in_app_updates = false\nskill_mcp_dependency_install = false\ndaemon_auto_start = false\n\n"
+        "[analytics]\nenabled = false\n\n"
+        '[model_providers.staminabench]\nname = "staminabench gateway"\n'
+        f'base_url = "{base}"\nenv_key = "STAMINABENCH_KEY"\nwire_api = "responses"\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n")
+
+
 CODEX = Harness(
-    name="codex", version="0.46.0", install="npm:@openai/codex@0.46.0",
-    first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, "-c", "model_provider=staminabench",
-                                 prompt],
-    resume=lambda prompt, model, session: ["codex", "exec", *_CODEX_FLAGS, "-m", model, "-c",
-                                           "model_provider=staminabench", "resume", session, prompt],
+    name="codex", version="0.163.0", install="pypi:openai-codex-cli-bin==0.163.0",
+    first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, prompt],
+    resume=lambda prompt, model, session: ["codex", "exec", "resume", *_CODEX_FLAGS, "-m", model, session, prompt],
     env=lambda base, model: {"STAMINABENCH_KEY": "gateway", "CODEX_HOME": ".codex"},
-    files=lambda base, model: {".codex/config.toml": (
-        "[model_providers.staminabench]\nname = \"staminabench gateway\"\n"
-        f"base_url = \"{base}\"\nenv_key = \"STAMINABENCH_KEY\"\nwire_api = \"chat\"\n")},
+    files=lambda base, model: {".codex/config.toml": _codex_config(base, model)},
     parse=_codex_parse,
+    caveat="speaks the OpenAI Responses API (the gateway passes /v1/responses); a model name codex does not "
+           "know runs on fallback metadata without its apply_patch tool",
 )
 
 
@@ -233,42 +253,62 @@ QWEN = Harness(
 )
 
 
-# --- Kimi CLI, Mistral Vibe (stream-json printers) ----------------------------------------------
+# --- Kimi CLI, Mistral Vibe (JSON-lines printers, on the trixie base) -----------------------------
 
-def _stream_json_parse(out: str, err: str, code: int) -> Report:
-    events = _json_lines(out)
-    session = next((str(e.get("session_id")) for e in events if e.get("session_id")), "")
-    tin = tout = 0
-    for e in events:
-        usage = _dict(e.get("usage"))
-        tin += _int(usage.get("input_tokens")) or _int(usage.get("prompt_tokens"))
-        tout += _int(usage.get("output_tokens")) or _int(usage.get("completion_tokens"))
-    errors = [e for e in events if e.get("type") == "error" or e.get("is_error")]
-    return Report(session=session, ok=code == 0 and not errors, input_tokens=tin, output_tokens=tout,
-                  error=str(errors[-1].get("message", "error")) if errors else "")
+_KIMI_SESSION = re.compile(r"To resume this session: kimi -r (\S+)")
+
+
+def _kimi_parse(out: str, err: str, code: int) -> Report:
+    # --print --output-format stream-json prints the messages (no usage: the gateway meters); the session
+    # id is only in its closing stderr line.
+    found = _KIMI_SESSION.findall(err)
+    answered = any(m.get("role") == "assistant" and not m.get("tool_calls") for m in _json_lines(out))
+    ok = code == 0 and answered
+    error = "" if ok else (err.strip().splitlines() or [f"exit {code}, no answer"])[-1]
+    return Report(session=found[-1] if found else "", ok=ok, error=error)
 
 
 KIMI = Harness(
-    name="kimi-cli", version="0.43.0", install="pypi:kimi-cli==0.43.0",
+    name="kimi-cli", version="1.51.0", install="pypi:kimi-cli==1.51.0 lxml-html-clean==0.4.3", base="trixie",
     first=lambda prompt, model: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m", model,
                                  "-c", prompt],
     resume=lambda prompt, model, session: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m",
                                            model, "--session", session, "-c", prompt],
     env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
-    parse=_stream_json_parse,
+    parse=_kimi_parse,
+    caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
+           "command (with no arguments it fetches an installer), so the last working release is pinned; its web "
+           "tools need lxml-html-clean, which its dependencies leave out",
 )
 
+def _vibe_parse(out: str, err: str, code: int) -> Report:
+    # `--output streaming` prints the session's entries as they settle (camelCase, no token usage: the
+    # gateway meters); an API error after its own retries ends it with exit 2 and "Error: ..." on stderr.
+    entries = _json_lines(out)
+    session = next((str(e["sessionId"]) for e in entries if e.get("sessionId")), "")
+    answered = any(e.get("type") == "message" and e.get("role") == "assistant" and
+                   e.get("generationStatus") == "completed" for e in entries)
+    problems = [line for line in err.splitlines() if line.startswith("Error:")]
+    ok = code == 0 and answered and not problems
+    error = "" if ok else (problems or err.strip().splitlines() or [f"exit {code}, no answer"])[-1]
+    return Report(session=session, ok=ok, error=error)
+
+
 VIBE = Harness(
-    name="mistral-vibe", version="1.1.3", install="pypi:mistral-vibe==1.1.3",
+    name="mistral-vibe", version="3.0.2", install="pypi:mistral-vibe==3.0.2", base="trixie",
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
     resume=lambda prompt, model, session: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve",
                                            "--resume", session],
     env=lambda base, model: {"VIBE_HOME": ".vibe", "STAMINABENCH_KEY": "gateway"},
     files=lambda base, model: {".vibe/config.toml": (
-        f"active_model = \"{model}\"\n\n[[providers]]\nname = \"staminabench\"\napi_base = \"{base}\"\n"
+        f"active_model = \"{model}\"\nenable_telemetry = false\nenable_update_checks = false\n"
+        "enable_auto_update = false\napi_retry_max_elapsed_time = 0\n\n"
+        f"[[providers]]\nname = \"staminabench\"\napi_base = \"{base}\"\n"
         "api_key_env_var = \"STAMINABENCH_KEY\"\nbackend = \"generic\"\n\n[[models]]\n"
         f"name = \"{model}\"\nprovider = \"staminabench\"\nalias = \"{model}\"\n")},
-    parse=_stream_json_parse,
+    parse=_vibe_parse,
+    caveat="Chat Completions with tool calls; its own API retries are off (they ran past 3 minutes on a 500); "
+           "token usage is not printed, the gateway meters it",
 )
 
 
@@ -289,12 +329,14 @@ def _openhands_parse(out: str, err: str, code: int) -> Report:
 
 
 OPENHANDS = Harness(
-    name="openhands", version="1.0.1", install="pypi:openhands==1.0.1",
+    name="openhands", version="1.2.1", install="pypi:openhands==1.2.1", base="trixie",
     first=lambda prompt, model: ["openhands", "--headless", "--json", "--always-approve", "-t", prompt],
     resume=lambda prompt, model, session: ["openhands", "--headless", "--json", "--always-approve", "--resume",
                                            session, "-t", prompt],
     env=lambda base, model: {"LLM_BASE_URL": base, "LLM_API_KEY": "gateway", "LLM_MODEL": f"openai/{model}"},
     parse=_openhands_parse,
+    caveat="not runnable unattended: the PyPI CLI (1.0.x to 1.2.1) is a terminal UI with only --resume and "
+           "`serve`, no headless or print mode; these flags fail at once (exit 2, a harness crash)",
 )
 
 

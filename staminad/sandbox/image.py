@@ -4,6 +4,9 @@
 image. The tag is content-addressed (a hash of the recipe), so building twice is a no-op and a
 changed recipe gets a new tag; `latest` points at the newest build. Agent harness layers, and the
 Node.js and Rust toolchains for the language ablation, go on top with the same mechanism.
+Two Debian suites are bases: bookworm (Python 3.11, the default) and trixie (Python 3.13) for the
+harnesses that need a newer Python; each harness names its base, and its layer's wheels are chosen
+for that base's Python and C library.
 
 The recipe also fixes the sandbox's users and the directories the runtime mounts over: the agent
 runs as `agent` (AGENT_UID), never as root; /opt/stamina (root, mode 0700) holds the control
@@ -20,8 +23,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from staminad.agents.harnesses import Harness
 
 BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux", "iptables")
 AGENT_UID = 1000  # the `agent` user (and group) of the image
@@ -41,6 +48,23 @@ LAYERS = {
     "rust": ("rustc", "cargo"),
 }
 REPO = "staminabench/sandbox"
+DEFAULT_SUITE = "bookworm"
+
+
+class Suite(msgspec.Struct, frozen=True):
+    """A Debian release usable as a base: the Python it ships and its C library (for wheel tags)."""
+
+    python: str
+    glibc: tuple[int, int]
+
+    def python_target(self) -> tuple[str, tuple[str, ...]]:
+        """The Python version and the wheel platform tags this base can run (manylinux up to its glibc)."""
+        major, minor = self.glibc
+        tags = ("manylinux2014_x86_64", *(f"manylinux_{major}_{m}_x86_64" for m in range(17, minor + 1)))
+        return self.python, tags
+
+
+SUITES = {"bookworm": Suite(python="3.11", glibc=(2, 36)), "trixie": Suite(python="3.13", glibc=(2, 41))}
 
 
 class ImageError(RuntimeError):
@@ -62,6 +86,8 @@ class Recipe(msgspec.Struct, frozen=True):
 def recipe(layer: str = "base", suite: str = "bookworm") -> Recipe:
     if layer not in LAYERS:
         raise ImageError(f"unknown layer {layer!r}; choose from {', '.join(LAYERS)}")
+    if suite not in SUITES:
+        raise ImageError(f"unknown Debian suite {suite!r}; choose from {', '.join(SUITES)}")
     return Recipe(suite=suite, variant="minbase", packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})),
                   setup=SETUP, layout=LAYOUT)
 
@@ -70,7 +96,7 @@ def image_exists(tag: str) -> bool:
     return subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0
 
 
-def build(layer: str = "base", suite: str = "bookworm", mirror: str | None = None, latest: bool = True,
+def build(layer: str = "base", suite: str = DEFAULT_SUITE, mirror: str | None = None, latest: bool = True,
           timeout: float = 1800) -> tuple[str, bool]:
     """Build (or find) the image; returns (tag, built_now)."""
     r = recipe(layer, suite)
@@ -99,67 +125,65 @@ def build(layer: str = "base", suite: str = "bookworm", mirror: str | None = Non
         built = False
     if latest:
         name = f"{REPO}:latest" if layer == "base" else f"{REPO}:{layer}"
+        if suite != DEFAULT_SUITE:  # `latest` and the layer names stay the default suite's
+            name = f"{REPO}:{suite}" if layer == "base" else f"{REPO}:{layer}-{suite}"
         subprocess.run(["docker", "tag", tag, name], check=True, capture_output=True)
     return tag, built
 
 
-def harness_tag(name: str) -> str:
-    """The content-addressed tag of a harness layer: its install pin on top of the current base image."""
+def _harness(name: str) -> Harness:
     from staminad.agents.harnesses import HARNESSES
 
     if name not in HARNESSES:
         raise ImageError(f"unknown harness {name!r}; choose from {', '.join(HARNESSES)}")
-    carry = f"|{HARNESSES[name].carry}" if HARNESSES[name].carry else ""
-    spec = f"{recipe().tag()}|{HARNESSES[name].install}|{PYTHON_TARGET}{carry}"
+    return HARNESSES[name]
+
+
+def harness_tag(name: str) -> str:
+    """The content-addressed tag of a harness layer: its install pin on top of its base image."""
+    h = _harness(name)
+    target = SUITES[h.base].python_target()
+    carry = f"|{h.carry}" if h.carry else ""
+    spec = f"{recipe(suite=h.base).tag()}|{h.install}|{target}|{sorted(HARNESS_BINS.get(name, {}).items())}{carry}"
     return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
-
-
-PYTHON_TARGET = ("3.11", "manylinux2014_x86_64")  # the base image's Python (Debian bookworm) and platform
 
 
 def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str, bool]:
     """Build (or find) a harness layer: packages fetched on this host, installed into the image offline.
 
-    PyPI harnesses are installed with pip into a staging tree for the image's Python and platform (binary
-    wheels only, so nothing compiles); the tree is copied into a container of the base image under
-    /opt/harnesses/NAME and committed. npm harnesses need `npm pack` tarballs from a host that reaches the
-    npm registry; this machine's image builds say so in one line.
+    PyPI harnesses are installed with pip into a staging tree for the Python and platform of the base
+    the harness names (binary wheels only, so nothing compiles); the tree is copied into a container of
+    that base image under /opt/harnesses/NAME and committed. Its bin/ holds the harness's commands:
+    console scripts (their shebang pointed at the image's python3) and links to bundled binaries. npm
+    harnesses need `npm pack` tarballs from a host that reaches the npm registry; this machine's image
+    builds say so in one line.
     """
-    from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
+    from staminad.agents.harnesses import HARNESS_ROOT
 
+    h = _harness(name)
     tag = harness_tag(name)
     alias = f"{REPO}:{name}"
     if image_exists(tag):
         subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
         return tag, False
-    install = HARNESSES[name].install
-    kind, _, packages = install.partition(":")
+    kind, _, packages = h.install.partition(":")
     if kind != "pypi":
         raise ImageError(f"{name} installs from {kind} ({packages}); build its layer on a host that reaches that "
                          "registry (npm pack, then the same docker cp + commit)")
-    base, _ = build()
+    base, _ = build(suite=h.base)
     tree = workdir / "harnesses"  # copied to /opt, giving HARNESS_ROOT/NAME
     stage = tree / name
     shutil.rmtree(tree, ignore_errors=True)
-    first, *rest = packages.split()
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(stage),
-           "--python-version", PYTHON_TARGET[0], "--platform", PYTHON_TARGET[1], "--only-binary=:all:",
-           "--implementation", "cp",
-           # pip 23 does not read manylinux2014 as its newer spelling: name both (Claude Code's wheel is _2_17).
-           "--platform", PYTHON_TARGET[1].replace("manylinux2014", "manylinux_2_17")]
-    # The harness itself without its optional heavy dependencies (datasets, UIs); then what it imports.
-    deps = [*rest, *HARNESS_DEPS.get(name, ())]
-    for args in ([*pip, "--no-deps", first], *([[*pip, *deps]] if deps else [])):
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-    if HARNESSES[name].carry:
-        _keep_only(stage, HARNESSES[name].carry)
+    _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
+    if h.carry:
+        _keep_only(stage, h.carry)
+    _commands(stage, HARNESS_BINS.get(name, {}))
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
         for cmd in (["docker", "create", "--name", container, base, "true"],
                     ["docker", "cp", str(tree), f"{container}:{Path(HARNESS_ROOT).parent}"],
-                    ["docker", "commit", "--change", f"LABEL staminabench.harness={install}", container, tag]):
+                    ["docker", "commit", "--change", f"LABEL staminabench.harness={h.install}", "--change",
+                     f"LABEL staminabench.base={h.base}", container, tag]):
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             if done.returncode != 0:
                 raise ImageError(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()}")
@@ -170,20 +194,25 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     return tag, True
 
 
-def _keep_only(stage: Path, carry: tuple[tuple[str, str], ...]) -> None:
-    """Reduce an installed tree to the files a harness runs (its binary), at their places in the layer."""
-    kept = stage.parent / f"{stage.name}.kept"
-    for src, dst in carry:
-        if not (stage / src).is_file():
-            raise ImageError(f"the package has no {src}")
-        (kept / dst).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(stage / src, kept / dst)
-    shutil.rmtree(stage)
-    os.replace(kept, stage)
+    _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
+    if h.carry:
+        _keep_only(stage, h.carry)
+    _commands(stage, HARNESS_BINS.get(name, {}))
 
 
 # What each PyPI harness needs at run time beyond itself (its full dependency list pulls in UIs and datasets).
 HARNESS_DEPS: dict[str, tuple[str, ...]] = {
     "mini-swe-agent": ("pyyaml", "requests", "jinja2", "pydantic>=2", "tenacity", "rich", "python-dotenv",
                        "platformdirs", "openai", "typer"),
+}
+
+# Commands a harness's package ships as a bundled binary rather than a console script: bin/NAME -> path.
+HARNESS_BINS: dict[str, dict[str, str]] = {
+    "codex": {"codex": "codex_cli_bin/bin/codex"},
+}
+
+# Pure-Python dependencies published only as source: built into wheels on this host before the download.
+HARNESS_SDISTS: dict[str, tuple[str, ...]] = {
+    "kimi-cli": ("ripgrepy==2.2.0",),
+    "openhands": ("func-timeout==4.3.5",),
 }

@@ -64,15 +64,11 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
                                                                        input_tokens=11618, output_tokens=5)
     error = _parse("claude-code", "claude-code-error.jsonl", code=1)  # its result still says subtype "success"
     assert not error.ok and error.error.startswith("API Error: 503 staminabench gateway: model endpoint unavailable")
-    assert _parse("codex", "codex.jsonl") == Report(session="0199a213-81c0-7800-8aa1-bbab2a035a53", ok=True,
-                                                    input_tokens=24763, output_tokens=122)
-    failed = _parse("codex", "codex-failed.jsonl", code=1)
-    assert not failed.ok and failed.error == "stream disconnected before completion"
+    # codex: real captures, pinned in test_codex_recordings.py
     assert _parse("opencode", "opencode.jsonl") == Report(session="ses_5b2f9c1e0ffeW1a2b3c4d5e6f7", ok=True,
                                                           input_tokens=4500, output_tokens=500)
     assert _parse("qwen-code", "qwen-code.json") == Report(ok=True, input_tokens=41230, output_tokens=5120)
-    assert _parse("kimi-cli", "kimi-cli.jsonl") == Report(session="kimi-2b7e0c", ok=True, input_tokens=4700,
-                                                          output_tokens=340)
+    # kimi-cli: real captures, pinned in test_kimi_recordings.py
     assert _parse("openhands", "openhands.jsonl") == Report(session="c0ffee12a3b4", ok=True, input_tokens=15500,
                                                             output_tokens=2100)
     live = [_parse("aider", f"aider-live-{call}.txt") for call in ("first", "resume")]

@@ -1,0 +1,184 @@
+"""End to end: the real Codex CLI binary in a real Docker container, driven by the stand-in through the gateway.
+
+The stand-in speaks the OpenAI Responses API, streamed, with function calls (`exec_command`) and the
+free-form `apply_patch` custom tool, so codex itself runs the commands and applies the patches. Turn 0:
+the model adds the reference agent's files with apply_patch, checks them with a command, and finishes.
+Turn 1: the first attempt changes nothing (its tests fail), the feedback retry rewrites the files with a
+command. `staminad run` must pass both turns, meter every call, and keep one codex session throughout:
+each request carries the whole exchange before it (checked at the stand-in).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from staminad.bench.readme import render_readme
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.reference import agent as reference_agent
+from tests.standin import Fault, Reply, StandIn
+
+PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
+MODEL = "gpt-5.5"  # a model codex knows, so it declares its real tools (apply_patch among them)
+FILES = ("server.py", "config.json", "run_server.sh")
+RECORDINGS = Path(__file__).parent / "recordings"
+
+
+@pytest.fixture(scope="session")
+def codex_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Codex layer, built offline from the PyPI wheel that carries the real binary."""
+    from staminad.sandbox.image import build_harness
+
+    tag, _ = build_harness("codex", tmp_path_factory.mktemp("layer"))
+    return tag
+
+
+def _add_patch(workspace: Path) -> str:
+    """An apply_patch patch adding the reference agent's files."""
+    lines = ["*** Begin Patch"]
+    for name in FILES:
+        lines.append(f"*** Add File: {name}")
+        lines += [f"+{line}" for line in (workspace / name).read_text().splitlines()]
+    return "\n".join([*lines, "*** End Patch"]) + "\n"
+
+
+def _rewrite(workspace: Path) -> str:
+    """A shell command that rewrites the reference agent's files exactly."""
+    parts = [f"echo {base64.b64encode((workspace / n).read_bytes()).decode()} | base64 -d > {n}" for n in FILES]
+    return " && ".join(parts) + " && chmod +x run_server.sh && python3 -m py_compile server.py && echo rewritten"
+
+
+def _script(tmp: Path) -> list[Reply]:
+    """The model's side: patch in the server, check it, finish; then a do-nothing attempt; then the fix."""
+    scenario = generate(0, PARAMS)
+    work = tmp / "scripted"
+    work.mkdir()
+    (work / "README.md").write_text(render_readme("python"))
+    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
+    reference_agent.run(work, initial_prompt("python"), None, False)
+    replies = [Reply(content="Adding the server.", tool_calls=[{"name": "apply_patch", "input": _add_patch(work)}]),
+               Reply(tool_calls=[{"name": "exec_command", "arguments": {
+                   "cmd": "chmod +x run_server.sh && python3 -m py_compile server.py && echo compiled"}}]),
+               Reply(content="The server is written and compiles."),
+               Reply(content="Nothing needs to change.")]  # turn 1, attempt 1: its tests fail
+    reference_agent.run(work, change_prompt(scenario.turns[0], scenario.initial)[0], None, False)
+    return [*replies, Reply(tool_calls=[{"name": "exec_command", "arguments": {"cmd": _rewrite(work)}}]),
+            Reply(content="Applied the changes.")]
+
+
+def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2) -> Path:
+    sweep = tmp / "s.toml"
+    sweep.write_text(textwrap.dedent(f"""
+        name = "codex-e2e"
+        [scenarios]
+        seeds = "0"
+        turns = {PARAMS.turns}
+        changes_per_turn = {PARAMS.changes_per_turn}
+        [matrix]
+        agents = ["codex"]
+        retries = [1]
+        [run]
+        runtime = "docker"
+        image = "{image}"
+        turn_timeout = 300
+        infra_retries = {infra_retries}
+        [llm]
+        endpoint = "{standin.url}"
+        model = "{MODEL}"
+        {extra_llm}
+        [llm.pricing."{MODEL}"]
+        input = 1.0
+        output = 10.0
+        """))
+    return sweep
+
+
+def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
+                          capture_output=True, text=True, timeout=900)
+
+
+def _texts(request: dict[str, object]) -> list[str]:
+    body = request["body"]
+    assert isinstance(body, dict)
+    return [json.dumps(item) for item in body["input"]]
+
+
+@pytest.mark.timeout(900)
+def test_codex_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Path, codex_image: str) -> None:
+    """Turn 0 passes, turn 1 passes on its feedback retry; 6 metered calls; one session carries it all."""
+    with StandIn(_script(tmp_path), model=MODEL) as standin:
+        state = tmp_path / "st"
+        done = _run(_sweep(tmp_path, standin, codex_image), state)
+        assert done.returncode == 0, done.stdout + done.stderr
+        requests = list(standin.requests)
+    db = sqlite3.connect(state / "staminad.db")
+    outcomes = db.execute("SELECT turn, attempt, outcome FROM attempts ORDER BY id").fetchall()
+    assert [o[:2] for o in outcomes] == [(0, 1), (1, 1), (1, 2)], (outcomes, done.stdout)
+    assert outcomes[0][2] == "pass" and outcomes[1][2] != "pass" and outcomes[2][2] == "pass", outcomes
+    calls = db.execute("SELECT a.turn, a.attempt, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    assert [c[:2] for c in calls] == [(0, 1)] * 3 + [(1, 1)] + [(1, 2)] * 2
+    assert all(c[2] > 0 and c[3] > 0 and c[4] > 0 for c in calls)
+    assert len(requests) == 6 and all(r["path"].endswith("/responses") for r in requests)
+    assert all(r["headers"].get("Authorization") != "Bearer gateway" for r in requests)
+    assert all(r["body"].get("stream") is True for r in requests)
+    tools = {t.get("name") for t in requests[0]["body"]["tools"]}
+    assert {"exec_command", "apply_patch"} <= tools and "web_search" not in str(requests[0]["body"]["tools"])
+    # codex ran the tools: the patch's and the command's outputs came back in the next request
+    assert any("custom_tool_call_output" in t and "Success" in t for t in _texts(requests[1]))
+    assert any("function_call_output" in t and "compiled" in t for t in _texts(requests[2]))
+    retry = _texts(requests[4])
+    assert any("initial_specification.md" in t for t in retry[:8])  # the turn-0 prompt is still there
+    assert any("The server is written and compiles." in t for t in retry)  # and how turn 0 ended
+    assert any("Nothing needs to change." in t for t in retry)  # and the failed attempt
+    assert len(retry) > len(_texts(requests[3])) > len(_texts(requests[2]))  # one growing session
+    sessions = {r["headers"].get("Session-Id") or r["headers"].get("session-id") for r in requests}
+    assert len(sessions) == 1, sessions
+    _capture(state, "session")
+
+
+def _capture(state: Path, label: str) -> None:
+    """Keep what codex printed, to refresh the recordings from (STAMINABENCH_CAPTURE=DIR)."""
+    target = os.environ.get("STAMINABENCH_CAPTURE")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        for out in sorted(state.glob("**/.staminabench/codex-*.out")):
+            (Path(target) / f"{label}-{out.name}").write_text(out.read_text())
+
+
+@pytest.mark.timeout(900)
+def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, codex_image: str) -> None:
+    """Upstream 503s past the outage timeout make the attempt `llm_unavailable` (codex exits 1 on it; its
+    own retries are off); the infra retry then passes turn 0 with the attempt number unchanged."""
+    with StandIn(_script(tmp_path), model=MODEL) as standin:
+        standin.faults.extend([Fault("status", 503)] * 2)
+        done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 2"), tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _capture(tmp_path / "st", "outage")
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    assert rows[0] == (0, 1, 0, "infra", "llm_unavailable"), rows
+    assert rows[1] == (0, 1, 1, "pass", None), rows
+    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+
+
+@pytest.mark.timeout(900)
+def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, codex_image: str) -> None:
+    """With a cap below one turn's spend, turn 0 is scored, then the scenario ends `capped`, naming the cap."""
+    with StandIn(_script(tmp_path), model=MODEL) as standin:
+        done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="scenario_cost_cap = 0.01"), tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.01 reached")
+    assert "capped" in done.stdout
