@@ -194,10 +194,66 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     return tag, True
 
 
-    _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
-    if h.carry:
-        _keep_only(stage, h.carry)
-    _commands(stage, HARNESS_BINS.get(name, {}))
+def _keep_only(stage: Path, carry: tuple[tuple[str, str], ...]) -> None:
+    """Reduce an installed tree to the files a harness runs (its binary), at their places in the layer."""
+    kept = stage.parent / f"{stage.name}.kept"
+    for src, dst in carry:
+        if not (stage / src).is_file():
+            raise ImageError(f"the package has no {src}")
+        (kept / dst).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / src, kept / dst)
+    shutil.rmtree(stage)
+    os.replace(kept, stage)
+
+
+def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path, timeout: float) -> None:
+    """Download the harness's wheels for its base's Python and platform, then unpack them into `stage`.
+
+    Two steps because pip checks Requires-Python against the interpreter running it when installing;
+    `pip download` checks it against the target version, after which the wheel set is fixed.
+    Pure-Python packages published only as source (HARNESS_SDISTS) are built into wheels here first.
+    """
+    python, platforms = SUITES[base].python_target()
+    target = ["--python-version", python, *(f"--platform={p}" for p in platforms), "--only-binary=:all:",
+              "--implementation", "cp", "--find-links", str(wheels)]
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    shutil.rmtree(wheels, ignore_errors=True)
+    wheels.mkdir(parents=True)
+    first, *rest = packages
+    # Where its full dependency list pulls in UIs and datasets: the harness itself without dependencies,
+    # then what it imports; else the pinned packages with their dependencies.
+    wanted = [["--no-deps", first], [*rest, *HARNESS_DEPS[name]]] if name in HARNESS_DEPS else [packages]
+    if name in HARNESS_SDISTS:
+        _pip(name, [*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *HARNESS_SDISTS[name]], timeout)
+        if [w for w in wheels.glob("*.whl") if not w.name.endswith("-py3-none-any.whl")]:
+            raise ImageError(f"{name}: a source-only dependency is not pure Python; it cannot be built offline")
+    for w in wanted:
+        _pip(name, [*pip, "download", "--quiet", "--dest", str(wheels), *target, *w], timeout)
+    _pip(name, [*pip, "install", "--quiet", "--no-index", "--no-deps", "--ignore-requires-python", "--target",
+                str(stage), *target, *map(str, sorted(wheels.glob("*.whl")))], timeout)
+
+
+def _pip(name: str, args: list[str], timeout: float) -> None:
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+
+
+def _commands(stage: Path, links: dict[str, str]) -> None:
+    """Make stage/bin runnable in the image: pip wrote console scripts for this host's interpreter."""
+    bin_dir = stage / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for script in bin_dir.iterdir():
+        if script.is_file() and not script.is_symlink():
+            head, _, body = script.read_bytes().partition(b"\n")
+            if head.startswith(b"#!") and b"python" in head:
+                script.write_bytes(b"#!/usr/bin/python3\n" + body)
+    for command, target in links.items():
+        if not (stage / target).is_file():
+            raise ImageError(f"the harness package has no {target} (its layout changed?)")
+        link = bin_dir / command
+        link.unlink(missing_ok=True)
+        link.symlink_to(os.path.relpath(stage / target, bin_dir))
 
 
 # What each PyPI harness needs at run time beyond itself (its full dependency list pulls in UIs and datasets).
