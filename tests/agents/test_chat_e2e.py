@@ -61,9 +61,7 @@ def test_passes_two_turns_and_a_feedback_retry_in_one_session(
     image = _layer(name, tmp_path_factory)
     with StandIn(_script(tmp_path, SHELL_TOOL[name]), model=MODEL) as standin:
         state = tmp_path / "st"
-        sweep = _sweep(tmp_path, standin, image)
-        sweep.write_text(sweep.read_text().replace('agents = ["codex"]', f'agents = ["{name}"]')
-                         .replace('"gpt-5.5"', f'"{MODEL}"'))
+        sweep = _sweep(tmp_path, standin, image, agent=name, model=MODEL)
         done = _run(sweep, state)
         assert done.returncode == 0, done.stdout + done.stderr
         requests = list(standin.requests)

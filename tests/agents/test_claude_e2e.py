@@ -15,8 +15,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
+from tests.agents.e2e import run_sweep, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.skipif(shutil.which("docker") is None, reason="needs Docker")
@@ -77,34 +76,12 @@ def _script(tmp: Path, false_claim: bool = True) -> list[Reply]:
 
 def _sweep(tmp: Path, standin: StandIn, agents: list[str], extra_llm: str = "", infra_retries: int = 2,
            price: float = 1.0) -> Path:
-    sweep = tmp / "s.toml"
-    sweep.write_text(textwrap.dedent(f"""
-        name = "claude-e2e"
-        [scenarios]
-        seeds = "0"
-        turns = {PARAMS.turns}
-        changes_per_turn = {PARAMS.changes_per_turn}
-        [matrix]
-        agents = {json.dumps(agents)}
-        retries = [1]
-        [run]
-        runtime = "docker"
-        turn_timeout = 180
-        infra_retries = {infra_retries}
-        [llm]
-        endpoint = "{standin.url}"
-        model = "standin-1"
-        {extra_llm}
-        [llm.pricing.standin-1]
-        input = {price}
-        output = {price}
-        """))
-    return sweep
+    return write_sweep(tmp, "claude-e2e", agents, standin.url, "standin-1", PARAMS, retries=1, turn_timeout=180,
+                       infra_retries=infra_retries, price=(price, price), extra_llm=extra_llm)
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    return run_sweep(sweep, state, RUN_TIMEOUT)
 
 
 def _texts(request: dict[str, Any]) -> list[str]:

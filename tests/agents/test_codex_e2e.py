@@ -15,8 +15,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
+from tests.agents.e2e import run_sweep, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
@@ -75,36 +74,14 @@ def _script(tmp: Path) -> list[Reply]:
             Reply(content="Applied the changes.")]
 
 
-def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2) -> Path:
-    sweep = tmp / "s.toml"
-    sweep.write_text(textwrap.dedent(f"""
-        name = "codex-e2e"
-        [scenarios]
-        seeds = "0"
-        turns = {PARAMS.turns}
-        changes_per_turn = {PARAMS.changes_per_turn}
-        [matrix]
-        agents = ["codex"]
-        retries = [1]
-        [run]
-        runtime = "docker"
-        image = "{image}"
-        turn_timeout = 300
-        infra_retries = {infra_retries}
-        [llm]
-        endpoint = "{standin.url}"
-        model = "{MODEL}"
-        {extra_llm}
-        [llm.pricing."{MODEL}"]
-        input = 1.0
-        output = 10.0
-        """))
-    return sweep
+def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2,
+           agent: str = "codex", model: str = MODEL) -> Path:
+    return write_sweep(tmp, "codex-e2e", [agent], standin.url, model, PARAMS, retries=1, image=image,
+                       infra_retries=infra_retries, extra_llm=extra_llm)
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
-                          capture_output=True, text=True, timeout=900)
+    return run_sweep(sweep, state)
 
 
 def _texts(request: dict[str, object]) -> list[str]:

@@ -12,8 +12,6 @@ import base64
 import json
 import sqlite3
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
+from tests.agents.e2e import run_sweep, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
@@ -88,35 +87,12 @@ def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, min
 
 
 def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2) -> Path:
-    sweep = tmp / "s.toml"
-    sweep.write_text(textwrap.dedent(f"""
-        name = "mini-infra"
-        [scenarios]
-        seeds = "0"
-        turns = {PARAMS.turns}
-        changes_per_turn = {PARAMS.changes_per_turn}
-        [matrix]
-        agents = ["mini-swe-agent"]
-        retries = [0]
-        [run]
-        runtime = "docker"
-        image = "{image}"
-        turn_timeout = 300
-        infra_retries = {infra_retries}
-        [llm]
-        endpoint = "{standin.url}"
-        model = "standin-1"
-        {extra_llm}
-        [llm.pricing.standin-1]
-        input = 1000.0
-        output = 1000.0
-        """))
-    return sweep
+    return write_sweep(tmp, "mini-infra", ["mini-swe-agent"], standin.url, "standin-1", PARAMS, retries=0,
+                       image=image, infra_retries=infra_retries, price=(1000.0, 1000.0), extra_llm=extra_llm)
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
-                          capture_output=True, text=True, timeout=900)
+    return run_sweep(sweep, state)
 
 
 @pytest.mark.timeout(900)

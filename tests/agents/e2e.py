@@ -1,0 +1,48 @@
+"""What the end-to-end harness tests share: a one-seed Docker sweep through the stand-in, and `staminad run` on it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from staminad.bench.scenario import ScenarioParams
+
+
+def write_sweep(tmp: Path, name: str, agents: list[str], endpoint: str, model: str, params: ScenarioParams, *,
+                retries: int, image: str | None = None, turn_timeout: int = 300, infra_retries: int = 2,
+                price: tuple[float, float] = (1.0, 10.0), extra_llm: str = "") -> Path:
+    """A sweep file of seed 0 in Docker, its model calls going through the gateway to `endpoint`."""
+    sweep = tmp / "s.toml"
+    image_line = f'image = "{image}"' if image is not None else ""
+    sweep.write_text(textwrap.dedent(f"""
+        name = "{name}"
+        [scenarios]
+        seeds = "0"
+        turns = {params.turns}
+        changes_per_turn = {params.changes_per_turn}
+        [matrix]
+        agents = {json.dumps(agents)}
+        retries = [{retries}]
+        [run]
+        runtime = "docker"
+        {image_line}
+        turn_timeout = {turn_timeout}
+        infra_retries = {infra_retries}
+        [llm]
+        endpoint = "{endpoint}"
+        model = "{model}"
+        {extra_llm}
+        [llm.pricing."{model}"]
+        input = {price[0]}
+        output = {price[1]}
+        """))
+    return sweep
+
+
+def run_sweep(sweep: Path, state: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """`staminad run SWEEP --state-dir STATE` to its end (bounded), its output captured."""
+    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
+                          capture_output=True, text=True, timeout=timeout)
