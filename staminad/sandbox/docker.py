@@ -196,6 +196,8 @@ def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
 
 
 class DockerSandbox:
+    use_launcher = True  # False: every root-side operation by `docker exec` (the benchmarks' baseline)
+
     def __init__(self, docker: aiodocker.Docker, root: Path, sweep: str, label: str, run: RunSettings,
                  ports: PortAllocator, creations: anyio.CapacityLimiter | None = None,
                  grant: Grant = Grant(), llm: tuple[str, int] | None = None) -> None:  # noqa: B008 - frozen
@@ -375,7 +377,7 @@ class DockerSandbox:
 
     async def _ensure_launcher(self) -> None:
         """Start the container's launcher unless one reads its FIFO (say, adopted after a daemon restart)."""
-        if self.channel.reading():
+        if self.channel.reading() or not self.use_launcher:
             return
         await self._start_launcher()
         with anyio.move_on_after(LAUNCHER_START_TIMEOUT):
@@ -411,7 +413,7 @@ class DockerSandbox:
             found = None
         if code != 0 or not isinstance(found, dict) or not isinstance(found.get("ok"), dict):
             raise SandboxError(f"{op} failed in {self.name} (exit {code}): {out[:200]!r}", "engine_error")
-        if time.monotonic() - self._launcher_started >= RESTART_EVERY:  # at most one restart per RESTART_EVERY
+        if self.use_launcher and time.monotonic() - self._launcher_started >= RESTART_EVERY:  # one per RESTART_EVERY
             self._launcher_started = time.monotonic()
             with contextlib.suppress(SandboxError):
                 await self._start_launcher()

@@ -122,6 +122,7 @@ async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying
     res = await sweep(path, tmp_path / "state", factory=docker_factory(sw.run, PortAllocator()), recorder=rec)
     s = res["fault:hostile:once R=0 detailed"]
     assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {"harness_killed": 1}
+    assert "harness_killed" in HARNESS_KINDS and not is_platform("harness_killed")  # scored if it persists
     tried = json.loads((root / "workspace" / ".hostile.json").read_text())
     assert tried.pop("fill /tmp") == "OSError"  # ENOSPC: bounded, and the wrapper writes nothing there
     assert set(tried.values()) <= {"PermissionError", "OSError"}, tried  # EPERM, EACCES or EROFS
@@ -169,6 +170,9 @@ async def test_a_broken_server_in_a_container_is_the_agents_failure(tmp_path: Pa
     async with await Store.open(tmp_path / "state" / "staminad.db") as store:
         rows = await store.attempts((await store.scenarios(f"dsrv-{fault}"))[0][1].id)
     assert [(r.attempt, r.outcome, r.categories) for r in rows[:2]] == [(1, "fail", kind), (2, "pass", "")]
+    if fault == "forked-server":  # the feedback names what holds the port, and why it does not count
+        assert rows[0].feedback is not None and "server.py --config config.json" in rows[0].feedback
+        assert "outside the process group" in rows[0].feedback
 
 
 async def test_a_server_left_running_on_the_port_is_not_tested(tmp_path: Path, sandbox_image: str) -> None:
