@@ -17,6 +17,7 @@ from staminad.engine.config import load_sweep
 from staminad.engine.outcome import HARNESS_KINDS, is_platform
 from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import NotReady
+from staminad.sandbox.channel import Channel
 from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
 from state.store import Store
 from tests.engine.conftest import Recorder, sweep, write_sweep
@@ -110,12 +111,15 @@ async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying
     root = (tmp_path / "state" / "sandboxes" / name / "c1-s0").resolve()
     rec = Recorder()
     ids: list[str] = []
+    launcher: list[bool] = []
 
     def container(kind: str, data: dict[str, object]) -> None:
         if kind in ("attempt_started", "infra_failure"):  # the first attempt starts before its container exists
             out = subprocess.run(["docker", "inspect", "-f", "{{.Id}} {{.State.Running}} {{.State.StartedAt}}",
                                   container_name(name, root)], capture_output=True, text=True, check=False)
             ids.append(out.stdout.strip())
+        if kind == "infra_failure":
+            launcher.append(Channel(root / "control").reading())  # kill -9 -1 could not reach it either
 
     rec.hooks.append(container)
     sw, _ = load_sweep(path)
@@ -128,6 +132,7 @@ async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying
     assert set(tried.values()) <= {"PermissionError", "OSError"}, tried  # EPERM, EACCES or EROFS
     # Seen as the attack was recorded, then at the retry and at turn 1: one container, running, never restarted.
     assert len(ids) == 4 and " true " in ids[1] and ids[1] == ids[2] == ids[3], ids
+    assert launcher == [True]
 
 
 async def test_a_container_whose_init_ends_on_its_own_is_sandbox_exited(tmp_path: Path, sandbox_image: str) -> None:
