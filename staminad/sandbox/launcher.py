@@ -231,11 +231,14 @@ def serve(control: str) -> None:
     os.makedirs(os.path.join(control, "replies"), exist_ok=True)
     with contextlib.suppress(FileExistsError):
         os.mkfifo(fifo, 0o600)
+    # The pid first, so that whoever sees the FIFO read (the host's cue that a launcher is up) finds it too.
+    tmp = os.path.join(control, ".launcher.pid.tmp")
+    with open(tmp, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    os.rename(tmp, os.path.join(control, "launcher.pid"))
     # Open for reading and writing: the FIFO then never reads as ended while no engine writes to it.
     fd = os.open(fifo, os.O_RDWR)
     _held.append(fd)
-    with open(os.path.join(control, "launcher.pid"), "w") as f:
-        f.write(f"{os.getpid()}\n")
     buf = b""
     while True:
         chunk = os.read(fd, REQUEST_LIMIT)
