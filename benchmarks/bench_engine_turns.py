@@ -33,16 +33,16 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 
+from protocol.events import AttemptStarted, EventData, ScenarioFinished
 from staminad.bench.pack import build_pack, verify_pack
 from staminad.bench.scenario import ScenarioParams
 from staminad.engine.config import load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import local_factory, run_sweep
-from state.store import Store
+from state.store import HarnessEnd, Store, Verdict
 
 STEADY = {"add_entity": 0.0, "delete_entity": 0.0, "rename_entity": 1.0, "add_field": 1.0, "delete_field": 1.0,
           "rename_field": 1.0, "change_constraints": 1.0, "add_analytics": 1.0, "delete_analytics": 1.0,
@@ -122,7 +122,8 @@ async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int
                                                                                    "detailed"), seed)).id
         for turn, prompt in enumerate(prompts):
             row = await store.begin_attempt(scenario_id, turn, 1, 0, "turn", prompt)
-            await store.update_attempt(row.id, phase="tested", outcome="pass", categories="", loc=400)
+            await store.harness_done(row.id, HarnessEnd(harness_seconds=None, loc=400))
+            await store.tested(row.id, Verdict(outcome="pass", categories=""))
             if turn in at:
                 full, narrow = [], []
                 for _ in range(20):
@@ -167,10 +168,10 @@ def main() -> None:
     starts: dict[int, float] = {}
     finished: list[float] = []
 
-    def emit(kind: str, data: dict[str, Any]) -> None:
-        if kind == "attempt_started":
-            starts[int(data["turn"])] = time.perf_counter()
-        elif kind == "scenario_finished":
+    def emit(data: EventData) -> None:
+        if isinstance(data, AttemptStarted):
+            starts[data.turn] = time.perf_counter()
+        elif isinstance(data, ScenarioFinished):
             finished.append(time.perf_counter())
 
     with tempfile.TemporaryDirectory() as tmp_s:

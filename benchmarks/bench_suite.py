@@ -98,9 +98,9 @@ class Recording:
         self.inner = inner
         self.sent: list[Request] = []
 
-    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         self.sent.append((method, path, body))
-        return await self.inner.request(method, path, body)
+        return self.inner.request(method, path, body)
 
 
 async def ours(suite: Suite, base: str, quickack: bool, record: list[Request] | None = None) -> tuple[float, int]:

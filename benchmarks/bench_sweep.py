@@ -50,7 +50,7 @@ def main() -> None:
         else:
             factory = local_factory(ports)
         t0 = time.perf_counter()
-        summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, lambda k, d: None, None)
+        summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, lambda data: None, None)
         wall = time.perf_counter() - t0
         db = sqlite3.connect(tmp / "state" / "staminad.db")
         rows = db.execute("SELECT harness_seconds, marker_latency, server_seconds, suite_seconds, teardown_seconds, "

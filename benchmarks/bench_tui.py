@@ -61,7 +61,7 @@ async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> 
             await client.request(Submit(sweep_toml=sweep.read_text(), base_dir=str(sweep.parent)))
             ids = set()
             async for event in watch.events():
-                ids.add(event.data["scenario"])
+                ids.add(getattr(event.data, "scenario", -1))
                 if len(ids) == SCENARIOS:
                     break
         ready.write_text("ready")

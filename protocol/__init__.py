@@ -1,5 +1,6 @@
 """Wire messages between staminad and its clients, and their framing. Imports neither daemon nor TUI."""
 
+from protocol import events
 from protocol.framing import MAX_FRAME, FrameError, FrameReader, read_frame, write_frame
 from protocol.messages import (
     PROTOCOL_VERSION,
@@ -68,6 +69,7 @@ __all__ = [
     "SweepList",
     "decoder",
     "encoder",
+    "events",
     "read_frame",
     "write_frame",
 ]

@@ -13,7 +13,9 @@ from typing import Any
 
 import msgspec
 
-PROTOCOL_VERSION = 3
+from protocol.events import EventData, kind_of
+
+PROTOCOL_VERSION = 4  # 4: events carry typed data (protocol.events)
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
@@ -125,6 +127,8 @@ class ErrorReply(_Msg, tag="error", frozen=True):
 
 
 class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One configuration's figures over a sweep (the engine's summary, sent as is)."""
+
     name: str
     scenarios: int
     finished: int
@@ -133,8 +137,8 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pass_rate: float
     statuses: dict[str, int]
     infra: dict[str, int]
-    cost: float = 0.0
-    tokens: int = 0
+    cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
+    tokens: int = 0  # input + output tokens through the gateway
     unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
 
 
@@ -240,11 +244,16 @@ class AttemptTexts(_Msg, tag="attempt", frozen=True):
 
 
 class Event(_Msg, tag="event", frozen=True):
+    """One thing that happened in a sweep: `data` is one of the typed kinds in `protocol.events`."""
+
     sweep: str
-    kind: str
-    data: dict[str, Any]
+    data: EventData
     at: float
     seq: int
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.data)
 
 
 Request = (Hello | Ping | Submit | ListSweeps | GetSweep | ListScenarios | GetScenario | GetAttempt | RetryScenario

@@ -12,11 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from staminad.bench.changes import ChangeError
-from staminad.bench.pack import PackError
+from protocol.errors import ExpectedError
 from staminad.commands import daemon, image, oracle, report, run, scenario, view
-from staminad.commands.args import CommandError, UsageError
-from staminad.engine.config import SweepError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,12 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except BaseException as raised:  # sorted below; anything unexpected is re-raised whole
         exc = _leaf(raised)
-        if isinstance(exc, UsageError | PackError | ChangeError | SweepError):
+        if isinstance(exc, ExpectedError):  # every failure a user can meet, whichever layer raised it
             print(f"staminad: error: {exc}", file=sys.stderr)
-            return 2
-        if isinstance(exc, CommandError):
-            print(f"staminad: error: {exc}", file=sys.stderr)
-            return 1
+            return exc.exit_status
         if isinstance(exc, OSError):
             print(f"staminad: error: {_os_error(exc)}", file=sys.stderr)
             return 1

@@ -7,7 +7,6 @@ scenario runs in a worker process; results are printed as a table (or JSON).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -24,7 +23,7 @@ from staminad.reference.server import App
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
 from staminad.suite.inprocess import AppTransport
-from staminad.suite.runner import run_suite
+from staminad.suite.runner import run_suite_blocking
 
 
 class AgentOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,7 +37,7 @@ class AgentOutcome(msgspec.Struct, frozen=True, kw_only=True):
     first_failure: str = ""
 
 
-async def _validate_scenario(scenario: Scenario, language: str, agents: list[str]) -> list[AgentOutcome]:
+def _validate_scenario(scenario: Scenario, language: str, agents: list[str]) -> list[AgentOutcome]:
     spec = render_spec(scenario.initial)
     memories: dict[str, dict[str, Any]] = {key: {} for key in agents}
     outcomes: dict[str, AgentOutcome] = {}
@@ -63,7 +62,7 @@ async def _validate_scenario(scenario: Scenario, language: str, agents: list[str
             if mutant is not None and agent not in exercised and _exercised(mutant, before, state, changes):
                 exercised[agent] = turn
             memories[agent], config = step(memories[agent], prompt, spec, None if mutant is None else agent, False)
-            result = await run_suite(suite, AppTransport(App(config)))
+            result = run_suite_blocking(suite, AppTransport(App(config)))
             if not result.passed:
                 fails = result.failures
                 outcomes[agent] = AgentOutcome(
@@ -88,7 +87,7 @@ def _exercised(mutant: Mutant, before: State | None, after: State, changes: Any)
 def _worker(args: tuple[bytes, str, list[str]]) -> list[AgentOutcome]:
     data, language, agents = args
     scenario = msgspec.json.decode(data, type=Scenario)
-    return asyncio.run(_validate_scenario(scenario, language, agents))
+    return _validate_scenario(scenario, language, agents)
 
 
 def validate(scenarios: Iterable[Scenario], language: str, agents: list[str], jobs: int) -> list[AgentOutcome]:

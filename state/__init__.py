@@ -1,5 +1,5 @@
 """The aiosqlite store: sweeps, configurations, scenarios, attempts and infra events, with migrations."""
 
-from state.store import AttemptRow, ScenarioRow, Store
+from state.store import AttemptRow, Store, StoredScenario
 
-__all__ = ["AttemptRow", "ScenarioRow", "Store"]
+__all__ = ["AttemptRow", "Store", "StoredScenario"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from protocol.errors import ExpectedError
 from state.queries import decode_results
 from state.schema import MIGRATIONS
 
@@ -20,7 +21,7 @@ LATEST = len(MIGRATIONS)
 _LATE_COLUMNS = {"attempts": ("finished_at", "loc"), "sweeps": ("turns",), "scenarios": ("infra_grant",)}
 
 
-class StoreVersionError(Exception):
+class StoreVersionError(ExpectedError):
     """The store was written by a newer staminad than this one."""
 
 

@@ -16,10 +16,17 @@ from typing import Any
 import aiosqlite
 import msgspec
 
+from protocol.errors import UsageError
 from state.schema import MIGRATIONS
 
 
-class ScenarioRow(msgspec.Struct, frozen=True, kw_only=True):
+class SweepChanged(UsageError, ValueError):
+    """A stored sweep of this name was made from another configuration."""
+
+
+class StoredScenario(msgspec.Struct, frozen=True, kw_only=True):
+    """A scenario as the store holds it (its status and sandbox); `protocol.ScenarioRow` is its view on the wire."""
+
     id: int
     config_id: int
     seed: int
@@ -28,6 +35,31 @@ class ScenarioRow(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     sandbox: dict[str, Any]
     infra_grant: int = 0  # extra infra retries granted by an operator (see `grant_infra_retries`)
+
+
+class HarnessEnd(msgspec.Struct, frozen=True, kw_only=True):
+    """What an attempt's completion marker said (all None but the time when the harness never wrote one)."""
+
+    harness_seconds: float | None
+    harness_exit: int | None = None
+    harness_signal: int | None = None
+    marker_latency: float | None = None
+    loc: int | None = None
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """How an attempt ended: `outcome` pass | fail | infra, with the figures known at that point."""
+
+    outcome: str
+    infra_kind: str | None = None
+    categories: str | None = None
+    passed_tests: int | None = None
+    total_tests: int | None = None
+    feedback: str | None = None
+    server_seconds: float | None = None
+    suite_seconds: float | None = None
+    teardown_seconds: float | None = None
+    results: Any = None  # the per-test results (JSON-able), stored compressed
 
 
 class Progress(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,7 +150,8 @@ class Store:
             row = await cur.fetchone()
         if row is not None:
             if row[0] != fingerprint:
-                raise ValueError(f"sweep {sweep_id} exists with a different configuration; use another name")
+                raise SweepChanged(f"sweep {sweep_id} exists with a different configuration: give the sweep another "
+                                   "name, or replace the stored one with --force-new")
             return True
         await self.db.execute("INSERT INTO sweeps (id, name, fingerprint, config, status, created_at) "
                               "VALUES (?, ?, ?, ?, 'running', ?)",
@@ -144,7 +177,7 @@ class Store:
         assert row is not None
         return int(row[0])
 
-    async def ensure_scenario(self, config_id: int, seed: int) -> ScenarioRow:
+    async def ensure_scenario(self, config_id: int, seed: int) -> StoredScenario:
         await self.db.execute("INSERT OR IGNORE INTO scenarios (config_id, seed, status, updated_at) "
                               "VALUES (?, ?, 'pending', ?)", (config_id, seed, time.time()))
         await self.db.commit()
@@ -154,15 +187,28 @@ class Store:
         assert row is not None
         return _scenario(row)
 
-    async def update_scenario(self, scenario_id: int, **fields: Any) -> None:
-        if "sandbox" in fields:
-            fields["sandbox"] = json.dumps(fields["sandbox"])
-        sets = ", ".join(f"{k} = ?" for k in fields)
+    async def set_scenario_status(self, scenario_id: int, status: str, *, turns_passed: int | None = None,
+                                  reason: str | None = None) -> None:
+        """The scenario's status, and with it (when given) its turns passed and the reason it ended."""
+        fields: dict[str, object] = {"status": status, "turns_passed": turns_passed, "reason": reason}
+        await self._update_scenario(scenario_id, fields)
+
+    async def set_turns_passed(self, scenario_id: int, turns_passed: int) -> None:
+        await self._update_scenario(scenario_id, {"turns_passed": turns_passed})
+
+    async def set_sandbox(self, scenario_id: int, sandbox: dict[str, Any]) -> None:
+        """Where the scenario's sandbox is (runtime, container, root), for the viewer and clean-up."""
+        await self._update_scenario(scenario_id, {"sandbox": json.dumps(sandbox)})
+
+    async def _update_scenario(self, scenario_id: int, fields: dict[str, object]) -> None:
+        # Column names come from the typed methods above, never from a caller.
+        given = {k: v for k, v in fields.items() if v is not None}
+        sets = ", ".join(f"{k} = ?" for k in given)
         await self.db.execute(f"UPDATE scenarios SET {sets}, updated_at = ? WHERE id = ?",
-                              (*fields.values(), time.time(), scenario_id))
+                              (*given.values(), time.time(), scenario_id))
         await self.db.commit()
 
-    async def scenarios(self, sweep_id: str) -> list[tuple[str, ScenarioRow]]:
+    async def scenarios(self, sweep_id: str) -> list[tuple[str, StoredScenario]]:
         """(configuration name, scenario) for every scenario of the sweep."""
         sql = ("SELECT c.name, s.id, s.config_id, s.seed, s.status, s.turns_passed, s.reason, s.sandbox, "
                "s.infra_grant FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
@@ -198,11 +244,23 @@ class Store:
                           infra_try=infra_try, phase="launched", prompt_kind=prompt_kind, prompt=prompt,
                           launched_at=now)
 
-    async def update_attempt(self, attempt_id: int, results: Any = None, **fields: Any) -> None:
+    async def harness_done(self, attempt_id: int, end: HarnessEnd) -> None:
+        """The attempt's harness ended (or was given up on): phase `harness_done` with what is known of it."""
+        await self._update_attempt(attempt_id, {"phase": "harness_done", **msgspec.structs.asdict(end)})
+
+    async def tested(self, attempt_id: int, verdict: Verdict) -> None:
+        """The attempt's outcome: phase `tested`, finished now; per-test results stored compressed."""
+        fields = msgspec.structs.asdict(verdict)
+        results = fields.pop("results")
         if results is not None:
             fields["results"] = zlib.compress(msgspec.json.encode(results))
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        await self.db.execute(f"UPDATE attempts SET {sets} WHERE id = ?", (*fields.values(), attempt_id))
+        await self._update_attempt(attempt_id, {"phase": "tested", **fields, "finished_at": time.time()})
+
+    async def _update_attempt(self, attempt_id: int, fields: dict[str, object]) -> None:
+        # Column names come from `HarnessEnd` and `Verdict` fields, never from a caller.
+        given = {k: v for k, v in fields.items() if v is not None}
+        sets = ", ".join(f"{k} = ?" for k in given)
+        await self.db.execute(f"UPDATE attempts SET {sets} WHERE id = ?", (*given.values(), attempt_id))
         await self.db.commit()
 
     async def attempts(self, scenario_id: int) -> list[AttemptRow]:
@@ -286,6 +344,6 @@ class Store:
         return {(str(r[0]), str(r[1])): int(r[2]) for r in rows}
 
 
-def _scenario(row: Any) -> ScenarioRow:
-    return ScenarioRow(id=row[0], config_id=row[1], seed=row[2], status=row[3], turns_passed=row[4], reason=row[5],
+def _scenario(row: Any) -> StoredScenario:
+    return StoredScenario(id=row[0], config_id=row[1], seed=row[2], status=row[3], turns_passed=row[4], reason=row[5],
                        sandbox=json.loads(row[6] or "{}"), infra_grant=row[7])

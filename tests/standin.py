@@ -10,6 +10,7 @@ sent (its whole conversation so far, for one). This is the only fake in the test
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import socket
 import struct
@@ -89,14 +90,18 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             with standin.lock:
                 standin.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            if self.path.split("?", 1)[0].endswith("/messages/count_tokens"):
+                self._json(200, _anthropic_count(body))  # no model reply: the script and the faults wait
+                return
             fault, reply = standin.next()
             if fault is not None:
                 if self._fault(fault):
                     return
                 fault, reply = None, standin.next()[1]
             assert reply is not None
-            api = "anthropic" if self.path.endswith("/messages") else \
-                "responses" if self.path.endswith("/responses") else "chat"
+            path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
+            api = "anthropic" if path.endswith("/messages") else \
+                "responses" if path.endswith("/responses") else "chat"
             prompt_tokens = _tokens(json.dumps(body.get("messages", body.get("input", ""))))
             out_tokens = _tokens(reply.content + json.dumps(reply.tool_calls))
             if body.get("stream"):
@@ -157,7 +162,9 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             for event in _events(api, standin.model, reply, pin, pout, body):
-                self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                # The Messages API names each event on its own `event:` line before the data, as the real one does.
+                named = f"event: {event['type']}\n" if api == "anthropic" else ""
+                self._chunk(f"{named}data: {json.dumps(event)}\n\n".encode())
             if api == "chat":
                 self._chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
@@ -174,9 +181,7 @@ def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
 
 def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
     if api == "anthropic":
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": reply.content}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": pin, "output_tokens": pout, "cache_read_input_tokens": 0}}
+        return _anthropic_whole(model, reply, pin, pout)
     if api == "responses":
         return {"id": "resp_1", "object": "response", "model": model, "status": "completed",
                 "output": [{"type": "message", "role": "assistant",
@@ -195,11 +200,7 @@ def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str,
 
 def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[str, Any]) -> list[dict[str, Any]]:
     if api == "anthropic":
-        return [{"type": "message_start", "message": {"id": "msg_1", "model": model, "role": "assistant",
-                                                      "usage": {"input_tokens": pin, "output_tokens": 1}}},
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": reply.content}},
-                {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": pout}},
-                {"type": "message_stop"}]
+        return _anthropic_events(model, reply, pin, pout)
     if api == "responses":
         return [{"type": "response.output_text.delta", "delta": reply.content},
                 {"type": "response.completed", "response": _whole("responses", model, reply, pin, pout)}]
@@ -219,3 +220,61 @@ def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[
 
 def _pieces(text: str, size: int = 16) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+# --- Anthropic Messages -----------------------------------------------------------------------------
+# A reply is text (when any) then one `tool_use` block per tool call, as the Messages API returns them;
+# streamed, the events follow the API's order: message_start, per block content_block_start /
+# content_block_delta (text_delta or input_json_delta) / content_block_stop, a ping after the first
+# block starts, message_delta with stop_reason and the output usage, then message_stop.
+
+_tool_ids = itertools.count(1)
+
+
+def _anthropic_blocks(reply: Reply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": reply.content}] if reply.content else []
+    for call in reply.tool_calls:
+        blocks.append({"type": "tool_use", "id": f"toolu_standin{next(_tool_ids):06d}", "name": call["name"],
+                       "input": call["arguments"]})
+    return blocks or [{"type": "text", "text": ""}]
+
+
+def _anthropic_usage(pin: int, pout: int) -> dict[str, Any]:
+    return {"input_tokens": pin, "output_tokens": pout, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0}
+
+
+def _anthropic_count(body: dict[str, Any]) -> dict[str, Any]:
+    """What POST /v1/messages/count_tokens answers: the prompt's size, and nothing is generated."""
+    return {"input_tokens": _tokens(json.dumps([body.get("system"), body.get("messages"), body.get("tools")]))}
+
+
+def _anthropic_whole(model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
+    return {"id": f"msg_standin{next(_tool_ids):06d}", "type": "message", "role": "assistant", "model": model,
+            "content": _anthropic_blocks(reply), "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+            "stop_sequence": None, "usage": _anthropic_usage(pin, pout)}
+
+
+def _anthropic_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict[str, Any]]:
+    whole = _anthropic_whole(model, reply, pin, pout)
+    start = {**whole, "content": [], "stop_reason": None, "usage": _anthropic_usage(pin, 1)}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(whole["content"]):
+        if block["type"] == "text":
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": ""}})
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+        else:
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {**block, "input": {}}})
+            raw = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": ""}] + \
+                [{"type": "input_json_delta", "partial_json": piece} for piece in _pieces(raw, 64)]
+        if index == 0:
+            events.append({"type": "ping"})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+                   "usage": {"output_tokens": pout}})
+    events.append({"type": "message_stop"})
+    return events

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
+
+from protocol.paths import SOCKET_NAME, default_state_dir
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,11 +24,7 @@ def _parser() -> argparse.ArgumentParser:
 def socket_path(args: argparse.Namespace) -> Path:
     if args.socket is not None:
         return Path(args.socket)
-    state = args.state_dir or os.environ.get("STAMINAD_STATE_DIR")
-    if state:
-        return Path(state) / "staminad.sock"
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "staminabench" / "staminad.sock"
+    return Path(args.state_dir or default_state_dir()) / SOCKET_NAME
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import msgspec
+
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo, SweepList
+from protocol.events import (
+    AttemptStarted,
+    AttemptTested,
+    EventData,
+    HarnessDone,
+    InfraFailure,
+    LlmCall,
+    LlmCapped,
+    LlmUnavailable,
+    LlmWait,
+    ManualPrompt,
+    ScenarioFinished,
+    SuiteStarted,
+    SweepFailed,
+    SweepStarted,
+    phase,
+    scenario_of,
+    step_after,
+)
 from protocol.messages import HISTORY_END
 
 LOG_LINES = 5000
@@ -116,13 +137,12 @@ class Board:
         if len(self._seen) > 4 * LOG_LINES:
             self._seen = {(line.seq, line.at) for line in self.log}
         change = Change()
-        data = event.data
-        sid = data.get("scenario")
-        scenario = self.find(event.sweep, sid) if isinstance(sid, int) else None
-        if isinstance(sid, int) and scenario is None:
+        sid = scenario_of(event.data)
+        scenario = self.find(event.sweep, sid) if sid is not None else None
+        if sid is not None and scenario is None:
             change.unknown_scenario = True
         if scenario is not None and event.seq > self._snapshot_seq.get(event.sweep, 0):
-            _advance(scenario, event.kind, data)
+            _advance(scenario, event.data)
             change.scenario = scenario
         change.line = self._log(event, scenario)
         return change
@@ -137,93 +157,87 @@ class Board:
         return (line for line in self.log if line.matches(needle, infra_only))
 
 
-def _advance(s: Scenario, kind: str, data: dict[str, object]) -> None:
-    """Move a scenario along by one engine event (the same phases the daemon derives from its rows).
+def _advance(s: Scenario, data: EventData) -> None:
+    """Move a scenario along by one engine event; its phase comes from `protocol.events.phase`, as in snapshots.
 
     Applying an event twice leaves the row as applying it once: history and turns passed are set from
     the event's turn, never counted up.
     """
-    turn, attempt = data.get("turn"), data.get("attempt")
-    if isinstance(turn, int):
-        s.turn = turn
-    if isinstance(attempt, int):
-        s.attempt = attempt
-    if kind == "attempt_started":
-        s.status = "running"
-        s.history = s.history[:s.turn]  # a retried scenario's final letter goes
-        s.infra_try = int(data.get("infra_try", 0) or 0)  # type: ignore[call-overload]
-        s.phase = "infra retry" if s.infra_try else "retrying" if s.attempt > 1 else "agent working"
-    elif kind == "manual_prompt":
-        s.phase = "waiting for a person"
-    elif kind == "harness_done":
-        s.phase = "server starting"
-    elif kind == "suite_started":
-        s.phase = "testing"
-    elif kind == "attempt_tested":
-        if data.get("passed"):
-            s.phase = "passed"
+    if isinstance(data, AttemptStarted | HarnessDone | InfraFailure | SuiteStarted | AttemptTested):
+        s.turn, s.attempt = data.turn, data.attempt
+    match data:
+        case AttemptStarted():
+            s.status = "running"
+            s.history = s.history[:s.turn]  # a retried scenario's final letter goes
+            s.infra_try = data.infra_try
+        case AttemptTested() if data.passed:
             s.turns_passed = s.turn + 1
             s.history = s.history[:s.turn] + ("P" if s.attempt == 1 else "R")
-        else:
-            s.phase = "feedback"
-            s.last_failure = str(data.get("categories") or "fail")
-    elif kind == "llm_wait":
-        s.phase = "waiting on the model"
-    elif kind == "llm_capped":
-        s.last_failure = "cost cap"
-    elif kind == "infra_failure":
-        s.phase = "infra wait"
-        s.last_failure = str(data.get("kind", "infra"))
-    elif kind == "scenario_finished":
-        s.status = s.phase = str(data.get("status", s.status))
-        s.turns_passed = int(data.get("turns_passed", s.turns_passed))  # type: ignore[call-overload]
-        s.reason = str(data.get("reason", ""))
-        s.history = s.history[:s.turns_passed] + HISTORY_END.get(s.status, "")
+        case AttemptTested():
+            s.last_failure = data.categories or "fail"
+        case LlmCapped():
+            s.last_failure = "cost cap"
+        case InfraFailure():
+            s.infra_try = data.infra_try
+            s.last_failure = data.infra_kind
+        case ScenarioFinished():
+            s.status = data.status
+            s.turns_passed = data.turns_passed
+            s.reason = data.reason
+            s.history = s.history[:s.turns_passed] + HISTORY_END.get(s.status, "")
+        case _:
+            pass
+    step = step_after(data, s.infra_try)
+    if step is not None or isinstance(data, ScenarioFinished):
+        s.phase = phase(s.status, step)
 
 
 def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
     """One log line for an event and its severity."""
     d = event.data
-    who = label(scenario) if scenario is not None else (f"scenario #{d['scenario']}" if "scenario" in d else "")
-    where = f"turn {d.get('turn')} attempt {d.get('attempt')}" if "turn" in d else ""
-    match event.kind:
-        case "infra_failure":
-            kind = str(d.get("kind"))
-            return f"{who} {where}: {kind}: {INFRA_TEXT.get(kind, kind)} ({d.get('detail', '')})", "infra"
-        case "attempt_tested" if d.get("passed"):
-            return f"{who} {where}: passed {d.get('tests')} tests", "ok"
-        case "attempt_tested":
-            return f"{who} {where}: {d.get('failed_tests')} of {d.get('tests')} tests failed ({d.get('categories')})", \
-                "fail"
-        case "attempt_started":
-            extra = f", infra retry {d.get('infra_try')}" if d.get("infra_try") else ""
+    sid = scenario_of(d)
+    who = label(scenario) if scenario is not None else (f"scenario #{sid}" if sid is not None else "")
+    where = f"turn {d.turn} attempt {d.attempt}" if isinstance(
+        d, AttemptStarted | HarnessDone | InfraFailure | SuiteStarted | AttemptTested) else ""
+    match d:
+        case InfraFailure():
+            return f"{who} {where}: {d.infra_kind}: {INFRA_TEXT.get(d.infra_kind, d.infra_kind)} ({d.detail})", \
+                "infra"
+        case AttemptTested() if d.passed:
+            return f"{who} {where}: passed {d.tests} tests", "ok"
+        case AttemptTested():
+            return f"{who} {where}: {d.failed_tests} of {d.tests} tests failed ({d.categories})", "fail"
+        case AttemptStarted():
+            extra = f", infra retry {d.infra_try}" if d.infra_try else ""
             return f"{who} {where}: started{extra}", "info"
-        case "scenario_finished":
+        case ScenarioFinished():
             severity = {"done": "ok", "failed": "fail", "infra_failed": "infra", "capped": "error"}.get(
-                str(d.get("status")), "info")
-            return f"{who}: {d.get('status')} after {d.get('turns_passed')} turns ({d.get('reason', '')})", severity
-        case "llm_wait":
-            return (f"{who}: model endpoint trouble ({d.get('reason')}); waiting {d.get('wait_seconds')} s "
-                    f"(waited {d.get('waited')} s so far)"), "infra"
-        case "llm_unavailable":
-            return f"{who}: {INFRA_TEXT['llm_unavailable']}: {d.get('reason')}", "infra"
-        case "llm_capped":
-            return f"{who}: stopped by a cost cap: {d.get('reason')}", "error"
-        case "llm_call":
-            return (f"{who} turn {d.get('turn')}: {d.get('model')} {d.get('input')} in / {d.get('output')} out "
-                    f"tokens, ${d.get('cost')}"), "info"
-        case "sweep_error":
-            return f"sweep failed: {d.get('error')}", "error"
-        case "sweep_started":
-            return f"sweep started: {d.get('scenarios')} scenarios x {d.get('configurations')} configurations" + (
-                " (resumed)" if d.get("resumed") else ""), "info"
-        case "harness_done":
-            return f"{who} {where}: harness ended (exit {d.get('exit')}, signal {d.get('signal')})", "info"
-        case "suite_started":
+                d.status, "info")
+            return f"{who}: {d.status} after {d.turns_passed} turns ({d.reason})", severity
+        case LlmWait():
+            return (f"{who}: model endpoint trouble ({d.reason}); waiting {d.wait_seconds} s "
+                    f"(waited {d.waited} s so far)"), "infra"
+        case LlmUnavailable():
+            return f"{who}: {INFRA_TEXT['llm_unavailable']}: {d.reason}", "infra"
+        case LlmCapped():
+            return f"{who}: stopped by a cost cap: {d.reason}", "error"
+        case LlmCall():
+            return (f"{who} turn {d.turn}: {d.model} {d.input} in / {d.output} out "
+                    f"tokens, ${d.cost}"), "info"
+        case SweepFailed():
+            return f"sweep failed: {d.error}", "error"
+        case SweepStarted():
+            return f"sweep started: {d.scenarios} scenarios x {d.configurations} configurations" + (
+                " (resumed)" if d.resumed else ""), "info"
+        case HarnessDone():
+            return f"{who} {where}: harness ended (exit {d.exit}, signal {d.signal})", "info"
+        case SuiteStarted():
             return f"{who} {where}: server ready, testing", "info"
+        case ManualPrompt():
+            return f"{who}: waiting for a person: prompt {d.prompt}, workspace {d.workspace}; then {d.done}", "info"
         case _:
-            rest = ", ".join(f"{k}={v}" for k, v in d.items() if k != "scenario")
-            return f"{who} {rest}".strip(), "info"
+            rest = ", ".join(f"{k}={v}" for k, v in msgspec.structs.asdict(d).items() if k != "scenario")
+            return f"{who} {event.kind} {rest}".strip(), "info"
 
 
 __all__ = ["INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "label"]

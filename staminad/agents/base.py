@@ -45,6 +45,7 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}
     state_paths: tuple[str, ...] = (".reference-agent",)
     harness: str | None = None  # a real harness (see `harnesses.HARNESSES`); it needs the sweep's [llm]
+    image: str = ""  # the Docker image its sandbox runs: a harness's own layer; "" is the sweep's [run] image
 
     def layer(self) -> tuple[str, ...]:
         """The files below staminad/ that this agent's sandbox carries (the runtime's own scripts included)."""
@@ -82,8 +83,10 @@ def adapter_for(name: str) -> Adapter:
     if name == "reference":
         return Adapter(name=name, description="reads the texts, writes the reference server")
     if name in HARNESSES:
+        from staminad.sandbox.image import harness_tag
+
         h = HARNESSES[name]
-        return Adapter(name=name, version=h.version, harness=name, state_paths=(".home",),
+        return Adapter(name=name, version=h.version, harness=name, state_paths=(".home",), image=harness_tag(name),
                        description=f"{h.install}" + (f"; {h.caveat}" if h.caveat else ""),
                        env={"PYTHONPATH": f"{HARNESS_ROOT}/{name}",
                             "STAMINA_HARNESS_BIN": f"{HARNESS_ROOT}/{name}/bin"})

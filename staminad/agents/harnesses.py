@@ -39,6 +39,12 @@ class Harness:
     files: Callable[[str, str], dict[str, str]] = lambda base, model: {}  # HOME-relative config files
     caveat: str = ""
     keys: tuple[str, ...] = field(default=())  # environment variables it reads an API key from
+    # (path in the installed package tree, path in the layer): when set, the layer carries only these files
+    # (a package that merely bundles the harness's binary, such as Claude Code's in the Agent SDK wheel).
+    carry: tuple[tuple[str, str], ...] = field(default=())
+    # HOME-relative glob patterns of the files a session's history is appended to (session id -> patterns): a
+    # call the harness itself failed is cut from them, so the infra retry resumes the session as it was.
+    history: Callable[[str], tuple[str, ...]] = lambda session: ()
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -94,30 +100,42 @@ MINI = Harness(
 # --- Claude Code --------------------------------------------------------------------------------
 
 def _claude_parse(out: str, err: str, code: int) -> Report:
-    results = [d for d in _json_lines(out) if d.get("type") == "result"]
-    session = next((str(d["session_id"]) for d in _json_lines(out) if "session_id" in d), "")
+    events = _json_lines(out)
+    results = [d for d in events if d.get("type") == "result"]
+    session = next((str(d["session_id"]) for d in events if "session_id" in d), "")
     if not results:
         return Report(session=session, ok=False, error=(err.strip().splitlines() or ["no result event"])[-1])
     r = results[-1]
     usage = _dict(r.get("usage"))
     tokens_in = _int(usage.get("input_tokens")) + _int(usage.get("cache_read_input_tokens")) + \
         _int(usage.get("cache_creation_input_tokens"))
+    # An API error still ends with subtype "success": only is_error (and terminal_reason) tell.
     ok = not r.get("is_error") and r.get("subtype") == "success"
+    error = "" if ok else str(r.get("result") or r.get("terminal_reason") or r.get("subtype"))[:300]
     return Report(session=str(r.get("session_id", session)), ok=ok, input_tokens=tokens_in,
-                  output_tokens=_int(usage.get("output_tokens")), error="" if ok else str(r.get("subtype")))
+                  output_tokens=_int(usage.get("output_tokens")), error=error)
 
 
 _CLAUDE_FLAGS = ["--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
 CLAUDE = Harness(
-    name="claude-code", version="2.0.14", install="npm:@anthropic-ai/claude-code@2.0.14",
+    # The real `claude` binary (Claude Code 2.1.332) as bundled in the Agent SDK's manylinux wheel; checked
+    # with `pip index versions claude-agent-sdk` on 2026-12-01 (0.2.189 newest).
+    name="claude-code", version="2.1.332", install="pypi:claude-agent-sdk==0.2.189",
+    carry=(("claude_agent_sdk/_bundled/claude", "bin/claude"),),
+    history=lambda session: (f".claude/projects/*/{session}.jsonl",),
     first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_CLAUDE_FLAGS],
     resume=lambda prompt, model, session: ["claude", "-p", prompt, "--model", model, "--resume", session,
                                            *_CLAUDE_FLAGS],
     env=lambda base, model: {"ANTHROPIC_BASE_URL": base.removesuffix("/v1"), "ANTHROPIC_API_KEY": "gateway",
-                             "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-                             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
+                             # Without these it resolves api.anthropic.com (telemetry, feature flags), which
+                             # the sealed network drops.
+                             "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+                             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                             # It retries 5xx itself for minutes; the gateway owns waiting out outages.
+                             "CLAUDE_CODE_MAX_RETRIES": "0"},
     parse=_claude_parse, keys=("ANTHROPIC_API_KEY",),
-    caveat="speaks the Anthropic messages API: the [llm] endpoint must accept it (the gateway passes it through)",
+    caveat="speaks the Anthropic messages API: the [llm] endpoint must accept it (the gateway passes it through); "
+           "an API error ends with subtype success and is_error true (exit 1), so success is read from is_error",
 )
 
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import msgspec
 
+from protocol.errors import UsageError
 from staminad.bench.integrity import action_core_ok, analytics_ok, condition_ok, effect_ok, prune
 from staminad.bench.schema import (
     NUMERIC_KINDS,
@@ -44,7 +45,7 @@ from staminad.bench.schema import (
 from staminad.bench.values import scalar_fits
 
 
-class ChangeError(ValueError):
+class ChangeError(UsageError, ValueError):
     """A change that does not fit the state it is applied to."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
+from protocol.errors import UsageError
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import GENERATOR_VERSION, Scenario, ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -21,7 +22,7 @@ from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 PACK_FORMAT = "staminabench-pack/1"
 
 
-class PackError(ValueError):
+class PackError(UsageError, ValueError):
     """A pack that is malformed, tampered with, or from another generator version."""
 
 

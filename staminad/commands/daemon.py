@@ -27,6 +27,8 @@ from protocol import (
     Subscribe,
     SweepInfo,
 )
+from protocol.events import KIND_NAMES
+from protocol.paths import SOCKET_NAME
 from staminad.commands.args import CommandError, UsageError, bounded_int, check_store
 
 
@@ -71,7 +73,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
             p.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
             p.add_argument("--replay", type=int, default=0, metavar="N",
                            help="first show up to N recent events the daemon still holds")
+            p.add_argument("--kinds", type=_event_kinds, default=(), metavar="K,K",
+                           help="only these event kinds, comma-separated (e.g. attempt_tested,infra_failure)")
         p.set_defaults(func=client_cmd, command_name=name)
+
+
+def _event_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = sorted(set(kinds) - KIND_NAMES)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown event kind {', '.join(unknown)}; known: "
+                                         f"{', '.join(sorted(KIND_NAMES))}")
+    return kinds
 
 
 def _state(p: argparse.ArgumentParser) -> None:
@@ -79,7 +92,7 @@ def _state(p: argparse.ArgumentParser) -> None:
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
-    from staminad.commands.run import default_state_dir
+    from protocol.paths import default_state_dir
 
     return Path(args.state_dir or default_state_dir())
 
@@ -133,20 +146,34 @@ def start_cmd(args: argparse.Namespace) -> int:
 
 
 def _print_info(info: SweepInfo) -> None:
+    for line in info_lines(info):
+        print(line)
+
+
+def info_lines(info: SweepInfo) -> list[str]:
+    """`staminad status` for one sweep: a line for the sweep, one per configuration with its denominators.
+
+    The mean and pass rate leave out the `unscored` scenarios (ended by a platform fault), which are
+    counted apart; a configuration with nothing left to count shows `-`.
+    """
     slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
-    print(f"sweep {info.sweep}: {info.status}{slots}")
+    lines = [f"sweep {info.sweep}: {info.status}{slots}"]
     for c in info.configurations:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
         spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
-        print(f"  {c.name}: {c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}, "
-              f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}")
+        counted = c.scenarios - c.unscored  # what the engine's summary averages over (unfinished ones so far)
+        figures = (f"{c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}" if counted > 0
+                   else "- turns, pass rate -")
+        lines.append(f"  {c.name}: {figures} over {counted} counted, {c.unscored} unscored; "
+                     f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}")
+    return lines
 
 
 def client_cmd(args: argparse.Namespace) -> int:
     from protocol.client import Client, ClientError
 
-    socket_path = _state_dir(args) / "staminad.sock"
+    socket_path = _state_dir(args) / SOCKET_NAME
     name = args.command_name
     text = ""
     if name == "submit":  # the file is checked before the daemon is asked
@@ -160,13 +187,14 @@ def client_cmd(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with Client(socket_path) as client:
             if name == "logs":
-                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps), replay=max(args.replay, 0)))
+                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds,
+                                                       replay=max(args.replay, 0)))
                 seen = 0
                 async for event in client.events():
                     if args.json:
-                        print(json.dumps(msgspec.to_builtins(event)), flush=True)
+                        print(json.dumps({**msgspec.to_builtins(event), "kind": event.kind}), flush=True)
                     else:
-                        print(f"{event.sweep} {event.kind} {json.dumps(event.data)}", flush=True)
+                        print(f"{event.sweep} {event.kind} {msgspec.json.encode(event.data).decode()}", flush=True)
                     seen += 1
                     if args.count and seen >= args.count:
                         break

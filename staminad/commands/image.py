@@ -47,7 +47,8 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
     from staminad.agents.base import list_adapters
     from staminad.sandbox.image import recipe
 
-    base_built = image_exists(recipe().tag())
+    base = recipe().tag()
+    base_built = image_exists(base)
     rows = []
     for adapter in list_adapters():
         if adapter.harness is not None:
@@ -55,15 +56,16 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
             kind, built = "harness", image_exists(tag)
         else:
             kind = "fault" if adapter.fault else "mutant" if adapter.bug else "builtin"
-            tag, built = recipe().tag(), base_built
-        rows.append({"agent": adapter.name, "kind": kind, "version": adapter.version, "image": tag,
+            tag, built = base, base_built
+        rows.append({"agent": adapter.name, "kind": kind, "version": adapter.version, "base": base, "image": tag,
                      "image_built": built, "description": adapter.description})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     width = max(len(str(r["agent"])) for r in rows)
-    print(f"{'agent':<{width}}  {'kind':<8} {'version':<11} image")
+    print(f"{'agent':<{width}}  {'kind':<8} {'version':<11} {'base image':<33} {'layer':<9}  description")
     for r in rows:
         state = "built" if r["image_built"] else "not built"
-        print(f"{r['agent']:<{width}}  {r['kind']:<8} {r['version']:<11} {state:<9}  {r['description']}")
+        print(f"{r['agent']:<{width}}  {r['kind']:<8} {r['version']:<11} {r['base']:<33} {state:<9}  "
+              f"{r['description']}")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -21,7 +20,7 @@ from staminad.suite.feedback import LEVELS, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
 from staminad.suite.http11 import Http11Transport
-from staminad.suite.runner import SuiteResult, run_suite
+from staminad.suite.runner import run_suite_blocking
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -89,11 +88,8 @@ def suite_run_cmd(args: argparse.Namespace) -> int:
     state, history = _state(args)
     suite = generate_suite(state, args.seed, args.turn, history)
 
-    async def go() -> SuiteResult:
-        async with transport:
-            return await run_suite(suite, transport)
-
-    result = asyncio.run(go())
+    with transport:
+        result = run_suite_blocking(suite, transport)
     n, bad = len(result.results), len(result.failures)
     rate = result.requests / result.seconds if result.seconds else 0.0
     if bad:

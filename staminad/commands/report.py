@@ -33,7 +33,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def _db(args: argparse.Namespace) -> Path:
-    from staminad.commands.run import default_state_dir
+    from protocol.paths import default_state_dir
 
     return Path(args.state_dir or default_state_dir()) / "staminad.db"
 

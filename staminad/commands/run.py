@@ -11,19 +11,13 @@ from typing import Any
 
 import anyio
 
+from protocol.paths import default_state_dir
 from staminad.commands.args import CommandError, UsageError, check_store, lock_state_dir
+from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import format_summary, run_sweep
 from staminad.packio import read_pack
-
-
-def default_state_dir() -> Path:
-    env = os.environ.get("STAMINAD_STATE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "staminabench"
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,33 +35,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     d.set_defaults(func=done_cmd)
 
 
-def _printer(quiet: bool) -> Any:
-    start = time.monotonic()
-
-    def emit(kind: str, data: dict[str, Any]) -> None:
-        if quiet and kind not in ("manual_prompt",):
-            return
-        t = time.monotonic() - start
-        if kind == "attempt_tested":
-            verdict = "passed" if data["passed"] else f"failed {data['failed_tests']}/{data['tests']} " \
-                                                       f"({data['categories']})"
-            line = f"scenario {data['scenario']} turn {data['turn']} attempt {data['attempt']}: {verdict}"
-        elif kind == "infra_failure":
-            line = (f"scenario {data['scenario']} turn {data['turn']} attempt {data['attempt']}: INFRA {data['kind']}"
-                    f" (try {data['infra_try']}): {data['detail']}")
-        elif kind == "scenario_finished":
-            line = f"scenario {data['scenario']} {data['status']}: {data['turns_passed']} turns passed"
-        elif kind == "manual_prompt":
-            line = (f"scenario {data['scenario']}: your turn. Prompt: {data['prompt']}; work in {data['workspace']}; "
-                    f"then run: {data['done']}")
-        elif kind == "sweep_started":
-            line = (f"sweep {data['sweep']}: {data['configurations']} configurations x {data['scenarios']} scenarios"
-                    f"{' (resumed)' if data['resumed'] else ''}")
-        else:
-            return
-        print(f"[{t:7.1f}s] {line}", flush=True)
-
-    return emit
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def run_cmd(args: argparse.Namespace) -> int:
@@ -83,7 +52,7 @@ def run_cmd(args: argparse.Namespace) -> int:
             pack_path = args.sweep.parent / pack_path
         pack = read_pack(pack_path)
     runtime = args.runtime or sweep.run.runtime
-    from staminad.sandbox.runtime import choose_runtime
+    from staminad.sandbox.runtime import choose_runtime, sweep_images
 
     lock = _lock_state_dir(state_dir)
     try:
@@ -94,9 +63,9 @@ def run_cmd(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         if replaced:
             print(f"replaced the stored sweep {sweep.name} (--force-new)", flush=True)
-        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator())
+        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator(), sweep_images(sweep))
         print(f"runtime: {chosen}; state: {state_dir}", flush=True)
-        summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, _printer(args.quiet), pack)
+        summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, Progress(args.quiet, _say), pack)
         print(format_summary(summaries))
         return 0
     finally:
@@ -114,7 +83,7 @@ async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: b
     from staminad.daemon import resubmit
     from state.store import Store
 
-    state_dir.mkdir(parents=True, exist_ok=True)
+    await anyio.Path(state_dir).mkdir(parents=True, exist_ok=True)
     store = await Store.open(state_dir / "staminad.db")
     try:
         return await resubmit.check(store, sweep, fingerprint, source, force_new, state_dir)
@@ -137,7 +106,7 @@ def done_cmd(args: argparse.Namespace) -> int:
     tmp = marker.with_suffix(".tmp")
     try:
         tmp.write_text(json.dumps({"exit": args.exit, "signal": None, "started": now, "ended": now}))
-        os.replace(tmp, marker)
+        tmp.replace(marker)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise CommandError(f"cannot write {marker}: {exc.strerror or exc}") from None

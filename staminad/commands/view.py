@@ -19,7 +19,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def view_cmd(args: argparse.Namespace) -> int:
-    from staminad.commands.run import default_state_dir
+    from protocol.paths import default_state_dir
     from staminad.viewer.serve import ViewError, serve
 
     state_dir = (args.state_dir or default_state_dir()).expanduser()

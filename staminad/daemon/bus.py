@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any
 
 import anyio
 
 from protocol import Event
+from protocol.events import EventData
 
 QUEUE = 1000
 RING = 2000
@@ -40,9 +40,9 @@ class EventBus:
         """The last event's sequence number (0 before the first)."""
         return self._seq
 
-    def publish(self, sweep: str, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, sweep: str, data: EventData) -> None:
         self._seq += 1
-        event = Event(sweep=sweep, kind=kind, data=data, at=time.time(), seq=self._seq)
+        event = Event(sweep=sweep, data=data, at=time.time(), seq=self._seq)
         self.recent.append(event)
         self.published += 1
         for sub in list(self._subscribers):

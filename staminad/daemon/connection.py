@@ -8,9 +8,8 @@ is disconnected; garbage gets an error reply. Nothing here can stall or crash th
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -39,24 +38,45 @@ from protocol import (
     Stop,
     Submit,
     Subscribe,
+    SweepInfo,
     SweepList,
     decoder,
     encoder,
     write_frame,
 )
+from protocol.errors import ExpectedError
 from staminad.daemon import views
-from staminad.engine.config import SweepError
+from staminad.daemon.logs import log
 
 if TYPE_CHECKING:
-    from staminad.daemon.service import Daemon
+    from staminad.daemon.bus import EventBus
+    from staminad.engine.fair import FairLimiter
+    from state.store import Store
 
-log = logging.getLogger("staminad")
-
+VERSION = "staminad/0.1"  # what the daemon says in its HelloReply
 HELLO_TIMEOUT = 10.0
 IDLE_TIMEOUT = 300.0  # seconds a request connection may stay silent; clients ping well within it
 SEND_TIMEOUT = 10.0
 _CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
            ConnectionError)
+
+
+class Daemon(Protocol):
+    """What a connection asks of the daemon (`service.Daemon`): declared here, so neither module imports the other
+    at run time and the service can be read as the one thing that starts connections."""
+
+    idle_timeout: float
+    store: Store | None
+    bus: EventBus
+    limiter: FairLimiter
+
+    def stop(self, drain: bool = False) -> None: ...
+    async def submit(self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False) -> str: ...
+    def with_slots(self, info: SweepInfo) -> SweepInfo: ...
+    async def sweep_ids(self) -> list[str]: ...
+    async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str: ...
+    async def cancel(self, sweep_id: str) -> None: ...
+    async def pause(self, sweep_id: str, paused: bool) -> None: ...
 
 
 async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
@@ -83,8 +103,6 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                 await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"),
                            number(body))
                 return
-            from staminad.daemon.service import VERSION
-
             await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION), hello.rid)
             while True:
                 with anyio.fail_after(daemon.idle_timeout):
@@ -144,7 +162,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return Ok(detail="pong")
             case Hello():
                 return ErrorReply(message="already said hello")
-    except SweepError as exc:
+    except ExpectedError as exc:  # a failure the user can fix (a bad sweep, an unknown name): one line
+        log.info("request %s refused: %s", type(request).__name__, exc)
         return ErrorReply(message=str(exc))
     except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
         log.exception("request %s failed", type(request).__name__)

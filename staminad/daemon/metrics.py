@@ -5,9 +5,9 @@ Fed from the event bus, so the engine knows nothing about them. Served on 127.0.
 
 from __future__ import annotations
 
-from typing import Any
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from protocol.events import AttemptStarted, AttemptTested, EventData, InfraFailure, ScenarioFinished
 
 
 class Metrics:
@@ -25,23 +25,24 @@ class Metrics:
         self.server = Histogram("staminad_server_start_seconds", "Server start time", buckets=buckets, registry=r)
         self.tokens = Counter("staminad_llm_tokens_total", "LLM tokens where known", ["direction"], registry=r)
 
-    def observe(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "attempt_started":
-            self.active.inc()
-        elif kind == "attempt_tested":
-            self.active.dec()
-            self.attempts.labels("pass" if data.get("passed") else "fail").inc()
-            if data.get("passed"):
-                self.turns.inc()
-            if "suite_seconds" in data:
-                self.suite.observe(data["suite_seconds"])
-            if "server_seconds" in data:
-                self.server.observe(data["server_seconds"])
-        elif kind == "infra_failure":
-            self.active.dec()
-            self.infra.labels(str(data.get("kind"))).inc()
-        elif kind == "scenario_finished":
-            self.scenarios.labels(str(data.get("status"))).inc()
+    def observe(self, data: EventData) -> None:
+        match data:
+            case AttemptStarted():
+                self.active.inc()
+            case AttemptTested():
+                self.active.dec()
+                self.attempts.labels("pass" if data.passed else "fail").inc()
+                if data.passed:
+                    self.turns.inc()
+                self.suite.observe(data.suite_seconds)
+                self.server.observe(data.server_seconds)
+            case InfraFailure():
+                self.active.dec()
+                self.infra.labels(data.infra_kind).inc()
+            case ScenarioFinished():
+                self.scenarios.labels(data.status).inc()
+            case _:
+                pass
 
     def serve(self, port: int) -> None:
         start_http_server(port, addr="127.0.0.1", registry=self.registry)

@@ -16,6 +16,7 @@ import anyio
 import msgspec
 
 from staminad.engine.config import SweepError, SweepFile
+from state import sweeps
 from state.store import Store
 
 SHOWN = 3  # differences named in the message
@@ -42,33 +43,19 @@ async def check(store: Store, sweep: SweepFile, fp: str, source: Path, force_new
 
     Returns True when a stored sweep was replaced.
     """
-    async with store.db.execute("SELECT fingerprint, config FROM sweeps WHERE id = ?", (sweep.name,)) as cur:
-        row = await cur.fetchone()
-    if row is None or row[0] == fp:
+    stored = await sweeps.find_sweep(store, sweep.name)
+    if stored is None or stored.fingerprint == fp:
         return False
     if not force_new:
-        changed = differences(msgspec.json.decode(row[1]), msgspec.to_builtins(sweep))
+        changed = differences(msgspec.json.decode(stored.config), msgspec.to_builtins(sweep))
         shown = "; ".join(changed[:SHOWN]) + (f"; and {len(changed) - SHOWN} more" if len(changed) > SHOWN else "")
         raise SweepError(f"{source}: sweep {sweep.name!r} is already stored with a different configuration "
                          f"({shown or 'a changed fingerprint'}); give the file a new `name`, or pass --force-new "
                          "to delete the stored sweep and start it afresh")
-    await _delete(store, sweep.name)
+    await sweeps.delete_sweep(store, sweep.name)
     sandboxes = state_dir / "sandboxes" / sweep.name
     await anyio.to_thread.run_sync(lambda: shutil.rmtree(sandboxes, ignore_errors=True))
     return True
-
-
-async def _delete(store: Store, sweep_id: str) -> None:
-    scenarios = ("SELECT s.id FROM scenarios s JOIN configurations c ON s.config_id = c.id "
-                 "WHERE c.sweep_id = ?")
-    for statement in (f"DELETE FROM llm_calls WHERE scenario_id IN ({scenarios})",
-                      f"DELETE FROM infra_events WHERE scenario_id IN ({scenarios})",
-                      f"DELETE FROM attempts WHERE scenario_id IN ({scenarios})",
-                      "DELETE FROM scenarios WHERE config_id IN (SELECT id FROM configurations WHERE sweep_id = ?)",
-                      "DELETE FROM configurations WHERE sweep_id = ?",
-                      "DELETE FROM sweeps WHERE id = ?"):
-        await store.db.execute(statement, (sweep_id,))
-    await store.db.commit()
 
 
 __all__ = ["check", "differences"]

@@ -8,6 +8,7 @@ on, so a restart picks them up from their markers; `drain` first lets running at
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -20,23 +21,27 @@ import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
 from protocol import ErrorReply, SweepInfo, encoder
+from protocol.errors import ExpectedError
+from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
+from protocol.paths import SOCKET_NAME
 from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
 from staminad.daemon.bus import EventBus
-from staminad.daemon.connection import IDLE_TIMEOUT, serve_client
+from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
+from staminad.daemon.logs import daemon_logging, log
 from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import Gate
-from staminad.engine.sweep import FINAL, Shared, run_sweep
+from staminad.engine.sweep import Shared, run_sweep
 from staminad.packio import read_pack
+from state import sweeps
+from state.lock import StateDirError, lock_state_dir
 from state.store import Store
-
-VERSION = "staminad/0.1"
 
 
 class DaemonError(RuntimeError):
@@ -56,9 +61,10 @@ class Daemon:
     def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
                  runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None,
                  suite_parallel: int | None = None, max_connections: int | None = None,
-                 idle_timeout: float = IDLE_TIMEOUT) -> None:
+                 idle_timeout: float = IDLE_TIMEOUT, log_to_stderr: bool = True) -> None:
         self.state_dir = state_dir
-        self.socket_path = state_dir / "staminad.sock"
+        self.log_to_stderr = log_to_stderr
+        self.socket_path = state_dir / SOCKET_NAME
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
         self.metrics_port = metrics_port
@@ -69,7 +75,7 @@ class Daemon:
         self.limiter = FairLimiter(max_parallel)
         self.suites = anyio.CapacityLimiter(suite_parallel or 4 * (os.cpu_count() or 1))
         self.running: dict[str, _Running] = {}
-        self.keep_jobs = [False]
+        self.detach = anyio.Event()  # set on a graceful stop: harnesses keep running for the restart
         self._stop = anyio.Event()
         self._drain = False
         self._tg: anyio.abc.TaskGroup | None = None
@@ -85,11 +91,9 @@ class Daemon:
             self._lock_fd = self._lock()
 
     def _lock(self) -> int:
-        from staminad.commands.args import CommandError, lock_state_dir
-
         try:
             fd = lock_state_dir(self.state_dir, f"another staminad already runs on {self.state_dir}")
-        except CommandError as exc:
+        except StateDirError as exc:
             raise DaemonError(str(exc)) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -99,7 +103,10 @@ class Daemon:
         self.acquire()
         assert self._lock_fd is not None
         lock_fd, self._lock_fd = self._lock_fd, None
+        logs = contextlib.ExitStack()
         try:
+            logs.enter_context(daemon_logging(self.state_dir, stderr=self.log_to_stderr))
+            log.info("starting on %s (pid %d)", self.state_dir, os.getpid())
             self.store = await Store.open(self.state_dir / "staminad.db")
             self.watcher = MarkerWatcher()
             self.socket_path.unlink(missing_ok=True)  # stale: we hold the lock, nobody else serves it
@@ -114,7 +121,7 @@ class Daemon:
                                                      refusal=refusal), self.socket_path, self._client, tg)
                 finally:
                     os.umask(umask)
-                os.chmod(self.socket_path, self.socket_mode)
+                self.socket_path.chmod(self.socket_mode)
                 if self.socket_group:
                     import grp
 
@@ -143,8 +150,11 @@ class Daemon:
                     await self.store.close()
                 self.socket_path.unlink(missing_ok=True)
                 os.close(lock_fd)
+                log.info("stopped")
+                logs.close()
 
     def stop(self, drain: bool = False) -> None:
+        log.info("stop requested%s", " (drain: running attempts finish first)" if drain else "")
         self._drain = self._drain or drain
         self._stop.set()
 
@@ -154,9 +164,10 @@ class Daemon:
             r.gate.pause()
         if self._drain:
             with anyio.move_on_after(24 * 3600):
-                while any(r.gate.active for r in self.running.values()):
-                    await anyio.sleep(0.1)  # running attempts belong to other tasks
-        self.keep_jobs[0] = True
+                while any(r.gate.active for r in self.running.values()):  # a resumed attempt may still enter
+                    for r in list(self.running.values()):
+                        await r.gate.idle()
+        self.detach.set()
         for r in list(self.running.values()):
             r.scope.cancel()
             with anyio.move_on_after(30):
@@ -164,9 +175,7 @@ class Daemon:
 
     async def _unfinished(self) -> list[tuple[str, str, bytes]]:
         assert self.store is not None
-        async with self.store.db.execute("SELECT id, status, config FROM sweeps WHERE status IN "
-                                         "('running', 'paused') ORDER BY created_at") as cur:
-            return [(r[0], r[1], r[2].encode()) for r in await cur.fetchall()]
+        return [(s.id, s.status, s.config.encode()) for s in await sweeps.unfinished_sweeps(self.store)]
 
     async def _client(self, stream: ByteStream) -> None:
         await serve_client(self, stream)
@@ -194,6 +203,7 @@ class Daemon:
         await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
         await self.store.set_sweep_status(sweep.name, "running")
         await self._start(sweep.name, config, paused=False)
+        log.info("submitted sweep %s from %s%s", sweep.name, path, " (replacing the stored one)" if replaced else "")
         return f"{sweep.name} (replaced the stored sweep of that name)" if replaced else sweep.name
 
     async def _start(self, sweep_id: str, config: bytes, paused: bool) -> None:
@@ -208,30 +218,36 @@ class Daemon:
 
     async def _run_sweep(self, sweep: SweepFile, run: _Running) -> None:
         assert self.store is not None and self.watcher is not None
-        from staminad.sandbox.runtime import choose_runtime
+        from staminad.sandbox.runtime import choose_runtime, sweep_images
 
-        def emit(kind: str, data: dict[str, Any]) -> None:
-            self.bus.publish(sweep.name, kind, data)
+        def emit(data: EventData) -> None:
+            self.bus.publish(sweep.name, data)
             if self.metrics is not None:
-                self.metrics.observe(kind, data)
+                self.metrics.observe(data)
 
         try:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
-                factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports)
-                emit("sweep_runtime", {"runtime": chosen})
+                factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports,
+                                                       sweep_images(sweep))
+                emit(SweepRuntime(runtime=chosen))
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
-                                suites=self.suites, keep_jobs=self.keep_jobs, requeue=run.requeued)
+                                suites=self.suites, detach=self.detach, requeue=run.requeued)
                 while True:
                     await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
                     # A scenario retried just as the last job ended was not picked up: run the sweep again.
                     if all(r.status in FINAL for _, r in await self.store.scenarios(sweep.name)):
                         break
                     await self.store.set_sweep_status(sweep.name, "running")
-                emit("sweep_finished", {})
+                emit(SweepFinished())
+                log.info("sweep %s finished", sweep.name)
         except Exception as exc:  # one sweep's failure (bad pack, no runtime) must not stop the daemon
-            emit("sweep_error", {"error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, ExpectedError):
+                log.error("sweep %s failed: %s", sweep.name, exc)
+            else:
+                log.exception("sweep %s failed", sweep.name)
+            emit(SweepFailed(error=f"{type(exc).__name__}: {exc}"))
             with anyio.CancelScope(shield=True):
                 await self.store.set_sweep_status(sweep.name, "error")
                 await self._stopped_scenarios(sweep.name, f"sweep error: {type(exc).__name__}")
@@ -246,6 +262,7 @@ class Daemon:
         if run is None:
             raise SweepError(f"sweep {sweep_id} is not running")
         await self.store.set_sweep_status(sweep_id, "cancelled")
+        log.info("cancelling sweep %s", sweep_id)
         run.scope.cancel()
         with anyio.move_on_after(60):
             await run.done.wait()
@@ -254,10 +271,7 @@ class Daemon:
     async def _stopped_scenarios(self, sweep_id: str, reason: str) -> None:
         """Scenarios a cancelled or failed sweep left `running` go back to `pending`, saying why."""
         assert self.store is not None
-        await self.store.db.execute(
-            "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
-            "(SELECT id FROM configurations WHERE sweep_id = ?)", (reason, sweep_id))
-        await self.store.db.commit()
+        await sweeps.release_running(self.store, sweep_id, reason)
 
     async def pause(self, sweep_id: str, paused: bool) -> None:
         assert self.store is not None
@@ -265,6 +279,7 @@ class Daemon:
         if run is None:
             raise SweepError(f"sweep {sweep_id} is not running")
         run.gate.pause() if paused else run.gate.resume()
+        log.info("%s sweep %s", "paused" if paused else "resumed", sweep_id)
         await self.store.set_sweep_status(sweep_id, "paused" if paused else "running")
 
     async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str:
@@ -274,18 +289,18 @@ class Daemon:
         if row.status != "infra_failed":
             raise SweepError(f"scenario {configuration}/{seed} is {row.status}; only one that used up its infra "
                              "retries (infra_failed) can be retried")
-        async with self.store.db.execute("SELECT config FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-            found = await cur.fetchone()
+        found = await sweeps.find_sweep(self.store, sweep_id)
         assert found is not None
-        sweep = msgspec.json.decode(found[0], type=SweepFile)
+        sweep = msgspec.json.decode(found.config, type=SweepFile)
         extra = max(sweep.run.infra_retries, 1)  # a sweep run with no infra retries still gets this one
         await self.store.grant_infra_retries(row.id, extra)
+        log.info("retrying %s/%s of sweep %s with %d more infra retries", configuration, seed, sweep_id, extra)
         run = self.running.get(sweep_id)
         if run is not None:
             run.requeue.send_nowait(row.id)  # taken by the running sweep, or by `_run_sweep`'s next round
         else:
             await self.store.set_sweep_status(sweep_id, "running")
-            await self._start(sweep_id, found[0].encode(), paused=False)
+            await self._start(sweep_id, found.config.encode(), paused=False)
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
@@ -296,14 +311,12 @@ class Daemon:
 
     async def _status(self, sweep_id: str) -> str | None:
         assert self.store is not None
-        async with self.store.db.execute("SELECT status FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-            found = await cur.fetchone()
-        return None if found is None else str(found[0])
+        found = await sweeps.find_sweep(self.store, sweep_id)
+        return None if found is None else found.status
 
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None
-        async with self.store.db.execute("SELECT id FROM sweeps ORDER BY created_at") as cur:
-            return [r[0] for r in await cur.fetchall()]
+        return await sweeps.sweep_ids(self.store)
 
 
 async def _read_pack(directory: Path) -> Pack:

@@ -8,28 +8,26 @@ from __future__ import annotations
 
 from itertools import groupby
 
-import msgspec
-
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.messages import HISTORY_END, AttemptSummary, ConfigStatus, FailedTest, ScenarioList, ScenarioRow
+from protocol.events import Step, phase
+from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
 from staminad.engine.config import SweepError
-from staminad.engine.sweep import FINAL, summarize
-from state.store import Progress, Store
-from state.store import ScenarioRow as StoredScenario
+from staminad.engine.sweep import summarize
+from state import sweeps
+from state.store import Progress, Store, StoredScenario
 
 
 async def _sweep_row(store: Store, sweep_id: str) -> tuple[str, str]:
     """(status, fingerprint) of the sweep; SweepError naming it when there is none."""
-    async with store.db.execute("SELECT status, fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
-        row = await cur.fetchone()
-    if row is None:
+    found = await sweeps.find_sweep(store, sweep_id)
+    if found is None:
         raise SweepError(f"no sweep {sweep_id}")
-    return str(row[0]), str(row[1])
+    return found.status, found.fingerprint
 
 
 async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
     row = await _sweep_row(store, sweep_id)
-    configs = tuple(ConfigStatus(**msgspec.structs.asdict(s)) for s in await summarize(store, sweep_id))
+    configs = tuple(await summarize(store, sweep_id))
     return SweepInfo(sweep=sweep_id, status=row[0], fingerprint=row[1], configurations=configs)
 
 
@@ -49,9 +47,7 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
 
 
 async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
-    async with store.db.execute("SELECT prompt_kind, prompt, feedback FROM attempts WHERE id = ?",
-                                (attempt_id,)) as cur:
-        row = await cur.fetchone()
+    row = await sweeps.attempt_prompt(store, attempt_id)
     if row is None:
         raise SweepError(f"no attempt {attempt_id}")
     results = await store.attempt_results(attempt_id) or []
@@ -59,7 +55,8 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
                                 message=r.get("message", ""), request=r.get("request", ""),
                                 status=r.get("status"), response=r.get("response", ""))
                      for r in results if not r.get("passed"))
-    return AttemptTexts(id=attempt_id, prompt_kind=row[0], prompt=row[1], feedback=row[2], failures=failures)
+    return AttemptTexts(id=attempt_id, prompt_kind=row.prompt_kind, prompt=row.prompt, feedback=row.feedback,
+                        failures=failures)
 
 
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
@@ -69,6 +66,11 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
     return ScenarioList(sweep=sweep_id, seq=seq, retries=await store.configuration_retries(sweep_id),
                         scenarios=tuple(scenario_row(name, s, progress.get(s.id, [])) for name, s in scenarios))
+
+
+def _step(last: Progress | None) -> Step | None:
+    return None if last is None else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase,
+                                          outcome=last.outcome)
 
 
 def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress]) -> ScenarioRow:
@@ -88,22 +90,8 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
     return ScenarioRow(id=scenario.id, configuration=configuration, seed=scenario.seed, status=scenario.status,
                        turns_passed=scenario.turns_passed, turn=last.turn if last else 0,
                        attempt=last.attempt if last else 1, infra_try=last.infra_try if last else 0,
-                       phase=_phase(scenario.status, last), last_failure=last_failure, history="".join(history),
+                       phase=phase(scenario.status, _step(last)), last_failure=last_failure, history="".join(history),
                        reason=scenario.reason)
-
-
-def _phase(status: str, last: Progress | None) -> str:
-    if status in FINAL:
-        return status
-    if last is None:
-        return "pending"
-    if last.phase == "launched":
-        if last.infra_try:
-            return "infra retry"
-        return "retrying" if last.attempt > 1 else "agent working"
-    if last.phase == "harness_done":
-        return "testing"
-    return {"pass": "passed", "fail": "feedback", "infra": "infra wait"}.get(last.outcome or "", "pending")
 
 
 __all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "scenario_row", "sweep_info"]

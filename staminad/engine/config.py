@@ -15,16 +15,17 @@ from typing import Literal
 
 import msgspec
 
+from protocol.errors import UsageError
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
-from staminad.commands.args import seed_list
+from staminad.bench.seeds import seed_list
 from staminad.gateway.pricing import Price
 
 # A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-class SweepError(ValueError):
+class SweepError(UsageError, ValueError):
     """A sweep file that cannot be run, with the reason in one line."""
 
 
@@ -51,7 +52,7 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     server_start_timeout: float = 60.0
     request_timeout: float = 5.0
     infra_retries: int = 10
-    image: str = "staminabench/sandbox:latest"
+    image: str = "staminabench/sandbox:latest"  # for agents naming no layer (built-ins); a harness runs its own
     cpus: float = 1.0
     memory_mb: int = 2048
     pids: int = 512

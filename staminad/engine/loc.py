@@ -52,7 +52,7 @@ def count_loc(workspace: Path) -> int:
             if files > MAX_FILES or used >= MAX_TOTAL_BYTES:
                 return total
             try:
-                with open(os.path.join(root, name), "rb") as fh:
+                with (Path(root) / name).open("rb") as fh:
                     lines, n = _count_file(fh, min(MAX_FILE_BYTES, MAX_TOTAL_BYTES - used))
             except OSError:
                 continue

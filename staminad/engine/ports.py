@@ -42,7 +42,7 @@ def _shared_dir(path: Path) -> Path:
     """Create the lock directory world-writable and sticky (like /tmp) so every user's processes share it."""
     try:
         path.mkdir(mode=0o1777, parents=True)
-        os.chmod(path, 0o1777)  # mkdir's mode is cut by the umask
+        path.chmod(0o1777)  # mkdir's mode is cut by the umask
     except FileExistsError:
         pass
     return path

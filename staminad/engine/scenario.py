@@ -12,11 +12,21 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import msgspec
 
+from protocol.events import (
+    AttemptStarted,
+    AttemptTested,
+    EventData,
+    HarnessDone,
+    InfraFailure,
+    ManualPrompt,
+    ScenarioFinished,
+    SuiteStarted,
+)
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -33,9 +43,17 @@ from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.runner import run_suite
-from state.store import AttemptRow, Store
+from state.store import AttemptRow, HarnessEnd, Store, Verdict
 
-EventSink = Callable[[str, dict[str, Any]], None]
+EventSink = Callable[[EventData], None]
+
+
+class _Names(TypedDict):
+    scenario: int
+    configuration: str
+    seed: int
+
+
 LIVENESS_INTERVAL = 2.0  # seconds between sandbox health checks while a harness runs
 JOB_CHECK_EVERY = 3  # health checks per check that the harness's wrapper still runs
 CLEANUP_TIMEOUT = 90.0  # bound on removing what is left of a lost sandbox
@@ -49,6 +67,24 @@ class Gate:
         self._open = anyio.Event()
         self._open.set()
         self.active = 0  # attempts that passed the gate and are not yet recorded as tested
+        self._idle = anyio.Event()  # set while no attempt is active
+        self._idle.set()
+
+    def enter(self) -> None:
+        """An attempt passed the gate."""
+        self.active += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def leave(self) -> None:
+        """An attempt is recorded (or given up): the gate is idle again once the last one leaves."""
+        self.active -= 1
+        if self.active == 0:
+            self._idle.set()
+
+    async def idle(self) -> None:
+        """Return once no attempt is active (at once if none is)."""
+        await self._idle.wait()
 
     @property
     def paused(self) -> bool:
@@ -85,13 +121,33 @@ class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ModelAccess:
-    """A scenario's route through the gateway, and the model its harness is told to use."""
+    """A scenario's route through the gateway, and the model its harness is told to use.
+
+    The engine reads the route through this and changes it only through the gateway's methods, so
+    the gateway alone writes what it records (cost, waits, model loss, the cap).
+    """
 
     def __init__(self, gateway: Gateway, route: Route, model: str) -> None:
-        self.gateway, self.route, self.model = gateway, route, model
+        self.gateway, self._route, self.model = gateway, route, model
 
     def env(self, host: str) -> dict[str, str]:
-        return {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self.route, host), "STAMINA_LLM_MODEL": self.model}
+        return {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self._route, host), "STAMINA_LLM_MODEL": self.model}
+
+    def begin_attempt(self, attempt_id: int, turn: int) -> None:
+        self.gateway.begin_attempt(self._route, attempt_id, turn)
+
+    def take_unavailable(self) -> str:
+        return self.gateway.take_unavailable(self._route)
+
+    @property
+    def capped(self) -> str:
+        """Why the cost cap ended this scenario's model access ("" while it has not)."""
+        return self._route.capped
+
+    @property
+    def waited(self) -> float:
+        """Seconds of upstream trouble the gateway waited out during the current attempt."""
+        return self._route.waited
 
 
 class ScenarioRunner:
@@ -133,26 +189,26 @@ class ScenarioRunner:
         """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
         self._prepare_turns()
         assert self._prompts is not None
-        await self.store.update_scenario(scenario_id, status="running")
+        await self.store.set_scenario_status(scenario_id, "running")
         n_turns = len(self.spec.scenario.turns)
         while True:
             rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
             pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant,
                            turns_passed=await self.store.turns_passed(scenario_id))
-            if pos.final is None and pos.resume is None and self.llm is not None and self.llm.route.capped:
-                pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.route.capped)
+            if pos.final is None and pos.resume is None and self.llm is not None and self.llm.capped:
+                pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.capped)
             if pos.final is not None:
-                await self.store.update_scenario(scenario_id, status=pos.final, turns_passed=pos.turns_passed,
-                                                 reason=pos.reason)
-                self.emit("scenario_finished", {"scenario": scenario_id, "status": pos.final,
-                                                "turns_passed": pos.turns_passed, "reason": pos.reason})
+                await self.store.set_scenario_status(scenario_id, pos.final, turns_passed=pos.turns_passed,
+                                                     reason=pos.reason)
+                self.emit(ScenarioFinished(**self._names(scenario_id), status=pos.final, turns_passed=pos.turns_passed,
+                                           reason=pos.reason))
                 return pos
-            await self.store.update_scenario(scenario_id, turns_passed=pos.turns_passed)
+            await self.store.set_turns_passed(scenario_id, pos.turns_passed)
             row = pos.resume
             if row is None and self.gate is not None:
                 await self.gate.wait()
             if self.gate is not None:
-                self.gate.active += 1
+                self.gate.enter()
             try:
                 if row is None:
                     prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
@@ -161,7 +217,7 @@ class ScenarioRunner:
                 await self._execute(scenario_id, row, pos)
             finally:
                 if self.gate is not None:
-                    self.gate.active -= 1
+                    self.gate.leave()
 
     async def _ensure_sandbox(self) -> None:
         """Prepare (or, after a loss, recreate) the sandbox; the workspace and its files are kept."""
@@ -174,12 +230,16 @@ class ScenarioRunner:
             (ws / "initial_specification.md").write_text(render_spec(self.spec.scenario.initial))
         self._ready_at = time.time()
 
+    def _names(self, scenario_id: int) -> _Names:
+        """The fields every runner event starts with: the scenario's id, configuration and seed."""
+        return {"scenario": scenario_id, "configuration": self.spec.config_name, "seed": self.spec.scenario.seed}
+
     async def _execute(self, scenario_id: int, row: AttemptRow, pos: Position) -> None:
         """One attempt; whatever the sandbox or the engine does wrong ends it as that platform fault, never
         as an error of the whole sweep."""
         job = self._job_id(pos)
-        self.emit("attempt_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                      "infra_try": row.infra_try, "resumed": pos.resume is not None})
+        self.emit(AttemptStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt,
+                                 infra_try=row.infra_try, resumed=pos.resume is not None))
         try:
             await self._ensure_sandbox()
             if row.phase == "launched":
@@ -207,8 +267,7 @@ class ScenarioRunner:
         control = self.sandbox.host_control
         marker_file = marker_path(control, job)
         if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
-            route = self.llm.route
-            route.attempt_id, route.turn, route.waited, route.unavailable = row.id, row.turn, 0.0, ""
+            self.llm.begin_attempt(row.id, row.turn)
         prompt_file = control / "prompts" / f"{job}.md"
         if not (control / "jobs" / job).exists() and read_marker(marker_file) is None:
             prompt_file.parent.mkdir(parents=True, exist_ok=True)
@@ -216,15 +275,15 @@ class ScenarioRunner:
             argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
             if argv is None:
                 (control / "jobs" / job).mkdir(parents=True, exist_ok=True)
-                self.emit("manual_prompt", {"scenario": scenario_id, "prompt": str(prompt_file),
-                                            "workspace": str(self.sandbox.host_workspace),
-                                            "done": f"staminad done --marker {marker_file}"})
+                self.emit(ManualPrompt(**self._names(scenario_id), prompt=str(prompt_file),
+                                       workspace=str(self.sandbox.host_workspace),
+                                       done=f"staminad done --marker {marker_file}"))
             else:
                 await self.sandbox.launch(job, argv, self._env())
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
             pid_file = control / "jobs" / job / "pid"
             with anyio.move_on_after(2):
-                while not pid_file.exists() and read_marker(marker_file) is None:
+                while not pid_file.exists() and read_marker(marker_file) is None:  # noqa: ASYNC110
                     await anyio.sleep(0.05)  # the wrapper writes its pid first thing; give a starting one a moment
             if not pid_file.exists() and read_marker(marker_file) is None:
                 # Interrupted between writing the job and starting it: the harness never ran, start it now.
@@ -237,8 +296,7 @@ class ScenarioRunner:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
         marker, lost = await self._wait_marker(marker_file, row, job)
         if marker is None:
-            await self.store.update_attempt(row.id, phase="harness_done",
-                                            harness_seconds=time.time() - row.launched_at)
+            await self.store.harness_done(row.id, HarnessEnd(harness_seconds=time.time() - row.launched_at))
             if lost is not None:
                 return lost
             await self.sandbox.kill_job(job)  # stuck: the harness and anything in its process group
@@ -248,17 +306,16 @@ class ScenarioRunner:
         harness_s = float(ended) - float(started) if started and ended else None
         latency = marker["seen_at"] - float(ended) if ended else None
         loc = await anyio.to_thread.run_sync(count_loc, self.sandbox.host_workspace)
-        await self.store.update_attempt(row.id, phase="harness_done", harness_exit=exit_code, harness_signal=sig,
-                                        harness_seconds=harness_s, marker_latency=latency, loc=loc)
+        await self.store.harness_done(row.id, HarnessEnd(harness_exit=exit_code, harness_signal=sig,
+                                                         harness_seconds=harness_s, marker_latency=latency, loc=loc))
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
-        if self.llm is not None and self.llm.route.unavailable:
+        if self.llm is not None and (reason := self.llm.take_unavailable()):
             # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
-            reason, self.llm.route.unavailable = self.llm.route.unavailable, ""
             return "llm_unavailable", reason
-        if kind == "harness_crash" and self.llm is not None and self.llm.route.capped:
+        if kind == "harness_crash" and self.llm is not None and self.llm.capped:
             kind = None  # the cost cap cut the harness off: score what it built; the scenario then ends capped
-        self.emit("harness_done", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                   "exit": exit_code, "signal": sig, "harness_seconds": harness_s})
+        self.emit(HarnessDone(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, exit=exit_code,
+                              signal=sig, harness_seconds=harness_s))
         if kind is not None:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
@@ -281,7 +338,7 @@ class ScenarioRunner:
         """
         granted, polls = 0.0, 0
         while True:
-            waited = self.llm.route.waited if self.llm is not None else 0.0
+            waited = self.llm.waited if self.llm is not None else 0.0
             remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
             if remaining > 0:
                 marker = await self.watcher.wait(marker_file, min(remaining, LIVENESS_INTERVAL))
@@ -298,8 +355,8 @@ class ScenarioRunner:
                             return vanished
                     continue
                 remaining = 0.0
-            if self.llm is not None and self.llm.route.waited > granted:
-                granted = self.llm.route.waited  # the gateway waited on the model meanwhile: extend and wait again
+            if self.llm is not None and self.llm.waited > granted:
+                granted = self.llm.waited  # the gateway waited on the model meanwhile: extend and wait again
                 continue
             loss = await self._loss(row)
             if loss is not None:
@@ -319,10 +376,9 @@ class ScenarioRunner:
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
-        await self.store.update_attempt(row.id, phase="tested", outcome="infra", infra_kind=kind,
-                                        finished_at=time.time())
-        self.emit("infra_failure", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                    "infra_try": row.infra_try, "kind": kind, "detail": detail})
+        await self.store.tested(row.id, Verdict(outcome="infra", infra_kind=kind))
+        self.emit(InfraFailure(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, infra_try=row.infra_try,
+                               infra_kind=kind, detail=detail))
         if kind in RECREATE_AFTER:
             # The container is gone, frozen or unreachable: remove what is left, so the retry gets a fresh one
             # on the same workspace (a paused container cannot even be exec'd into to clean up).
@@ -350,8 +406,7 @@ class ScenarioRunner:
             await self._server_failed(scenario_id, row, exc, len(suite.tests), time.monotonic() - t0)
             return
         t1 = time.monotonic()
-        self.emit("suite_started", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                    "server_seconds": t1 - t0})
+        self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
             async with Http11Transport.for_url(handle.url, self.settings.request_timeout) as transport:
                 result = await run_suite(suite, transport)
@@ -366,24 +421,21 @@ class ScenarioRunner:
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))
         feedback = render_feedback(result, self.spec.feedback) if failures else None
-        await self.store.update_attempt(
-            row.id, results=result.results, phase="tested", outcome="fail" if failures else "pass",
+        await self.store.tested(row.id, Verdict(
+            results=result.results, outcome="fail" if failures else "pass",
             categories=categories, passed_tests=len(result.results) - len(failures), total_tests=len(result.results),
-            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2,
-            finished_at=time.time())
-        self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                     "passed": not failures, "failed_tests": len(failures),
-                                     "tests": len(result.results), "categories": categories,
-                                     "suite_seconds": t2 - t1, "server_seconds": t1 - t0})
+            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2))
+        self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=not failures,
+                                failed_tests=len(failures), tests=len(result.results), categories=categories,
+                                suite_seconds=t2 - t1, server_seconds=t1 - t0))
 
     async def _server_failed(self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int,
                              seconds: float) -> None:
         """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
         log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
         feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
-        await self.store.update_attempt(row.id, phase="tested", outcome="fail", categories=exc.kind,
-                                        passed_tests=0, total_tests=tests, feedback=feedback,
-                                        server_seconds=seconds, finished_at=time.time())
-        self.emit("attempt_tested", {"scenario": scenario_id, "turn": row.turn, "attempt": row.attempt,
-                                     "passed": False, "failed_tests": tests, "tests": tests, "categories": exc.kind,
-                                     "suite_seconds": 0.0, "server_seconds": seconds, "detail": str(exc)})
+        await self.store.tested(row.id, Verdict(outcome="fail", categories=exc.kind, passed_tests=0,
+                                                 total_tests=tests, feedback=feedback, server_seconds=seconds))
+        self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=False,
+                                failed_tests=tests, tests=tests, categories=exc.kind, suite_seconds=0.0,
+                                server_seconds=seconds, detail=str(exc)))

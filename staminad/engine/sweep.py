@@ -9,19 +9,21 @@ from __future__ import annotations
 import math
 import os
 import statistics
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from protocol.events import FINAL, SweepStarted
+from protocol.messages import ConfigStatus
 from staminad.agents.base import adapter_for
 from staminad.bench.pack import Pack
 from staminad.bench.readme import render_readme
-from staminad.bench.scenario import ScenarioParams, generate
-from staminad.commands.args import seed_list
+from staminad.bench.scenario import Scenario, ScenarioParams, generate
+from staminad.bench.seeds import seed_list
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
@@ -29,36 +31,35 @@ from staminad.engine.outcome import is_platform
 from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
-from staminad.sandbox.base import Grant, Sandbox
+from staminad.sandbox.base import Grant, Sandbox, SandboxFactory
 from staminad.sandbox.local import LocalSandbox
 from state.store import Store
 
-FINAL = ("done", "failed", "infra_failed", "capped")
-
-
-class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    scenarios: int
-    finished: int
-    mean_turns: float
-    se_turns: float
-    pass_rate: float
-    statuses: dict[str, int]
-    infra: dict[str, int]
-    cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
-    tokens: int = 0  # input + output tokens through the gateway
-    unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
-
-
-class SandboxFactory(Protocol):
-    def __call__(self, root: Path, label: str, grant: Grant = ...) -> Sandbox: ...
+# One shape for a configuration's figures: what the engine summarises is what the socket sends.
+ConfigSummary = ConfigStatus
 
 
 def local_factory(ports: PortAllocator) -> SandboxFactory:
-    def make(root: Path, label: str, grant: Grant = Grant()) -> Sandbox:  # noqa: B008 - frozen, shared default
-        return LocalSandbox(root, ports)
+    return LocalFactory(ports)
 
-    return make
+
+class LocalFactory:
+    """Sandboxes as local processes: nothing to clean up per sweep, and the gateway is reached on 127.0.0.1."""
+
+    def __init__(self, ports: PortAllocator) -> None:
+        self.ports = ports
+
+    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> Sandbox:  # noqa: B008 - frozen, shared
+        return LocalSandbox(root, self.ports)
+
+    async def llm_hosts(self) -> list[str]:
+        return []
+
+    def llm_serving(self, port: int) -> None:
+        pass
+
+    async def aclose(self, sandboxes: Path) -> None:
+        pass
 
 
 class Shared(msgspec.Struct, kw_only=True):
@@ -69,13 +70,67 @@ class Shared(msgspec.Struct, kw_only=True):
     limiter: FairLimiter
     gate: Gate | None = None
     suites: anyio.CapacityLimiter | None = None  # concurrent server starts + suite runs, daemon-wide
-    keep_jobs: list[bool] = msgspec.field(default_factory=lambda: [False])  # set on graceful daemon stop
+    # Set on a graceful daemon stop: harnesses keep running in their sandboxes for the restart to pick up.
+    detach: anyio.Event = msgspec.field(default_factory=anyio.Event)
     # Scenario ids an operator retried while the sweep runs (see `Daemon.retry_scenario`).
     requeue: MemoryObjectReceiveStream[int] | None = None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What the sweep file (or its pack) says to run, generated once before anything starts."""
+
+    params: ScenarioParams
+    seeds: list[int]
+    scenarios: dict[int, Scenario]
+    readme: str
+    settings: EngineSettings
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The sweep-wide parts every scenario job runs with."""
+
+    shared: Shared
+    make_sandbox: SandboxFactory
+    emit: EventSink
+    settings: EngineSettings
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One scenario to run: its spec, configuration, sandbox root, granted infra retries and model route."""
+
+    scenario_id: int
+    spec: ScenarioSpec
+    config: Configuration
+    root: Path
+    infra_grant: int
+    llm: ModelAccess | None
+
+
 async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sandbox: SandboxFactory,
                     emit: EventSink, pack: Pack | None = None, shared: Shared | None = None) -> list[ConfigSummary]:
+    """Run (or resume) the sweep: on the daemon's `shared` parts, or on its own store and watcher."""
+    plan = await _plan(sweep, pack)
+    if shared is not None:
+        return await _run(sweep, fingerprint, state_dir, plan, _Parts(shared, make_sandbox, emit, plan.settings))
+    store = await Store.open(state_dir / "staminad.db")
+    watcher = MarkerWatcher()
+    try:
+        own = Shared(store=store, watcher=watcher, limiter=FairLimiter(sweep.run.parallel))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.serve)
+            result = await _run(sweep, fingerprint, state_dir, plan, _Parts(own, make_sandbox, emit, plan.settings))
+            tg.cancel_scope.cancel()
+        return result
+    finally:
+        watcher.close()
+        with anyio.CancelScope(shield=True):
+            await store.close()
+
+
+async def _plan(sweep: SweepFile, pack: Pack | None) -> _Plan:
     src = sweep.scenarios
     params = pack.params if pack else ScenarioParams(turns=src.turns, sampler=src.sampler, naming=src.naming,
                                                     changes_per_turn=src.changes_per_turn, language=src.language)
@@ -83,69 +138,72 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
     # Off the event loop: a large sweep takes minutes to generate, and the loop must keep serving meanwhile.
     scenarios = await anyio.to_thread.run_sync(
         lambda: {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}, abandon_on_cancel=True)
-    readme = render_readme(params.language)
     settings = EngineSettings(turn_timeout=sweep.run.turn_timeout, request_timeout=sweep.run.request_timeout,
                               server_start_timeout=sweep.run.server_start_timeout,
                               infra_retries=sweep.run.infra_retries)
-    own = shared is None
-    store = await Store.open(state_dir / "staminad.db") if shared is None else shared.store
-    watcher = MarkerWatcher() if shared is None else shared.watcher
+    return _Plan(params=params, seeds=seeds, scenarios=scenarios, readme=render_readme(params.language),
+                 settings=settings)
+
+
+async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: _Plan, parts: _Parts) -> list[ConfigSummary]:
+    """Record the sweep, start every unfinished scenario (and any an operator retries meanwhile), summarise."""
+    store = parts.shared.store
     try:
-        resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint,
-                                           msgspec.json.encode(sweep).decode())
-        await store.set_sweep_turns(sweep.name, params.turns)
-        emit("sweep_started", {"sweep": sweep.name, "resumed": resumed, "scenarios": len(seeds),
-                               "configurations": len(configurations(sweep))})
-        limiter = FairLimiter(sweep.run.parallel) if shared is None else shared.limiter
-        gate = None if shared is None else shared.gate
-        suites = None if shared is None else shared.suites
-        keep = [False] if shared is None else shared.keep_jobs
+        resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint, msgspec.json.encode(sweep).decode())
+        await store.set_sweep_turns(sweep.name, plan.params.turns)
+        finished = sum(r.status in FINAL for _, r in await store.scenarios(sweep.name)) if resumed else 0
+        parts.emit(SweepStarted(sweep=sweep.name, resumed=resumed, scenarios=len(plan.seeds),
+                                configurations=len(configurations(sweep)), finished=finished))
         async with anyio.create_task_group() as outer:
-            if own:
-                outer.start_soon(watcher.serve)
-            gateway = await _start_gateway(sweep, store, make_sandbox, emit, outer)
+            gateway = await _start_gateway(sweep, store, parts.make_sandbox, parts.emit, outer)
             async with anyio.create_task_group() as jobs:
-                live = _Live()
-                spend = await store.llm_spend(sweep.name) if gateway is not None else {}
-                prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
-
-                def start(scenario_id: int, infra_grant: int) -> None:
-                    spec, config, root = prepared[scenario_id]
-                    live.count += 1
-                    llm = None
-                    if gateway is not None and sweep.llm is not None and adapter_for(config.agent).harness:
-                        llm = ModelAccess(gateway, gateway.route(sweep.name, scenario_id, spend.get(scenario_id, 0.0)),
-                                          sweep.llm.model)
-                    jobs.start_soon(live.track, _one(spec, config, scenario_id, infra_grant, root, store, watcher,
-                                                     settings, limiter, make_sandbox, emit, gate, keep, suites, llm))
-
-                for config in configurations(sweep):
-                    config_id = await store.ensure_configuration(sweep.name, config.name, config.agent,
-                                                                 config.retries, config.feedback)
-                    for seed in seeds:
-                        row = await store.ensure_scenario(config_id, seed)
-                        spec = ScenarioSpec(config_id=config_id, config_name=config.name, retries=config.retries,
-                                            feedback=config.feedback, scenario=scenarios[seed],
-                                            language=params.language, readme=readme)
-                        root = state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}"
-                        prepared[row.id] = (spec, config, root)
-                        if row.status not in FINAL:
-                            start(row.id, row.infra_grant)
-                if shared is not None and shared.requeue is not None and live.count:
-                    jobs.start_soon(_requeued, shared.requeue, live, store, prepared, start)
+                starter = _Starter(sweep, parts, gateway, jobs, await store.llm_spend(sweep.name) if gateway else {})
+                await _prepare(sweep, state_dir, plan, store, starter)
+                requeue = parts.shared.requeue
+                if requeue is not None and starter.live.count:
+                    jobs.start_soon(_requeued, requeue, starter, store)
             outer.cancel_scope.cancel()
         await store.set_sweep_status(sweep.name, "finished")
         return await summarize(store, sweep.name)
     finally:
-        if own:
-            watcher.close()
-        closer = getattr(make_sandbox, "aclose", None)
-        if closer is not None and not keep[0]:
+        if not parts.shared.detach.is_set():
             with anyio.CancelScope(shield=True):
-                await closer(state_dir / "sandboxes" / sweep.name)
-        if own:
-            with anyio.CancelScope(shield=True):
-                await store.close()
+                await parts.make_sandbox.aclose(state_dir / "sandboxes" / sweep.name)
+
+
+class _Starter:
+    """Starts scenario jobs in the sweep's task group, each with its model route when it runs a real harness."""
+
+    def __init__(self, sweep: SweepFile, parts: _Parts, gateway: Gateway | None, jobs: anyio.abc.TaskGroup,
+                 spend: dict[int, float]) -> None:
+        self.sweep, self.parts, self.gateway, self.jobs, self.spend = sweep, parts, gateway, jobs, spend
+        self.live = _Live()
+        self.prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
+
+    def start(self, scenario_id: int, infra_grant: int) -> None:
+        spec, config, root = self.prepared[scenario_id]
+        self.live.count += 1
+        llm = None
+        if self.gateway is not None and self.sweep.llm is not None and adapter_for(config.agent).harness:
+            route = self.gateway.route(self.sweep.name, scenario_id, self.spend.get(scenario_id, 0.0))
+            llm = ModelAccess(self.gateway, route, self.sweep.llm.model)
+        job = _Job(scenario_id=scenario_id, spec=spec, config=config, root=root, infra_grant=infra_grant, llm=llm)
+        self.jobs.start_soon(self.live.track, _one(self.parts, job))
+
+
+async def _prepare(sweep: SweepFile, state_dir: Path, plan: _Plan, store: Store, starter: _Starter) -> None:
+    """Record every configuration x seed and start the scenarios not yet finished."""
+    for config in configurations(sweep):
+        config_id = await store.ensure_configuration(sweep.name, config.name, config.agent, config.retries,
+                                                     config.feedback)
+        for seed in plan.seeds:
+            row = await store.ensure_scenario(config_id, seed)
+            spec = ScenarioSpec(config_id=config_id, config_name=config.name, retries=config.retries,
+                                feedback=config.feedback, scenario=plan.scenarios[seed],
+                                language=plan.params.language, readme=plan.readme)
+            starter.prepared[row.id] = (spec, config, state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}")
+            if row.status not in FINAL:
+                starter.start(row.id, row.infra_grant)
 
 
 class _Live:
@@ -164,35 +222,30 @@ class _Live:
                 self.listener.cancel()
 
 
-async def _requeued(requeue: MemoryObjectReceiveStream[int], live: _Live, store: Store,
-                    prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]],
-                    start: Callable[[int, int], None]) -> None:
+async def _requeued(requeue: MemoryObjectReceiveStream[int], starter: _Starter, store: Store) -> None:
     """Start scenarios retried while the sweep runs; one retried after the last job ended is left to the caller."""
-    with live.listener:
+    with starter.live.listener:
         async for scenario_id in requeue:
-            if scenario_id in prepared:
-                spec, _, _ = prepared[scenario_id]
+            if scenario_id in starter.prepared:
+                spec, _, _ = starter.prepared[scenario_id]
                 row = await store.ensure_scenario(spec.config_id, spec.scenario.seed)
                 if row.status not in FINAL and row.status != "running":
-                    start(scenario_id, row.infra_grant)
+                    starter.start(scenario_id, row.infra_grant)
 
 
-async def _one(spec: ScenarioSpec, config: Configuration, scenario_id: int, infra_grant: int, root: Path,
-               store: Store,
-               watcher: MarkerWatcher, settings: EngineSettings, limiter: FairLimiter,
-               make_sandbox: SandboxFactory, emit: EventSink, gate: Gate | None, keep: list[bool],
-               suites: anyio.CapacityLimiter | None, llm: ModelAccess | None) -> None:
-    async with limiter.slot(root.parent.name):
-        adapter = adapter_for(config.agent)
-        sandbox = make_sandbox(root, f"{config.name}/{spec.scenario.seed}",
-                               Grant(layer=adapter.layer(), llm=llm is not None))
-        await store.update_scenario(scenario_id, sandbox=getattr(sandbox, "describe", dict)())
-        runner = ScenarioRunner(spec, store, sandbox, adapter, watcher, settings, emit, gate,
-                                suites, llm)
+async def _one(parts: _Parts, job: _Job) -> None:
+    shared = parts.shared
+    async with shared.limiter.slot(job.root.parent.name):
+        adapter = adapter_for(job.config.agent)
+        sandbox = parts.make_sandbox(job.root, f"{job.config.name}/{job.spec.scenario.seed}",
+                                     Grant(layer=adapter.layer(), llm=job.llm is not None, image=adapter.image))
+        await shared.store.set_sandbox(job.scenario_id, sandbox.describe())
+        runner = ScenarioRunner(job.spec, shared.store, sandbox, adapter, shared.watcher, parts.settings, parts.emit,
+                                shared.gate, shared.suites, job.llm)
         try:
-            await runner.run(scenario_id, infra_grant)
+            await runner.run(job.scenario_id, job.infra_grant)
         finally:
-            if not keep[0]:  # a graceful daemon stop leaves detached harnesses running for the restart
+            if not shared.detach.is_set():  # a graceful daemon stop leaves detached harnesses running
                 with anyio.CancelScope(shield=True):
                     await sandbox.close()
 
@@ -212,12 +265,9 @@ async def _start_gateway(sweep: SweepFile, store: Store, make_sandbox: SandboxFa
     limits = Limits(scenario_cost_cap=llm.scenario_cost_cap, sweep_cost_cap=llm.sweep_cost_cap,
                     outage_timeout=llm.outage_timeout, stream_idle_timeout=llm.stream_idle_timeout)
     gateway = Gateway(llm.endpoint, os.environ.get(llm.api_key_env, ""), dict(llm.pricing), limits, emit, record)
-    hosts = getattr(make_sandbox, "llm_hosts", None)
-    extra = await hosts() if hosts is not None else []
-    await tg.start(gateway.serve, ["127.0.0.1", *extra], 0)
-    serving = getattr(make_sandbox, "llm_serving", None)  # the runtime opens its sandboxes' way to this port only
-    if serving is not None and gateway.port is not None:
-        serving(gateway.port)
+    await tg.start(gateway.serve, ["127.0.0.1", *await make_sandbox.llm_hosts()], 0)
+    if gateway.port is not None:
+        make_sandbox.llm_serving(gateway.port)  # the runtime opens its sandboxes' way to this port only
     return gateway
 
 
@@ -266,4 +316,5 @@ def format_summary(summaries: list[ConfigSummary]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ConfigSummary", "Shared", "format_summary", "local_factory", "run_sweep", "summarize"]
+__all__ = ["ConfigSummary", "LocalFactory", "SandboxFactory", "Shared", "format_summary", "local_factory", "run_sweep",
+           "summarize"]

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import httpx
 
+from protocol.events import EventData, LlmCall, LlmCapped, LlmUnavailable, LlmWait
 from staminad.gateway.http import Request, Response, serve_connection
 from staminad.gateway.pricing import Price, cost, price_for
 from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, from_body, with_stream_usage
@@ -32,7 +33,7 @@ RETRY_STATUSES = frozenset((408, 409, 425, 429, 500, 502, 503, 504, 529))
 FORWARD_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
 MAX_RESPONSE = 64 * 1024 * 1024
 
-Sink = Callable[[str, dict[str, Any]], None]
+Sink = Callable[[EventData], None]
 Recorder = Callable[["Call"], Any]  # awaitable: persists one call
 
 
@@ -104,6 +105,15 @@ class Gateway:
         self.sweep_spent += spent
         return route
 
+    def begin_attempt(self, route: Route, attempt_id: int, turn: int) -> None:
+        """Calls from now on are this attempt's: its waits and model loss start from nothing."""
+        route.attempt_id, route.turn, route.waited, route.unavailable = attempt_id, turn, 0.0, ""
+
+    def take_unavailable(self, route: Route) -> str:
+        """Why the current attempt lost its model ("" if it did not), cleared as it is read."""
+        reason, route.unavailable = route.unavailable, ""
+        return reason
+
     def base_url(self, route: Route, host: str) -> str:
         assert self.port is not None, "the gateway is not serving"
         return f"http://{host}:{self.port}/g/{route.token}/v1"
@@ -157,7 +167,7 @@ class Gateway:
         elif lim.sweep_cost_cap is not None and self.sweep_spent >= lim.sweep_cost_cap:
             route.capped = f"sweep cost cap of ${lim.sweep_cost_cap:.2f} reached (${self.sweep_spent:.4f} spent)"
         if route.capped:
-            self.emit("llm_capped", {"scenario": route.scenario_id, "reason": route.capped})
+            self.emit(LlmCapped(scenario=route.scenario_id, reason=route.capped))
         return route.capped
 
     # --- forwarding ---------------------------------------------------------------------------
@@ -183,8 +193,8 @@ class Gateway:
             pause = min(retry_after if retry_after is not None else delay, self.limits.backoff_max)
             if waited + pause > self.limits.outage_timeout:
                 return self._unavailable(route, f"{reason}; gave up after waiting {waited:.0f} s")
-            self.emit("llm_wait", {"scenario": route.scenario_id, "turn": route.turn, "reason": reason,
-                                   "wait_seconds": round(pause, 2), "waited": round(waited, 2)})
+            self.emit(LlmWait(scenario=route.scenario_id, turn=route.turn, reason=reason, wait_seconds=round(pause, 2),
+                              waited=round(waited, 2)))
             await anyio.sleep(pause)  # backoff before retrying the upstream
             waited += pause
             route.waited += pause
@@ -230,13 +240,12 @@ class Gateway:
                     seconds=time.monotonic() - t0, waited=waited, streamed=streamed)
         if self.record is not None:
             await self.record(call)
-        self.emit("llm_call", {"scenario": route.scenario_id, "turn": route.turn, "model": model,
-                               "input": usage.input, "output": usage.output, "cached": usage.cached,
-                               "cost": round(spent, 6), "status": status})
+        self.emit(LlmCall(scenario=route.scenario_id, turn=route.turn, model=model, input=usage.input,
+                          output=usage.output, cached=usage.cached, cost=round(spent, 6), status=status))
 
     def _unavailable(self, route: Route, reason: str) -> Response:
         route.unavailable = route.unavailable or reason
-        self.emit("llm_unavailable", {"scenario": route.scenario_id, "turn": route.turn, "reason": reason})
+        self.emit(LlmUnavailable(scenario=route.scenario_id, turn=route.turn, reason=reason))
         return _error(503, f"model endpoint unavailable: {reason}")
 
 

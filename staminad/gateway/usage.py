@@ -27,7 +27,7 @@ class Usage(msgspec.Struct, frozen=True):
 
 def api_of(path: str) -> Api:
     """Which wire format a request path (after the version prefix) speaks."""
-    path = path.strip("/")
+    path = path.split("?", 1)[0].strip("/")  # the query (Claude Code sends `messages?beta=true`) is no part of it
     if path.endswith("chat/completions"):
         return "chat"
     if path.endswith("responses"):

@@ -214,8 +214,9 @@ class App:
             if not self._valid_date(v) or not self._in_range(v, f.get("after"), f.get("before")):
                 raise bad
         elif kind == "ref":
-            known = "unchecked-reference" in self.bugs or v in self.data.get(f["target"], {})
-            if not isinstance(v, str) or not known:
+            if not isinstance(v, str):  # before the lookup: a list or object is no key of the store
+                raise bad
+            if "unchecked-reference" not in self.bugs and v not in self.data.get(f["target"], {}):
                 raise bad
         elif kind == "ref_list":
             table = self.data.get(f["target"], {})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -56,6 +56,7 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
 
     layer: tuple[str, ...] = RUNTIME_FILES  # files below staminad/, mounted read-only
     llm: bool = False  # may reach the sweep's LLM gateway (a real harness); nothing else is ever reachable
+    image: str = ""  # the image its agent's adapter names (a harness layer); "" runs the sweep's [run] image
 
 
 class ServerHandle(msgspec.Struct, kw_only=True):
@@ -78,6 +79,16 @@ class Sandbox(Protocol):
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle: ...
     async def stop_server(self, handle: ServerHandle) -> None: ...
     async def close(self) -> None: ...
+    def describe(self) -> dict[str, Any]: ...  # where it is (runtime, root, container), stored with the scenario
+
+
+class SandboxFactory(Protocol):
+    """A runtime: makes a scenario's sandbox, and tells the LLM gateway how its sandboxes reach it."""
+
+    def __call__(self, root: Path, label: str, grant: Grant = ...) -> Sandbox: ...
+    async def llm_hosts(self) -> list[str]: ...  # addresses besides 127.0.0.1 the gateway must listen on
+    def llm_serving(self, port: int) -> None: ...  # the gateway now serves on `port`
+    async def aclose(self, sandboxes: Path) -> None: ...  # a sweep ended: remove what is left under `sandboxes`
 
 
 def marker_path(host_control: Path, job_id: str) -> Path:

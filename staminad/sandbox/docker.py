@@ -207,6 +207,7 @@ class DockerSandbox:
         self.host_control = root / "control"
         self.host_layer = root / "layer"
         self.grant = grant
+        self.image = grant.image or run.image  # each configuration's adapter may name its own layer
         self.quota_kb = QUOTA_KB
         self.llm = llm if grant.llm else None  # (address, port) of the gateway this sandbox may reach
         self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
@@ -219,7 +220,8 @@ class DockerSandbox:
         self._launcher_started = -RESTART_EVERY  # monotonic time a launcher found gone was last restarted
 
     def describe(self) -> dict[str, Any]:
-        return {"runtime": "docker", "container": self.name, "root": str(self.root), "port": self.port}
+        return {"runtime": "docker", "container": self.name, "image": self.image, "root": str(self.root),
+                "port": self.port}
 
     async def _container(self) -> Any:
         try:
@@ -267,7 +269,7 @@ class DockerSandbox:
     def _config(self) -> dict[str, Any]:
         memory = self.run.memory_mb * 1024 * 1024
         return {
-            "Image": self.run.image,
+            "Image": self.image,
             "Cmd": _KEEPALIVE,
             # Root's keepalive only: Docker gives an exec the capabilities of the container's user, and the root
             # side needs SETUID/SETGID/KILL; every process of the agent runs as the agent (setpriv), with none.
@@ -306,7 +308,7 @@ class DockerSandbox:
         the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules.
         """
         config: dict[str, Any] = {
-            "Image": self.run.image, "User": ROOT, "Env": [f"RULES={firewall(self.llm)}"],
+            "Image": self.image, "User": ROOT, "Env": [f"RULES={firewall(self.llm)}"],
             "Cmd": ["sh", "-c", 'printf "%s" "$RULES" | iptables-restore'],
             "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)},
             "HostConfig": {"NetworkMode": f"container:{container.id}", "CapDrop": ["ALL"], "CapAdd": ["NET_ADMIN"],

@@ -109,7 +109,8 @@ def harness_tag(name: str) -> str:
 
     if name not in HARNESSES:
         raise ImageError(f"unknown harness {name!r}; choose from {', '.join(HARNESSES)}")
-    spec = f"{recipe().tag()}|{HARNESSES[name].install}|{PYTHON_TARGET}"
+    carry = f"|{HARNESSES[name].carry}" if HARNESSES[name].carry else ""
+    spec = f"{recipe().tag()}|{HARNESSES[name].install}|{PYTHON_TARGET}{carry}"
     return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
@@ -143,12 +144,17 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     first, *rest = packages.split()
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(stage),
            "--python-version", PYTHON_TARGET[0], "--platform", PYTHON_TARGET[1], "--only-binary=:all:",
-           "--implementation", "cp"]
+           "--implementation", "cp",
+           # pip 23 does not read manylinux2014 as its newer spelling: name both (Claude Code's wheel is _2_17).
+           "--platform", PYTHON_TARGET[1].replace("manylinux2014", "manylinux_2_17")]
     # The harness itself without its optional heavy dependencies (datasets, UIs); then what it imports.
-    for args in ([*pip, "--no-deps", first], [*pip, *rest, *HARNESS_DEPS.get(name, ())]):
+    deps = [*rest, *HARNESS_DEPS.get(name, ())]
+    for args in ([*pip, "--no-deps", first], *([[*pip, *deps]] if deps else [])):
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    if HARNESSES[name].carry:
+        _keep_only(stage, HARNESSES[name].carry)
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
         for cmd in (["docker", "create", "--name", container, base, "true"],
@@ -162,6 +168,18 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
         shutil.rmtree(tree, ignore_errors=True)
     subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
     return tag, True
+
+
+def _keep_only(stage: Path, carry: tuple[tuple[str, str], ...]) -> None:
+    """Reduce an installed tree to the files a harness runs (its binary), at their places in the layer."""
+    kept = stage.parent / f"{stage.name}.kept"
+    for src, dst in carry:
+        if not (stage / src).is_file():
+            raise ImageError(f"the package has no {src}")
+        (kept / dst).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / src, kept / dst)
+    shutil.rmtree(stage)
+    os.replace(kept, stage)
 
 
 # What each PyPI harness needs at run time beyond itself (its full dependency list pulls in UIs and datasets).

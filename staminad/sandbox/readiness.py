@@ -16,6 +16,7 @@ import anyio
 
 from staminad.sandbox.base import NotReady
 from staminad.suite.http11 import Http11Transport
+from staminad.suite.offload import run_in_thread
 from staminad.suite.runner import TransportError
 
 PROBE_INTERVAL = 0.05
@@ -61,9 +62,9 @@ async def wait_ready(url: str, timeout: float, still_running: Check, request_tim
     probe_timeout = min(FIRST_PROBE, request_timeout)
     last: TransportError | None = None
     while True:
-        async with Http11Transport.for_url(url, timeout=probe_timeout) as probe:
+        with Http11Transport.for_url(url, timeout=probe_timeout) as probe:
             try:
-                await probe.request("GET", "/", None)
+                await run_in_thread(lambda: probe.request("GET", "/", None), probe.interrupt)
                 return
             except TransportError as exc:
                 last = exc

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from staminad.engine.config import RunSettings
+from protocol.errors import UsageError
+from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import SandboxFactory, local_factory
-from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL
+from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
 
 
 async def docker_available(image: str) -> str | None:
@@ -21,7 +22,7 @@ async def docker_available(image: str) -> str | None:
     try:
         info = await docker.images.inspect(image)
     except aiodocker.exceptions.DockerError as exc:
-        return f"image {image} is not built ({exc.message}); run `staminad image build`"
+        return f"image {image} is not built ({exc.message}); run `staminad image build{_harness_flag(image)}`"
     except Exception as exc:
         return f"no Docker engine ({type(exc).__name__}: {exc})"
     finally:
@@ -33,16 +34,37 @@ async def docker_available(image: str) -> str | None:
     return None
 
 
-async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator) -> tuple[SandboxFactory, str]:
+class RuntimeUnavailable(UsageError):
+    """The runtime a sweep or `--runtime` asks for cannot be used here, and why."""
+
+
+def _harness_flag(image: str) -> str:
+    """` --harness NAME` when `image` is a harness's layer tag, else nothing."""
+    from staminad.agents.harnesses import HARNESSES
+
+    return next((f" --harness {name}" for name in HARNESSES if image.startswith(f"{REPO}:{name}-")), "")
+
+
+def sweep_images(sweep: SweepFile) -> list[str]:
+    """The images a sweep's configurations run, in order, once each: a harness's layer, else `[run] image`."""
+    from staminad.agents.base import adapter_for
+
+    images = [adapter_for(c.agent).image or sweep.run.image for c in configurations(sweep)]
+    return list(dict.fromkeys(images))
+
+
+async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator,
+                         images: list[str] | None = None) -> tuple[SandboxFactory, str]:
+    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local."""
     if runtime in ("docker", "auto"):
-        why = await docker_available(run.image)
+        why = None
+        for image in images or [run.image]:
+            why = why or await docker_available(image)
         if why is None:
             from staminad.sandbox.docker import docker_factory
 
             return docker_factory(run, ports), "docker"
         if runtime == "docker":
-            from staminad.commands.args import UsageError
-
-            raise UsageError(f"runtime docker unavailable: {why}")
+            raise RuntimeUnavailable(f"runtime docker unavailable: {why}")
         return local_factory(ports), f"local (docker unavailable: {why})"
     return local_factory(ports), "local"

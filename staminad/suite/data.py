@@ -90,6 +90,15 @@ def wrong_type_values(f: Field) -> list[Any]:
     return table[f.kind]
 
 
+def object_value(f: Field, base: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object for a field that holds no objects: for a reference, the shape an embedded record would have."""
+    if f.kind in ("ref", "ref_list"):
+        current = base.get(f.name)
+        ident = current[0] if isinstance(current, list) and current else current
+        return {"id": ident if isinstance(ident, str) else "x"}
+    return {"value": 1}
+
+
 _WIDE = "äöüéßñøå"  # two UTF-8 bytes each: a length counted in bytes shows
 
 

@@ -8,7 +8,8 @@ guard reads as the guards need it:
 - "bounds": numeric inputs sit on the bound their effect pushes past (the result must be stored
   anyway; a decrease without a lower bound starts at 0; an operand an earlier `set` fixes counts
   with that value; data an earlier effect placed is kept where a crossing still exists), and a
-  `set` effect's fields, on guard-linked targets too, start from another value, so that doing it shows;
+  `set` effect's fields, on guard-linked targets and guarded own fields too (with a value the
+  guards allow), start from another value, so that doing it shows;
 - "nulls": the inputs of increases and decreases are null (own fields, a listed or referenced
   entity's field, the first entity a guard linked), and an effect whose input is null must change nothing;
 - "null_operands": one operand of one computation (a test per computation) is null and its target
@@ -180,9 +181,8 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
         if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
                 isinstance(x, Compute) and mode in ("bounds", "null_operands")):
             changed |= _own(rng, state, entity, action, x, plan, guarded, mode, fixed)
-        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in guarded | fixed:
-            f = entity.field(x.field)
-            other = other_value(rng, state, f, x.value) if f is not None else None
+        elif isinstance(x, SetValue) and mode == "bounds" and x.field not in fixed:
+            other = _other_start(rng, state, entity, action, plan, x, guarded)
             if other is not None:  # start from another value, so that setting it shows
                 plan.body[x.field] = other
                 fixed.add(x.field)
@@ -214,6 +214,24 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
         assert f is not None
         plan.link(rng, state, f, slots)
     return changed
+
+
+def _other_start(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, x: SetValue,
+                 guarded: set[str]) -> Any | None:
+    """A start for the field `x` sets, other than what it sets (None: none needed or none found). A field
+    the guards read keeps its value where that already differs, else takes one the guards still allow."""
+    f = entity.field(x.field)
+    if f is None:
+        return None
+    if x.field not in guarded:
+        return other_value(rng, state, f, x.value)
+    if stored(state, entity, plan.body).get(x.field) != x.value:
+        return None
+    for _ in range(20):
+        other = other_value(rng, state, f, x.value)
+        if other is not None and _fits(state, entity, action, {**plan.body, f.name: other}, {f.name}):
+            return other
+    return None
 
 
 def _item_fields(action: Action, link: str) -> set[str]:

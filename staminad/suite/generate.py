@@ -18,6 +18,7 @@ from staminad.suite.data import (
     constrained,
     datetime_probe,
     invalid_value,
+    object_value,
     other_value,
     scalar_body,
     stored,
@@ -207,9 +208,12 @@ class _Builder:
                 req("POST", f"/{ep}", {**without, f.name: None}, expect=REJECTED,
                     why=f"non-nullable {f.name} must reject null")])
         for i, bad in enumerate(wrong_type_values(f)):
-            self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", [
-                req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
-                    why=f"{f.kind} field {f.name} must reject {bad!r}")])
+            steps = [req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
+                         why=f"{f.kind} field {f.name} must reject {bad!r}")]
+            if i == 0:  # a JSON object where a scalar or id belongs: the value a lookup or comparison crashes on
+                steps.append(req("POST", f"/{ep}", {**without, f.name: object_value(f, base)}, expect=REJECTED,
+                                 why=f"{f.kind} field {f.name} must reject an object"))
+            self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", steps)
         falsy = _falsy(f)
         if falsy is not _NONE:
             rule = "default" if f.has_default else "required" if f.required else "types"

@@ -1,13 +1,16 @@
-"""A minimal HTTP/1.1 keep-alive client for suites: one connection per server, one request at a time.
+"""A minimal blocking HTTP/1.1 keep-alive client for suites: one connection per server, one request at a time.
 
-Why not httpx here: measured on this project's machines, an httpx request costs ~900 us of client
-CPU, this client a fifth of that: raw non-blocking socket calls on the running loop, one buffer.
-The daemon tests dozens of servers at once, so client CPU is what bounds throughput. It handles
-exactly what a suite needs, strictly and with bounds: Content-Length, chunked (trailers skipped)
-and close-delimited bodies, 1xx interim answers, HTTP/1.0 servers, caps on the head, each header
-line, the body and the number of interim answers, one deadline per request (connecting included),
-no redirects, and one transparent retry on a fresh connection when a kept-alive connection turns
-out to be closed before any response byte.
+Why blocking sockets in a worker thread (see `runner.run_suite`), not the event loop: measured against
+the server zoo, a request through asyncio's socket calls cost ~170 us of client CPU and 1.4-2.7x the
+floor's wall time on a loaded 2-core machine, the same client on a blocking socket ~60 us and
+0.9-1.1x (benchmarks/bench_suite.py). The loop's per-wait bookkeeping (a future, a reader
+registration, a task step) costs more than the request itself, and a client that burns CPU between
+requests is preempted by the very server it woke up. httpx costs ~900 us. It handles exactly what a
+suite needs, strictly and with bounds: Content-Length, chunked (trailers skipped) and close-delimited
+bodies, 1xx interim answers, HTTP/1.0 servers, caps on the head, each header line, the body and the
+number of interim answers, one deadline per request (connecting included), no redirects, and one
+transparent retry on a fresh connection when a kept-alive connection turns out to be closed before
+any response byte. `interrupt()` may be called from another thread to end a request in flight.
 
 The suite must run at the speed of the server, whatever its HTTP stack (see `_arm_quickack`): a
 server that writes the head and the body of an answer in two small writes without TCP_NODELAY has
@@ -17,12 +20,12 @@ to 40 ms unless the socket is in quickack mode, which is what turns 0.2 ms reque
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import ipaddress
 import select
 import socket
-
-import anyio
+import threading
+import time
 
 from staminad.suite.runner import MAX_RESPONSE_BYTES, TransportError
 
@@ -50,8 +53,9 @@ class _Closed(Exception):
 
 
 class Http11Transport:
-    """`Transport` over one kept-alive TCP connection to `host:port`. Close it with `aclose()`.
+    """`Transport` over one kept-alive TCP connection to `host:port`, blocking. Close it with `close()`.
 
+    Use it from one thread at a time; `interrupt()` is the one call that is safe from any thread.
     `quickack=False` leaves ACK timing to the kernel's defaults: only for measuring what it costs.
     """
 
@@ -65,6 +69,9 @@ class Http11Transport:
         self._address: tuple[int, tuple[str, int]] | None = None  # (family, sockaddr), resolved once
         self._buf = bytearray()
         self._host_header = f"Host: {host}:{port}\r\n"
+        self._deadline = 0.0
+        self._interrupted = threading.Event()
+        self._guard = threading.Lock()  # orders interrupt() against the owner replacing or closing the socket
 
     @classmethod
     def for_url(cls, url: str, timeout: float = 5.0, *, quickack: bool = True) -> Http11Transport:
@@ -74,83 +81,114 @@ class Http11Transport:
             raise ValueError(f"{url!r} is not a plain http://host:port URL")
         return cls(host, int(port), timeout, quickack=quickack)
 
-    async def aclose(self) -> None:
-        if self._sock is not None:
+    def close(self) -> None:
+        with self._guard:
             sock, self._sock = self._sock, None
-            self._buf.clear()
+        self._buf.clear()
+        if sock is not None:
             sock.close()
+
+    def interrupt(self) -> None:
+        """End the request in flight (from any thread) and refuse later ones: each raises TransportError.
+
+        Only shuts the socket down, never closes it: the owning thread may be inside a call on that
+        descriptor, and a closed number can be reused by another socket at once.
+        """
+        self._interrupted.set()
+        with self._guard:
+            if self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> Http11Transport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def __aenter__(self) -> Http11Transport:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        self.close()
 
-    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         payload = body or b""
         head = (f"{method} {path} HTTP/1.1\r\n{self._host_header}Accept: application/json\r\n"
                 f"Content-Length: {len(payload)}\r\n")
         if body is not None:
             head += "Content-Type: application/json\r\n"
         data = head.encode("latin-1") + b"\r\n" + payload
+        self._deadline = time.monotonic() + self.timeout
         try:
-            with anyio.fail_after(self.timeout):
-                if self._sock is not None and not self._reusable():
-                    await self.aclose()  # closed while idle (or sent bytes nobody asked for): dial afresh
-                for attempt in (0, 1):
-                    reused = self._sock is not None
-                    if not reused:
-                        await self._connect()
-                    try:
-                        return await self._exchange(data, method)
-                    except _Closed as closed:
-                        if reused and attempt == 0 and (method in _IDEMPOTENT or closed.args[0]
-                                                         or await self._reset_soon()):
-                            await self.aclose()
-                            continue  # dropped while idle, nothing answered: once more on a fresh connection
-                        await self.aclose()
-                        raise TransportError("connection closed before any response") from None
+            if self._interrupted.is_set():
+                raise TransportError("the suite was stopped")
+            if self._sock is not None and not self._reusable():
+                self.close()  # closed while idle (or sent bytes nobody asked for): dial afresh
+            for attempt in (0, 1):
+                reused = self._sock is not None
+                if not reused:
+                    self._connect()
+                try:
+                    return self._exchange(data, method)
+                except _Closed as closed:
+                    if reused and attempt == 0 and (method in _IDEMPOTENT or closed.args[0] or self._reset_soon()):
+                        self.close()
+                        continue  # dropped while idle, nothing answered: once more on a fresh connection
+                    self.close()
+                    raise TransportError("connection closed before any response") from None
         except TimeoutError:
-            await self.aclose()
+            self.close()
             raise TransportError(f"no response within {self.timeout} s", timeout=True) from None
         except TransportError:
-            await self.aclose()
+            self.close()
             raise
         except _EOF:
-            await self.aclose()
+            self.close()
             raise TransportError("connection closed before the response was complete") from None
         except OSError as exc:
-            await self.aclose()
+            self.close()
             raise TransportError(f"{type(exc).__name__}: {exc}") from None
         raise AssertionError("unreachable")
 
     # --- connection ---------------------------------------------------------------------------
 
-    async def _connect(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _left(self) -> float:
+        """Seconds left of this request's budget; TimeoutError once it is spent."""
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    def _connect(self) -> None:
         try:
             if self._address is None:
-                self._address = await self._resolve(loop)
+                self._address = self._resolve()
             family, address = self._address
             sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setblocking(False)
             try:
-                await loop.sock_connect(sock, address)
+                sock.settimeout(self._left())
+                sock.connect(address)
             except BaseException:
                 sock.close()
                 raise
+        except TimeoutError:
+            raise
         except OSError as exc:  # refused, unreachable: nothing is accepting connections there
             raise TransportError(f"cannot connect to {self.host}:{self.port}: {exc}", refused=True) from None
-        self._sock = sock
         # Our requests go out in one write each; NODELAY so that no request of ours ever waits on an ACK either.
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._guard:
+            self._sock = sock
+            if self._interrupted.is_set():  # interrupt() came while we dialled: it could not reach this socket
+                sock.shutdown(socket.SHUT_RDWR)
         self._buf.clear()
 
-    async def _resolve(self, loop: asyncio.AbstractEventLoop) -> tuple[int, tuple[str, int]]:
+    def _resolve(self) -> tuple[int, tuple[str, int]]:
         try:
             ip = ipaddress.ip_address(self.host)
         except ValueError:
-            infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
             if not infos:
                 raise OSError(f"{self.host} does not resolve") from None
             family, _, _, _, sockaddr = infos[0]
@@ -182,7 +220,7 @@ class Http11Transport:
             return False
         return False
 
-    async def _reset_soon(self) -> bool:
+    def _reset_soon(self) -> bool:
         """Whether a FIN-closed connection is reset within `RESET_GRACE` (the server closing with our bytes unread).
 
         A server that shuts down its sending side before it closes (Python's socketserver does) sends
@@ -190,53 +228,55 @@ class Http11Transport:
         no event to wait on for a reset after a FIN, so the state is polled for a short bounded time;
         only a non-idempotent request on a connection dropped that way ever waits here.
         """
-        with anyio.move_on_after(RESET_GRACE):
-            while not self._peer_reset():
-                await anyio.sleep(0.002)
-            return True
-        return False
+        until = time.monotonic() + RESET_GRACE
+        while not self._peer_reset():
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.002)
+        return True
 
     def _arm_quickack(self) -> None:
         """Put the socket in quickack mode, so that each segment of the answer is ACKed as it arrives.
 
         Quickack is not a lasting setting: the kernel leaves quickack mode again whenever it judges
         the connection interactive (each request we send shortly after reading an answer does that),
-        so it is re-armed after every send and every receive. Setting it also sends an ACK that is
-        pending right now. Without it, a server holding its second small write under Nagle waits for
-        our delayed ACK (40 ms on Linux) on every answer.
+        so it is re-armed after every send and before every receive. Setting it also sends an ACK
+        that is pending right now. Without it, a server holding its second small write under Nagle
+        waits for our delayed ACK (40 ms on Linux) on every answer.
         """
         if self.quickack and self._sock is not None:
             assert _QUICKACK is not None
             self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
-    async def _fill(self) -> None:
-        """Append the next bytes from the socket to the buffer; _EOF at the peer's close.
-
-        Raw non-blocking socket calls on the running loop (the project runs on asyncio only): the
-        loop tries the read at once and waits for readiness only when nothing is there, which
-        costs a fraction of a stream abstraction's per-read bookkeeping.
-        """
+    def _fill(self) -> None:
+        """Append the next bytes from the socket to the buffer within the request's budget; _EOF at the close."""
         assert self._sock is not None
-        chunk = await asyncio.get_running_loop().sock_recv(self._sock, _READ)
-        if not chunk:
-            raise _EOF
+        self._sock.settimeout(self._left())
         self._arm_quickack()
+        chunk = self._sock.recv(_READ)
+        if not chunk:
+            if self._interrupted.is_set():
+                raise TransportError("the suite was stopped")
+            raise _EOF
         self._buf += chunk
 
     # --- one exchange -------------------------------------------------------------------------
 
-    async def _exchange(self, data: bytes, method: str) -> tuple[int, bytes]:
+    def _exchange(self, data: bytes, method: str) -> tuple[int, bytes]:
         assert self._sock is not None
         try:
-            await asyncio.get_running_loop().sock_sendall(self._sock, data)
+            self._sock.settimeout(self._left())
+            self._sock.sendall(data)
             self._arm_quickack()
-            await self._fill()
+            self._fill()
         except _EOF:
             raise _Closed(self._peer_reset()) from None
         except (ConnectionResetError, BrokenPipeError):
+            if self._interrupted.is_set():
+                raise TransportError("the suite was stopped") from None
             raise _Closed(True) from None
         for _ in range(MAX_INTERIM + 1):
-            version, status, headers = await self._head()
+            version, status, headers = self._head()
             if status >= 200 or status == 101:
                 break
         else:
@@ -251,38 +291,38 @@ class Http11Transport:
         elif te:
             if te.replace(" ", "").split(",")[-1] != "chunked":
                 raise TransportError(f"unsupported Transfer-Encoding {te!r}")
-            body = await self._chunked()
+            body = self._chunked()
         elif "content-length" in headers:
-            body = await self._exactly(_length(headers["content-length"], self.max_bytes))
+            body = self._exactly(_length(headers["content-length"], self.max_bytes))
         else:
-            body = await self._until_eof()
+            body = self._until_eof()
             close = True
         if close or self._buf:  # bytes beyond the answer: the framing cannot be trusted for the next one
-            await self.aclose()
+            self.close()
         return status, body
 
-    async def _line(self, limit: int) -> bytes:
+    def _line(self, limit: int) -> bytes:
         """The next CRLF-terminated line from the buffer, without its CRLF."""
         start = 0
         while (end := self._buf.find(b"\r\n", start)) < 0:
             if len(self._buf) > limit:
                 raise TransportError(f"a response line is longer than {limit} bytes")
             start = max(len(self._buf) - 1, 0)
-            await self._fill()
+            self._fill()
         if end > limit:
             raise TransportError(f"a response line is longer than {limit} bytes")
         line = bytes(self._buf[:end])
         del self._buf[:end + 2]
         return line
 
-    async def _head(self) -> tuple[bytes, int, dict[str, str]]:
+    def _head(self) -> tuple[bytes, int, dict[str, str]]:
         """(version, status, headers with lower-case names) of the next answer head."""
         end = self._buf.find(b"\r\n\r\n")
         while end < 0:
             if len(self._buf) > MAX_HEAD:
                 raise TransportError(f"response headers larger than {MAX_HEAD} bytes")
             seen = len(self._buf)
-            await self._fill()
+            self._fill()
             end = self._buf.find(b"\r\n\r\n", max(seen - 3, 0))
         if end > MAX_HEAD:
             raise TransportError(f"response headers larger than {MAX_HEAD} bytes")
@@ -299,22 +339,22 @@ class Http11Transport:
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
         return version, status, headers
 
-    async def _exactly(self, n: int) -> bytes:
+    def _exactly(self, n: int) -> bytes:
         while len(self._buf) < n:
             try:
-                await self._fill()
+                self._fill()
             except _EOF:
                 raise TransportError(f"connection closed after {len(self._buf)} of {n} body bytes") from None
         body = bytes(self._buf[:n])
         del self._buf[:n]
         return body
 
-    async def _chunked(self) -> bytes:
+    def _chunked(self) -> bytes:
         parts: list[bytes] = []
         size = 0
         try:
             while True:
-                line = await self._line(MAX_LINE)
+                line = self._line(MAX_LINE)
                 digits = line.split(b";", 1)[0].strip()
                 try:
                     n = int(digits, 16)
@@ -324,7 +364,7 @@ class Http11Transport:
                     raise TransportError(f"bad chunk size {line[:40]!r}")
                 if n == 0:
                     trailers = 0
-                    while trailer := await self._line(MAX_LINE):
+                    while trailer := self._line(MAX_LINE):
                         trailers += len(trailer)
                         if trailers > MAX_HEAD:
                             raise TransportError(f"response trailers larger than {MAX_HEAD} bytes")
@@ -332,16 +372,16 @@ class Http11Transport:
                 size += n
                 if size > self.max_bytes:
                     raise TransportError(f"response larger than {self.max_bytes} bytes")
-                parts.append(await self._exactly(n))
-                if await self._exactly(2) != b"\r\n":
+                parts.append(self._exactly(n))
+                if self._exactly(2) != b"\r\n":
                     raise TransportError("chunk data not followed by CRLF")
         except _EOF:
             raise TransportError("connection closed inside a chunked body") from None
 
-    async def _until_eof(self) -> bytes:
+    def _until_eof(self) -> bytes:
         while len(self._buf) <= self.max_bytes:
             try:
-                await self._fill()
+                self._fill()
             except _EOF:
                 body = bytes(self._buf)
                 self._buf.clear()

@@ -14,7 +14,7 @@ class AppTransport:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         import json
 
         status, payload = self.app.handle(method, path, body or b"")

@@ -1,22 +1,28 @@
 """Runs a suite against one server: tests in order, `POST /reset` before each, every request bounded.
 
-Requests to one server are strictly sequential (the texts promise no concurrency safety); the
-daemon gets its fan-out by running many servers' suites at once over one pooled client. A dead
-server is detected (connection refused, or the caller's `alive` probe) and the remaining tests are
-failed at once instead of each waiting out a timeout.
+Requests to one server are strictly sequential (the texts promise no concurrency safety). The tests
+run in a worker thread over a blocking transport (`run_suite`; `run_suite_blocking` is the same
+without the thread): the daemon gets its fan-out by running many servers' suites at once, a thread
+each, while its event loop stays free (why blocking: `http11`). A dead server is detected
+(connection refused, or the caller's `alive` probe) and the remaining tests are failed at once
+instead of each waiting out a timeout. Cancelling `run_suite` interrupts the request in flight and
+returns once the thread has stopped, so the caller can stop the server and close the connection.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
+import anyio.from_thread
 import msgspec
 
 from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
+from staminad.suite.offload import run_in_thread
 
 MAX_RESPONSE_BYTES = 1 << 20
 EXCERPT = 300
@@ -33,9 +39,16 @@ class TransportError(Exception):
 
 
 class Transport(Protocol):
-    """Sends one request and returns (status, body); raises TransportError when no response came."""
+    """Sends one request and returns (status, body), blocking; raises TransportError when no response came."""
 
-    async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]: ...
+    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]: ...
+
+
+@runtime_checkable
+class Interruptible(Transport, Protocol):
+    """A transport whose request in flight another thread can end (`Http11Transport`)."""
+
+    def interrupt(self) -> None: ...
 
 
 class TestResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -142,7 +155,7 @@ class _Dead(Exception):
     pass
 
 
-async def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
+def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
     """One test: reset, then each step; the first failing step decides the result."""
     steps = (Step(method="POST", path="/reset", expect=(200, 204), why="POST /reset must succeed"), *test.steps)
     for index, step in enumerate(steps):
@@ -150,7 +163,7 @@ async def _run_test(test: Test, transport: Transport, counter: list[int]) -> Tes
         request = f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
         counter[0] += 1
         try:
-            status, raw = await transport.request(step.method, step.path, body)
+            status, raw = transport.request(step.method, step.path, body)
         except TransportError as exc:
             result = TestResult(name=test.name, category="server_crash", rule=test.rule, passed=False, step=index - 1,
                                 request=request, message=f"{step.why}: {exc}")
@@ -179,17 +192,21 @@ async def _run_test(test: Test, transport: Transport, counter: list[int]) -> Tes
     return TestResult(name=test.name, category=test.category, rule=test.rule, passed=True)
 
 
-async def run_suite(suite: Suite, transport: Transport,
-                    alive: Callable[[], Awaitable[bool]] | None = None) -> SuiteResult:
-    """Run every test in order; stop early (failing the rest) once the server is gone."""
+def run_suite_blocking(suite: Suite, transport: Transport, alive: Callable[[], bool] | None = None,
+                       stop: threading.Event | None = None) -> SuiteResult:
+    """Run every test in order in this thread; stop early (failing the rest) once the server is gone or on `stop`."""
     start = time.perf_counter()
     results: list[TestResult] = []
     counter = [0]
     died = False
     timeouts = 0
     for i, test in enumerate(suite.tests):
+        if stop is not None and stop.is_set():
+            results += [TestResult(name=t.name, category="server_crash", rule=t.rule, passed=False,
+                                   message="not run: the suite was stopped") for t in suite.tests[i:]]
+            break
         try:
-            results.append(await _run_test(test, transport, counter))
+            results.append(_run_test(test, transport, counter))
             timeouts = 0
             continue
         except _Dead as dead:
@@ -197,8 +214,8 @@ async def run_suite(suite: Suite, transport: Transport,
             results.append(result)
             timeouts = 0 if refused else timeouts + 1
         gone = refused or timeouts >= _DEAD_AFTER_TIMEOUTS
-        if alive is not None:
-            gone = gone or not await alive()
+        if alive is not None and not (stop is not None and stop.is_set()):
+            gone = gone or not alive()
         if gone:
             died = True
             why = "the server stopped answering" if not refused else "the server is not running (connection refused)"
@@ -207,3 +224,28 @@ async def run_suite(suite: Suite, transport: Transport,
             break
     return SuiteResult(seed=suite.seed, turn=suite.turn, results=tuple(results),
                        seconds=time.perf_counter() - start, requests=counter[0], server_died=died)
+
+
+async def run_suite(suite: Suite, transport: Transport,
+                    alive: Callable[[], Awaitable[bool]] | None = None) -> SuiteResult:
+    """Run every test in order in a worker thread; stop early (failing the rest) once the server is gone.
+
+    `alive` is awaited on the event loop when a request timed out or was refused. On cancellation
+    the thread is told to stop and the transport's request in flight is interrupted (when it can
+    be); this returns only after the thread has let go of the transport.
+    """
+    stop = threading.Event()
+
+    async def ask() -> bool:
+        assert alive is not None
+        return await alive()
+
+    def probe() -> bool:
+        return anyio.from_thread.run(ask)
+
+    def interrupt() -> None:
+        stop.set()
+        if isinstance(transport, Interruptible):
+            transport.interrupt()
+
+    return await run_in_thread(lambda: run_suite_blocking(suite, transport, probe if alive else None, stop), interrupt)

@@ -14,13 +14,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from protocol.events import FINAL
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.daemon.views import scenario_row
-from staminad.engine.sweep import FINAL
 from staminad.viewer.logs import bounded_tail
 from state import browse
-from state.store import Progress
-from state.store import ScenarioRow as StoredScenario
+from state.store import Progress, StoredScenario
 
 PROMPT_LIMIT = 200_000  # characters of a prompt or feedback shown; the rest is cut with a note
 LOG_LIMIT = 64 * 1024  # bytes of a log's tail shown

@@ -57,11 +57,13 @@ def test_config_files_are_valid_and_point_at_the_gateway() -> None:
 
 def test_recorded_outputs_give_session_success_and_tokens() -> None:
     """Each parser reads the session id, whether the harness itself succeeded, and token usage."""
-    assert _parse("claude-code", "claude-code.jsonl") == Report(
-        session="4f1c2d3e-0a9b-4c8d-9e7f-112233445566", ok=True, input_tokens=5100 + 2048 + 10240,
-        output_tokens=3100)
-    error = _parse("claude-code", "claude-code-error.jsonl")
-    assert not error.ok and error.error == "error_during_execution"
+    session = "0e4e08cc-f5de-483f-9420-f21c08fb3803"  # real captures: Claude Code 2.1.332, first call and --resume
+    assert _parse("claude-code", "claude-code.jsonl") == Report(session=session, ok=True, input_tokens=25315,
+                                                                output_tokens=8600)
+    assert _parse("claude-code", "claude-code-resume.jsonl") == Report(session=session, ok=True,
+                                                                       input_tokens=11618, output_tokens=5)
+    error = _parse("claude-code", "claude-code-error.jsonl", code=1)  # its result still says subtype "success"
+    assert not error.ok and error.error.startswith("API Error: 503 staminabench gateway: model endpoint unavailable")
     assert _parse("codex", "codex.jsonl") == Report(session="0199a213-81c0-7800-8aa1-bbab2a035a53", ok=True,
                                                     input_tokens=24763, output_tokens=122)
     failed = _parse("codex", "codex-failed.jsonl", code=1)
@@ -95,6 +97,9 @@ def test_adapters_launch_through_the_launcher_and_are_listed() -> None:
                             text=True, timeout=120)
     rows = {r["agent"]: r for r in json.loads(listed.stdout)}
     assert rows["aider"]["version"] == "0.86.2" and rows["aider"]["kind"] == "harness"
+    claude = rows["claude-code"]
+    assert claude["version"] == "2.1.332" and claude["base"].startswith("staminabench/sandbox:")
+    assert claude["image"].startswith("staminabench/sandbox:claude-code-") and isinstance(claude["image_built"], bool)
     assert rows["mutant:accept-null"]["kind"] == "mutant" and isinstance(rows["reference"]["image_built"], bool)
 
 
@@ -106,3 +111,20 @@ def test_a_sweep_with_a_harness_needs_an_llm_table(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "needs a model: add an [llm] table" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> None:
+    """A sweep mixing harnesses needs each harness's own layer and `[run] image` for the built-ins, once each."""
+    from staminad.engine.config import load_sweep
+    from staminad.sandbox.image import harness_tag
+    from staminad.sandbox.runtime import _harness_flag, sweep_images
+
+    path = tmp_path / "s.toml"
+    path.write_text('name = "mix"\n[matrix]\nagents = ["reference", "claude-code", "mini-swe-agent", "mutant:'
+                    'accept-null"]\nretries = [0, 1]\n[run]\nimage = "img:built-ins"\n'
+                    '[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n')
+    sweep, _ = load_sweep(path)
+    assert sweep_images(sweep) == ["img:built-ins", harness_tag("claude-code"), harness_tag("mini-swe-agent")]
+    assert adapter_for("claude-code").image == harness_tag("claude-code") != harness_tag("mini-swe-agent")
+    assert adapter_for("reference").image == ""
+    assert _harness_flag(harness_tag("claude-code")) == " --harness claude-code" and _harness_flag("img:x") == ""

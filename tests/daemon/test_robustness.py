@@ -153,7 +153,7 @@ async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(tmp_pat
         order.append(f"status {info.status}")
         answered.set()
         with anyio.fail_after(120):
-            while (await request(state, GetSweep(sweep="big"))).status == "running":
+            while (await request(state, GetSweep(sweep="big"))).status == "running":  # noqa: ASYNC110
                 await anyio.sleep(0.05)  # polling the daemon's own view of the sweep
     assert order == ["generating", "status running", "generated"]
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from protocol import Cancel, ErrorReply, ListScenarios, Ok, RetryScenario, ScenarioList
+from protocol.events import ScenarioFinished
 from staminad.daemon.views import scenario_row
 from state.store import Progress
-from state.store import ScenarioRow as Stored
+from state.store import StoredScenario as Stored
 from tests.daemon.inprocess import events, request, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 
@@ -84,8 +86,12 @@ async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) ->
         await until(stream, "sweep_finished")
         async with events(state, ("r",), replay=3) as replayed:
             first = [await anext(replayed) for _ in range(3)]
+            await submit(state, path)  # the finished sweep resumes: its events now arrive live
+            with anyio.fail_after(60):
+                live = await anext(replayed)
         assert [e.kind for e in first][-1] == "sweep_finished"
         assert [e.seq for e in first] == sorted(e.seq for e in first)
+        assert live.seq == first[-1].seq + 1 and live.kind == "sweep_runtime"  # no gap, nothing replayed twice
 
 
 async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: Path) -> None:
@@ -96,12 +102,13 @@ async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: 
     async with running_daemon(state), events(state, ("live",)) as stream:
         await submit(state, path)
         gave_up = await until(stream, "scenario_finished")
-        assert gave_up.data["status"] == "infra_failed"
+        assert isinstance(gave_up.data, ScenarioFinished) and gave_up.data.status == "infra_failed"
         config = next(r.configuration for r in (await request(state, ListScenarios(sweep="live"))).scenarios
                       if r.configuration.startswith("fault"))
         assert isinstance(await request(state, RetryScenario(sweep="live", configuration=config, seed=0)), Ok)
         passed = await until(stream, "scenario_finished")
-        assert (passed.data["status"], passed.data["turns_passed"]) == ("done", 2)
+        assert isinstance(passed.data, ScenarioFinished)
+        assert (passed.data.status, passed.data.turns_passed) == ("done", 2)
         listed = await request(state, ListScenarios(sweep="live"))
         assert {r.phase for r in listed.scenarios} == {"done", "agent working"}
         assert isinstance(await request(state, Cancel(sweep="live")), Ok)

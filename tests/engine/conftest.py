@@ -5,11 +5,14 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from protocol.events import EventData
 from staminad.engine.config import load_sweep
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import ConfigSummary, SandboxFactory, local_factory, run_sweep
+
+E = TypeVar("E")
 
 
 def write_sweep(tmp: Path, name: str, agents: list[str], *, seeds: str = "0", turns: int = 2, retries: int = 2,
@@ -34,17 +37,19 @@ def write_sweep(tmp: Path, name: str, agents: list[str], *, seeds: str = "0", tu
 
 
 class Recorder:
+    """The engine's events of one sweep, in order; each hook is called with every event as it comes."""
+
     def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-        self.hooks: list[Callable[[str, dict[str, Any]], None]] = []
+        self.events: list[EventData] = []
+        self.hooks: list[Callable[[EventData], None]] = []
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        self.events.append((kind, data))
+    def __call__(self, data: EventData) -> None:
+        self.events.append(data)
         for hook in self.hooks:
-            hook(kind, data)
+            hook(data)
 
-    def kinds(self, kind: str) -> list[dict[str, Any]]:
-        return [d for k, d in self.events if k == kind]
+    def kinds(self, kind: type[E]) -> list[E]:
+        return [d for d in self.events if isinstance(d, kind)]
 
 
 async def sweep(path: Path, state: Path, factory: SandboxFactory | None = None,

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from asyncinotify import Inotify, Mask
 
+from protocol.events import AttemptStarted, EventData, InfraFailure, SuiteStarted
 from staminad.engine.config import load_sweep
 from staminad.engine.outcome import HARNESS_KINDS, is_platform
 from staminad.engine.ports import PortAllocator
@@ -78,8 +79,8 @@ async def test_a_lost_container_is_one_sandbox_lost_retry(tmp_path: Path, sandbo
     rec = Recorder()
     done = anyio.Event()
 
-    def in_suite(kind: str, data: dict[str, object]) -> None:
-        if kind == "suite_started" and not done.is_set():
+    def in_suite(data: EventData) -> None:
+        if isinstance(data, SuiteStarted) and not done.is_set():
             subprocess.run([*ACTIONS[action], box], check=True, capture_output=True)  # before the first request
             done.set()
 
@@ -113,12 +114,12 @@ async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying
     ids: list[str] = []
     launcher: list[bool] = []
 
-    def container(kind: str, data: dict[str, object]) -> None:
-        if kind in ("attempt_started", "infra_failure"):  # the first attempt starts before its container exists
+    def container(data: EventData) -> None:
+        if isinstance(data, AttemptStarted | InfraFailure):  # the first attempt starts before its container exists
             out = subprocess.run(["docker", "inspect", "-f", "{{.Id}} {{.State.Running}} {{.State.StartedAt}}",
                                   container_name(name, root)], capture_output=True, text=True, check=False)
             ids.append(out.stdout.strip())
-        if kind == "infra_failure":
+        if isinstance(data, InfraFailure):
             launcher.append(Channel(root / "control").reading())  # kill -9 -1 could not reach it either
 
     rec.hooks.append(container)

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from protocol.events import AttemptTested, EventData, ManualPrompt
 from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import local_factory
 from state.store import Store
@@ -72,10 +73,10 @@ async def test_manual_agent_waits_for_staminad_done(tmp_path: Path) -> None:
     agent = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
     answered: list[str] = []
 
-    def play(kind: str, data: dict[str, object]) -> None:
-        if kind != "manual_prompt":
+    def play(data: EventData) -> None:
+        if not isinstance(data, ManualPrompt):
             return
-        ws, prompt, marker = str(data["workspace"]), str(data["prompt"]), str(data["done"]).split()[-1]
+        ws, prompt, marker = data.workspace, data.prompt, data.done.split()[-1]
         subprocess.run([sys.executable, str(agent), "--workspace", ws, "--prompt-file", prompt], check=True)
         subprocess.run([sys.executable, "-m", "staminad.cli", "done", "--marker", marker], check=True,
                        env={**os.environ})
@@ -94,8 +95,8 @@ async def test_interrupted_sweep_resumes_to_the_same_results(tmp_path: Path) -> 
     path = write_sweep(tmp_path, "cut", agents, seeds="0-1", turns=5)
     rec = Recorder()
     with anyio.move_on_after(60) as scope:
-        def stop_after_some(kind: str, data: dict[str, object]) -> None:
-            if kind == "attempt_tested" and len(rec.kinds("attempt_tested")) == 7:
+        def stop_after_some(data: EventData) -> None:
+            if isinstance(data, AttemptTested) and len(rec.kinds(AttemptTested)) == 7:
                 scope.cancel()
 
         rec.hooks.append(stop_after_some)

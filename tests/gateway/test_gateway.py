@@ -11,6 +11,7 @@ import anyio
 import httpx
 import pytest
 
+from protocol.events import EventData, LlmWait, kind_of
 from staminad.gateway.pricing import Price
 from staminad.gateway.proxy import Call, Gateway, Limits, Route
 from tests.helpers import free_port
@@ -22,13 +23,13 @@ PRICES = {"standin-1": Price(input=2.0, output=10.0)}
 
 class Events:
     def __init__(self) -> None:
-        self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.seen: list[EventData] = []
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        self.seen.append((kind, data))
+    def __call__(self, data: EventData) -> None:
+        self.seen.append(data)
 
     def kinds(self) -> list[str]:
-        return [k for k, _ in self.seen]
+        return [kind_of(d) for d in self.seen]
 
 
 @asynccontextmanager
@@ -95,10 +96,10 @@ async def test_upstream_429_500_and_resets_become_waits_not_failures() -> None:
         async with gateway(standin) as (gw, route, events, calls), httpx.AsyncClient(timeout=30) as client:
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "finally"
-    waits = [d for k, d in events.seen if k == "llm_wait"]
-    assert [w["reason"] for w in waits][:2] == ["upstream answered 429", "upstream answered 500"]
-    assert "unreachable" in waits[2]["reason"]
-    assert waits[0]["wait_seconds"] == 0.1 and route.waited > 0.1
+    waits = [d for d in events.seen if isinstance(d, LlmWait)]
+    assert [w.reason for w in waits][:2] == ["upstream answered 429", "upstream answered 500"]
+    assert "unreachable" in waits[2].reason
+    assert waits[0].wait_seconds == 0.1 and route.waited > 0.1
     assert route.unavailable == "" and len(calls) == 1
 
 
@@ -121,7 +122,7 @@ async def test_slow_first_byte_is_retried_and_a_stalled_stream_is_cut() -> None:
         async with gateway(standin, limits) as (gw, route, events, _), httpx.AsyncClient(timeout=30) as client:
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
             assert r.status_code == 200 and route.unavailable == ""
-            assert "no answer in time" in next(d["reason"] for k, d in events.seen if k == "llm_wait")
+            assert "no answer in time" in next(d.reason for d in events.seen if isinstance(d, LlmWait))
             standin.faults.append(Fault("cut", seconds=2.0))
             with pytest.raises(httpx.RemoteProtocolError):
                 async with client.stream("POST", f"{gw.base_url(route, '127.0.0.1')}/chat/completions",

@@ -6,6 +6,7 @@ import struct
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from anyio.abc import SocketStream
 
@@ -33,7 +34,7 @@ async def _until(condition: object, limit: float = 10) -> None:
     """Yield to other tasks until `condition()` holds (bounded); it is what we wait for, not time."""
     with anyio.fail_after(limit):
         while not condition():  # type: ignore[operator]
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
 
 
 class HeldServer:

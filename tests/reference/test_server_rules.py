@@ -81,3 +81,23 @@ def test_a_rejected_patch_changes_nothing() -> None:
     _call(app, "POST", "/coffeebatch", {"id": "p", "weight": 1, "cups": 1})
     assert _call(app, "PATCH", "/coffeebatch/p", {"cups": 2, "label": "toolong"})[0] == 400
     assert _call(app, "GET", "/coffeebatch/p")[1]["cups"] == 1
+
+
+REF_SCHEMA: dict[str, Any] = {
+    "enums": [],
+    "entities": [
+        {"name": "Shelf", "fields": []},
+        {"name": "Jar", "fields": [{"name": "shelf", "kind": "ref", "target": "Shelf"},
+                                   {"name": "shelves", "kind": "ref_list", "target": "Shelf"}]},
+    ],
+    "analytics": [], "actions": [],
+}
+
+
+@pytest.mark.parametrize("body", [{"shelf": {}}, {"shelf": []}, {"shelf": 3}, {"shelves": [{}]}, {"shelves": {}}])
+def test_a_reference_of_the_wrong_type_is_rejected_not_a_crash(body: dict[str, Any]) -> None:
+    """An object, list or number where a reference or a list of references belongs is a 400, on POST and PATCH."""
+    app = App({"schema": REF_SCHEMA})
+    assert _call(app, "POST", "/jar", {"id": "j", **body})[0] == 400
+    assert _call(app, "POST", "/jar", {"id": "j"})[0] == 201
+    assert _call(app, "PATCH", "/jar/j", body)[0] == 400

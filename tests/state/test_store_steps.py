@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from staminad.engine.position import position
-from state.store import Store
+from state.store import Store, Verdict
 
 pytestmark = pytest.mark.anyio
 
@@ -28,8 +28,8 @@ async def test_narrow_step_reads_give_the_same_position_as_all_rows(tmp_path: Pa
         for turn, attempt, infra_try, outcome in HISTORY:
             row = await store.begin_attempt(scenario, turn, attempt, infra_try, "turn", f"prompt {turn}")
             if outcome is not None:
-                await store.update_attempt(row.id, phase="tested", outcome=outcome, feedback="fb",
-                                           infra_kind="harness_crash" if outcome == "infra" else None)
+                await store.tested(row.id, Verdict(outcome=outcome, feedback="fb",
+                                                   infra_kind="harness_crash" if outcome == "infra" else None))
             every = await store.attempts(scenario)
             narrow = await store.latest_turn_attempts(scenario)
             assert {r.turn for r in narrow} == {turn} and narrow == [r for r in every if r.turn == turn]

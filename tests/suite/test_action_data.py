@@ -165,3 +165,20 @@ def test_action_tests_cover_null_and_empty_cases_and_the_reference_passes_them()
     bad = asyncio.run(run_suite(suite, AppTransport(App({"schema": msgspec.to_builtins(st),
                                                          "bugs": ["null-as-zero-order"]}))))
     assert [r.name for r in bad.failures] == ["order_ship_guard_1_null"]
+
+
+def test_a_set_on_a_guarded_field_starts_from_another_value_the_guards_allow() -> None:
+    """bounds: `set this.flag to false` under `this.flag is not null` starts from true, not the guard's falsy pick."""
+    action = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed",
+                    conditions=(NullCheck("flag", False),), effects=(SetValue("flag", False),))
+    for seed in range(5):
+        rng = random.Random(seed)
+        plan = _plan()
+        assert shape(rng, STATE, ORDER, plan, action.conditions[0], True) and plan.body["flag"] is False
+        assert meet_effects(rng, STATE, ORDER, action, plan, {"flag"}, "bounds")
+        assert plan.body["flag"] is True
+    pinned = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed",
+                    conditions=(Compare(FieldOperand("flag"), "==", False),), effects=(SetValue("flag", False),))
+    plan = Plan({**_plan().body, "flag": False})
+    assert not meet_effects(random.Random(0), STATE, ORDER, pinned, plan, {"flag"}, "bounds")
+    assert plan.body["flag"] is False

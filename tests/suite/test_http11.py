@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Callable
 
-import anyio
 import pytest
 
 from staminad.suite import http11
@@ -13,7 +13,6 @@ from staminad.suite.http11 import Http11Transport
 from staminad.suite.runner import TransportError
 from tests.suite.rawserver import Conn, RawServer, answer
 
-pytestmark = pytest.mark.anyio
 BODY = b'{"a": 1}'
 
 
@@ -25,44 +24,46 @@ def keep_alive(write: Callable[[Conn, bytes], None]) -> Callable[[Conn], None]:
     return serve
 
 
-async def _requests(server: RawServer, n: int, method: str = "GET", **kw: bool) -> list[tuple[int, bytes]]:
-    async with Http11Transport.for_url(server.url, timeout=5.0, **kw) as t:
-        return [await t.request(method, f"/x/{i}", b"{}" if method == "POST" else None) for i in range(n)]
+def _requests(server: RawServer, n: int, method: str = "GET", **kw: bool) -> list[tuple[int, bytes]]:
+    with Http11Transport.for_url(server.url, timeout=5.0, **kw) as t:
+        return [t.request(method, f"/x/{i}", b"{}" if method == "POST" else None) for i in range(n)]
 
 
 @pytest.mark.parametrize("quickack", [True, False])
-async def test_head_and_body_in_separate_segments_with_nagle_on(quickack: bool) -> None:
+def test_head_and_body_in_separate_segments_with_nagle_on(quickack: bool) -> None:
     """Answers written as a head segment and a body segment (Nagle on) are read whole, on one connection."""
     with RawServer(keep_alive(lambda c, r: c.write(*answer(200, BODY)))).running() as server:
-        got = await _requests(server, 20, quickack=quickack)
+        got = _requests(server, 20, quickack=quickack)
     assert got == [(200, BODY)] * 20
     assert server.accepted == 1 and len(server.requests) == 20
 
 
-async def test_quickack_is_armed_after_each_answer_on_linux() -> None:
+def test_quickack_is_armed_after_each_answer_on_linux() -> None:
     """On Linux the socket is left in quickack mode after an answer, so the next answer's segments are ACKed at once."""
     if http11._QUICKACK is None:
         pytest.skip("this platform has no TCP_QUICKACK")
-    with RawServer(keep_alive(lambda c, r: c.write(*answer(200, BODY)))).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            await t.request("GET", "/", None)
-            assert t._sock is not None
-            assert t._sock.getsockopt(socket.IPPROTO_TCP, http11._QUICKACK) == 1
-            assert t._sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    with (
+        RawServer(keep_alive(lambda c, r: c.write(*answer(200, BODY)))).running() as server,
+        Http11Transport.for_url(server.url) as t,
+    ):
+        t.request("GET", "/", None)
+        assert t._sock is not None
+        assert t._sock.getsockopt(socket.IPPROTO_TCP, http11._QUICKACK) == 1
+        assert t._sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
 
 
-async def test_answer_in_one_segment() -> None:
+def test_answer_in_one_segment() -> None:
     """A server writing head and body in one segment is read the same way."""
     with RawServer(keep_alive(lambda c, r: c.write(b"".join(answer(201, BODY))))).running() as server:
-        assert await _requests(server, 5, "POST") == [(201, BODY)] * 5
+        assert _requests(server, 5, "POST") == [(201, BODY)] * 5
     assert server.accepted == 1
 
 
-async def test_works_where_the_platform_has_no_quickack(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_works_where_the_platform_has_no_quickack(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without TCP_QUICKACK (macOS, BSD) the transport still reads split answers."""
     monkeypatch.setattr(http11, "_QUICKACK", None)
     with RawServer(keep_alive(lambda c, r: c.write(*answer(200, BODY)))).running() as server:
-        assert await _requests(server, 3) == [(200, BODY)] * 3
+        assert _requests(server, 3) == [(200, BODY)] * 3
 
 
 def _chunked(conn: Conn, request: bytes) -> None:
@@ -70,10 +71,10 @@ def _chunked(conn: Conn, request: bytes) -> None:
                b"3;ext=1\r\n{\"a\r\n", b"5\r\n\": 1}\r\n", b"0\r\nX-Sum: 8\r\nX-Other: y\r\n\r\n")
 
 
-async def test_chunked_with_extensions_and_trailers() -> None:
+def test_chunked_with_extensions_and_trailers() -> None:
     """Chunks written one segment each, with extensions and trailers, join into the body; the connection stays."""
     with RawServer(keep_alive(_chunked)).running() as server:
-        assert await _requests(server, 4) == [(200, BODY)] * 4
+        assert _requests(server, 4) == [(200, BODY)] * 4
     assert server.accepted == 1
 
 
@@ -82,10 +83,10 @@ def _close_delimited(conn: Conn) -> None:
         conn.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n", b'{"a": ', b"1}")
 
 
-async def test_close_delimited_http10_bodies() -> None:
+def test_close_delimited_http10_bodies() -> None:
     """An HTTP/1.0 answer without a length ends at the close; every request then dials afresh."""
     with RawServer(_close_delimited).running() as server:
-        assert await _requests(server, 3) == [(200, BODY)] * 3
+        assert _requests(server, 3) == [(200, BODY)] * 3
     assert server.accepted == 3
 
 
@@ -95,20 +96,20 @@ def _http10_with_length(conn: Conn) -> None:
         conn.read_request()  # an HTTP/1.0 server may keep reading; the client must not send here
 
 
-async def test_http10_answer_without_keep_alive_is_not_reused() -> None:
+def test_http10_answer_without_keep_alive_is_not_reused() -> None:
     """An HTTP/1.0 answer (with a length, no keep-alive) closes the connection on the client's side."""
     with RawServer(_http10_with_length).running() as server:
-        assert await _requests(server, 3) == [(200, BODY)] * 3
+        assert _requests(server, 3) == [(200, BODY)] * 3
     assert server.accepted == 3 and len(server.requests) == 3
 
 
-async def test_interim_1xx_answers_are_skipped() -> None:
+def test_interim_1xx_answers_are_skipped() -> None:
     """100 Continue and 103 Early Hints before the final answer are read past."""
     def serve(conn: Conn, request: bytes) -> None:
         conn.write(b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n",
                    *answer(200, BODY))
     with RawServer(keep_alive(serve)).running() as server:
-        assert await _requests(server, 3) == [(200, BODY)] * 3
+        assert _requests(server, 3) == [(200, BODY)] * 3
 
 
 def _answer_then_close(conn: Conn) -> None:
@@ -119,14 +120,13 @@ def _answer_then_close(conn: Conn) -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])
-async def test_connection_dropped_while_idle_is_redialled(method: str) -> None:
+def test_connection_dropped_while_idle_is_redialled(method: str) -> None:
     """A server closing an idle kept-alive connection (without saying so) costs a fresh connection, no failure."""
-    with RawServer(_answer_then_close).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            for i in range(3):
-                server.closed.clear()
-                assert await t.request(method, f"/{i}", None) == (200, BODY)
-                assert await anyio.to_thread.run_sync(server.closed.wait, 10)
+    with RawServer(_answer_then_close).running() as server, Http11Transport.for_url(server.url) as t:
+        for i in range(3):
+            server.closed.clear()
+            assert t.request(method, f"/{i}", None) == (200, BODY)
+            assert server.closed.wait(10)
     assert server.accepted == 3 and len(server.requests) == 3  # each request sent once
 
 
@@ -141,18 +141,16 @@ def _read_second_then_drop(conn: Conn) -> None:
     conn.sock.shutdown(socket.SHUT_RDWR)
 
 
-async def test_request_read_then_dropped_is_retried_only_if_idempotent() -> None:
+def test_request_read_then_dropped_is_retried_only_if_idempotent() -> None:
     """A GET the server read and dropped unanswered is retried fresh; a POST is not (it may have been applied)."""
-    with RawServer(_read_second_then_drop).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            await t.request("GET", "/first", None)
-            assert await t.request("GET", "/again", None) == (200, BODY)
+    with RawServer(_read_second_then_drop).running() as server, Http11Transport.for_url(server.url) as t:
+        t.request("GET", "/first", None)
+        assert t.request("GET", "/again", None) == (200, BODY)
     assert server.requests.count(b"GET /again") == 2
-    with RawServer(_read_second_then_drop).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            await t.request("GET", "/first", None)
-            with pytest.raises(TransportError, match="closed before any response"):
-                await t.request("POST", "/items", b"{}")
+    with RawServer(_read_second_then_drop).running() as server, Http11Transport.for_url(server.url) as t:
+        t.request("GET", "/first", None)
+        with pytest.raises(TransportError, match="closed before any response"):
+            t.request("POST", "/items", b"{}")
     assert server.requests.count(b"POST /items {}") == 1
 
 
@@ -167,23 +165,24 @@ def _reset_unread(conn: Conn) -> None:
     conn.sock.close()
 
 
-async def test_post_reset_unread_is_retried_once() -> None:
+def test_post_reset_unread_is_retried_once() -> None:
     """A POST the server provably never read (it reset the connection) is sent again, fresh, and applied once."""
-    with RawServer(_reset_unread).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            await t.request("GET", "/first", None)
-            assert await t.request("POST", "/items", b"{}") == (201, BODY)
+    with RawServer(_reset_unread).running() as server, Http11Transport.for_url(server.url) as t:
+        t.request("GET", "/first", None)
+        assert t.request("POST", "/items", b"{}") == (201, BODY)
     assert server.requests == [b"GET /first", b"POST /items {}"]
 
 
-async def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
+def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
     """A server closing a brand-new connection without answering fails the request at once (it is not idle-drop)."""
     def serve(conn: Conn) -> None:
         conn.read_request()
-    with RawServer(serve).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            with pytest.raises(TransportError, match="closed before any response"):
-                await t.request("GET", "/", None)
+    with (
+        RawServer(serve).running() as server,
+        Http11Transport.for_url(server.url) as t,
+        pytest.raises(TransportError, match="closed before any response"),
+    ):
+        t.request("GET", "/", None)
     assert server.accepted == 1
 
 
@@ -197,53 +196,81 @@ async def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
     (lambda c, r: c.write(b"SSH-2.0-OpenSSH\r\n\r\n"), "not an HTTP"),
     (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"), "bad response header"),
 ])
-async def test_bad_answers_fail_with_one_clear_line(script: Callable[[Conn, bytes], None], message: str) -> None:
+def test_bad_answers_fail_with_one_clear_line(script: Callable[[Conn, bytes], None], message: str) -> None:
     """Oversized heads and bodies, endless 1xx, broken chunking and non-HTTP answers are TransportErrors."""
-    with RawServer(keep_alive(script)).running() as server:
-        async with Http11Transport.for_url(server.url, timeout=5.0, ) as t:
-            with pytest.raises(TransportError, match=message):
-                await t.request("GET", "/", None)
+    with (
+        RawServer(keep_alive(script)).running() as server,
+        Http11Transport.for_url(server.url, timeout=5.0, ) as t,
+        pytest.raises(TransportError, match=message),
+    ):
+        t.request("GET", "/", None)
 
 
-async def test_body_cut_short_is_an_error() -> None:
+def test_body_cut_short_is_an_error() -> None:
     """A connection closed before Content-Length bytes arrived fails the request instead of returning a part."""
     def serve(conn: Conn) -> None:
         conn.read_request()
         conn.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", b"{}")
-    with RawServer(serve).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            with pytest.raises(TransportError, match="2 of 100 body bytes"):
-                await t.request("GET", "/", None)
+    with (
+        RawServer(serve).running() as server,
+        Http11Transport.for_url(server.url) as t,
+        pytest.raises(TransportError, match="2 of 100 body bytes"),
+    ):
+        t.request("GET", "/", None)
 
 
-async def test_silent_server_times_out() -> None:
+def test_silent_server_times_out() -> None:
     """A server that reads and never answers fails the request within its timeout, marked as a timeout."""
     def serve(conn: Conn) -> None:
         conn.read_request()
         conn.read_request()  # holds the connection open until the client gives up
-    with RawServer(serve).running() as server:
-        async with Http11Transport.for_url(server.url, timeout=0.2) as t:
-            with pytest.raises(TransportError) as info:
-                await t.request("GET", "/", None)
+    with (
+        RawServer(serve).running() as server,
+        Http11Transport.for_url(server.url, timeout=0.2) as t,
+        pytest.raises(TransportError) as info,
+    ):
+        t.request("GET", "/", None)
     assert info.value.timeout
 
 
-async def test_connection_closed_inside_the_head_says_so() -> None:
+def test_connection_closed_inside_the_head_says_so() -> None:
     """A server closing after part of the response head fails the request as a closed connection."""
     def serve(conn: Conn) -> None:
         conn.read_request()
         conn.write(b"HTTP/1.1 200 OK\r\nContent-")
-    with RawServer(serve).running() as server:
-        async with Http11Transport.for_url(server.url) as t:
-            with pytest.raises(TransportError, match="^connection closed before the response was complete"):
-                await t.request("GET", "/", None)
+    with (
+        RawServer(serve).running() as server,
+        Http11Transport.for_url(server.url) as t,
+        pytest.raises(TransportError, match="^connection closed before the response was complete"),
+    ):
+        t.request("GET", "/", None)
 
 
-async def test_chunked_with_a_content_length_too_is_read_chunked_and_not_reused() -> None:
+def test_chunked_with_a_content_length_too_is_read_chunked_and_not_reused() -> None:
     """An answer with both framings is read by its chunking, and its connection is not trusted for the next."""
     def serve(conn: Conn, request: bytes) -> None:
         conn.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
                    b"8\r\n" + BODY + b"\r\n0\r\n\r\n")
     with RawServer(keep_alive(serve)).running() as server:
-        assert await _requests(server, 2) == [(200, BODY)] * 2
+        assert _requests(server, 2) == [(200, BODY)] * 2
     assert server.accepted == 2
+
+
+def test_interrupt_from_another_thread_ends_the_request_in_flight_and_later_ones() -> None:
+    """interrupt() from another thread ends a request the server never answers, at once; later requests refuse."""
+    read = threading.Event()
+
+    def serve(conn: Conn) -> None:
+        conn.read_request()
+        read.set()
+        conn.read_request()  # never answers; holds the connection until the client goes
+    with RawServer(serve).running() as server, Http11Transport.for_url(server.url, timeout=60.0) as t:
+        stopper = threading.Thread(target=lambda: (read.wait(10), t.interrupt()))
+        stopper.start()
+        with pytest.raises(TransportError, match="stopped") as info:
+            t.request("GET", "/", None)
+        stopper.join(10)
+        assert not info.value.timeout and t._sock is None
+        with pytest.raises(TransportError, match="stopped"):
+            t.request("GET", "/", None)
+    assert server.accepted == 1

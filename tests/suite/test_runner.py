@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import msgspec
 import pytest
 
@@ -19,6 +22,7 @@ from staminad.suite.model import Equals, Suite, req
 from staminad.suite.model import Test as SuiteTest
 from staminad.suite.runner import SuiteResult, run_suite
 from tests.helpers import free_port, listening
+from tests.suite.rawserver import Conn, RawServer
 
 pytestmark = pytest.mark.anyio
 BROKEN = Path(__file__).with_name("broken_server.py")
@@ -141,3 +145,34 @@ async def test_bad_urls_are_refused() -> None:
     for url in ("https://x:1", "http://x", "http://x:1/path", "ftp://x:1"):
         with pytest.raises(ValueError, match="not a plain"):
             Http11Transport.for_url(url)
+
+
+async def test_a_cancelled_suite_interrupts_its_request_and_lets_go_of_the_transport() -> None:
+    """Cancelling run_suite mid-request (a server that never answers) ends it at once; the thread let go first."""
+    read = threading.Event()
+
+    def serve(conn: Conn) -> None:
+        conn.read_request()
+        read.set()
+        conn.read_request()  # never answers
+    suite = _suite(0)
+    with RawServer(serve).running() as server, Http11Transport.for_url(server.url, timeout=60.0) as transport:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_suite, suite, transport)
+            assert await anyio.to_thread.run_sync(read.wait, 10)
+            tg.cancel_scope.cancel()
+        assert transport._sock is None  # the worker closed its connection before the cancel came through
+    assert server.accepted == 1
+
+
+async def test_the_suite_runs_off_the_event_loop_thread() -> None:
+    """Requests are made from a worker thread, so a slow server never blocks the daemon's event loop."""
+    seen: set[int] = set()
+
+    class Recording:
+        def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+            seen.add(threading.get_ident())
+            return 200, b"{}"
+
+    await run_suite(_suite(0), Recording())
+    assert seen and threading.get_ident() not in seen

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
-from protocol import GetSweep, ListSweeps
+from protocol import GetSweep, ListSweeps, SweepList
 from tests.daemon.inprocess import events, request, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 from tests.tui.conftest import settle
@@ -50,7 +50,8 @@ async def test_overview_sweep_and_scenario_screens_follow_a_live_sweep(tmp_path:
             assert "prompt (" in text
             await pilot.press("escape", "escape")
             assert app.screen.query_one(Banner)
-            assert isinstance(await request(state, ListSweeps()), object)
+            listed = await request(state, ListSweeps())
+            assert isinstance(listed, SweepList) and [s.sweep for s in listed.sweeps] == ["live"]
 
 
 async def test_pause_resume_cancel_each_need_a_confirmation(tmp_path: Path) -> None:

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from protocol import Event, ScenarioList, ScenarioRow
+from protocol.events import (
+    AttemptStarted,
+    AttemptTested,
+    EventData,
+    LlmCapped,
+    LlmUnavailable,
+    LlmWait,
+    ScenarioFinished,
+)
 from tui.board import Board
+
+WHO = {"scenario": 5, "configuration": "c", "seed": 0}
 
 
 def _board() -> Board:
@@ -14,24 +25,34 @@ def _board() -> Board:
     return board
 
 
-def _event(kind: str, seq: int, **data: object) -> Event:
-    return Event(sweep="s", kind=kind, data={"scenario": 5, **data}, at=1000.0 + seq, seq=seq)
+def _event(data: EventData, seq: int) -> Event:
+    return Event(sweep="s", data=data, at=1000.0 + seq, seq=seq)
+
+
+def _tested(turn: int, attempt: int, passed: bool = True) -> AttemptTested:
+    return AttemptTested(**WHO, turn=turn, attempt=attempt, passed=passed, failed_tests=0 if passed else 1, tests=9,
+                         categories=None if passed else "validation", suite_seconds=0.1, server_seconds=0.1)
+
+
+def _finished(status: str, turns_passed: int, reason: str = "") -> ScenarioFinished:
+    return ScenarioFinished(**WHO, status=status, turns_passed=turns_passed, reason=reason)
 
 
 def test_model_waits_outages_and_caps_show_in_phase_history_and_log() -> None:
-    """An LLM wait is a phase, an outage an infra line, a cap ends the history with C; replays are ignored."""
+    """An LLM wait is an infra line (the phase stays), an outage too, a cap ends the history with C; replays are
+    ignored."""
     board = _board()
-    change = board.apply(_event("llm_wait", 1, turn=1, reason="upstream answered 429", wait_seconds=2.0,
-                                waited=0.0))
-    assert change.scenario is not None and change.scenario.phase == "waiting on the model"
+    change = board.apply(_event(LlmWait(scenario=5, turn=1, reason="upstream answered 429", wait_seconds=2.0,
+                                        waited=0.0), 1))
+    assert change.scenario is not None and change.scenario.phase == "agent working"
     assert change.line is not None and change.line.severity == "infra" and "429" in change.line.text
-    line = board.apply(_event("llm_unavailable", 2, turn=1, reason="gave up after 600 s")).line
+    line = board.apply(_event(LlmUnavailable(scenario=5, turn=1, reason="gave up after 600 s"), 2)).line
     assert line is not None and "LLM endpoint was unavailable" in line.text
-    board.apply(_event("llm_capped", 3, reason="scenario cost cap of $5.00 reached"))
-    board.apply(_event("scenario_finished", 4, status="capped", turns_passed=1, reason="cost cap"))
+    board.apply(_event(LlmCapped(scenario=5, reason="scenario cost cap of $5.00 reached"), 3))
+    board.apply(_event(_finished("capped", 1, "cost cap"), 4))
     s = board.find("s", 5)
-    assert s is not None and (s.status, s.history, s.last_failure) == ("capped", "PC", "cost cap")
-    assert board.apply(_event("scenario_finished", 4, status="capped", turns_passed=1)).line is None
+    assert s is not None and (s.status, s.history, s.last_failure, s.phase) == ("capped", "PC", "cost cap", "capped")
+    assert board.apply(_event(_finished("capped", 1), 4)).line is None
     assert [ln.kind for ln in board.lines(infra_only=True)] == ["llm_wait", "llm_unavailable", "llm_capped",
                                                                 "scenario_finished"]
     assert board.max_attempts("s", "aider R=2 detailed") == 3
@@ -43,14 +64,14 @@ def test_events_a_snapshot_already_holds_move_nothing() -> None:
     row = ScenarioRow(id=5, configuration="c", seed=0, status="running", turns_passed=2, turn=1, attempt=1,
                       infra_try=0, phase="passed", last_failure="", history="PP", reason="")
     board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), seq=7))
-    change = board.apply(_event("attempt_tested", 7, turn=1, attempt=1, passed=True, tests=9))
+    change = board.apply(_event(_tested(1, 1), 7))
     assert change.scenario is None and change.line is not None
     s = board.find("s", 5)
     assert s is not None and (s.history, s.turns_passed, s.phase) == ("PP", 2, "passed")
-    board.apply(_event("attempt_started", 8, turn=2, attempt=1, infra_try=0))
+    board.apply(_event(AttemptStarted(**WHO, turn=2, attempt=1, infra_try=0), 8))
     assert (s.turn, s.phase) == (2, "agent working")
     board.reattached()  # a restarted daemon counts from 1 again: its events are folded
-    board.apply(_event("attempt_tested", 1, turn=2, attempt=1, passed=True, tests=9))
+    board.apply(_event(_tested(2, 1), 1))
     assert (s.history, s.turns_passed) == ("PPP", 3)
 
 
@@ -59,11 +80,11 @@ def test_folding_the_same_outcome_twice_changes_nothing() -> None:
     board = _board()
     s = board.find("s", 5)
     assert s is not None
-    board.apply(_event("attempt_tested", 1, turn=1, attempt=2, passed=True, tests=9))
-    board.apply(_event("attempt_tested", 2, turn=1, attempt=2, passed=True, tests=9))
+    board.apply(_event(_tested(1, 2), 1))
+    board.apply(_event(_tested(1, 2), 2))
     assert (s.history, s.turns_passed) == ("PR", 2)
-    board.apply(_event("scenario_finished", 3, status="failed", turns_passed=2, reason="turn 2 failed"))
-    board.apply(_event("scenario_finished", 4, status="failed", turns_passed=2, reason="turn 2 failed"))
+    board.apply(_event(_finished("failed", 2, "turn 2 failed"), 3))
+    board.apply(_event(_finished("failed", 2, "turn 2 failed"), 4))
     assert (s.status, s.history) == ("failed", "PRF")
 
 
@@ -73,8 +94,8 @@ def test_a_retried_scenario_drops_its_final_letter_when_it_starts_again() -> Non
     row = ScenarioRow(id=5, configuration="c", seed=0, status="infra_failed", turns_passed=1, turn=1, attempt=1,
                       infra_try=0, phase="infra_failed", last_failure="self_kill", history="PI", reason="")
     board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,)))
-    board.apply(_event("attempt_started", 1, turn=1, attempt=1, infra_try=1))
+    board.apply(_event(AttemptStarted(**WHO, turn=1, attempt=1, infra_try=1), 1))
     s = board.find("s", 5)
     assert s is not None and (s.status, s.history, s.phase) == ("running", "P", "infra retry")
-    board.apply(_event("attempt_tested", 2, turn=1, attempt=1, passed=True, tests=9))
+    board.apply(_event(_tested(1, 1), 2))
     assert s.history == "PP"

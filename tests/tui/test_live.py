@@ -15,6 +15,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from protocol import Event, GetScenario, ScenarioInfo
+from protocol.events import InfraFailure, ManualPrompt
 from tests.daemon.inprocess import events, request, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 from tests.tui.conftest import settle
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.anyio
 
 def _finish(prompt: Event) -> None:
     """What `staminad done --marker PATH` does: the attempt's harness is over."""
-    marker = Path(str(prompt.data["done"]).split("--marker ", 1)[1])
+    assert isinstance(prompt.data, ManualPrompt)
+    marker = Path(prompt.data.done.split("--marker ", 1)[1])
     marker.write_text(json.dumps({"exit": 0, "signal": None, "started": time.time(), "ended": time.time()}))
 
 
@@ -73,7 +75,8 @@ async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, s
                 await settle(pilot, lambda e=ended: any(line.seq == e.seq for line in app.board.log))
                 await pilot.pause()
                 assert app.is_running and app.screen is opened
-                next_kind = "scenario_finished" if ended.data["infra_try"] >= 2 else "manual_prompt"
+                assert isinstance(ended.data, InfraFailure)
+                next_kind = "scenario_finished" if ended.data.infra_try >= 2 else "manual_prompt"
                 prompt = await until(stream, next_kind)
             info = await request(state, GetScenario(sweep="live", configuration="manual R=2 detailed", seed=0))
             assert isinstance(info, ScenarioInfo) and info.status == "infra_failed"

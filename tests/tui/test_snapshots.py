@@ -19,6 +19,7 @@ import pytest
 from textual.pilot import Pilot
 
 from protocol import Event
+from protocol.events import AttemptStarted, AttemptTested, EventData, InfraFailure, ScenarioFinished
 from tests.daemon.test_daemon import daemon
 from tests.engine.conftest import sweep as run_in_process
 from tests.engine.conftest import write_sweep
@@ -95,19 +96,25 @@ def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> 
     """The event log: infra failures (self-kill, hang) stand out from passes and failures."""
     async def log(app: StaminaApp, pilot: Pilot[None]) -> None:
         ids = sorted(app.board.scenarios["snap"])
-        samples = [("attempt_started", {"scenario": ids[0], "turn": 0, "attempt": 1, "infra_try": 0}),
-                   ("attempt_tested", {"scenario": ids[0], "turn": 0, "attempt": 1, "passed": True, "tests": 131,
-                                       "failed_tests": 0, "categories": ""}),
-                   ("attempt_tested", {"scenario": ids[2], "turn": 1, "attempt": 2, "passed": False, "tests": 124,
-                                       "failed_tests": 3, "categories": "validation"}),
-                   ("infra_failure", {"scenario": ids[4], "turn": 0, "attempt": 1, "infra_try": 0,
-                                      "kind": "self_kill", "detail": "harness exit None, signal 15"}),
-                   ("infra_failure", {"scenario": ids[5], "turn": 3, "attempt": 1, "infra_try": 1, "kind": "stuck",
-                                      "detail": "no marker within the turn timeout of 600 s"}),
-                   ("scenario_finished", {"scenario": ids[4], "status": "infra_failed", "turns_passed": 0,
-                                          "reason": "self_kill on turn 0, 0 infra retries used"})]
-        for i, (kind, data) in enumerate(samples):
-            app._on_event(Event(sweep="snap", kind=kind, data=data, at=AT + i, seq=10_000 + i))
+        def who(i: int) -> dict[str, Any]:
+            row = app.board.scenarios["snap"][ids[i]]
+            return {"scenario": row.id, "configuration": row.configuration, "seed": row.seed}
+
+        timing = {"suite_seconds": 0.1, "server_seconds": 0.1}
+        samples: list[EventData] = [
+            AttemptStarted(**who(0), turn=0, attempt=1, infra_try=0),
+            AttemptTested(**who(0), turn=0, attempt=1, passed=True, tests=131, failed_tests=0, categories="",
+                          **timing),
+            AttemptTested(**who(2), turn=1, attempt=2, passed=False, tests=124, failed_tests=3,
+                          categories="validation", **timing),
+            InfraFailure(**who(4), turn=0, attempt=1, infra_try=0, infra_kind="self_kill",
+                         detail="harness exit None, signal 15"),
+            InfraFailure(**who(5), turn=3, attempt=1, infra_try=1, infra_kind="stuck",
+                         detail="no marker within the turn timeout of 600 s"),
+            ScenarioFinished(**who(4), status="infra_failed", turns_passed=0,
+                             reason="self_kill on turn 0, 0 infra retries used")]
+        for i, data in enumerate(samples):
+            app._on_event(Event(sweep="snap", data=data, at=AT + i, seq=10_000 + i))
         await _press(app, pilot, "e")
 
     assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(log))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import anyio
@@ -11,6 +10,7 @@ import pytest
 
 from state import Store
 from state.schema import MIGRATIONS
+from state.store import HarnessEnd, Verdict
 from tests.engine.conftest import sweep, write_sweep
 
 SCRIPT = '<script>document.title="pwned";window.__pwned=1</script>'
@@ -28,18 +28,17 @@ async def _agent_wrote_scripts(state: Path) -> None:
         await store.set_sweep_turns(XSS_SWEEP, 1)
         cid = await store.ensure_configuration(XSS_SWEEP, XSS_CONFIG, "agent<script>x</script>", 1, "detailed")
         sc = await store.ensure_scenario(cid, 0)
-        await store.update_scenario(sc.id, sandbox={"runtime": "local", "root": str(root)}, status="failed",
-                                    reason=f"turn 0 failed {SCRIPT}")
+        await store.set_sandbox(sc.id, {"runtime": "local", "root": str(root)})
+        await store.set_scenario_status(sc.id, "failed", reason=f"turn 0 failed {SCRIPT}")
         row = await store.begin_attempt(sc.id, 0, 1, 0, "turn", f"prompt {SCRIPT}")
         results = [{"name": "t_ok", "category": "crud", "rule": "r", "passed": True},
                    {"name": f"t{SCRIPT}", "category": "business_logic", "rule": "r1", "passed": False,
                     "message": f"wrong {SCRIPT}", "request": f"POST /things {SCRIPT}", "status": 500,
                     "response": f"<html>{SCRIPT}</html>"}]
-        await store.update_attempt(row.id, results=results, phase="tested", outcome="fail",
-                                   categories="business_logic", passed_tests=1, total_tests=2,
-                                   feedback=f"feedback {SCRIPT}", harness_exit=0, harness_seconds=1.5,
-                                   server_seconds=0.2, suite_seconds=0.3, teardown_seconds=0.01,
-                                   finished_at=time.time(), loc=12)
+        await store.harness_done(row.id, HarnessEnd(harness_exit=0, harness_seconds=1.5, loc=12))
+        await store.tested(row.id, Verdict(results=results, outcome="fail", categories="business_logic",
+                                           passed_tests=1, total_tests=2, feedback=f"feedback {SCRIPT}",
+                                           server_seconds=0.2, suite_seconds=0.3, teardown_seconds=0.01))
         await store.llm_call(sc.id, row.id, 0, "openai", "m", (100, 20, 5), 0.0125, 200, 1.0, 0.0, False)
 
 

@@ -6,7 +6,8 @@ Reads the model and the gateway's base URL from STAMINA_LLM_MODEL and STAMINA_LL
 harness's config files under HOME, runs the first command of a session or the one that continues it
 (the session id is kept in HOME), with stdin closed, and parses its output. Exit 0: the harness ran
 (whether or not the agent finished well: the tests judge that); exit 3: the harness itself failed
-(crashed, no result, API errors), which the engine counts as an infrastructure failure.
+(crashed, no result, API errors), which the engine counts as an infrastructure failure; such a call is cut
+from the session's history files (those the adapter names), so the infra retry resumes the session as it was.
 Standard library only.
 """
 
@@ -59,6 +60,7 @@ def main() -> int:
     session = session_file.read_text().strip() if session_file.exists() else ""
     prompt = args.prompt_file.read_text()
     argv = harness.resume(prompt, model, session) if session else harness.first(prompt, model)
+    history = _sizes(home, harness.history(session)) if session else {}
     calls = len(list(own.glob(f"{harness.name}-*.out")))
     out_path, err_path = own / f"{harness.name}-{calls:04d}.out", own / f"{harness.name}-{calls:04d}.err"
     try:
@@ -69,7 +71,11 @@ def main() -> int:
         print(f"harness: cannot start {argv[0]}: {exc}", file=sys.stderr)
         return HARNESS_FAILED
     report = harness.parse(out_path.read_text(errors="replace"), err_path.read_text(errors="replace"), code)
-    if report.session:
+    if not report.ok:
+        # The harness failed (an infra failure, retried): the session stays as it was before this call, so
+        # the retry does not see the failed prompt and its error in the history.
+        _cut(history)
+    elif report.session:
         session_file.write_text(report.session)
     summary = {"harness": harness.name, "version": harness.version, "exit": code, "ok": report.ok,
                "session": report.session, "input_tokens": report.input_tokens,
@@ -77,6 +83,21 @@ def main() -> int:
     (own / f"{harness.name}.last.json").write_text(json.dumps(summary))
     print(json.dumps(summary), flush=True)
     return 0 if report.ok else HARNESS_FAILED
+
+
+def _sizes(home: Path, patterns: tuple[str, ...]) -> dict[Path, int]:
+    """The session history files and their sizes now."""
+    return {path: path.stat().st_size for pattern in patterns for path in home.glob(pattern) if path.is_file()}
+
+
+def _cut(sizes: dict[Path, int]) -> None:
+    """Truncate each history file back to its size before the call (the harness appends to them)."""
+    for path, size in sizes.items():
+        try:
+            if path.stat().st_size > size:
+                os.truncate(path, size)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

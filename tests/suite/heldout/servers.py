@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from staminad.bench.parts import set_before
 from staminad.bench.schema import (
     Compare,
+    Compute,
     FieldOperand,
     ForEach,
     Increment,
@@ -60,7 +62,7 @@ class DecreaseStopsAtZero(App):
 
 
 class SetSkipsFalsy(App):
-    """`set this.x to V` does nothing when V is false, 0 or "" (`if value: obj[f] = value`)."""
+    """`set this.x to V` does nothing when V is null, false, 0 or "" (`if value: obj[f] = value`)."""
 
     def _simple(self, entity: dict[str, Any], obj: dict[str, Any], x: dict[str, Any]) -> None:
         if x["type"] == "set" and not x.get("value"):
@@ -134,19 +136,68 @@ def _quantified(s: State) -> bool:
     return ex.any_guard(s, ok)
 
 
+def _own_starts(s: State, a: Any, f: Any, x: Any) -> list[Any]:
+    """Values the acted-on entity's field `f` can hold when effect `x` runs: one an earlier `set` fixed,
+    else valid values the guards allow (unknown after an earlier increase or computation of it)."""
+    earlier = a.effects[:a.effects.index(x)]
+    preset = set_before(a, x)
+    if f.name in preset:
+        return [preset[f.name]]
+    if any(isinstance(y, Increment | Compute) and y.field == f.name for y in earlier):
+        return []
+    starts = [v for v in ex._probes(s, a, f) if ex._assignment_ok(a, {f.name: v})]
+    return [*starts, None] if ex.nullable(f) and ex._assignment_ok(a, {f.name: None}) else starts
+
+
+def _linked_starts(s: State, a: Any, t: Any, g: Any, link: str, around: Any = None) -> list[Any]:
+    """Values a linked entity's field can hold: every `all of` guard on the list allows them."""
+    alls = [c for c in a.conditions if isinstance(c, Quantified) and c.list_field == link
+            and c.quantifier == "all" and c.field == g.name]
+    lits = [around, *(c.value for c in alls)]
+    vals = list(dict.fromkeys(v for lit in lits for v in ex.values(s, g, lit)))
+    vals += [None] if ex.nullable(g) and not alls else []
+    return [v for v in vals if all(ex._cmp(v, c.op, c.value) for c in alls)]
+
+
+def _reached_target(s: State, e: Any, a: Any, x: Any) -> tuple[Any, str] | None:
+    """(entity, link) an on-reference or for-each effect can reach while the guards hold."""
+    link = x.ref_field if isinstance(x, OnReference) else x.list_field
+    t = ex._link_target(s, e, link)
+    if t is None:
+        return None
+    if isinstance(x, OnReference):
+        return (t, link) if ex._free_link(a, link) else None
+    return (t, link) if ex._listed_nonempty(s, e, a, link) else None
+
+
 def _decrease(s: State, e: Any, a: Any, x: Any) -> bool:
-    inner, owner = (x.effect, s.entity(e.field(x.ref_field if isinstance(x, OnReference) else x.list_field).target)) \
-        if isinstance(x, OnReference | ForEach) else (x, e)
-    if not isinstance(inner, Increment) or inner.amount >= 0 or owner is None:
+    """A decrease can start at a value >= 0 and end below 0 (where the bug stops it at 0)."""
+    inner = x.effect if isinstance(x, OnReference | ForEach) else x
+    if not isinstance(inner, Increment) or inner.amount >= 0 or ex._overwritten(a, e, x, False):
         return False
-    f = owner.field(inner.field)
-    return f is not None and (f.minimum is None or f.minimum < 0) and (
-        isinstance(x, OnReference | ForEach) or inner.field not in ex.guarded(a))
+    if isinstance(x, OnReference | ForEach):
+        reached = _reached_target(s, e, a, x)
+        f = reached[0].field(inner.field) if reached else None
+        starts = _linked_starts(s, a, reached[0], f, reached[1], -inner.amount) if reached and f else []
+    else:
+        f = e.field(inner.field)
+        starts = _own_starts(s, a, f, x) if f is not None else []
+    return any(isinstance(v, int | float) and v >= 0 and v + inner.amount < 0 for v in starts)
 
 
 def _set_falsy(s: State, e: Any, a: Any, x: Any) -> bool:
+    """A set to null, false, 0 or "" of a field that can hold another value when it runs."""
     inner = x.effect if isinstance(x, OnReference | ForEach) else x
-    return isinstance(inner, SetValue) and inner.value in (False, 0, "") and inner.value is not None
+    if not isinstance(inner, SetValue) or inner.value or ex._overwritten(a, e, x, False):
+        return False
+    if isinstance(x, OnReference | ForEach):
+        reached = _reached_target(s, e, a, x)
+        f = reached[0].field(inner.field) if reached else None
+        starts = _linked_starts(s, a, reached[0], f, reached[1], inner.value) if reached and f else []
+    else:
+        f = e.field(inner.field)
+        starts = _own_starts(s, a, f, x) if f is not None else []
+    return any(v != inner.value for v in starts)
 
 
 def _min_max_zero(s: State) -> bool:

@@ -72,6 +72,18 @@ class RefChecksAnyTable(App):
         return super()._check(f, v)
 
 
+class RefLookupBeforeType(App):
+    """[types] a reference is looked up before its type is checked: an object (unhashable) crashes it with 500."""
+
+    def _check(self, f: dict[str, Any], v: Any) -> Any:
+        if f["kind"] in ("ref", "ref_list"):
+            table = self.data.get(f["target"], {})
+            items = v if f["kind"] == "ref_list" and isinstance(v, list) else [v]
+            if not all(i in table for i in items):  # TypeError on a dict: the server answers 500
+                raise Reject(400, f"{f['name']}: unknown reference")
+        return super()._check(f, v)
+
+
 class DatetimeOptionalSeconds(App):
     """[datetime] the format check makes the seconds optional (`hh:mm(:ss)?`)."""
 
@@ -172,6 +184,7 @@ HELDOUT: tuple[Heldout, ...] = (
     Heldout(PatchTypeOnly, lambda s, c: _fields(s, _constrained)),
     Heldout(PatchAllowsNull, lambda s, c: _fields(s, lambda f: not f.nullable)),
     Heldout(RefChecksAnyTable, lambda s, c: len(s.entities) > 1 and _fields(s, lambda f: f.target is not None)),
+    Heldout(RefLookupBeforeType, lambda s, c: _fields(s, lambda f: f.target is not None)),
     Heldout(DatetimeOptionalSeconds, lambda s, c: _fields(s, _late_short)),
     # Also shows when a falsy value of the wrong type (false for a number) is dropped instead of rejected.
     Heldout(FalsyAsMissing, lambda s, c: _fields(

@@ -1,0 +1,204 @@
+"""End to end: the real Claude Code binary in a real Docker container, driven by the stand-in through the gateway.
+
+The stand-in speaks the Anthropic Messages API (streamed, as the real API sends it) and replays a
+scripted conversation that the real `claude -p` acts on with its own Write and Bash tools: at turn 0 it
+writes a correct server (the files the reference agent derives from the same texts), checks it
+compiles, and finishes; at turn 1 it first claims the change without making it, the tests fail, and
+the feedback retry, in the same session (`--resume`), writes the changed server. The sweep mixes
+harnesses in Docker: the reference agent runs in the base image, Claude Code in its own layer.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from staminad.bench.readme import render_readme
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.reference import agent as reference_agent
+from tests.standin import Fault, Reply, StandIn
+
+pytestmark = pytest.mark.skipif(shutil.which("docker") is None, reason="needs Docker")
+
+PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
+FILES = ("server.py", "config.json", "run_server.sh")
+RUN_TIMEOUT = 600  # seconds for one whole `staminad run`; each harness call is bounded by turn_timeout
+
+
+@pytest.fixture(scope="session")
+def claude_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Claude Code layer (the binary from the Agent SDK wheel), built offline once per machine."""
+    from staminad.sandbox.image import build_harness
+
+    tag, _ = build_harness("claude-code", tmp_path_factory.mktemp("layer"))
+    return tag
+
+
+def _reference_files(tmp: Path) -> list[dict[str, str]]:
+    """The reference agent's files for turn 0 and for turn 1, as {name: text}."""
+    scenario = generate(0, PARAMS)
+    work = tmp / "scripted"
+    work.mkdir()
+    (work / "README.md").write_text(render_readme("python"))
+    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
+    out = []
+    for prompt in (initial_prompt("python"), change_prompt(scenario.turns[0], scenario.initial)[0]):
+        reference_agent.run(work, prompt, None, False)
+        out.append({name: (work / name).read_text() for name in FILES})
+    return out
+
+
+def _script(tmp: Path, false_claim: bool = True) -> list[Reply]:
+    """The model's side: Write the files, Bash-check, finish; turn 1: a false claim (tests fail), then the fix."""
+    turn0, turn1 = _reference_files(tmp)
+    writes = [{"name": "Write", "arguments": {"file_path": f"/workspace/{name}", "content": text}}
+              for name, text in turn0.items()]
+    # Files that exist already are rewritten through Bash: Claude Code's Write refuses a file it has not Read.
+    rewrite = " && ".join(f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {name}"
+                          for name, text in turn1.items())
+    check = {"name": "Bash", "arguments": {"command": "python3 -m py_compile server.py && echo compiled",
+                                           "description": "Check the server compiles"}}
+    return [Reply(content="I'll write the server.", tool_calls=writes), Reply(tool_calls=[check]),
+            Reply(content="The server is written and compiles."),
+            *([Reply(content="The change is made.")] if false_claim else []),
+            Reply(tool_calls=[{"name": "Bash", "arguments": {"command": rewrite, "description": "Apply"}}]),
+            Reply(tool_calls=[check]), Reply(content="Fixed: the change is in place.")]
+
+
+def _sweep(tmp: Path, standin: StandIn, agents: list[str], extra_llm: str = "", infra_retries: int = 2,
+           price: float = 1.0) -> Path:
+    sweep = tmp / "s.toml"
+    sweep.write_text(textwrap.dedent(f"""
+        name = "claude-e2e"
+        [scenarios]
+        seeds = "0"
+        turns = {PARAMS.turns}
+        changes_per_turn = {PARAMS.changes_per_turn}
+        [matrix]
+        agents = {json.dumps(agents)}
+        retries = [1]
+        [run]
+        runtime = "docker"
+        turn_timeout = 180
+        infra_retries = {infra_retries}
+        [llm]
+        endpoint = "{standin.url}"
+        model = "standin-1"
+        {extra_llm}
+        [llm.pricing.standin-1]
+        input = {price}
+        output = {price}
+        """))
+    return sweep
+
+
+def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT)
+
+
+def _texts(request: dict[str, Any]) -> list[str]:
+    return [json.dumps(m) for m in request["body"]["messages"]]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_the_reference(
+        tmp_path: Path, claude_image: str, sandbox_image: str) -> None:
+    """Reference and claude-code, each in its own image, pass both turns; the feedback retry resumes the session."""
+    with StandIn(_script(tmp_path)) as standin:
+        sweep = _sweep(tmp_path, standin, ["reference", "claude-code"])
+        state = tmp_path / "st"
+        done = _run(sweep, state)
+        assert done.returncode == 0, done.stdout + done.stderr
+        requests = list(standin.requests)
+    db = sqlite3.connect(state / "staminad.db")
+    rows = db.execute("SELECT c.agent, s.status, s.turns_passed, s.sandbox FROM scenarios s "
+                      "JOIN configurations c ON c.id = s.config_id ORDER BY c.agent").fetchall()
+    assert [r[:3] for r in rows] == [("claude-code", "done", 2), ("reference", "done", 2)], done.stdout
+    images = {r[0]: json.loads(r[3])["image"] for r in rows}
+    assert images == {"claude-code": claude_image, "reference": "staminabench/sandbox:latest"}
+    outcomes = db.execute("SELECT a.turn, a.attempt, a.outcome FROM attempts a JOIN scenarios s ON s.id = "
+                          "a.scenario_id JOIN configurations c ON c.id = s.config_id WHERE c.agent = "
+                          "'claude-code' ORDER BY a.id").fetchall()
+    assert outcomes == [(0, 1, "pass"), (1, 1, "fail"), (1, 2, "pass")]
+    calls = db.execute("SELECT a.turn, a.attempt, l.api, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    model_calls = [c for c in calls if c[2] == "anthropic"]
+    assert [c[:2] for c in model_calls] == [(0, 1)] * 3 + [(1, 1)] + [(1, 2)] * 3, calls
+    assert all(c[3] > 0 and c[4] > 0 and c[5] > 0 for c in model_calls)
+    assert all(c[5] == 0 for c in calls if c[2] != "anthropic")  # count_tokens: metered, generates nothing
+    requests = [r for r in requests if "count_tokens" not in r["path"]]
+    assert len(requests) == 7 and all(r["path"].startswith("/v1/messages") for r in requests)
+    assert all("gateway" not in (r["headers"].get("x-api-key") or "") for r in requests)  # the gateway's key swap
+    assert all(r["body"].get("stream") is True for r in requests)
+    turn1, retry = _texts(requests[3]), _texts(requests[4])
+    assert any("initial_specification.md" in t for t in turn1[:3])  # turn 1 resumed the turn-0 conversation
+    assert any("The server is written and compiles." in t for t in turn1)
+    assert any("The change is made." in t for t in retry)  # the retry carries the failed attempt's exchange
+    assert len(retry) > len(turn1) and retry[:len(turn1) - 1] == turn1[:-1]  # the same history, grown
+    assert any("make the following changes" in t for t in retry[len(turn1) - 1:len(turn1) + 1])
+
+
+class _OutageAt(StandIn):
+    """The stand-in whose upstream fails (`faults`) once only `left` scripted replies remain: a later turn's outage."""
+
+    def __init__(self, replies: list[Reply], left: int, faults: list[Fault]) -> None:
+        super().__init__(replies)
+        self.left, self.pending = left, faults
+
+    def next(self) -> tuple[Fault | None, Reply | None]:
+        with self.lock:
+            if self.pending and len(self.replies) == self.left:
+                self.faults.extend(self.pending)
+                self.pending = []
+        return super().next()
+
+
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+@pytest.mark.parametrize(("fault", "turn"), [(Fault("status", 503), 0), (Fault("reset"), 1)], ids=["503", "reset"])
+def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, claude_image: str, fault: Fault,
+                                                              turn: int) -> None:
+    """An outage past the timeout makes the attempt `llm_unavailable`; its infra retry passes, R and history clean."""
+    script = _script(tmp_path, false_claim=False)
+    with _OutageAt(script, len(script) - 3 * turn, [fault] * 2) as standin:  # turn 0: 3 replies, turn 1: 3
+        sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="outage_timeout = 2")
+        done = _run(sweep, tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    expected = [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
+    expected[turn:turn + 1] = [(turn, 1, 0, "infra", "llm_unavailable"), (turn, 1, 1, "pass", None)]
+    assert rows == expected, done.stdout
+    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+    home = next((tmp_path / "st" / "sandboxes").glob("*/*/workspace/.home"))
+    session = (home / ".staminabench" / "claude-code.session").read_text()
+    history = next(home.glob(f".claude/projects/*/{session}.jsonl")).read_text()
+    records = [json.loads(line) for line in history.splitlines()]
+    prompts = [json.dumps(r["message"]["content"]) for r in records if r.get("type") == "user"
+               and "tool_result" not in json.dumps(r["message"]["content"])]
+    # The retried call left no trace in the session it resumes: each prompt once, no API error.
+    assert "API Error" not in history and len(prompts) == 2, prompts
+    assert "Implement the REST API server" in prompts[0] and "make the following changes" in prompts[1]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_a_cost_cap_ends_a_claude_code_scenario_capped(tmp_path: Path, claude_image: str) -> None:
+    """A cap below one call's cost: turn 0 (written by the first call's tools) passes, then the scenario is `capped`."""
+    with StandIn(_script(tmp_path, false_claim=False)) as standin:
+        sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="scenario_cost_cap = 0.001")
+        done = _run(sweep, tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    assert (status, passed) == ("capped", 1), done.stdout
+    assert reason.startswith("scenario cost cap of $0.00 reached")
