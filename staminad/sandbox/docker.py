@@ -22,7 +22,8 @@ in the workspace) survive a lost container, which `prepare` recreates. What the 
 The root side's operations (launching the wrapper, starting and stopping the server, liveness and
 listener checks) go to the container's launcher (`launcher`, started once per container; its FIFO
 and replies are in the root-only control directory), with `docker exec` of the same code as the
-fallback when no launcher reads: one exec costs ~150 ms on a busy engine, a launcher request a few.
+fallback when no launcher reads: measured on one busy machine (benchmarks/bench_docker_launch.py),
+a detached start costs ~90-100 ms by exec and ~11-14 ms by the launcher, an answered check 5-8x less.
 
 The server listens on a fixed port inside and is published on 127.0.0.1 at a port allocated when
 the container is created. Whatever answers there is checked to be the server just started (every
@@ -91,6 +92,7 @@ OUTSIDE = frozenset({"kill", "stop", "pause", "destroy"})  # engine events that 
 EVENTS = OUTSIDE | {"die", "restart", "start"}
 EVENT_SETTLE = 0.5  # seconds: see `health`
 RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
+
 
 def _left_running(holder: dict[str, Any] | None, leader_start: int | None) -> str:
     """Feedback for a port held outside the new server's process group (`holder` None: by a hidden process)."""
