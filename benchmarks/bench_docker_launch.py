@@ -1,34 +1,43 @@
-"""What one launch into a sandbox container costs: a `docker exec` per launch vs a long-lived in-container launcher.
+"""What the root side's operations in a sandbox container cost: one `docker exec` each vs the container's launcher.
 
-Issue 15 item 5: engine overhead per turn in Docker is ~53 ms, most of it the `docker exec` that
-starts the harness wrapper (and a turn also execs the server start and its stop). The design
-measured here replaces those execs with a launcher started once per container: a `sh` loop that
-reads one line per request from a FIFO in the control directory (bind-mounted at /stamina) and
-starts the named job detached. The engine writes the line; opening the FIFO without a reader
-fails at once (ENXIO), which tells the engine the launcher is gone (an agent's broad `pkill`
-could kill it) and that it must fall back to `docker exec` and restart it. No polling anywhere.
+Issue 15 item 5: engine overhead per turn in Docker was ~53 ms, most of it the `docker exec` that
+starts the harness wrapper (a turn also execs the server start, the listener checks and the stop).
+The runtime now sends them to a launcher started once per container (`staminad.sandbox.launcher`,
+a FIFO in the root-only control directory, answers by inotify) and keeps `docker exec` as the
+fallback. Both ways are timed here on one real, sealed sandbox container (`DockerSandbox.prepare`),
+in the same run (each way's samples in a block, see `one_run`):
 
-Both paths are timed the same way: from the request to the moment the launched process has
-written its pid file into the control directory (seen from the host), median and p90 of --n.
+- spawn: from the request to the moment the spawned process has written its pid file into the
+  control directory (seen from the host): what a harness launch or a server start costs;
+- alive: a round trip that answers (is a process group alive), as the liveness checks ask;
+- listeners: who holds the server port, read as the agent (a forked child there; a `python3`
+  started by the exec here), asked twice per server start and once per stop.
 
-Run: python benchmarks/bench_docker_launch.py [--n 50] [--image staminabench/sandbox:latest]
+Each of --runs runs takes --n samples per operation and way; the report is the median of the
+runs' medians, the spread of the run medians, and the ratio exec / launcher.
+
+Run: python benchmarks/bench_docker_launch.py [--n 30] [--runs 5] [--image staminabench/sandbox:latest]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import errno
-import os
+import json
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiodocker
+import anyio
 
-LAUNCHER = ("mkfifo /stamina/launch.fifo 2>/dev/null; exec 3<>/stamina/launch.fifo; "
-            "while read -r job <&3; do setsid -f sh -c 'echo $$ > /stamina/$1.pid' sh \"$job\"; done")
+from staminad.engine.config import RunSettings
+from staminad.engine.ports import PortAllocator
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER
+from staminad.sandbox.docker import CONTROL, LAUNCHER, DockerSandbox, agent_ids
+
+Op = Callable[[int], Awaitable[None]]
 
 
 async def wait_file(path: Path, timeout: float = 10.0) -> None:
@@ -36,73 +45,86 @@ async def wait_file(path: Path, timeout: float = 10.0) -> None:
     while not path.exists():
         if time.perf_counter() > deadline:
             raise TimeoutError(f"{path} not written within {timeout} s")
-        await asyncio.sleep(0.0005)  # benchmark-side polling at 0.5 ms; the engine's MarkerWatcher uses inotify
+        await anyio.sleep(0.0005)  # benchmark-side polling at 0.5 ms; the engine waits for markers with inotify
 
 
-def fifo_send(fifo: Path, line: str) -> None:
-    try:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise RuntimeError("no launcher reads the FIFO: fall back to docker exec") from None
-        raise
-    try:
-        os.write(fd, line.encode() + b"\n")
-    finally:
-        os.close(fd)
+def ways(box: DockerSandbox) -> dict[str, tuple[Op, Op]]:
+    """For each operation: (by docker exec, by the launcher)."""
+    agent = "{}:{}".format(*agent_ids())
+    listeners = {"port": SERVER_PORT_IN_CONTAINER, "leader": 0, "as": agent}
+
+    async def spawn_exec(i: int) -> None:
+        await box._exec(["setsid", "-f", "sh", "-c", f"echo $$ > {CONTROL}/e{i}.pid"], detach=True)
+        await wait_file(box.host_control / f"e{i}.pid")
+
+    async def spawn_launcher(i: int) -> None:
+        await box._op("spawn", {"argv": ["sh", "-c", f"echo $$ > {CONTROL}/l{i}.pid"]})
+        await wait_file(box.host_control / f"l{i}.pid")
+
+    async def alive_exec(i: int) -> None:
+        await box._exec(["sh", "-c", "kill -0 -1 2>/dev/null"])
+
+    async def alive_launcher(i: int) -> None:
+        await box._op("alive", {"pgid": 1})
+
+    async def listeners_exec(i: int) -> None:
+        code, out = await box._run(["python3", "-I", "-S", LAUNCHER, "once", "listeners", json.dumps(listeners)])
+        assert code == 0 and "sockets" in json.loads(out)["ok"], out
+
+    async def listeners_launcher(i: int) -> None:
+        assert "sockets" in await box._op("listeners", listeners)
+
+    return {"spawn": (spawn_exec, spawn_launcher), "alive": (alive_exec, alive_launcher),
+            "listeners": (listeners_exec, listeners_launcher)}
 
 
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+async def one_run(box: DockerSandbox, n: int, run: int) -> dict[str, tuple[float, float]]:
+    """Median seconds (exec, launcher) per operation over n samples, each way's samples in one block.
 
-
-async def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--image", default="staminabench/sandbox:latest")
-    args = ap.parse_args()
-    docker = aiodocker.Docker()
-    with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
-        control = Path(tmp)
-        os.chmod(control, 0o777)
-        container = await docker.containers.create(config={
-            "Image": args.image, "Cmd": ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"],
-            "User": f"{os.getuid()}:{os.getgid()}", "Labels": {"staminabench.bench": "docker-launch"},
-            "HostConfig": {"Binds": [f"{control}:/stamina"], "NetworkMode": "none", "Init": True}},
-            name=f"staminabench-bench-launch-{os.getpid()}")
-        try:
-            await container.start()
-            execs, fifo = [], []
-            for i in range(args.n):
+    Not alternating: an exec leaves the engine's and runc's clean-up running for milliseconds after it
+    returns, which a launcher request right after it would pay for (0.7 ms alone vs ~10 ms interleaved).
+    """
+    out = {}
+    for name, (by_exec, by_launcher) in ways(box).items():
+        samples: tuple[list[float], list[float]] = ([], [])
+        for k, op in enumerate((by_exec, by_launcher)):
+            for i in range(n):
                 t0 = time.perf_counter()
-                ex = await container.exec(cmd=["setsid", "-f", "sh", "-c", f"echo $$ > /stamina/e{i}.pid"],
-                                          user=f"{os.getuid()}:{os.getgid()}", stdout=True, stderr=True)
-                await ex.start(detach=True)
-                await wait_file(control / f"e{i}.pid")
-                execs.append(time.perf_counter() - t0)
-            ex = await container.exec(cmd=["sh", "-c", LAUNCHER], user=f"{os.getuid()}:{os.getgid()}")
-            await ex.start(detach=True)
-            await wait_file(control / "launch.fifo")
-            for i in range(args.n):
-                t0 = time.perf_counter()
-                for _ in range(200):  # the launcher may still be opening its end on the first request
-                    try:
-                        fifo_send(control / "launch.fifo", f"f{i}")
-                        break
-                    except RuntimeError:
-                        await asyncio.sleep(0.005)
-                await wait_file(control / f"f{i}.pid")
-                fifo.append(time.perf_counter() - t0)
-        finally:
-            await container.delete(force=True)
-            await docker.close()
-    for name, vals in (("docker exec per launch", execs), ("in-container launcher (FIFO)", fifo)):
-        print(f"{name:30} median {statistics.median(vals) * 1000:7.2f} ms   p90 {pct(vals, 90) * 1000:7.2f} ms "
-              f"(n={len(vals)})")
-    print(f"per turn (launch + server start + server stop = 3 execs): "
-          f"{3 * statistics.median(execs) * 1000:.1f} ms by exec, {3 * statistics.median(fifo) * 1000:.1f} ms by FIFO")
+                await op(run * n + i)
+                samples[k].append(time.perf_counter() - t0)
+        out[name] = (statistics.median(samples[0]), statistics.median(samples[1]))
+    return out
+
+
+async def main(args: argparse.Namespace) -> None:
+    async with aiodocker.Docker() as docker:
+        with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
+            box = DockerSandbox(docker, Path(tmp) / "bench" / "c1-s0", "bench-launch", "bench",
+                                RunSettings(image=args.image), PortAllocator())
+            try:
+                await box.prepare()
+                assert box.channel.reading(), "the launcher did not start"
+                runs = [await one_run(box, args.n, r) for r in range(args.runs)]
+            finally:
+                await box.close()
+    print(f"{args.runs} runs x {args.n} samples per operation and way; median of run medians [min-max of runs]")
+    per_turn = {"exec": 0.0, "launcher": 0.0}
+    counts = {"spawn": 2, "alive": 0, "listeners": 2}  # per turn: harness + server start; checks at start, stop
+    for name in runs[0]:
+        ex = [r[name][0] * 1000 for r in runs]
+        la = [r[name][1] * 1000 for r in runs]
+        print(f"  {name:10} docker exec {statistics.median(ex):7.2f} ms [{min(ex):.2f}-{max(ex):.2f}]   "
+              f"launcher {statistics.median(la):6.2f} ms [{min(la):.2f}-{max(la):.2f}]   "
+              f"ratio {statistics.median(ex) / statistics.median(la):5.1f}x")
+        per_turn["exec"] += counts[name] * statistics.median(ex)
+        per_turn["launcher"] += counts[name] * statistics.median(la)
+    print(f"  a turn's sandbox operations (2 spawns + 2 listener reads): {per_turn['exec']:.1f} ms by exec, "
+          f"{per_turn['launcher']:.1f} ms by the launcher")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--image", default="staminabench/sandbox:latest")
+    anyio.run(main, ap.parse_args())

@@ -16,7 +16,12 @@ in all): the suite's cost grows with the design by definition, the engine's must
 After the run, the store's per-step reads are timed on the run's own database at the window
 ends: the full `attempts()` read the engine did before, against the narrow reads it does now.
 
+With `--runtime docker` the same run goes through a sealed container (the launch through the
+container's launcher, see `staminad.sandbox.launcher`); the harness's own time is what the wrapper
+records inside, so the launch's latency counts as the engine's.
+
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
+     [--runtime local|docker [--no-launcher]]
 """
 
 from __future__ import annotations
@@ -141,6 +146,10 @@ def main() -> None:
     ap.add_argument("--windows", default="1-10,490-500,990-1000")
     ap.add_argument("--analyze", type=Path, help="only report the windows of an existing run's staminad.db")
     ap.add_argument("--reads", action="store_true", help="only time the store's step reads against row counts")
+    ap.add_argument("--runtime", choices=("local", "docker"), default="local")
+    ap.add_argument("--image", default="staminabench/sandbox:latest", help="the sandbox image (--runtime docker)")
+    ap.add_argument("--no-launcher", action="store_true",
+                    help="--runtime docker: every root-side operation by `docker exec`, as before the launcher")
     args = ap.parse_args()
     if args.reads:
         print(f"step reads, seed {args.seed}, {args.weights} weights (real prompt texts):")
@@ -170,10 +179,17 @@ def main() -> None:
         sweep_file = tmp / "bench.toml"
         sweep_file.write_text(f'name = "turns"\n[scenarios]\nseeds = "{args.seed}"\nturns = {args.turns}\n'
                               '[matrix]\nagents = ["reference"]\nretries = [0]\n'
-                              '[run]\nruntime = "local"\nparallel = 1\nturn_timeout = 120\n')
+                              f'[run]\nruntime = "{args.runtime}"\nparallel = 1\nturn_timeout = 120\n'
+                              f'image = "{args.image}"\n')
         sweep, fp = load_sweep(sweep_file)
+        factory = local_factory(PortAllocator())
+        if args.runtime == "docker":
+            from staminad.sandbox.docker import DockerSandbox, docker_factory
+
+            DockerSandbox.use_launcher = not args.no_launcher
+            factory = docker_factory(sweep.run, PortAllocator())
         t0 = time.perf_counter()
-        summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", local_factory(PortAllocator()), emit, pack)
+        summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, emit, pack)
         wall = time.perf_counter() - t0
         db = tmp / "state" / "staminad.db"
         conn = sqlite3.connect(db)

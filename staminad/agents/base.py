@@ -3,7 +3,7 @@
 An adapter says how to run its harness inside a sandbox for a turn-0 prompt and for every later
 prompt of the same session, which environment it needs and what state to keep. Built-ins:
 `reference`, `mutant:<bug>` (optionally `+fix` to repair after feedback), `fault:<kind>[:once]`
-(harness faults: self-kill, hang, crash, kill-sandbox; server faults: no-server, server-crash,
+(harness faults: self-kill, hang, crash, hostile; server faults: no-server, server-crash,
 accept-close, trickle, slow, huge-response, forked-server; and slow-start, a correct server that
 is slow to listen; see `scripts/fault.py`) and `manual`
 (a person, or an outside agent, answers each prompt and runs `staminad done`).
@@ -17,7 +17,7 @@ from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.sandbox.base import RUNTIME_FILES, SandboxPaths
 
-FAULTS = ("self-kill", "hang", "crash", "kill-sandbox", "no-server", "server-crash", "accept-close", "trickle",
+FAULTS = ("self-kill", "hang", "crash", "hostile", "no-server", "server-crash", "accept-close", "trickle",
           "slow", "huge-response", "forked-server", "slow-start")
 # The files (below staminad/) each kind of agent runs inside its sandbox: its agent layer, mounted read-only
 # at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a

@@ -47,7 +47,8 @@ class SandboxPaths(msgspec.Struct, frozen=True):
     harness: str
 
 
-RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh")  # what every sandbox's layer carries (below staminad/)
+# What every sandbox's layer carries (below staminad/): the runtime's own in-container programs.
+RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh", "sandbox/launcher.py")
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):

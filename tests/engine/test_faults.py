@@ -65,10 +65,10 @@ async def test_a_server_that_never_starts_ends_the_scenario_failed_with_r_spent(
 
 async def test_a_harness_killing_its_own_sandbox_is_caught_at_once_as_a_harness_fault(tmp_path: Path) -> None:
     """The harness killing its whole process group is `harness_killed` (not `stuck` after the turn timeout)."""
-    path = write_sweep(tmp_path, "suicide", ["fault:kill-sandbox:once"], turns=1, retries=0)
+    path = write_sweep(tmp_path, "suicide", ["fault:hostile:once"], turns=1, retries=0)
     path.write_text(path.read_text().replace("turn_timeout = 20", "turn_timeout = 300"))
     res = await sweep(path, tmp_path / "state")
-    s = res["fault:kill-sandbox:once R=0 detailed"]
+    s = res["fault:hostile:once R=0 detailed"]
     assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {"harness_killed": 1}
 
 

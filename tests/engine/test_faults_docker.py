@@ -1,8 +1,10 @@
 """Blame on the right side in real containers: a container lost at any phase is one `sandbox_lost` retry of its
-scenario, a container ended from inside is the harness's fault, and a port held by an earlier server is the agent's."""
+scenario, a hostile agent cannot end its container and is scored for trying, a container whose init ended on its own
+is the harness's side, and a port held by an earlier server (or a child it detached) is the agent's."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -11,11 +13,13 @@ import anyio
 import pytest
 from asyncinotify import Inotify, Mask
 
-from protocol.events import EventData, SuiteStarted
+from protocol.events import AttemptStarted, EventData, InfraFailure, SuiteStarted
 from staminad.engine.config import load_sweep
+from staminad.engine.outcome import HARNESS_KINDS, is_platform
 from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import NotReady
-from staminad.sandbox.docker import DockerSandbox, container_name, docker_factory
+from staminad.sandbox.channel import Channel
+from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
 from state.store import Store
 from tests.engine.conftest import Recorder, sweep, write_sweep
 
@@ -99,20 +103,66 @@ async def test_a_lost_container_is_one_sandbox_lost_retry(tmp_path: Path, sandbo
     assert s.infra == {"sandbox_lost": 1}
 
 
-@pytest.mark.xfail(reason="open after the merge: in the sealed sandbox the agent can no longer end its container")
-async def test_a_container_ended_from_inside_is_the_harness_fault(tmp_path: Path, sandbox_image: str) -> None:
-    """The harness stopping its own container is `sandbox_exited` (harness side, scored if it persists)."""
-    path = _docker_sweep(tmp_path, "inside", "fault:kill-sandbox:once", sandbox_image)
+async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying(tmp_path: Path,
+                                                                                 sandbox_image: str) -> None:
+    """kill 1, the control files, a full /tmp, kill -9 -1: the container, wrapper and marker survive; the agent's
+    `harness_killed` (harness side), never a platform fault; the retry runs in the same container."""
+    name = "hostile"
+    path = _docker_sweep(tmp_path, name, "fault:hostile:once", sandbox_image)
+    root = (tmp_path / "state" / "sandboxes" / name / "c1-s0").resolve()
+    rec = Recorder()
+    ids: list[str] = []
+    launcher: list[bool] = []
+
+    def container(data: EventData) -> None:
+        if isinstance(data, AttemptStarted | InfraFailure):  # the first attempt starts before its container exists
+            out = subprocess.run(["docker", "inspect", "-f", "{{.Id}} {{.State.Running}} {{.State.StartedAt}}",
+                                  container_name(name, root)], capture_output=True, text=True, check=False)
+            ids.append(out.stdout.strip())
+        if isinstance(data, InfraFailure):
+            launcher.append(Channel(root / "control").reading())  # kill -9 -1 could not reach it either
+
+    rec.hooks.append(container)
     sw, _ = load_sweep(path)
-    res = await sweep(path, tmp_path / "state", factory=docker_factory(sw.run, PortAllocator()))
-    s = res["fault:kill-sandbox:once R=0 detailed"]
+    res = await sweep(path, tmp_path / "state", factory=docker_factory(sw.run, PortAllocator()), recorder=rec)
+    s = res["fault:hostile:once R=0 detailed"]
+    assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {"harness_killed": 1}
+    assert "harness_killed" in HARNESS_KINDS and not is_platform("harness_killed")  # scored if it persists
+    tried = json.loads((root / "workspace" / ".hostile.json").read_text())
+    assert tried.pop("fill /tmp") == "OSError"  # ENOSPC: bounded, and the wrapper writes nothing there
+    assert set(tried.values()) <= {"PermissionError", "OSError"}, tried  # EPERM, EACCES or EROFS
+    # Seen as the attack was recorded, then at the retry and at turn 1: one container, running, never restarted.
+    assert len(ids) == 4 and " true " in ids[1] and ids[1] == ids[2] == ids[3], ids
+    assert launcher == [True]
+
+
+async def test_a_container_whose_init_ends_on_its_own_is_sandbox_exited(tmp_path: Path, sandbox_image: str) -> None:
+    """pid 1 ending with no kill, stop or removal by the engine is `sandbox_exited`: harness side, then recreated."""
+    name = "exited"
+    path = _docker_sweep(tmp_path, name, "fault:hang:once", sandbox_image)
+    root = (tmp_path / "state" / "sandboxes" / name / "c1-s0").resolve()
+    done = anyio.Event()
+
+    async def end_init() -> None:
+        await _appears(root / "workspace" / ".fault-injected")
+        # An exec, not a kill: the engine records no kill, stop or destroy, as when the init dies by itself.
+        await anyio.run_process(["docker", "exec", "-u", "0", container_name(name, root), "kill", "-TERM", "1"])
+        done.set()
+
+    sw, _ = load_sweep(path)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(end_init)
+        res = await sweep(path, tmp_path / "state", factory=docker_factory(sw.run, PortAllocator()))
+        tg.cancel_scope.cancel()
+    assert done.is_set()
+    s = res["fault:hang:once R=0 detailed"]
     assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {"sandbox_exited": 1}
+    assert "sandbox_exited" in HARNESS_KINDS and not is_platform("sandbox_exited")
 
 
 @pytest.mark.parametrize(("fault", "kind"), [
     ("no-server", "server_not_listening"), ("accept-close", "server_closed_connection"),
-    pytest.param("forked-server", "server_left_running", marks=pytest.mark.xfail(
-        reason="merged tree: in the sealed sandbox the forked child is not recognised as left running; open")),
+    ("forked-server", "server_left_running"),
     ("huge-response", "server_bad_response"),
 ])
 async def test_a_broken_server_in_a_container_is_the_agents_failure(tmp_path: Path, sandbox_image: str, fault: str,
@@ -126,6 +176,9 @@ async def test_a_broken_server_in_a_container_is_the_agents_failure(tmp_path: Pa
     async with await Store.open(tmp_path / "state" / "staminad.db") as store:
         rows = await store.attempts((await store.scenarios(f"dsrv-{fault}"))[0][1].id)
     assert [(r.attempt, r.outcome, r.categories) for r in rows[:2]] == [(1, "fail", kind), (2, "pass", "")]
+    if fault == "forked-server":  # the feedback names what holds the port, and why it does not count
+        assert rows[0].feedback is not None and "server.py --config config.json" in rows[0].feedback
+        assert "outside the process group" in rows[0].feedback
 
 
 async def test_a_server_left_running_on_the_port_is_not_tested(tmp_path: Path, sandbox_image: str) -> None:
@@ -137,7 +190,8 @@ async def test_a_server_left_running_on_the_port_is_not_tested(tmp_path: Path, s
         try:
             await box.prepare()
             (box.host_workspace / "run_server.sh").write_text('exec python3 -m http.server --bind 0.0.0.0 "$1"\n')
-            assert await box._exec(["python3", "-c", STRAY]) == 0  # returns once the stray server listens
+            # As the agent (its harness or an earlier server): returns once the stray server listens.
+            assert await box._exec(["python3", "-c", STRAY], user="{}:{}".format(*agent_ids())) == 0
             with pytest.raises(NotReady) as info:
                 await box.start_server(10, 2)
             assert info.value.kind == "server_left_running" and "started before this server" in str(info.value)

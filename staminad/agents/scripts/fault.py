@@ -2,8 +2,10 @@
 
 python3 fault.py --fault KIND [--once] --workspace DIR --prompt-file FILE
 
-Harness faults (infra: retried without touching R): self-kill, hang, crash, kill-sandbox (ends its own
-sandbox: the container's init in Docker, its own process group locally). Server faults (the agent's
+Harness faults (infra: retried without touching R): self-kill, hang, crash, hostile (tries to end or
+break its sandbox from inside: kill 1, writes into the control directory, fills /tmp, then kill -9 -1;
+in a sealed container all it can end is its own processes, so it dies as `harness_killed`; locally it
+ends its own process group). Server faults (the agent's
 code failing: scored, consume R): no-server (never listens), server-crash (a SyntaxError at start),
 accept-close, trickle (a byte at a time), slow (every answer after 6 s, past the default per-request
 budget of 5 s), huge-response (a 100 KiB header), forked-server (the server detaches from
@@ -16,11 +18,13 @@ a harness session. Standard library only.
 """
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(os.path.abspath(__file__)).parent
@@ -28,7 +32,7 @@ sys.path.insert(0, str(HERE.parent.parent / "reference"))
 
 from agent import run  # type: ignore[import-not-found]  # noqa: E402 - the reference agent, in the sandbox
 
-HARNESS_FAULTS = ("self-kill", "hang", "crash", "kill-sandbox")
+HARNESS_FAULTS = ("self-kill", "hang", "crash", "hostile")
 SERVER_FAULTS = ("no-server", "server-crash", "accept-close", "trickle", "slow", "huge-response", "forked-server",
                  "slow-start")
 
@@ -79,20 +83,41 @@ def write_server(workspace: Path, fault: str) -> None:
     (workspace / "run_server.sh").write_text("#!/usr/bin/env bash\n" + body)
 
 
-def kill_sandbox(workspace: Path) -> None:
-    """End the whole sandbox from inside, as a careless `kill -9 -1` or `kill 1` would."""
-    in_container = Path("/.dockerenv").exists() and workspace.resolve() == Path("/workspace")
-    if in_container:
-        # The container's init forwards TERM to the keepalive, which exits: the container stops. If the
-        # init is out of reach, everything this user may signal goes (the keepalive included).
-        for target, sig in ((1, signal.SIGTERM), (-1, signal.SIGKILL)):
-            try:
-                os.kill(target, sig)
-            except (PermissionError, ProcessLookupError):
-                continue
-            time.sleep(5)
-    else:
-        os.killpg(0, signal.SIGKILL)  # locally the sandbox of a job is its process group: wrapper and harness
+def _attempt(fn: Callable[[], object]) -> str:
+    try:
+        fn()
+    except OSError as exc:
+        return type(exc).__name__
+    return "allowed"
+
+
+def _fill(path: str) -> None:
+    """Write until the file system is full (ENOSPC ends it) or 1 GiB is written."""
+    with open(path, "wb") as fh:
+        for _ in range(1024):
+            fh.write(b"x" * (1 << 20))
+            fh.flush()
+
+
+def hostile(workspace: Path) -> None:
+    """Try to end or break the sandbox from inside; what each try gave is left in `.hostile.json`."""
+    if not (Path("/.dockerenv").exists() and workspace.resolve() == Path("/workspace")):
+        os.killpg(0, signal.SIGKILL)  # locally a job's sandbox is its process group: never signal the user's others
+    tried = {
+        "kill 1": _attempt(lambda: os.kill(1, signal.SIGKILL)),
+        "term 1": _attempt(lambda: os.kill(1, signal.SIGTERM)),
+        "signal the wrapper": _attempt(lambda: os.kill(os.getppid(), signal.SIGKILL)),
+        "write control": _attempt(lambda: Path("/opt/stamina/control/evil").write_text("x")),
+        "forge marker": _attempt(lambda: Path("/opt/stamina/control/markers/t0000-a01-i00.json").write_text("{}")),
+        "write prompts": _attempt(lambda: Path("/stamina/prompts/evil.md").write_text("x")),
+        "replace the wrapper": _attempt(lambda: Path("/harness/sandbox/wrapper.sh").write_text("exit 0")),
+        "fill /tmp": _attempt(lambda: _fill("/tmp/fill")),
+    }
+    tmp = workspace / ".hostile.json.tmp"
+    tmp.write_text(json.dumps(tried))
+    tmp.replace(workspace / ".hostile.json")
+    os.kill(-1, signal.SIGKILL)  # every process this user may signal but this one: here, only the agent's own
+    os.kill(os.getpid(), signal.SIGKILL)  # as a shell's `kill -9 -1` is followed by the harness's end
 
 
 def main() -> int:
@@ -119,9 +144,9 @@ def main() -> int:
     if inject and args.fault == "crash":
         print("fault injector: crashing before writing any code", file=sys.stderr)
         return 3
-    if inject and args.fault == "kill-sandbox":
-        kill_sandbox(args.workspace)
-        time.sleep(30)  # not reached when the sandbox went
+    if inject and args.fault == "hostile":
+        hostile(args.workspace)
+        time.sleep(30)  # not reached
         return 0
     run(args.workspace, prompt, None, False)
     if inject and args.fault in SERVER_FAULTS:

@@ -1,0 +1,272 @@
+"""The in-container launcher: the root side's operations in a sandbox container, without a `docker exec` each.
+
+Runs inside the container, standard library only. One long-lived copy per container is started by one
+`docker exec` (as root) when the container is prepared:
+
+    python3 -I -S launcher.py serve CONTROL
+
+It reads requests, one JSON line each, from the FIFO CONTROL/launch.fifo, which lives in the control
+directory below /opt/stamina (root, 0700): the agent can neither write requests nor read replies, and,
+running as another user without capabilities, cannot signal the launcher. A request that wants an
+answer gets it in CONTROL/replies/<id>.json, written aside and renamed into place. A writer that
+finds no reader on the FIFO (ENXIO) knows the launcher is gone; the host then runs the very same
+operation once by `docker exec` (`launcher.py once OP ARGS`, which prints the answer) and starts
+a new launcher.
+
+Operations (the same for both ways in):
+- `spawn` argv: run detached in a session of its own (the wrapper, the server launcher); no answer;
+- `alive` pgid / `kill` pgid: whether a process group exists / SIGKILL it;
+- `listeners` port, leader, as: the listening sockets on the port and who holds them, read as the agent
+  (`as`, "uid:gid"): root here has neither CAP_SYS_PTRACE nor CAP_DAC_OVERRIDE, so it cannot see the
+  agent's file descriptors, while the agent's own user can;
+- `stop` pgid, port, as: TERM then KILL the server's group, then kill whatever still holds the port.
+
+Every operation that takes time runs in a detached grandchild, so the loop never waits on one.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+REQUEST_LIMIT = 4096  # bytes per request line: below PIPE_BUF, so concurrent writes never interleave
+HOLDERS_LIMIT = 20
+STOP_GRACE = 5.0  # seconds a server gets after TERM
+PORT_FREE_TIMEOUT = 10.0  # seconds to clear the port of what the server left holding it
+_held: list[int] = []  # the FIFO's descriptor in the serving launcher, which no detached operation keeps open
+
+
+def _stat(pid: int) -> tuple[int, int]:
+    """(process group, start time in clock ticks) of a process."""
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    rest = s[s.rindex(")") + 2:].split()
+    return int(rest[2]), int(rest[19])
+
+
+def _scan(port: int, leader: int) -> dict[str, Any]:
+    """The listening sockets on `port` and every readable process holding one; run as the agent."""
+    sockets: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                sockets.add(f"socket:[{f[9]}]")
+    holders: list[dict[str, Any]] = []
+    held: set[str] = set()
+    for name in os.listdir("/proc") if sockets else []:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            mine = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")} & sockets
+            if not mine:
+                continue
+            pgid, start = _stat(pid)
+            with open(f"/proc/{pid}/cmdline", "rb") as raw:
+                cmd = raw.read(300).replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        held |= mine
+        if len(holders) < HOLDERS_LIMIT:
+            holders.append({"pid": pid, "pgid": pgid, "start": start, "cmd": cmd.strip()})
+    try:
+        leader_start = _stat(leader)[1] if leader else None
+    except OSError:
+        leader_start = None
+    # A socket no readable process holds: its holder hid itself (not dumpable) or is not the agent's.
+    return {"sockets": len(sockets), "unseen": len(sockets - held), "holders": holders, "leader_start": leader_start}
+
+
+def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """fn()'s result, computed in a child that runs as the agent (`who`: "uid:gid"), passed back by a pipe."""
+    uid, gid = (int(x) for x in who.split(":"))
+    if (uid, gid) == (os.getuid(), os.getgid()):
+        return fn()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            data = json.dumps(fn()).encode()
+            while data:
+                data = data[os.write(w, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return dict(json.loads(b"".join(chunks)))
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
+    """TERM the server's group, KILL it after the grace, then kill every holder of the port until none."""
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)  # a process group's end cannot be awaited from outside it
+    _signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + PORT_FREE_TIMEOUT
+    while True:
+        found = _as_agent(who, lambda: _scan(port, 0))
+        if not found["sockets"] or time.monotonic() > deadline:
+            return {"sockets": found["sockets"]}
+        for holder in found["holders"]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(holder["pid"], signal.SIGKILL)
+        time.sleep(0.05)  # the kernel closes a killed holder's socket on its own time
+
+
+def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One operation (see the module docstring); its answer as a JSON-able dict."""
+    if op == "alive":
+        return {"alive": _group_alive(int(args["pgid"]))}
+    if op == "kill":
+        _signal_group(int(args["pgid"]), signal.SIGKILL)
+        return {}
+    if op == "listeners":
+        return _as_agent(args["as"], lambda: _scan(int(args["port"]), int(args["leader"])))
+    if op == "stop":
+        return _stop(int(args["pgid"]), int(args["port"]), args["as"])
+    if op == "ping":
+        return {"pid": os.getpid()}
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def _detached(fn: Callable[[], object]) -> None:
+    """Run fn() in a grandchild that leads a session of its own (pgid = its pid); the launcher never waits on it."""
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:
+        if os.fork() == 0:
+            for fd in _held:  # else a long operation would keep the FIFO "read" after the launcher died
+                os.close(fd)
+            os.setsid()
+            fn()
+    finally:
+        os._exit(0)
+
+
+def _spawn(argv: list[str]) -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+
+
+def _answer(replies: str, rid: str, op: str, args: dict[str, Any]) -> None:
+    result: dict[str, object]
+    try:
+        result = {"ok": run_op(op, args)}
+    except Exception as exc:  # the host reads the failure instead of waiting out its bound
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    tmp = os.path.join(replies, f".{rid}.tmp")
+    with open(tmp, "w") as f:
+        f.write(json.dumps(result))
+    os.rename(tmp, os.path.join(replies, rid + ".json"))
+
+
+def _valid_id(rid: object) -> bool:
+    return isinstance(rid, str) and 0 < len(rid) <= 64 and all(c.isalnum() or c in "-_" for c in rid)
+
+
+def handle(control: str, line: str) -> None:
+    """Act on one request line: {"op": ..., "args": {...}, "id": ... (when an answer is wanted)}."""
+    try:
+        req = json.loads(line)
+        op, args, rid = req["op"], req.get("args") or {}, req.get("id")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return
+    if op == "spawn":
+        argv = args.get("argv")
+        if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
+            _detached(lambda: _spawn(argv))
+    elif _valid_id(rid):
+        replies = os.path.join(control, "replies")
+        if op in ("alive", "kill", "ping"):  # immediate: answered by the loop itself
+            _answer(replies, rid, op, args)
+        else:
+            _detached(lambda: _answer(replies, rid, op, args))
+
+
+def serve(control: str) -> None:
+    fifo = os.path.join(control, "launch.fifo")
+    os.makedirs(os.path.join(control, "replies"), exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkfifo(fifo, 0o600)
+    # The pid first, so that whoever sees the FIFO read (the host's cue that a launcher is up) finds it too.
+    tmp = os.path.join(control, ".launcher.pid.tmp")
+    with open(tmp, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    os.rename(tmp, os.path.join(control, "launcher.pid"))
+    # Open for reading and writing: the FIFO then never reads as ended while no engine writes to it.
+    fd = os.open(fifo, os.O_RDWR)
+    _held.append(fd)
+    buf = b""
+    while True:
+        chunk = os.read(fd, REQUEST_LIMIT)
+        if not chunk:
+            return
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        if len(buf) > REQUEST_LIMIT:
+            buf = b""  # not ours: no request is that long
+        for line in lines:
+            if line.strip():
+                handle(control, line.decode("utf-8", "replace"))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "serve":
+        serve(argv[1])
+        return 0
+    if len(argv) == 3 and argv[0] == "once":
+        op, args = argv[1], json.loads(argv[2])
+        if op == "spawn":
+            _detached(lambda: _spawn(args["argv"]))
+            return 0
+        print(json.dumps({"ok": run_op(op, args)}))
+        return 0
+    print("usage: launcher.py serve CONTROL | once OP JSON-ARGS", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
