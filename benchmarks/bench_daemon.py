@@ -34,15 +34,22 @@ def proc_stats(pid: int) -> tuple[float, int]:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     cpu = (int(fields[11]) + int(fields[12])) / ticks
-    peak = next(int(line.split()[1]) * 1024 for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                if line.startswith("VmHWM:"))
+    peak = next(
+        int(line.split()[1]) * 1024
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmHWM:")
+    )
     return cpu, peak
 
 
 def start(state: Path) -> tuple[subprocess.Popen[bytes], float]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), "--runtime", "local", "--parallel", "200"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "start", "--state-dir", str(state), "--runtime", "local", "--parallel", "200"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     while True:
         try:
             with socket.socket(socket.AF_UNIX) as s:
@@ -74,9 +81,11 @@ def main() -> None:
         tmp = Path(tmp_s)
         state = tmp / "state"
         sweep = tmp / "load.toml"
-        sweep.write_text(f'name = "load"\n[scenarios]\nseeds = "0-{args.scenarios - 1}"\nturns = {args.turns}\n'
-                         f'[matrix]\nagents = ["reference"]\nretries = [0]\n[run]\nruntime = "local"\n'
-                         f'parallel = {args.scenarios}\nturn_timeout = 300\nserver_start_timeout = 120\n')
+        sweep.write_text(
+            f'name = "load"\n[scenarios]\nseeds = "0-{args.scenarios - 1}"\nturns = {args.turns}\n'
+            f'[matrix]\nagents = ["reference"]\nretries = [0]\n[run]\nruntime = "local"\n'
+            f"parallel = {args.scenarios}\nturn_timeout = 300\nserver_start_timeout = 120\n"
+        )
         proc, _ = start(state)
         counts = [0] * 5
         stop = threading.Event()
@@ -99,10 +108,14 @@ def main() -> None:
         attempts = args.scenarios * (args.turns + 1)
         commits = attempts * 4 + args.scenarios * 2
         print(f"{args.scenarios} scenarios x {args.turns + 1} turns at once: wall {wall:.1f} s, {attempts} attempts")
-        print(f"  daemon CPU {cpu:.1f} s total = {cpu / args.scenarios * 1000:.0f} ms per scenario; "
-              f"peak RSS {rss / 2**20:.0f} MiB = {rss / args.scenarios / 1024:.0f} KiB per scenario")
-        print(f"  events delivered to 5 subscribers: {sum(counts)} = {sum(counts) / wall:.0f}/s "
-              f"(per subscriber {min(counts)}-{max(counts)})")
+        print(
+            f"  daemon CPU {cpu:.1f} s total = {cpu / args.scenarios * 1000:.0f} ms per scenario; "
+            f"peak RSS {rss / 2**20:.0f} MiB = {rss / args.scenarios / 1024:.0f} KiB per scenario"
+        )
+        print(
+            f"  events delivered to 5 subscribers: {sum(counts)} = {sum(counts) / wall:.0f}/s "
+            f"(per subscriber {min(counts)}-{max(counts)})"
+        )
         print(f"  store commits: ~{commits} = {commits / wall:.0f}/s")
         # resume after kill -9, mid-sweep
         sweep.write_text(sweep.read_text().replace('name = "load"', 'name = "load2"'))
@@ -121,8 +134,10 @@ def main() -> None:
             return float("nan")
 
         after = anyio.run(first_event)
-        print(f"  resume after kill -9: socket ready in {ready * 1000:.0f} ms, first attempt event after "
-              f"{after * 1000:.0f} ms")
+        print(
+            f"  resume after kill -9: socket ready in {ready * 1000:.0f} ms, first attempt event after "
+            f"{after * 1000:.0f} ms"
+        )
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
         subprocess.run(["pkill", "-KILL", "-f", str(tmp)], check=False)

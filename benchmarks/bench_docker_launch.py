@@ -74,8 +74,11 @@ def ways(box: DockerSandbox) -> dict[str, tuple[Op, Op]]:
     async def listeners_launcher(i: int) -> None:
         assert "sockets" in await box._op("listeners", listeners)
 
-    return {"spawn": (spawn_exec, spawn_launcher), "alive": (alive_exec, alive_launcher),
-            "listeners": (listeners_exec, listeners_launcher)}
+    return {
+        "spawn": (spawn_exec, spawn_launcher),
+        "alive": (alive_exec, alive_launcher),
+        "listeners": (listeners_exec, listeners_launcher),
+    }
 
 
 async def one_run(box: DockerSandbox, n: int, run: int) -> dict[str, tuple[float, float]]:
@@ -99,8 +102,14 @@ async def one_run(box: DockerSandbox, n: int, run: int) -> dict[str, tuple[float
 async def main(args: argparse.Namespace) -> None:
     async with aiodocker.Docker() as docker:
         with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
-            box = DockerSandbox(docker, Path(tmp) / "bench" / "c1-s0", "bench-launch", "bench",
-                                RunSettings(image=args.image), PortAllocator())
+            box = DockerSandbox(
+                docker,
+                Path(tmp) / "bench" / "c1-s0",
+                "bench-launch",
+                "bench",
+                RunSettings(image=args.image),
+                PortAllocator(),
+            )
             try:
                 await box.prepare()
                 assert box.channel.reading(), "the launcher did not start"
@@ -113,13 +122,17 @@ async def main(args: argparse.Namespace) -> None:
     for name in runs[0]:
         ex = [r[name][0] * 1000 for r in runs]
         la = [r[name][1] * 1000 for r in runs]
-        print(f"  {name:10} docker exec {statistics.median(ex):7.2f} ms [{min(ex):.2f}-{max(ex):.2f}]   "
-              f"launcher {statistics.median(la):6.2f} ms [{min(la):.2f}-{max(la):.2f}]   "
-              f"ratio {statistics.median(ex) / statistics.median(la):5.1f}x")
+        print(
+            f"  {name:10} docker exec {statistics.median(ex):7.2f} ms [{min(ex):.2f}-{max(ex):.2f}]   "
+            f"launcher {statistics.median(la):6.2f} ms [{min(la):.2f}-{max(la):.2f}]   "
+            f"ratio {statistics.median(ex) / statistics.median(la):5.1f}x"
+        )
         per_turn["exec"] += counts[name] * statistics.median(ex)
         per_turn["launcher"] += counts[name] * statistics.median(la)
-    print(f"  a turn's sandbox operations (2 spawns + 2 listener reads): {per_turn['exec']:.1f} ms by exec, "
-          f"{per_turn['launcher']:.1f} ms by the launcher")
+    print(
+        f"  a turn's sandbox operations (2 spawns + 2 listener reads): {per_turn['exec']:.1f} ms by exec, "
+        f"{per_turn['launcher']:.1f} ms by the launcher"
+    )
 
 
 if __name__ == "__main__":

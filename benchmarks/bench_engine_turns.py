@@ -44,10 +44,24 @@ from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import local_factory, run_sweep
 from state.store import HarnessEnd, Store, Verdict
 
-STEADY = {"add_entity": 0.0, "delete_entity": 0.0, "rename_entity": 1.0, "add_field": 1.0, "delete_field": 1.0,
-          "rename_field": 1.0, "change_constraints": 1.0, "add_analytics": 1.0, "delete_analytics": 1.0,
-          "add_action": 1.0, "remove_action": 1.0, "add_condition": 1.0, "remove_condition": 1.0,
-          "add_effect": 1.0, "remove_effect": 1.0, "add_enum_value": 0.0}
+STEADY = {
+    "add_entity": 0.0,
+    "delete_entity": 0.0,
+    "rename_entity": 1.0,
+    "add_field": 1.0,
+    "delete_field": 1.0,
+    "rename_field": 1.0,
+    "change_constraints": 1.0,
+    "add_analytics": 1.0,
+    "delete_analytics": 1.0,
+    "add_action": 1.0,
+    "remove_action": 1.0,
+    "add_condition": 1.0,
+    "remove_condition": 1.0,
+    "add_effect": 1.0,
+    "remove_effect": 1.0,
+    "add_enum_value": 0.0,
+}
 
 
 def windows(spec: str, turns: int) -> list[tuple[int, int]]:
@@ -91,8 +105,10 @@ def analyze(db: Path, spec: str) -> None:
     store reads happen just before `launched_at`, so they fall in the previous turn's cycle.
     """
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = conn.execute("SELECT turn, launched_at, harness_seconds, marker_latency, server_seconds, suite_seconds, "
-                        "teardown_seconds, total_tests FROM attempts WHERE outcome = 'pass' ORDER BY turn").fetchall()
+    rows = conn.execute(
+        "SELECT turn, launched_at, harness_seconds, marker_latency, server_seconds, suite_seconds, "
+        "teardown_seconds, total_tests FROM attempts WHERE outcome = 'pass' ORDER BY turn"
+    ).fetchall()
     conn.close()
     overhead = {r[0]: (n[1] - r[1]) - sum(x or 0 for x in r[2:7]) for r, n in itertools.pairwise(rows)}
     tests = {r[0]: r[7] for r in rows}
@@ -102,8 +118,10 @@ def analyze(db: Path, spec: str) -> None:
     for a, b in spans:
         med = statistics.median(overhead[t] for t in range(a, b + 1) if t in overhead) * 1000
         first = first or med
-        print(f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
-              f"{spans[0][0]}-{spans[0][1]}), suite {statistics.median(tests[t] for t in range(a, b + 1)):.0f} tests")
+        print(
+            f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
+            f"{spans[0][0]}-{spans[0][1]}), suite {statistics.median(tests[t] for t in range(a, b + 1)):.0f} tests"
+        )
 
 
 async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int], tmp: Path) -> None:
@@ -118,8 +136,9 @@ async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int
         prompts.append(text)
     async with await Store.open(tmp / "reads.db") as store:
         await store.ensure_sweep("r", "r", "fp", "{}")
-        scenario_id = (await store.ensure_scenario(await store.ensure_configuration("r", "c", "reference", 0,
-                                                                                   "detailed"), seed)).id
+        scenario_id = (
+            await store.ensure_scenario(await store.ensure_configuration("r", "c", "reference", 0, "detailed"), seed)
+        ).id
         for turn, prompt in enumerate(prompts):
             row = await store.begin_attempt(scenario_id, turn, 1, 0, "turn", prompt)
             await store.harness_done(row.id, HarnessEnd(harness_seconds=None, loc=400))
@@ -134,8 +153,10 @@ async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int
                     await store.turns_passed(scenario_id)
                     full.append(t1 - t0)
                     narrow.append(time.perf_counter() - t1)
-                print(f"  {turn + 1:5} rows: full attempts() {statistics.median(full) * 1000:7.2f} ms, "
-                      f"narrow reads {statistics.median(narrow) * 1000:5.2f} ms (median of 20)")
+                print(
+                    f"  {turn + 1:5} rows: full attempts() {statistics.median(full) * 1000:7.2f} ms, "
+                    f"narrow reads {statistics.median(narrow) * 1000:5.2f} ms (median of 20)"
+                )
 
 
 def main() -> None:
@@ -148,8 +169,11 @@ def main() -> None:
     ap.add_argument("--reads", action="store_true", help="only time the store's step reads against row counts")
     ap.add_argument("--runtime", choices=("local", "docker"), default="local")
     ap.add_argument("--image", default="staminabench/sandbox:latest", help="the sandbox image (--runtime docker)")
-    ap.add_argument("--no-launcher", action="store_true",
-                    help="--runtime docker: every root-side operation by `docker exec`, as before the launcher")
+    ap.add_argument(
+        "--no-launcher",
+        action="store_true",
+        help="--runtime docker: every root-side operation by `docker exec`, as before the launcher",
+    )
     args = ap.parse_args()
     if args.reads:
         print(f"step reads, seed {args.seed}, {args.weights} weights (real prompt texts):")
@@ -163,8 +187,9 @@ def main() -> None:
     params = ScenarioParams(turns=args.turns, weights=STEADY if args.weights == "steady" else None)
     t0 = time.perf_counter()
     pack = verify_pack(build_pack([args.seed], params))
-    print(f"seed {args.seed}, {args.turns} turns, {args.weights} weights: pack built in "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"seed {args.seed}, {args.turns} turns, {args.weights} weights: pack built in {time.perf_counter() - t0:.1f} s"
+    )
     starts: dict[int, float] = {}
     finished: list[float] = []
 
@@ -177,10 +202,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         sweep_file = tmp / "bench.toml"
-        sweep_file.write_text(f'name = "turns"\n[scenarios]\nseeds = "{args.seed}"\nturns = {args.turns}\n'
-                              '[matrix]\nagents = ["reference"]\nretries = [0]\n'
-                              f'[run]\nruntime = "{args.runtime}"\nparallel = 1\nturn_timeout = 120\n'
-                              f'image = "{args.image}"\n')
+        sweep_file.write_text(
+            f'name = "turns"\n[scenarios]\nseeds = "{args.seed}"\nturns = {args.turns}\n'
+            '[matrix]\nagents = ["reference"]\nretries = [0]\n'
+            f'[run]\nruntime = "{args.runtime}"\nparallel = 1\nturn_timeout = 120\n'
+            f'image = "{args.image}"\n'
+        )
         sweep, fp = load_sweep(sweep_file)
         factory = local_factory(PortAllocator())
         if args.runtime == "docker":
@@ -193,9 +220,11 @@ def main() -> None:
         wall = time.perf_counter() - t0
         db = tmp / "state" / "staminad.db"
         conn = sqlite3.connect(db)
-        rows = conn.execute("SELECT turn, scenario_id, outcome, harness_seconds, marker_latency, server_seconds, "
-                            "suite_seconds, teardown_seconds, total_tests FROM attempts ORDER BY turn, attempt, "
-                            "infra_try").fetchall()
+        rows = conn.execute(
+            "SELECT turn, scenario_id, outcome, harness_seconds, marker_latency, server_seconds, "
+            "suite_seconds, teardown_seconds, total_tests FROM attempts ORDER BY turn, attempt, "
+            "infra_try"
+        ).fetchall()
         conn.close()
         scenario_id = int(rows[0][1])
         reads = {b: anyio.run(step_reads, db, scenario_id, b) for _, b in windows(args.windows, args.turns)}
@@ -208,11 +237,14 @@ def main() -> None:
         end = starts.get(turn + 1, finished[0] if finished else None)
         if end is None or turn not in starts:
             continue
-        overhead[turn] = (end - starts[turn]) - (harness or 0) - (marker or 0) - (server or 0) - (suite or 0) \
-            - (teardown or 0)
+        overhead[turn] = (
+            (end - starts[turn]) - (harness or 0) - (marker or 0) - (server or 0) - (suite or 0) - (teardown or 0)
+        )
         tests[turn] = total or 0
-    parts = {name: statistics.median(r[i] or 0 for r in rows) * 1000
-             for i, name in ((3, "harness"), (4, "marker"), (5, "server start"), (6, "suite"), (7, "teardown"))}
+    parts = {
+        name: statistics.median(r[i] or 0 for r in rows) * 1000
+        for i, name in ((3, "harness"), (4, "marker"), (5, "server start"), (6, "suite"), (7, "teardown"))
+    }
     print("  median per turn, all turns: " + ", ".join(f"{k} {v:.0f} ms" for k, v in parts.items()))
     spans = windows(args.windows, args.turns)
     first = None
@@ -222,9 +254,12 @@ def main() -> None:
         first = first or med
         full, narrow = reads[b]
         n_tests = statistics.median(tests[t] for t in range(a, b + 1) if t in tests)
-        print(f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
-              f"{spans[0][0]}-{spans[0][1]}), suite {n_tests:.0f} tests | step reads at turn {b}: "
-              f"full attempts() {full:6.2f} ms, narrow {narrow:5.2f} ms")
+        print(
+            f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
+            f"{spans[0][0]}-{spans[0][1]}), suite {n_tests:.0f} tests | step reads at turn {b}: "
+            f"full attempts() {full:6.2f} ms, narrow {narrow:5.2f} ms"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -30,8 +30,10 @@ def main() -> None:
         for sampler in ("uniform", "weighted"):
             times = [once(seed, turns, sampler) for seed in range(args.repeats)]
             med = statistics.median(times)
-            print(f"{turns:5} turns  {sampler:8}  median {med:.3f} s  (min {min(times):.3f}, max {max(times):.3f})"
-                  f"  target {target} s  -> {med / target:.2f}x of target")
+            print(
+                f"{turns:5} turns  {sampler:8}  median {med:.3f} s  (min {min(times):.3f}, max {max(times):.3f})"
+                f"  target {target} s  -> {med / target:.2f}x of target"
+            )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,15 @@ async def main(image: str, n: int) -> None:
         await ensure_network(docker)
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(n):
-                box = DockerSandbox(docker, Path(tmp) / "sandboxes" / "bench" / f"c1-s{i}", "bench-seal", "b",
-                                    RunSettings(image=image), PortAllocator(), grant=Grant())
+                box = DockerSandbox(
+                    docker,
+                    Path(tmp) / "sandboxes" / "bench" / f"c1-s{i}",
+                    "bench-seal",
+                    "b",
+                    RunSettings(image=image),
+                    PortAllocator(),
+                    grant=Grant(),
+                )
                 t0 = time.perf_counter()
                 await box.prepare()
                 t1 = time.perf_counter()
@@ -41,15 +48,19 @@ async def main(image: str, n: int) -> None:
                 prepare.append(t1 - t0)
                 seal.append(t2 - t1)
                 t3 = time.perf_counter()
-                net = await docker.networks.create({"Name": f"staminabench-bench-{i}", "Driver": "bridge",
-                                                    "Labels": {LABEL_SWEEP: "bench-seal"}})
+                net = await docker.networks.create(
+                    {"Name": f"staminabench-bench-{i}", "Driver": "bridge", "Labels": {LABEL_SWEEP: "bench-seal"}}
+                )
                 await net.connect({"Container": box.name})
                 await net.disconnect({"Container": box.name})
                 await net.delete()
                 network.append(time.perf_counter() - t3)
                 await box.close()
-    for name, values in (("prepare (create, start, seal)", prepare), ("seal alone", seal),
-                         ("own network: create, connect, disconnect, remove", network)):
+    for name, values in (
+        ("prepare (create, start, seal)", prepare),
+        ("seal alone", seal),
+        ("own network: create, connect, disconnect, remove", network),
+    ):
         print(f"{name:<52} median {statistics.median(values) * 1000:7.1f} ms  max {max(values) * 1000:7.1f} ms")
 
 

@@ -48,7 +48,7 @@ from staminad.suite.runner import run_suite
 
 Request = tuple[str, str, bytes | None]
 
-PRELUDE = '''import json, math, requests
+PRELUDE = """import json, math, requests
 BASE = {base!r}
 SESSION = requests.Session() if {session!r} else requests
 def same(a, e):
@@ -64,7 +64,7 @@ def call(method, path, body, expect):
     r = SESSION.request(method, BASE + path, timeout=5, allow_redirects=False, **kw)
     assert r.status_code in expect, f"{{method}} {{path}} returned {{r.status_code}}"
     return r
-'''
+"""
 
 
 def to_pytest(suite: Suite, base: str, session: bool) -> str:
@@ -119,9 +119,15 @@ def floor(base: str, requests: list[Request]) -> float:
     """Replay `requests` in order over a minimal blocking client that never leaves an ACK delayed."""
     host, port = base.removeprefix("http://").split(":")
     quickack = getattr(socket, "TCP_QUICKACK", None)
-    wires = [(f"{m} {p} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {len(b or b'')}\r\n"
-              + ("Content-Type: application/json\r\n" if b is not None else "") + "\r\n").encode() + (b or b"")
-             for m, p, b in requests]
+    wires = [
+        (
+            f"{m} {p} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {len(b or b'')}\r\n"
+            + ("Content-Type: application/json\r\n" if b is not None else "")
+            + "\r\n"
+        ).encode()
+        + (b or b"")
+        for m, p, b in requests
+    ]
     sock: socket.socket | None = None
     t0 = time.perf_counter()
     for wire in wires:
@@ -158,8 +164,12 @@ def pytest_run(suite: Suite, base: str, tmp: Path, session: bool) -> float:
     path = tmp / f"test_turn_{suite.turn}_{int(session)}.py"
     path.write_text(to_pytest(suite, base, session))
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           str(path)], capture_output=True, text=True, cwd=tmp)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+    )
     wall = time.perf_counter() - t0
     assert done.returncode == 0, done.stdout[-2000:]
     return wall
@@ -168,8 +178,9 @@ def pytest_run(suite: Suite, base: str, tmp: Path, session: bool) -> float:
 Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
 
 
-def measure_all(runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float,
-                budget: Budget) -> dict[str, Measured]:
+def measure_all(
+    runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float, budget: Budget
+) -> dict[str, Measured]:
     """Median wall per variant; repeats go round-robin over the variants so each sees the same machine load.
 
     A variant whose first run took longer than `cap` seconds is not repeated; one the budget rules out is skipped.
@@ -209,8 +220,12 @@ def main() -> None:
     ap.add_argument("--turns", default="0,50,100")
     ap.add_argument("--stacks", default=",".join(zoo.STACKS))
     ap.add_argument("--cap", type=float, default=20.0, help="seconds; a slower variant runs once")
-    ap.add_argument("--budget", type=float, default=600.0,
-                    help="seconds; a variant whose run would take longer (scaled from its last turn) is skipped")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=600.0,
+        help="seconds; a variant whose run would take longer (scaled from its last turn) is skipped",
+    )
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so an interrupted run still stops its zoo server
     budget = Budget(args.budget)
@@ -220,10 +235,14 @@ def main() -> None:
         if zoo.missing(stack):
             sys.exit(f"bench_suite: {stack} needs {', '.join(zoo.missing(stack))}: pip install -e .[zoo]")
     scenario = generate(args.seed, ScenarioParams(turns=max(turns)))
-    print(f"seed {args.seed}; median of {args.repeats} runs (xN: runs, where fewer); wall in s, req/s; "
-          "floor = the same requests replayed by a minimal blocking client")
-    print(f"{'server':18} {'turn':>4} {'tests':>5} {'reqs':>5} | {'floor':>12} | {'ours':>17} | "
-          f"{'ours-noqa':>18} | {'pytest+session':>19} | {'pytest+requests':>17} | ours/floor  session/ours")
+    print(
+        f"seed {args.seed}; median of {args.repeats} runs (xN: runs, where fewer); wall in s, req/s; "
+        "floor = the same requests replayed by a minimal blocking client"
+    )
+    print(
+        f"{'server':18} {'turn':>4} {'tests':>5} {'reqs':>5} | {'floor':>12} | {'ours':>17} | "
+        f"{'ours-noqa':>18} | {'pytest+session':>19} | {'pytest+requests':>17} | ours/floor  session/ours"
+    )
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         for turn in turns:
@@ -254,9 +273,12 @@ def main() -> None:
                     return "-" if a is None or b is None else f"{a[0] / b[0]:.{digits}f}x"
 
                 fl, ok, nq, ps, pr = (got[k] for k in runs)
-                print(f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
-                      f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {ratio(ok, fl, 2):>10}  "
-                      f"{ratio(ps, ok, 1):>11}", flush=True)
+                print(
+                    f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
+                    f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {ratio(ok, fl, 2):>10}  "
+                    f"{ratio(ps, ok, 1):>11}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

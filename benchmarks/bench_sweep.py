@@ -38,9 +38,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         sweep_file = tmp / "bench.toml"
-        sweep_file.write_text(f'name = "bench"\n[scenarios]\nseeds = "{args.seeds}"\nturns = {args.turns}\n'
-                              f'[matrix]\nagents = ["reference"]\nretries = [0]\n'
-                              f'[run]\nruntime = "{args.runtime}"\nparallel = {args.parallel}\n')
+        sweep_file.write_text(
+            f'name = "bench"\n[scenarios]\nseeds = "{args.seeds}"\nturns = {args.turns}\n'
+            f'[matrix]\nagents = ["reference"]\nretries = [0]\n'
+            f'[run]\nruntime = "{args.runtime}"\nparallel = {args.parallel}\n'
+        )
         sweep, fp = load_sweep(sweep_file)
         ports = PortAllocator()
         if args.runtime == "docker":
@@ -53,15 +55,26 @@ def main() -> None:
         summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, lambda data: None, None)
         wall = time.perf_counter() - t0
         db = sqlite3.connect(tmp / "state" / "staminad.db")
-        rows = db.execute("SELECT harness_seconds, marker_latency, server_seconds, suite_seconds, teardown_seconds, "
-                          "finished_at - launched_at FROM attempts WHERE outcome = 'pass'").fetchall()
+        rows = db.execute(
+            "SELECT harness_seconds, marker_latency, server_seconds, suite_seconds, teardown_seconds, "
+            "finished_at - launched_at FROM attempts WHERE outcome = 'pass'"
+        ).fetchall()
     harness, marker, server, suite, teardown, total = (list(col) for col in zip(*rows, strict=True))
     overhead = [t - h - m - s - u - d for h, m, s, u, d, t in rows]
     s = summaries[0]
-    print(f"{args.runtime}: {s.scenarios} scenarios x {args.turns} turns, parallel {args.parallel}: wall {wall:.1f} s, "
-          f"{len(rows)} turns passed ({s.mean_turns:.1f} per scenario), {len(rows) / wall:.2f} turns/s")
-    for name, vals in (("harness", harness), ("marker latency", marker), ("server start", server),
-                       ("suite", suite), ("teardown", teardown), ("engine overhead", overhead), ("whole turn", total)):
+    print(
+        f"{args.runtime}: {s.scenarios} scenarios x {args.turns} turns, parallel {args.parallel}: wall {wall:.1f} s, "
+        f"{len(rows)} turns passed ({s.mean_turns:.1f} per scenario), {len(rows) / wall:.2f} turns/s"
+    )
+    for name, vals in (
+        ("harness", harness),
+        ("marker latency", marker),
+        ("server start", server),
+        ("suite", suite),
+        ("teardown", teardown),
+        ("engine overhead", overhead),
+        ("whole turn", total),
+    ):
         print(f"  {name:16} median {statistics.median(vals) * 1000:8.1f} ms   p99 {pct(vals, 99) * 1000:8.1f} ms")
 
 

@@ -30,7 +30,8 @@ SCENARIOS = 100
 
 def _sweep(tmp: Path) -> Path:
     path = tmp / "load.toml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name = "load"
         [scenarios]
         seeds = "0-{SCENARIOS - 1}"
@@ -41,11 +42,13 @@ def _sweep(tmp: Path) -> Path:
         runtime = "local"
         parallel = {SCENARIOS}
         turn_timeout = 3600
-        """))
+        """)
+    )
     return path
 
 
 # --- the daemon process: a real sweep, then synthetic engine events at a fixed rate --------------
+
 
 async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> None:
     from protocol import Ok, Submit, Subscribe
@@ -85,6 +88,7 @@ async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> 
 
 
 # --- the TUI process: headless app on the sweep view, recording latencies -------------------------
+
 
 def tui_main(socket_path: Path, out: Path, screen: str, size: tuple[int, int]) -> None:
     from protocol import Event
@@ -133,23 +137,54 @@ def one_run(rate: float, seconds: float, screen: str, size: str) -> dict[str, fl
     with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp:
         state, ready, out = Path(tmp) / "st", Path(tmp) / "ready", Path(tmp) / "out.json"
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-        daemon = subprocess.Popen([sys.executable, __file__, "--daemon", str(state), "--rate", str(rate),
-                                   "--seconds", str(seconds), "--ready", str(ready)], env=env,
-                                  stderr=subprocess.DEVNULL)
+        daemon = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--daemon",
+                str(state),
+                "--rate",
+                str(rate),
+                "--seconds",
+                str(seconds),
+                "--ready",
+                str(ready),
+            ],
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while not ready.exists():
             if time.monotonic() > deadline or daemon.poll() is not None:
                 raise RuntimeError("the daemon process did not get ready")
             time.sleep(0.05)
-        tui = subprocess.run([sys.executable, __file__, "--tui", str(state / "staminad.sock"), "--out", str(out),
-                              "--screen", screen, "--size", size], env=env, timeout=seconds + 120)
+        tui = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--tui",
+                str(state / "staminad.sock"),
+                "--out",
+                str(out),
+                "--screen",
+                screen,
+                "--size",
+                size,
+            ],
+            env=env,
+            timeout=seconds + 120,
+        )
         daemon.wait(timeout=60)
         if tui.returncode != 0:
             raise RuntimeError("the TUI process failed")
         result = json.loads(out.read_text())
         lat = sorted(result["latencies"])
-        return {"events": len(lat), "p50_ms": 1000 * lat[len(lat) // 2],
-                "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], "cpu": result["cpu_percent"]}
+        return {
+            "events": len(lat),
+            "p50_ms": 1000 * lat[len(lat) // 2],
+            "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+            "cpu": result["cpu_percent"],
+        }
 
 
 def main() -> int:
@@ -157,8 +192,12 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--screen", choices=("sweep", "events"), default="sweep",
-                    help="the screen watched: the sweep view (a row per scenario) or the event log")
+    ap.add_argument(
+        "--screen",
+        choices=("sweep", "events"),
+        default="sweep",
+        help="the screen watched: the sweep view (a row per scenario) or the event log",
+    )
     ap.add_argument("--size", default="160x50", help="terminal COLUMNSxLINES (default 160x50)")
     ap.add_argument("--daemon", type=Path)
     ap.add_argument("--ready", type=Path)
@@ -176,15 +215,20 @@ def main() -> int:
     for i in range(args.runs):
         r = one_run(args.rate, args.seconds, args.screen, args.size)
         runs.append(r)
-        print(f"run {i + 1}: {r['events']:.0f} events on screen, latency p50 {r['p50_ms']:.1f} ms, "
-              f"p99 {r['p99_ms']:.1f} ms, TUI CPU {r['cpu']:.0f}% of a core", flush=True)
+        print(
+            f"run {i + 1}: {r['events']:.0f} events on screen, latency p50 {r['p50_ms']:.1f} ms, "
+            f"p99 {r['p99_ms']:.1f} ms, TUI CPU {r['cpu']:.0f}% of a core",
+            flush=True,
+        )
     p50 = statistics.median(r["p50_ms"] for r in runs)
     p99 = statistics.median(r["p99_ms"] for r in runs)
     cpu = statistics.median(r["cpu"] for r in runs)
-    print(f"{args.screen} screen at {args.size}, median of {args.runs} runs at {args.rate:.0f} events/s over "
-          f"{SCENARIOS} scenarios: "
-          f"p50 {p50:.1f} ms, p99 {p99:.1f} ms (target p99 < 100 ms: {p99 / 100:.2f}x of target), "
-          f"TUI CPU {cpu:.0f}% of a core")
+    print(
+        f"{args.screen} screen at {args.size}, median of {args.runs} runs at {args.rate:.0f} events/s over "
+        f"{SCENARIOS} scenarios: "
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms (target p99 < 100 ms: {p99 / 100:.2f}x of target), "
+        f"TUI CPU {cpu:.0f}% of a core"
+    )
     return 0
 
 

@@ -41,8 +41,13 @@ from protocol.stream import UnixStream, connect_unix
 TIMEOUT = 30.0
 KEEPALIVE = 60.0  # seconds of silence before an idle request connection pings (the daemon waits 300)
 EVENT_BUFFER = 1000  # events read ahead of the consumer; beyond that the reader waits for it
-_CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
-           ConnectionError)
+_CLOSED = (
+    anyio.EndOfStream,
+    anyio.IncompleteRead,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    ConnectionError,
+)
 
 
 class ClientError(RuntimeError):
@@ -56,8 +61,13 @@ class _Pending:
 
 
 class Client:
-    def __init__(self, socket_path: Path, name: str = "staminad-cli", timeout: float = TIMEOUT,
-                 keepalive: float | None = KEEPALIVE) -> None:
+    def __init__(
+        self,
+        socket_path: Path,
+        name: str = "staminad-cli",
+        timeout: float = TIMEOUT,
+        keepalive: float | None = KEEPALIVE,
+    ) -> None:
         self.path, self.name, self.timeout, self.keepalive = socket_path, name, timeout, keepalive
         self._sent = 0.0  # when the last request went out (anyio's clock)
         self._subscribed = False  # an event stream: the daemon no longer reads, so no pings
@@ -79,8 +89,9 @@ class Client:
             with anyio.fail_after(self.timeout):
                 self.stream = await connect_unix(self.path)
         except (FileNotFoundError, ConnectionRefusedError):
-            raise ClientError(f"staminad is not running (no daemon at {self.path}); start it with "
-                              "`staminad start`") from None
+            raise ClientError(
+                f"staminad is not running (no daemon at {self.path}); start it with `staminad start`"
+            ) from None
         except PermissionError:
             raise ClientError(f"no permission to use {self.path}") from None
         except TimeoutError:
@@ -159,8 +170,7 @@ class Client:
         try:
             with anyio.fail_after(self.timeout):
                 async with self._writing:
-                    await _write(self.stream, self.enc.encode(msgspec.structs.replace(message, rid=rid)),
-                                 self.timeout)
+                    await _write(self.stream, self.enc.encode(msgspec.structs.replace(message, rid=rid)), self.timeout)
                 await pending.done.wait()
         except TimeoutError:
             raise ClientError(f"no answer from the daemon within {self.timeout:.0f} s") from None

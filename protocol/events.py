@@ -127,12 +127,40 @@ class LlmUnavailable(_OfScenario, tag="llm_unavailable", frozen=True):
     reason: str
 
 
-EVENT_KINDS = (SweepStarted, SweepRuntime, SweepFinished, SweepFailed, AttemptStarted, ManualPrompt, HarnessDone,
-               InfraFailure, SuiteStarted, AttemptTested, ScenarioFinished, LlmCapped, LlmWait, LlmCall,
-               LlmUnavailable)
-EventData = (SweepStarted | SweepRuntime | SweepFinished | SweepFailed | AttemptStarted | ManualPrompt | HarnessDone
-             | InfraFailure | SuiteStarted | AttemptTested | ScenarioFinished | LlmCapped | LlmWait | LlmCall
-             | LlmUnavailable)
+EVENT_KINDS = (
+    SweepStarted,
+    SweepRuntime,
+    SweepFinished,
+    SweepFailed,
+    AttemptStarted,
+    ManualPrompt,
+    HarnessDone,
+    InfraFailure,
+    SuiteStarted,
+    AttemptTested,
+    ScenarioFinished,
+    LlmCapped,
+    LlmWait,
+    LlmCall,
+    LlmUnavailable,
+)
+EventData = (
+    SweepStarted
+    | SweepRuntime
+    | SweepFinished
+    | SweepFailed
+    | AttemptStarted
+    | ManualPrompt
+    | HarnessDone
+    | InfraFailure
+    | SuiteStarted
+    | AttemptTested
+    | ScenarioFinished
+    | LlmCapped
+    | LlmWait
+    | LlmCall
+    | LlmUnavailable
+)
 KIND_NAMES: Final = frozenset(str(k.__struct_config__.tag) for k in EVENT_KINDS)
 
 
@@ -188,13 +216,18 @@ def step_after(data: EventData, infra_try: int = 0) -> Step | None:
     match data:
         case AttemptStarted() | InfraFailure():
             outcome = "infra" if isinstance(data, InfraFailure) else None
-            return Step(attempt=data.attempt, infra_try=data.infra_try,
-                        phase="launched" if outcome is None else "tested", outcome=outcome)
+            return Step(
+                attempt=data.attempt,
+                infra_try=data.infra_try,
+                phase="launched" if outcome is None else "tested",
+                outcome=outcome,
+            )
         case HarnessDone():
             return Step(attempt=data.attempt, infra_try=infra_try, phase="harness_done", outcome=None)
         case AttemptTested():
-            return Step(attempt=data.attempt, infra_try=infra_try, phase="tested",
-                        outcome="pass" if data.passed else "fail")
+            return Step(
+                attempt=data.attempt, infra_try=infra_try, phase="tested", outcome="pass" if data.passed else "fail"
+            )
         case _:
             return None
 

@@ -265,10 +265,25 @@ class Event(_Msg, tag="event", frozen=True):
         return kind_of(self.data)
 
 
-Request = (Hello | Ping | Submit | ListSweeps | GetSweep | ListScenarios | GetScenario | GetAttempt | RetryScenario
-           | Cancel | Pause | Resume | Stop | Subscribe)
-Message = (Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioList | ScenarioInfo | AttemptTexts
-           | Event)
+Request = (
+    Hello
+    | Ping
+    | Submit
+    | ListSweeps
+    | GetSweep
+    | ListScenarios
+    | GetScenario
+    | GetAttempt
+    | RetryScenario
+    | Cancel
+    | Pause
+    | Resume
+    | Stop
+    | Subscribe
+)
+Message = (
+    Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioList | ScenarioInfo | AttemptTexts | Event
+)
 
 
 def encoder() -> msgspec.msgpack.Encoder:

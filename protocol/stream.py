@@ -82,9 +82,16 @@ async def connect_unix(path: Path) -> UnixStream:
     return UnixStream(reader, writer)
 
 
-async def serve_unix(path: Path, handler: Callable[[UnixStream], Coroutine[Any, Any, None]], tg: TaskGroup,
-                     max_pending: int = BACKLOG, max_connections: int | None = None, refusal: bytes = b"", *,
-                     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+async def serve_unix(
+    path: Path,
+    handler: Callable[[UnixStream], Coroutine[Any, Any, None]],
+    tg: TaskGroup,
+    max_pending: int = BACKLOG,
+    max_connections: int | None = None,
+    refusal: bytes = b"",
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     """Listen on `path` and run `handler` for each connection in `tg` until cancelled.
 
     At most `max_connections` (default: `connection_cap()`) are open at once, so accepting never runs

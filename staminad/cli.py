@@ -69,8 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"staminad: error: {_os_error(exc)}", file=sys.stderr)
             return 1
         if isinstance(exc, sqlite3.DatabaseError):
-            print(f"staminad: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "
-                  "aside and run again)", file=sys.stderr)
+            print(
+                f"staminad: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "
+                "aside and run again)",
+                file=sys.stderr,
+            )
             return 1
         if isinstance(exc, KeyboardInterrupt):
             return 130

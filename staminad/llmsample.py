@@ -30,8 +30,10 @@ TIMEOUT = 300.0
 _BATCH = msgspec.json.Decoder(list[Change])
 _STATE = msgspec.json.Decoder(State)
 
-SYSTEM = ("You design the evolution of a REST API product as a believable development story. You answer with "
-          "JSON only, exactly matching the given JSON Schema.")
+SYSTEM = (
+    "You design the evolution of a REST API product as a believable development story. You answer with "
+    "JSON only, exactly matching the given JSON Schema."
+)
 
 
 class LLMSamplingError(RuntimeError):
@@ -43,11 +45,18 @@ class _Counts:
         self.proposals = self.rejected = self.fallbacks = 0
 
 
-async def _ask(client: httpx.AsyncClient, endpoint: str, model: str, messages: list[dict[str, str]],
-               schema_name: str, schema: Any) -> str:
-    body = {"model": model, "messages": messages, "temperature": 0.7,
-            "response_format": {"type": "json_schema",
-                                "json_schema": {"name": schema_name, "schema": schema, "strict": False}}}
+async def _ask(
+    client: httpx.AsyncClient, endpoint: str, model: str, messages: list[dict[str, str]], schema_name: str, schema: Any
+) -> str:
+    body = {
+        "model": model,
+        "messages": messages,
+        "temperature": 0.7,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name, "schema": schema, "strict": False},
+        },
+    }
     try:
         r = await client.post(f"{endpoint.rstrip('/')}/chat/completions", json=body, timeout=TIMEOUT)
     except httpx.HTTPError as exc:
@@ -60,11 +69,23 @@ async def _ask(client: httpx.AsyncClient, endpoint: str, model: str, messages: l
         raise LLMSamplingError("model endpoint gave no chat completion message") from None
 
 
-async def _initial(client: httpx.AsyncClient, endpoint: str, model: str, rng: random.Random, namer: Namer,
-                   attempts: int, counts: _Counts) -> State:
-    messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": "Propose the first version of a small product's REST API design: 2 to "
-                                            "4 entities with fields, optionally enums, analytics and actions."}]
+async def _initial(
+    client: httpx.AsyncClient,
+    endpoint: str,
+    model: str,
+    rng: random.Random,
+    namer: Namer,
+    attempts: int,
+    counts: _Counts,
+) -> State:
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": "Propose the first version of a small product's REST API design: 2 to "
+            "4 entities with fields, optionally enums, analytics and actions.",
+        },
+    ]
     for _ in range(attempts):
         counts.proposals += 1
         text = await _ask(client, endpoint, model, messages, "initial_design", msgspec.json.schema(State))
@@ -78,20 +99,37 @@ async def _initial(client: httpx.AsyncClient, endpoint: str, model: str, rng: ra
         if not found:
             return state
         counts.rejected += 1
-        messages += [{"role": "assistant", "content": text},
-                     {"role": "user", "content": f"That design is invalid: {found[0]}. Propose a corrected one."}]
+        messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": f"That design is invalid: {found[0]}. Propose a corrected one."},
+        ]
     counts.fallbacks += 1
     return initial_state(rng, namer)
 
 
-async def _turn(client: httpx.AsyncClient, endpoint: str, model: str, state: State, k: int, turn: int,
-                story: list[str], attempts: int, counts: _Counts) -> tuple[Change, ...] | None:
+async def _turn(
+    client: httpx.AsyncClient,
+    endpoint: str,
+    model: str,
+    state: State,
+    k: int,
+    turn: int,
+    story: list[str],
+    attempts: int,
+    counts: _Counts,
+) -> tuple[Change, ...] | None:
     recent = "\n".join(story[-5:]) or "(none yet)"
-    messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": (
-                    f"The current design (turn {turn - 1}):\n\n{render_spec(state)}\n\nRecent development "
-                    f"steps:\n{recent}\n\nPropose the next step of the story as exactly {k} changes, applied in "
-                    "order, each valid against the design left by the ones before it.")}]
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": (
+                f"The current design (turn {turn - 1}):\n\n{render_spec(state)}\n\nRecent development "
+                f"steps:\n{recent}\n\nPropose the next step of the story as exactly {k} changes, applied in "
+                "order, each valid against the design left by the ones before it."
+            ),
+        },
+    ]
     for _ in range(attempts):
         counts.proposals += 1
         text = await _ask(client, endpoint, model, messages, "change_batch", msgspec.json.schema(list[Change]))
@@ -103,13 +141,22 @@ async def _turn(client: httpx.AsyncClient, endpoint: str, model: str, state: Sta
             return batch
         except (msgspec.DecodeError, msgspec.ValidationError, ChangeError) as exc:
             counts.rejected += 1
-            messages += [{"role": "assistant", "content": text},
-                         {"role": "user", "content": f"Rejected: {exc}. Propose {k} valid changes instead."}]
+            messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": f"Rejected: {exc}. Propose {k} valid changes instead."},
+            ]
     return None
 
 
-async def llm_scenario(seed: int, params: ScenarioParams, endpoint: str, model: str, api_key: str = "",
-                       attempts: int = 3, counts: _Counts | None = None) -> Scenario:
+async def llm_scenario(
+    seed: int,
+    params: ScenarioParams,
+    endpoint: str,
+    model: str,
+    api_key: str = "",
+    attempts: int = 3,
+    counts: _Counts | None = None,
+) -> Scenario:
     """One scenario with p0 and pi_env proposed by the model (procedural fallback per step, counted)."""
     counts = counts or _Counts()
     rng = random.Random(f"staminabench/{GENERATOR_VERSION}/{seed}/{params.naming}/llm")
@@ -134,12 +181,14 @@ async def llm_scenario(seed: int, params: ScenarioParams, endpoint: str, model: 
     return Scenario(seed=seed, initial=initial, turns=tuple(turns))
 
 
-async def llm_scenarios(seeds: list[int], params: ScenarioParams, endpoint: str, model: str, api_key: str = "",
-                        attempts: int = 3) -> tuple[dict[int, Scenario], Sampling]:
+async def llm_scenarios(
+    seeds: list[int], params: ScenarioParams, endpoint: str, model: str, api_key: str = "", attempts: int = 3
+) -> tuple[dict[int, Scenario], Sampling]:
     counts = _Counts()
     out = {seed: await llm_scenario(seed, params, endpoint, model, api_key, attempts, counts) for seed in seeds}
-    return out, Sampling(model=model, endpoint=endpoint, proposals=counts.proposals, rejected=counts.rejected,
-                         fallbacks=counts.fallbacks)
+    return out, Sampling(
+        model=model, endpoint=endpoint, proposals=counts.proposals, rejected=counts.rejected, fallbacks=counts.fallbacks
+    )
 
 
 __all__ = ["LLMSamplingError", "llm_scenario", "llm_scenarios"]

@@ -66,15 +66,22 @@ def _validate_scenario(scenario: Scenario, language: str, agents: list[str]) -> 
             if not result.passed:
                 fails = result.failures
                 outcomes[agent] = AgentOutcome(
-                    agent=agent, seed=scenario.seed, turns_passed=turn, caught_at=turn,
-                    exercised_at=exercised.get(agent), categories=tuple(sorted({f.category for f in fails})),
-                    rules=tuple(sorted({f.rule for f in fails})), first_failure=f"{fails[0].name}: {fails[0].message}")
+                    agent=agent,
+                    seed=scenario.seed,
+                    turns_passed=turn,
+                    caught_at=turn,
+                    exercised_at=exercised.get(agent),
+                    categories=tuple(sorted({f.category for f in fails})),
+                    rules=tuple(sorted({f.rule for f in fails})),
+                    first_failure=f"{fails[0].name}: {fails[0].message}",
+                )
         if all(a in outcomes for a in agents):
             break
     n = len(scenario.turns) + 1
     for agent in agents:
-        outcomes.setdefault(agent, AgentOutcome(agent=agent, seed=scenario.seed, turns_passed=n,
-                                                exercised_at=exercised.get(agent)))
+        outcomes.setdefault(
+            agent, AgentOutcome(agent=agent, seed=scenario.seed, turns_passed=n, exercised_at=exercised.get(agent))
+        )
     return [outcomes[a] for a in agents]
 
 
@@ -129,8 +136,18 @@ def verdicts(outcomes: list[AgentOutcome], turns: int) -> list[Verdict]:
             summary = f"{passed}/{len(mine)} scenarios passed all {turns + 1} turns"
             if bad:
                 summary += f"; seed {bad[0].seed} failed turn {bad[0].caught_at}: {bad[0].first_failure}"
-            out.append(Verdict(agent=agent, ok=not bad, summary=summary, scenarios=len(mine), caught=len(bad),
-                               exercised=len(mine), category_ok=len(mine) - len(bad), first_caught_turn=None))
+            out.append(
+                Verdict(
+                    agent=agent,
+                    ok=not bad,
+                    summary=summary,
+                    scenarios=len(mine),
+                    caught=len(bad),
+                    exercised=len(mine),
+                    category_ok=len(mine) - len(bad),
+                    first_caught_turn=None,
+                )
+            )
             continue
         expected = MUTANT_BY_BUG[agent].category
         caught = [o for o in mine if o.caught_at is not None]
@@ -140,8 +157,10 @@ def verdicts(outcomes: list[AgentOutcome], turns: int) -> list[Verdict]:
         first = min((o.caught_at for o in caught if o.caught_at is not None), default=None)
         ok = not missed and len(right) == len(caught)
         if exercised:
-            summary = (f"caught in {len(caught)}/{len(exercised)} scenarios that exercise it, first at turn {first}; "
-                       f"category {expected} in {len(right)}/{len(caught)}")
+            summary = (
+                f"caught in {len(caught)}/{len(exercised)} scenarios that exercise it, first at turn {first}; "
+                f"category {expected} in {len(right)}/{len(caught)}"
+            )
         else:
             summary = "never exercised by these scenarios (not counted as missed)"
         if missed:
@@ -149,8 +168,18 @@ def verdicts(outcomes: list[AgentOutcome], turns: int) -> list[Verdict]:
         wrong = [o for o in caught if expected not in o.categories]
         if wrong:
             summary += f"; seed {wrong[0].seed} reported {', '.join(wrong[0].categories)}"
-        out.append(Verdict(agent=agent, ok=ok, summary=summary, scenarios=len(mine), caught=len(caught),
-                           exercised=len(exercised), category_ok=len(right), first_caught_turn=first))
+        out.append(
+            Verdict(
+                agent=agent,
+                ok=ok,
+                summary=summary,
+                scenarios=len(mine),
+                caught=len(caught),
+                exercised=len(exercised),
+                category_ok=len(right),
+                first_caught_turn=first,
+            )
+        )
     return out
 
 
@@ -159,7 +188,7 @@ def verdicts(outcomes: list[AgentOutcome], turns: int) -> list[Verdict]:
 # Setup rules no server can break in a way HTTP shows; everything else needs a mutant in the catalogue.
 UNTESTABLE: dict[str, str] = {
     "run-script": "the engine starts the server through it; a missing or broken script is `server_never_ready`, "
-                  "not a suite failure (validate runs the server in process)",
+    "not a suite failure (validate runs the server in process)",
     "language": "the implementation language is not observable over HTTP",
     "pkill": "breaking it kills the agent's own harness (`self_kill`, an infrastructure outcome), not the server",
     "automation": "it tells the agent how it is tested; nothing a server does can break it",
@@ -238,11 +267,18 @@ def rule_gate(outcomes: list[AgentOutcome], complete: bool = True) -> Gate:
                     ok = False
             ex = tuple((o.seed, o.exercised_at) for o in mine if o.exercised_at is not None)
             firsts += [(t, s) for s, t in ex]
-            mrows.append(MutantRow(
-                bug=m.bug, category=m.category, seeds=len(mine), exercised=len(ex),
-                caught=sum(o.caught_at is not None for o in mine), exercised_at=ex,
-                caught_at=tuple((o.seed, o.caught_at) for o in mine if o.caught_at is not None),
-                rules_cited=tuple(sorted({r for o in mine for r in o.rules}))))
+            mrows.append(
+                MutantRow(
+                    bug=m.bug,
+                    category=m.category,
+                    seeds=len(mine),
+                    exercised=len(ex),
+                    caught=sum(o.caught_at is not None for o in mine),
+                    exercised_at=ex,
+                    caught_at=tuple((o.seed, o.caught_at) for o in mine if o.caught_at is not None),
+                    rules_cited=tuple(sorted({r for o in mine for r in o.rules})),
+                )
+            )
         first = min(firsts, default=None)
         rows.append(RuleRow(rule=rule, ok=ok, first=(first[1], first[0]) if first else None, mutants=tuple(mrows)))
     unknown = sorted({m.rule for m in MUTANTS if m.bug in by_agent} - set(RULES))
@@ -268,8 +304,10 @@ def render_gate(gate: Gate) -> str:
             lines.append(f"{r.rule:<15} {first:<9} (no mutant){mark}")
         for i, m in enumerate(r.mutants):
             head = f"{r.rule:<15} {first:<9}" if i == 0 else " " * 25
-            lines.append(f"{head} {m.bug:<26} {m.exercised:>4}/{m.seeds:<4} {m.caught:>6}  "
-                         f"{_turns(m.exercised_at)} / {_turns(m.caught_at)}{mark if i == 0 else ''}")
+            lines.append(
+                f"{head} {m.bug:<26} {m.exercised:>4}/{m.seeds:<4} {m.caught:>6}  "
+                f"{_turns(m.exercised_at)} / {_turns(m.caught_at)}{mark if i == 0 else ''}"
+            )
     lines += [f"FAIL {f}" for f in gate.failures]
     lines.append("rule gate: ok" if gate.ok else f"rule gate: {len(gate.failures)} failure(s)")
     return "\n".join(lines)

@@ -28,8 +28,10 @@ class StoreVersionError(ExpectedError):
 def schema_version(conn: sqlite3.Connection) -> int:
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > LATEST:
-        raise StoreVersionError(f"the store is at schema version {version}, newer than this staminad "
-                                f"({LATEST}): upgrade staminad to view it")
+        raise StoreVersionError(
+            f"the store is at schema version {version}, newer than this staminad "
+            f"({LATEST}): upgrade staminad to view it"
+        )
     return version
 
 
@@ -53,12 +55,18 @@ def sweeps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         return []
     rows = _dicts(conn, "sweeps", "SELECT * FROM sweeps ORDER BY created_at")
     counts: dict[str, dict[str, int]] = {}
-    for r in conn.execute("SELECT c.sweep_id, s.status, COUNT(*) AS n FROM scenarios s "
-                          "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id, s.status"):
+    for r in conn.execute(
+        "SELECT c.sweep_id, s.status, COUNT(*) AS n FROM scenarios s "
+        "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id, s.status"
+    ):
         counts.setdefault(r["sweep_id"], {})[r["status"]] = int(r["n"])
-    attempts = {r["sweep_id"]: int(r["n"]) for r in conn.execute(
-        "SELECT c.sweep_id, COUNT(*) AS n FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
-        "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id")}
+    attempts = {
+        r["sweep_id"]: int(r["n"])
+        for r in conn.execute(
+            "SELECT c.sweep_id, COUNT(*) AS n FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+            "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id"
+        )
+    }
     for r in rows:
         r["statuses"] = counts.get(r["id"], {})
         r["attempts"] = attempts.get(r["id"], 0)
@@ -76,47 +84,68 @@ def configurations(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, An
 
 def scenarios(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
     """Every scenario of the sweep with its configuration's name, in configuration then seed order."""
-    return _dicts(conn, "scenarios", "SELECT s.*, c.name AS configuration FROM scenarios s "
-                  "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? ORDER BY c.id, s.seed",
-                  (sweep_id,))
+    return _dicts(
+        conn,
+        "scenarios",
+        "SELECT s.*, c.name AS configuration FROM scenarios s "
+        "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? ORDER BY c.id, s.seed",
+        (sweep_id,),
+    )
 
 
 def scenario(conn: sqlite3.Connection, sweep_id: str, configuration: str, seed: int) -> dict[str, Any] | None:
-    rows = _dicts(conn, "scenarios", "SELECT s.*, c.name AS configuration, c.retries, c.feedback, c.agent "
-                  "FROM scenarios s JOIN configurations c ON c.id = s.config_id "
-                  "WHERE c.sweep_id = ? AND c.name = ? AND s.seed = ?", (sweep_id, configuration, seed))
+    rows = _dicts(
+        conn,
+        "scenarios",
+        "SELECT s.*, c.name AS configuration, c.retries, c.feedback, c.agent "
+        "FROM scenarios s JOIN configurations c ON c.id = s.config_id "
+        "WHERE c.sweep_id = ? AND c.name = ? AND s.seed = ?",
+        (sweep_id, configuration, seed),
+    )
     return rows[0] if rows else None
 
 
 def progress(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
     """The attempt columns that say where each scenario stands, in scenario and attempt order."""
-    return _dicts(conn, "progress", "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome, "
-                  "a.infra_kind, a.categories FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
-                  "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
-                  "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try", (sweep_id,))
+    return _dicts(
+        conn,
+        "progress",
+        "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome, "
+        "a.infra_kind, a.categories FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+        "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
+        "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try",
+        (sweep_id,),
+    )
 
 
 def attempts(conn: sqlite3.Connection, scenario_id: int) -> list[dict[str, Any]]:
     """A scenario's attempts in order, each with its decoded per-test results under `tests`."""
-    rows = _dicts(conn, "attempts", "SELECT * FROM attempts WHERE scenario_id = ? "
-                  "ORDER BY turn, attempt, infra_try", (scenario_id,))
+    rows = _dicts(
+        conn,
+        "attempts",
+        "SELECT * FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try",
+        (scenario_id,),
+    )
     for r in rows:
         r["tests"] = decode_results(r.pop("results", None))
     return rows
 
 
 def infra_events(conn: sqlite3.Connection, scenario_id: int) -> list[dict[str, Any]]:
-    return _dicts(conn, "infra_events", "SELECT * FROM infra_events WHERE scenario_id = ? ORDER BY at, id",
-                  (scenario_id,))
+    return _dicts(
+        conn, "infra_events", "SELECT * FROM infra_events WHERE scenario_id = ? ORDER BY at, id", (scenario_id,)
+    )
 
 
 def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, dict[str, Any]]:
     """Tokens, cost and model calls per attempt id of the scenario (empty for a store without a gateway)."""
     if not has_table(conn, "llm_calls"):
         return {}
-    sql = ("SELECT attempt_id, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, "
-           "SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost) AS cost "
-           "FROM llm_calls WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id")
+    sql = (
+        "SELECT attempt_id, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, "
+        "SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost) AS cost "
+        "FROM llm_calls WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id"
+    )
     return {int(r["attempt_id"]): dict(r) for r in conn.execute(sql, (scenario_id,))}
 
 
@@ -124,19 +153,24 @@ def usage_by_scenario(conn: sqlite3.Connection, sweep_id: str) -> dict[int, tupl
     """(dollars, input + output tokens) per scenario id of the sweep."""
     if not has_table(conn, "llm_calls"):
         return {}
-    sql = ("SELECT l.scenario_id, SUM(l.cost) AS cost, SUM(l.input_tokens + l.output_tokens) AS tokens "
-           "FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
-           "WHERE c.sweep_id = ? GROUP BY l.scenario_id")
-    return {int(r["scenario_id"]): (float(r["cost"] or 0.0), int(r["tokens"] or 0))
-            for r in conn.execute(sql, (sweep_id,))}
+    sql = (
+        "SELECT l.scenario_id, SUM(l.cost) AS cost, SUM(l.input_tokens + l.output_tokens) AS tokens "
+        "FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
+        "WHERE c.sweep_id = ? GROUP BY l.scenario_id"
+    )
+    return {
+        int(r["scenario_id"]): (float(r["cost"] or 0.0), int(r["tokens"] or 0)) for r in conn.execute(sql, (sweep_id,))
+    }
 
 
 def change_mark(conn: sqlite3.Connection) -> str:
     """A string that changes whenever anything the viewer shows may have changed (polled by open pages)."""
     if not has_table(conn, "attempts"):
         return "empty"
-    a = conn.execute("SELECT COUNT(*), MAX(id), TOTAL(COALESCE(harness_seconds, 0) + COALESCE(suite_seconds, 0)), "
-                     "SUM(phase = 'tested') FROM attempts").fetchone()
+    a = conn.execute(
+        "SELECT COUNT(*), MAX(id), TOTAL(COALESCE(harness_seconds, 0) + COALESCE(suite_seconds, 0)), "
+        "SUM(phase = 'tested') FROM attempts"
+    ).fetchone()
     s = conn.execute("SELECT COUNT(*), MAX(updated_at) FROM scenarios").fetchone()
     w = conn.execute("SELECT COUNT(*), GROUP_CONCAT(status) FROM sweeps").fetchone()
     return "/".join(str(x) for x in (*tuple(a), *tuple(s), *tuple(w)))

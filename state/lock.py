@@ -28,8 +28,10 @@ def lock_state_dir(state_dir: Path, busy: str) -> int:
         state_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise StateDirError(f"cannot use the state directory {state_dir}: {exc.strerror or exc} (make it writable, "
-                           "or pass another --state-dir)") from None
+        raise StateDirError(
+            f"cannot use the state directory {state_dir}: {exc.strerror or exc} (make it writable, "
+            "or pass another --state-dir)"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -55,8 +57,9 @@ def check_store(db: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StateDirError(f"the state store {db} cannot be used ({exc}); move it aside (or pass another "
-                           "--state-dir) and run again") from None
+        raise StateDirError(
+            f"the state store {db} cannot be used ({exc}); move it aside (or pass another --state-dir) and run again"
+        ) from None
 
 
 __all__ = ["StateDirError", "check_store", "lock_state_dir"]

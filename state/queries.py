@@ -45,8 +45,9 @@ def scenarios(conn: sqlite3.Connection, config_id: int) -> list[sqlite3.Row]:
 
 
 def attempts(conn: sqlite3.Connection, scenario_id: int) -> list[sqlite3.Row]:
-    return list(conn.execute("SELECT * FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try",
-                             (scenario_id,)))
+    return list(
+        conn.execute("SELECT * FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try", (scenario_id,))
+    )
 
 
 def decode_results(blob: bytes | None) -> list[dict[str, Any]]:

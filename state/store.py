@@ -152,12 +152,15 @@ class Store:
             row = await cur.fetchone()
         if row is not None:
             if row[0] != fingerprint:
-                raise SweepChanged(f"sweep {sweep_id} exists with a different configuration: give the sweep another "
-                                   "name, or replace the stored one with --force-new")
+                raise SweepChanged(
+                    f"sweep {sweep_id} exists with a different configuration: give the sweep another "
+                    "name, or replace the stored one with --force-new"
+                )
             return True
-        await self.db.execute("INSERT INTO sweeps (id, name, fingerprint, config, status, created_at) "
-                              "VALUES (?, ?, ?, ?, 'running', ?)",
-                              (sweep_id, name, fingerprint, config, time.time()))
+        await self.db.execute(
+            "INSERT INTO sweeps (id, name, fingerprint, config, status, created_at) VALUES (?, ?, ?, ?, 'running', ?)",
+            (sweep_id, name, fingerprint, config, time.time()),
+        )
         await self.db.commit()
         return False
 
@@ -170,27 +173,36 @@ class Store:
         await self.db.commit()
 
     async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:
-        await self.db.execute("INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback) "
-                              "VALUES (?, ?, ?, ?, ?)", (sweep_id, name, agent, retries, feedback))
+        await self.db.execute(
+            "INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback) VALUES (?, ?, ?, ?, ?)",
+            (sweep_id, name, agent, retries, feedback),
+        )
         await self.db.commit()
-        async with self.db.execute("SELECT id FROM configurations WHERE sweep_id = ? AND name = ?",
-                                   (sweep_id, name)) as cur:
+        async with self.db.execute(
+            "SELECT id FROM configurations WHERE sweep_id = ? AND name = ?", (sweep_id, name)
+        ) as cur:
             row = await cur.fetchone()
         assert row is not None
         return int(row[0])
 
     async def ensure_scenario(self, config_id: int, seed: int) -> StoredScenario:
-        await self.db.execute("INSERT OR IGNORE INTO scenarios (config_id, seed, status, updated_at) "
-                              "VALUES (?, ?, 'pending', ?)", (config_id, seed, time.time()))
+        await self.db.execute(
+            "INSERT OR IGNORE INTO scenarios (config_id, seed, status, updated_at) VALUES (?, ?, 'pending', ?)",
+            (config_id, seed, time.time()),
+        )
         await self.db.commit()
-        async with self.db.execute("SELECT id, config_id, seed, status, turns_passed, reason, sandbox, infra_grant "
-                                   "FROM scenarios WHERE config_id = ? AND seed = ?", (config_id, seed)) as cur:
+        async with self.db.execute(
+            "SELECT id, config_id, seed, status, turns_passed, reason, sandbox, infra_grant "
+            "FROM scenarios WHERE config_id = ? AND seed = ?",
+            (config_id, seed),
+        ) as cur:
             row = await cur.fetchone()
         assert row is not None
         return _scenario(row)
 
-    async def set_scenario_status(self, scenario_id: int, status: str, *, turns_passed: int | None = None,
-                                  reason: str | None = None) -> None:
+    async def set_scenario_status(
+        self, scenario_id: int, status: str, *, turns_passed: int | None = None, reason: str | None = None
+    ) -> None:
         """The scenario's status, and with it (when given) its turns passed and the reason it ended."""
         fields: dict[str, object] = {"status": status, "turns_passed": turns_passed, "reason": reason}
         await self._update_scenario(scenario_id, fields)
@@ -206,45 +218,62 @@ class Store:
         # Column names come from the typed methods above, never from a caller.
         given = {k: v for k, v in fields.items() if v is not None}
         sets = ", ".join(f"{k} = ?" for k in given)
-        await self.db.execute(f"UPDATE scenarios SET {sets}, updated_at = ? WHERE id = ?",
-                              (*given.values(), time.time(), scenario_id))
+        await self.db.execute(
+            f"UPDATE scenarios SET {sets}, updated_at = ? WHERE id = ?", (*given.values(), time.time(), scenario_id)
+        )
         await self.db.commit()
 
     async def scenarios(self, sweep_id: str) -> list[tuple[str, StoredScenario]]:
         """(configuration name, scenario) for every scenario of the sweep."""
-        sql = ("SELECT c.name, s.id, s.config_id, s.seed, s.status, s.turns_passed, s.reason, s.sandbox, "
-               "s.infra_grant FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
-               "ORDER BY c.id, s.seed")
+        sql = (
+            "SELECT c.name, s.id, s.config_id, s.seed, s.status, s.turns_passed, s.reason, s.sandbox, "
+            "s.infra_grant FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
+            "ORDER BY c.id, s.seed"
+        )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             rows = await cur.fetchall()
         return [(str(r[0]), _scenario(r[1:])) for r in rows]
 
     async def grant_infra_retries(self, scenario_id: int, extra: int) -> None:
         """Give an `infra_failed` scenario `extra` more infra retries and mark it pending again."""
-        await self.db.execute("UPDATE scenarios SET infra_grant = infra_grant + ?, status = 'pending', reason = '', "
-                              "updated_at = ? WHERE id = ?", (extra, time.time(), scenario_id))
+        await self.db.execute(
+            "UPDATE scenarios SET infra_grant = infra_grant + ?, status = 'pending', reason = '', "
+            "updated_at = ? WHERE id = ?",
+            (extra, time.time(), scenario_id),
+        )
         await self.db.commit()
 
     async def configuration_retries(self, sweep_id: str) -> dict[str, int]:
-        async with self.db.execute("SELECT name, retries FROM configurations WHERE sweep_id = ? ORDER BY id",
-                                   (sweep_id,)) as cur:
+        async with self.db.execute(
+            "SELECT name, retries FROM configurations WHERE sweep_id = ? ORDER BY id", (sweep_id,)
+        ) as cur:
             return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
 
     # --- attempts -----------------------------------------------------------------------------
 
-    async def begin_attempt(self, scenario_id: int, turn: int, attempt: int, infra_try: int, prompt_kind: str,
-                            prompt: str) -> AttemptRow:
+    async def begin_attempt(
+        self, scenario_id: int, turn: int, attempt: int, infra_try: int, prompt_kind: str, prompt: str
+    ) -> AttemptRow:
         """Record a new attempt as launched and return its row."""
         now = time.time()
         cur = await self.db.execute(
             "INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, launched_at) "
             "VALUES (?, ?, ?, ?, 'launched', ?, ?, ?)",
-            (scenario_id, turn, attempt, infra_try, prompt_kind, prompt, now))
+            (scenario_id, turn, attempt, infra_try, prompt_kind, prompt, now),
+        )
         await self.db.commit()
         assert cur.lastrowid is not None
-        return AttemptRow(id=int(cur.lastrowid), scenario_id=scenario_id, turn=turn, attempt=attempt,
-                          infra_try=infra_try, phase="launched", prompt_kind=prompt_kind, prompt=prompt,
-                          launched_at=now)
+        return AttemptRow(
+            id=int(cur.lastrowid),
+            scenario_id=scenario_id,
+            turn=turn,
+            attempt=attempt,
+            infra_try=infra_try,
+            phase="launched",
+            prompt_kind=prompt_kind,
+            prompt=prompt,
+            launched_at=now,
+        )
 
     async def harness_done(self, attempt_id: int, end: HarnessEnd) -> None:
         """The attempt's harness ended (or was given up on): phase `harness_done` with what is known of it."""
@@ -267,15 +296,19 @@ class Store:
 
     async def attempts(self, scenario_id: int) -> list[AttemptRow]:
         cols = ", ".join(_ATTEMPT_COLUMNS)
-        async with self.db.execute(f"SELECT {cols} FROM attempts WHERE scenario_id = ? "
-                                   "ORDER BY turn, attempt, infra_try", (scenario_id,)) as cur:
+        async with self.db.execute(
+            f"SELECT {cols} FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try", (scenario_id,)
+        ) as cur:
             rows = await cur.fetchall()
         return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
 
     async def turns_passed(self, scenario_id: int) -> int:
         """How many distinct turns of the scenario have a passing attempt (read from an index, no row)."""
-        async with self.db.execute("SELECT COUNT(DISTINCT turn) FROM attempts INDEXED BY attempts_passed "
-                                   "WHERE scenario_id = ? AND outcome = 'pass'", (scenario_id,)) as cur:
+        async with self.db.execute(
+            "SELECT COUNT(DISTINCT turn) FROM attempts INDEXED BY attempts_passed "
+            "WHERE scenario_id = ? AND outcome = 'pass'",
+            (scenario_id,),
+        ) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 0
 
@@ -286,45 +319,79 @@ class Store:
         the turn number, so a step costs the same at turn 1,000 as at turn 1.
         """
         cols = ", ".join(_ATTEMPT_COLUMNS)
-        async with self.db.execute(f"SELECT {cols} FROM attempts WHERE scenario_id = ? AND turn = "
-                                   "(SELECT MAX(turn) FROM attempts WHERE scenario_id = ?) "
-                                   "ORDER BY attempt, infra_try", (scenario_id, scenario_id)) as cur:
+        async with self.db.execute(
+            f"SELECT {cols} FROM attempts WHERE scenario_id = ? AND turn = "
+            "(SELECT MAX(turn) FROM attempts WHERE scenario_id = ?) "
+            "ORDER BY attempt, infra_try",
+            (scenario_id, scenario_id),
+        ) as cur:
             rows = await cur.fetchall()
         return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
 
     async def progress(self, sweep_id: str) -> list[Progress]:
         """Every attempt of the sweep, reduced to `Progress`, in scenario and attempt order."""
         cols = ", ".join(f"a.{f}" for f in Progress.__struct_fields__)
-        sql = (f"SELECT {cols} FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
-               "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
-               "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try")
+        sql = (
+            f"SELECT {cols} FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+            "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
+            "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try"
+        )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             rows = await cur.fetchall()
         return [Progress(**dict(zip(Progress.__struct_fields__, r, strict=True))) for r in rows]
 
-    async def llm_call(self, scenario_id: int, attempt_id: int | None, turn: int, api: str, model: str,
-                       tokens: tuple[int, int, int], cost: float, status: int, seconds: float, waited: float,
-                       streamed: bool) -> None:
+    async def llm_call(
+        self,
+        scenario_id: int,
+        attempt_id: int | None,
+        turn: int,
+        api: str,
+        model: str,
+        tokens: tuple[int, int, int],
+        cost: float,
+        status: int,
+        seconds: float,
+        waited: float,
+        streamed: bool,
+    ) -> None:
         """Record one model call; `tokens` is (input, output, cached input)."""
         await self.db.execute(
             "INSERT INTO llm_calls (scenario_id, attempt_id, turn, api, model, input_tokens, output_tokens, "
             "cached_tokens, cost, status, seconds, waited, streamed, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?)", (scenario_id, attempt_id, turn, api, model, *tokens, cost, status, seconds, waited,
-                      int(streamed), time.time()))
+            "?, ?)",
+            (
+                scenario_id,
+                attempt_id,
+                turn,
+                api,
+                model,
+                *tokens,
+                cost,
+                status,
+                seconds,
+                waited,
+                int(streamed),
+                time.time(),
+            ),
+        )
         await self.db.commit()
 
     async def llm_spend(self, sweep_id: str) -> dict[int, float]:
         """Dollars spent so far per scenario of the sweep (restores the gateway's caps after a restart)."""
-        sql = ("SELECT l.scenario_id, SUM(l.cost) FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id "
-               "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY l.scenario_id")
+        sql = (
+            "SELECT l.scenario_id, SUM(l.cost) FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id "
+            "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY l.scenario_id"
+        )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             return {int(r[0]): float(r[1]) for r in await cur.fetchall()}
 
     async def llm_usage(self, sweep_id: str) -> dict[str, tuple[float, int]]:
         """(dollars, input + output tokens) per configuration of the sweep."""
-        sql = ("SELECT c.name, SUM(l.cost), SUM(l.input_tokens + l.output_tokens) FROM llm_calls l "
-               "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
-               "WHERE c.sweep_id = ? GROUP BY c.name")
+        sql = (
+            "SELECT c.name, SUM(l.cost), SUM(l.input_tokens + l.output_tokens) FROM llm_calls l "
+            "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
+            "WHERE c.sweep_id = ? GROUP BY c.name"
+        )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             return {str(r[0]): (float(r[1] or 0.0), int(r[2] or 0)) for r in await cur.fetchall()}
 
@@ -334,18 +401,30 @@ class Store:
         return None if row is None or row[0] is None else msgspec.json.decode(zlib.decompress(row[0]))
 
     async def infra_event(self, scenario_id: int, turn: int, attempt: int, kind: str, detail: str) -> None:
-        await self.db.execute("INSERT INTO infra_events (scenario_id, turn, attempt, kind, detail, at) "
-                              "VALUES (?, ?, ?, ?, ?, ?)", (scenario_id, turn, attempt, kind, detail, time.time()))
+        await self.db.execute(
+            "INSERT INTO infra_events (scenario_id, turn, attempt, kind, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (scenario_id, turn, attempt, kind, detail, time.time()),
+        )
         await self.db.commit()
 
     async def infra_counts(self, sweep_id: str) -> dict[tuple[str, str], int]:
-        sql = ("SELECT c.name, e.kind, COUNT(*) FROM infra_events e JOIN scenarios s ON s.id = e.scenario_id "
-               "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY c.name, e.kind")
+        sql = (
+            "SELECT c.name, e.kind, COUNT(*) FROM infra_events e JOIN scenarios s ON s.id = e.scenario_id "
+            "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY c.name, e.kind"
+        )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             rows = await cur.fetchall()
         return {(str(r[0]), str(r[1])): int(r[2]) for r in rows}
 
 
 def _scenario(row: Any) -> StoredScenario:
-    return StoredScenario(id=row[0], config_id=row[1], seed=row[2], status=row[3], turns_passed=row[4], reason=row[5],
-                       sandbox=json.loads(row[6] or "{}"), infra_grant=row[7])
+    return StoredScenario(
+        id=row[0],
+        config_id=row[1],
+        seed=row[2],
+        status=row[3],
+        turns_passed=row[4],
+        reason=row[5],
+        sandbox=json.loads(row[6] or "{}"),
+        infra_grant=row[7],
+    )

@@ -28,8 +28,9 @@ _COLUMNS = "id, status, fingerprint, config, created_at"
 
 
 def _sweep(row: Row) -> StoredSweep:
-    return StoredSweep(id=str(row[0]), status=str(row[1]), fingerprint=str(row[2]), config=str(row[3]),
-                       created_at=float(row[4] or 0.0))
+    return StoredSweep(
+        id=str(row[0]), status=str(row[1]), fingerprint=str(row[2]), config=str(row[3]), created_at=float(row[4] or 0.0)
+    )
 
 
 async def find_sweep(store: Store, sweep_id: str) -> StoredSweep | None:
@@ -40,8 +41,9 @@ async def find_sweep(store: Store, sweep_id: str) -> StoredSweep | None:
 
 async def unfinished_sweeps(store: Store) -> list[StoredSweep]:
     """Sweeps a restarted daemon takes up again (running or paused), oldest first."""
-    async with store.db.execute(f"SELECT {_COLUMNS} FROM sweeps WHERE status IN ('running', 'paused') "
-                                "ORDER BY created_at") as cur:
+    async with store.db.execute(
+        f"SELECT {_COLUMNS} FROM sweeps WHERE status IN ('running', 'paused') ORDER BY created_at"
+    ) as cur:
         return [_sweep(r) for r in await cur.fetchall()]
 
 
@@ -54,19 +56,23 @@ async def release_running(store: Store, sweep_id: str, reason: str) -> None:
     """Scenarios of the sweep left `running` go back to `pending`, with `reason`."""
     await store.db.execute(
         "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
-        "(SELECT id FROM configurations WHERE sweep_id = ?)", (reason, sweep_id))
+        "(SELECT id FROM configurations WHERE sweep_id = ?)",
+        (reason, sweep_id),
+    )
     await store.db.commit()
 
 
 async def delete_sweep(store: Store, sweep_id: str) -> None:
     """Remove the sweep and everything recorded under it (a --force-new resubmit)."""
     scenarios = "SELECT s.id FROM scenarios s JOIN configurations c ON s.config_id = c.id WHERE c.sweep_id = ?"
-    for statement in (f"DELETE FROM llm_calls WHERE scenario_id IN ({scenarios})",
-                      f"DELETE FROM infra_events WHERE scenario_id IN ({scenarios})",
-                      f"DELETE FROM attempts WHERE scenario_id IN ({scenarios})",
-                      "DELETE FROM scenarios WHERE config_id IN (SELECT id FROM configurations WHERE sweep_id = ?)",
-                      "DELETE FROM configurations WHERE sweep_id = ?",
-                      "DELETE FROM sweeps WHERE id = ?"):
+    for statement in (
+        f"DELETE FROM llm_calls WHERE scenario_id IN ({scenarios})",
+        f"DELETE FROM infra_events WHERE scenario_id IN ({scenarios})",
+        f"DELETE FROM attempts WHERE scenario_id IN ({scenarios})",
+        "DELETE FROM scenarios WHERE config_id IN (SELECT id FROM configurations WHERE sweep_id = ?)",
+        "DELETE FROM configurations WHERE sweep_id = ?",
+        "DELETE FROM sweeps WHERE id = ?",
+    ):
         await store.db.execute(statement, (sweep_id,))
     await store.db.commit()
 
@@ -84,9 +90,12 @@ class AttemptPrompt(msgspec.Struct, frozen=True, kw_only=True):
 
 async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
     """The prompt an attempt got, the feedback it produced, and where it ran."""
-    async with store.db.execute("SELECT a.prompt_kind, a.prompt, a.feedback, a.turn, a.attempt, a.infra_try, "
-                                "s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
-                                "WHERE a.id = ?", (attempt_id,)) as cur:
+    async with store.db.execute(
+        "SELECT a.prompt_kind, a.prompt, a.feedback, a.turn, a.attempt, a.infra_try, "
+        "s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+        "WHERE a.id = ?",
+        (attempt_id,),
+    ) as cur:
         row = await cur.fetchone()
     if row is None:
         return None
@@ -94,17 +103,35 @@ async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
         sandbox = json.loads(row[6] or "{}")
     except ValueError:
         sandbox = {}
-    return AttemptPrompt(prompt_kind=row[0], prompt=row[1], feedback=row[2], turn=row[3], attempt=row[4],
-                         infra_try=row[5], sandbox=sandbox if isinstance(sandbox, dict) else {})
+    return AttemptPrompt(
+        prompt_kind=row[0],
+        prompt=row[1],
+        feedback=row[2],
+        turn=row[3],
+        attempt=row[4],
+        infra_try=row[5],
+        sandbox=sandbox if isinstance(sandbox, dict) else {},
+    )
 
 
 async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, float]]:
     """(tokens in + out, dollars) per attempt id of the scenario, from the gateway's recorded calls."""
-    async with store.db.execute("SELECT attempt_id, SUM(input_tokens + output_tokens), SUM(cost) FROM llm_calls "
-                                "WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id",
-                                (scenario_id,)) as cur:
+    async with store.db.execute(
+        "SELECT attempt_id, SUM(input_tokens + output_tokens), SUM(cost) FROM llm_calls "
+        "WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id",
+        (scenario_id,),
+    ) as cur:
         return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
 
 
-__all__ = ["AttemptPrompt", "StoredSweep", "attempt_prompt", "attempt_usage", "delete_sweep", "find_sweep",
-           "release_running", "sweep_ids", "unfinished_sweeps"]
+__all__ = [
+    "AttemptPrompt",
+    "StoredSweep",
+    "attempt_prompt",
+    "attempt_usage",
+    "delete_sweep",
+    "find_sweep",
+    "release_running",
+    "sweep_ids",
+    "unfinished_sweeps",
+]

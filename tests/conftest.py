@@ -34,8 +34,19 @@ def no_leftover_containers(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if not _DOCKER_USED:
         return
     base = str(tmp_path_factory.getbasetemp().resolve())
-    out = subprocess.run(["docker", "ps", "-a", "--filter", "label=staminabench.sweep", "--format",
-                          '{{.Names}} {{.Label "staminabench.sandboxes"}}'], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            "docker",
+            "ps",
+            "-a",
+            "--filter",
+            "label=staminabench.sweep",
+            "--format",
+            '{{.Names}} {{.Label "staminabench.sandboxes"}}',
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, f"docker ps failed: {out.stderr.strip()}"
     left = [line for line in out.stdout.splitlines() if line.split(" ", 1)[-1].startswith(base)]
     assert left == [], f"containers left behind: {left}"

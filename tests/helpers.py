@@ -35,8 +35,7 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes] | None = None, timeo
 @contextlib.contextmanager
 def listening(argv: list[str], port: int, cwd: Path | None = None) -> Iterator[str]:
     """Run a server command in its own session until it listens on `port`; kill its process group after."""
-    proc = subprocess.Popen(argv, cwd=cwd, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, cwd=cwd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}"

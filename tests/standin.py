@@ -103,8 +103,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 fault, reply = None, standin.next()[1]
             assert reply is not None
             path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
-            api = "anthropic" if path.endswith("/messages") else \
-                "responses" if path.endswith("/responses") else "chat"
+            api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else "chat"
             prompt_tokens = _tokens(json.dumps(body.get("messages", body.get("input", ""))))
             out_tokens = _tokens(reply.content + json.dumps(reply.tool_calls))
             if body.get("stream"):
@@ -179,9 +178,14 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
 def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
     # Ids are unique across the server's life, as the real API's are: harnesses key their own records on them.
     n = next(_serial)
-    return [{"id": f"call_{n:06d}_{i}", "type": "function",
-             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-            for i, c in enumerate(reply.tool_calls)]
+    return [
+        {
+            "id": f"call_{n:06d}_{i}",
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+        }
+        for i, c in enumerate(reply.tool_calls)
+    ]
 
 
 def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
@@ -192,11 +196,19 @@ def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str,
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool_calls:
         message["tool_calls"] = _tool_calls(reply)
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-            "usage": {"prompt_tokens": pin, "completion_tokens": pout, "total_tokens": pin + pout,
-                      "prompt_tokens_details": {"cached_tokens": 0}}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": {
+            "prompt_tokens": pin,
+            "completion_tokens": pout,
+            "total_tokens": pin + pout,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        },
+    }
 
 
 def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -205,21 +217,29 @@ def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[
     if api == "responses":
         return responses_events(model, reply, pin, pout)
     base: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
-    events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
-              for piece in _pieces(reply.content)]
+    events = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
+        for piece in _pieces(reply.content)
+    ]
     if reply.tool_calls:
         calls = [{"index": i, **c} for i, c in enumerate(_tool_calls(reply))]
         events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls}}]})
-    events.append({**base, "choices": [{"index": 0, "delta": {},
-                                        "finish_reason": "tool_calls" if reply.tool_calls else "stop"}]})
+    events.append(
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}]}
+    )
     if (body.get("stream_options") or {}).get("include_usage"):
-        events.append({**base, "choices": [], "usage": {"prompt_tokens": pin, "completion_tokens": pout,
-                                                        "total_tokens": pin + pout}})
+        events.append(
+            {
+                **base,
+                "choices": [],
+                "usage": {"prompt_tokens": pin, "completion_tokens": pout, "total_tokens": pin + pout},
+            }
+        )
     return events
 
 
 def _pieces(text: str, size: int = 16) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 # --- Anthropic Messages -----------------------------------------------------------------------------
@@ -234,14 +254,19 @@ _tool_ids = itertools.count(1)
 def _anthropic_blocks(reply: Reply) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": reply.content}] if reply.content else []
     for call in reply.tool_calls:
-        blocks.append({"type": "tool_use", "id": f"toolu_standin{next(_tool_ids):06d}", "name": call["name"],
-                       "input": call["arguments"]})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_standin{next(_tool_ids):06d}",
+                "name": call["name"],
+                "input": call["arguments"],
+            }
+        )
     return blocks or [{"type": "text", "text": ""}]
 
 
 def _anthropic_usage(pin: int, pout: int) -> dict[str, Any]:
-    return {"input_tokens": pin, "output_tokens": pout, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0}
+    return {"input_tokens": pin, "output_tokens": pout, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
 def _anthropic_count(body: dict[str, Any]) -> dict[str, Any]:
@@ -250,9 +275,16 @@ def _anthropic_count(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _anthropic_whole(model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
-    return {"id": f"msg_standin{next(_tool_ids):06d}", "type": "message", "role": "assistant", "model": model,
-            "content": _anthropic_blocks(reply), "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-            "stop_sequence": None, "usage": _anthropic_usage(pin, pout)}
+    return {
+        "id": f"msg_standin{next(_tool_ids):06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _anthropic_blocks(reply),
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_sequence": None,
+        "usage": _anthropic_usage(pin, pout),
+    }
 
 
 def _anthropic_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict[str, Any]]:
@@ -261,21 +293,27 @@ def _anthropic_events(model: str, reply: Reply, pin: int, pout: int) -> list[dic
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(whole["content"]):
         if block["type"] == "text":
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {"type": "text", "text": ""}})
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            )
             deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
         else:
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {**block, "input": {}}})
+            events.append({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
             raw = json.dumps(block["input"])
-            deltas = [{"type": "input_json_delta", "partial_json": ""}] + \
-                [{"type": "input_json_delta", "partial_json": piece} for piece in _pieces(raw, 64)]
+            deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
+                {"type": "input_json_delta", "partial_json": piece} for piece in _pieces(raw, 64)
+            ]
         if index == 0:
             events.append({"type": "ping"})
         events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
         events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
-                   "usage": {"output_tokens": pout}})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": pout},
+        }
+    )
     events.append({"type": "message_stop"})
     return events
 
@@ -295,36 +333,75 @@ def _responses_items(reply: Reply) -> list[dict[str, Any]]:
     n = next(_serial)
     items: list[dict[str, Any]] = []
     if reply.content:
-        items.append({"id": f"msg_{n:06d}", "type": "message", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
+        items.append(
+            {
+                "id": f"msg_{n:06d}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+            }
+        )
     for i, call in enumerate(reply.tool_calls):
         ident = f"{n:06d}_{i}"
         if isinstance(call.get("input"), str):
-            items.append({"id": f"ctc_{ident}", "type": "custom_tool_call", "status": "completed",
-                          "call_id": f"call_{ident}", "name": call["name"], "input": call["input"]})
+            items.append(
+                {
+                    "id": f"ctc_{ident}",
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": f"call_{ident}",
+                    "name": call["name"],
+                    "input": call["input"],
+                }
+            )
         else:
-            items.append({"id": f"fc_{ident}", "type": "function_call", "status": "completed",
-                          "call_id": f"call_{ident}", "name": call["name"],
-                          "arguments": json.dumps(call["arguments"])})
+            items.append(
+                {
+                    "id": f"fc_{ident}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": f"call_{ident}",
+                    "name": call["name"],
+                    "arguments": json.dumps(call["arguments"]),
+                }
+            )
     return items
 
 
-def _response(model: str, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None,
-              ident: str) -> dict[str, Any]:
-    return {"id": ident, "object": "response", "created_at": int(time.time()), "status": status,
-            "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
-            "error": None, "incomplete_details": None, "usage": usage}
+def _response(
+    model: str, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None, ident: str
+) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "error": None,
+        "incomplete_details": None,
+        "usage": usage,
+    }
 
 
 def _responses_usage(pin: int, pout: int) -> dict[str, Any]:
-    return {"input_tokens": pin, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": pout,
-            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": pin + pout}
+    return {
+        "input_tokens": pin,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": pout,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": pin + pout,
+    }
 
 
 def responses_whole(model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
     """A non-streamed Responses API reply: the completed response object."""
-    return _response(model, "completed", _responses_items(reply), _responses_usage(pin, pout),
-                     f"resp_{next(_serial):06d}")
+    return _response(
+        model, "completed", _responses_items(reply), _responses_usage(pin, pout), f"resp_{next(_serial):06d}"
+    )
 
 
 def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
@@ -334,33 +411,48 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
         text = item["content"][0]["text"]
         part = {"type": "output_text", "text": "", "annotations": []}
         at = {**ref, "content_index": 0}
-        middle = [{"type": "response.content_part.added", **at, "part": part},
-                  *({"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text)),
-                  {"type": "response.output_text.done", **at, "text": text},
-                  {"type": "response.content_part.done", **at, "part": {**part, "text": text}}]
+        middle = [
+            {"type": "response.content_part.added", **at, "part": part},
+            *({"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text)),
+            {"type": "response.output_text.done", **at, "text": text},
+            {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+        ]
         added = {**item, "status": "in_progress", "content": []}
     elif item["type"] == "function_call":
         args = item["arguments"]
-        middle = [*({"type": "response.function_call_arguments.delta", **ref, "delta": p} for p in _pieces(args)),
-                  {"type": "response.function_call_arguments.done", **ref, "arguments": args}]
+        middle = [
+            *({"type": "response.function_call_arguments.delta", **ref, "delta": p} for p in _pieces(args)),
+            {"type": "response.function_call_arguments.done", **ref, "arguments": args},
+        ]
         added = {**item, "status": "in_progress", "arguments": ""}
     else:
         text = item["input"]
-        middle = [*({"type": "response.custom_tool_call_input.delta", **ref, "delta": p} for p in _pieces(text)),
-                  {"type": "response.custom_tool_call_input.done", **ref, "input": text}]
+        middle = [
+            *({"type": "response.custom_tool_call_input.delta", **ref, "delta": p} for p in _pieces(text)),
+            {"type": "response.custom_tool_call_input.done", **ref, "input": text},
+        ]
         added = {**item, "status": "in_progress", "input": ""}
-    return [{"type": "response.output_item.added", "output_index": index, "item": added}, *middle,
-            {"type": "response.output_item.done", "output_index": index, "item": item}]
+    return [
+        {"type": "response.output_item.added", "output_index": index, "item": added},
+        *middle,
+        {"type": "response.output_item.done", "output_index": index, "item": item},
+    ]
 
 
 def responses_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict[str, Any]]:
     """A streamed Responses API reply, event by event, each with its sequence_number."""
     ident = f"resp_{next(_serial):06d}"
     items = _responses_items(reply)
-    events = [{"type": "response.created", "response": _response(model, "in_progress", [], None, ident)},
-              {"type": "response.in_progress", "response": _response(model, "in_progress", [], None, ident)}]
+    events = [
+        {"type": "response.created", "response": _response(model, "in_progress", [], None, ident)},
+        {"type": "response.in_progress", "response": _response(model, "in_progress", [], None, ident)},
+    ]
     for index, item in enumerate(items):
         events += _item_events(index, item)
-    events.append({"type": "response.completed",
-                   "response": _response(model, "completed", items, _responses_usage(pin, pout), ident)})
+    events.append(
+        {
+            "type": "response.completed",
+            "response": _response(model, "completed", items, _responses_usage(pin, pout), ident),
+        }
+    )
     return [{**e, "sequence_number": n} for n, e in enumerate(events)]

@@ -27,13 +27,19 @@ def pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def serve(pack: Path, *extra: str) -> contextlib.AbstractContextManager[str]:
     port = free_port()
-    return listening([*CLI, "reference", "serve", "--pack", str(pack), "--seed", "1", "--turn", "6", "--port",
-                      str(port), *extra], port)
+    return listening(
+        [*CLI, "reference", "serve", "--pack", str(pack), "--seed", "1", "--turn", "6", "--port", str(port), *extra],
+        port,
+    )
 
 
 def _suite_run(pack: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, "suite", "run", "--pack", str(pack), "--seed", "1", "--turn", "6", "--url", url,
-                           *extra], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*CLI, "suite", "run", "--pack", str(pack), "--seed", "1", "--turn", "6", "--url", url, *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_suite_run_passes_against_reference_serve(pack: Path) -> None:
@@ -54,18 +60,26 @@ def test_suite_run_prints_feedback_for_a_mutant(pack: Path) -> None:
 
 def test_openapi_command_prints_json(pack: Path) -> None:
     """`scenario openapi` prints an OpenAPI 3.1 document."""
-    done = subprocess.run([*CLI, "scenario", "openapi", "--pack", str(pack), "--seed", "0", "--turn", "3"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [*CLI, "scenario", "openapi", "--pack", str(pack), "--seed", "0", "--turn", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert json.loads(done.stdout)["openapi"] == "3.1.0"
 
 
-@pytest.mark.parametrize("argv", [
-    ["suite", "run", "--seed", "1", "--turn", "99", "--url", "http://127.0.0.1:1"],
-    ["suite", "run", "--seed", "1", "--turn", "1", "--url", "ftp://x"],
-    ["suite", "run", "--seed", "5", "--turn", "1", "--url", "http://127.0.0.1:1"],
-    ["reference", "serve", "--seed", "1", "--turn", "1", "--port", "70000"],
-    ["validate", "--agents", "reference,no-such-mutant", "--seeds", "0", "--turns", "1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["suite", "run", "--seed", "1", "--turn", "99", "--url", "http://127.0.0.1:1"],
+        ["suite", "run", "--seed", "1", "--turn", "1", "--url", "ftp://x"],
+        ["suite", "run", "--seed", "5", "--turn", "1", "--url", "http://127.0.0.1:1"],
+        ["reference", "serve", "--seed", "1", "--turn", "1", "--port", "70000"],
+        ["validate", "--agents", "reference,no-such-mutant", "--seeds", "0", "--turns", "1"],
+    ],
+)
 def test_bad_oracle_arguments_exit_2_with_one_line(pack: Path, argv: list[str]) -> None:
     """Out-of-range turns, bad URLs, unknown seeds, ports or agents: exit 2 with one error line."""
     if argv[0] != "validate":

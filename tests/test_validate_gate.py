@@ -35,8 +35,14 @@ def test_reference_passes_and_every_rule_is_caught_at_its_first_exercisable_turn
 
 def _outcome(bug: str, seed: int, exercised: int | None, caught: int | None, category: str = "") -> AgentOutcome:
     m = next(m for m in MUTANTS if m.bug == bug)
-    return AgentOutcome(agent=bug, seed=seed, turns_passed=caught or 0, caught_at=caught, exercised_at=exercised,
-                        categories=(category or m.category,) if caught is not None else ())
+    return AgentOutcome(
+        agent=bug,
+        seed=seed,
+        turns_passed=caught or 0,
+        caught_at=caught,
+        exercised_at=exercised,
+        categories=(category or m.category,) if caught is not None else (),
+    )
 
 
 def test_gate_fails_for_survivors_late_catches_early_catches_and_wrong_categories() -> None:
@@ -74,8 +80,20 @@ def test_validate_command_prints_the_rule_table_and_json() -> None:
     import subprocess
     import sys
 
-    argv = [sys.executable, "-m", "staminad.cli", "validate", "--agents", "reference,length-bytes,list-envelope",
-            "--seeds", "0", "--turns", "1", "--jobs", "1"]
+    argv = [
+        sys.executable,
+        "-m",
+        "staminad.cli",
+        "validate",
+        "--agents",
+        "reference,length-bytes,list-envelope",
+        "--seeds",
+        "0",
+        "--turns",
+        "1",
+        "--jobs",
+        "1",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert any(line.startswith("length ") and "length-bytes" in line for line in done.stdout.splitlines())

@@ -149,8 +149,9 @@ class Board:
             if scenario.phase != before or event.kind == "attempt_started":
                 scenario.since = event.at
             if event.kind == "attempt_started":  # the engine's watchdog counts from the launch
-                scenario.deadline = event.at + self.turn_timeout.get(event.sweep, 0.0) \
-                    if self.turn_timeout.get(event.sweep) else 0.0
+                scenario.deadline = (
+                    event.at + self.turn_timeout.get(event.sweep, 0.0) if self.turn_timeout.get(event.sweep) else 0.0
+                )
             elif event.kind in ("harness_done", "infra_failure", "scenario_finished", "attempt_tested"):
                 scenario.deadline = 0.0
             change.scenario = scenario
@@ -178,11 +179,11 @@ def _advance(s: Scenario, data: EventData) -> None:
     match data:
         case AttemptStarted():
             s.status = "running"
-            s.history = s.history[:s.turn]  # a retried scenario's final letter goes
+            s.history = s.history[: s.turn]  # a retried scenario's final letter goes
             s.infra_try = data.infra_try
         case AttemptTested() if data.passed:
             s.turns_passed = s.turn + 1
-            s.history = s.history[:s.turn] + ("P" if s.attempt == 1 else "R")
+            s.history = s.history[: s.turn] + ("P" if s.attempt == 1 else "R")
         case AttemptTested():
             s.last_failure = data.categories or "fail"
         case LlmCapped():
@@ -194,7 +195,7 @@ def _advance(s: Scenario, data: EventData) -> None:
             s.status = data.status
             s.turns_passed = data.turns_passed
             s.reason = data.reason
-            s.history = s.history[:s.turns_passed] + HISTORY_END.get(s.status, "")
+            s.history = s.history[: s.turns_passed] + HISTORY_END.get(s.status, "")
         case _:
             pass
     step = step_after(data, s.infra_try)
@@ -207,12 +208,14 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
     d = event.data
     sid = scenario_of(d)
     who = label(scenario) if scenario is not None else (f"scenario #{sid}" if sid is not None else "")
-    where = f"turn {d.turn} attempt {d.attempt}" if isinstance(
-        d, AttemptStarted | HarnessDone | InfraFailure | SuiteStarted | AttemptTested) else ""
+    where = (
+        f"turn {d.turn} attempt {d.attempt}"
+        if isinstance(d, AttemptStarted | HarnessDone | InfraFailure | SuiteStarted | AttemptTested)
+        else ""
+    )
     match d:
         case InfraFailure():
-            return f"{who} {where}: {d.infra_kind}: {INFRA_TEXT.get(d.infra_kind, d.infra_kind)} ({d.detail})", \
-                "infra"
+            return f"{who} {where}: {d.infra_kind}: {INFRA_TEXT.get(d.infra_kind, d.infra_kind)} ({d.detail})", "infra"
         case AttemptTested() if d.passed:
             return f"{who} {where}: passed {d.tests} tests", "ok"
         case AttemptTested():
@@ -222,23 +225,25 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
             return f"{who} {where}: started{extra}", "info"
         case ScenarioFinished():
             severity = {"done": "ok", "failed": "fail", "infra_failed": "infra", "capped": "error"}.get(
-                d.status, "info")
+                d.status, "info"
+            )
             return f"{who}: {d.status} after {d.turns_passed} turns ({d.reason})", severity
         case LlmWait():
-            return (f"{who}: model endpoint trouble ({d.reason}); waiting {d.wait_seconds} s "
-                    f"(waited {d.waited} s so far)"), "infra"
+            return (
+                f"{who}: model endpoint trouble ({d.reason}); waiting {d.wait_seconds} s (waited {d.waited} s so far)"
+            ), "infra"
         case LlmUnavailable():
             return f"{who}: {INFRA_TEXT['llm_unavailable']}: {d.reason}", "infra"
         case LlmCapped():
             return f"{who}: stopped by a cost cap: {d.reason}", "error"
         case LlmCall():
-            return (f"{who} turn {d.turn}: {d.model} {d.input} in / {d.output} out "
-                    f"tokens, ${d.cost}"), "info"
+            return (f"{who} turn {d.turn}: {d.model} {d.input} in / {d.output} out tokens, ${d.cost}"), "info"
         case SweepFailed():
             return f"sweep failed: {d.error}", "error"
         case SweepStarted():
             return f"sweep started: {d.scenarios} scenarios x {d.configurations} configurations" + (
-                " (resumed)" if d.resumed else ""), "info"
+                " (resumed)" if d.resumed else ""
+            ), "info"
         case HarnessDone():
             return f"{who} {where}: harness ended (exit {d.exit}, signal {d.signal})", "info"
         case SuiteStarted():

@@ -27,8 +27,9 @@ class LinkDown(RuntimeError):
 
 
 class Link:
-    def __init__(self, socket_path: Path, on_status: Callable[[bool, str], None],
-                 on_event: Callable[[Event], None]) -> None:
+    def __init__(
+        self, socket_path: Path, on_status: Callable[[bool, str], None], on_event: Callable[[Event], None]
+    ) -> None:
         self.socket_path = socket_path
         self.on_status, self.on_event = on_status, on_event
         self.daemon = ""
@@ -45,8 +46,10 @@ class Link:
         last_error = ""
         while True:
             try:
-                async with Client(self.socket_path, name="stamina-tui", timeout=REQUEST_TIMEOUT) as requests, \
-                        Client(self.socket_path, name="stamina-tui", timeout=REQUEST_TIMEOUT) as stream:
+                async with (
+                    Client(self.socket_path, name="stamina-tui", timeout=REQUEST_TIMEOUT) as requests,
+                    Client(self.socket_path, name="stamina-tui", timeout=REQUEST_TIMEOUT) as stream,
+                ):
                     reply = await stream.request(Subscribe(replay=REPLAY))
                     if not isinstance(reply, Ok):
                         raise ClientError(getattr(reply, "message", "the daemon refused the subscription"))

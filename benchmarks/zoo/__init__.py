@@ -49,8 +49,12 @@ def running(stack: str, schema: Any, timeout: float = 30.0) -> Iterator[str]:
         config.write_text(json.dumps({"schema": schema}))
         port = _free_port()
         log = (Path(tmp) / "stderr").open("wb")  # a file, not a pipe: a chatty server never blocks on it
-        proc = subprocess.Popen([sys.executable, str(SERVE), stack, "--config", str(config), "--port", str(port)],
-                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=log)
+        proc = subprocess.Popen(
+            [sys.executable, str(SERVE), stack, "--config", str(config), "--port", str(port)],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
         try:
             deadline = time.monotonic() + timeout
             while True:

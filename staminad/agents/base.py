@@ -17,8 +17,20 @@ from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.sandbox.base import RUNTIME_FILES, SandboxPaths
 
-FAULTS = ("self-kill", "hang", "crash", "hostile", "no-server", "server-crash", "accept-close", "trickle",
-          "slow", "huge-response", "forked-server", "slow-start")
+FAULTS = (
+    "self-kill",
+    "hang",
+    "crash",
+    "hostile",
+    "no-server",
+    "server-crash",
+    "accept-close",
+    "trickle",
+    "slow",
+    "huge-response",
+    "forked-server",
+    "slow-start",
+)
 # The files (below staminad/) each kind of agent runs inside its sandbox: its agent layer, mounted read-only
 # at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a
 # real harness's sandbox gets its launcher and nothing of the oracle, the suite or the generators.
@@ -62,15 +74,29 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
         if self.manual:
             return None
         if self.harness is not None:
-            return ["python3", f"{paths.harness}/agents/scripts/harness.py", "--harness", self.harness,
-                    "--workspace", paths.workspace, "--prompt-file", prompt_path]
+            return [
+                "python3",
+                f"{paths.harness}/agents/scripts/harness.py",
+                "--harness",
+                self.harness,
+                "--workspace",
+                paths.workspace,
+                "--prompt-file",
+                prompt_path,
+            ]
         if self.fault is not None:
             cmd = ["python3", f"{paths.harness}/agents/scripts/fault.py", "--fault", self.fault]
             if self.once:
                 cmd.append("--once")
             return [*cmd, "--workspace", paths.workspace, "--prompt-file", prompt_path]
-        cmd = ["python3", f"{paths.harness}/reference/agent.py", "--workspace", paths.workspace,
-               "--prompt-file", prompt_path]
+        cmd = [
+            "python3",
+            f"{paths.harness}/reference/agent.py",
+            "--workspace",
+            paths.workspace,
+            "--prompt-file",
+            prompt_path,
+        ]
         if self.bug:
             cmd += ["--bug", self.bug]
         if self.fix_on_feedback:
@@ -86,10 +112,15 @@ def adapter_for(name: str) -> Adapter:
         from staminad.sandbox.image import harness_tag
 
         h = HARNESSES[name]
-        return Adapter(name=name, version=h.version, harness=name, state_paths=(".home",), image=harness_tag(name),
-                       description=f"{h.install}" + (f"; {h.caveat}" if h.caveat else ""),
-                       env={"PYTHONPATH": f"{HARNESS_ROOT}/{name}",
-                            "STAMINA_HARNESS_BIN": f"{HARNESS_ROOT}/{name}/bin"})
+        return Adapter(
+            name=name,
+            version=h.version,
+            harness=name,
+            state_paths=(".home",),
+            image=harness_tag(name),
+            description=f"{h.install}" + (f"; {h.caveat}" if h.caveat else ""),
+            env={"PYTHONPATH": f"{HARNESS_ROOT}/{name}", "STAMINA_HARNESS_BIN": f"{HARNESS_ROOT}/{name}/bin"},
+        )
     if name == "manual":
         return Adapter(name=name, manual=True, description="a person or outside agent; finish with `staminad done`")
     kind, _, rest = name.partition(":")
@@ -103,8 +134,10 @@ def adapter_for(name: str) -> Adapter:
         if fault not in FAULTS or once not in ("", "once"):
             raise UnknownAgent(f"unknown fault agent {name!r}; use fault:<{'|'.join(FAULTS)}>[:once]")
         return Adapter(name=name, fault=fault, once=bool(once), description=f"injects {fault}")
-    raise UnknownAgent(f"unknown agent {name!r}: use a harness ({', '.join(HARNESSES)}), reference, manual, "
-                       "mutant:<bug>[+fix] or fault:<kind>[:once]")
+    raise UnknownAgent(
+        f"unknown agent {name!r}: use a harness ({', '.join(HARNESSES)}), reference, manual, "
+        "mutant:<bug>[+fix] or fault:<kind>[:once]"
+    )
 
 
 def list_adapters() -> list[Adapter]:

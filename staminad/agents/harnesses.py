@@ -72,33 +72,46 @@ def _dict(value: object) -> dict[str, object]:
 
 # --- mini-swe-agent (through staminabench's session driver) ---------------------------------------
 
+
 def _mini_parse(out: str, err: str, code: int) -> Report:
     lines = [d for d in _json_lines(out) if d.get("driver") == "staminabench-mini"]
     if not lines:
         return Report(ok=False, error=(err.strip().splitlines() or ["no report from the driver"])[-1])
     last = lines[-1]
     crashed = str(last.get("crashed") or "")
-    return Report(session=str(last.get("session", "")), ok=not crashed,
-                  input_tokens=_int(last.get("input_tokens")), output_tokens=_int(last.get("output_tokens")),
-                  error=crashed or ("" if last.get("exit_status") == "Submitted" else str(last.get("exit_status"))))
+    return Report(
+        session=str(last.get("session", "")),
+        ok=not crashed,
+        input_tokens=_int(last.get("input_tokens")),
+        output_tokens=_int(last.get("output_tokens")),
+        error=crashed or ("" if last.get("exit_status") == "Submitted" else str(last.get("exit_status"))),
+    )
 
 
 MINI = Harness(
-    name="mini-swe-agent", version="2.4.6", install="pypi:mini-swe-agent==2.4.6 litellm==1.80.0",
+    name="mini-swe-agent",
+    version="2.4.6",
+    install="pypi:mini-swe-agent==2.4.6 litellm==1.80.0",
     first=lambda prompt, model: ["mini-driver", "--model", model, "--task", prompt],
     resume=lambda prompt, model, session: ["mini-driver", "--model", model, "--task", prompt],
-    env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_BASE_URL": base, "OPENAI_API_KEY": "gateway",
-                             "MSWEA_SILENT_STARTUP": "1", "MSWEA_COST_TRACKING": "ignore_errors",
-                             # The gateway waits out outages; the harness's own retries would only add to it.
-                             "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
-                             "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    env=lambda base, model: {
+        "OPENAI_API_BASE": base,
+        "OPENAI_BASE_URL": base,
+        "OPENAI_API_KEY": "gateway",
+        "MSWEA_SILENT_STARTUP": "1",
+        "MSWEA_COST_TRACKING": "ignore_errors",
+        # The gateway waits out outages; the harness's own retries would only add to it.
+        "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    },
     parse=_mini_parse,
     caveat="its CLI cannot continue a conversation, so a small driver keeps the agent's messages in HOME and "
-           "resumes them on every call",
+    "resumes them on every call",
 )
 
 
 # --- Claude Code --------------------------------------------------------------------------------
+
 
 def _claude_parse(out: str, err: str, code: int) -> Report:
     events = _json_lines(out)
@@ -108,39 +121,64 @@ def _claude_parse(out: str, err: str, code: int) -> Report:
         return Report(session=session, ok=False, error=(err.strip().splitlines() or ["no result event"])[-1])
     r = results[-1]
     usage = _dict(r.get("usage"))
-    tokens_in = _int(usage.get("input_tokens")) + _int(usage.get("cache_read_input_tokens")) + \
-        _int(usage.get("cache_creation_input_tokens"))
+    tokens_in = (
+        _int(usage.get("input_tokens"))
+        + _int(usage.get("cache_read_input_tokens"))
+        + _int(usage.get("cache_creation_input_tokens"))
+    )
     # An API error still ends with subtype "success": only is_error (and terminal_reason) tell.
     ok = not r.get("is_error") and r.get("subtype") == "success"
     error = "" if ok else str(r.get("result") or r.get("terminal_reason") or r.get("subtype"))[:300]
-    return Report(session=str(r.get("session_id", session)), ok=ok, input_tokens=tokens_in,
-                  output_tokens=_int(usage.get("output_tokens")), error=error)
+    return Report(
+        session=str(r.get("session_id", session)),
+        ok=ok,
+        input_tokens=tokens_in,
+        output_tokens=_int(usage.get("output_tokens")),
+        error=error,
+    )
 
 
 _CLAUDE_FLAGS = ["--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
 CLAUDE = Harness(
     # The real `claude` binary (Claude Code 2.1.332) as bundled in the Agent SDK's manylinux wheel; checked
     # with `pip index versions claude-agent-sdk` on 2026-12-01 (0.2.189 newest).
-    name="claude-code", version="2.1.332", install="pypi:claude-agent-sdk==0.2.189",
+    name="claude-code",
+    version="2.1.332",
+    install="pypi:claude-agent-sdk==0.2.189",
     carry=(("claude_agent_sdk/_bundled/claude", "bin/claude"),),
     history=lambda session: (f".claude/projects/*/{session}.jsonl",),
     first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_CLAUDE_FLAGS],
-    resume=lambda prompt, model, session: ["claude", "-p", prompt, "--model", model, "--resume", session,
-                                           *_CLAUDE_FLAGS],
-    env=lambda base, model: {"ANTHROPIC_BASE_URL": base.removesuffix("/v1"), "ANTHROPIC_API_KEY": "gateway",
-                             # Without these it resolves api.anthropic.com (telemetry, feature flags), which
-                             # the sealed network drops.
-                             "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-                             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                             # It retries 5xx itself for minutes; the gateway owns waiting out outages.
-                             "CLAUDE_CODE_MAX_RETRIES": "0"},
-    parse=_claude_parse, keys=("ANTHROPIC_API_KEY",),
+    resume=lambda prompt, model, session: [
+        "claude",
+        "-p",
+        prompt,
+        "--model",
+        model,
+        "--resume",
+        session,
+        *_CLAUDE_FLAGS,
+    ],
+    env=lambda base, model: {
+        "ANTHROPIC_BASE_URL": base.removesuffix("/v1"),
+        "ANTHROPIC_API_KEY": "gateway",
+        # Without these it resolves api.anthropic.com (telemetry, feature flags), which
+        # the sealed network drops.
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # It retries 5xx itself for minutes; the gateway owns waiting out outages.
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    },
+    parse=_claude_parse,
+    keys=("ANTHROPIC_API_KEY",),
     caveat="speaks the Anthropic messages API: the [llm] endpoint must accept it (the gateway passes it through); "
-           "an API error ends with subtype success and is_error true (exit 1), so success is read from is_error",
+    "an API error ends with subtype success and is_error true (exit 1), so success is read from is_error",
 )
 
 
 # --- Codex CLI ----------------------------------------------------------------------------------
+
 
 def _codex_parse(out: str, err: str, code: int) -> Report:
     events = _json_lines(out)
@@ -175,22 +213,26 @@ def _codex_config(base: str, model: str) -> str:
         "[analytics]\nenabled = false\n\n"
         '[model_providers.staminabench]\nname = "staminabench gateway"\n'
         f'base_url = "{base}"\nenv_key = "STAMINABENCH_KEY"\nwire_api = "responses"\n'
-        "request_max_retries = 0\nstream_max_retries = 0\n")
+        "request_max_retries = 0\nstream_max_retries = 0\n"
+    )
 
 
 CODEX = Harness(
-    name="codex", version="0.163.0", install="pypi:openai-codex-cli-bin==0.163.0",
+    name="codex",
+    version="0.163.0",
+    install="pypi:openai-codex-cli-bin==0.163.0",
     first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, prompt],
     resume=lambda prompt, model, session: ["codex", "exec", "resume", *_CODEX_FLAGS, "-m", model, session, prompt],
     env=lambda base, model: {"STAMINABENCH_KEY": "gateway", "CODEX_HOME": ".codex"},
     files=lambda base, model: {".codex/config.toml": _codex_config(base, model)},
     parse=_codex_parse,
     caveat="speaks the OpenAI Responses API (the gateway passes /v1/responses); a model name codex does not "
-           "know runs on fallback metadata without its apply_patch tool",
+    "know runs on fallback metadata without its apply_patch tool",
 )
 
 
 # --- OpenCode -----------------------------------------------------------------------------------
+
 
 def _opencode_parse(out: str, err: str, code: int) -> Report:
     events = _json_lines(out)
@@ -209,25 +251,49 @@ def _opencode_parse(out: str, err: str, code: int) -> Report:
 
 
 OPENCODE = Harness(
-    name="opencode", version="0.15.3", install="npm:opencode-ai@0.15.3",
+    name="opencode",
+    version="0.15.3",
+    install="npm:opencode-ai@0.15.3",
     first=lambda prompt, model: ["opencode", "run", "--format", "json", "-m", f"staminabench/{model}", prompt],
-    resume=lambda prompt, model, session: ["opencode", "run", "--format", "json", "-m", f"staminabench/{model}",
-                                           "--session", session, prompt],
+    resume=lambda prompt, model, session: [
+        "opencode",
+        "run",
+        "--format",
+        "json",
+        "-m",
+        f"staminabench/{model}",
+        "--session",
+        session,
+        prompt,
+    ],
     env=lambda base, model: {"OPENCODE_CONFIG": ".config/opencode/opencode.json", "OPENCODE_DISABLE_AUTOUPDATE": "1"},
-    files=lambda base, model: {".config/opencode/opencode.json": json.dumps({
-        "$schema": "https://opencode.ai/config.json", "permission": {"edit": "allow", "bash": "allow"},
-        "provider": {"staminabench": {"npm": "@ai-sdk/openai-compatible", "name": "staminabench gateway",
-                                      "options": {"baseURL": base, "apiKey": "gateway"},
-                                      "models": {model: {"name": model}}}}}, indent=2)},
+    files=lambda base, model: {
+        ".config/opencode/opencode.json": json.dumps(
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "permission": {"edit": "allow", "bash": "allow"},
+                "provider": {
+                    "staminabench": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "staminabench gateway",
+                        "options": {"baseURL": base, "apiKey": "gateway"},
+                        "models": {model: {"name": model}},
+                    }
+                },
+            },
+            indent=2,
+        )
+    },
     parse=_opencode_parse,
 )
 
 
 # --- Qwen Code (a Gemini CLI fork) --------------------------------------------------------------
 
+
 def _qwen_parse(out: str, err: str, code: int) -> Report:
     try:
-        data = json.loads(out[out.index("{"):]) if "{" in out else {}
+        data = json.loads(out[out.index("{") :]) if "{" in out else {}
     except ValueError:
         data = {}
     stats = _dict(_dict(data).get("stats"))
@@ -237,16 +303,31 @@ def _qwen_parse(out: str, err: str, code: int) -> Report:
         tin += _int(tokens.get("prompt"))
         tout += _int(tokens.get("candidates"))
     error = _dict(data.get("error")).get("message") if isinstance(data, dict) else None
-    return Report(session=str(data.get("session_id", "")) if isinstance(data, dict) else "",
-                  ok=code == 0 and not error and bool(data), input_tokens=tin, output_tokens=tout,
-                  error=str(error or ("" if data else "no JSON result")))
+    return Report(
+        session=str(data.get("session_id", "")) if isinstance(data, dict) else "",
+        ok=code == 0 and not error and bool(data),
+        input_tokens=tin,
+        output_tokens=tout,
+        error=str(error or ("" if data else "no JSON result")),
+    )
 
 
 QWEN = Harness(
-    name="qwen-code", version="0.0.14", install="npm:@qwen-code/qwen-code@0.0.14",
+    name="qwen-code",
+    version="0.0.14",
+    install="npm:@qwen-code/qwen-code@0.0.14",
     first=lambda prompt, model: ["qwen", "-p", prompt, "-m", model, "--yolo", "--output-format", "json"],
-    resume=lambda prompt, model, session: ["qwen", "-p", prompt, "-m", model, "--yolo", "--output-format", "json",
-                                           "--continue"],
+    resume=lambda prompt, model, session: [
+        "qwen",
+        "-p",
+        prompt,
+        "-m",
+        model,
+        "--yolo",
+        "--output-format",
+        "json",
+        "--continue",
+    ],
     env=lambda base, model: {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "gateway", "OPENAI_MODEL": model},
     parse=_qwen_parse,
     caveat="continues the workspace's most recent session (`--continue`); one session per workspace",
@@ -269,25 +350,51 @@ def _kimi_parse(out: str, err: str, code: int) -> Report:
 
 
 KIMI = Harness(
-    name="kimi-cli", version="1.51.0", install="pypi:kimi-cli==1.51.0 lxml-html-clean==0.4.3", base="trixie",
-    first=lambda prompt, model: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m", model,
-                                 "-c", prompt],
-    resume=lambda prompt, model, session: ["kimi", "--print", "--output-format", "stream-json", "--yolo", "-m",
-                                           model, "--session", session, "-c", prompt],
+    name="kimi-cli",
+    version="1.51.0",
+    install="pypi:kimi-cli==1.51.0 lxml-html-clean==0.4.3",
+    base="trixie",
+    first=lambda prompt, model: [
+        "kimi",
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--yolo",
+        "-m",
+        model,
+        "-c",
+        prompt,
+    ],
+    resume=lambda prompt, model, session: [
+        "kimi",
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--yolo",
+        "-m",
+        model,
+        "--session",
+        session,
+        "-c",
+        prompt,
+    ],
     env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
     parse=_kimi_parse,
     caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
-           "command (with no arguments it fetches an installer), so the last working release is pinned; its web "
-           "tools need lxml-html-clean, which its dependencies leave out",
+    "command (with no arguments it fetches an installer), so the last working release is pinned; its web "
+    "tools need lxml-html-clean, which its dependencies leave out",
 )
+
 
 def _vibe_parse(out: str, err: str, code: int) -> Report:
     # `--output streaming` prints the session's entries as they settle (camelCase, no token usage: the
     # gateway meters); an API error after its own retries ends it with exit 2 and "Error: ..." on stderr.
     entries = _json_lines(out)
     session = next((str(e["sessionId"]) for e in entries if e.get("sessionId")), "")
-    answered = any(e.get("type") == "message" and e.get("role") == "assistant" and
-                   e.get("generationStatus") == "completed" for e in entries)
+    answered = any(
+        e.get("type") == "message" and e.get("role") == "assistant" and e.get("generationStatus") == "completed"
+        for e in entries
+    )
     problems = [line for line in err.splitlines() if line.startswith("Error:")]
     ok = code == 0 and answered and not problems
     error = "" if ok else (problems or err.strip().splitlines() or [f"exit {code}, no answer"])[-1]
@@ -295,24 +402,39 @@ def _vibe_parse(out: str, err: str, code: int) -> Report:
 
 
 VIBE = Harness(
-    name="mistral-vibe", version="3.0.2", install="pypi:mistral-vibe==3.0.2", base="trixie",
+    name="mistral-vibe",
+    version="3.0.2",
+    install="pypi:mistral-vibe==3.0.2",
+    base="trixie",
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
-    resume=lambda prompt, model, session: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve",
-                                           "--resume", session],
+    resume=lambda prompt, model, session: [
+        "vibe",
+        "-p",
+        prompt,
+        "--output",
+        "streaming",
+        "--auto-approve",
+        "--resume",
+        session,
+    ],
     env=lambda base, model: {"VIBE_HOME": ".vibe", "STAMINABENCH_KEY": "gateway"},
-    files=lambda base, model: {".vibe/config.toml": (
-        f"active_model = \"{model}\"\nenable_telemetry = false\nenable_update_checks = false\n"
-        "enable_auto_update = false\napi_retry_max_elapsed_time = 0\n\n"
-        f"[[providers]]\nname = \"staminabench\"\napi_base = \"{base}\"\n"
-        "api_key_env_var = \"STAMINABENCH_KEY\"\nbackend = \"generic\"\n\n[[models]]\n"
-        f"name = \"{model}\"\nprovider = \"staminabench\"\nalias = \"{model}\"\n")},
+    files=lambda base, model: {
+        ".vibe/config.toml": (
+            f'active_model = "{model}"\nenable_telemetry = false\nenable_update_checks = false\n'
+            "enable_auto_update = false\napi_retry_max_elapsed_time = 0\n\n"
+            f'[[providers]]\nname = "staminabench"\napi_base = "{base}"\n'
+            'api_key_env_var = "STAMINABENCH_KEY"\nbackend = "generic"\n\n[[models]]\n'
+            f'name = "{model}"\nprovider = "staminabench"\nalias = "{model}"\n'
+        )
+    },
     parse=_vibe_parse,
     caveat="Chat Completions with tool calls; its own API retries are off (they ran past 3 minutes on a 500); "
-           "token usage is not printed, the gateway meters it",
+    "token usage is not printed, the gateway meters it",
 )
 
 
 # --- OpenHands (headless) -----------------------------------------------------------------------
+
 
 def _openhands_parse(out: str, err: str, code: int) -> Report:
     events = _json_lines(out)
@@ -324,19 +446,35 @@ def _openhands_parse(out: str, err: str, code: int) -> Report:
             tin, tout = _int(metrics.get("prompt_tokens")), _int(metrics.get("completion_tokens"))
     states = [str(e.get("agent_state")) for e in events if e.get("agent_state")]
     ok = code == 0 and (not states or states[-1] in ("finished", "FINISHED", "awaiting_user_input"))
-    return Report(session=session, ok=ok, input_tokens=tin, output_tokens=tout,
-                  error="" if ok else (states[-1] if states else f"exit {code}"))
+    return Report(
+        session=session,
+        ok=ok,
+        input_tokens=tin,
+        output_tokens=tout,
+        error="" if ok else (states[-1] if states else f"exit {code}"),
+    )
 
 
 OPENHANDS = Harness(
-    name="openhands", version="1.2.1", install="pypi:openhands==1.2.1", base="trixie",
+    name="openhands",
+    version="1.2.1",
+    install="pypi:openhands==1.2.1",
+    base="trixie",
     first=lambda prompt, model: ["openhands", "--headless", "--json", "--always-approve", "-t", prompt],
-    resume=lambda prompt, model, session: ["openhands", "--headless", "--json", "--always-approve", "--resume",
-                                           session, "-t", prompt],
+    resume=lambda prompt, model, session: [
+        "openhands",
+        "--headless",
+        "--json",
+        "--always-approve",
+        "--resume",
+        session,
+        "-t",
+        prompt,
+    ],
     env=lambda base, model: {"LLM_BASE_URL": base, "LLM_API_KEY": "gateway", "LLM_MODEL": f"openai/{model}"},
     parse=_openhands_parse,
     caveat="not runnable unattended: the PyPI CLI (1.0.x to 1.2.1) is a terminal UI with only --resume and "
-           "`serve`, no headless or print mode; these flags fail at once (exit 2, a harness crash)",
+    "`serve`, no headless or print mode; these flags fail at once (exit 2, a harness crash)",
 )
 
 
@@ -354,28 +492,56 @@ def _aider_parse(out: str, err: str, code: int) -> Report:
     for m in _TOKENS.finditer(out):
         tin += _count(m.group(1), m.group(2))
         tout += _count(m.group(3), m.group(4))
-    problems = [line for line in (out + "\n" + err).splitlines()
-                if line.startswith(("litellm.", "Error:", "The API provider"))]
-    return Report(session=".aider.chat.history.md", ok=code == 0 and not problems, input_tokens=tin,
-                  output_tokens=tout, error=problems[-1] if problems else "")
+    problems = [
+        line for line in (out + "\n" + err).splitlines() if line.startswith(("litellm.", "Error:", "The API provider"))
+    ]
+    return Report(
+        session=".aider.chat.history.md",
+        ok=code == 0 and not problems,
+        input_tokens=tin,
+        output_tokens=tout,
+        error=problems[-1] if problems else "",
+    )
 
 
-_AIDER_FLAGS = ["--yes-always", "--no-auto-commits", "--no-pretty", "--no-stream", "--no-check-update",
-                "--no-show-release-notes", "--no-analytics", "--no-gitignore", "--no-git", "--no-show-model-warnings"]
+_AIDER_FLAGS = [
+    "--yes-always",
+    "--no-auto-commits",
+    "--no-pretty",
+    "--no-stream",
+    "--no-check-update",
+    "--no-show-release-notes",
+    "--no-analytics",
+    "--no-gitignore",
+    "--no-git",
+    "--no-show-model-warnings",
+]
 AIDER = Harness(
-    name="aider", version="0.86.2", install="pypi:aider-chat==0.86.2",
+    name="aider",
+    version="0.86.2",
+    install="pypi:aider-chat==0.86.2",
     first=lambda prompt, model: ["aider", *_AIDER_FLAGS, "--model", f"openai/{model}", "--message", prompt],
-    resume=lambda prompt, model, session: ["aider", *_AIDER_FLAGS, "--model", f"openai/{model}",
-                                           "--restore-chat-history", "--message", prompt],
+    resume=lambda prompt, model, session: [
+        "aider",
+        *_AIDER_FLAGS,
+        "--model",
+        f"openai/{model}",
+        "--restore-chat-history",
+        "--message",
+        prompt,
+    ],
     # litellm would otherwise fetch its price list from the internet on start-up.
-    env=lambda base, model: {"OPENAI_API_BASE": base, "OPENAI_API_KEY": "gateway",
-                             "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    env=lambda base, model: {
+        "OPENAI_API_BASE": base,
+        "OPENAI_API_KEY": "gateway",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    },
     # A fresh, non-empty price cache: aider would otherwise download one from the internet on every start
     # (prices do not matter here: the gateway meters every call).
     files=lambda base, model: {".aider/caches/model_prices_and_context_window.json": '{"staminabench": {}}'},
     parse=_aider_parse,
     caveat="exits 0 when the model call fails, so success is read from its output; context continues through "
-           "its chat history file in the workspace (--restore-chat-history)",
+    "its chat history file in the workspace (--restore-chat-history)",
 )
 
 HARNESSES = {h.name: h for h in (MINI, CLAUDE, CODEX, OPENCODE, QWEN, KIMI, VIBE, OPENHANDS, AIDER)}

@@ -31,23 +31,34 @@ def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> dict[str
     configs: dict[str, dict[str, Any]] = {}
     for sweep in sweeps:
         per_turn: dict[int, dict[int, float]] = {}
-        for r in conn.execute("SELECT l.scenario_id, l.turn, SUM(l.cost) AS cost FROM llm_calls l "
-                              "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
-                              "WHERE c.sweep_id = ? GROUP BY l.scenario_id, l.turn", (sweep,)):
+        for r in conn.execute(
+            "SELECT l.scenario_id, l.turn, SUM(l.cost) AS cost FROM llm_calls l "
+            "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
+            "WHERE c.sweep_id = ? GROUP BY l.scenario_id, l.turn",
+            (sweep,),
+        ):
             per_turn.setdefault(int(r["scenario_id"]), {})[int(r["turn"])] = float(r["cost"] or 0.0)
         for s in browse.scenarios(conn, sweep):
             entry = configs.setdefault(s["configuration"], {"scenarios": []})
             turns = per_turn.get(s["id"], {})
-            entry["scenarios"].append({"seed": s["seed"], "turns_passed": s["turns_passed"], "status": s["status"],
-                                       "cost": sum(turns.values()), "cost_by_turn": sorted(turns.items())})
+            entry["scenarios"].append(
+                {
+                    "seed": s["seed"],
+                    "turns_passed": s["turns_passed"],
+                    "status": s["status"],
+                    "cost": sum(turns.values()),
+                    "cost_by_turn": sorted(turns.items()),
+                }
+            )
     total = sum(x["cost"] for c in configs.values() for x in c["scenarios"])
     if total <= 0:
         return {"cost_study": None, "cost": NO_USAGE}
     top = max(x["cost"] for c in configs.values() for x in c["scenarios"])
     budgets = [top * i / (points - 1) for i in range(points)]
     for entry in configs.values():
-        entry["budget_curve"] = [(b, *mean_se([float(turns_within(x, b)) for x in entry["scenarios"]]))
-                                 for b in budgets]
+        entry["budget_curve"] = [
+            (b, *mean_se([float(turns_within(x, b)) for x in entry["scenarios"]])) for b in budgets
+        ]
     spent = ", ".join(f"{name} ${sum(x['cost'] for x in c['scenarios']):.2f}" for name, c in configs.items())
     return {"cost_study": configs, "cost": f"spent through the gateway: {spent}"}
 

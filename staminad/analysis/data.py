@@ -59,17 +59,35 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
                     attempts = []
                     for a in queries.attempts(conn, s["id"]):
                         results = queries.decode_results(a["results"])
-                        attempts.append(AttemptData(
-                            turn=a["turn"], attempt=a["attempt"], infra_try=a["infra_try"], outcome=a["outcome"],
-                            infra_kind=a["infra_kind"],
-                            categories=tuple(x for x in (a["categories"] or "").split(",") if x),
-                            loc=a["loc"],
-                            failed_tests=tuple(r["name"] for r in results if not r.get("passed")),
-                            passed_tests=tuple(r["name"] for r in results if r.get("passed"))))
-                    scenarios.append(ScenarioData(seed=s["seed"], status=s["status"], turns_passed=s["turns_passed"],
-                                                  attempts=tuple(attempts)))
-                out.append(ConfigData(sweep=sweep, name=c["name"], agent=c["agent"], retries=c["retries"],
-                                      feedback=c["feedback"], n_turns=n_turns, scenarios=tuple(scenarios)))
+                        attempts.append(
+                            AttemptData(
+                                turn=a["turn"],
+                                attempt=a["attempt"],
+                                infra_try=a["infra_try"],
+                                outcome=a["outcome"],
+                                infra_kind=a["infra_kind"],
+                                categories=tuple(x for x in (a["categories"] or "").split(",") if x),
+                                loc=a["loc"],
+                                failed_tests=tuple(r["name"] for r in results if not r.get("passed")),
+                                passed_tests=tuple(r["name"] for r in results if r.get("passed")),
+                            )
+                        )
+                    scenarios.append(
+                        ScenarioData(
+                            seed=s["seed"], status=s["status"], turns_passed=s["turns_passed"], attempts=tuple(attempts)
+                        )
+                    )
+                out.append(
+                    ConfigData(
+                        sweep=sweep,
+                        name=c["name"],
+                        agent=c["agent"],
+                        retries=c["retries"],
+                        feedback=c["feedback"],
+                        n_turns=n_turns,
+                        scenarios=tuple(scenarios),
+                    )
+                )
         return out
     finally:
         conn.close()

@@ -48,12 +48,24 @@ COLUMNS: dict[str, str] = {
     "cost": "US dollars of those calls at the configured prices",
 }
 
-_TIMING = {"launched_at": "launched_at", "finished_at": "finished_at", "harness_seconds": "harness_seconds",
-           "marker_latency": "marker_latency", "server_start_seconds": "server_seconds",
-           "suite_seconds": "suite_seconds", "teardown_seconds": "teardown_seconds", "harness_exit": "harness_exit",
-           "harness_signal": "harness_signal"}
-_USAGE = {"model_calls": "calls", "input_tokens": "input_tokens", "output_tokens": "output_tokens",
-          "cached_tokens": "cached_tokens", "cost": "cost"}
+_TIMING = {
+    "launched_at": "launched_at",
+    "finished_at": "finished_at",
+    "harness_seconds": "harness_seconds",
+    "marker_latency": "marker_latency",
+    "server_start_seconds": "server_seconds",
+    "suite_seconds": "suite_seconds",
+    "teardown_seconds": "teardown_seconds",
+    "harness_exit": "harness_exit",
+    "harness_signal": "harness_signal",
+}
+_USAGE = {
+    "model_calls": "calls",
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cached_tokens": "cached_tokens",
+    "cost": "cost",
+}
 
 
 def _details(db: Path | None, configs: list[ConfigData]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -84,14 +96,28 @@ def rows(configs: list[ConfigData], db: Path | None = None) -> list[dict[str, An
         for s in c.scenarios:
             for a in s.attempts:
                 tested = a.outcome in ("pass", "fail")
-                out.append({"sweep": c.sweep, "configuration": c.name, "agent": c.agent, "retries": c.retries,
-                            "feedback": c.feedback, "seed": s.seed, "scenario_status": s.status,
-                            "turns_passed": s.turns_passed, "turn": a.turn, "attempt": a.attempt,
-                            "infra_try": a.infra_try, "outcome": a.outcome, "infra_kind": a.infra_kind,
-                            "categories": ",".join(a.categories), "loc": None if a.outcome == "infra" else a.loc,
-                            "failed_tests": len(a.failed_tests) if tested else None,
-                            "passed_tests": len(a.passed_tests) if tested else None,
-                            **details.get((c.sweep, c.name, s.seed, a.turn, a.attempt, a.infra_try), empty)})
+                out.append(
+                    {
+                        "sweep": c.sweep,
+                        "configuration": c.name,
+                        "agent": c.agent,
+                        "retries": c.retries,
+                        "feedback": c.feedback,
+                        "seed": s.seed,
+                        "scenario_status": s.status,
+                        "turns_passed": s.turns_passed,
+                        "turn": a.turn,
+                        "attempt": a.attempt,
+                        "infra_try": a.infra_try,
+                        "outcome": a.outcome,
+                        "infra_kind": a.infra_kind,
+                        "categories": ",".join(a.categories),
+                        "loc": None if a.outcome == "infra" else a.loc,
+                        "failed_tests": len(a.failed_tests) if tested else None,
+                        "passed_tests": len(a.passed_tests) if tested else None,
+                        **details.get((c.sweep, c.name, s.seed, a.turn, a.attempt, a.infra_try), empty),
+                    }
+                )
     return out
 
 
@@ -102,8 +128,7 @@ def write(configs: list[ConfigData], path: Path, fmt: str, db: Path | None = Non
         import pyarrow as pa  # type: ignore[import-untyped]
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-        pq.write_table(pa.Table.from_pylist(data, schema=None) if data else pa.table({k: [] for k in COLUMNS}),
-                       path)
+        pq.write_table(pa.Table.from_pylist(data, schema=None) if data else pa.table({k: [] for k in COLUMNS}), path)
     else:
         with open(path, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(COLUMNS))

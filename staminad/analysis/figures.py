@@ -24,9 +24,18 @@ COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINES = ("-", "--", ":", "-.")
 FORMATS = ("pdf", "svg", "png")
-STYLE = {"svg.fonttype": "none", "pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 9, "axes.titlesize": 10,
-         "legend.fontsize": 8, "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 300,
-         "font.family": "DejaVu Sans"}
+STYLE = {
+    "svg.fonttype": "none",
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "savefig.dpi": 300,
+    "font.family": "DejaVu Sans",
+}
 Z95 = 1.959963984540054
 
 
@@ -48,16 +57,16 @@ class FigureSet(msgspec.Struct, kw_only=True):
         out = ["## Figures", ""]
         for f in self.figures:
             png = next(Path(p).name for p in f.paths if p.endswith(".png"))
-            vectors = " · ".join(f"[{Path(p).suffix[1:].upper()}]({Path(p).name})" for p in f.paths
-                                 if not p.endswith(".png"))
+            vectors = " · ".join(
+                f"[{Path(p).suffix[1:].upper()}]({Path(p).name})" for p in f.paths if not p.endswith(".png")
+            )
             out += [f"![{f.name}]({png})", "", f"*{f.caption}* ({vectors})", ""]
         out += [f"- {line}" for line in self.skipped]
         return "\n".join(out).rstrip() + "\n"
 
 
 def style(i: int) -> dict[str, Any]:
-    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINES[i % len(LINES)]}
+    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)], "linestyle": LINES[i % len(LINES)]}
 
 
 def _scope(report: dict[str, Any]) -> str:
@@ -77,8 +86,9 @@ def _save(fig: Any, out: Path, name: str, caption: str, legend: bool = True) -> 
     # The caption goes under everything the axes draw (rotated tick labels included), left-aligned with them.
     renderer = fig.canvas.get_renderer()
     boxes = [ax.get_tightbbox(renderer).transformed(fig.transFigure.inverted()) for ax in fig.axes]
-    fig.text(min(b.x0 for b in boxes), min(b.y0 for b in boxes) - 0.03, caption, ha="left", va="top", fontsize=7,
-             wrap=True)
+    fig.text(
+        min(b.x0 for b in boxes), min(b.y0 for b in boxes) - 0.03, caption, ha="left", va="top", fontsize=7, wrap=True
+    )
     paths = []
     for fmt in FORMATS:
         p = out / f"{name}.{fmt}"
@@ -128,8 +138,9 @@ def survival(report: dict[str, Any], out: Path) -> Figure:
             continue
         st = style(i)
         xs, ys = _steps(s["km_times"], s["km_survival"], 1.0, s["tau"])
-        ax.plot(xs, ys, color=st["color"], linestyle=st["linestyle"], linewidth=1.5,
-                label=f"{name} (RMST {s['rmst']:.1f})")
+        ax.plot(
+            xs, ys, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=f"{name} (RMST {s['rmst']:.1f})"
+        )
         if s.get("km_at_risk"):
             lo, hi = greenwood_band(s)
             bx, blo = _steps(s["km_times"], lo, 1.0, s["tau"])
@@ -141,8 +152,10 @@ def survival(report: dict[str, Any], out: Path) -> Figure:
             ax.plot(cens, at, linestyle="none", marker="|", markersize=9, markeredgewidth=1.4, color=st["color"])
     ax.set(xlabel="turns survived", ylabel="scenarios still passing (Kaplan-Meier)", ylim=(-0.02, 1.04))
     _turn_axis(ax.xaxis)
-    caption = (f"Kaplan-Meier survival over turns. {_scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
-               "| marks right-censored scenarios (all turns passed, or ended by infrastructure).")
+    caption = (
+        f"Kaplan-Meier survival over turns. {_scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
+        "| marks right-censored scenarios (all turns passed, or ended by infrastructure)."
+    )
     return _save(fig, out, "survival", caption)
 
 
@@ -158,13 +171,24 @@ def retry_budget(report: dict[str, Any], out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for i, (name, curve) in enumerate(report["retry_curves"].items()):
         st = style(i)
-        ax.errorbar([x[0] + 1 for x in curve], [x[1] for x in curve], yerr=[x[2] or 0 for x in curve], capsize=3,
-                    color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=4, label=name)
+        ax.errorbar(
+            [x[0] + 1 for x in curve],
+            [x[1] for x in curve],
+            yerr=[x[2] or 0 for x in curve],
+            capsize=3,
+            color=st["color"],
+            marker=st["marker"],
+            linestyle=st["linestyle"],
+            markersize=4,
+            label=name,
+        )
     ax.set(xlabel="attempts allowed per turn (R' + 1)", ylabel="average turns passed")
     _turn_axis(ax.xaxis)
     _turn_axis(ax.yaxis)
-    caption = (f"Turns passed vs retry budget, replayed from one run's history. {_scope(report)}. "
-               "Error bars: ±1 SE over scenarios.")
+    caption = (
+        f"Turns passed vs retry budget, replayed from one run's history. {_scope(report)}. "
+        "Error bars: ±1 SE over scenarios."
+    )
     return _save(fig, out, "turns_vs_retry_budget", caption)
 
 
@@ -177,8 +201,17 @@ def feedback(report: dict[str, Any], out: Path) -> Figure:
     for i, (agent, levels) in enumerate(by_agent.items()):
         st = style(i)
         xs = [order.index(lvl) for lvl in order if lvl in levels]
-        ax.errorbar(xs, [levels[order[x]][0] for x in xs], yerr=[levels[order[x]][1] or 0 for x in xs], capsize=3,
-                    color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=4, label=agent)
+        ax.errorbar(
+            xs,
+            [levels[order[x]][0] for x in xs],
+            yerr=[levels[order[x]][1] or 0 for x in xs],
+            capsize=3,
+            color=st["color"],
+            marker=st["marker"],
+            linestyle=st["linestyle"],
+            markersize=4,
+            label=agent,
+        )
     ax.set_xticks(range(len(order)), order)
     ax.set(xlabel="feedback level", ylabel="average turns passed")
     _turn_axis(ax.yaxis)
@@ -197,8 +230,15 @@ def heatmap(report: dict[str, Any], key: str, out: Path) -> Figure:
         ax.imshow(grid, cmap="Blues", aspect="auto", vmin=0, vmax=top)  # luminance alone carries the count
         for i, row in enumerate(grid):
             for j, v in enumerate(row):
-                ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=7,
-                        color="white" if v > top * 0.55 else "black")
+                ax.text(
+                    j,
+                    i,
+                    str(int(v)),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if v > top * 0.55 else "black",
+                )
         ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
     else:
         ax.text(0.5, 0.5, "no failures", ha="center", va="center", transform=ax.transAxes)
@@ -226,12 +266,23 @@ def loc(report: dict[str, Any], out: Path) -> Figure:
     for i, (name, rows) in enumerate(report["loc_by_turn"].items()):
         if rows:
             st = style(i)
-            ax.errorbar([r[0] for r in rows], [r[1] for r in rows], yerr=[r[2] or 0 for r in rows], capsize=2,
-                        color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=3, label=name)
+            ax.errorbar(
+                [r[0] for r in rows],
+                [r[1] for r in rows],
+                yerr=[r[2] or 0 for r in rows],
+                capsize=2,
+                color=st["color"],
+                marker=st["marker"],
+                linestyle=st["linestyle"],
+                markersize=3,
+                label=name,
+            )
     ax.set(xlabel="turn", ylabel="lines of code (workspace, no dependencies)")
     _turn_axis(ax.xaxis)
-    caption = (f"Code base size after each turn's last attempt. {_scope(report)}. "
-               "Error bars: ±1 SE over the scenarios that reached the turn.")
+    caption = (
+        f"Code base size after each turn's last attempt. {_scope(report)}. "
+        "Error bars: ±1 SE over the scenarios that reached the turn."
+    )
     return _save(fig, out, "loc_vs_turn", caption)
 
 
@@ -239,11 +290,19 @@ def cost_vs_turns(report: dict[str, Any], out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for i, (name, c) in enumerate(report["cost_study"].items()):
         st = style(i)
-        ax.plot([x["cost"] for x in c["scenarios"]], [x["turns_passed"] for x in c["scenarios"]],
-                linestyle="none", marker=st["marker"], color=st["color"], markersize=5, alpha=0.8, label=name)
+        ax.plot(
+            [x["cost"] for x in c["scenarios"]],
+            [x["turns_passed"] for x in c["scenarios"]],
+            linestyle="none",
+            marker=st["marker"],
+            color=st["color"],
+            markersize=5,
+            alpha=0.8,
+            label=name,
+        )
     ax.set(xlabel="cost per scenario (US$)", ylabel="turns passed")
     _turn_axis(ax.yaxis)
-    caption = (f"Cost vs turns passed, one point per scenario (gateway-metered model calls). {_scope(report)}.")
+    caption = f"Cost vs turns passed, one point per scenario (gateway-metered model calls). {_scope(report)}."
     return _save(fig, out, "cost_vs_turns", caption)
 
 
@@ -252,13 +311,24 @@ def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
     for i, (name, c) in enumerate(report["cost_study"].items()):
         st = style(i)
         curve = c["budget_curve"]
-        ax.errorbar([b for b, _, _ in curve], [m for _, m, _ in curve], yerr=[se or 0 for _, _, se in curve],
-                    capsize=2, color=st["color"], marker=st["marker"], linestyle=st["linestyle"], markersize=3,
-                    markevery=4, label=name)
+        ax.errorbar(
+            [b for b, _, _ in curve],
+            [m for _, m, _ in curve],
+            yerr=[se or 0 for _, _, se in curve],
+            capsize=2,
+            color=st["color"],
+            marker=st["marker"],
+            linestyle=st["linestyle"],
+            markersize=3,
+            markevery=4,
+            label=name,
+        )
     ax.set(xlabel="cost budget per scenario (US$)", ylabel="average turns passed within the budget")
     _turn_axis(ax.yaxis)
-    caption = (f"Turns passed before a scenario's running cost exceeds the budget. {_scope(report)}. "
-               "Error bars: ±1 SE over scenarios.")
+    caption = (
+        f"Turns passed before a scenario's running cost exceeds the budget. {_scope(report)}. "
+        "Error bars: ±1 SE over scenarios."
+    )
     return _save(fig, out, "turns_within_cost_budget", caption)
 
 
@@ -270,8 +340,12 @@ def draw(report: dict[str, Any], out: Path) -> FigureSet:
         result.skipped.append("no figures: no configurations")
         return result
     with plt.rc_context(STYLE):  # type: ignore[arg-type]  # matplotlib types keys as a Literal of every rc name
-        result.figures += [survival(report, out), retry_budget(report, out), heatmap(report, "failures_first", out),
-                           heatmap(report, "failures_all", out)]
+        result.figures += [
+            survival(report, out),
+            retry_budget(report, out),
+            heatmap(report, "failures_first", out),
+            heatmap(report, "failures_all", out),
+        ]
         why = loc_information(report)
         if why is None:
             result.figures.append(loc(report, out))
@@ -284,8 +358,9 @@ def draw(report: dict[str, Any], out: Path) -> FigureSet:
         if report.get("cost_study"):
             result.figures += [cost_vs_turns(report, out), turns_within_budget(report, out)]
         else:
-            result.skipped.append("cost_vs_turns and turns_within_cost_budget left out: no model usage recorded "
-                                  "(needs the LLM gateway).")
+            result.skipped.append(
+                "cost_vs_turns and turns_within_cost_budget left out: no model usage recorded (needs the LLM gateway)."
+            )
     return result
 
 

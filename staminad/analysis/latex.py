@@ -8,8 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def esc(text: str) -> str:
@@ -27,8 +37,16 @@ def _best(values: list[float | None], high: bool = True, digits: int = 1) -> set
 
 
 def _table(label: str, caption: str, head: list[str], rows: list[list[str]]) -> str:
-    lines = [r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\label{{tab:{label}}}",
-             r"\begin{tabular}{l" + "c" * (len(head) - 1) + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{caption}}}",
+        rf"\label{{tab:{label}}}",
+        r"\begin{tabular}{l" + "c" * (len(head) - 1) + "}",
+        r"\toprule",
+        " & ".join(head) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(r) + r" \\" for r in rows]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)
@@ -53,9 +71,11 @@ def main_table(report: dict[str, Any]) -> str:
             mark = r"$^\dagger$" if not v["best"] and v["not_worse"] else ""
             cells.append(_bold(text, i in best[j]) + mark)
         rows.append([esc(r), *cells])
-    caption = (r"Average turns passed $\pm$ SE (pass rate). Bold: best in its column (ties all bold); "
-               r"$^\dagger$: not significantly worse than the best setting of its row (paired Wilcoxon, "
-               r"$p > 0.05$).")
+    caption = (
+        r"Average turns passed $\pm$ SE (pass rate). Bold: best in its column (ties all bold); "
+        r"$^\dagger$: not significantly worse than the best setting of its row (paired Wilcoxon, "
+        r"$p > 0.05$)."
+    )
     return _table("main", caption, ["agent", *[esc(c) for c in t["columns"]]], rows)
 
 
@@ -66,16 +86,26 @@ def retry_table(report: dict[str, Any]) -> str:
     best = [_best(col) for col in cols]
     rows = []
     for i, (name, curve) in enumerate(curves.items()):
-        rows.append([esc(name), *[_bold(rf"{curve[b][1]:.1f} $\pm$ {curve[b][2]:.1f}", i in best[b])
-                                  if b < len(curve) else "--" for b in range(width)]])
-    caption = (r"Average turns passed $\pm$ SE with a retry budget of $R'$, replayed from one run's history. "
-               "Bold: best in its column.")
+        rows.append(
+            [
+                esc(name),
+                *[
+                    _bold(rf"{curve[b][1]:.1f} $\pm$ {curve[b][2]:.1f}", i in best[b]) if b < len(curve) else "--"
+                    for b in range(width)
+                ],
+            ]
+        )
+    caption = (
+        r"Average turns passed $\pm$ SE with a retry budget of $R'$, replayed from one run's history. "
+        "Bold: best in its column."
+    )
     return _table("retry-budget", caption, ["configuration", *[f"$R'={b}$" for b in range(width)]], rows)
 
 
 def feedback_table(report: dict[str, Any]) -> str | None:
-    order = [lvl for lvl in ("minimal", "medium", "detailed")
-             if any(c["feedback"] == lvl for c in report["configurations"])]
+    order = [
+        lvl for lvl in ("minimal", "medium", "detailed") if any(c["feedback"] == lvl for c in report["configurations"])
+    ]
     if len(order) < 2:
         return None
     by: dict[str, dict[str, Any]] = {}
@@ -83,8 +113,18 @@ def feedback_table(report: dict[str, Any]) -> str | None:
         by.setdefault(f"{c['agent']} R={c['retries']}", {})[c["feedback"]] = c
     names = list(by)
     best = [_best([by[n][lvl]["mean_turns"] if lvl in by[n] else None for n in names]) for lvl in order]
-    rows = [[esc(n), *[_bold(rf"{by[n][lvl]['mean_turns']:.1f} $\pm$ {by[n][lvl]['se_turns']:.1f}", i in best[j])
-                       if lvl in by[n] else "--" for j, lvl in enumerate(order)]] for i, n in enumerate(names)]
+    rows = [
+        [
+            esc(n),
+            *[
+                _bold(rf"{by[n][lvl]['mean_turns']:.1f} $\pm$ {by[n][lvl]['se_turns']:.1f}", i in best[j])
+                if lvl in by[n]
+                else "--"
+                for j, lvl in enumerate(order)
+            ],
+        ]
+        for i, n in enumerate(names)
+    ]
     caption = r"Feedback ablation: average turns passed $\pm$ SE per feedback level. Bold: best in its column."
     return _table("feedback", caption, ["agent", *order], rows)
 
@@ -94,10 +134,13 @@ def failure_table(report: dict[str, Any]) -> str:
     cats = sorted({k for counts in data.values() for k in counts})
     names = list(data)
     best = [_best([float(data[n].get(k, 0)) for n in names], digits=0) for k in cats]
-    rows = [[esc(n), *[_bold(str(data[n].get(k, 0)), i in best[j] and data[n].get(k, 0) > 0)
-                       for j, k in enumerate(cats)]] for i, n in enumerate(names)]
-    caption = ("Failure categories of each scenario's first failure (scenarios per category). "
-               "Bold: the most in its column.")
+    rows = [
+        [esc(n), *[_bold(str(data[n].get(k, 0)), i in best[j] and data[n].get(k, 0) > 0) for j, k in enumerate(cats)]]
+        for i, n in enumerate(names)
+    ]
+    caption = (
+        "Failure categories of each scenario's first failure (scenarios per category). Bold: the most in its column."
+    )
     return _table("failures", caption, ["configuration", *[esc(k) for k in cats]], rows)
 
 

@@ -69,10 +69,16 @@ def summary(c: ConfigData, view: str = "paper") -> Summary:
     turns = [s.turns_passed for s in mine]
     mean, se = mean_se(turns)
     full = c.n_turns + 1
-    return Summary(name=c.name, scenarios=len(turns), mean_turns=mean, se_turns=se,
-                   pass_rate=sum(t >= full for t in turns) / len(turns) if turns else float("nan"),
-                   infra_failed=sum(harness_ended(s) for s in c.scenarios),
-                   platform_failed=sum(platform_ended(s) for s in c.scenarios), view=view)
+    return Summary(
+        name=c.name,
+        scenarios=len(turns),
+        mean_turns=mean,
+        se_turns=se,
+        pass_rate=sum(t >= full for t in turns) / len(turns) if turns else float("nan"),
+        infra_failed=sum(harness_ended(s) for s in c.scenarios),
+        platform_failed=sum(platform_ended(s) for s in c.scenarios),
+        view=view,
+    )
 
 
 def views_differ(c: ConfigData) -> bool:
@@ -124,8 +130,9 @@ def failure_counts(c: ConfigData, which: str) -> Counter[str]:
     platform faults are not the agent's and are not counted."""
     counts: Counter[str] = Counter()
     for s in c.scenarios:
-        failed = [a for a in s.attempts
-                  if a.outcome == "fail" or (a.outcome == "infra" and not is_platform(a.infra_kind))]
+        failed = [
+            a for a in s.attempts if a.outcome == "fail" or (a.outcome == "infra" and not is_platform(a.infra_kind))
+        ]
         if not failed:
             continue
         chosen: Iterable[AttemptData] = failed[:1] if which == "first" else failed

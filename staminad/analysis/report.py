@@ -84,10 +84,16 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
             p = 1.0 if c is best or not c.scenarios else wilcoxon_paired(*_paired(c, best))
             if c is not best:
                 tests.append((r, _column(c), p))
-            table[r][_column(c)] = {"mean": s.mean_turns, "se": s.se_turns, "pass_rate": s.pass_rate,
-                                    "n": s.scenarios, "unscored": unscored[c.name], "best": c is best,
-                                    "p_vs_best": p,
-                                    "not_worse": c is best or p > ALPHA}
+            table[r][_column(c)] = {
+                "mean": s.mean_turns,
+                "se": s.se_turns,
+                "pass_rate": s.pass_rate,
+                "n": s.scenarios,
+                "unscored": unscored[c.name],
+                "best": c is best,
+                "p_vs_best": p,
+                "not_worse": c is best or p > ALPHA,
+            }
     adjusted = holm([p for _, _, p in tests])
     for (r, col, _), adj in zip(tests, adjusted, strict=True):
         table[r][col]["p_holm"] = adj
@@ -99,38 +105,57 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
         tau = float(c.n_turns + 1)
         entry: dict[str, Any] = {"tau": tau, "scored": len(d), "unscored": unscored[c.name]}
         if not d:  # nothing observed: no curve, rather than a survivor's full RMST
-            entry.update(rmst=math.nan, rmst_ci=[math.nan, math.nan], km_times=[], km_survival=[], events=0,
-                         censored=0)
+            entry.update(rmst=math.nan, rmst_ci=[math.nan, math.nan], km_times=[], km_survival=[], events=0, censored=0)
             survival[c.name] = entry
             continue
         point, lo, hi = rmst_bootstrap(d, e, tau, n_boot=n_boot)
         km = kaplan_meier(d, e)
-        entry.update(rmst=point, rmst_ci=[lo, hi], km_times=list(km.times), km_survival=list(km.survival),
-                     events=int(sum(e)), censored=len(e) - int(sum(e)), km_at_risk=list(km.at_risk),
-                     km_events=list(km.events),
-                     censored_times=sorted(t for t, ev in zip(d, e, strict=True) if not ev))
+        entry.update(
+            rmst=point,
+            rmst_ci=[lo, hi],
+            km_times=list(km.times),
+            km_survival=list(km.survival),
+            events=int(sum(e)),
+            censored=len(e) - int(sum(e)),
+            km_at_risk=list(km.at_risk),
+            km_events=list(km.events),
+            censored_times=sorted(t for t, ev in zip(d, e, strict=True) if not ev),
+        )
         if reference is not None and c is not reference:
             rd, re_ = survival_data(reference)
             chi2, p = logrank(d, e, rd, re_)
             entry["logrank_vs_best"] = {"against": reference.name, "chi2": chi2, "p": p}
         survival[c.name] = entry
     return {
-        "configurations": [{"name": c.name, "sweep": c.sweep, "agent": c.agent, "retries": c.retries,
-                            "feedback": c.feedback, "n_turns": c.n_turns, "unscored": unscored[c.name],
-                            **{k: v for k, v in msgspec.structs.asdict(summary(c)).items() if k != "name"}}
-                           for c in configs],
-        "scenarios": {c.name: {"scored": len(c.scenarios), "unscored": unscored[c.name],
-                               "total": len(full.scenarios)} for c, full in zip(configs, everything, strict=True)},
+        "configurations": [
+            {
+                "name": c.name,
+                "sweep": c.sweep,
+                "agent": c.agent,
+                "retries": c.retries,
+                "feedback": c.feedback,
+                "n_turns": c.n_turns,
+                "unscored": unscored[c.name],
+                **{k: v for k, v in msgspec.structs.asdict(summary(c)).items() if k != "name"},
+            }
+            for c in configs
+        ],
+        "scenarios": {
+            c.name: {"scored": len(c.scenarios), "unscored": unscored[c.name], "total": len(full.scenarios)}
+            for c, full in zip(configs, everything, strict=True)
+        },
         "table": {"rows": rows, "columns": cols, "cells": table},
         "retry_curves": {c.name: retry_curve(c) for c in configs},
         "survival": survival,
         "failures_first": {c.name: dict(failure_counts(c, "first")) for c in configs},
         "failures_all": {c.name: dict(failure_counts(c, "all")) for c in configs},
-        "regressions": {c.name: dict(zip(("regression", "new_feature"), regressions(c), strict=True))
-                        for c in configs},
+        "regressions": {c.name: dict(zip(("regression", "new_feature"), regressions(c), strict=True)) for c in configs},
         "loc_by_turn": {c.name: loc_by_turn(c) for c in configs},
-        "views": {c.name: {v: msgspec.structs.asdict(summary(c, v)) for v in ("paper", "censored")}
-                  for c in configs if views_differ(c)},
+        "views": {
+            c.name: {v: msgspec.structs.asdict(summary(c, v)) for v in ("paper", "censored")}
+            for c in configs
+            if views_differ(c)
+        },
         "cost": "no token or cost data recorded for these sweeps (needs the LLM gateway)",
     }
 
@@ -149,8 +174,10 @@ def _fmt(cellv: dict[str, Any] | None, bold: tuple[str, str], mark: str) -> str:
         return "-"
     if not cellv["n"]:
         return f"- ({_counted(0, cellv['unscored'])})"
-    text = (f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%, "
-            f"{_counted(cellv['n'], cellv['unscored'])})")
+    text = (
+        f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%, "
+        f"{_counted(cellv['n'], cellv['unscored'])})"
+    )
     if cellv["best"]:
         return f"{bold[0]}{text}{bold[1]}"
     return text + (mark if cellv["not_worse"] else "")
@@ -158,27 +185,45 @@ def _fmt(cellv: dict[str, Any] | None, bold: tuple[str, str], mark: str) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     t = report["table"]
-    out = ["# StaminaBench report", "",
-           "Average turns passed ± SE (pass rate). **Bold**: best in its row; † not significantly worse than the "
-           f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected). n: scenarios "
-           "scored; unscored ones (ended by a platform fault, or never tested: cancelled before a test ran) are "
-           "left out of every figure. A harness that ran out of infra retries ends its scenario, which counts "
-           "(paper).", "",
-           "| agent | " + " | ".join(t["columns"]) + " |", "|---|" + "---|" * len(t["columns"])]
+    out = [
+        "# StaminaBench report",
+        "",
+        "Average turns passed ± SE (pass rate). **Bold**: best in its row; † not significantly worse than the "
+        f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected). n: scenarios "
+        "scored; unscored ones (ended by a platform fault, or never tested: cancelled before a test ran) are "
+        "left out of every figure. A harness that ran out of infra retries ends its scenario, which counts "
+        "(paper).",
+        "",
+        "| agent | " + " | ".join(t["columns"]) + " |",
+        "|---|" + "---|" * len(t["columns"]),
+    ]
     for r in t["rows"]:
         cells = [_fmt(t["cells"][r].get(col), ("**", "**"), " †") for col in t["columns"]]
         out.append(f"| {r} | " + " | ".join(cells) + " |")
     if report.get("views"):
-        out += ["", "Headline scores follow the paper: a scenario whose harness ran out of infra retries ends there "
-                "and counts. Counting only the agent's code (such scenarios left out) gives:", ""]
-        out += [f"- {name}: {_one(v['censored']['mean_turns'])} ± {_one(v['censored']['se_turns'])} over "
-                f"{v['censored']['scenarios']} scenarios (paper: {_one(v['paper']['mean_turns'])} over "
-                f"{v['paper']['scenarios']})" for name, v in report["views"].items()]
-    out += ["", "## Survival", "", "Turns survived, right-censored at N+1; a harness out of infra retries is a "
-            "failure (paper), a platform fault leaves the scenario out. "
-            "RMST(N+1) with a 95% scenario-bootstrap CI; log-rank against the configuration with the best mean.", "",
-            "| configuration | scenarios | RMST | 95% CI | failures / censored | log-rank p vs best |",
-            "|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "Headline scores follow the paper: a scenario whose harness ran out of infra retries ends there "
+            "and counts. Counting only the agent's code (such scenarios left out) gives:",
+            "",
+        ]
+        out += [
+            f"- {name}: {_one(v['censored']['mean_turns'])} ± {_one(v['censored']['se_turns'])} over "
+            f"{v['censored']['scenarios']} scenarios (paper: {_one(v['paper']['mean_turns'])} over "
+            f"{v['paper']['scenarios']})"
+            for name, v in report["views"].items()
+        ]
+    out += [
+        "",
+        "## Survival",
+        "",
+        "Turns survived, right-censored at N+1; a harness out of infra retries is a "
+        "failure (paper), a platform fault leaves the scenario out. "
+        "RMST(N+1) with a 95% scenario-bootstrap CI; log-rank against the configuration with the best mean.",
+        "",
+        "| configuration | scenarios | RMST | 95% CI | failures / censored | log-rank p vs best |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, s in report["survival"].items():
         lr = s.get("logrank_vs_best")
         p = "-" if lr is None else f"{lr['p']:.3g}"
@@ -186,23 +231,33 @@ def markdown(report: dict[str, Any]) -> str:
         if s["rmst"] is None or not s["scored"]:
             out.append(f"| {name} | {counted} | - | - | - | - |")
             continue
-        out.append(f"| {name} | {counted} | {s['rmst']:.2f} | {s['rmst_ci'][0]:.2f}-{s['rmst_ci'][1]:.2f} | "
-                   f"{s['events']} / {s['censored']} | {p} |")
+        out.append(
+            f"| {name} | {counted} | {s['rmst']:.2f} | {s['rmst_ci'][0]:.2f}-{s['rmst_ci'][1]:.2f} | "
+            f"{s['events']} / {s['censored']} | {p} |"
+        )
     out += ["", "## Retry budget (from one run's history)", ""]
     for name, curve in report["retry_curves"].items():
         n = report["scenarios"][name]
-        out.append(f"- {name} ({_counted(n['scored'], n['unscored'])}): "
-                   + ", ".join("-" if m is None else f"R'={b}: {m:.1f} ± {se:.1f}" for b, m, se in curve))
-    out += ["", "## Failures", "",
-            "| configuration | scenarios | first failure | all failures | regression / new-feature tests |",
-            "|---|---|---|---|---|"]
+        out.append(
+            f"- {name} ({_counted(n['scored'], n['unscored'])}): "
+            + ", ".join("-" if m is None else f"R'={b}: {m:.1f} ± {se:.1f}" for b, m, se in curve)
+        )
+    out += [
+        "",
+        "## Failures",
+        "",
+        "| configuration | scenarios | first failure | all failures | regression / new-feature tests |",
+        "|---|---|---|---|---|",
+    ]
     for name in report["failures_first"]:
         first = ", ".join(f"{k} {v}" for k, v in sorted(report["failures_first"][name].items())) or "-"
         every = ", ".join(f"{k} {v}" for k, v in sorted(report["failures_all"][name].items())) or "-"
         reg = report["regressions"][name]
         n = report["scenarios"][name]
-        out.append(f"| {name} | {_counted(n['scored'], n['unscored'])} | {first} | {every} | "
-                   f"{reg['regression']} / {reg['new_feature']} |")
+        out.append(
+            f"| {name} | {_counted(n['scored'], n['unscored'])} | {first} | {every} | "
+            f"{reg['regression']} / {reg['new_feature']} |"
+        )
     out += ["", f"Cost: {report['cost']}.", ""]
     return "\n".join(out)
 
@@ -216,13 +271,24 @@ def latex(report: dict[str, Any]) -> str:
 def csv_table(report: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["agent", "setting", "mean_turns", "se", "pass_rate", "n", "unscored", "best", "p_vs_best",
-                "p_holm"])
+    w.writerow(["agent", "setting", "mean_turns", "se", "pass_rate", "n", "unscored", "best", "p_vs_best", "p_holm"])
     t = report["table"]
     for r in t["rows"]:
         for col, v in t["cells"][r].items():
-            w.writerow([r, col, _num(v["mean"]), _num(v["se"]), _num(v["pass_rate"]), v["n"], v["unscored"], v["best"],
-                        f"{v['p_vs_best']:.6g}", "" if "p_holm" not in v else f"{v['p_holm']:.6g}"])
+            w.writerow(
+                [
+                    r,
+                    col,
+                    _num(v["mean"]),
+                    _num(v["se"]),
+                    _num(v["pass_rate"]),
+                    v["n"],
+                    v["unscored"],
+                    v["best"],
+                    f"{v['p_vs_best']:.6g}",
+                    "" if "p_holm" not in v else f"{v['p_holm']:.6g}",
+                ]
+            )
     return buf.getvalue()
 
 

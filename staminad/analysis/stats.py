@@ -92,8 +92,14 @@ def rmst(curve: KMCurve, tau: float) -> float:
     return area + (tau - last_t) * last_s
 
 
-def rmst_bootstrap(durations: Sequence[float], observed: Sequence[bool], tau: float, n_boot: int = 2000,
-                   seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+def rmst_bootstrap(
+    durations: Sequence[float],
+    observed: Sequence[bool],
+    tau: float,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
     """RMST(tau) and a percentile CI from resampling scenarios (the cluster) with replacement."""
     d = np.asarray(durations, dtype=float)
     e = np.asarray(observed, dtype=bool)

@@ -117,8 +117,12 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
             probe = _with_entity(probe, scratch)
 
     def apply(self, state: State) -> State:
-        return State(enums=(*state.enums, *self.new_enums), entities=(*state.entities, self.entity),
-                     analytics=state.analytics, actions=state.actions)
+        return State(
+            enums=(*state.enums, *self.new_enums),
+            entities=(*state.entities, self.entity),
+            analytics=state.analytics,
+            actions=state.actions,
+        )
 
 
 class DeleteEntity(msgspec.Struct, frozen=True, tag="delete_entity"):
@@ -152,10 +156,12 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
         return State(
             enums=state.enums,
             entities=tuple(ent(e) for e in state.entities),
-            analytics=tuple(msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a
-                            for a in state.analytics),
-            actions=tuple(msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a
-                          for a in state.actions),
+            analytics=tuple(
+                msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a for a in state.analytics
+            ),
+            actions=tuple(
+                msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a for a in state.actions
+            ),
         )
 
 
@@ -247,8 +253,10 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
 
     def apply(self, state: State) -> State:
         e = _entity(state, self.entity)
-        renamed = Entity(name=e.name, fields=tuple(
-            msgspec.structs.replace(f, name=self.new) if f.name == self.old else f for f in e.fields))
+        renamed = Entity(
+            name=e.name,
+            fields=tuple(msgspec.structs.replace(f, name=self.new) if f.name == self.old else f for f in e.fields),
+        )
         analytics = tuple(
             msgspec.structs.replace(a, field=self._n(a.field or "")) if a.entity == self.entity and a.field else a
             for a in state.analytics
@@ -259,13 +267,17 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
             if a.entity != self.entity and not any(f.target == self.entity for f in owner.fields):
                 actions.append(a)  # nothing in this action can name the renamed field
                 continue
-            actions.append(Action(
-                entity=a.entity, name=a.name,
-                field=self._n(a.field) if a.entity == self.entity else a.field,
-                sources=a.sources, target=a.target,
-                conditions=tuple(self._condition(owner, c) for c in a.conditions),
-                effects=tuple(self._effect(owner, x) for x in a.effects),
-            ))
+            actions.append(
+                Action(
+                    entity=a.entity,
+                    name=a.name,
+                    field=self._n(a.field) if a.entity == self.entity else a.field,
+                    sources=a.sources,
+                    target=a.target,
+                    conditions=tuple(self._condition(owner, c) for c in a.conditions),
+                    effects=tuple(self._effect(owner, x) for x in a.effects),
+                )
+            )
         new_state = _with_entity(state, renamed)
         return State(enums=new_state.enums, entities=new_state.entities, analytics=analytics, actions=tuple(actions))
 
@@ -317,8 +329,10 @@ class ChangeConstraints(msgspec.Struct, frozen=True, tag="change_constraints", o
 
     def apply(self, state: State) -> State:
         e = _entity(state, self.entity)
-        return _with_entity(state, Entity(name=e.name, fields=tuple(
-            self._new_field(f) if f.name == self.field else f for f in e.fields)))
+        return _with_entity(
+            state,
+            Entity(name=e.name, fields=tuple(self._new_field(f) if f.name == self.field else f for f in e.fields)),
+        )
 
 
 class AddAnalytics(msgspec.Struct, frozen=True, tag="add_analytics"):
@@ -369,7 +383,8 @@ def _action(state: State, entity: str, name: str) -> Action:
 
 def _with_action(state: State, a: Action) -> State:
     return msgspec.structs.replace(
-        state, actions=_replace(state.actions, lambda x: x.entity == a.entity and x.name == a.name, a))
+        state, actions=_replace(state.actions, lambda x: x.entity == a.entity and x.name == a.name, a)
+    )
 
 
 class RemoveAction(msgspec.Struct, frozen=True, tag="remove_action"):
@@ -380,8 +395,9 @@ class RemoveAction(msgspec.Struct, frozen=True, tag="remove_action"):
         _action(state, self.entity, self.name)
 
     def apply(self, state: State) -> State:
-        return msgspec.structs.replace(state, actions=tuple(
-            a for a in state.actions if not (a.entity == self.entity and a.name == self.name)))
+        return msgspec.structs.replace(
+            state, actions=tuple(a for a in state.actions if not (a.entity == self.entity and a.name == self.name))
+        )
 
 
 class AddCondition(msgspec.Struct, frozen=True, tag="add_condition"):
@@ -409,8 +425,9 @@ class RemoveCondition(msgspec.Struct, frozen=True, tag="remove_condition"):
 
     def apply(self, state: State) -> State:
         a = _action(state, self.entity, self.action)
-        return _with_action(state, msgspec.structs.replace(
-            a, conditions=tuple(c for c in a.conditions if c != self.condition)))
+        return _with_action(
+            state, msgspec.structs.replace(a, conditions=tuple(c for c in a.conditions if c != self.condition))
+        )
 
 
 class AddEffect(msgspec.Struct, frozen=True, tag="add_effect"):
@@ -459,12 +476,41 @@ class AddEnumValue(msgspec.Struct, frozen=True, tag="add_enum_value"):
         return msgspec.structs.replace(state, enums=_replace(state.enums, lambda x: x.name == self.enum, new))
 
 
-Change = (AddEntity | DeleteEntity | RenameEntity | AddField | DeleteField | RenameField | ChangeConstraints
-          | AddAnalytics | DeleteAnalytics | AddAction | RemoveAction | AddCondition | RemoveCondition | AddEffect
-          | RemoveEffect | AddEnumValue)
+Change = (
+    AddEntity
+    | DeleteEntity
+    | RenameEntity
+    | AddField
+    | DeleteField
+    | RenameField
+    | ChangeConstraints
+    | AddAnalytics
+    | DeleteAnalytics
+    | AddAction
+    | RemoveAction
+    | AddCondition
+    | RemoveCondition
+    | AddEffect
+    | RemoveEffect
+    | AddEnumValue
+)
 CHANGE_TYPES: tuple[type[Change], ...] = (
-    AddEntity, DeleteEntity, RenameEntity, AddField, DeleteField, RenameField, ChangeConstraints, AddAnalytics,
-    DeleteAnalytics, AddAction, RemoveAction, AddCondition, RemoveCondition, AddEffect, RemoveEffect, AddEnumValue,
+    AddEntity,
+    DeleteEntity,
+    RenameEntity,
+    AddField,
+    DeleteField,
+    RenameField,
+    ChangeConstraints,
+    AddAnalytics,
+    DeleteAnalytics,
+    AddAction,
+    RemoveAction,
+    AddCondition,
+    RemoveCondition,
+    AddEffect,
+    RemoveEffect,
+    AddEnumValue,
 )
 CHANGE_KINDS: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in CHANGE_TYPES)
 

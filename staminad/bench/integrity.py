@@ -154,8 +154,17 @@ def prune(state: State) -> State:
         assert entity is not None
         conditions = tuple(c for c in a.conditions if condition_ok(state, entity, c))
         effects = tuple(x for x in a.effects if effect_ok(state, entity, x, a.field))
-        actions.append(Action(entity=a.entity, name=a.name, field=a.field, sources=a.sources, target=a.target,
-                              conditions=conditions, effects=effects))
+        actions.append(
+            Action(
+                entity=a.entity,
+                name=a.name,
+                field=a.field,
+                sources=a.sources,
+                target=a.target,
+                conditions=conditions,
+                effects=effects,
+            )
+        )
     used = {f.enum for e in entities for f in e.fields if f.enum}
     enums = tuple(e for e in state.enums if e.name in used)
     return State(enums=enums, entities=entities, analytics=analytics, actions=tuple(actions))

@@ -53,9 +53,12 @@ def _value_schema(state: State, f: Field, bounded: bool) -> dict[str, Any]:
         en = state.enum(f.enum or "")
         s = {"type": "string", "enum": list(en.values) if en else []}
     elif f.kind == "datetime":
-        s = {"type": "string", "pattern": datetime_pattern(f.after, f.before),
-             "description": "a real calendar datetime `YYYY-MM-DD hh:mm:ss`"
-             + (f", inclusive bounds {f.after} .. {f.before}" if f.after or f.before else "")}
+        s = {
+            "type": "string",
+            "pattern": datetime_pattern(f.after, f.before),
+            "description": "a real calendar datetime `YYYY-MM-DD hh:mm:ss`"
+            + (f", inclusive bounds {f.after} .. {f.before}" if f.after or f.before else ""),
+        }
         if f.after:
             s["x-after"] = f.after
         if f.before:
@@ -63,8 +66,11 @@ def _value_schema(state: State, f: Field, bounded: bool) -> dict[str, Any]:
     elif f.kind == "ref":
         s = {"type": "string", "pattern": ID_PATTERN, "description": f"the id of a stored {f.target} ([reference])"}
     else:
-        s = {"type": "array", "items": {"type": "string", "pattern": ID_PATTERN},
-             "description": f"ids of stored {f.target} entities ([reference-list])"}
+        s = {
+            "type": "array",
+            "items": {"type": "string", "pattern": ID_PATTERN},
+            "description": f"ids of stored {f.target} entities ([reference-list])",
+        }
     return s
 
 
@@ -114,21 +120,33 @@ def _schemas(state: State, e: Entity, written: set[tuple[str, str]]) -> dict[str
     """The entity as returned, its POST body and its PATCH body."""
     out_props: dict[str, Any] = {"id": {"type": "string"}}
     out_props.update({f.name: _response_field(state, f, (e.name, f.name) in written) for f in e.fields})
-    create_props: dict[str, Any] = {"id": {"type": "string", "pattern": ID_PATTERN,
-                                           "description": "chosen by the client ([client-id])"}}
+    create_props: dict[str, Any] = {
+        "id": {"type": "string", "pattern": ID_PATTERN, "description": "chosen by the client ([client-id])"}
+    }
     create_props.update({f.name: _request_field(state, f) for f in e.fields})
-    patch_props: dict[str, Any] = {"id": {"type": "string", "description": "must equal the id in the path "
-                                                                          "([patch-id])"}}
+    patch_props: dict[str, Any] = {
+        "id": {"type": "string", "description": "must equal the id in the path ([patch-id])"}
+    }
     patch_props.update({f.name: _request_field(state, f) for f in e.fields})
     for p in patch_props.values():
         p.pop("default", None)  # [update]: a PATCH changes only the fields it holds; nothing is defaulted
     return {
-        e.name: {"type": "object", "properties": out_props, "required": list(out_props),
-                 "description": f"a stored {e.name} ([json])"},
-        f"{e.name}Create": {"type": "object", "properties": create_props,
-                            "required": ["id", *(f.name for f in e.fields if f.required and not f.has_default)]},
-        f"{e.name}Update": {"type": "object", "properties": patch_props,
-                            "description": "any subset of the fields, each validated as in a POST ([update])"},
+        e.name: {
+            "type": "object",
+            "properties": out_props,
+            "required": list(out_props),
+            "description": f"a stored {e.name} ([json])",
+        },
+        f"{e.name}Create": {
+            "type": "object",
+            "properties": create_props,
+            "required": ["id", *(f.name for f in e.fields if f.required and not f.has_default)],
+        },
+        f"{e.name}Update": {
+            "type": "object",
+            "properties": patch_props,
+            "description": "any subset of the fields, each validated as in a POST ([update])",
+        },
     }
 
 
@@ -142,9 +160,11 @@ def _id_param() -> list[dict[str, Any]]:
 
 def _links(e: Entity, state: State) -> dict[str, Any]:
     by_id = {"id": "$response.body#/id"}
-    links = {f"Get{e.name}": {"operationId": f"get{e.name}", "parameters": by_id},
-             f"Update{e.name}": {"operationId": f"update{e.name}", "parameters": by_id},
-             f"Delete{e.name}": {"operationId": f"delete{e.name}", "parameters": by_id}}
+    links = {
+        f"Get{e.name}": {"operationId": f"get{e.name}", "parameters": by_id},
+        f"Update{e.name}": {"operationId": f"update{e.name}", "parameters": by_id},
+        f"Delete{e.name}": {"operationId": f"delete{e.name}", "parameters": by_id},
+    }
     for a in state.actions:
         if a.entity == e.name:
             links[f"{a.name}{e.name}"] = {"operationId": _action_op(a), "parameters": by_id}
@@ -171,34 +191,63 @@ def _analytics_result(state: State, a: Analytics) -> dict[str, Any]:
 
 def _entity_paths(state: State, e: Entity) -> dict[str, Any]:
     ref = f"#/components/schemas/{e.name}"
-    created = {**_json(ref, f"the created {e.name} as stored, defaults applied ([create])"),
-               "links": _links(e, state)}
+    created = {**_json(ref, f"the created {e.name} as stored, defaults applied ([create])"), "links": _links(e, state)}
     rejected = _err(_REJECTED)
     return {
         f"/{e.endpoint}": {
-            "get": {"operationId": f"list{e.name}", "summary": f"list every {e.name} ([list])",
-                    "responses": {"200": {"description": f"every stored {e.name}", "content": {
-                        "application/json": {"schema": {"type": "array", "items": {"$ref": ref}}}}}}},
-            "post": {"operationId": f"create{e.name}", "summary": f"create a {e.name} ([create])",
-                     "requestBody": {"required": True, "content": {"application/json": {
-                         "schema": {"$ref": f"#/components/schemas/{e.name}Create"}}}},
-                     "responses": {"200": created, "201": created, "400": rejected, "422": rejected,
-                                   "409": _err("the id is already used ([client-id])")}},
+            "get": {
+                "operationId": f"list{e.name}",
+                "summary": f"list every {e.name} ([list])",
+                "responses": {
+                    "200": {
+                        "description": f"every stored {e.name}",
+                        "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": ref}}}},
+                    }
+                },
+            },
+            "post": {
+                "operationId": f"create{e.name}",
+                "summary": f"create a {e.name} ([create])",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{e.name}Create"}}},
+                },
+                "responses": {
+                    "200": created,
+                    "201": created,
+                    "400": rejected,
+                    "422": rejected,
+                    "409": _err("the id is already used ([client-id])"),
+                },
+            },
         },
         f"/{e.endpoint}/{{id}}": {
             "parameters": _id_param(),
-            "get": {"operationId": f"get{e.name}", "summary": f"read a {e.name} ([read])",
-                    "responses": {"200": _json(ref, f"the stored {e.name}"), "404": _NOT_FOUND}},
-            "patch": {"operationId": f"update{e.name}", "summary": f"update some fields of a {e.name} ([update])",
-                      "requestBody": {"required": True, "content": {"application/json": {
-                          "schema": {"$ref": f"#/components/schemas/{e.name}Update"}}}},
-                      "responses": {"200": _json(ref, f"the updated {e.name}"), "404": _NOT_FOUND,
-                                    "400": _err(f"{_REJECTED}, [patch-id]; nothing changed"),
-                                    "422": _err(f"{_REJECTED}, [patch-id]; nothing changed")}},
-            "delete": {"operationId": f"delete{e.name}",
-                       "summary": f"delete a {e.name}; references to it become null or leave their lists "
-                                  "([delete], [cascade])",
-                       "responses": {"200": _err("deleted"), "204": _err("deleted"), "404": _NOT_FOUND}},
+            "get": {
+                "operationId": f"get{e.name}",
+                "summary": f"read a {e.name} ([read])",
+                "responses": {"200": _json(ref, f"the stored {e.name}"), "404": _NOT_FOUND},
+            },
+            "patch": {
+                "operationId": f"update{e.name}",
+                "summary": f"update some fields of a {e.name} ([update])",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{e.name}Update"}}},
+                },
+                "responses": {
+                    "200": _json(ref, f"the updated {e.name}"),
+                    "404": _NOT_FOUND,
+                    "400": _err(f"{_REJECTED}, [patch-id]; nothing changed"),
+                    "422": _err(f"{_REJECTED}, [patch-id]; nothing changed"),
+                },
+            },
+            "delete": {
+                "operationId": f"delete{e.name}",
+                "summary": f"delete a {e.name}; references to it become null or leave their lists "
+                "([delete], [cascade])",
+                "responses": {"200": _err("deleted"), "204": _err("deleted"), "404": _NOT_FOUND},
+            },
         },
     }
 
@@ -206,25 +255,39 @@ def _entity_paths(state: State, e: Entity) -> dict[str, Any]:
 def _action_path(state: State, act: Action) -> dict[str, Any]:
     owner = state.entity(act.entity)
     assert owner is not None
-    return {"post": {
-        "operationId": _action_op(act),
-        "summary": f"move {act.field} from {', '.join(act.sources)} to {act.target} ([actions])",
-        "parameters": _id_param(),
-        "responses": {
-            "200": _json(f"#/components/schemas/{owner.name}", f"the {owner.name} after the effects, "
-                                                              f"{act.field} = {act.target}"),
-            "404": _err(f"no {owner.name} with this id"),
-            "400": _err(f"wrong state: {act.field} is not one of {', '.join(act.sources)}"),
-            "409": _err("a guard condition does not hold ([guards])")}}}
+    return {
+        "post": {
+            "operationId": _action_op(act),
+            "summary": f"move {act.field} from {', '.join(act.sources)} to {act.target} ([actions])",
+            "parameters": _id_param(),
+            "responses": {
+                "200": _json(
+                    f"#/components/schemas/{owner.name}",
+                    f"the {owner.name} after the effects, {act.field} = {act.target}",
+                ),
+                "404": _err(f"no {owner.name} with this id"),
+                "400": _err(f"wrong state: {act.field} is not one of {', '.join(act.sources)}"),
+                "409": _err("a guard condition does not hold ([guards])"),
+            },
+        }
+    }
 
 
 def openapi(state: State, title: str = "StaminaBench API") -> dict[str, Any]:
     """The OpenAPI 3.1 document of `state`."""
     reset = {"type": "object", "properties": {"status": {"const": "reset"}}, "required": ["status"]}
-    paths: dict[str, Any] = {"/reset": {"post": {
-        "operationId": "reset", "summary": "delete every entity of every type ([reset])",
-        "responses": {"200": {"description": "reset", "content": {"application/json": {"schema": reset}}},
-                      "204": {"description": "reset"}}}}}
+    paths: dict[str, Any] = {
+        "/reset": {
+            "post": {
+                "operationId": "reset",
+                "summary": "delete every entity of every type ([reset])",
+                "responses": {
+                    "200": {"description": "reset", "content": {"application/json": {"schema": reset}}},
+                    "204": {"description": "reset"},
+                },
+            }
+        }
+    }
     schemas: dict[str, Any] = {}
     written = _effect_targets(state)
     for e in state.entities:
@@ -233,14 +296,22 @@ def openapi(state: State, title: str = "StaminaBench API") -> dict[str, Any]:
     for a in state.analytics:
         result = {"type": "object", "properties": {"result": _analytics_result(state, a)}, "required": ["result"]}
         label = "count" if a.op == "count" else f"{a.op} of {a.field}"
-        paths[a.path()] = {"get": {
-            "operationId": f"{a.op}{a.entity}{a.field or ''}", "summary": f"{label} over every {a.entity} "
-                                                                          "([analytics])",
-            "responses": {"200": {"description": "the aggregate",
-                                  "content": {"application/json": {"schema": result}}}}}}
+        paths[a.path()] = {
+            "get": {
+                "operationId": f"{a.op}{a.entity}{a.field or ''}",
+                "summary": f"{label} over every {a.entity} ([analytics])",
+                "responses": {
+                    "200": {"description": "the aggregate", "content": {"application/json": {"schema": result}}}
+                },
+            }
+        }
     for act in state.actions:
         owner = state.entity(act.entity)
         assert owner is not None
         paths[f"/{owner.endpoint}/{{id}}/{act.name}"] = _action_path(state, act)
-    return {"openapi": "3.1.0", "info": {"title": title, "version": "1"}, "paths": paths,
-            "components": {"schemas": schemas}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": "1"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }

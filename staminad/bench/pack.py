@@ -79,8 +79,12 @@ def scenario_texts(scenario: Scenario, language: str) -> dict[str, bytes]:
     return files
 
 
-def build_pack(seeds: Iterable[int], params: ScenarioParams, scenarios: Mapping[int, Scenario] | None = None,
-               sampling: Sampling | None = None) -> dict[str, bytes]:
+def build_pack(
+    seeds: Iterable[int],
+    params: ScenarioParams,
+    scenarios: Mapping[int, Scenario] | None = None,
+    sampling: Sampling | None = None,
+) -> dict[str, bytes]:
     """Every file of a pack, manifest included; `scenarios` given (LLM-sampled) are stored as they are."""
     files: dict[str, bytes] = {README_PATH: render_readme(params.language).encode()}
     seed_list = tuple(seeds)
@@ -89,8 +93,14 @@ def build_pack(seeds: Iterable[int], params: ScenarioParams, scenarios: Mapping[
         files[f"{scenario_dir(seed)}/scenario.json"] = _ENC.encode(scenario) + b"\n"
         files.update(scenario_texts(scenario, params.language))
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
-    manifest = Manifest(format=PACK_FORMAT, generator_version=GENERATOR_VERSION, params=params, seeds=seed_list,
-                        files=digests, sampling=sampling)
+    manifest = Manifest(
+        format=PACK_FORMAT,
+        generator_version=GENERATOR_VERSION,
+        params=params,
+        seeds=seed_list,
+        files=digests,
+        sampling=sampling,
+    )
     files["manifest.json"] = msgspec.json.format(_ENC.encode(manifest), indent=2) + b"\n"
     return files
 
@@ -140,8 +150,10 @@ def load_manifest(data: bytes) -> Manifest:
     if manifest.format != PACK_FORMAT:
         raise PackError(f"manifest.json has format {manifest.format!r}, expected {PACK_FORMAT!r}")
     if manifest.generator_version != GENERATOR_VERSION:
-        raise PackError(f"pack was made by generator version {manifest.generator_version}, "
-                        f"this is version {GENERATOR_VERSION}; regenerate it")
+        raise PackError(
+            f"pack was made by generator version {manifest.generator_version}, "
+            f"this is version {GENERATOR_VERSION}; regenerate it"
+        )
     return manifest
 
 

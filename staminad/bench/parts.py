@@ -60,8 +60,15 @@ def _round(x: float) -> float:
     return round(x, 2)
 
 
-def scalar_field(rng: random.Random, namer: Namer, state: State, entity: str, taken: set[str],
-                 kind: str, extra_enums: tuple[EnumType, ...] = ()) -> tuple[Field, EnumType | None]:
+def scalar_field(
+    rng: random.Random,
+    namer: Namer,
+    state: State,
+    entity: str,
+    taken: set[str],
+    kind: str,
+    extra_enums: tuple[EnumType, ...] = (),
+) -> tuple[Field, EnumType | None]:
     """A non-reference field of `kind` with random flags, bounds and default."""
     required = rng.random() < 0.5
     nullable = rng.random() < 0.4
@@ -109,8 +116,15 @@ def scalar_field(rng: random.Random, namer: Namer, state: State, entity: str, ta
                 default = rng.random() < 0.5
         elif kind == "datetime" and rng.random() < 0.5:
             kw["after"], kw["before"] = rng.choice(_DT_RANGES)
-    field = Field(name=name, kind=kind, required=required, nullable=nullable,  # type: ignore[arg-type]
-                  has_default=default is not None, default=default, **kw)  # type: ignore[arg-type]
+    field = Field(
+        name=name,
+        kind=kind,  # type: ignore[arg-type]
+        required=required,
+        nullable=nullable,
+        has_default=default is not None,
+        default=default,  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
     return field, new_enum
 
 
@@ -127,8 +141,9 @@ def reference_field(rng: random.Random, namer: Namer, target: str, taken: set[st
     return Field(name=name, kind="ref", target=target, nullable=True)
 
 
-def entity_fields(rng: random.Random, namer: Namer, state: State, entity: str, n: int,
-                  force_enum: bool = False) -> tuple[tuple[Field, ...], tuple[EnumType, ...]]:
+def entity_fields(
+    rng: random.Random, namer: Namer, state: State, entity: str, n: int, force_enum: bool = False
+) -> tuple[tuple[Field, ...], tuple[EnumType, ...]]:
     """`n` scalar fields for a new entity, and the enum types they introduce."""
     fields: list[Field] = []
     enums: list[EnumType] = []
@@ -169,8 +184,9 @@ def literal_for(rng: random.Random, state: State, f: Field) -> object | None:
     return None
 
 
-def random_condition(rng: random.Random, state: State, entity: Entity, avoid: set[str],
-                     action_field: str) -> Condition | None:
+def random_condition(
+    rng: random.Random, state: State, entity: Entity, avoid: set[str], action_field: str
+) -> Condition | None:
     """A guard over fields not in `avoid` (fields other guards of the action already use)."""
     free = [f for f in entity.fields if f.name not in avoid and f.name != action_field]
     numeric = [f for f in free if f.kind in NUMERIC_KINDS]
@@ -194,8 +210,11 @@ def random_condition(rng: random.Random, state: State, entity: Entity, avoid: se
         return Compare(FieldOperand(f.name), rng.choice(("<", "<=", ">", ">=")), _numeric_literal(rng, f))
     if choice == "arith":
         a, b = rng.sample(numeric, 2)
-        return Compare(ArithOperand(a.name, rng.choice(("+", "-", "*")), b.name), rng.choice((">", ">=", "<", "<=")),
-                       rng.randint(0, 100))
+        return Compare(
+            ArithOperand(a.name, rng.choice(("+", "-", "*")), b.name),
+            rng.choice((">", ">=", "<", "<=")),
+            rng.randint(0, 100),
+        )
     if choice == "null":
         f = rng.choice([f for f in free if f.kind != "ref_list" and (f.nullable or not f.required)])
         return NullCheck(f.name, rng.random() < 0.3)
@@ -209,8 +228,9 @@ def random_condition(rng: random.Random, state: State, entity: Entity, avoid: se
     if choice == "count" or (choice == "sum" and not tnum):
         return Compare(CountOperand(lst.name), rng.choice((">", ">=", "<=")), rng.randint(0, 3))
     if choice == "sum":
-        return Compare(SumOperand(lst.name, rng.choice(tnum).name), rng.choice((">", ">=", "<", "<=")),
-                       rng.randint(0, 200))
+        return Compare(
+            SumOperand(lst.name, rng.choice(tnum).name), rng.choice((">", ">=", "<", "<=")), rng.randint(0, 200)
+        )
     cands = [f for f in target.fields if f.kind in NUMERIC_KINDS or f.kind in ("boolean", "enum")]
     if not cands:
         return Compare(CountOperand(lst.name), ">", rng.randint(0, 2))
@@ -284,8 +304,15 @@ def random_action(rng: random.Random, namer: Namer, state: State, entity: Entity
         x = random_effect(rng, state, entity, f.name)
         if x is not None and x not in effects:
             effects.append(x)
-    return Action(entity=entity.name, name=namer.action_name(rng, taken), field=f.name, sources=sources,
-                  target=target, conditions=tuple(conditions), effects=tuple(effects))
+    return Action(
+        entity=entity.name,
+        name=namer.action_name(rng, taken),
+        field=f.name,
+        sources=sources,
+        target=target,
+        conditions=tuple(conditions),
+        effects=tuple(effects),
+    )
 
 
 def condition_fields(c: Condition) -> set[str]:
@@ -305,7 +332,7 @@ def condition_fields(c: Condition) -> set[str]:
 def set_before(a: Action, x: Effect) -> dict[str, Any]:
     """Own fields an earlier effect of the action sets to a number before `x` runs (the last such set wins)."""
     out: dict[str, Any] = {}
-    for y in a.effects[:a.effects.index(x)]:
+    for y in a.effects[: a.effects.index(x)]:
         if isinstance(y, SetValue) and isinstance(y.value, int | float) and not isinstance(y.value, bool):
             out[y.field] = y.value
         elif isinstance(y, Increment | Compute):

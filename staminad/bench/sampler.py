@@ -50,10 +50,22 @@ SamplerName = Literal["uniform", "weighted", "llm"]  # llm: proposed by a model 
 
 # Difficulty weights: changes that ripple through the code base are drawn more often.
 DIFFICULTY_WEIGHTS: dict[str, float] = {
-    "add_entity": 2.0, "delete_entity": 1.5, "rename_entity": 2.5, "add_field": 1.5, "delete_field": 1.0,
-    "rename_field": 2.0, "change_constraints": 1.0, "add_analytics": 1.0, "delete_analytics": 0.5,
-    "add_action": 2.5, "remove_action": 0.5, "add_condition": 2.0, "remove_condition": 0.5, "add_effect": 2.0,
-    "remove_effect": 0.5, "add_enum_value": 1.0,
+    "add_entity": 2.0,
+    "delete_entity": 1.5,
+    "rename_entity": 2.5,
+    "add_field": 1.5,
+    "delete_field": 1.0,
+    "rename_field": 2.0,
+    "change_constraints": 1.0,
+    "add_analytics": 1.0,
+    "delete_analytics": 0.5,
+    "add_action": 2.5,
+    "remove_action": 0.5,
+    "add_condition": 2.0,
+    "remove_condition": 0.5,
+    "add_effect": 2.0,
+    "remove_effect": 0.5,
+    "add_enum_value": 1.0,
 }
 
 
@@ -247,12 +259,22 @@ def _add_enum_value(c: Context) -> Change | None:
 
 
 PROPOSERS: dict[str, Callable[[Context], Change | None]] = {
-    "add_entity": _add_entity, "delete_entity": _delete_entity, "rename_entity": _rename_entity,
-    "add_field": _add_field, "delete_field": _delete_field, "rename_field": _rename_field,
-    "change_constraints": _change_constraints, "add_analytics": _add_analytics,
-    "delete_analytics": _delete_analytics, "add_action": _add_action, "remove_action": _remove_action,
-    "add_condition": _add_condition, "remove_condition": _remove_condition, "add_effect": _add_effect,
-    "remove_effect": _remove_effect, "add_enum_value": _add_enum_value,
+    "add_entity": _add_entity,
+    "delete_entity": _delete_entity,
+    "rename_entity": _rename_entity,
+    "add_field": _add_field,
+    "delete_field": _delete_field,
+    "rename_field": _rename_field,
+    "change_constraints": _change_constraints,
+    "add_analytics": _add_analytics,
+    "delete_analytics": _delete_analytics,
+    "add_action": _add_action,
+    "remove_action": _remove_action,
+    "add_condition": _add_condition,
+    "remove_condition": _remove_condition,
+    "add_effect": _add_effect,
+    "remove_effect": _remove_effect,
+    "add_enum_value": _add_enum_value,
 }
 
 
@@ -286,8 +308,9 @@ def sample_change(state: State, rng: random.Random, namer: Namer, weights: Mappi
     raise RuntimeError("no valid change could be drawn; the sampler weights exclude every applicable type")
 
 
-def sample_turn(state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], k: int,
-                age: int) -> tuple[list[Change], State]:
+def sample_turn(
+    state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], k: int, age: int
+) -> tuple[list[Change], State]:
     """pi_env for one turn: k changes, each drawn against the state its predecessors produced."""
     changes: list[Change] = []
     for i in range(k):

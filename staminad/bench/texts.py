@@ -50,8 +50,10 @@ def enum_line(e: EnumType) -> str:
 
 def action_block(a: Action, state: State) -> list[str]:
     """The lines describing one action, shared by the spec and the add-action prompt."""
-    lines = [f"`POST /{endpoint_of(a.entity)}/{{id}}/{a.name}`",
-             f"- Allowed when `{a.field}` is one of: {', '.join(a.sources)} (otherwise 400)."]
+    lines = [
+        f"`POST /{endpoint_of(a.entity)}/{{id}}/{a.name}`",
+        f"- Allowed when `{a.field}` is one of: {', '.join(a.sources)} (otherwise 400).",
+    ]
     if a.conditions:
         lines.append("- Guards, all must hold (otherwise 409):")
         lines += [f"  - {condition_phrase(c)}" for c in a.conditions]
@@ -80,8 +82,14 @@ def render_spec(state: State) -> str:
     out += [f"- {enum_line(e)}" for e in state.enums] or ["None."]
     out += ["", "# Entities", ""]
     for e in state.entities:
-        out += [f"## {e.name}", "", f"Endpoint: `/{e.endpoint}`; one entity at `/{e.endpoint}/{{id}}`.", "",
-                "Fields:", "- `id`: required, non-nullable string, unique, chosen by the client"]
+        out += [
+            f"## {e.name}",
+            "",
+            f"Endpoint: `/{e.endpoint}`; one entity at `/{e.endpoint}/{{id}}`.",
+            "",
+            "Fields:",
+            "- `id`: required, non-nullable string, unique, chosen by the client",
+        ]
         out += [f"- {field_line(f)}" for f in e.fields]
         out.append("")
     out += ["# Analytics endpoints", ""]
@@ -114,10 +122,16 @@ def _consequences(before: State, after: State) -> list[str]:
         if b is None:
             notes.append(f"the action `{a.entity}.{a.name}` is removed")
             continue
-        notes += [f"the guard `{condition_phrase(c)}` of `{a.entity}.{a.name}` is removed"
-                  for c in a.conditions if c not in b.conditions]
-        notes += [f"the effect `{effect_phrase(before, a.entity, x)}` of `{a.entity}.{a.name}` is removed"
-                  for x in a.effects if x not in b.effects]
+        notes += [
+            f"the guard `{condition_phrase(c)}` of `{a.entity}.{a.name}` is removed"
+            for c in a.conditions
+            if c not in b.conditions
+        ]
+        notes += [
+            f"the effect `{effect_phrase(before, a.entity, x)}` of `{a.entity}.{a.name}` is removed"
+            for x in a.effects
+            if x not in b.effects
+        ]
     return notes
 
 
@@ -138,28 +152,37 @@ def describe_change(change: Change, before: State, after: State) -> list[str]:
         case DeleteEntity(name=name):
             lines = [f"Delete the entity `{name}`: its endpoints, analytics and actions are removed."]
             for other in before.entities:
-                lines += [f"  Also remove the field `{other.name}.{f.name}`, which references it."
-                          for f in other.fields if f.target == name]
+                lines += [
+                    f"  Also remove the field `{other.name}.{f.name}`, which references it."
+                    for f in other.fields
+                    if f.target == name
+                ]
             lines += [f"  Also: {n}." for n in _consequences(before, after)]
             return lines
         case RenameEntity(old=old, new=new):
-            return [f"Rename the entity `{old}` to `{new}`: its endpoints move from `/{endpoint_of(old)}` to "
-                    f"`/{endpoint_of(new)}`, with its analytics and action paths; the old paths must answer 404. "
-                    "Fields of other entities that reference it keep their names."]
+            return [
+                f"Rename the entity `{old}` to `{new}`: its endpoints move from `/{endpoint_of(old)}` to "
+                f"`/{endpoint_of(new)}`, with its analytics and action paths; the old paths must answer 404. "
+                "Fields of other entities that reference it keep their names."
+            ]
         case AddField():
             return [_field_intro(change)]
         case DeleteField(entity=entity, field=field):
             lines = [f"Delete the field `{field}` from `{entity}`."]
             return lines + [f"  Also: {n}." for n in _consequences(before, after)]
         case RenameField(entity=entity, old=old, new=new):
-            return [f"Rename the field `{old}` of `{entity}` to `{new}`, updating every analytics path, guard and "
-                    "effect that uses it."]
+            return [
+                f"Rename the field `{old}` of `{entity}` to `{new}`, updating every analytics path, guard and "
+                "effect that uses it."
+            ]
         case ChangeConstraints(entity=entity, field=field):
             owner = after.entity(entity)
             f = owner.field(field) if owner else None
             assert f is not None
-            return [f"Change the bounds of `{entity}.{field}` to: {bounds_phrase(f)}. Any bound not stated here "
-                    "no longer applies."]
+            return [
+                f"Change the bounds of `{entity}.{field}` to: {bounds_phrase(f)}. Any bound not stated here "
+                "no longer applies."
+            ]
         case AddAnalytics(analytics=a):
             return [f"Add the analytics endpoint {analytics_line(a, after)}."]
         case DeleteAnalytics(analytics=a):
@@ -173,8 +196,10 @@ def describe_change(change: Change, before: State, after: State) -> list[str]:
         case RemoveCondition(entity=entity, action=action, condition=c):
             return [f"Remove the guard `{condition_phrase(c)}` from the action `{entity}.{action}`."]
         case AddEffect(entity=entity, action=action, effect=x):
-            return [f"Add the effect `{effect_phrase(before, entity, x)}` to the action `{entity}.{action}`, "
-                    "after its existing effects."]
+            return [
+                f"Add the effect `{effect_phrase(before, entity, x)}` to the action `{entity}.{action}`, "
+                "after its existing effects."
+            ]
         case RemoveEffect(entity=entity, action=action, effect=x):
             return [f"Remove the effect `{effect_phrase(before, entity, x)}` from the action `{entity}.{action}`."]
         case AddEnumValue(enum=enum, value=value):
@@ -193,6 +218,9 @@ def change_prompt(changes: Sequence[Change], before: State) -> tuple[str, State]
         lines.append(f"{i}. {item[0]}")
         lines += [f"   {line}" for line in item[1:]]
         state = after
-    lines += ["", "Keep following every rule in `README.md`. `bash run_server.sh <port>` must still start the server.",
-              ""]
+    lines += [
+        "",
+        "Keep following every rule in `README.md`. `bash run_server.sh <port>` must still start the server.",
+        "",
+    ]
     return "\n".join(lines), state

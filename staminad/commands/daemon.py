@@ -41,23 +41,38 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
     s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
-    s.add_argument("--max-connections", type=bounded_int(1, 65536),
-                   help="open control connections served at once (default: fits the file-descriptor limit)")
-    s.add_argument("--idle-timeout", type=bounded_int(1, 86400), default=300,
-                   help="seconds a control connection may stay silent after its hello (default 300)")
+    s.add_argument(
+        "--max-connections",
+        type=bounded_int(1, 65536),
+        help="open control connections served at once (default: fits the file-descriptor limit)",
+    )
+    s.add_argument(
+        "--idle-timeout",
+        type=bounded_int(1, 86400),
+        default=300,
+        help="seconds a control connection may stay silent after its hello (default 300)",
+    )
     s.set_defaults(func=start_cmd)
-    for name, helptext in (("submit", "submit a sweep file"), ("status", "sweeps and their progress"),
-                           ("cancel", "cancel a sweep"), ("pause", "pause a sweep after running attempts"),
-                           ("resume", "resume a paused sweep"), ("stop", "stop the daemon"),
-                           ("retry", "give a scenario that used up its infra retries another round"),
-                           ("logs", "stream events")):
+    for name, helptext in (
+        ("submit", "submit a sweep file"),
+        ("status", "sweeps and their progress"),
+        ("cancel", "cancel a sweep"),
+        ("pause", "pause a sweep after running attempts"),
+        ("resume", "resume a paused sweep"),
+        ("stop", "stop the daemon"),
+        ("retry", "give a scenario that used up its infra retries another round"),
+        ("logs", "stream events"),
+    ):
         p = sub.add_parser(name, help=helptext)
         _state(p)
         p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "submit":
             p.add_argument("sweep", type=Path)
-            p.add_argument("--force-new", action="store_true",
-                           help="replace a stored sweep of the same name whose configuration differs")
+            p.add_argument(
+                "--force-new",
+                action="store_true",
+                help="replace a stored sweep of the same name whose configuration differs",
+            )
         elif name in ("cancel", "pause", "resume"):
             p.add_argument("sweep")
         elif name == "status":
@@ -71,10 +86,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         elif name == "logs":
             p.add_argument("sweeps", nargs="*")
             p.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
-            p.add_argument("--replay", type=int, default=0, metavar="N",
-                           help="first show up to N recent events the daemon still holds")
-            p.add_argument("--kinds", type=_event_kinds, default=(), metavar="K,K",
-                           help="only these event kinds, comma-separated (e.g. attempt_tested,infra_failure)")
+            p.add_argument(
+                "--replay",
+                type=int,
+                default=0,
+                metavar="N",
+                help="first show up to N recent events the daemon still holds",
+            )
+            p.add_argument(
+                "--kinds",
+                type=_event_kinds,
+                default=(),
+                metavar="K,K",
+                help="only these event kinds, comma-separated (e.g. attempt_tested,infra_failure)",
+            )
         p.set_defaults(func=client_cmd, command_name=name)
 
 
@@ -82,8 +107,9 @@ def _event_kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     unknown = sorted(set(kinds) - KIND_NAMES)
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown event kind {', '.join(unknown)}; known: "
-                                         f"{', '.join(sorted(KIND_NAMES))}")
+        raise argparse.ArgumentTypeError(
+            f"unknown event kind {', '.join(unknown)}; known: {', '.join(sorted(KIND_NAMES))}"
+        )
     return kinds
 
 
@@ -115,8 +141,17 @@ def start_cmd(args: argparse.Namespace) -> int:
             grp.getgrnam(args.socket_group)
         except KeyError:
             raise UsageError(f"--socket-group {args.socket_group!r} is not a group on this machine") from None
-    daemon = Daemon(_state_dir(args), mode, args.socket_group, args.runtime, args.parallel, args.metrics_port,
-                    args.suite_parallel, args.max_connections, float(args.idle_timeout))
+    daemon = Daemon(
+        _state_dir(args),
+        mode,
+        args.socket_group,
+        args.runtime,
+        args.parallel,
+        args.metrics_port,
+        args.suite_parallel,
+        args.max_connections,
+        float(args.idle_timeout),
+    )
     try:
         daemon.acquire()
     except DaemonError as exc:
@@ -125,6 +160,7 @@ def start_cmd(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
+
             async def signals() -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
                     count = 0
@@ -133,8 +169,11 @@ def start_cmd(args: argparse.Namespace) -> int:
                         if count > 1 and signum == signal.SIGINT:
                             print("staminad: second interrupt, exiting now", file=sys.stderr, flush=True)
                             os._exit(130)
-                        print("staminad: stopping (harnesses keep running; a restart picks them up)",
-                              file=sys.stderr, flush=True)
+                        print(
+                            "staminad: stopping (harnesses keep running; a restart picks them up)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                         daemon.stop()
 
             tg.start_soon(signals)
@@ -163,10 +202,15 @@ def info_lines(info: SweepInfo) -> list[str]:
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
         spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
         counted = c.scenarios - c.unscored  # what the engine's summary averages over (unfinished ones so far)
-        figures = (f"{c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}" if counted > 0
-                   else "- turns, pass rate -")
-        lines.append(f"  {c.name}: {figures} over {counted} counted, {c.unscored} unscored; "
-                     f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}")
+        figures = (
+            f"{c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}"
+            if counted > 0
+            else "- turns, pass rate -"
+        )
+        lines.append(
+            f"  {c.name}: {figures} over {counted} counted, {c.unscored} unscored; "
+            f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}"
+        )
     return lines
 
 
@@ -187,8 +231,9 @@ def client_cmd(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with Client(socket_path) as client:
             if name == "logs":
-                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds,
-                                                       replay=max(args.replay, 0)))
+                reply = await client.request(
+                    Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds, replay=max(args.replay, 0))
+                )
                 seen = 0
                 async for event in client.events():
                     if args.json:
@@ -201,8 +246,12 @@ def client_cmd(args: argparse.Namespace) -> int:
                 return 0
             request: Any
             if name == "submit":
-                request = Submit(sweep_toml=text, base_dir=str(args.sweep.resolve().parent), source=str(args.sweep),
-                                 force_new=args.force_new)
+                request = Submit(
+                    sweep_toml=text,
+                    base_dir=str(args.sweep.resolve().parent),
+                    source=str(args.sweep),
+                    force_new=args.force_new,
+                )
             elif name == "status":
                 request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
             elif name == "stop":

@@ -18,8 +18,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     isub = p.add_subparsers(dest="image_cmd", required=True)
     b = isub.add_parser("build", help="build the sandbox image from Debian packages (no registry needed)")
     b.add_argument("--layer", choices=sorted(LAYERS), default="base")
-    b.add_argument("--harness", choices=sorted(HARNESSES),
-                   help="build this harness's layer on top of the base image instead")
+    b.add_argument(
+        "--harness", choices=sorted(HARNESSES), help="build this harness's layer on top of the base image instead"
+    )
     b.add_argument("--suite", default="bookworm", help="Debian suite")
     b.add_argument("--mirror", help="Debian mirror URL (default: mmdebstrap's)")
     b.set_defaults(func=build_cmd)
@@ -57,8 +58,17 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
         else:
             kind = "fault" if adapter.fault else "mutant" if adapter.bug else "builtin"
             tag, built = base, base_built
-        rows.append({"agent": adapter.name, "kind": kind, "version": adapter.version, "base": base, "image": tag,
-                     "image_built": built, "description": adapter.description})
+        rows.append(
+            {
+                "agent": adapter.name,
+                "kind": kind,
+                "version": adapter.version,
+                "base": base,
+                "image": tag,
+                "image_built": built,
+                "description": adapter.description,
+            }
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -66,6 +76,7 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
     print(f"{'agent':<{width}}  {'kind':<8} {'version':<11} {'base image':<33} {'layer':<9}  description")
     for r in rows:
         state = "built" if r["image_built"] else "not built"
-        print(f"{r['agent']:<{width}}  {r['kind']:<8} {r['version']:<11} {r['base']:<33} {state:<9}  "
-              f"{r['description']}")
+        print(
+            f"{r['agent']:<{width}}  {r['kind']:<8} {r['version']:<11} {r['base']:<33} {state:<9}  {r['description']}"
+        )
     return 0

@@ -112,8 +112,16 @@ def validate_cmd(args: argparse.Namespace) -> int:
     table = verdicts(outcomes, params.turns)
     gate = rule_gate(outcomes, complete=set(ALL_AGENTS) <= set(agents))
     if args.json:
-        print(json.dumps({"ok": gate.ok and all(v.ok for v in table), "gate": msgspec.to_builtins(gate),
-                          "verdicts": msgspec.to_builtins(table), "outcomes": msgspec.to_builtins(outcomes)}))
+        print(
+            json.dumps(
+                {
+                    "ok": gate.ok and all(v.ok for v in table),
+                    "gate": msgspec.to_builtins(gate),
+                    "verdicts": msgspec.to_builtins(table),
+                    "outcomes": msgspec.to_builtins(outcomes),
+                }
+            )
+        )
     else:
         print(f"validate: {len(seeds)} scenarios x {params.turns} turns")
         width = max(len(v.agent) for v in table)
@@ -122,4 +130,3 @@ def validate_cmd(args: argparse.Namespace) -> int:
         print()
         print(render_gate(gate))
     return 0 if gate.ok and all(v.ok for v in table) else 1
-

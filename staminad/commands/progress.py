@@ -59,16 +59,22 @@ class Progress:
                 verdict = "passed" if data.passed else f"failed {data.failed_tests}/{data.tests} ({data.categories})"
                 return f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}: {verdict}"
             case InfraFailure():
-                return (f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}: INFRA "
-                        f"{data.infra_kind} (try {data.infra_try}): {data.detail}")
+                return (
+                    f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}: INFRA "
+                    f"{data.infra_kind} (try {data.infra_try}): {data.detail}"
+                )
             case ScenarioFinished():
                 return f"{data.configuration} seed {data.seed} {data.status}: {data.turns_passed} turns passed"
             case ManualPrompt():
-                return (f"{data.configuration} seed {data.seed}: your turn. Prompt: {data.prompt}; work in "
-                        f"{data.workspace}; then run: {data.done}")
+                return (
+                    f"{data.configuration} seed {data.seed}: your turn. Prompt: {data.prompt}; work in "
+                    f"{data.workspace}; then run: {data.done}"
+                )
             case SweepStarted():
-                return (f"sweep {data.sweep}: {data.configurations} configurations x {data.scenarios} scenarios"
-                        f"{' (resumed)' if data.resumed else ''}")
+                return (
+                    f"sweep {data.sweep}: {data.configurations} configurations x {data.scenarios} scenarios"
+                    f"{' (resumed)' if data.resumed else ''}"
+                )
             case _:
                 return None
 

@@ -19,10 +19,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
     r.add_argument("--state-dir", type=Path)
     r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
-    r.add_argument("--html", action="store_true",
-                   help="also write the viewer's pages as a static site under OUT/site (needs --out)")
-    r.add_argument("--include-cancelled", action="store_true",
-                   help="with no sweep named, also report cancelled sweeps (left out by default)")
+    r.add_argument(
+        "--html",
+        action="store_true",
+        help="also write the viewer's pages as a static site under OUT/site (needs --out)",
+    )
+    r.add_argument(
+        "--include-cancelled",
+        action="store_true",
+        help="with no sweep named, also report cancelled sweeps (left out by default)",
+    )
     r.set_defaults(func=report_cmd)
     e = sub.add_parser("export", help="every attempt as CSV or Parquet, for notebooks")
     e.add_argument("sweeps", nargs="*")
@@ -57,9 +63,11 @@ def _check_schema(db: Path) -> None:
     finally:
         conn.close()
     if version < browse.LATEST:
-        raise UsageError(f"{db} was written by an older staminad (schema version {version} of {browse.LATEST}): "
-                         "`staminad view` shows it as it is; `staminad start` or `staminad run` on this state dir "
-                         "migrates it, then report")
+        raise UsageError(
+            f"{db} was written by an older staminad (schema version {version} of {browse.LATEST}): "
+            "`staminad view` shows it as it is; `staminad start` or `staminad run` on this state dir "
+            "migrates it, then report"
+        )
 
 
 def _sweep_statuses(db: Path) -> dict[str, str]:
@@ -91,8 +99,10 @@ def _configs(args: argparse.Namespace, leave_out_cancelled: bool = False) -> lis
         cancelled = sorted(s for s, status in statuses.items() if status == "cancelled")
         if cancelled:
             sweeps = [s for s in statuses if s not in cancelled]
-            print(f"staminad: left out cancelled sweeps: {', '.join(cancelled)} (--include-cancelled shows them)",
-                  file=sys.stderr)
+            print(
+                f"staminad: left out cancelled sweeps: {', '.join(cancelled)} (--include-cancelled shows them)",
+                file=sys.stderr,
+            )
             if not sweeps:
                 raise UsageError(f"every sweep in {db} was cancelled; name one or pass --include-cancelled")
     try:
@@ -116,8 +126,11 @@ def report_cmd(args: argparse.Namespace) -> int:
     built = report.build(_configs(args, leave_out_cancelled=True), n_boot=args.bootstrap)
     data = report.clean({**built, **cost.study(_db(args), args.sweeps)})
     renderers: dict[str, Callable[[dict[str, Any]], str]] = {
-        "md": report.markdown, "latex": report.latex, "csv": report.csv_table,
-        "json": lambda d: json.dumps(d, indent=2)}
+        "md": report.markdown,
+        "latex": report.latex,
+        "csv": report.csv_table,
+        "json": lambda d: json.dumps(d, indent=2),
+    }
     text = renderers[args.format](data)
     if args.out is None:
         print(text)

@@ -26,8 +26,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
     p.add_argument("--runtime", choices=("auto", "local", "docker"), help="override the sweep's runtime")
     p.add_argument("--quiet", action="store_true", help="only the final table")
-    p.add_argument("--force-new", action="store_true",
-                   help="replace a stored sweep of the same name whose configuration differs")
+    p.add_argument(
+        "--force-new", action="store_true", help="replace a stored sweep of the same name whose configuration differs"
+    )
     p.set_defaults(func=run_cmd)
     d = sub.add_parser("done", help="finish a manual attempt: write its completion marker")
     d.add_argument("--marker", type=Path, required=True, help="the marker path the engine printed")
@@ -74,8 +75,11 @@ def run_cmd(args: argparse.Namespace) -> int:
 
 def _lock_state_dir(state_dir: Path) -> int:
     """Take the state directory's lock, as the daemon does: one process runs sweeps on a state dir at a time."""
-    return lock_state_dir(state_dir, f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit "
-                                     "the sweep to the daemon with `staminad submit FILE`, or pass another --state-dir")
+    return lock_state_dir(
+        state_dir,
+        f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit "
+        "the sweep to the daemon with `staminad submit FILE`, or pass another --state-dir",
+    )
 
 
 async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: bool, state_dir: Path) -> bool:
@@ -98,8 +102,10 @@ def done_cmd(args: argparse.Namespace) -> int:
     if marker.suffix != ".json" or marker.parent.name != "markers":
         raise UsageError(f"{marker} is not a marker path (…/control/markers/<job>.json) printed by the engine")
     if not marker.parent.is_dir():
-        raise UsageError(f"{marker.parent} does not exist: {marker} is not a marker path of a running attempt "
-                         "(check the path the engine printed)")
+        raise UsageError(
+            f"{marker.parent} does not exist: {marker} is not a marker path of a running attempt "
+            "(check the path the engine printed)"
+        )
     if marker.exists():
         raise UsageError(f"{marker} already exists: that attempt is already finished")
     now = time.time()

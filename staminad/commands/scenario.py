@@ -20,17 +20,29 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     g = ssub.add_parser("generate", help="write a scenario pack")
     g.add_argument("--seeds", type=seed_list, default=seed_list("0-19"), help="e.g. 0-19 or 1,4,7 (default 0-19)")
     g.add_argument("--turns", type=bounded_int(0, 100_000), default=100)
-    g.add_argument("--sampler", choices=("uniform", "weighted", "llm"), default="uniform",
-                   help="llm: a model proposes the initial design and each turn (needs --llm-endpoint, --llm-model)")
+    g.add_argument(
+        "--sampler",
+        choices=("uniform", "weighted", "llm"),
+        default="uniform",
+        help="llm: a model proposes the initial design and each turn (needs --llm-endpoint, --llm-model)",
+    )
     g.add_argument("--llm-endpoint", help="with --sampler llm: an OpenAI-compatible base URL")
     g.add_argument("--llm-model", help="with --sampler llm: the model name")
     g.add_argument("--llm-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    g.add_argument("--llm-attempts", type=bounded_int(1, 20), default=3,
-                   help="proposals per step before drawing that step procedurally (default 3)")
+    g.add_argument(
+        "--llm-attempts",
+        type=bounded_int(1, 20),
+        default=3,
+        help="proposals per step before drawing that step procedurally (default 3)",
+    )
     g.add_argument("--naming", choices=("programmatic", "themed"), default="themed")
     g.add_argument("--changes-per-turn", type=bounded_int(1, 50), default=5)
-    g.add_argument("--language", choices=sorted(LANGUAGE_NAMES), default="python",
-                   help="implementation language named in the texts")
+    g.add_argument(
+        "--language",
+        choices=sorted(LANGUAGE_NAMES),
+        default="python",
+        help="implementation language named in the texts",
+    )
     g.add_argument("-o", "--out", type=Path, required=True, help="directory to write the pack to")
     g.set_defaults(func=generate)
     s = ssub.add_parser("show", help="summarise a pack, or print one turn's texts")
@@ -49,8 +61,13 @@ def generate(args: argparse.Namespace) -> int:
     from staminad.bench.pack import build_pack
 
     _prepare_out(args.out)  # before generating: a bad -o must not cost the generation
-    params = ScenarioParams(turns=args.turns, sampler=args.sampler, naming=args.naming,
-                            changes_per_turn=args.changes_per_turn, language=args.language)
+    params = ScenarioParams(
+        turns=args.turns,
+        sampler=args.sampler,
+        naming=args.naming,
+        changes_per_turn=args.changes_per_turn,
+        language=args.language,
+    )
     if args.sampler != "llm":
         files = build_pack(args.seeds, params)
     else:
@@ -58,8 +75,10 @@ def generate(args: argparse.Namespace) -> int:
     try:
         write_pack(args.out, files)
     except OSError as exc:
-        raise CommandError(f"writing the pack to {args.out} failed: {exc.strerror or exc}"
-                           f"{f' ({exc.filename})' if exc.filename else ''}") from None
+        raise CommandError(
+            f"writing the pack to {args.out} failed: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}"
+        ) from None
     print(f"wrote {len(files)} files for {len(args.seeds)} scenarios x {args.turns} turns to {args.out}")
     return 0
 
@@ -93,12 +112,21 @@ def _llm_pack(args: argparse.Namespace, params: ScenarioParams) -> dict[str, byt
     if not args.llm_endpoint.startswith(("http://", "https://")):
         raise UsageError(f"--llm-endpoint {args.llm_endpoint!r} is not an http(s) URL")
     try:
-        scenarios, sampling = anyio.run(llm_scenarios, list(args.seeds), params, args.llm_endpoint, args.llm_model,
-                                        os.environ.get(args.llm_key_env, ""), args.llm_attempts)
+        scenarios, sampling = anyio.run(
+            llm_scenarios,
+            list(args.seeds),
+            params,
+            args.llm_endpoint,
+            args.llm_model,
+            os.environ.get(args.llm_key_env, ""),
+            args.llm_attempts,
+        )
     except LLMSamplingError as exc:
         raise UsageError(str(exc)) from None
-    print(f"{sampling.proposals} proposals, {sampling.rejected} rejected as invalid, {sampling.fallbacks} steps "
-          "drawn procedurally")
+    print(
+        f"{sampling.proposals} proposals, {sampling.rejected} rejected as invalid, {sampling.fallbacks} steps "
+        "drawn procedurally"
+    )
     return build_pack(args.seeds, params, scenarios, sampling)
 
 
@@ -110,8 +138,10 @@ def _summary(pack: Pack, seed: int) -> str:
         if t:
             state = transition(state, scenario.turns[t - 1])
         n_fields = sum(len(e.fields) for e in state.entities)
-        lines.append(f"{'':9}{t:5}  {len(state.entities):8}  {n_fields:6}  {state.relationship_count():13}  "
-                     f"{len(state.analytics):9}  {len(state.actions):7}  {len(state.enums):5}")
+        lines.append(
+            f"{'':9}{t:5}  {len(state.entities):8}  {n_fields:6}  {state.relationship_count():13}  "
+            f"{len(state.analytics):9}  {len(state.actions):7}  {len(state.enums):5}"
+        )
     return "\n".join(lines)
 
 
@@ -128,9 +158,11 @@ def show(args: argparse.Namespace) -> int:
             sys.stdout.write("\n=== prompt ===\n")
         sys.stdout.write(pack.prompt(args.seed, args.turn))
         return 0
-    print(f"pack {args.pack}: {len(pack.manifest.seeds)} scenarios, {p.turns} turns, sampler {p.sampler}, "
-          f"naming {p.naming}, {p.changes_per_turn} changes per turn, language {p.language}, "
-          f"generator {pack.manifest.generator_version}")
+    print(
+        f"pack {args.pack}: {len(pack.manifest.seeds)} scenarios, {p.turns} turns, sampler {p.sampler}, "
+        f"naming {p.naming}, {p.changes_per_turn} changes per turn, language {p.language}, "
+        f"generator {pack.manifest.generator_version}"
+    )
     for seed in [args.seed] if args.seed is not None else pack.manifest.seeds:
         print(_summary(pack, seed))
     return 0
@@ -144,6 +176,7 @@ def openapi_cmd(args: argparse.Namespace) -> int:
     scenario = read_pack(args.pack).scenario(args.seed)
     if args.turn > len(scenario.turns):
         raise UsageError(f"--turn {args.turn} is beyond this pack's {len(scenario.turns)} turns")
-    print(json.dumps(openapi(scenario.state_at(args.turn), f"StaminaBench seed {args.seed} turn {args.turn}"),
-                     indent=2))
+    print(
+        json.dumps(openapi(scenario.state_at(args.turn), f"StaminaBench seed {args.seed} turn {args.turn}"), indent=2)
+    )
     return 0

@@ -11,8 +11,11 @@ from staminad.commands.args import UsageError, bounded_int
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v = sub.add_parser("view", help="browse sweeps, scenarios and attempts in a web page (read-only)")
     v.add_argument("--state-dir", type=Path)
-    v.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1); any other than loopback gets a token")
+    v.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1); any other than loopback gets a token",
+    )
     v.add_argument("--port", type=bounded_int(0, 65535), default=8570, help="TCP port (default 8570; 0 picks one)")
     v.add_argument("--socket", type=Path, help="listen on this Unix socket (mode 0600) instead of TCP")
     v.set_defaults(func=view_cmd)

@@ -57,8 +57,13 @@ VERSION = "staminad/0.1"  # what the daemon says in its HelloReply
 HELLO_TIMEOUT = 10.0
 IDLE_TIMEOUT = 300.0  # seconds a request connection may stay silent; clients ping well within it
 SEND_TIMEOUT = 10.0
-_CLOSED = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
-           ConnectionError)
+_CLOSED = (
+    anyio.EndOfStream,
+    anyio.IncompleteRead,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    ConnectionError,
+)
 
 
 class Daemon(Protocol):
@@ -84,8 +89,9 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
     frames = FrameReader(stream)
 
     async def send(message: Any, rid: int = 0) -> None:
-        await write_frame(stream, enc.encode(msgspec.structs.replace(message, rid=rid) if rid else message),
-                          SEND_TIMEOUT)
+        await write_frame(
+            stream, enc.encode(msgspec.structs.replace(message, rid=rid) if rid else message), SEND_TIMEOUT
+        )
 
     def number(body: bytes) -> int:
         """The request's number even when the request itself does not decode (0 if there is none)."""
@@ -100,8 +106,7 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                 body = await frames.read()
             hello = dec.decode(body)  # garbage instead of a hello closes the connection
             if not isinstance(hello, Hello) or hello.version != PROTOCOL_VERSION:
-                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"),
-                           number(body))
+                await send(ErrorReply(message=f"expected hello with protocol version {PROTOCOL_VERSION}"), number(body))
                 return
             await send(HelloReply(version=PROTOCOL_VERSION, daemon=VERSION), hello.rid)
             while True:
@@ -167,15 +172,17 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
         return ErrorReply(message=str(exc))
     except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
         log.exception("request %s failed", type(request).__name__)
-        return ErrorReply(message=f"staminad could not answer {type(request).__name__}: {type(exc).__name__}: {exc}"
-                                  " (the daemon's log has the traceback)")
+        return ErrorReply(
+            message=f"staminad could not answer {type(request).__name__}: {type(exc).__name__}: {exc}"
+            " (the daemon's log has the traceback)"
+        )
     return ErrorReply(message=f"unsupported request {type(request).__name__}")
 
 
 async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:
     sub = daemon.bus.subscribe(request.sweeps, request.kinds)
     # Taken in the same step as subscribing, so the replay and the live stream meet without a gap.
-    backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay:] if request.replay > 0 else []
+    backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay :] if request.replay > 0 else []
     try:
         await send(Ok(detail="subscribed"), request.rid)
         for event in backlog:

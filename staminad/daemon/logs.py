@@ -28,7 +28,8 @@ def daemon_logging(state_dir: Path, stderr: bool = True) -> Iterator[Path]:
     """Route the `staminad` logger to the state dir's rotating file (and stderr) while the block runs."""
     path = state_dir / FILE
     handlers: list[logging.Handler] = [
-        logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")]
+        logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
+    ]
     if stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     formatter = logging.Formatter(FORMAT)

@@ -18,8 +18,9 @@ class Metrics:
         self.attempts = Counter("staminad_attempts_total", "Attempts tested, by result", ["result"], registry=r)
         self.turns = Counter("staminad_turns_passed_total", "Turns passed", registry=r)
         self.infra = Counter("staminad_infra_failures_total", "Infrastructure failures by kind", ["kind"], registry=r)
-        self.scenarios = Counter("staminad_scenarios_finished_total", "Scenarios finished, by status", ["status"],
-                                 registry=r)
+        self.scenarios = Counter(
+            "staminad_scenarios_finished_total", "Scenarios finished, by status", ["status"], registry=r
+        )
         buckets = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
         self.suite = Histogram("staminad_suite_seconds", "Suite wall time", buckets=buckets, registry=r)
         self.server = Histogram("staminad_server_start_seconds", "Server start time", buckets=buckets, registry=r)

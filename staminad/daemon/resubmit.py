@@ -49,9 +49,11 @@ async def check(store: Store, sweep: SweepFile, fp: str, source: Path, force_new
     if not force_new:
         changed = differences(msgspec.json.decode(stored.config), msgspec.to_builtins(sweep))
         shown = "; ".join(changed[:SHOWN]) + (f"; and {len(changed) - SHOWN} more" if len(changed) > SHOWN else "")
-        raise SweepError(f"{source}: sweep {sweep.name!r} is already stored with a different configuration "
-                         f"({shown or 'a changed fingerprint'}); give the file a new `name`, or pass --force-new "
-                         "to delete the stored sweep and start it afresh")
+        raise SweepError(
+            f"{source}: sweep {sweep.name!r} is already stored with a different configuration "
+            f"({shown or 'a changed fingerprint'}); give the file a new `name`, or pass --force-new "
+            "to delete the stored sweep and start it afresh"
+        )
     await sweeps.delete_sweep(store, sweep.name)
     sandboxes = state_dir / "sandboxes" / sweep.name
     await anyio.to_thread.run_sync(lambda: shutil.rmtree(sandboxes, ignore_errors=True))

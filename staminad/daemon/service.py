@@ -58,10 +58,19 @@ class _Running:
 
 
 class Daemon:
-    def __init__(self, state_dir: Path, socket_mode: int = 0o600, socket_group: str | None = None,
-                 runtime: str | None = None, max_parallel: int = 64, metrics_port: int | None = None,
-                 suite_parallel: int | None = None, max_connections: int | None = None,
-                 idle_timeout: float = IDLE_TIMEOUT, log_to_stderr: bool = True) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        socket_mode: int = 0o600,
+        socket_group: str | None = None,
+        runtime: str | None = None,
+        max_parallel: int = 64,
+        metrics_port: int | None = None,
+        suite_parallel: int | None = None,
+        max_connections: int | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        log_to_stderr: bool = True,
+    ) -> None:
         self.state_dir = state_dir
         self.log_to_stderr = log_to_stderr
         self.socket_path = state_dir / SOCKET_NAME
@@ -114,11 +123,20 @@ class Daemon:
                 self._tg = tg
                 umask = os.umask(0o177)  # the socket is born 0600, then opened up as configured
                 try:
-                    refusal = frame(encoder().encode(ErrorReply(
-                        message=f"staminad is serving its limit of {self.max_connections} connections; close idle "
-                                "clients or try again shortly")))
-                    await tg.start(functools.partial(serve_unix, max_connections=self.max_connections,
-                                                     refusal=refusal), self.socket_path, self._client, tg)
+                    refusal = frame(
+                        encoder().encode(
+                            ErrorReply(
+                                message=f"staminad is serving its limit of {self.max_connections} connections; "
+                                "close idle clients or try again shortly"
+                            )
+                        )
+                    )
+                    await tg.start(
+                        functools.partial(serve_unix, max_connections=self.max_connections, refusal=refusal),
+                        self.socket_path,
+                        self._client,
+                        tg,
+                    )
                 finally:
                     os.umask(umask)
                 self.socket_path.chmod(self.socket_mode)
@@ -196,8 +214,9 @@ class Daemon:
         if sweep.name in self.running:
             if not force_new:
                 await resubmit.check(self.store, sweep, fingerprint, path, False, self.state_dir)  # what changed
-            raise SweepError(f"{path}: sweep {sweep.name} is already running (cancel it first, or give the file a "
-                             "new `name`)")
+            raise SweepError(
+                f"{path}: sweep {sweep.name} is already running (cancel it first, or give the file a new `name`)"
+            )
         replaced = await resubmit.check(self.store, sweep, fingerprint, path, force_new, self.state_dir)
         config = msgspec.json.encode(sweep)
         await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
@@ -228,12 +247,20 @@ class Daemon:
         try:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
-                factory, chosen = await choose_runtime(self.runtime or sweep.run.runtime, sweep.run, self.ports,
-                                                       sweep_images(sweep))
+                factory, chosen = await choose_runtime(
+                    self.runtime or sweep.run.runtime, sweep.run, self.ports, sweep_images(sweep)
+                )
                 emit(SweepRuntime(runtime=chosen))
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
-                shared = Shared(store=self.store, watcher=self.watcher, limiter=self.limiter, gate=run.gate,
-                                suites=self.suites, detach=self.detach, requeue=run.requeued)
+                shared = Shared(
+                    store=self.store,
+                    watcher=self.watcher,
+                    limiter=self.limiter,
+                    gate=run.gate,
+                    suites=self.suites,
+                    detach=self.detach,
+                    requeue=run.requeued,
+                )
                 while True:
                     await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
                     # A scenario retried just as the last job ended was not picked up: run the sweep again.
@@ -287,8 +314,10 @@ class Daemon:
         assert self.store is not None
         row = await views.find_scenario(self.store, sweep_id, configuration, seed)
         if row.status != "infra_failed":
-            raise SweepError(f"scenario {configuration}/{seed} is {row.status}; only one that used up its infra "
-                             "retries (infra_failed) can be retried")
+            raise SweepError(
+                f"scenario {configuration}/{seed} is {row.status}; only one that used up its infra "
+                "retries (infra_failed) can be retried"
+            )
         found = await sweeps.find_sweep(self.store, sweep_id)
         assert found is not None
         sweep = msgspec.json.decode(found.config, type=SweepFile)
@@ -306,8 +335,12 @@ class Daemon:
     def with_slots(self, info: SweepInfo) -> SweepInfo:
         """The sweep's figures with its limit and the scenarios holding and awaiting a slot now."""
         parallel = self.limiter.caps.get(info.sweep, 0)
-        return msgspec.structs.replace(info, parallel=parallel, active=self.limiter.held.get(info.sweep, 0),
-                                       queued=self.limiter.waiting(info.sweep))
+        return msgspec.structs.replace(
+            info,
+            parallel=parallel,
+            active=self.limiter.held.get(info.sweep, 0),
+            queued=self.limiter.waiting(info.sweep),
+        )
 
     async def _status(self, sweep_id: str) -> str | None:
         assert self.store is not None
@@ -330,8 +363,9 @@ async def _check_pack(directory: Path, source: Path) -> None:
     except PackError as exc:
         raise SweepError(f"{source}: scenarios.pack: {exc}") from None
     except OSError as exc:
-        raise SweepError(f"{source}: scenarios.pack: cannot read {exc.filename or directory}: "
-                         f"{exc.strerror or exc}") from None
+        raise SweepError(
+            f"{source}: scenarios.pack: cannot read {exc.filename or directory}: {exc.strerror or exc}"
+        ) from None
 
 
 __all__ = ["VERSION", "Daemon", "DaemonError"]

@@ -36,8 +36,13 @@ async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
 async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
     row = await _sweep_row(store, sweep_id)
     configs = tuple(await summarize(store, sweep_id))
-    return SweepInfo(sweep=sweep_id, status=row.status, fingerprint=row.fingerprint, configurations=configs,
-                     created_at=row.created_at)
+    return SweepInfo(
+        sweep=sweep_id,
+        status=row.status,
+        fingerprint=row.fingerprint,
+        configurations=configs,
+        created_at=row.created_at,
+    )
 
 
 async def find_scenario(store: Store, sweep_id: str, configuration: str, seed: int) -> StoredScenario:
@@ -62,14 +67,25 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
     row = await find_scenario(store, sweep_id, configuration, seed)
     usage = await sweeps.attempt_usage(store, row.id)
     stored = [f for f in AttemptSummary.__struct_fields__ if f not in ("tokens", "cost")]
-    attempts = tuple(AttemptSummary(**{f: getattr(a, f) for f in stored}, tokens=usage.get(a.id, (0, 0.0))[0],
-                                    cost=usage.get(a.id, (0, 0.0))[1])
-                     for a in await store.attempts(row.id))
+    attempts = tuple(
+        AttemptSummary(
+            **{f: getattr(a, f) for f in stored}, tokens=usage.get(a.id, (0, 0.0))[0], cost=usage.get(a.id, (0, 0.0))[1]
+        )
+        for a in await store.attempts(row.id)
+    )
     root = _root(row.sandbox)
     server_log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "server.log")
-    return ScenarioInfo(sweep=sweep_id, configuration=configuration, seed=seed, status=row.status,
-                        turns_passed=row.turns_passed, reason=row.reason, attempts=attempts,
-                        workspace=str(root / "workspace") if root else "", server_log=server_log)
+    return ScenarioInfo(
+        sweep=sweep_id,
+        configuration=configuration,
+        seed=seed,
+        status=row.status,
+        turns_passed=row.turns_passed,
+        reason=row.reason,
+        attempts=attempts,
+        workspace=str(root / "workspace") if root else "",
+        server_log=server_log,
+    )
 
 
 async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
@@ -77,15 +93,30 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
     if row is None:
         raise SweepError(f"no attempt {attempt_id}")
     results = await store.attempt_results(attempt_id) or []
-    failures = tuple(FailedTest(name=r["name"], category=r["category"], rule=r["rule"],
-                                message=r.get("message", ""), request=r.get("request", ""),
-                                status=r.get("status"), response=r.get("response", ""))
-                     for r in results if not r.get("passed"))
+    failures = tuple(
+        FailedTest(
+            name=r["name"],
+            category=r["category"],
+            rule=r["rule"],
+            message=r.get("message", ""),
+            request=r.get("request", ""),
+            status=r.get("status"),
+            response=r.get("response", ""),
+        )
+        for r in results
+        if not r.get("passed")
+    )
     root = _root(row.sandbox)
     job = f"t{row.turn:04d}-a{row.attempt:02d}-i{row.infra_try:02d}"  # the engine's job directory, with its log
     log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "jobs" / job / "log")
-    return AttemptTexts(id=attempt_id, prompt_kind=row.prompt_kind, prompt=row.prompt, feedback=row.feedback,
-                        failures=failures, harness_log=log)
+    return AttemptTexts(
+        id=attempt_id,
+        prompt_kind=row.prompt_kind,
+        prompt=row.prompt,
+        feedback=row.feedback,
+        failures=failures,
+        harness_log=log,
+    )
 
 
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
@@ -94,9 +125,13 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
     timeout = _turn_timeout(found.config)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
-    return ScenarioList(sweep=sweep_id, seq=seq, retries=await store.configuration_retries(sweep_id),
-                        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout)
-                                        for name, s in scenarios), turn_timeout=timeout)
+    return ScenarioList(
+        sweep=sweep_id,
+        seq=seq,
+        retries=await store.configuration_retries(sweep_id),
+        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout) for name, s in scenarios),
+        turn_timeout=timeout,
+    )
 
 
 def _turn_timeout(config: str) -> float:
@@ -109,12 +144,16 @@ def _turn_timeout(config: str) -> float:
 
 
 def _step(last: Progress | None) -> Step | None:
-    return None if last is None else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase,
-                                          outcome=last.outcome)
+    return (
+        None
+        if last is None
+        else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase, outcome=last.outcome)
+    )
 
 
-def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Progress],
-                 turn_timeout: float = 0.0) -> ScenarioRow:
+def scenario_row(
+    configuration: str, scenario: StoredScenario, attempts: list[Progress], turn_timeout: float = 0.0
+) -> ScenarioRow:
     """Where one scenario stands, from its attempts in order (the engine's phases, named for people)."""
     history: list[str] = []
     for _, rows in groupby(attempts, key=lambda p: p.turn):
@@ -129,12 +168,22 @@ def scenario_row(configuration: str, scenario: StoredScenario, attempts: list[Pr
     if failures:
         f = failures[-1]
         last_failure = (f.infra_kind or "infra") if f.outcome == "infra" else (f.categories or "fail")
-    return ScenarioRow(id=scenario.id, configuration=configuration, seed=scenario.seed, status=scenario.status,
-                       turns_passed=scenario.turns_passed, turn=last.turn if last else 0,
-                       attempt=last.attempt if last else 1, infra_try=last.infra_try if last else 0,
-                       phase=phase(scenario.status, _step(last)), last_failure=last_failure, history="".join(history),
-                       reason=scenario.reason, since=_since(last),
-                       deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0)
+    return ScenarioRow(
+        id=scenario.id,
+        configuration=configuration,
+        seed=scenario.seed,
+        status=scenario.status,
+        turns_passed=scenario.turns_passed,
+        turn=last.turn if last else 0,
+        attempt=last.attempt if last else 1,
+        infra_try=last.infra_try if last else 0,
+        phase=phase(scenario.status, _step(last)),
+        last_failure=last_failure,
+        history="".join(history),
+        reason=scenario.reason,
+        since=_since(last),
+        deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0,
+    )
 
 
 def _since(last: Progress | None) -> float:

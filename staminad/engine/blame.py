@@ -15,14 +15,19 @@ from staminad.suite.feedback import FeedbackLevel
 from state.store import AttemptRow
 
 _OPENING = "Your server could not be tested: it did not start and answer requests."
-_CLOSING = ("When you are done, `bash run_server.sh <port>` must start the server in the foreground, listening on "
-            "that port, and it must answer every request with a complete HTTP response.")
+_CLOSING = (
+    "When you are done, `bash run_server.sh <port>` must start the server in the foreground, listening on "
+    "that port, and it must answer every request with a complete HTTP response."
+)
 
 
 def infra_tries(rows: Sequence[AttemptRow], turn: int, attempt: int, platform: bool) -> int:
     """How many infra failures of one side the agent call (turn, attempt) has had."""
-    return sum(1 for r in rows if r.turn == turn and r.attempt == attempt and r.outcome == "infra"
-               and is_platform(r.infra_kind) == platform)
+    return sum(
+        1
+        for r in rows
+        if r.turn == turn and r.attempt == attempt and r.outcome == "infra" and is_platform(r.infra_kind) == platform
+    )
 
 
 def server_feedback(kind: str, message: str, log: str, level: FeedbackLevel) -> str:

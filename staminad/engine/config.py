@@ -120,8 +120,10 @@ def _check(sweep: SweepFile, path: Path) -> None:
         return SweepError(f"{path}: {msg}")
 
     if not SAFE_NAME.fullmatch(sweep.name):
-        raise bad(f"name {sweep.name!r} must be one path component: a letter or digit, then up to 99 letters, "
-                  "digits, '-', '_' or '.'")
+        raise bad(
+            f"name {sweep.name!r} must be one path component: a letter or digit, then up to 99 letters, "
+            "digits, '-', '_' or '.'"
+        )
     s, r, m = sweep.scenarios, sweep.run, sweep.matrix
     if s.language not in LANGUAGE_NAMES:
         raise bad(f"scenarios.language {s.language!r} is not one of {', '.join(sorted(LANGUAGE_NAMES))}")
@@ -169,8 +171,8 @@ def _check(sweep: SweepFile, path: Path) -> None:
 def configurations(sweep: SweepFile) -> list[Configuration]:
     """The matrix, expanded; names are stable so a resumed sweep finds its rows again."""
     out = []
-    for agent, retries, feedback in itertools.product(sweep.matrix.agents, sweep.matrix.retries,
-                                                      sweep.matrix.feedback):
-        out.append(Configuration(name=f"{agent} R={retries} {feedback}", agent=agent, retries=retries,
-                                 feedback=feedback))
+    for agent, retries, feedback in itertools.product(sweep.matrix.agents, sweep.matrix.retries, sweep.matrix.feedback):
+        out.append(
+            Configuration(name=f"{agent} R={retries} {feedback}", agent=agent, retries=retries, feedback=feedback)
+        )
     return out

@@ -11,10 +11,45 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-CODE_SUFFIXES = frozenset({".py", ".js", ".mjs", ".cjs", ".ts", ".rs", ".go", ".java", ".kt", ".rb", ".php",
-                           ".cs", ".c", ".h", ".cpp", ".sh", ".sql"})
-SKIP_DIRS = frozenset({".home", ".git", "node_modules", "venv", ".venv", "__pycache__", "target", "dist", "build",
-                       ".reference-agent", "site-packages", ".cache", ".npm", ".cargo"})
+CODE_SUFFIXES = frozenset(
+    {
+        ".py",
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".rs",
+        ".go",
+        ".java",
+        ".kt",
+        ".rb",
+        ".php",
+        ".cs",
+        ".c",
+        ".h",
+        ".cpp",
+        ".sh",
+        ".sql",
+    }
+)
+SKIP_DIRS = frozenset(
+    {
+        ".home",
+        ".git",
+        "node_modules",
+        "venv",
+        ".venv",
+        "__pycache__",
+        "target",
+        "dist",
+        "build",
+        ".reference-agent",
+        "site-packages",
+        ".cache",
+        ".npm",
+        ".cargo",
+    }
+)
 MAX_FILES = 20_000
 MAX_FILE_BYTES = 8 << 20  # no hand-written source file is this large; beyond it is not code worth counting
 MAX_TOTAL_BYTES = 256 << 20

@@ -23,8 +23,14 @@ PLATFORM_KINDS: tuple[str, ...] = PlatformKind.__args__  # type: ignore[attr-def
 INFRA_KINDS: tuple[str, ...] = HARNESS_KINDS + PLATFORM_KINDS
 
 # How the agent's server failed to start (an attempt's category, like the suite's): what the probe saw.
-ServerKind = Literal["server_exited", "server_not_listening", "server_closed_connection", "server_too_slow",
-                     "server_bad_response", "server_left_running"]
+ServerKind = Literal[
+    "server_exited",
+    "server_not_listening",
+    "server_closed_connection",
+    "server_too_slow",
+    "server_bad_response",
+    "server_left_running",
+]
 SERVER_KINDS: tuple[str, ...] = ServerKind.__args__  # type: ignore[attr-defined]
 
 

@@ -26,8 +26,9 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     resume: AttemptRow | None = None
 
 
-def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int,
-             turns_passed: int | None = None) -> Position:
+def position(
+    rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: int, turns_passed: int | None = None
+) -> Position:
     """Replay attempt rows into the next step (or the final verdict) of Algorithm 1.
 
     Given `turns_passed`, `rows` need only be the latest turn's attempts (the engine's narrow read).
@@ -40,8 +41,15 @@ def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: 
         return Position(turns_passed=0)
     last = rows[-1]
     if last.phase != "tested":
-        return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt, infra_try=last.infra_try,
-                        prompt_kind=last.prompt_kind, prompt=last.prompt, resume=last)
+        return Position(
+            turns_passed=passed,
+            turn=last.turn,
+            attempt=last.attempt,
+            infra_try=last.infra_try,
+            prompt_kind=last.prompt_kind,
+            prompt=last.prompt,
+            resume=last,
+        )
     if last.outcome == "pass":
         if last.turn >= n_turns:
             return Position(turns_passed=passed, final="done", reason="passed every turn")
@@ -49,18 +57,33 @@ def position(rows: list[AttemptRow], n_turns: int, retries: int, infra_retries: 
     if last.outcome == "infra":
         platform = is_platform(last.infra_kind)
         if infra_tries(rows, last.turn, last.attempt, platform) > infra_retries:
-            why = ("a platform fault, not scored; `staminad retry` runs it again" if platform
-                   else "the harness failed: scored with the turns passed")
-            return Position(turns_passed=passed, final="infra_failed",
-                            reason=f"{last.infra_kind} on turn {last.turn}, {infra_retries} infra retries used "
-                                   f"({why})")
-        return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt, infra_try=last.infra_try + 1,
-                        prompt_kind=last.prompt_kind, prompt=last.prompt)
+            why = (
+                "a platform fault, not scored; `staminad retry` runs it again"
+                if platform
+                else "the harness failed: scored with the turns passed"
+            )
+            return Position(
+                turns_passed=passed,
+                final="infra_failed",
+                reason=f"{last.infra_kind} on turn {last.turn}, {infra_retries} infra retries used ({why})",
+            )
+        return Position(
+            turns_passed=passed,
+            turn=last.turn,
+            attempt=last.attempt,
+            infra_try=last.infra_try + 1,
+            prompt_kind=last.prompt_kind,
+            prompt=last.prompt,
+        )
     if last.attempt > retries:
-        return Position(turns_passed=passed, final="failed",
-                        reason=f"turn {last.turn} failed after {last.attempt} attempts: {last.categories}")
-    return Position(turns_passed=passed, turn=last.turn, attempt=last.attempt + 1, prompt_kind="feedback",
-                    prompt=last.feedback)
+        return Position(
+            turns_passed=passed,
+            final="failed",
+            reason=f"turn {last.turn} failed after {last.attempt} attempts: {last.categories}",
+        )
+    return Position(
+        turns_passed=passed, turn=last.turn, attempt=last.attempt + 1, prompt_kind="feedback", prompt=last.feedback
+    )
 
 
 __all__ = ["Position", "position"]

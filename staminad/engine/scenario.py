@@ -151,9 +151,19 @@ class ModelAccess:
 
 
 class ScenarioRunner:
-    def __init__(self, spec: ScenarioSpec, store: Store, sandbox: Sandbox, adapter: Adapter,
-                 watcher: MarkerWatcher, settings: EngineSettings, emit: EventSink, gate: Gate | None = None,
-                 suites: anyio.CapacityLimiter | None = None, llm: ModelAccess | None = None) -> None:
+    def __init__(
+        self,
+        spec: ScenarioSpec,
+        store: Store,
+        sandbox: Sandbox,
+        adapter: Adapter,
+        watcher: MarkerWatcher,
+        settings: EngineSettings,
+        emit: EventSink,
+        gate: Gate | None = None,
+        suites: anyio.CapacityLimiter | None = None,
+        llm: ModelAccess | None = None,
+    ) -> None:
         self.spec, self.store, self.sandbox, self.adapter = spec, store, sandbox, adapter
         self.llm = llm  # a real harness's way to its model, through the gateway
         self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
@@ -193,15 +203,24 @@ class ScenarioRunner:
         n_turns = len(self.spec.scenario.turns)
         while True:
             rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
-            pos = position(rows, n_turns, self.spec.retries, self.settings.infra_retries + infra_grant,
-                           turns_passed=await self.store.turns_passed(scenario_id))
+            pos = position(
+                rows,
+                n_turns,
+                self.spec.retries,
+                self.settings.infra_retries + infra_grant,
+                turns_passed=await self.store.turns_passed(scenario_id),
+            )
             if pos.final is None and pos.resume is None and self.llm is not None and self.llm.capped:
                 pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.capped)
             if pos.final is not None:
-                await self.store.set_scenario_status(scenario_id, pos.final, turns_passed=pos.turns_passed,
-                                                     reason=pos.reason)
-                self.emit(ScenarioFinished(**self._names(scenario_id), status=pos.final, turns_passed=pos.turns_passed,
-                                           reason=pos.reason))
+                await self.store.set_scenario_status(
+                    scenario_id, pos.final, turns_passed=pos.turns_passed, reason=pos.reason
+                )
+                self.emit(
+                    ScenarioFinished(
+                        **self._names(scenario_id), status=pos.final, turns_passed=pos.turns_passed, reason=pos.reason
+                    )
+                )
                 return pos
             await self.store.set_turns_passed(scenario_id, pos.turns_passed)
             row = pos.resume
@@ -212,8 +231,9 @@ class ScenarioRunner:
             try:
                 if row is None:
                     prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
-                    row = await self.store.begin_attempt(scenario_id, pos.turn, pos.attempt, pos.infra_try,
-                                                         pos.prompt_kind, prompt)
+                    row = await self.store.begin_attempt(
+                        scenario_id, pos.turn, pos.attempt, pos.infra_try, pos.prompt_kind, prompt
+                    )
                 await self._execute(scenario_id, row, pos)
             finally:
                 if self.gate is not None:
@@ -238,8 +258,15 @@ class ScenarioRunner:
         """One attempt; whatever the sandbox or the engine does wrong ends it as that platform fault, never
         as an error of the whole sweep."""
         job = self._job_id(pos)
-        self.emit(AttemptStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt,
-                                 infra_try=row.infra_try, resumed=pos.resume is not None))
+        self.emit(
+            AttemptStarted(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                infra_try=row.infra_try,
+                resumed=pos.resume is not None,
+            )
+        )
         try:
             await self._ensure_sandbox()
             if row.phase == "launched":
@@ -275,9 +302,14 @@ class ScenarioRunner:
             argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
             if argv is None:
                 (control / "jobs" / job).mkdir(parents=True, exist_ok=True)
-                self.emit(ManualPrompt(**self._names(scenario_id), prompt=str(prompt_file),
-                                       workspace=str(self.sandbox.host_workspace),
-                                       done=f"staminad done --marker {marker_file}"))
+                self.emit(
+                    ManualPrompt(
+                        **self._names(scenario_id),
+                        prompt=str(prompt_file),
+                        workspace=str(self.sandbox.host_workspace),
+                        done=f"staminad done --marker {marker_file}",
+                    )
+                )
             else:
                 await self.sandbox.launch(job, argv, self._env())
         elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
@@ -306,16 +338,28 @@ class ScenarioRunner:
         harness_s = float(ended) - float(started) if started and ended else None
         latency = marker["seen_at"] - float(ended) if ended else None
         loc = await anyio.to_thread.run_sync(count_loc, self.sandbox.host_workspace)
-        await self.store.harness_done(row.id, HarnessEnd(harness_exit=exit_code, harness_signal=sig,
-                                                         harness_seconds=harness_s, marker_latency=latency, loc=loc))
+        await self.store.harness_done(
+            row.id,
+            HarnessEnd(
+                harness_exit=exit_code, harness_signal=sig, harness_seconds=harness_s, marker_latency=latency, loc=loc
+            ),
+        )
         kind = classify_harness(exit_code, sig, killed_by_engine=False)
         if self.llm is not None and (reason := self.llm.take_unavailable()):
             # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
             return "llm_unavailable", reason
         if kind == "harness_crash" and self.llm is not None and self.llm.capped:
             kind = None  # the cost cap cut the harness off: score what it built; the scenario then ends capped
-        self.emit(HarnessDone(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, exit=exit_code,
-                              signal=sig, harness_seconds=harness_s))
+        self.emit(
+            HarnessDone(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                exit=exit_code,
+                signal=sig,
+                harness_seconds=harness_s,
+            )
+        )
         if kind is not None:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
@@ -326,8 +370,9 @@ class ScenarioRunner:
             return dict(self.adapter.env)
         return {**self.adapter.env, **self.llm.env(self.sandbox.llm_host)}
 
-    async def _wait_marker(self, marker_file: Path, row: AttemptRow,
-                           job: str) -> tuple[Marker | None, tuple[str, str] | None]:
+    async def _wait_marker(
+        self, marker_file: Path, row: AttemptRow, job: str
+    ) -> tuple[Marker | None, tuple[str, str] | None]:
         """(the marker, None), or (None, why the harness is lost) as soon as that is known, or (None, None)
         after the turn timeout; time spent waiting out model outages is given back.
 
@@ -360,8 +405,7 @@ class ScenarioRunner:
                 continue
             loss = await self._loss(row)
             if loss is not None:
-                return None, (loss.kind, f"{loss.detail} beyond the turn timeout of "
-                                         f"{self.settings.turn_timeout:.0f} s")
+                return None, (loss.kind, f"{loss.detail} beyond the turn timeout of {self.settings.turn_timeout:.0f} s")
             return None, None
 
     async def _vanished(self, marker_file: Path, job: str) -> tuple[Marker | None, tuple[str, str] | None] | None:
@@ -371,14 +415,24 @@ class ScenarioRunner:
         marker = read_marker(marker_file)  # the wrapper writes the marker just before it ends its group
         if marker is not None and "exit" in marker:
             return marker, None
-        return None, ("harness_killed", "the harness and its wrapper were killed from inside the sandbox before "
-                                        "writing a completion marker")
+        return None, (
+            "harness_killed",
+            "the harness and its wrapper were killed from inside the sandbox before writing a completion marker",
+        )
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
         await self.store.tested(row.id, Verdict(outcome="infra", infra_kind=kind))
-        self.emit(InfraFailure(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, infra_try=row.infra_try,
-                               infra_kind=kind, detail=detail))
+        self.emit(
+            InfraFailure(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                infra_try=row.infra_try,
+                infra_kind=kind,
+                detail=detail,
+            )
+        )
         if kind in RECREATE_AFTER:
             # The container is gone, frozen or unreachable: remove what is left, so the retry gets a fresh one
             # on the same workspace (a paused container cannot even be exec'd into to clean up).
@@ -421,21 +475,62 @@ class ScenarioRunner:
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))
         feedback = render_feedback(result, self.spec.feedback) if failures else None
-        await self.store.tested(row.id, Verdict(
-            results=result.results, outcome="fail" if failures else "pass",
-            categories=categories, passed_tests=len(result.results) - len(failures), total_tests=len(result.results),
-            feedback=feedback, server_seconds=t1 - t0, suite_seconds=t2 - t1, teardown_seconds=t3 - t2))
-        self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=not failures,
-                                failed_tests=len(failures), tests=len(result.results), categories=categories,
-                                suite_seconds=t2 - t1, server_seconds=t1 - t0))
+        await self.store.tested(
+            row.id,
+            Verdict(
+                results=result.results,
+                outcome="fail" if failures else "pass",
+                categories=categories,
+                passed_tests=len(result.results) - len(failures),
+                total_tests=len(result.results),
+                feedback=feedback,
+                server_seconds=t1 - t0,
+                suite_seconds=t2 - t1,
+                teardown_seconds=t3 - t2,
+            ),
+        )
+        self.emit(
+            AttemptTested(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                passed=not failures,
+                failed_tests=len(failures),
+                tests=len(result.results),
+                categories=categories,
+                suite_seconds=t2 - t1,
+                server_seconds=t1 - t0,
+            )
+        )
 
-    async def _server_failed(self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int,
-                             seconds: float) -> None:
+    async def _server_failed(
+        self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int, seconds: float
+    ) -> None:
         """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
         log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
         feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
-        await self.store.tested(row.id, Verdict(outcome="fail", categories=exc.kind, passed_tests=0,
-                                                 total_tests=tests, feedback=feedback, server_seconds=seconds))
-        self.emit(AttemptTested(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, passed=False,
-                                failed_tests=tests, tests=tests, categories=exc.kind, suite_seconds=0.0,
-                                server_seconds=seconds, detail=str(exc)))
+        await self.store.tested(
+            row.id,
+            Verdict(
+                outcome="fail",
+                categories=exc.kind,
+                passed_tests=0,
+                total_tests=tests,
+                feedback=feedback,
+                server_seconds=seconds,
+            ),
+        )
+        self.emit(
+            AttemptTested(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                passed=False,
+                failed_tests=tests,
+                tests=tests,
+                categories=exc.kind,
+                suite_seconds=0.0,
+                server_seconds=seconds,
+                detail=str(exc),
+            )
+        )

@@ -109,8 +109,15 @@ class _Job:
     llm: ModelAccess | None
 
 
-async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sandbox: SandboxFactory,
-                    emit: EventSink, pack: Pack | None = None, shared: Shared | None = None) -> list[ConfigSummary]:
+async def run_sweep(
+    sweep: SweepFile,
+    fingerprint: str,
+    state_dir: Path,
+    make_sandbox: SandboxFactory,
+    emit: EventSink,
+    pack: Pack | None = None,
+    shared: Shared | None = None,
+) -> list[ConfigSummary]:
     """Run (or resume) the sweep: on the daemon's `shared` parts, or on its own store and watcher."""
     plan = await _plan(sweep, pack)
     if shared is not None:
@@ -132,17 +139,31 @@ async def run_sweep(sweep: SweepFile, fingerprint: str, state_dir: Path, make_sa
 
 async def _plan(sweep: SweepFile, pack: Pack | None) -> _Plan:
     src = sweep.scenarios
-    params = pack.params if pack else ScenarioParams(turns=src.turns, sampler=src.sampler, naming=src.naming,
-                                                    changes_per_turn=src.changes_per_turn, language=src.language)
+    params = (
+        pack.params
+        if pack
+        else ScenarioParams(
+            turns=src.turns,
+            sampler=src.sampler,
+            naming=src.naming,
+            changes_per_turn=src.changes_per_turn,
+            language=src.language,
+        )
+    )
     seeds = list(pack.manifest.seeds) if pack else seed_list(src.seeds)
     # Off the event loop: a large sweep takes minutes to generate, and the loop must keep serving meanwhile.
     scenarios = await anyio.to_thread.run_sync(
-        lambda: {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}, abandon_on_cancel=True)
-    settings = EngineSettings(turn_timeout=sweep.run.turn_timeout, request_timeout=sweep.run.request_timeout,
-                              server_start_timeout=sweep.run.server_start_timeout,
-                              infra_retries=sweep.run.infra_retries)
-    return _Plan(params=params, seeds=seeds, scenarios=scenarios, readme=render_readme(params.language),
-                 settings=settings)
+        lambda: {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}, abandon_on_cancel=True
+    )
+    settings = EngineSettings(
+        turn_timeout=sweep.run.turn_timeout,
+        request_timeout=sweep.run.request_timeout,
+        server_start_timeout=sweep.run.server_start_timeout,
+        infra_retries=sweep.run.infra_retries,
+    )
+    return _Plan(
+        params=params, seeds=seeds, scenarios=scenarios, readme=render_readme(params.language), settings=settings
+    )
 
 
 async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: _Plan, parts: _Parts) -> list[ConfigSummary]:
@@ -152,8 +173,15 @@ async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: _Plan,
         resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint, msgspec.json.encode(sweep).decode())
         await store.set_sweep_turns(sweep.name, plan.params.turns)
         finished = sum(r.status in FINAL for _, r in await store.scenarios(sweep.name)) if resumed else 0
-        parts.emit(SweepStarted(sweep=sweep.name, resumed=resumed, scenarios=len(plan.seeds),
-                                configurations=len(configurations(sweep)), finished=finished))
+        parts.emit(
+            SweepStarted(
+                sweep=sweep.name,
+                resumed=resumed,
+                scenarios=len(plan.seeds),
+                configurations=len(configurations(sweep)),
+                finished=finished,
+            )
+        )
         async with anyio.create_task_group() as outer:
             gateway = await _start_gateway(sweep, store, parts.make_sandbox, parts.emit, outer)
             async with anyio.create_task_group() as jobs:
@@ -174,8 +202,14 @@ async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: _Plan,
 class _Starter:
     """Starts scenario jobs in the sweep's task group, each with its model route when it runs a real harness."""
 
-    def __init__(self, sweep: SweepFile, parts: _Parts, gateway: Gateway | None, jobs: anyio.abc.TaskGroup,
-                 spend: dict[int, float]) -> None:
+    def __init__(
+        self,
+        sweep: SweepFile,
+        parts: _Parts,
+        gateway: Gateway | None,
+        jobs: anyio.abc.TaskGroup,
+        spend: dict[int, float],
+    ) -> None:
         self.sweep, self.parts, self.gateway, self.jobs, self.spend = sweep, parts, gateway, jobs, spend
         self.live = _Live()
         self.prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
@@ -194,13 +228,20 @@ class _Starter:
 async def _prepare(sweep: SweepFile, state_dir: Path, plan: _Plan, store: Store, starter: _Starter) -> None:
     """Record every configuration x seed and start the scenarios not yet finished."""
     for config in configurations(sweep):
-        config_id = await store.ensure_configuration(sweep.name, config.name, config.agent, config.retries,
-                                                     config.feedback)
+        config_id = await store.ensure_configuration(
+            sweep.name, config.name, config.agent, config.retries, config.feedback
+        )
         for seed in plan.seeds:
             row = await store.ensure_scenario(config_id, seed)
-            spec = ScenarioSpec(config_id=config_id, config_name=config.name, retries=config.retries,
-                                feedback=config.feedback, scenario=plan.scenarios[seed],
-                                language=plan.params.language, readme=plan.readme)
+            spec = ScenarioSpec(
+                config_id=config_id,
+                config_name=config.name,
+                retries=config.retries,
+                feedback=config.feedback,
+                scenario=plan.scenarios[seed],
+                language=plan.params.language,
+                readme=plan.readme,
+            )
             starter.prepared[row.id] = (spec, config, state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}")
             if row.status not in FINAL:
                 starter.start(row.id, row.infra_grant)
@@ -237,11 +278,24 @@ async def _one(parts: _Parts, job: _Job) -> None:
     shared = parts.shared
     async with shared.limiter.slot(job.root.parent.name):
         adapter = adapter_for(job.config.agent)
-        sandbox = parts.make_sandbox(job.root, f"{job.config.name}/{job.spec.scenario.seed}",
-                                     Grant(layer=adapter.layer(), llm=job.llm is not None, image=adapter.image))
+        sandbox = parts.make_sandbox(
+            job.root,
+            f"{job.config.name}/{job.spec.scenario.seed}",
+            Grant(layer=adapter.layer(), llm=job.llm is not None, image=adapter.image),
+        )
         await shared.store.set_sandbox(job.scenario_id, sandbox.describe())
-        runner = ScenarioRunner(job.spec, shared.store, sandbox, adapter, shared.watcher, parts.settings, parts.emit,
-                                shared.gate, shared.suites, job.llm)
+        runner = ScenarioRunner(
+            job.spec,
+            shared.store,
+            sandbox,
+            adapter,
+            shared.watcher,
+            parts.settings,
+            parts.emit,
+            shared.gate,
+            shared.suites,
+            job.llm,
+        )
         try:
             await runner.run(job.scenario_id, job.infra_grant)
         finally:
@@ -250,20 +304,35 @@ async def _one(parts: _Parts, job: _Job) -> None:
                     await sandbox.close()
 
 
-async def _start_gateway(sweep: SweepFile, store: Store, make_sandbox: SandboxFactory, emit: EventSink,
-                         tg: anyio.abc.TaskGroup) -> Gateway | None:
+async def _start_gateway(
+    sweep: SweepFile, store: Store, make_sandbox: SandboxFactory, emit: EventSink, tg: anyio.abc.TaskGroup
+) -> Gateway | None:
     """Serve the sweep's LLM gateway if any configuration runs a real harness (None otherwise)."""
     llm = sweep.llm
     if llm is None or not any(adapter_for(c.agent).harness for c in configurations(sweep)):
         return None
 
     async def record(call: Call) -> None:
-        await store.llm_call(call.scenario_id, call.attempt_id, call.turn, call.api, call.model,
-                             (call.usage.input, call.usage.output, call.usage.cached), call.cost, call.status,
-                             call.seconds, call.waited, call.streamed)
+        await store.llm_call(
+            call.scenario_id,
+            call.attempt_id,
+            call.turn,
+            call.api,
+            call.model,
+            (call.usage.input, call.usage.output, call.usage.cached),
+            call.cost,
+            call.status,
+            call.seconds,
+            call.waited,
+            call.streamed,
+        )
 
-    limits = Limits(scenario_cost_cap=llm.scenario_cost_cap, sweep_cost_cap=llm.sweep_cost_cap,
-                    outage_timeout=llm.outage_timeout, stream_idle_timeout=llm.stream_idle_timeout)
+    limits = Limits(
+        scenario_cost_cap=llm.scenario_cost_cap,
+        sweep_cost_cap=llm.sweep_cost_cap,
+        outage_timeout=llm.outage_timeout,
+        stream_idle_timeout=llm.stream_idle_timeout,
+    )
     gateway = Gateway(llm.endpoint, os.environ.get(llm.api_key_env, ""), dict(llm.pricing), limits, emit, record)
     await tg.start(gateway.serve, ["127.0.0.1", *await make_sandbox.llm_hosts()], 0)
     if gateway.port is not None:
@@ -289,32 +358,53 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
         se = statistics.stdev(turns) / math.sqrt(len(turns)) if len(turns) > 1 else 0.0
-        out.append(ConfigSummary(
-            name=name, scenarios=len(mine), finished=sum(r.status in FINAL for r in mine),
-            mean_turns=statistics.fmean(turns) if turns else 0.0, se_turns=se,
-            pass_rate=sum(r.status == "done" for r in counted) / len(counted) if counted else 0.0,
-            statuses=statuses, infra={k: v for (n, k), v in infra.items() if n == name}, cost=cost, tokens=tokens,
-            unscored=len(unscored)))
+        out.append(
+            ConfigSummary(
+                name=name,
+                scenarios=len(mine),
+                finished=sum(r.status in FINAL for r in mine),
+                mean_turns=statistics.fmean(turns) if turns else 0.0,
+                se_turns=se,
+                pass_rate=sum(r.status == "done" for r in counted) / len(counted) if counted else 0.0,
+                statuses=statuses,
+                infra={k: v for (n, k), v in infra.items() if n == name},
+                cost=cost,
+                tokens=tokens,
+                unscored=len(unscored),
+            )
+        )
     return out
 
 
 def format_summary(summaries: list[ConfigSummary]) -> str:
     width = max([len(s.name) for s in summaries] + [13])
     metered = any(s.tokens for s in summaries)
-    lines = [f"{'configuration':<{width}}  turns passed   pass rate  scenarios (status)            infra failures"
-             + ("   tokens      cost" if metered else "")]
+    lines = [
+        f"{'configuration':<{width}}  turns passed   pass rate  scenarios (status)            infra failures"
+        + ("   tokens      cost" if metered else "")
+    ]
     for s in summaries:
         status = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
         if s.unscored:
             status += f"; {s.unscored} unscored"
         infra = ", ".join(f"{k} {v}" for k, v in sorted(s.infra.items())) or "-"
-        line = (f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
-                f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}")
+        line = (
+            f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
+            f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}"
+        )
         if metered:
             line += f"{'':<{max(0, 16 - len(infra))}} {s.tokens:>9,} {s.cost:>8.2f} $"
         lines.append(line)
     return "\n".join(lines)
 
 
-__all__ = ["ConfigSummary", "LocalFactory", "SandboxFactory", "Shared", "format_summary", "local_factory", "run_sweep",
-           "summarize"]
+__all__ = [
+    "ConfigSummary",
+    "LocalFactory",
+    "SandboxFactory",
+    "Shared",
+    "format_summary",
+    "local_factory",
+    "run_sweep",
+    "summarize",
+]

@@ -46,8 +46,12 @@ async def serve_connection(stream: SocketStream, handler: Handler) -> None:
                 request = await _read_request(stream, conn)
             except (h11.RemoteProtocolError, ValueError) as exc:
                 with contextlib.suppress(Exception):
-                    await _send_whole(stream, conn, Response(400, {"content-type": "text/plain"},
-                                                             f"bad request: {exc}\n".encode()), close=True)
+                    await _send_whole(
+                        stream,
+                        conn,
+                        Response(400, {"content-type": "text/plain"}, f"bad request: {exc}\n".encode()),
+                        close=True,
+                    )
                 return
             except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
                 return
@@ -97,8 +101,11 @@ async def _read_request(stream: SocketStream, conn: h11.Connection) -> Request |
 
 
 def _head(response: Response, chunked: bool) -> h11.Response:
-    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-length",
-                                                                                 "transfer-encoding", "connection")]
+    headers = [
+        (k, v)
+        for k, v in response.headers.items()
+        if k.lower() not in ("content-length", "transfer-encoding", "connection")
+    ]
     if chunked:
         headers.append(("transfer-encoding", "chunked"))
     else:

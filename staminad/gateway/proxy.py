@@ -80,16 +80,24 @@ class Call:
 
 
 class Gateway:
-    def __init__(self, endpoint: str, api_key: str, pricing: dict[str, Price], limits: Limits, emit: Sink,
-                 record: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        api_key: str,
+        pricing: dict[str, Price],
+        limits: Limits,
+        emit: Sink,
+        record: Recorder | None = None,
+    ) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.api_key = api_key
         self.pricing, self.limits, self.emit, self.record = pricing, limits, emit, record
         self.routes: dict[str, Route] = {}
         self.by_scenario: dict[int, Route] = {}
         self.sweep_spent = 0.0
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0),
-                                        follow_redirects=False, trust_env=False)
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0), follow_redirects=False, trust_env=False
+        )
         self.port: int | None = None
 
     # --- routes -------------------------------------------------------------------------------
@@ -120,8 +128,9 @@ class Gateway:
 
     # --- serving ------------------------------------------------------------------------------
 
-    async def serve(self, hosts: list[str], port: int, *,
-                    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def serve(
+        self, hosts: list[str], port: int, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         listeners = [await anyio.create_tcp_listener(local_host=hosts[0], local_port=port)]
         port = port or int(listeners[0].extra(anyio.abc.SocketAttribute.local_port))
         listeners += [await anyio.create_tcp_listener(local_host=h, local_port=port) for h in hosts[1:]]
@@ -172,15 +181,17 @@ class Gateway:
 
     # --- forwarding ---------------------------------------------------------------------------
 
-    async def _forward(self, route: Route, api: Api, method: str, url: str, headers: dict[str, str],
-                       body: bytes) -> Response:
+    async def _forward(
+        self, route: Route, api: Api, method: str, url: str, headers: dict[str, str], body: bytes
+    ) -> Response:
         t0 = time.monotonic()
         waited, delay = 0.0, self.limits.backoff_start
         while True:
             reason, retry_after, upstream = "", None, None
             try:
-                upstream = await self.client.send(self.client.build_request(method, url, headers=headers,
-                                                                            content=body), stream=True)
+                upstream = await self.client.send(
+                    self.client.build_request(method, url, headers=headers, content=body), stream=True
+                )
                 if upstream.status_code not in RETRY_STATUSES:
                     break
                 reason = f"upstream answered {upstream.status_code}"
@@ -193,18 +204,27 @@ class Gateway:
             pause = min(retry_after if retry_after is not None else delay, self.limits.backoff_max)
             if waited + pause > self.limits.outage_timeout:
                 return self._unavailable(route, f"{reason}; gave up after waiting {waited:.0f} s")
-            self.emit(LlmWait(scenario=route.scenario_id, turn=route.turn, reason=reason, wait_seconds=round(pause, 2),
-                              waited=round(waited, 2)))
+            self.emit(
+                LlmWait(
+                    scenario=route.scenario_id,
+                    turn=route.turn,
+                    reason=reason,
+                    wait_seconds=round(pause, 2),
+                    waited=round(waited, 2),
+                )
+            )
             await anyio.sleep(pause)  # backoff before retrying the upstream
             waited += pause
             route.waited += pause
             delay = min(delay * 2, self.limits.backoff_max)
         assert upstream is not None
-        out_headers = {k: v for k, v in upstream.headers.items()
-                       if k.lower() in ("content-type", "x-request-id", "request-id", "openai-processing-ms")}
+        out_headers = {
+            k: v
+            for k, v in upstream.headers.items()
+            if k.lower() in ("content-type", "x-request-id", "request-id", "openai-processing-ms")
+        }
         if "text/event-stream" in upstream.headers.get("content-type", ""):
-            return Response(upstream.status_code, out_headers,
-                            stream=self._relay(route, api, upstream, t0, waited))
+            return Response(upstream.status_code, out_headers, stream=self._relay(route, api, upstream, t0, waited))
         try:
             data = await _read_all(upstream, self.limits.stream_idle_timeout)
         except (httpx.HTTPError, TimeoutError, ValueError) as exc:
@@ -213,8 +233,9 @@ class Gateway:
         await self._account(route, api, model, usage, upstream.status_code, t0, waited, streamed=False)
         return Response(upstream.status_code, out_headers, data)
 
-    async def _relay(self, route: Route, api: Api, upstream: httpx.Response, t0: float,
-                     waited: float) -> AsyncIterator[bytes]:
+    async def _relay(
+        self, route: Route, api: Api, upstream: httpx.Response, t0: float, waited: float
+    ) -> AsyncIterator[bytes]:
         meter = StreamMeter(api)
         try:
             async for chunk in _chunks(upstream, self.limits.stream_idle_timeout):
@@ -226,22 +247,45 @@ class Gateway:
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
-                await self._account(route, api, meter.model, meter.usage, upstream.status_code, t0, waited,
-                                    streamed=True)
+                await self._account(
+                    route, api, meter.model, meter.usage, upstream.status_code, t0, waited, streamed=True
+                )
 
-    async def _account(self, route: Route, api: Api, model: str, usage: Usage, status: int, t0: float,
-                       waited: float, streamed: bool) -> None:
+    async def _account(
+        self, route: Route, api: Api, model: str, usage: Usage, status: int, t0: float, waited: float, streamed: bool
+    ) -> None:
         price = price_for(self.pricing, model)
         spent = cost(usage, price)
         route.spent += spent
         self.sweep_spent += spent
-        call = Call(sweep=route.sweep, scenario_id=route.scenario_id, attempt_id=route.attempt_id, turn=route.turn,
-                    api=api, model=model, usage=usage, cost=spent, status=status,
-                    seconds=time.monotonic() - t0, waited=waited, streamed=streamed)
+        call = Call(
+            sweep=route.sweep,
+            scenario_id=route.scenario_id,
+            attempt_id=route.attempt_id,
+            turn=route.turn,
+            api=api,
+            model=model,
+            usage=usage,
+            cost=spent,
+            status=status,
+            seconds=time.monotonic() - t0,
+            waited=waited,
+            streamed=streamed,
+        )
         if self.record is not None:
             await self.record(call)
-        self.emit(LlmCall(scenario=route.scenario_id, turn=route.turn, model=model, input=usage.input,
-                          output=usage.output, cached=usage.cached, cost=round(spent, 6), status=status))
+        self.emit(
+            LlmCall(
+                scenario=route.scenario_id,
+                turn=route.turn,
+                model=model,
+                input=usage.input,
+                output=usage.output,
+                cached=usage.cached,
+                cost=round(spent, 6),
+                status=status,
+            )
+        )
 
     def _unavailable(self, route: Route, reason: str) -> Response:
         route.unavailable = route.unavailable or reason

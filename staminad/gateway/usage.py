@@ -46,12 +46,18 @@ def from_usage(api: Api, usage: Any) -> Usage:
         return Usage()
     if api == "chat":
         details = usage.get("prompt_tokens_details") or {}
-        return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
-                     _int(details.get("cached_tokens")) if isinstance(details, dict) else 0)
+        return Usage(
+            _int(usage.get("prompt_tokens")),
+            _int(usage.get("completion_tokens")),
+            _int(details.get("cached_tokens")) if isinstance(details, dict) else 0,
+        )
     if api == "responses":
         details = usage.get("input_tokens_details") or {}
-        return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
-                     _int(details.get("cached_tokens")) if isinstance(details, dict) else 0)
+        return Usage(
+            _int(usage.get("input_tokens")),
+            _int(usage.get("output_tokens")),
+            _int(details.get("cached_tokens")) if isinstance(details, dict) else 0,
+        )
     if api == "anthropic":
         cached = _int(usage.get("cache_read_input_tokens"))
         fresh = _int(usage.get("input_tokens")) + _int(usage.get("cache_creation_input_tokens"))

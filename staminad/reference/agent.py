@@ -33,10 +33,18 @@ else:  # run as a script from a sandbox, next to parse.py (also under `python -I
         parse_spec,
     )
 
-AGENT_BUGS = frozenset({"rename-leak", "ignore-add_field"}) | frozenset({  # removals the mutant gets wrong
-    "ignore-delete_entity", "ignore-delete_analytics", "ignore-remove_action", "keep-implied-removals",
-    "stale-renamed-key", "deleted-field-kept", "keep-refs-to-deleted", "stale-renamed-analytics",
-})
+AGENT_BUGS = frozenset({"rename-leak", "ignore-add_field"}) | frozenset(
+    {  # removals the mutant gets wrong
+        "ignore-delete_entity",
+        "ignore-delete_analytics",
+        "ignore-remove_action",
+        "keep-implied-removals",
+        "stale-renamed-key",
+        "deleted-field-kept",
+        "keep-refs-to-deleted",
+        "stale-renamed-analytics",
+    }
+)
 MEMORY = ".reference-agent/model.json"
 
 
@@ -96,12 +104,18 @@ class Model:
             self.entity(change["entity"])["fields"].append(change["field"])
         elif kind == "delete_field":
             e = self.entity(change["entity"])
-            e["fields"] = [f if f["name"] != change["field"] else _leftover(f) for f in e["fields"]
-                           if f["name"] != change["field"] or "deleted-field-kept" in bugs]
+            e["fields"] = [
+                f if f["name"] != change["field"] else _leftover(f)
+                for f in e["fields"]
+                if f["name"] != change["field"] or "deleted-field-kept" in bugs
+            ]
             self._drop(change["also"], bugs)
         elif kind == "rename_field":
-            kept = [dict(a) for a in s["analytics"] if a["entity"] == change["entity"]
-                    and a.get("field") == change["old"]] if "stale-renamed-analytics" in bugs else []
+            kept = (
+                [dict(a) for a in s["analytics"] if a["entity"] == change["entity"] and a.get("field") == change["old"]]
+                if "stale-renamed-analytics" in bugs
+                else []
+            )
             old = self._field(change["entity"], change["old"])
             self._rename_field(change["entity"], change["old"], change["new"])
             s["analytics"] += kept  # the old paths keep answering
@@ -120,8 +134,9 @@ class Model:
         elif kind == "add_action":
             s["actions"].append(change["action"])
         elif kind == "remove_action":
-            s["actions"] = [a for a in s["actions"]
-                            if not (a["entity"] == change["entity"] and a["name"] == change["name"])]
+            s["actions"] = [
+                a for a in s["actions"] if not (a["entity"] == change["entity"] and a["name"] == change["name"])
+            ]
         elif kind in ("add_guard", "remove_guard", "add_effect", "remove_effect"):
             a = self.action(change["entity"], change["action"])
             key = "conditions" if "guard" in kind else "effects"
@@ -142,8 +157,9 @@ class Model:
             if item["what"] == "analytics":
                 s["analytics"] = [a for a in s["analytics"] if _path(a) != item["path"]]
             elif item["what"] == "action":
-                s["actions"] = [a for a in s["actions"]
-                                if not (a["entity"] == item["entity"] and a["name"] == item["name"])]
+                s["actions"] = [
+                    a for a in s["actions"] if not (a["entity"] == item["entity"] and a["name"] == item["name"])
+                ]
             else:
                 a = self.action(item["entity"], item["name"])
                 key = "conditions" if item["what"] == "guard" else "effects"
@@ -239,8 +255,9 @@ exec python3 server.py --config config.json --port "$1"
 """
 
 
-def step(memory: dict[str, Any], prompt: str, spec: str, bug: str | None,
-         fix_on_feedback: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def step(
+    memory: dict[str, Any], prompt: str, spec: str, bug: str | None, fix_on_feedback: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One agent call without I/O: (memory, prompt) -> (new memory, server config)."""
     memory = dict(memory) if memory else {"bug": bug}
     bugs = {memory["bug"]} if memory.get("bug") else set()
@@ -257,8 +274,9 @@ def step(memory: dict[str, Any], prompt: str, spec: str, bug: str | None,
                 memory.update(json.loads(json.dumps(before)))
             else:
                 memory["last_change"] = key
-                memory["before_last_change"] = json.loads(json.dumps(
-                    {k: memory.get(k) for k in ("schema", "aliases", "skipped")}))
+                memory["before_last_change"] = json.loads(
+                    json.dumps({k: memory.get(k) for k in ("schema", "aliases", "skipped")})
+                )
         model = Model(json.loads(json.dumps(memory["schema"])), dict(memory.get("aliases") or {}))
         if prompt.startswith("The tests passed."):
             for change in parse_changes(prompt):

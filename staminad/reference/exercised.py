@@ -38,8 +38,14 @@ from staminad.bench.schema import (
 from staminad.bench.values import scalar_fits
 
 _ORDER = ("<", "<=", ">", ">=")
-_OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_OPS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
 FALSY: dict[str, tuple[Scalar, ...]] = {"boolean": (False,), "integer": (0,), "float": (0.0,), "string": ("",)}
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
@@ -73,8 +79,9 @@ def values(state: State, f: Field, around: object = None) -> list[Any]:
         out = [int(p) if f.kind == "integer" and float(p).is_integer() else p for p in pts]
         return [v for v in dict.fromkeys(out) if scalar_fits(state, f, v)]
     if f.kind == "string":
-        return [v for v in (around, "", "x" * max(f.min_length or 1, 1)) if isinstance(v, str)
-                and scalar_fits(state, f, v)] + ["~different~"]
+        return [
+            v for v in (around, "", "x" * max(f.min_length or 1, 1)) if isinstance(v, str) and scalar_fits(state, f, v)
+        ] + ["~different~"]
     return ["2024-01-01 00:00:00"]
 
 
@@ -107,8 +114,11 @@ def can_be(state: State, entity: Entity, c: Condition, want: bool) -> bool:
             return False
         if not want and (nullable(fa) or nullable(fb)):
             return True
-        pairs = ([(a, a) for a in values(state, fa, c.value)] if fa is fb else
-                 [(a, b) for a in values(state, fa, c.value) for b in values(state, fb, 0)])
+        pairs = (
+            [(a, a) for a in values(state, fa, c.value)]
+            if fa is fb
+            else [(a, b) for a in values(state, fa, c.value) for b in values(state, fb, 0)]
+        )
         return any(_cmp(_ARITH[left.op](a, b), c.op, c.value) == want for a, b in pairs)
     if isinstance(left, CountOperand):
         return any(_cmp(k, c.op, c.value) == want for k in range(0, 5))
@@ -139,8 +149,11 @@ def actions(state: State) -> Iterator[tuple[Action, Entity]]:
 
 def any_guard(state: State, ok: object) -> bool:
     """Some guard i of some action satisfies `ok(state, entity, cond)` while the others can hold."""
-    return any(ok(state, e, c) and others_hold(state, e, a, i)  # type: ignore[operator]
-               for a, e in actions(state) for i, c in enumerate(a.conditions))
+    return any(
+        ok(state, e, c) and others_hold(state, e, a, i)  # type: ignore[operator]
+        for a, e in actions(state)
+        for i, c in enumerate(a.conditions)
+    )
 
 
 def _zero_passes(c: Compare | Quantified) -> bool:
@@ -193,8 +206,11 @@ def sum_of_empty_passes(state: State, e: Entity, c: Condition) -> bool:
 
 
 def later_guard_can_fail(state: State) -> bool:
-    return any(i >= 1 and can_be(state, e, c, False) and others_hold(state, e, a, i)
-               for a, e in actions(state) for i, c in enumerate(a.conditions))
+    return any(
+        i >= 1 and can_be(state, e, c, False) and others_hold(state, e, a, i)
+        for a, e in actions(state)
+        for i, c in enumerate(a.conditions)
+    )
 
 
 def some_guard_can_fail(state: State) -> bool:
@@ -217,16 +233,14 @@ def _writes(x: Effect) -> tuple[str, str] | None:
 
 def null_free(action: Action, field: str) -> bool:
     """No guard pins the field to a value: none reads it, or only `this.field is null` does."""
-    return all(field not in condition_fields(c) or (isinstance(c, NullCheck) and c.is_null)
-               for c in action.conditions)
-
-
+    return all(field not in condition_fields(c) or (isinstance(c, NullCheck) and c.is_null) for c in action.conditions)
 
 
 def _free_link(action: Action, link: str) -> bool:
     """A guard reading the link leaves its targets free only as `this.r is not null`."""
-    return all(link not in condition_fields(c) or (isinstance(c, NullCheck) and not c.is_null)
-               for c in action.conditions)
+    return all(
+        link not in condition_fields(c) or (isinstance(c, NullCheck) and not c.is_null) for c in action.conditions
+    )
 
 
 def _reached(state: State, e: Entity, action: Action) -> Iterator[tuple[OnReference | ForEach, Entity]]:
@@ -242,10 +256,14 @@ def _reached(state: State, e: Entity, action: Action) -> Iterator[tuple[OnRefere
 def _nullable_operand(action: Action, e: Entity, x: Compute) -> bool:
     """An operand other than the target can be null when `x` runs: the guards leave it free (none reads
     it, or `is null` does) and no earlier effect sets it to a value."""
-    earlier = action.effects[:action.effects.index(x)]
-    return any(o != x.field and null_free(action, o) and nullable(e.field(o))
-               and not any(isinstance(y, SetValue) and y.field == o and y.value is not None for y in earlier)
-               for o in (x.left, x.right))
+    earlier = action.effects[: action.effects.index(x)]
+    return any(
+        o != x.field
+        and null_free(action, o)
+        and nullable(e.field(o))
+        and not any(isinstance(y, SetValue) and y.field == o and y.value is not None for y in earlier)
+        for o in (x.left, x.right)
+    )
 
 
 def _overwritten(action: Action, e: Entity, x: Effect, before: bool) -> bool:
@@ -271,11 +289,17 @@ def increase_null(state: State) -> bool:
         if not others_hold(state, e, a):
             continue
         for x in a.effects:
-            if (isinstance(x, Increment) and null_free(a, x.field) and nullable(e.field(x.field))
-                    and not _overwritten(a, e, x, True)):
+            if (
+                isinstance(x, Increment)
+                and null_free(a, x.field)
+                and nullable(e.field(x.field))
+                and not _overwritten(a, e, x, True)
+            ):
                 return True
-        if any(isinstance(x.effect, Increment) and nullable(t.field(x.effect.field)) and not _overwritten(a, e, x, True)
-               for x, t in _reached(state, e, a)):
+        if any(
+            isinstance(x.effect, Increment) and nullable(t.field(x.effect.field)) and not _overwritten(a, e, x, True)
+            for x, t in _reached(state, e, a)
+        ):
             return True
         if any(_null_in_guarded_list(state, e, a, x) for x in a.effects):
             return True
@@ -288,18 +312,30 @@ def _null_in_guarded_list(state: State, e: Entity, a: Action, x: Effect) -> bool
     if not isinstance(x, ForEach) or not isinstance(x.effect, Increment) or x.list_field not in guarded(a):
         return False
     t = _link_target(state, e, x.list_field)
-    return (t is not None and nullable(t.field(x.effect.field)) and _listed_nonempty(state, e, a, x.list_field)
-            and not _overwritten(a, e, x, True) and not any(
-                isinstance(c, Quantified) and c.list_field == x.list_field and c.quantifier == "all"
-                and c.field == x.effect.field for c in a.conditions))
+    return (
+        t is not None
+        and nullable(t.field(x.effect.field))
+        and _listed_nonempty(state, e, a, x.list_field)
+        and not _overwritten(a, e, x, True)
+        and not any(
+            isinstance(c, Quantified)
+            and c.list_field == x.list_field
+            and c.quantifier == "all"
+            and c.field == x.effect.field
+            for c in a.conditions
+        )
+    )
 
 
 def compute_null(state: State) -> bool:
     for a, e in actions(state):
         if others_hold(state, e, a) and any(
-                isinstance(x, Compute) and not _overwritten(a, e, x, False)
-                and not (x.field in guarded(a) and null_free(a, x.field)) and _nullable_operand(a, e, x)
-                for x in a.effects):
+            isinstance(x, Compute)
+            and not _overwritten(a, e, x, False)
+            and not (x.field in guarded(a) and null_free(a, x.field))
+            and _nullable_operand(a, e, x)
+            for x in a.effects
+        ):
             return True
     return False
 
@@ -335,8 +371,10 @@ def _increment_crosses(state: State, e: Entity, a: Action, x: Increment) -> bool
     f = e.field(x.field)
     if f is None or f.kind not in NUMERIC_KINDS:
         return False
-    return any(isinstance(v, int | float) and _outside(f, v + x.amount) and _assignment_ok(a, {f.name: v})
-               for v in _probes(state, a, f))
+    return any(
+        isinstance(v, int | float) and _outside(f, v + x.amount) and _assignment_ok(a, {f.name: v})
+        for v in _probes(state, a, f)
+    )
 
 
 def _compute_crosses(state: State, e: Entity, a: Action, x: Compute) -> bool:
@@ -365,8 +403,12 @@ def clamped(state: State) -> bool:
                 return True
             if isinstance(x, Compute) and _compute_crosses(state, e, a, x):
                 return True
-        if any(isinstance(x.effect, Increment) and _past_bound(t.field(x.effect.field), x.effect.amount)
-               and not _overwritten(a, e, x, False) for x, t in _reached(state, e, a)):
+        if any(
+            isinstance(x.effect, Increment)
+            and _past_bound(t.field(x.effect.field), x.effect.amount)
+            and not _overwritten(a, e, x, False)
+            for x, t in _reached(state, e, a)
+        ):
             return True
     return False
 
@@ -376,12 +418,13 @@ def _past_bound(f: Field | None, amount: int | float) -> bool:
 
 
 def on_ref_null(state: State) -> bool:
-    return any(others_hold(state, e, a) and any(
-        isinstance(x, OnReference) and null_free(a, x.ref_field) for x in a.effects) for a, e in actions(state))
+    return any(
+        others_hold(state, e, a) and any(isinstance(x, OnReference) and null_free(a, x.ref_field) for x in a.effects)
+        for a, e in actions(state)
+    )
 
 
-def _shows_on(state: State, t: Entity, inner: SetValue | Increment, a: Action | None = None,
-              link: str = "") -> bool:
+def _shows_on(state: State, t: Entity, inner: SetValue | Increment, a: Action | None = None, link: str = "") -> bool:
     """Applying `inner` to a reached entity can change it: a set to a field that can hold another value
     (one every `all of` guard on the list allows), or an increase of a number."""
     g = t.field(inner.field)
@@ -389,13 +432,19 @@ def _shows_on(state: State, t: Entity, inner: SetValue | Increment, a: Action | 
         return False
     if isinstance(inner, Increment):
         return g.kind in NUMERIC_KINDS and inner.amount != 0
-    alls = [c for c in (a.conditions if a else ()) if isinstance(c, Quantified) and c.list_field == link
-            and c.quantifier == "all" and c.field == g.name]
+    alls = [
+        c
+        for c in (a.conditions if a else ())
+        if isinstance(c, Quantified) and c.list_field == link and c.quantifier == "all" and c.field == g.name
+    ]
     if not alls and nullable(g):
         return True
     lits = [c.value for c in alls]
-    return any(v != inner.value and all(_cmp(v, c.op, c.value) for c in alls)
-               for lit in [None, *lits] for v in values(state, g, lit))
+    return any(
+        v != inner.value and all(_cmp(v, c.op, c.value) for c in alls)
+        for lit in [None, *lits]
+        for v in values(state, g, lit)
+    )
 
 
 def _listed_nonempty(state: State, e: Entity, a: Action, link: str) -> bool:
@@ -449,16 +498,27 @@ def _two_listed(state: State, e: Entity, a: Action, link: str) -> bool:
             g = t.field(c.field) if t else None
             if g is None or not any(_cmp(v, c.op, c.value) for v in values(state, g, c.value)):
                 return False
-        elif (isinstance(c, Compare) and isinstance(c.left, CountOperand)
-              and not any(_cmp(k, c.op, c.value) for k in range(2, 5))):
+        elif (
+            isinstance(c, Compare)
+            and isinstance(c.left, CountOperand)
+            and not any(_cmp(k, c.op, c.value) for k in range(2, 5))
+        ):
             return False
     return True
 
 
 def for_each_two(state: State) -> bool:
-    return any(others_hold(state, e, a) and any(
-        isinstance(x, ForEach) and _two_listed(state, e, a, x.list_field) and not _overwritten(a, e, x, False)
-        and _reaches_changed(state, e, a, x) for x in a.effects) for a, e in actions(state))
+    return any(
+        others_hold(state, e, a)
+        and any(
+            isinstance(x, ForEach)
+            and _two_listed(state, e, a, x.list_field)
+            and not _overwritten(a, e, x, False)
+            and _reaches_changed(state, e, a, x)
+            for x in a.effects
+        )
+        for a, e in actions(state)
+    )
 
 
 def _reaches_changed(state: State, e: Entity, a: Action, x: ForEach) -> bool:
@@ -475,8 +535,10 @@ def _shift(x: Effect) -> str | None:
     """The own field `x` shifts by an amount or by another field (`f + 2`, `f + g`, `f - g`), if it does."""
     if isinstance(x, Increment):
         return x.field
-    if isinstance(x, Compute) and ((x.op == "+" and (x.left == x.field) != (x.right == x.field))
-                                   or (x.op == "-" and x.left == x.field and x.right != x.field)):
+    if isinstance(x, Compute) and (
+        (x.op == "+" and (x.left == x.field) != (x.right == x.field))
+        or (x.op == "-" and x.left == x.field and x.right != x.field)
+    ):
         return x.field
     return None
 
@@ -488,8 +550,13 @@ def _shifts(x: Effect, y: Effect) -> bool:
 
 def _zero_stays(x: Effect, y: Effect) -> bool:
     """`y` is `f = f - f` (0) and `x` maps f = 0 to 0 (`f + f`, `f * g`, `f - f`): either order ends at 0."""
-    if not (isinstance(x, Compute) and isinstance(y, Compute) and x.field == y.field
-            and y.op == "-" and y.left == y.right == y.field):
+    if not (
+        isinstance(x, Compute)
+        and isinstance(y, Compute)
+        and x.field == y.field
+        and y.op == "-"
+        and y.left == y.right == y.field
+    ):
         return False
     f = x.field
     return (x.left == x.right == f and x.op in "+-*") or (x.op == "*" and f in (x.left, x.right))
@@ -516,18 +583,24 @@ def _noop(action: Action, x: Effect) -> bool:
     (nothing else sets it first, so in either order it reads null)."""
     if isinstance(x, Increment):
         return _pinned_null(action, x.field) and not any(
-            _writes(y) == ("", x.field) and not isinstance(y, Increment) for y in action.effects)
+            _writes(y) == ("", x.field) and not isinstance(y, Increment) for y in action.effects
+        )
     if isinstance(x, Compute):
-        return any(_pinned_null(action, o) and not any(_writes(y) == ("", o) for y in action.effects)
-                   for o in (x.left, x.right))
+        return any(
+            _pinned_null(action, o) and not any(_writes(y) == ("", o) for y in action.effects)
+            for o in (x.left, x.right)
+        )
     return isinstance(x, OnReference) and _pinned_null(action, x.ref_field)
 
 
 def order_matters(state: State) -> bool:
     def live(a: Action) -> list[Effect]:
         return [x for x in a.effects if not _noop(a, x)]
-    return any(others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(live(a))
-                                                 for y in live(a)[i + 1:]) for a, e in actions(state))
+
+    return any(
+        others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(live(a)) for y in live(a)[i + 1 :])
+        for a, e in actions(state)
+    )
 
 
 # --- analytics ---------------------------------------------------------------------------------------
@@ -540,8 +613,11 @@ def null_counts_as_zero(state: State) -> bool:
         if f is None or not nullable(f):
             continue
         vs = [v for v in values(state, f) if isinstance(v, int | float)]
-        if (an.op == "avg" and any(v != 0 for v in vs)) or (an.op == "min" and any(v > 0 for v in vs)) or (
-                an.op == "max" and any(v < 0 for v in vs)):
+        if (
+            (an.op == "avg" and any(v != 0 for v in vs))
+            or (an.op == "min" and any(v > 0 for v in vs))
+            or (an.op == "max" and any(v < 0 for v in vs))
+        ):
             return True
     return False
 

@@ -11,13 +11,17 @@ import json
 import re
 from typing import Any
 
-_FIELD = re.compile(r"^`(?P<name>\w+)`: (?P<req>required|optional), (?P<null>nullable|non-nullable) "
-                    r"(?P<type>string|integer|float|boolean|datetime \(YYYY-MM-DD hh:mm:ss\)|enum \w+|"
-                    r"reference to \w+|list of references to \w+)"
-                    r"(?: \((?P<bounds>[^()]*)\))?(?:, default (?P<default>.+))?$")
+_FIELD = re.compile(
+    r"^`(?P<name>\w+)`: (?P<req>required|optional), (?P<null>nullable|non-nullable) "
+    r"(?P<type>string|integer|float|boolean|datetime \(YYYY-MM-DD hh:mm:ss\)|enum \w+|"
+    r"reference to \w+|list of references to \w+)"
+    r"(?: \((?P<bounds>[^()]*)\))?(?:, default (?P<default>.+))?$"
+)
 _ENUM = re.compile(r"^`(\w+)`: (.+)$")
-_ANALYTICS = re.compile(r"^`GET /analytics/\w+/(?:(?P<field>\w+)/(?P<op>avg|min|max|sum)|count)`: "
-                        r"(?:\w+ of `\w+` over all|number of) (?P<entity>\w+) entities")
+_ANALYTICS = re.compile(
+    r"^`GET /analytics/\w+/(?:(?P<field>\w+)/(?P<op>avg|min|max|sum)|count)`: "
+    r"(?:\w+ of `\w+` over all|number of) (?P<entity>\w+) entities"
+)
 _BETWEEN = re.compile(r"^(length )?between (.+) and (.+) inclusive$")
 _ONE_SIDE = re.compile(r"^(length )?at (least|most) (.+) inclusive$")
 _OPS = r"(<=|>=|==|!=|<|>)"
@@ -77,8 +81,14 @@ def parse_condition(text: str) -> dict[str, Any]:
         return {"type": "null", "field": m.group(1), "is_null": not m.group(2)}
     m = re.match(rf"^(any|all) of this\.(\w+) (?:has|have) (\w+) {_OPS} (.+)$", text)
     if m:
-        return {"type": "quantified", "quantifier": m.group(1), "list_field": m.group(2), "field": m.group(3),
-                "op": m.group(4), "value": json.loads(m.group(5))}
+        return {
+            "type": "quantified",
+            "quantifier": m.group(1),
+            "list_field": m.group(2),
+            "field": m.group(3),
+            "op": m.group(4),
+            "value": json.loads(m.group(5)),
+        }
     m = re.match(rf"^(.+?) {_OPS} (.+)$", text)
     if not m:
         raise ValueError(f"cannot read guard {text!r}")
@@ -221,22 +231,33 @@ def parse_changes(prompt: str) -> list[dict[str, Any]]:
 def parse_change(item: list[str]) -> dict[str, Any]:
     head, rest = item[0], [line.strip() for line in item[1:]]
     if m := re.match(r"^Add the entity `(\w+)`", head):
-        enums = [parse_enum(x.removeprefix("New enum type ").removesuffix(".")) for x in rest
-                 if x.startswith("New enum type")]
+        enums = [
+            parse_enum(x.removeprefix("New enum type ").removesuffix("."))
+            for x in rest
+            if x.startswith("New enum type")
+        ]
         fields = [parse_field(x[2:]) for x in rest if x.startswith("- `")]
         return {"kind": "add_entity", "name": m.group(1), "enums": enums, "fields": fields}
     if m := re.match(r"^Delete the entity `(\w+)`", head):
         refs = [list(re.findall(r"`(\w+)\.(\w+)`", x)[0]) for x in rest if x.startswith("Also remove the field")]
-        return {"kind": "delete_entity", "name": m.group(1), "fields": refs,
-                "also": [_also(x) for x in rest if x.startswith("Also: ")]}
+        return {
+            "kind": "delete_entity",
+            "name": m.group(1),
+            "fields": refs,
+            "also": [_also(x) for x in rest if x.startswith("Also: ")],
+        }
     if m := re.match(r"^Rename the entity `(\w+)` to `(\w+)`", head):
         return {"kind": "rename_entity", "old": m.group(1), "new": m.group(2)}
     if m := re.match(r"^(?:New enum type (.+?)\. )?Add to `(\w+)` the field (.+)\.$", head):
         enums = [parse_enum(m.group(1))] if m.group(1) else []
         return {"kind": "add_field", "entity": m.group(2), "field": parse_field(m.group(3)), "enums": enums}
     if m := re.match(r"^Delete the field `(\w+)` from `(\w+)`\.$", head):
-        return {"kind": "delete_field", "entity": m.group(2), "field": m.group(1),
-                "also": [_also(x) for x in rest if x.startswith("Also: ")]}
+        return {
+            "kind": "delete_field",
+            "entity": m.group(2),
+            "field": m.group(1),
+            "also": [_also(x) for x in rest if x.startswith("Also: ")],
+        }
     if m := re.match(r"^Rename the field `(\w+)` of `(\w+)` to `(\w+)`", head):
         return {"kind": "rename_field", "entity": m.group(2), "old": m.group(1), "new": m.group(3)}
     if m := re.match(r"^Change the bounds of `(\w+)\.(\w+)` to: (.+)\. Any bound", head):
@@ -250,11 +271,19 @@ def parse_change(item: list[str]) -> dict[str, Any]:
     if m := re.match(r"^Remove the action `(\w+)\.(\w+)`", head):
         return {"kind": "remove_action", "entity": m.group(1), "name": m.group(2)}
     if m := re.match(r"^(Add|Remove) the guard `(.+)` (?:to|from) the action `(\w+)\.(\w+)`", head):
-        return {"kind": f"{m.group(1).lower()}_guard", "entity": m.group(3), "action": m.group(4),
-                "item": parse_condition(m.group(2))}
+        return {
+            "kind": f"{m.group(1).lower()}_guard",
+            "entity": m.group(3),
+            "action": m.group(4),
+            "item": parse_condition(m.group(2)),
+        }
     if m := re.match(r"^(Add|Remove) the effect `(.+)` (?:to|from) the action `(\w+)\.(\w+)`", head):
-        return {"kind": f"{m.group(1).lower()}_effect", "entity": m.group(3), "action": m.group(4),
-                "item": parse_effect(m.group(2))}
+        return {
+            "kind": f"{m.group(1).lower()}_effect",
+            "entity": m.group(3),
+            "action": m.group(4),
+            "item": parse_effect(m.group(2)),
+        }
     if m := re.match(r"^Add the value (\w+) to the enum type `(\w+)`\.$", head):
         return {"kind": "add_enum_value", "enum": m.group(2), "value": m.group(1)}
     raise ValueError(f"cannot read change request {head!r}")

@@ -22,20 +22,62 @@ from typing import Any
 
 MAX_BODY = 1 << 20
 _DT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
-SERVER_BUGS = frozenset({
-    "accept-null", "default-required", "no-cascade", "old-endpoint-alive", "rounded-avg", "zero-for-empty",
-    "wrong-state-422", "swap-400-409", "no-ref-effects", "500-on-wrong-type", "case-insensitive-enums",
-    "exclusive-bounds", "invalid-calendar", "patch-rejects-id",
-}) | frozenset({  # crud, validation, types, removals
-    "drop-null-keys", "optional-required", "required-not-enforced", "null-means-default", "create-echoes-body",
-    "integral-float-rejected", "bool-is-number", "numeric-strings", "integer-accepts-fraction", "length-bytes",
-    "leap-day-always", "hour-24", "iso-format-accepted", "zero-bound-ignored", "enum-any-string",
-    "patch-no-validation", "patch-not-atomic", "patch-upserts", "duplicate-overwrites", "missing-id-generated",
-    "numeric-id-accepted", "loose-ids", "list-envelope", "read-missing-null", "delete-unknown-ok",
-    "soft-delete-listed", "reset-noop", "no-cascade-single", "no-cascade-list", "cascade-deletes-referrers",
-    "unchecked-reference", "unchecked-reference-list", "ref-list-null-accepted", "snake-endpoints",
-    "stores-unknown-keys",
-})
+SERVER_BUGS = frozenset(
+    {
+        "accept-null",
+        "default-required",
+        "no-cascade",
+        "old-endpoint-alive",
+        "rounded-avg",
+        "zero-for-empty",
+        "wrong-state-422",
+        "swap-400-409",
+        "no-ref-effects",
+        "500-on-wrong-type",
+        "case-insensitive-enums",
+        "exclusive-bounds",
+        "invalid-calendar",
+        "patch-rejects-id",
+    }
+) | frozenset(
+    {  # crud, validation, types, removals
+        "drop-null-keys",
+        "optional-required",
+        "required-not-enforced",
+        "null-means-default",
+        "create-echoes-body",
+        "integral-float-rejected",
+        "bool-is-number",
+        "numeric-strings",
+        "integer-accepts-fraction",
+        "length-bytes",
+        "leap-day-always",
+        "hour-24",
+        "iso-format-accepted",
+        "zero-bound-ignored",
+        "enum-any-string",
+        "patch-no-validation",
+        "patch-not-atomic",
+        "patch-upserts",
+        "duplicate-overwrites",
+        "missing-id-generated",
+        "numeric-id-accepted",
+        "loose-ids",
+        "list-envelope",
+        "read-missing-null",
+        "delete-unknown-ok",
+        "soft-delete-listed",
+        "reset-noop",
+        "no-cascade-single",
+        "no-cascade-list",
+        "cascade-deletes-referrers",
+        "unchecked-reference",
+        "unchecked-reference-list",
+        "ref-list-null-accepted",
+        "snake-endpoints",
+        "stores-unknown-keys",
+    }
+)
 # Ids need no percent-encoding in a path: RFC 3986 unreserved characters only, at least one.
 _ID = re.compile(r"^[A-Za-z0-9._~-]+$")
 
@@ -188,8 +230,10 @@ class App:
             if not isinstance(v, str):
                 raise bad
             n = len(v.encode("utf-8")) if "length-bytes" in self.bugs else len(v)
-            if not ((f.get("min_length") is None or n >= f["min_length"]) and
-                    (f.get("max_length") is None or n <= f["max_length"])):
+            if not (
+                (f.get("min_length") is None or n >= f["min_length"])
+                and (f.get("max_length") is None or n <= f["max_length"])
+            ):
                 raise bad
         elif kind in ("integer", "float"):
             v = self._number(kind, v)
@@ -261,10 +305,16 @@ class App:
 
     @staticmethod
     def _type_ok(f: dict[str, Any], v: Any) -> bool:
-        checks: dict[str, Any] = {"string": lambda x: isinstance(x, str), "integer": _is_int, "float": _is_num,
-                  "boolean": lambda x: isinstance(x, bool), "enum": lambda x: isinstance(x, str),
-                  "datetime": lambda x: isinstance(x, str), "ref": lambda x: isinstance(x, str),
-                  "ref_list": lambda x: isinstance(x, list) and all(isinstance(i, str) for i in x)}
+        checks: dict[str, Any] = {
+            "string": lambda x: isinstance(x, str),
+            "integer": _is_int,
+            "float": _is_num,
+            "boolean": lambda x: isinstance(x, bool),
+            "enum": lambda x: isinstance(x, str),
+            "datetime": lambda x: isinstance(x, str),
+            "ref": lambda x: isinstance(x, str),
+            "ref_list": lambda x: isinstance(x, list) and all(isinstance(i, str) for i in x),
+        }
         return bool(checks[f["kind"]](v))
 
     def _id(self, body: dict[str, Any], table: dict[str, Any]) -> str:
@@ -329,8 +379,13 @@ class App:
             for f in other["fields"]:
                 if f.get("target") != entity["name"]:
                     continue
-                if f["kind"] == ("ref" if "no-cascade-single" in self.bugs else "ref_list" if
-                                 "no-cascade-list" in self.bugs else None):
+                if f["kind"] == (
+                    "ref"
+                    if "no-cascade-single" in self.bugs
+                    else "ref_list"
+                    if "no-cascade-list" in self.bugs
+                    else None
+                ):
                     continue
                 table = self.data[other["name"]]
                 for key, obj in list(table.items()):
@@ -495,15 +550,39 @@ def _hand_checked_date(v: str, leap_always: bool, hour_24: bool) -> bool:
 
 
 # Bugs of the action and analytics paths (see `staminad.reference.mutants`).
-SERVER_BUGS = SERVER_BUGS | frozenset({
-    "null-ne-holds", "null-as-zero-order", "null-check-falsy", "any-empty-holds", "all-empty-fails",
-    "first-guard-only", "guard-sum-empty-null", "increase-null-as-zero", "compute-null-writes-null",
-    "effects-clamped", "on-ref-null-crash", "for-each-first-only", "effects-reversed", "unknown-id-400",
-    "guards-before-state", "stale-action-body", "null-as-zero", "int-as-float", "sum-empty-null", "avg-floor",
-})
+SERVER_BUGS = SERVER_BUGS | frozenset(
+    {
+        "null-ne-holds",
+        "null-as-zero-order",
+        "null-check-falsy",
+        "any-empty-holds",
+        "all-empty-fails",
+        "first-guard-only",
+        "guard-sum-empty-null",
+        "increase-null-as-zero",
+        "compute-null-writes-null",
+        "effects-clamped",
+        "on-ref-null-crash",
+        "for-each-first-only",
+        "effects-reversed",
+        "unknown-id-400",
+        "guards-before-state",
+        "stale-action-body",
+        "null-as-zero",
+        "int-as-float",
+        "sum-empty-null",
+        "avg-floor",
+    }
+)
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
-_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_CMP = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -101,9 +101,15 @@ def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[s
     job.mkdir(parents=True, exist_ok=True)
     (host_control / "markers").mkdir(parents=True, exist_ok=True)
     home = f"{paths.workspace}/.home"
-    lines = ["#!/bin/sh", f"mkdir -p {shlex.quote(home)}", f"export HOME={shlex.quote(home)}",
-             *(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
-             f"cd {shlex.quote(paths.workspace)}", f"exec {shlex.join(argv)}", ""]
+    lines = [
+        "#!/bin/sh",
+        f"mkdir -p {shlex.quote(home)}",
+        f"export HOME={shlex.quote(home)}",
+        *(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
+        f"cd {shlex.quote(paths.workspace)}",
+        f"exec {shlex.join(argv)}",
+        "",
+    ]
     (job / "cmd").write_text("\n".join(lines))
     return job
 

@@ -90,8 +90,9 @@ class Channel:
                         if late.cancelled_caught and not reply.exists():
                             await check()
             except TimeoutError:
-                raise SandboxError(f"the sandbox launcher did not answer {op} within {timeout:.0f} s",
-                                   "engine_error") from None
+                raise SandboxError(
+                    f"the sandbox launcher did not answer {op} within {timeout:.0f} s", "engine_error"
+                ) from None
         try:
             data = json.loads(read_head(reply, REPLY_LIMIT))
         except (ValueError, OSError) as exc:
@@ -99,6 +100,7 @@ class Channel:
         finally:
             reply.unlink(missing_ok=True)
         if not isinstance(data, dict) or "ok" not in data:
-            raise SandboxError(f"the sandbox launcher failed {op}: {str(data.get('error', data))[:300]}",
-                               "engine_error")
+            raise SandboxError(
+                f"the sandbox launcher failed {op}: {str(data.get('error', data))[:300]}", "engine_error"
+            )
         return dict(data["ok"])

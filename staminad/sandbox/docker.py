@@ -97,17 +97,23 @@ RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
 def _left_running(holder: dict[str, Any] | None, leader_start: int | None) -> str:
     """Feedback for a port held outside the new server's process group (`holder` None: by a hidden process)."""
     if holder is None:
-        return (f"port {SERVER_PORT_IN_CONTAINER} is held by a process that cannot be inspected (it made itself "
-                "non-dumpable) and is not in the process group that `bash run_server.sh` runs in, so the new "
-                "server could not be told apart from it. Stop every server you start before you finish.")
+        return (
+            f"port {SERVER_PORT_IN_CONTAINER} is held by a process that cannot be inspected (it made itself "
+            "non-dumpable) and is not in the process group that `bash run_server.sh` runs in, so the new "
+            "server could not be told apart from it. Stop every server you start before you finish."
+        )
     who = f"process {holder['pid']} (`{' '.join(str(holder['cmd']).split())[:120]}`)"
     if leader_start is not None and int(holder["start"]) < leader_start:
-        return (f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
-                "a server left running by an earlier turn or by the harness, so the new server could not bind "
-                "the port. Stop every server you start before you finish.")
-    return (f"port {SERVER_PORT_IN_CONTAINER} is held by {who} outside the process group that "
-            "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), so it would be "
-            "left running after the tests. Keep the server in run_server.sh's process group.")
+        return (
+            f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
+            "a server left running by an earlier turn or by the harness, so the new server could not bind "
+            "the port. Stop every server you start before you finish."
+        )
+    return (
+        f"port {SERVER_PORT_IN_CONTAINER} is held by {who} outside the process group that "
+        "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), so it would be "
+        "left running after the tests. Keep the server in run_server.sh's process group."
+    )
 
 
 def _started(stamp: str) -> float:
@@ -132,19 +138,24 @@ def judge(name: str, state: dict[str, Any], actions: set[str] | None) -> Loss:
     running = state.get("Running")
     what = "restarted" if running else f"stopped (exit {state.get('ExitCode')})"
     if actions is None:
-        return Loss(kind="sandbox_lost", detail=f"container {name} was {what} "
-                                                "(the engine's events could not be read)")
+        return Loss(kind="sandbox_lost", detail=f"container {name} was {what} (the engine's events could not be read)")
     outside = actions & OUTSIDE
     if outside:
         return Loss(kind="sandbox_lost", detail=f"container {name} was {what} by {', '.join(sorted(outside))}")
     if running:
         return Loss(kind="sandbox_lost", detail=f"container {name} was {what} by the engine")
     if "die" not in actions:
-        return Loss(kind="sandbox_lost", detail=f"container {name} {what} with no record of it in the engine's "
-                                                "events (the Docker engine restarted?)")
+        return Loss(
+            kind="sandbox_lost",
+            detail=f"container {name} {what} with no record of it in the engine's "
+            "events (the Docker engine restarted?)",
+        )
     oom = ", out of memory" if state.get("OOMKilled") else ""
-    return Loss(kind="sandbox_exited", detail=f"container {name} {what}{oom} with no kill from the engine "
-                                              "or an operator: a process inside ended what kept it running")
+    return Loss(
+        kind="sandbox_exited",
+        detail=f"container {name} {what}{oom} with no kill from the engine "
+        "or an operator: a process inside ended what kept it running",
+    )
 
 
 def _agent() -> str:
@@ -164,10 +175,17 @@ def agent_ids() -> tuple[int, int]:
 
 def firewall(llm: tuple[str, int] | None) -> str:
     """iptables-restore input for a sandbox's namespace: replies and loopback; in, the server port; out, the gateway."""
-    rules = ["*filter", ":INPUT DROP [0:0]", ":FORWARD DROP [0:0]", ":OUTPUT DROP [0:0]",
-             "-A INPUT -i lo -j ACCEPT", "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
-             f"-A INPUT -p tcp --dport {SERVER_PORT_IN_CONTAINER} -m conntrack --ctstate NEW -j ACCEPT",
-             "-A OUTPUT -o lo -j ACCEPT", "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT"]
+    rules = [
+        "*filter",
+        ":INPUT DROP [0:0]",
+        ":FORWARD DROP [0:0]",
+        ":OUTPUT DROP [0:0]",
+        "-A INPUT -i lo -j ACCEPT",
+        "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+        f"-A INPUT -p tcp --dport {SERVER_PORT_IN_CONTAINER} -m conntrack --ctstate NEW -j ACCEPT",
+        "-A OUTPUT -o lo -j ACCEPT",
+        "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+    ]
     if llm is not None:
         rules.append(f"-A OUTPUT -p tcp -d {llm[0]} --dport {llm[1]} -m conntrack --ctstate NEW -j ACCEPT")
     return "\n".join([*rules, "COMMIT", ""])
@@ -200,9 +218,18 @@ def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
 class DockerSandbox:
     use_launcher = True  # False: every root-side operation by `docker exec` (the benchmarks' baseline)
 
-    def __init__(self, docker: aiodocker.Docker, root: Path, sweep: str, label: str, run: RunSettings,
-                 ports: PortAllocator, creations: anyio.CapacityLimiter | None = None,
-                 grant: Grant = Grant(), llm: tuple[str, int] | None = None) -> None:  # noqa: B008 - frozen
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        root: Path,
+        sweep: str,
+        label: str,
+        run: RunSettings,
+        ports: PortAllocator,
+        creations: anyio.CapacityLimiter | None = None,
+        grant: Grant = Grant(),  # noqa: B008 - frozen
+        llm: tuple[str, int] | None = None,
+    ) -> None:
         self.docker = docker
         self.root = root = root.resolve()
         self.host_workspace = root / "workspace"
@@ -222,8 +249,13 @@ class DockerSandbox:
         self._launcher_started = -RESTART_EVERY  # monotonic time a launcher found gone was last restarted
 
     def describe(self) -> dict[str, Any]:
-        return {"runtime": "docker", "container": self.name, "image": self.image, "root": str(self.root),
-                "port": self.port}
+        return {
+            "runtime": "docker",
+            "container": self.name,
+            "image": self.image,
+            "root": str(self.root),
+            "port": self.port,
+        }
 
     async def _container(self) -> Any:
         try:
@@ -239,8 +271,14 @@ class DockerSandbox:
     def _host_dirs(self) -> None:
         """Workspace for the agent; control and layer for the root side (the agent reads only the prompts)."""
         uid, gid = agent_ids()
-        for d in (self.host_workspace, self.host_workspace / ".home", self.host_control / "markers",
-                  self.host_control / "jobs", self.host_control / "prompts", self.host_control / "replies"):
+        for d in (
+            self.host_workspace,
+            self.host_workspace / ".home",
+            self.host_control / "markers",
+            self.host_control / "jobs",
+            self.host_control / "prompts",
+            self.host_control / "replies",
+        ):
             d.mkdir(parents=True, exist_ok=True)
         fifo = self.channel.fifo
         if not fifo.is_fifo():
@@ -252,8 +290,12 @@ class DockerSandbox:
         else:
             # The root side inside is not this user and holds no DAC_OVERRIDE: it needs the mode bits. The
             # agent never reaches these directories (mounted below /opt/stamina, which is root's, 0700).
-            for d in (self.host_control, self.host_control / "markers", self.host_control / "jobs",
-                      self.host_control / "replies"):
+            for d in (
+                self.host_control,
+                self.host_control / "markers",
+                self.host_control / "jobs",
+                self.host_control / "replies",
+            ):
                 d.chmod(0o777)
             fifo.chmod(0o666)
         stage_layer(self.host_layer, self.grant.layer)
@@ -278,16 +320,20 @@ class DockerSandbox:
             "User": ROOT,
             "WorkingDir": "/workspace",
             "Env": ["HOME=/workspace/.home", "TMPDIR=/tmp"],
-            "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label,
-                       LABEL_SANDBOXES: str(self.root.parent)},
+            "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)},
             "ExposedPorts": {f"{SERVER_PORT_IN_CONTAINER}/tcp": {}},
             "HostConfig": {
-                "Binds": [f"{self.host_workspace}:/workspace", f"{self.host_control}/prompts:/stamina/prompts:ro",
-                          f"{self.host_control}:{CONTROL}", f"{self.host_layer}:/harness:ro"],
+                "Binds": [
+                    f"{self.host_workspace}:/workspace",
+                    f"{self.host_control}/prompts:/stamina/prompts:ro",
+                    f"{self.host_control}:{CONTROL}",
+                    f"{self.host_layer}:/harness:ro",
+                ],
                 "Tmpfs": {"/tmp": f"rw,nosuid,nodev,size={TMP_MB}m,mode=1777"},
                 "ReadonlyRootfs": True,
-                "PortBindings": {f"{SERVER_PORT_IN_CONTAINER}/tcp": [
-                    {"HostIp": "127.0.0.1", "HostPort": str(self.port)}]},
+                "PortBindings": {
+                    f"{SERVER_PORT_IN_CONTAINER}/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(self.port)}]
+                },
                 "NanoCpus": int(self.run.cpus * 1e9),
                 "Memory": memory,
                 "MemorySwap": memory,  # no swap on top of the memory limit
@@ -310,11 +356,19 @@ class DockerSandbox:
         the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules.
         """
         config: dict[str, Any] = {
-            "Image": self.image, "User": ROOT, "Env": [f"RULES={firewall(self.llm)}"],
+            "Image": self.image,
+            "User": ROOT,
+            "Env": [f"RULES={firewall(self.llm)}"],
             "Cmd": ["sh", "-c", 'printf "%s" "$RULES" | iptables-restore'],
             "Labels": {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)},
-            "HostConfig": {"NetworkMode": f"container:{container.id}", "CapDrop": ["ALL"], "CapAdd": ["NET_ADMIN"],
-                           "ReadonlyRootfs": True, "SecurityOpt": ["no-new-privileges"], "Memory": 64 << 20},
+            "HostConfig": {
+                "NetworkMode": f"container:{container.id}",
+                "CapDrop": ["ALL"],
+                "CapAdd": ["NET_ADMIN"],
+                "ReadonlyRootfs": True,
+                "SecurityOpt": ["no-new-privileges"],
+                "Memory": 64 << 20,
+            },
         }
         helper = None
         name = f"{self.name}-seal"
@@ -333,8 +387,11 @@ class DockerSandbox:
             raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
         finally:
             if helper is not None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(OP_TIMEOUT), \
-                        contextlib.suppress(aiodocker.exceptions.DockerError):
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(OP_TIMEOUT),
+                    contextlib.suppress(aiodocker.exceptions.DockerError),
+                ):
                     await helper.delete(force=True)
 
     async def prepare(self) -> None:
@@ -423,12 +480,12 @@ class DockerSandbox:
                 await self._start_launcher()
         return dict(found["ok"])
 
-    async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT,
-                    user: str = ROOT) -> int:
+    async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT, user: str = ROOT) -> int:
         return (await self._run(cmd, detach, timeout, user))[0]
 
-    async def _run(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT,
-                   user: str = ROOT) -> tuple[int, bytes]:
+    async def _run(
+        self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT, user: str = ROOT
+    ) -> tuple[int, bytes]:
         """Run `cmd` in the container: (exit code, its first OUTPUT_LIMIT bytes of output). Any failure of the
         container or the engine is a SandboxError (`sandbox_lost` when the container is gone or frozen)."""
         container = await self._container()
@@ -444,7 +501,7 @@ class DockerSandbox:
                 async with ex.start(detach=False) as stream:
                     while (msg := await stream.read_out()) is not None:
                         if len(out) < OUTPUT_LIMIT:
-                            out += msg.data[:OUTPUT_LIMIT - len(out)]
+                            out += msg.data[: OUTPUT_LIMIT - len(out)]
                 return int((await ex.inspect())["ExitCode"] or 0), bytes(out)
         except aiodocker.exceptions.DockerError as exc:
             # 404: removed; 409: paused or not running. Anything else is the engine failing.
@@ -472,8 +529,11 @@ class DockerSandbox:
 
     async def _actions(self, since: float) -> set[str] | None:
         """The engine's lifecycle events for the container since `since` (see `EVENTS`); None if unknown."""
-        params = {"since": f"{since - 1:.0f}", "until": f"{time.time() + 1:.0f}",
-                  "filters": json.dumps({"container": [self.name], "type": ["container"]})}
+        params = {
+            "since": f"{since - 1:.0f}",
+            "until": f"{time.time() + 1:.0f}",
+            "filters": json.dumps({"container": [self.name], "type": ["container"]}),
+        }
         try:
             with anyio.fail_after(OP_TIMEOUT):
                 async with self.docker._query("events", params=params) as response:
@@ -502,9 +562,20 @@ class DockerSandbox:
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
         self._hand_over()
-        await self._op("spawn", {"argv": ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}",
-                                          f"{CONTROL}/markers/{job_id}.json", _agent(), str(self.quota_kb),
-                                          "/workspace"]})
+        await self._op(
+            "spawn",
+            {
+                "argv": [
+                    "sh",
+                    "/harness/sandbox/wrapper.sh",
+                    f"{CONTROL}/jobs/{job_id}",
+                    f"{CONTROL}/markers/{job_id}.json",
+                    _agent(),
+                    str(self.quota_kb),
+                    "/workspace",
+                ]
+            },
+        )
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")
@@ -546,15 +617,17 @@ class DockerSandbox:
         if self.port is None:
             raise SandboxError("the container has no published server port")
         started = time.time()
-        await self._op("spawn", {"argv": ["sh", "/harness/sandbox/server.sh", CONTROL,
-                                          str(SERVER_PORT_IN_CONTAINER), _agent()]})
+        await self._op(
+            "spawn", {"argv": ["sh", "/harness/sandbox/server.sh", CONTROL, str(SERVER_PORT_IN_CONTAINER), _agent()]}
+        )
         with anyio.move_on_after(PID_TIMEOUT):
             while self._server_pgid() is None:
                 await anyio.sleep(0.01)  # the detached shell writes its pid first thing; nothing to await instead
         pgid = self._server_pgid()
         if pgid is None:
-            raise SandboxError(f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s",
-                               "engine_error")
+            raise SandboxError(
+                f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s", "engine_error"
+            )
         handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port, pgid=pgid)
         exit_file = self.host_control / "server.exit"
         checked = [time.monotonic()]
@@ -575,8 +648,9 @@ class DockerSandbox:
             found = await self._listeners(pgid)
             strangers = [h for h in found["holders"] if h["pgid"] != pgid]
             if strangers or found.get("unseen"):
-                raise NotReady("server_left_running",
-                               _left_running(strangers[0] if strangers else None, found.get("leader_start")))
+                raise NotReady(
+                    "server_left_running", _left_running(strangers[0] if strangers else None, found.get("leader_start"))
+                )
         except BaseException:
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                 await self.stop_server(handle)
@@ -625,9 +699,15 @@ async def ensure_network(docker: aiodocker.Docker) -> None:
             return
         try:
             with anyio.fail_after(OP_TIMEOUT):
-                await docker.networks.create({"Name": NETWORK, "Driver": "bridge", "CheckDuplicate": True,
-                                              "Labels": {LABEL_SWEEP: "shared"},
-                                              "Options": {"com.docker.network.bridge.enable_icc": "false"}})
+                await docker.networks.create(
+                    {
+                        "Name": NETWORK,
+                        "Driver": "bridge",
+                        "CheckDuplicate": True,
+                        "Labels": {LABEL_SWEEP: "shared"},
+                        "Options": {"com.docker.network.bridge.enable_icc": "false"},
+                    }
+                )
         except aiodocker.exceptions.DockerError as exc:
             if exc.status != 409:
                 raise SandboxError(f"cannot create network {NETWORK}: {exc.message}") from None
@@ -663,8 +743,9 @@ class DockerFactory:
         if self._client is None:
             self._client = aiodocker.Docker()
         llm = (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None
-        sandbox = DockerSandbox(self._client, root, root.parent.name, label, self.run, self.ports, self.creations,
-                                grant, llm)
+        sandbox = DockerSandbox(
+            self._client, root, root.parent.name, label, self.run, self.ports, self.creations, grant, llm
+        )
         sandbox.llm_host = self.bridge_ip or "127.0.0.1"
         return sandbox
 

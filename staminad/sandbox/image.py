@@ -88,16 +88,26 @@ def recipe(layer: str = "base", suite: str = "bookworm") -> Recipe:
         raise ImageError(f"unknown layer {layer!r}; choose from {', '.join(LAYERS)}")
     if suite not in SUITES:
         raise ImageError(f"unknown Debian suite {suite!r}; choose from {', '.join(SUITES)}")
-    return Recipe(suite=suite, variant="minbase", packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})),
-                  setup=SETUP, layout=LAYOUT)
+    return Recipe(
+        suite=suite,
+        variant="minbase",
+        packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})),
+        setup=SETUP,
+        layout=LAYOUT,
+    )
 
 
 def image_exists(tag: str) -> bool:
     return subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0
 
 
-def build(layer: str = "base", suite: str = DEFAULT_SUITE, mirror: str | None = None, latest: bool = True,
-          timeout: float = 1800) -> tuple[str, bool]:
+def build(
+    layer: str = "base",
+    suite: str = DEFAULT_SUITE,
+    mirror: str | None = None,
+    latest: bool = True,
+    timeout: float = 1800,
+) -> tuple[str, bool]:
     """Build (or find) the image; returns (tag, built_now)."""
     r = recipe(layer, suite)
     tag = r.tag()
@@ -105,15 +115,24 @@ def build(layer: str = "base", suite: str = DEFAULT_SUITE, mirror: str | None = 
         for tool in ("mmdebstrap", "docker"):
             if shutil.which(tool) is None:
                 raise ImageError(f"{tool} is not installed (apt-get install mmdebstrap docker.io)")
-        cmd = ["mmdebstrap", f"--variant={r.variant}", f"--include={','.join(r.packages)}",
-               *(f"--customize-hook={hook}" for hook in r.setup), suite, "-"]
+        cmd = [
+            "mmdebstrap",
+            f"--variant={r.variant}",
+            f"--include={','.join(r.packages)}",
+            *(f"--customize-hook={hook}" for hook in r.setup),
+            suite,
+            "-",
+        ]
         if mirror:
             cmd.append(mirror)
         debootstrap = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert debootstrap.stdout is not None
-        imported = subprocess.run(["docker", "import", "--change", "CMD [\"sh\"]", "--change",
-                                   f"LABEL {LAYOUT_LABEL}={r.layout}", "-", tag],
-                                  stdin=debootstrap.stdout, capture_output=True, timeout=timeout)
+        imported = subprocess.run(
+            ["docker", "import", "--change", 'CMD ["sh"]', "--change", f"LABEL {LAYOUT_LABEL}={r.layout}", "-", tag],
+            stdin=debootstrap.stdout,
+            capture_output=True,
+            timeout=timeout,
+        )
         debootstrap.stdout.close()
         _, err = debootstrap.communicate(timeout=timeout)
         if debootstrap.returncode != 0:
@@ -168,8 +187,10 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
         return tag, False
     kind, _, packages = h.install.partition(":")
     if kind != "pypi":
-        raise ImageError(f"{name} installs from {kind} ({packages}); build its layer on a host that reaches that "
-                         "registry (npm pack, then the same docker cp + commit)")
+        raise ImageError(
+            f"{name} installs from {kind} ({packages}); build its layer on a host that reaches that "
+            "registry (npm pack, then the same docker cp + commit)"
+        )
     base, _ = build(suite=h.base)
     tree = workdir / "harnesses"  # copied to /opt, giving HARNESS_ROOT/NAME
     stage = tree / name
@@ -180,10 +201,20 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     _commands(stage, HARNESS_BINS.get(name, {}))
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
-        for cmd in (["docker", "create", "--name", container, base, "true"],
-                    ["docker", "cp", str(tree), f"{container}:{Path(HARNESS_ROOT).parent}"],
-                    ["docker", "commit", "--change", f"LABEL staminabench.harness={h.install}", "--change",
-                     f"LABEL staminabench.base={h.base}", container, tag]):
+        for cmd in (
+            ["docker", "create", "--name", container, base, "true"],
+            ["docker", "cp", str(tree), f"{container}:{Path(HARNESS_ROOT).parent}"],
+            [
+                "docker",
+                "commit",
+                "--change",
+                f"LABEL staminabench.harness={h.install}",
+                "--change",
+                f"LABEL staminabench.base={h.base}",
+                container,
+                tag,
+            ],
+        ):
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             if done.returncode != 0:
                 raise ImageError(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()}")
@@ -214,8 +245,16 @@ def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path,
     Pure-Python packages published only as source (HARNESS_SDISTS) are built into wheels here first.
     """
     python, platforms = SUITES[base].python_target()
-    target = ["--python-version", python, *(f"--platform={p}" for p in platforms), "--only-binary=:all:",
-              "--implementation", "cp", "--find-links", str(wheels)]
+    target = [
+        "--python-version",
+        python,
+        *(f"--platform={p}" for p in platforms),
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--find-links",
+        str(wheels),
+    ]
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     shutil.rmtree(wheels, ignore_errors=True)
     wheels.mkdir(parents=True)
@@ -229,8 +268,22 @@ def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path,
             raise ImageError(f"{name}: a source-only dependency is not pure Python; it cannot be built offline")
     for w in wanted:
         _pip(name, [*pip, "download", "--quiet", "--dest", str(wheels), *target, *w], timeout)
-    _pip(name, [*pip, "install", "--quiet", "--no-index", "--no-deps", "--ignore-requires-python", "--target",
-                str(stage), *target, *map(str, sorted(wheels.glob("*.whl")))], timeout)
+    _pip(
+        name,
+        [
+            *pip,
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--ignore-requires-python",
+            "--target",
+            str(stage),
+            *target,
+            *map(str, sorted(wheels.glob("*.whl"))),
+        ],
+        timeout,
+    )
 
 
 def _pip(name: str, args: list[str], timeout: float) -> None:
@@ -258,8 +311,18 @@ def _commands(stage: Path, links: dict[str, str]) -> None:
 
 # What each PyPI harness needs at run time beyond itself (its full dependency list pulls in UIs and datasets).
 HARNESS_DEPS: dict[str, tuple[str, ...]] = {
-    "mini-swe-agent": ("pyyaml", "requests", "jinja2", "pydantic>=2", "tenacity", "rich", "python-dotenv",
-                       "platformdirs", "openai", "typer"),
+    "mini-swe-agent": (
+        "pyyaml",
+        "requests",
+        "jinja2",
+        "pydantic>=2",
+        "tenacity",
+        "rich",
+        "python-dotenv",
+        "platformdirs",
+        "openai",
+        "typer",
+    ),
 }
 
 # Commands a harness's package ships as a bundled binary rather than a console script: bin/NAME -> path.

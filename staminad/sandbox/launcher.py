@@ -44,7 +44,7 @@ def _stat(pid: int) -> tuple[int, int]:
     """(process group, start time in clock ticks) of a process."""
     with open(f"/proc/{pid}/stat") as f:
         s = f.read()
-    rest = s[s.rindex(")") + 2:].split()
+    rest = s[s.rindex(")") + 2 :].split()
     return int(rest[2]), int(rest[19])
 
 
@@ -103,7 +103,7 @@ def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             os.setresuid(uid, uid, uid)
             data = json.dumps(fn()).encode()
             while data:
-                data = data[os.write(w, data):]
+                data = data[os.write(w, data) :]
             code = 0
         finally:
             os._exit(code)

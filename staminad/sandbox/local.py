@@ -112,7 +112,7 @@ def listener_holders(port: int, tag: str) -> list[tuple[int, int]] | None:
         with contextlib.suppress(OSError, ValueError, IndexError):
             if any(os.readlink(fd) in wanted for fd in (proc / "fd").iterdir()):
                 stat = (proc / "stat").read_text()
-                holders.append((int(proc.name), int(stat[stat.rindex(")") + 2:].split()[2])))
+                holders.append((int(proc.name), int(stat[stat.rindex(")") + 2 :].split()[2])))
     return holders
 
 
@@ -148,8 +148,9 @@ class LocalSandbox:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        proc = await anyio.open_process(argv_, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, env=base_env())
+        proc = await anyio.open_process(
+            argv_, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=base_env()
+        )
         with anyio.fail_after(10):
             await proc.wait()
 
@@ -188,9 +189,14 @@ class LocalSandbox:
         log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
             self._server = subprocess.Popen(
-                [*LIMITS, "bash", "run_server.sh", str(port)], cwd=self.host_workspace, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)})
+                [*LIMITS, "bash", "run_server.sh", str(port)],
+                cwd=self.host_workspace,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)},
+            )
         except OSError:
             self.ports.release(port)
             raise
@@ -210,15 +216,19 @@ class LocalSandbox:
             await wait_ready(handle.url, timeout, running, request_timeout, listening)
             holders = await anyio.to_thread.run_sync(listener_holders, port, self._tag())
             if holders == []:
-                raise SandboxError(f"port {port} is answered by a program outside this sandbox (the server could "
-                                   "not bind it)", "port_taken")
+                raise SandboxError(
+                    f"port {port} is answered by a program outside this sandbox (the server could not bind it)",
+                    "port_taken",
+                )
             strangers = [pid for pid, pgid in holders or [] if pgid != handle.pgid]
             if strangers:
-                raise NotReady("server_left_running",
-                               f"port {port} is held by process {strangers[0]} outside the process group that "
-                               "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), "
-                               "so it would be left running after the tests. Keep the server in run_server.sh's "
-                               "process group.")
+                raise NotReady(
+                    "server_left_running",
+                    f"port {port} is held by process {strangers[0]} outside the process group that "
+                    "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), "
+                    "so it would be left running after the tests. Keep the server in run_server.sh's "
+                    "process group.",
+                )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.stop_server(handle)

@@ -33,8 +33,16 @@ def _shape(exc: TransportError) -> str:
     if exc.timeout:
         return "server_too_slow"
     text = str(exc)
-    if text.startswith(("connection closed", "EndOfStream", "IncompleteRead", "BrokenResourceError",
-                        "ConnectionResetError", "BrokenPipeError")):
+    if text.startswith(
+        (
+            "connection closed",
+            "EndOfStream",
+            "IncompleteRead",
+            "BrokenResourceError",
+            "ConnectionResetError",
+            "BrokenPipeError",
+        )
+    ):
         return "server_closed_connection"
     return "server_bad_response"  # oversized body or headers, not HTTP, bad framing
 
@@ -47,8 +55,9 @@ _SAYS = {
 }
 
 
-async def wait_ready(url: str, timeout: float, still_running: Check, request_timeout: float = 5.0,
-                     listening: Check | None = None) -> None:
+async def wait_ready(
+    url: str, timeout: float, still_running: Check, request_timeout: float = 5.0, listening: Check | None = None
+) -> None:
     """Return once `GET /` gets a complete, bounded HTTP response; raise NotReady saying what happened.
 
     No new probe starts after `timeout`, but a probe in flight keeps its budget, which grows from

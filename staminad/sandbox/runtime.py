@@ -29,8 +29,10 @@ async def docker_available(image: str) -> str | None:
         await docker.close()
     labels = (info.get("Config") or {}).get("Labels") or {}
     if labels.get(LAYOUT_LABEL) != LAYOUT:
-        return (f"image {image} predates the sealed sandbox (label {LAYOUT_LABEL}={LAYOUT} missing); "
-                "run `staminad image build`")
+        return (
+            f"image {image} predates the sealed sandbox (label {LAYOUT_LABEL}={LAYOUT} missing); "
+            "run `staminad image build`"
+        )
     return None
 
 
@@ -53,8 +55,9 @@ def sweep_images(sweep: SweepFile) -> list[str]:
     return list(dict.fromkeys(images))
 
 
-async def choose_runtime(runtime: str, run: RunSettings, ports: PortAllocator,
-                         images: list[str] | None = None) -> tuple[SandboxFactory, str]:
+async def choose_runtime(
+    runtime: str, run: RunSettings, ports: PortAllocator, images: list[str] | None = None
+) -> tuple[SandboxFactory, str]:
     """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local."""
     if runtime in ("docker", "auto"):
         why = None

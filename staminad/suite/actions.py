@@ -34,17 +34,27 @@ def _world(state: State, entity: Entity, plan: Plan) -> World:
     return world
 
 
-def _plan(rng: random.Random, state: State, entity: Entity, action: Action, wants: list[bool], enum_value: str,
-          variants: dict[int, str] | None = None, mode: str = "plain", only: int | None = None,
-          ) -> tuple[Plan, World] | None:
+def _plan(
+    rng: random.Random,
+    state: State,
+    entity: Entity,
+    action: Action,
+    wants: list[bool],
+    enum_value: str,
+    variants: dict[int, str] | None = None,
+    mode: str = "plain",
+    only: int | None = None,
+) -> tuple[Plan, World] | None:
     """A plan where guard i holds iff wants[i] (shaped by variants[i], default "value"), with the enum
     field at `enum_value` and the effects met in `mode`; None if none fits, or if `mode` changes nothing."""
     guarded = set().union(*(condition_fields(c) for c in action.conditions)) if action.conditions else set()
     variants = variants or {}
     for attempt in range(_TRIES):
         plan = Plan(scalar_body(rng, state, entity, f"{entity.endpoint}-act{attempt}"))
-        shaped = [shape(rng, state, entity, plan, c, w, variants.get(i, "value"))
-                  for i, (c, w) in enumerate(zip(action.conditions, wants, strict=True))]
+        shaped = [
+            shape(rng, state, entity, plan, c, w, variants.get(i, "value"))
+            for i, (c, w) in enumerate(zip(action.conditions, wants, strict=True))
+        ]
         if not all(shaped):
             if any(not ok for i, ok in enumerate(shaped) if i in variants):
                 return None  # a null or empty variant that does not apply to its guard never will
@@ -72,16 +82,25 @@ def _steps(state: State, entity: Entity, action: Action, plan: Plan, world: Worl
     call = f"/{ep}/{oid}/{action.name}"
     if status != 200:
         steps.append(req("POST", call, expect=(status,), action=True, why=why))
-        steps.append(req("GET", f"/{ep}/{oid}", checks=_checks(world[entity.name][oid]),
-                         why="a rejected action must change nothing"))
+        steps.append(
+            req(
+                "GET",
+                f"/{ep}/{oid}",
+                checks=_checks(world[entity.name][oid]),
+                why="a rejected action must change nothing",
+            )
+        )
         return steps
     steps.append(req("POST", call, expect=(200,), action=True, checks=_checks(after[entity.name][oid]), why=why))
     for e_name, table in after.items():
         e = state.entity(e_name)
         assert e is not None
         for obj_id, obj in table.items():  # unchanged ones too: an effect on a null input changes nothing
-            what = "the action's effects must be stored on" if obj != world[e_name][obj_id] or obj_id == oid else \
-                "the action must leave unchanged"
+            what = (
+                "the action's effects must be stored on"
+                if obj != world[e_name][obj_id] or obj_id == oid
+                else "the action must leave unchanged"
+            )
             steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=_checks(obj), why=f"{what} {e.name} {obj_id}"))
     return steps
 
@@ -109,9 +128,22 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
     assert entity is not None and enum is not None
     ep, name = entity.endpoint, f"{entity.endpoint}_{action.name}"
     path = f"/{ep}/{{id}}/{action.name}"
-    out: list[ActionTest] = [(f"{name}_unknown_id", "wrong_response_format", "actions", [
-        req("POST", f"/{ep}/no-such-id/{action.name}", expect=(404,), action=True,
-            why=f"{path} on an unknown id must answer 404")])]
+    out: list[ActionTest] = [
+        (
+            f"{name}_unknown_id",
+            "wrong_response_format",
+            "actions",
+            [
+                req(
+                    "POST",
+                    f"/{ep}/no-such-id/{action.name}",
+                    expect=(404,),
+                    action=True,
+                    why=f"{path} on an unknown id must answer 404",
+                )
+            ],
+        )
+    ]
     n = len(action.conditions)
     outside = [v for v in enum.values if v not in action.sources]
     if outside:
@@ -122,42 +154,73 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
             found = found or _plan(rng, state, entity, action, wants, value)
         if found:
             plan, world = found
-            out.append((f"{name}_wrong_state", "wrong_response_format", "actions", _steps(
-                state, entity, action, plan, world,
-                f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked before "
-                "guards)")))
+            out.append(
+                (
+                    f"{name}_wrong_state",
+                    "wrong_response_format",
+                    "actions",
+                    _steps(
+                        state,
+                        entity,
+                        action,
+                        plan,
+                        world,
+                        f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked before "
+                        "guards)",
+                    ),
+                )
+            )
     for i, cond in enumerate(action.conditions):
         others = [j != i for j in range(n)]
         phrase = condition_phrase(cond)
         found = _plan(rng, state, entity, action, others, rng.choice(action.sources))
         if found is not None:
-            out.append((f"{name}_guard_{i + 1}_unmet", "business_logic", "guards", _steps(
-                state, entity, action, *found, f"the guard `{phrase}` does not hold, so 409")))
+            out.append(
+                (
+                    f"{name}_guard_{i + 1}_unmet",
+                    "business_logic",
+                    "guards",
+                    _steps(state, entity, action, *found, f"the guard `{phrase}` does not hold, so 409"),
+                )
+            )
         for label, variant, want in _extra_variants(cond):
             wants = [want if j == i else True for j in range(n)]
             found = _plan(rng, state, entity, action, wants, rng.choice(action.sources), {i: variant})
             if found is not None:
-                how = {"null": "with a null value", "empty": "for an empty list",
-                       "falsy": "with false, 0 or \"\" (not null)"}[variant]
+                how = {
+                    "null": "with a null value",
+                    "empty": "for an empty list",
+                    "falsy": 'with false, 0 or "" (not null)',
+                }[variant]
                 verdict = "holds, so 200" if want else "does not hold, so 409"
-                out.append((f"{name}_guard_{i + 1}_{label}", "business_logic", "guards", _steps(
-                    state, entity, action, *found, f"the guard `{phrase}` {how} {verdict}")))
-    whys = {"bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new "
-                      "state",
-            "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
-            "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
-            "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing"}
+                out.append(
+                    (
+                        f"{name}_guard_{i + 1}_{label}",
+                        "business_logic",
+                        "guards",
+                        _steps(state, entity, action, *found, f"the guard `{phrase}` {how} {verdict}"),
+                    )
+                )
+    whys = {
+        "bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new state",
+        "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
+        "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
+        "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing",
+    }
     computes = [k for k, x in enumerate(action.effects) if isinstance(x, Compute)]
-    runs: list[tuple[str, str, str, int | None]] = [("bounds", "succeeds", "actions", None),
-                                                    ("nulls", "succeeds_null_inputs", "effects", None)]
-    runs += [("null_operands", "succeeds_null_operands" + (f"_{j + 1}" if j else ""), "effects", k)
-             for j, k in enumerate(computes)]  # one per computation: a null operand of each must change nothing
+    runs: list[tuple[str, str, str, int | None]] = [
+        ("bounds", "succeeds", "actions", None),
+        ("nulls", "succeeds_null_inputs", "effects", None),
+    ]
+    runs += [
+        ("null_operands", "succeeds_null_operands" + (f"_{j + 1}" if j else ""), "effects", k)
+        for j, k in enumerate(computes)
+    ]  # one per computation: a null operand of each must change nothing
     runs.append(("empty", "succeeds_no_targets", "effects", None))
     for mode, suffix, rule, only in runs:
         found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources), mode=mode, only=only)
         if found is None and mode == "bounds":
             found = _plan(rng, state, entity, action, [True] * n, rng.choice(action.sources))
         if found is not None:
-            out.append((f"{name}_{suffix}", "business_logic", rule, _steps(state, entity, action, *found,
-                                                                            whys[mode])))
+            out.append((f"{name}_{suffix}", "business_logic", rule, _steps(state, entity, action, *found, whys[mode])))
     return out

@@ -60,8 +60,9 @@ def _values(rng: random.Random, state: State, f: Field, op: str, n: int) -> list
     return out
 
 
-def _data(rng: random.Random, state: State, e: Entity, f: Field | None, op: str, label: str,
-          n: int) -> tuple[list[dict[str, Any]], Any]:
+def _data(
+    rng: random.Random, state: State, e: Entity, f: Field | None, op: str, label: str, n: int
+) -> tuple[list[dict[str, Any]], Any]:
     """`n` valid bodies (the last one null in `f` where it can be) and the aggregate they must give."""
     bodies = [scalar_body(rng, state, e, f"{e.endpoint}-{label}{i}") for i in range(n)]
     if f is None:  # count: entities with null fields count like any other
@@ -85,9 +86,22 @@ def analytics_tests(state: State, a: Analytics, rng: random.Random) -> list[Anal
     f = e.field(a.field) if a.field else None
     integer = a.op in ("sum", "min", "max") and f is not None and f.kind == "integer"
     empty: int | None = 0 if a.op in ("count", "sum") else None
-    out: list[AnalyticsTest] = [(f"{name}_empty", "wrong_response_format", "analytics", [
-        req("GET", a.path(), expect=(200,), checks=(Equals(("result",), empty),),
-            why=f"{a.op} over no entities must be {empty}")])]
+    out: list[AnalyticsTest] = [
+        (
+            f"{name}_empty",
+            "wrong_response_format",
+            "analytics",
+            [
+                req(
+                    "GET",
+                    a.path(),
+                    expect=(200,),
+                    checks=(Equals(("result",), empty),),
+                    why=f"{a.op} over no entities must be {empty}",
+                )
+            ],
+        )
+    ]
     # "many" is three values plus, where the field allows it, a null that must be skipped; three
     # integers rarely average to a round number, four always average to quarters.
     nulls = f is not None and can_be_null(f)
@@ -95,14 +109,32 @@ def analytics_tests(state: State, a: Analytics, rng: random.Random) -> list[Anal
         for _ in range(20):  # prefer data whose average is not already round: rounding must show
             bodies, expected = _data(rng, state, e, f, a.op, label, n)
             # Compared with a tolerance: 850.59 / 3 is 283.53000000000003, round in decimal all the same.
-            if a.op != "avg" or n == 1 or expected is None or not math.isclose(round(expected, 2), expected,
-                                                                                 rel_tol=1e-9):
+            if (
+                a.op != "avg"
+                or n == 1
+                or expected is None
+                or not math.isclose(round(expected, 2), expected, rel_tol=1e-9)
+            ):
                 break
         checks: list[Check] = [Equals(("result",), expected)]
         if (integer or a.op == "count") and expected is not None:
             checks.append(IsInteger(("result",)))
         what = f"{n} entit{'y' if n == 1 else 'ies'}" + (" (one null, skipped)" if n > 1 and nulls else "")
-        out.append((f"{name}_{label}", "type_error", "analytics", [
-            *(req("POST", f"/{e.endpoint}", b) for b in bodies),
-            req("GET", a.path(), expect=(200,), checks=tuple(checks), why=f"{a.op} over {what} must be {expected!r}")]))
+        out.append(
+            (
+                f"{name}_{label}",
+                "type_error",
+                "analytics",
+                [
+                    *(req("POST", f"/{e.endpoint}", b) for b in bodies),
+                    req(
+                        "GET",
+                        a.path(),
+                        expect=(200,),
+                        checks=tuple(checks),
+                        why=f"{a.op} over {what} must be {expected!r}",
+                    ),
+                ],
+            )
+        )
     return out

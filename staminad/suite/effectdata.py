@@ -70,8 +70,15 @@ def _fits(state: State, entity: Entity, action: Action, body: dict[str, Any], na
     return all(holds({}, state, entity, obj, c) for c in action.conditions if condition_fields(c) & names)
 
 
-def outside_result(state: State, entity: Entity, action: Action, x: Compute, body: dict[str, Any],
-                   probes: dict[str, list[Any]], preset: dict[str, Any] | None = None) -> tuple[Any, Any] | None:
+def outside_result(
+    state: State,
+    entity: Entity,
+    action: Action,
+    x: Compute,
+    body: dict[str, Any],
+    probes: dict[str, list[Any]],
+    preset: dict[str, Any] | None = None,
+) -> tuple[Any, Any] | None:
     """Valid (left, right) values, meeting the guards on them, whose result leaves the target's bounds
     (an operand in `preset`, set by an earlier effect, computes with that value instead)."""
     preset = preset or {}
@@ -116,19 +123,36 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
     return None
 
 
-def _listed(rng: random.Random, state: State, action: Action, plan: Plan, f: Field, x: ForEach | OnReference,
-            guard_fields: set[str]) -> bool:
+def _listed(
+    rng: random.Random,
+    state: State,
+    action: Action,
+    plan: Plan,
+    f: Field,
+    x: ForEach | OnReference,
+    guard_fields: set[str],
+) -> bool:
     """Entities a guard already linked from `f` (in a list, or `this.r is not null`): start the effect's
     field from another value than it sets."""
     if not isinstance(x.effect, SetValue):
         return False
     name = x.effect.field
-    alls = [c for c in action.conditions if isinstance(c, Quantified) and c.list_field == f.name
-            and c.quantifier == "all" and c.field == name]
-    others = [c for c in action.conditions if (isinstance(c, Quantified) and c.list_field == f.name
-                                               and c.quantifier == "any" and c.field == name)
-              or (isinstance(c, Compare) and isinstance(c.left, SumOperand) and c.left.list_field == f.name
-                  and c.left.field == name)]
+    alls = [
+        c
+        for c in action.conditions
+        if isinstance(c, Quantified) and c.list_field == f.name and c.quantifier == "all" and c.field == name
+    ]
+    others = [
+        c
+        for c in action.conditions
+        if (isinstance(c, Quantified) and c.list_field == f.name and c.quantifier == "any" and c.field == name)
+        or (
+            isinstance(c, Compare)
+            and isinstance(c.left, SumOperand)
+            and c.left.list_field == f.name
+            and c.left.field == name
+        )
+    ]
     if others:  # a sum or `any of` guard on it: keep what it drew
         return False
     linked = plan.body.get(f.name)
@@ -150,8 +174,9 @@ def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference)
     """The first entity a guard already linked from `f`: make the field an increase reads null, unless an
     `all of` guard needs a value there (the others still see theirs, and the semantics re-checks the guards)."""
     if not isinstance(x.effect, Increment) or any(
-            isinstance(c, Quantified) and c.list_field == f.name and c.quantifier == "all"
-            and c.field == x.effect.field for c in action.conditions):
+        isinstance(c, Quantified) and c.list_field == f.name and c.quantifier == "all" and c.field == x.effect.field
+        for c in action.conditions
+    ):
         return False
     linked = plan.body.get(f.name)
     ids = linked if isinstance(linked, list) else [linked] if linked is not None else []
@@ -163,8 +188,16 @@ def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference)
     return False
 
 
-def meet_effects(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, guarded: set[str],
-                 mode: str, only: int | None = None) -> bool:
+def meet_effects(
+    rng: random.Random,
+    state: State,
+    entity: Entity,
+    action: Action,
+    plan: Plan,
+    guarded: set[str],
+    mode: str,
+    only: int | None = None,
+) -> bool:
     """Shape `plan` for the action's effects under `mode`; True when the mode changed anything.
 
     With `only`, "null_operands" gives a null operand to that effect alone (one test per computation,
@@ -175,11 +208,15 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
     for k, x in enumerate(action.effects):
         if mode == "null_operands" and only is not None and k != only:
             continue
-        if mode == "bounds" and isinstance(x, Increment | Compute) and any(
-                isinstance(y, SetValue) and y.field == x.field for y in action.effects[k + 1:]):
+        if (
+            mode == "bounds"
+            and isinstance(x, Increment | Compute)
+            and any(isinstance(y, SetValue) and y.field == x.field for y in action.effects[k + 1 :])
+        ):
             continue  # a later `set` hides where this one lands
         if (isinstance(x, Increment) and mode in ("bounds", "nulls")) or (
-                isinstance(x, Compute) and mode in ("bounds", "null_operands")):
+            isinstance(x, Compute) and mode in ("bounds", "null_operands")
+        ):
             changed |= _own(rng, state, entity, action, x, plan, guarded, mode, fixed)
         elif isinstance(x, SetValue) and mode == "bounds" and x.field not in fixed:
             other = _other_start(rng, state, entity, action, plan, x, guarded)
@@ -216,8 +253,9 @@ def meet_effects(rng: random.Random, state: State, entity: Entity, action: Actio
     return changed
 
 
-def _other_start(rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, x: SetValue,
-                 guarded: set[str]) -> Any | None:
+def _other_start(
+    rng: random.Random, state: State, entity: Entity, action: Action, plan: Plan, x: SetValue, guarded: set[str]
+) -> Any | None:
     """A start for the field `x` sets, other than what it sets (None: none needed or none found). A field
     the guards read keeps its value where that already differs, else takes one the guards still allow."""
     f = entity.field(x.field)
@@ -245,8 +283,17 @@ def _item_fields(action: Action, link: str) -> set[str]:
     return out
 
 
-def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: Increment | Compute, plan: Plan,
-         guarded: set[str], mode: str, fixed: set[str]) -> bool:
+def _own(
+    rng: random.Random,
+    state: State,
+    entity: Entity,
+    action: Action,
+    x: Increment | Compute,
+    plan: Plan,
+    guarded: set[str],
+    mode: str,
+    fixed: set[str],
+) -> bool:
     if isinstance(x, Increment):
         f = entity.field(x.field)
         if f is None:
@@ -284,7 +331,8 @@ def _own(rng: random.Random, state: State, entity: Entity, action: Action, x: In
     # Keep what an earlier effect's data set where a crossing still exists; else move it.
     preset = set_before(action, x)
     pair = outside_result(state, entity, action, x, plan.body, kept, preset) or outside_result(
-        state, entity, action, x, plan.body, probes, preset)
+        state, entity, action, x, plan.body, probes, preset
+    )
     if pair is None:
         return False
     plan.body[fa.name], plan.body[fb.name] = pair

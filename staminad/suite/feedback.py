@@ -18,10 +18,12 @@ MAX_DETAILED = 15
 MAX_NAMES = 40
 
 _OPENING = "The automated tests found problems with your server."
-_CLOSING = ("Problems can come from code that is only indirectly related to a failing test, so review your "
-            "changes carefully. Re-read README.md; validate every input; make sure `run_server.sh` installs or "
-            "loads everything the server needs. When you are done, `bash run_server.sh <port>` must start the "
-            "server.")
+_CLOSING = (
+    "Problems can come from code that is only indirectly related to a failing test, so review your "
+    "changes carefully. Re-read README.md; validate every input; make sure `run_server.sh` installs or "
+    "loads everything the server needs. When you are done, `bash run_server.sh <port>` must start the "
+    "server."
+)
 
 
 def render_feedback(result: SuiteResult, level: FeedbackLevel) -> str:

@@ -38,10 +38,20 @@ def _create(entity: Entity, body: dict[str, Any], state: State, why: str = "") -
     """POST a valid body and check the stored object comes back, then read it back."""
     expected = stored(state, entity, body)
     return [
-        req("POST", f"/{entity.endpoint}", body, expect=OK, checks=_equal_checks(expected),
-            why=why or f"a valid {entity.name} must be created"),
-        req("GET", f"/{entity.endpoint}/{body['id']}", checks=_equal_checks(expected),
-            why=f"the created {entity.name} must read back as stored"),
+        req(
+            "POST",
+            f"/{entity.endpoint}",
+            body,
+            expect=OK,
+            checks=_equal_checks(expected),
+            why=why or f"a valid {entity.name} must be created",
+        ),
+        req(
+            "GET",
+            f"/{entity.endpoint}/{body['id']}",
+            checks=_equal_checks(expected),
+            why=f"the created {entity.name} must read back as stored",
+        ),
     ]
 
 
@@ -65,51 +75,135 @@ class _Builder:
         rng, st, ep = self.rng, self.state, e.endpoint
         full = scalar_body(rng, st, e, f"{ep}-1")
         fix, full = fixture_steps(rng, st, e, full)
-        self.add(f"{ep}_create_and_read", "wrong_response_format", "create",
-                 fix + _create(e, full, st, f"POST /{ep} with every field set must succeed"))
+        self.add(
+            f"{ep}_create_and_read",
+            "wrong_response_format",
+            "create",
+            fix + _create(e, full, st, f"POST /{ep} with every field set must succeed"),
+        )
         minimal = scalar_body(rng, st, e, f"{ep}-min", full=False)
-        self.add(f"{ep}_create_minimal", "default_value", "default",
-                 _create(e, minimal, st, f"POST /{ep} with only the required fields must succeed"))
+        self.add(
+            f"{ep}_create_minimal",
+            "default_value",
+            "default",
+            _create(e, minimal, st, f"POST /{ep} with only the required fields must succeed"),
+        )
         a, b = scalar_body(rng, st, e, f"{ep}-a"), scalar_body(rng, st, e, f"{ep}-b")
-        self.add(f"{ep}_list", "wrong_response_format", "list", [
-            req("POST", f"/{ep}", a), req("POST", f"/{ep}", b),
-            req("GET", f"/{ep}", checks=(ListIds((a["id"], b["id"])),), why=f"GET /{ep} must list both entities"),
-        ])
-        self.add(f"{ep}_read_unknown", "wrong_response_format", "read", [
-            req("GET", f"/{ep}/no-such-id", expect=(404,), why="an unknown id must answer 404")])
-        self.add(f"{ep}_delete", "wrong_response_format", "delete", [
-            req("POST", f"/{ep}", a),
-            req("DELETE", f"/{ep}/{a['id']}", expect=OK_OR_EMPTY, why="DELETE of an existing entity must succeed"),
-            req("GET", f"/{ep}/{a['id']}", expect=(404,), why="a deleted entity must answer 404"),
-            req("GET", f"/{ep}", checks=(ListIds(()),), why="a deleted entity must leave the list"),
-            req("DELETE", f"/{ep}/{a['id']}", expect=(404,), why="deleting it again must answer 404"),
-        ])
-        self.add(f"{ep}_duplicate_id", "validation", "client-id", [
-            req("POST", f"/{ep}", a),
-            req("POST", f"/{ep}", {**b, "id": a["id"]}, expect=(400, 409, 422), why="a duplicate id must be rejected"),
-        ])
-        self.add(f"{ep}_missing_id", "validation", "client-id", [
-            req("POST", f"/{ep}", {k: v for k, v in a.items() if k != "id"}, expect=REJECTED,
-                why="a POST without id must be rejected"),
-            req("GET", f"/{ep}", checks=(ListIds(()),), why="a rejected POST must store nothing")])
-        self.add(f"{ep}_numeric_id", "validation", "client-id", [
-            req("POST", f"/{ep}", {**a, "id": 12345}, expect=REJECTED, why="a number is not a string id")])
+        self.add(
+            f"{ep}_list",
+            "wrong_response_format",
+            "list",
+            [
+                req("POST", f"/{ep}", a),
+                req("POST", f"/{ep}", b),
+                req("GET", f"/{ep}", checks=(ListIds((a["id"], b["id"])),), why=f"GET /{ep} must list both entities"),
+            ],
+        )
+        self.add(
+            f"{ep}_read_unknown",
+            "wrong_response_format",
+            "read",
+            [req("GET", f"/{ep}/no-such-id", expect=(404,), why="an unknown id must answer 404")],
+        )
+        self.add(
+            f"{ep}_delete",
+            "wrong_response_format",
+            "delete",
+            [
+                req("POST", f"/{ep}", a),
+                req("DELETE", f"/{ep}/{a['id']}", expect=OK_OR_EMPTY, why="DELETE of an existing entity must succeed"),
+                req("GET", f"/{ep}/{a['id']}", expect=(404,), why="a deleted entity must answer 404"),
+                req("GET", f"/{ep}", checks=(ListIds(()),), why="a deleted entity must leave the list"),
+                req("DELETE", f"/{ep}/{a['id']}", expect=(404,), why="deleting it again must answer 404"),
+            ],
+        )
+        self.add(
+            f"{ep}_duplicate_id",
+            "validation",
+            "client-id",
+            [
+                req("POST", f"/{ep}", a),
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {**b, "id": a["id"]},
+                    expect=(400, 409, 422),
+                    why="a duplicate id must be rejected",
+                ),
+            ],
+        )
+        self.add(
+            f"{ep}_missing_id",
+            "validation",
+            "client-id",
+            [
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {k: v for k, v in a.items() if k != "id"},
+                    expect=REJECTED,
+                    why="a POST without id must be rejected",
+                ),
+                req("GET", f"/{ep}", checks=(ListIds(()),), why="a rejected POST must store nothing"),
+            ],
+        )
+        self.add(
+            f"{ep}_numeric_id",
+            "validation",
+            "client-id",
+            [req("POST", f"/{ep}", {**a, "id": 12345}, expect=REJECTED, why="a number is not a string id")],
+        )
         odd = f"Id-0_{ep}.x~"
-        self.add(f"{ep}_id_characters", "wrong_response_format", "client-id", [
-            req("POST", f"/{ep}", {**a, "id": odd}, checks=(Equals(("id",), odd),),
-                why="ids may hold letters, digits, '-', '_', '.' and '~'"),
-            req("GET", f"/{ep}/{odd}", checks=(Equals(("id",), odd),), why=f"GET /{ep}/{odd} must read it back")])
-        self.add(f"{ep}_bad_ids", "validation", "client-id", [
-            req("POST", f"/{ep}", {**a, "id": bad}, expect=REJECTED, why=f"the id {bad!r} must be rejected")
-            for bad in ("", "a b", f"{ep}/1")])
+        self.add(
+            f"{ep}_id_characters",
+            "wrong_response_format",
+            "client-id",
+            [
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {**a, "id": odd},
+                    checks=(Equals(("id",), odd),),
+                    why="ids may hold letters, digits, '-', '_', '.' and '~'",
+                ),
+                req("GET", f"/{ep}/{odd}", checks=(Equals(("id",), odd),), why=f"GET /{ep}/{odd} must read it back"),
+            ],
+        )
+        self.add(
+            f"{ep}_bad_ids",
+            "validation",
+            "client-id",
+            [
+                req("POST", f"/{ep}", {**a, "id": bad}, expect=REJECTED, why=f"the id {bad!r} must be rejected")
+                for bad in ("", "a b", f"{ep}/1")
+            ],
+        )
         stray = next(k for k in ("note_not_in_design", "stray_key_x", "stray_key_y") if e.field(k) is None)
-        self.add(f"{ep}_ignores_unknown_key", "wrong_response_format", "unknown-keys", [
-            req("POST", f"/{ep}", {**a, stray: "ignored"}, expect=OK, checks=(Absent(stray),),
-                why=f"{stray} is not a field of {e.name}: it must be ignored"),
-            req("GET", f"/{ep}/{a['id']}", checks=(Absent(stray),), why=f"{stray} must not be stored")])
-        self.add(f"{ep}_patch_unknown", "wrong_response_format", "update", [
-            req("PATCH", f"/{ep}/no-such-id", {}, expect=(404,), why="PATCH of an unknown id is 404"),
-            req("GET", f"/{ep}", checks=(ListIds(()),), why="a PATCH of an unknown id must create nothing")])
+        self.add(
+            f"{ep}_ignores_unknown_key",
+            "wrong_response_format",
+            "unknown-keys",
+            [
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {**a, stray: "ignored"},
+                    expect=OK,
+                    checks=(Absent(stray),),
+                    why=f"{stray} is not a field of {e.name}: it must be ignored",
+                ),
+                req("GET", f"/{ep}/{a['id']}", checks=(Absent(stray),), why=f"{stray} must not be stored"),
+            ],
+        )
+        self.add(
+            f"{ep}_patch_unknown",
+            "wrong_response_format",
+            "update",
+            [
+                req("PATCH", f"/{ep}/no-such-id", {}, expect=(404,), why="PATCH of an unknown id is 404"),
+                req("GET", f"/{ep}", checks=(ListIds(()),), why="a PATCH of an unknown id must create nothing"),
+            ],
+        )
         self._update(e, a)
         self._patch_rejections(e, a)
 
@@ -121,40 +215,95 @@ class _Builder:
         picked = [f for f in e.fields if constrained(f)] or list(e.fields)
         f = rng.choice(picked)
         before = stored(self.state, e, a)
-        self.add(f"{ep}_patch_invalid", "validation", "update", [
-            req("POST", f"/{ep}", a),
-            req("PATCH", f"/{ep}/{a['id']}", {f.name: invalid_value(f)}, expect=REJECTED,
-                why=f"PATCH must validate {f.name} as POST does"),
-            req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing")])
+        self.add(
+            f"{ep}_patch_invalid",
+            "validation",
+            "update",
+            [
+                req("POST", f"/{ep}", a),
+                req(
+                    "PATCH",
+                    f"/{ep}/{a['id']}",
+                    {f.name: invalid_value(f)},
+                    expect=REJECTED,
+                    why=f"PATCH must validate {f.name} as POST does",
+                ),
+                req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing"),
+            ],
+        )
         strict = [x for x in e.fields if not x.nullable]
         if strict:
             nn = rng.choice(strict)
-            self.add(f"{ep}_patch_null", "validation", "update", [
-                req("POST", f"/{ep}", a),
-                req("PATCH", f"/{ep}/{a['id']}", {nn.name: None}, expect=REJECTED,
-                    why=f"{nn.name} is not nullable, in a PATCH as in a POST"),
-                req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing")])
-        changeable = [(g, v) for g in e.fields if g.kind not in ("ref", "ref_list")
-                      for v in [other_value(rng, self.state, g, a[g.name])] if v is not None]
+            self.add(
+                f"{ep}_patch_null",
+                "validation",
+                "update",
+                [
+                    req("POST", f"/{ep}", a),
+                    req(
+                        "PATCH",
+                        f"/{ep}/{a['id']}",
+                        {nn.name: None},
+                        expect=REJECTED,
+                        why=f"{nn.name} is not nullable, in a PATCH as in a POST",
+                    ),
+                    req(
+                        "GET", f"/{ep}/{a['id']}", checks=_equal_checks(before), why="a rejected PATCH changes nothing"
+                    ),
+                ],
+            )
+        changeable = [
+            (g, v)
+            for g in e.fields
+            if g.kind not in ("ref", "ref_list")
+            for v in [other_value(rng, self.state, g, a[g.name])]
+            if v is not None
+        ]
         if not changeable or len(e.fields) < 2:
             return
         g, new = rng.choice(changeable)
         bad = rng.choice([x for x in e.fields if x.name != g.name])
-        self.add(f"{ep}_patch_atomic", "validation", "update", [
-            req("POST", f"/{ep}", a),
-            req("PATCH", f"/{ep}/{a['id']}", {g.name: new, bad.name: invalid_value(bad)}, expect=REJECTED,
-                why=f"{bad.name} is invalid, so the whole PATCH must be rejected"),
-            req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(before),
-                why=f"a rejected PATCH changes nothing, not even the valid {g.name}")])
+        self.add(
+            f"{ep}_patch_atomic",
+            "validation",
+            "update",
+            [
+                req("POST", f"/{ep}", a),
+                req(
+                    "PATCH",
+                    f"/{ep}/{a['id']}",
+                    {g.name: new, bad.name: invalid_value(bad)},
+                    expect=REJECTED,
+                    why=f"{bad.name} is invalid, so the whole PATCH must be rejected",
+                ),
+                req(
+                    "GET",
+                    f"/{ep}/{a['id']}",
+                    checks=_equal_checks(before),
+                    why=f"a rejected PATCH changes nothing, not even the valid {g.name}",
+                ),
+            ],
+        )
 
     def _update(self, e: Entity, a: dict[str, Any]) -> None:
         ep = e.endpoint
-        self.add(f"{ep}_patch_other_id", "validation", "patch-id", [
-            req("POST", f"/{ep}", a),
-            req("PATCH", f"/{ep}/{a['id']}", {"id": a["id"] + "-changed"}, expect=REJECTED,
-                why="a PATCH changing the id must be rejected"),
-            req("GET", f"/{ep}/{a['id']}", checks=(Equals(("id",), a["id"]),), why="the id must be unchanged"),
-            req("GET", f"/{ep}", checks=(ListIds((a["id"],)),), why="the entity must keep its id")])
+        self.add(
+            f"{ep}_patch_other_id",
+            "validation",
+            "patch-id",
+            [
+                req("POST", f"/{ep}", a),
+                req(
+                    "PATCH",
+                    f"/{ep}/{a['id']}",
+                    {"id": a["id"] + "-changed"},
+                    expect=REJECTED,
+                    why="a PATCH changing the id must be rejected",
+                ),
+                req("GET", f"/{ep}/{a['id']}", checks=(Equals(("id",), a["id"]),), why="the id must be unchanged"),
+                req("GET", f"/{ep}", checks=(ListIds((a["id"],)),), why="the entity must keep its id"),
+            ],
+        )
         scalars = [f for f in e.fields if f.kind not in ("ref", "ref_list")]
         if not scalars:
             return
@@ -163,17 +312,37 @@ class _Builder:
         if new is None:
             return
         after = {**stored(self.state, e, a), f.name: new}
-        self.add(f"{ep}_update", "wrong_response_format", "update", [
-            req("POST", f"/{ep}", a),
-            req("PATCH", f"/{ep}/{a['id']}", {f.name: new}, checks=_equal_checks(after),
-                why=f"PATCH of {f.name} must change only that field"),
-            req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(after), why="the update must be stored"),
-        ])
-        self.add(f"{ep}_patch_same_id", "validation", "patch-id", [
-            req("POST", f"/{ep}", a),
-            req("PATCH", f"/{ep}/{a['id']}", {"id": a["id"], f.name: new}, checks=(Equals((f.name,), new),),
-                why="a PATCH holding the unchanged id must be accepted"),
-        ])
+        self.add(
+            f"{ep}_update",
+            "wrong_response_format",
+            "update",
+            [
+                req("POST", f"/{ep}", a),
+                req(
+                    "PATCH",
+                    f"/{ep}/{a['id']}",
+                    {f.name: new},
+                    checks=_equal_checks(after),
+                    why=f"PATCH of {f.name} must change only that field",
+                ),
+                req("GET", f"/{ep}/{a['id']}", checks=_equal_checks(after), why="the update must be stored"),
+            ],
+        )
+        self.add(
+            f"{ep}_patch_same_id",
+            "validation",
+            "patch-id",
+            [
+                req("POST", f"/{ep}", a),
+                req(
+                    "PATCH",
+                    f"/{ep}/{a['id']}",
+                    {"id": a["id"], f.name: new},
+                    checks=(Equals((f.name,), new),),
+                    why="a PATCH holding the unchanged id must be accepted",
+                ),
+            ],
+        )
 
     # --- per field ----------------------------------------------------------------------------
 
@@ -186,46 +355,130 @@ class _Builder:
         without = {k: v for k, v in base.items() if k != f.name}
         post = f"POST /{ep}"
         if f.required and not f.has_default:
-            self.add(f"{name}_required", "validation", "required", [
-                req("POST", f"/{ep}", without, expect=REJECTED, why=f"{post} without required {f.name} must fail")])
+            self.add(
+                f"{name}_required",
+                "validation",
+                "required",
+                [req("POST", f"/{ep}", without, expect=REJECTED, why=f"{post} without required {f.name} must fail")],
+            )
         elif f.has_default:
-            self.add(f"{name}_default", "default_value", "default", [
-                req("POST", f"/{ep}", without, checks=(Equals((f.name,), f.default),),
-                    why=f"{post} without {f.name} must store its default {f.default!r}"),
-                req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), f.default),), why="default is stored")])
+            self.add(
+                f"{name}_default",
+                "default_value",
+                "default",
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        without,
+                        checks=(Equals((f.name,), f.default),),
+                        why=f"{post} without {f.name} must store its default {f.default!r}",
+                    ),
+                    req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), f.default),), why="default is stored"),
+                ],
+            )
         else:
             empty: list[str] | None = [] if f.kind == "ref_list" else None
-            self.add(f"{name}_omitted", "default_value", "omitted", [
-                req("POST", f"/{ep}", without, checks=(Equals((f.name,), empty),),
-                    why=f"{post} without optional {f.name} must store {empty!r}")])
+            self.add(
+                f"{name}_omitted",
+                "default_value",
+                "omitted",
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        without,
+                        checks=(Equals((f.name,), empty),),
+                        why=f"{post} without optional {f.name} must store {empty!r}",
+                    )
+                ],
+            )
         if f.nullable:
-            self.add(f"{name}_accepts_null", "validation", "null", [
-                req("POST", f"/{ep}", {**without, f.name: None}, checks=(Equals((f.name,), None),),
-                    why=f"nullable {f.name} must accept null")])
+            self.add(
+                f"{name}_accepts_null",
+                "validation",
+                "null",
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: None},
+                        checks=(Equals((f.name,), None),),
+                        why=f"nullable {f.name} must accept null",
+                    )
+                ],
+            )
         else:
             rule = "reference-list" if f.kind == "ref_list" else "null"
-            self.add(f"{name}_rejects_null", "validation", rule, [
-                req("POST", f"/{ep}", {**without, f.name: None}, expect=REJECTED,
-                    why=f"non-nullable {f.name} must reject null")])
+            self.add(
+                f"{name}_rejects_null",
+                "validation",
+                rule,
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: None},
+                        expect=REJECTED,
+                        why=f"non-nullable {f.name} must reject null",
+                    )
+                ],
+            )
         for i, bad in enumerate(wrong_type_values(f)):
-            steps = [req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
-                         why=f"{f.kind} field {f.name} must reject {bad!r}")]
+            steps = [
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {**without, f.name: bad},
+                    expect=REJECTED,
+                    why=f"{f.kind} field {f.name} must reject {bad!r}",
+                )
+            ]
             if i == 0:  # a JSON object where a scalar or id belongs: the value a lookup or comparison crashes on
-                steps.append(req("POST", f"/{ep}", {**without, f.name: object_value(f, base)}, expect=REJECTED,
-                                 why=f"{f.kind} field {f.name} must reject an object"))
+                steps.append(
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: object_value(f, base)},
+                        expect=REJECTED,
+                        why=f"{f.kind} field {f.name} must reject an object",
+                    )
+                )
             self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", steps)
         falsy = _falsy(f)
         if falsy is not _NONE:
             rule = "default" if f.has_default else "required" if f.required else "types"
-            self.add(f"{name}_falsy_value", "validation", rule, [
-                req("POST", f"/{ep}", {**without, f.name: falsy}, checks=(Equals((f.name,), falsy),),
-                    why=f"{falsy!r} is a value like any other: {f.name} must store it"),
-                req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), falsy),), why=f"{falsy!r} is stored")])
+            self.add(
+                f"{name}_falsy_value",
+                "validation",
+                rule,
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: falsy},
+                        checks=(Equals((f.name,), falsy),),
+                        why=f"{falsy!r} is a value like any other: {f.name} must store it",
+                    ),
+                    req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), falsy),), why=f"{falsy!r} is stored"),
+                ],
+            )
         if f.kind == "float":
             whole = _whole_number(f)
-            self.add(f"{name}_integral_float", "validation", "types", [
-                req("POST", f"/{ep}", {**without, f.name: whole}, checks=(Equals((f.name,), whole),),
-                    why=f"a float is any JSON number: {f.name}={whole} must be accepted")])
+            self.add(
+                f"{name}_integral_float",
+                "validation",
+                "types",
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: whole},
+                        checks=(Equals((f.name,), whole),),
+                        why=f"a float is any JSON number: {f.name}={whole} must be accepted",
+                    )
+                ],
+            )
         if f.kind == "enum":
             self._enum(e, f, without)
         elif f.kind in ("integer", "float", "string", "datetime"):
@@ -237,17 +490,47 @@ class _Builder:
         ep, name = e.endpoint, f"{e.endpoint}_{f.name}"
         enum = self.state.enum(f.enum or "")
         assert enum is not None
-        steps = [req("POST", f"/{ep}", {**without, "id": f"{ep}-v{i}", f.name: v}, checks=(Equals((f.name,), v),),
-                     why=f"enum value {v!r} must be accepted") for i, v in enumerate(enum.values)]
+        steps = [
+            req(
+                "POST",
+                f"/{ep}",
+                {**without, "id": f"{ep}-v{i}", f.name: v},
+                checks=(Equals((f.name,), v),),
+                why=f"enum value {v!r} must be accepted",
+            )
+            for i, v in enumerate(enum.values)
+        ]
         self.add(f"{name}_enum_values", "enum_handling", "enum", steps)
-        self.add(f"{name}_enum_unknown", "enum_handling", "enum", [
-            req("POST", f"/{ep}", {**without, f.name: "not_a_listed_value"}, expect=REJECTED,
-                why=f"{f.name} must reject a value outside {enum.name}")])
+        self.add(
+            f"{name}_enum_unknown",
+            "enum_handling",
+            "enum",
+            [
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {**without, f.name: "not_a_listed_value"},
+                    expect=REJECTED,
+                    why=f"{f.name} must reject a value outside {enum.name}",
+                )
+            ],
+        )
         cased = next((v.upper() for v in enum.values if v.upper() not in enum.values), None)
         if cased:
-            self.add(f"{name}_enum_case", "enum_handling", "enum", [
-                req("POST", f"/{ep}", {**without, f.name: cased}, expect=REJECTED,
-                    why=f"enum values are case-sensitive: {cased!r} must be rejected")])
+            self.add(
+                f"{name}_enum_case",
+                "enum_handling",
+                "enum",
+                [
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: cased},
+                        expect=REJECTED,
+                        why=f"enum values are case-sensitive: {cased!r} must be rejected",
+                    )
+                ],
+            )
 
     def _bounds(self, e: Entity, f: Field, without: dict[str, Any]) -> None:
         ep, name = e.endpoint, f"{e.endpoint}_{f.name}"
@@ -262,18 +545,24 @@ class _Builder:
         elif f.kind == "string":
             # Non-ASCII at the edges: bounds count characters, and these take two bytes each.
             if f.min_length:
-                edges += [("at_min_length", "m" * f.min_length, True),
-                          ("below_min_length", wide_string(f.min_length - 1), False)]
+                edges += [
+                    ("at_min_length", "m" * f.min_length, True),
+                    ("below_min_length", wide_string(f.min_length - 1), False),
+                ]
             if f.max_length is not None:
-                edges += [("at_max_length", wide_string(f.max_length), True),
-                          ("above_max_length", "x" * (f.max_length + 1), False)]
+                edges += [
+                    ("at_max_length", wide_string(f.max_length), True),
+                    ("above_max_length", "x" * (f.max_length + 1), False),
+                ]
         else:
             # Each malformed value lies inside the bounds where one can, so only its form rejects it.
-            edges += [("bad_format", datetime_probe(f, "iso") or "2024-03-15T10:00:00", False),
-                      ("bad_calendar", _bad_date(f), False),
-                      ("bad_hour", datetime_probe(f, "hour") or _bad_date(f, hour=True), False),
-                      ("bad_leap_day", datetime_probe(f, "leap") or "2023-02-29 10:00:00", False),
-                      ("bad_no_seconds", datetime_probe(f, "short") or "2024-03-15 10:00", False)]
+            edges += [
+                ("bad_format", datetime_probe(f, "iso") or "2024-03-15T10:00:00", False),
+                ("bad_calendar", _bad_date(f), False),
+                ("bad_hour", datetime_probe(f, "hour") or _bad_date(f, hour=True), False),
+                ("bad_leap_day", datetime_probe(f, "leap") or "2023-02-29 10:00:00", False),
+                ("bad_no_seconds", datetime_probe(f, "short") or "2024-03-15 10:00", False),
+            ]
             if f.after is not None:
                 edges += [("at_after", f.after, True), ("before_after", _shift(f.after, -1), False)]
             if f.before is not None:
@@ -281,45 +570,103 @@ class _Builder:
         for label, value, accepted in edges:
             if f.kind == "float" and isinstance(value, float):
                 value = round(value, 2)
-            step_ = req("POST", f"/{ep}", {**without, f.name: value},
-                        expect=OK if accepted else REJECTED, checks=(Equals((f.name,), value),) if accepted else (),
-                        why=f"{f.name}={value!r} must be {'accepted' if accepted else 'rejected'} (bounds inclusive)")
+            step_ = req(
+                "POST",
+                f"/{ep}",
+                {**without, f.name: value},
+                expect=OK if accepted else REJECTED,
+                checks=(Equals((f.name,), value),) if accepted else (),
+                why=f"{f.name}={value!r} must be {'accepted' if accepted else 'rejected'} (bounds inclusive)",
+            )
             self.add(f"{name}_{label}", "validation", rule, [step_])
 
-    def _references(self, e: Entity, f: Field, fix: list[Any], base: dict[str, Any],
-                    without: dict[str, Any]) -> None:
+    def _references(self, e: Entity, f: Field, fix: list[Any], base: dict[str, Any], without: dict[str, Any]) -> None:
         ep, name = e.endpoint, f"{e.endpoint}_{f.name}"
         target = self.state.entity(f.target or "")
         assert target is not None
         many = f.kind == "ref_list"
         rule = "reference-list" if many else "reference"
         bad = ["no-such-id"] if many else "no-such-id"
-        self.add(f"{name}_unknown_reference", "validation", rule, [
-            req("POST", f"/{ep}", {**without, f.name: bad}, expect=REJECTED,
-                why=f"{f.name} must reject an id that does not exist")])
+        self.add(
+            f"{name}_unknown_reference",
+            "validation",
+            rule,
+            [
+                req(
+                    "POST",
+                    f"/{ep}",
+                    {**without, f.name: bad},
+                    expect=REJECTED,
+                    why=f"{f.name} must reject an id that does not exist",
+                )
+            ],
+        )
         value = base[f.name]
         other = next((x for x in self.state.entities if x.name != target.name), None)
         if other is not None:
             ob = scalar_body(self.rng, self.state, other, f"{other.endpoint}-x9")
-            self.add(f"{name}_reference_other_type", "validation", rule, [
-                req("POST", f"/{other.endpoint}", ob, why=f"create a {other.name}, which is not a {target.name}"),
-                req("POST", f"/{ep}", {**without, f.name: [ob["id"]] if many else ob["id"]}, expect=REJECTED,
-                    why=f"{f.name} must reject the id of a {other.name}: it references {target.name}")])
-        self.add(f"{name}_reference_reads_back", "wrong_response_format", rule, [
-            *fix, req("POST", f"/{ep}", base, checks=(Equals((f.name,), value),),
-                      why=f"{f.name} must hold the referenced id{'s' if many else ''}"),
-            req("GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), value),), why="references read back as ids")])
+            self.add(
+                f"{name}_reference_other_type",
+                "validation",
+                rule,
+                [
+                    req("POST", f"/{other.endpoint}", ob, why=f"create a {other.name}, which is not a {target.name}"),
+                    req(
+                        "POST",
+                        f"/{ep}",
+                        {**without, f.name: [ob["id"]] if many else ob["id"]},
+                        expect=REJECTED,
+                        why=f"{f.name} must reject the id of a {other.name}: it references {target.name}",
+                    ),
+                ],
+            )
+        self.add(
+            f"{name}_reference_reads_back",
+            "wrong_response_format",
+            rule,
+            [
+                *fix,
+                req(
+                    "POST",
+                    f"/{ep}",
+                    base,
+                    checks=(Equals((f.name,), value),),
+                    why=f"{f.name} must hold the referenced id{'s' if many else ''}",
+                ),
+                req(
+                    "GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), value),), why="references read back as ids"
+                ),
+            ],
+        )
         victim = value[0] if many else value
         left = [v for v in value if v != victim] if many else None
         second = {**base, "id": f"{base['id']}-2"}  # two referrers: every one of them must be updated
-        self.add(f"{name}_cascade", "cascade_deletion", "cascade", [
-            *fix, req("POST", f"/{ep}", base), req("POST", f"/{ep}", second),
-            req("DELETE", f"/{target.endpoint}/{victim}", expect=OK_OR_EMPTY, why="delete the referenced entity"),
-            req("GET", f"/{ep}", checks=(ListIds(tuple(_ids_left(fix, ep, (base["id"], second["id"]), victim))),),
-                why=f"deleting {victim} must not delete the {e.name} entities that referred to it"),
-            *(req("GET", f"/{ep}/{b['id']}", checks=(Equals((f.name,), left),),
-                  why=f"deleting {victim} must {'remove it from' if many else 'null'} {f.name} of {b['id']}")
-              for b in (base, second))])
+        self.add(
+            f"{name}_cascade",
+            "cascade_deletion",
+            "cascade",
+            [
+                *fix,
+                req("POST", f"/{ep}", base),
+                req("POST", f"/{ep}", second),
+                req("DELETE", f"/{target.endpoint}/{victim}", expect=OK_OR_EMPTY, why="delete the referenced entity"),
+                req(
+                    "GET",
+                    f"/{ep}",
+                    checks=(ListIds(tuple(_ids_left(fix, ep, (base["id"], second["id"]), victim))),),
+                    why=f"deleting {victim} must not delete the {e.name} entities that referred to it",
+                ),
+                *(
+                    req(
+                        "GET",
+                        f"/{ep}/{b['id']}",
+                        checks=(Equals((f.name,), left),),
+                        why=f"deleting {victim} must {'remove it from' if many else 'null'} {f.name} of {b['id']}",
+                    )
+                    for b in (base, second)
+                ),
+            ],
+        )
 
     # --- analytics, reset, history ------------------------------------------------------------
 
@@ -332,15 +679,23 @@ class _Builder:
         for e in self.state.entities[:3]:
             steps.append(req("POST", f"/{e.endpoint}", scalar_body(self.rng, self.state, e, f"{e.endpoint}-r")))
         steps.append(req("POST", "/reset", expect=OK_OR_EMPTY, why="POST /reset must succeed"))
-        steps += [req("GET", f"/{e.endpoint}", checks=(ListIds(()),), why="reset must empty every collection")
-                  for e in self.state.entities[:3]]
+        steps += [
+            req("GET", f"/{e.endpoint}", checks=(ListIds(()),), why="reset must empty every collection")
+            for e in self.state.entities[:3]
+        ]
         self.add("reset_clears_everything", "missing_feature", "reset", steps)
 
     def history(self, h: History) -> None:
         for old in h.retired_endpoints:
-            self.add(f"gone_endpoint_{old}", "regression", "unknown-path", [
-                req("GET", f"/{old}", expect=(404,), why=f"/{old} no longer exists and must answer 404"),
-                req("GET", f"/{old}/some-id", expect=(404,), why=f"/{old}/{{id}} must answer 404")])
+            self.add(
+                f"gone_endpoint_{old}",
+                "regression",
+                "unknown-path",
+                [
+                    req("GET", f"/{old}", expect=(404,), why=f"/{old} no longer exists and must answer 404"),
+                    req("GET", f"/{old}/some-id", expect=(404,), why=f"/{old}/{{id}} must answer 404"),
+                ],
+            )
         for entity, field, why in h.removed_fields:
             e = self.state.entity(entity)
             assert e is not None
@@ -349,30 +704,69 @@ class _Builder:
             rule = {"renamed": "rename-field", "deleted": "delete-field", "dropped": "delete-entity"}[why]
             what = "field of a deleted reference" if why == "dropped" else f"{why} field"
             # The stale key is sent too: a key that is not a current field is ignored, never stored.
-            self.add(f"{e.endpoint}_{field}_gone", category, rule, [
-                req("POST", f"/{e.endpoint}", {**body, field: None}, checks=(Absent(field),),
-                    why=f"the {what} {field} must no longer be stored or returned"),
-                req("GET", f"/{e.endpoint}/{body['id']}", checks=(Absent(field),), why=f"{field} is gone")])
+            self.add(
+                f"{e.endpoint}_{field}_gone",
+                category,
+                rule,
+                [
+                    req(
+                        "POST",
+                        f"/{e.endpoint}",
+                        {**body, field: None},
+                        checks=(Absent(field),),
+                        why=f"the {what} {field} must no longer be stored or returned",
+                    ),
+                    req("GET", f"/{e.endpoint}/{body['id']}", checks=(Absent(field),), why=f"{field} is gone"),
+                ],
+            )
         for path in h.removed_analytics:
-            self.add(f"gone_analytics{path.replace('/', '_')}", "missing_feature", "unknown-path", [
-                req("GET", path, expect=(404,), why=f"the removed analytics endpoint {path} must answer 404")])
+            self.add(
+                f"gone_analytics{path.replace('/', '_')}",
+                "missing_feature",
+                "unknown-path",
+                [req("GET", path, expect=(404,), why=f"the removed analytics endpoint {path} must answer 404")],
+            )
         for entity, action in h.removed_actions:
             e = self.state.entity(entity)
             assert e is not None
             body = scalar_body(self.rng, self.state, e, f"{e.endpoint}-gone")
-            self.add(f"{e.endpoint}_{action}_gone", "missing_feature", "unknown-path", [
-                req("POST", f"/{e.endpoint}", body),
-                req("POST", f"/{e.endpoint}/{body['id']}/{action}", expect=(404, 405), action=True,
-                    why=f"the removed action {action} must answer 404")])
+            self.add(
+                f"{e.endpoint}_{action}_gone",
+                "missing_feature",
+                "unknown-path",
+                [
+                    req("POST", f"/{e.endpoint}", body),
+                    req(
+                        "POST",
+                        f"/{e.endpoint}/{body['id']}/{action}",
+                        expect=(404, 405),
+                        action=True,
+                        why=f"the removed action {action} must answer 404",
+                    ),
+                ],
+            )
         for entity, field in h.renamed_targets:
             e = self.state.entity(entity)
             f = e.field(field) if e else None
             assert e is not None and f is not None
-            fix, body = fixture_steps(self.rng, self.state, e, scalar_body(self.rng, self.state, e, f"{e.endpoint}-k"),
-                                      only=field)
-            self.add(f"{e.endpoint}_{field}_keeps_name", "rename", "rename-entity", [
-                *fix, req("POST", f"/{e.endpoint}", body, checks=(Equals((field,), body[field]),),
-                          why=f"{field} keeps its name after its target entity was renamed")])
+            fix, body = fixture_steps(
+                self.rng, self.state, e, scalar_body(self.rng, self.state, e, f"{e.endpoint}-k"), only=field
+            )
+            self.add(
+                f"{e.endpoint}_{field}_keeps_name",
+                "rename",
+                "rename-entity",
+                [
+                    *fix,
+                    req(
+                        "POST",
+                        f"/{e.endpoint}",
+                        body,
+                        checks=(Equals((field,), body[field]),),
+                        why=f"{field} keeps its name after its target entity was renamed",
+                    ),
+                ],
+            )
 
 
 def _whole_number(f: Field) -> int:
@@ -398,8 +792,11 @@ def _falsy(f: Field) -> Any:
     v: Any = _NONE
     if f.kind == "boolean":
         v = False
-    elif f.kind in ("integer", "float") and (f.minimum is None or f.minimum <= 0) and (f.maximum is None or
-                                                                                       f.maximum >= 0):
+    elif (
+        f.kind in ("integer", "float")
+        and (f.minimum is None or f.minimum <= 0)
+        and (f.maximum is None or f.maximum >= 0)
+    ):
         v = 0
     elif f.kind == "string" and not f.min_length:
         v = ""
@@ -436,4 +833,3 @@ def generate_suite(state: State, seed: int, turn: int, history: History | None =
     if history is not None:
         b.history(history)
     return Suite(seed=seed, turn=turn, tests=tuple(b.tests))
-

@@ -72,8 +72,11 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
             if why and kept is not None:
                 fields += [[owner.name, f.name, why] for f in owner.fields if kept.field(f.name) is None]
         analytics += [[a.entity, a.field, a.op, a.path()] for a in cur.analytics if a not in nxt.analytics]
-        actions += [[a.entity, a.name] for a in cur.actions if nxt.action(a.entity, a.name) is None
-                    and nxt.entity(a.entity) is not None]
+        actions += [
+            [a.entity, a.name]
+            for a in cur.actions
+            if nxt.action(a.entity, a.name) is None and nxt.entity(a.entity) is not None
+        ]
         cur = nxt
     current = {e.endpoint for e in after.entities}
     live_paths = {a.path() for a in after.analytics}

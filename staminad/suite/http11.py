@@ -59,8 +59,9 @@ class Http11Transport:
     `quickack=False` leaves ACK timing to the kernel's defaults: only for measuring what it costs.
     """
 
-    def __init__(self, host: str, port: int, timeout: float = 5.0, max_bytes: int = MAX_RESPONSE_BYTES,
-                 *, quickack: bool = True) -> None:
+    def __init__(
+        self, host: str, port: int, timeout: float = 5.0, max_bytes: int = MAX_RESPONSE_BYTES, *, quickack: bool = True
+    ) -> None:
         self.host, self.port = host, port
         self.timeout = timeout
         self.max_bytes = max_bytes
@@ -114,8 +115,10 @@ class Http11Transport:
 
     def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         payload = body or b""
-        head = (f"{method} {path} HTTP/1.1\r\n{self._host_header}Accept: application/json\r\n"
-                f"Content-Length: {len(payload)}\r\n")
+        head = (
+            f"{method} {path} HTTP/1.1\r\n{self._host_header}Accept: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n"
+        )
         if body is not None:
             head += "Content-Type: application/json\r\n"
         data = head.encode("latin-1") + b"\r\n" + payload
@@ -284,8 +287,9 @@ class Http11Transport:
         te = headers.get("transfer-encoding", "").lower()
         # After a 101 the connection speaks another protocol; with both a length and chunking the
         # framing was ambiguous (RFC 9112 6.3): neither connection can carry another request.
-        close = _closes(version, headers.get("connection", "")) or status == 101 or bool(
-            te and "content-length" in headers)
+        close = (
+            _closes(version, headers.get("connection", "")) or status == 101 or bool(te and "content-length" in headers)
+        )
         if method == "HEAD" or status in _NO_BODY or status == 101:
             body = b""
         elif te:
@@ -312,7 +316,7 @@ class Http11Transport:
         if end > limit:
             raise TransportError(f"a response line is longer than {limit} bytes")
         line = bytes(self._buf[:end])
-        del self._buf[:end + 2]
+        del self._buf[: end + 2]
         return line
 
     def _head(self) -> tuple[bytes, int, dict[str, str]]:
@@ -327,7 +331,7 @@ class Http11Transport:
         if end > MAX_HEAD:
             raise TransportError(f"response headers larger than {MAX_HEAD} bytes")
         lines = bytes(self._buf[:end]).split(b"\r\n")
-        del self._buf[:end + 4]
+        del self._buf[: end + 4]
         version, status = _status(lines[0])
         headers: dict[str, str] = {}
         for line in lines[1:]:

@@ -13,8 +13,18 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 Category = Literal[
-    "validation", "default_value", "enum_handling", "cascade_deletion", "rename", "regression", "wrong_endpoint",
-    "type_error", "missing_feature", "server_crash", "wrong_response_format", "business_logic",
+    "validation",
+    "default_value",
+    "enum_handling",
+    "cascade_deletion",
+    "rename",
+    "regression",
+    "wrong_endpoint",
+    "type_error",
+    "missing_feature",
+    "server_crash",
+    "wrong_response_format",
+    "business_logic",
 ]
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 

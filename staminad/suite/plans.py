@@ -38,8 +38,9 @@ def target_body(rng: random.Random, state: State, target: Entity) -> dict[str, A
     return scalar_body(rng, state, target, f"{target.endpoint}-{rng.randrange(10**9):09d}")
 
 
-def fixture_steps(rng: random.Random, state: State, entity: Entity, body: dict[str, Any],
-                  only: str | None = None) -> tuple[list[Step], dict[str, Any]]:
+def fixture_steps(
+    rng: random.Random, state: State, entity: Entity, body: dict[str, Any], only: str | None = None
+) -> tuple[list[Step], dict[str, Any]]:
     """Create targets for the entity's reference fields (or just `only`) and point `body` at them."""
     steps: list[Step] = []
     body = dict(body)
@@ -143,8 +144,9 @@ def _compare_values(cands: list[Any], op: str, value: Any, want: bool) -> list[A
     return [v for v in cands if compare(v, op, value) == want]
 
 
-def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Condition, want: bool,
-          variant: str = "value") -> bool:
+def shape(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Condition, want: bool, variant: str = "value"
+) -> bool:
     """Adjust `plan` so `cond` should evaluate to `want`; False when no candidate fits.
 
     `variant` picks how: "value" with ordinary values (a null only where no value can fail the
@@ -236,8 +238,9 @@ def shape(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Co
     return False
 
 
-def _shape_quantified(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Quantified, want: bool,
-                      variant: str) -> bool:
+def _shape_quantified(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Quantified, want: bool, variant: str
+) -> bool:
     f = entity.field(cond.list_field)
     target = state.entity(f.target or "") if f else None
     tf = target.field(cond.field) if target else None
@@ -268,8 +271,16 @@ def _shape_quantified(rng: random.Random, state: State, entity: Entity, plan: Pl
     return True
 
 
-def _shape_arith(rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Compare, left: ArithOperand,
-                 want: bool, variant: str) -> bool:
+def _shape_arith(
+    rng: random.Random,
+    state: State,
+    entity: Entity,
+    plan: Plan,
+    cond: Compare,
+    left: ArithOperand,
+    want: bool,
+    variant: str,
+) -> bool:
     fa, fb = entity.field(left.left), entity.field(left.right)
     assert fa is not None and fb is not None
     ca, cb = _candidates(rng, state, fa, cond.value), _candidates(rng, state, fb, 0)
@@ -284,8 +295,9 @@ def _shape_arith(rng: random.Random, state: State, entity: Entity, plan: Plan, c
         for nulled, other, cands in ((fa, fb, cb), (fb, fa, ca)):
             if fa is fb or not can_be_null(nulled):
                 continue
-            zero = [v for v in cands if compare(ARITH[left.op](*((0, v) if nulled is fa else (v, 0))),
-                                                 cond.op, cond.value)]
+            zero = [
+                v for v in cands if compare(ARITH[left.op](*((0, v) if nulled is fa else (v, 0))), cond.op, cond.value)
+            ]
             options.append((nulled, other, zero or cands, bool(zero)))
         if not options:
             return False
@@ -295,8 +307,12 @@ def _shape_arith(rng: random.Random, state: State, entity: Entity, plan: Plan, c
         return True
     if variant != "value":
         return False
-    pairs = [(a, b) for a in ca for b in cb
-             if compare(ARITH[left.op](a, b), cond.op, cond.value) == want and (fa is not fb or a == b)]
+    pairs = [
+        (a, b)
+        for a in ca
+        for b in cb
+        if compare(ARITH[left.op](a, b), cond.op, cond.value) == want and (fa is not fb or a == b)
+    ]
     if not pairs:
         if want or not (can_be_null(fa) or can_be_null(fb)):
             return False

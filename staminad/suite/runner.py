@@ -165,8 +165,15 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
         try:
             status, raw = transport.request(step.method, step.path, body)
         except TransportError as exc:
-            result = TestResult(name=test.name, category="server_crash", rule=test.rule, passed=False, step=index - 1,
-                                request=request, message=f"{step.why}: {exc}")
+            result = TestResult(
+                name=test.name,
+                category="server_crash",
+                rule=test.rule,
+                passed=False,
+                step=index - 1,
+                request=request,
+                message=f"{step.why}: {exc}",
+            )
             if exc.refused or exc.timeout:
                 raise _Dead(result, exc.refused) from None
             return result
@@ -186,14 +193,23 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
                         fail, missing = found
                         break
         if fail is not None:
-            return TestResult(name=test.name, category=_category(test, step, status, missing), rule=test.rule,
-                              passed=False, step=index - 1, request=request, status=status, response=_excerpt(raw),
-                              message=f"{step.why}: {step.method} {step.path} {fail}")
+            return TestResult(
+                name=test.name,
+                category=_category(test, step, status, missing),
+                rule=test.rule,
+                passed=False,
+                step=index - 1,
+                request=request,
+                status=status,
+                response=_excerpt(raw),
+                message=f"{step.why}: {step.method} {step.path} {fail}",
+            )
     return TestResult(name=test.name, category=test.category, rule=test.rule, passed=True)
 
 
-def run_suite_blocking(suite: Suite, transport: Transport, alive: Callable[[], bool] | None = None,
-                       stop: threading.Event | None = None) -> SuiteResult:
+def run_suite_blocking(
+    suite: Suite, transport: Transport, alive: Callable[[], bool] | None = None, stop: threading.Event | None = None
+) -> SuiteResult:
     """Run every test in order in this thread; stop early (failing the rest) once the server is gone or on `stop`."""
     start = time.perf_counter()
     results: list[TestResult] = []
@@ -202,8 +218,16 @@ def run_suite_blocking(suite: Suite, transport: Transport, alive: Callable[[], b
     timeouts = 0
     for i, test in enumerate(suite.tests):
         if stop is not None and stop.is_set():
-            results += [TestResult(name=t.name, category="server_crash", rule=t.rule, passed=False,
-                                   message="not run: the suite was stopped") for t in suite.tests[i:]]
+            results += [
+                TestResult(
+                    name=t.name,
+                    category="server_crash",
+                    rule=t.rule,
+                    passed=False,
+                    message="not run: the suite was stopped",
+                )
+                for t in suite.tests[i:]
+            ]
             break
         try:
             results.append(_run_test(test, transport, counter))
@@ -219,15 +243,24 @@ def run_suite_blocking(suite: Suite, transport: Transport, alive: Callable[[], b
         if gone:
             died = True
             why = "the server stopped answering" if not refused else "the server is not running (connection refused)"
-            results += [TestResult(name=t.name, category="server_crash", rule=t.rule, passed=False,
-                                   message=f"not run: {why}") for t in suite.tests[i + 1:]]
+            results += [
+                TestResult(name=t.name, category="server_crash", rule=t.rule, passed=False, message=f"not run: {why}")
+                for t in suite.tests[i + 1 :]
+            ]
             break
-    return SuiteResult(seed=suite.seed, turn=suite.turn, results=tuple(results),
-                       seconds=time.perf_counter() - start, requests=counter[0], server_died=died)
+    return SuiteResult(
+        seed=suite.seed,
+        turn=suite.turn,
+        results=tuple(results),
+        seconds=time.perf_counter() - start,
+        requests=counter[0],
+        server_died=died,
+    )
 
 
-async def run_suite(suite: Suite, transport: Transport,
-                    alive: Callable[[], Awaitable[bool]] | None = None) -> SuiteResult:
+async def run_suite(
+    suite: Suite, transport: Transport, alive: Callable[[], Awaitable[bool]] | None = None
+) -> SuiteResult:
     """Run every test in order in a worker thread; stop early (failing the rest) once the server is gone.
 
     `alive` is awaited on the event loop when a request timed out or was refused. On cancellation

@@ -29,8 +29,10 @@ from staminad.viewer.render import STATIC, LiveLinks, render
 from state import browse
 from state.queries import connect_readonly
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 COOKIE = "staminad_view_token"
 LINKS = LiveLinks()
 
@@ -40,9 +42,13 @@ def _page(db: Path, build: Callable[[sqlite3.Connection], tuple[str, dict[str, A
     try:
         conn = connect_readonly(db)
     except (FileNotFoundError, sqlite3.Error):
-        return 200, render("message.html", LINKS, heading="No results yet",
-                           message=f"There is no state database at {db} yet: it appears when the first sweep "
-                                   "starts (staminad run or staminad submit with this --state-dir).")
+        return 200, render(
+            "message.html",
+            LINKS,
+            heading="No results yet",
+            message=f"There is no state database at {db} yet: it appears when the first sweep "
+            "starts (staminad run or staminad submit with this --state-dir).",
+        )
     try:
         template, context = build(conn)
         return 200, render(template, LINKS, **context)
@@ -51,8 +57,12 @@ def _page(db: Path, build: Callable[[sqlite3.Connection], tuple[str, dict[str, A
     except browse.StoreVersionError as exc:
         return 200, render("message.html", LINKS, heading="Store too new", message=str(exc))
     except sqlite3.DatabaseError as exc:
-        return 200, render("message.html", LINKS, heading="Unreadable store",
-                           message=f"{db} could not be read as a staminad store ({exc}).")
+        return 200, render(
+            "message.html",
+            LINKS,
+            heading="Unreadable store",
+            message=f"{db} could not be read as a staminad store ({exc}).",
+        )
     finally:
         conn.close()
 
@@ -97,8 +107,14 @@ def create_app(state_dir: Path, token: str | None = None, allowed_hosts: list[st
         return JSONResponse({"mark": await anyio.to_thread.run_sync(read)}, headers={"Cache-Control": "no-store"})
 
     # Names travel in the query string: configuration names hold spaces, colons and even slashes.
-    routes = [Route("/", sweeps), Route("/api/mark", mark), Route("/sweep", sweep), Route("/compare", compare),
-              Route("/scenario", scenario), Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    routes = [
+        Route("/", sweeps),
+        Route("/api/mark", mark),
+        Route("/sweep", sweep),
+        Route("/compare", compare),
+        Route("/scenario", scenario),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_security(token))]
     if allowed_hosts:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
@@ -120,8 +136,7 @@ async def _bad_request(request: Request, exc: Exception) -> Response:
     return HTMLResponse(render("message.html", LINKS, heading="Bad request", message=str(exc)), status_code=400)
 
 
-def _security(token: str | None) -> Callable[[Request, Callable[[Request], Awaitable[Response]]],
-                                             Awaitable[Response]]:
+def _security(token: str | None) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
     async def dispatch(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if token is not None:
             given = request.query_params.get("token")
@@ -133,8 +148,13 @@ def _security(token: str | None) -> Callable[[Request, Callable[[Request], Await
             held = request.cookies.get(COOKIE, "")
             bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
             if not any(hmac.compare_digest(x.encode(), token.encode()) for x in (held, bearer) if x):
-                return _harden(Response("this viewer needs its token: open the URL it printed at start\n",
-                                        status_code=401, media_type="text/plain"))
+                return _harden(
+                    Response(
+                        "this viewer needs its token: open the URL it printed at start\n",
+                        status_code=401,
+                        media_type="text/plain",
+                    )
+                )
         return _harden(await call_next(request))
 
     return dispatch

@@ -32,5 +32,5 @@ def bounded_tail(path: Path, limit: int) -> LogTail | None:
         data = fh.read(limit)
     text = data.decode("utf-8", errors="replace")
     if size > limit and "\n" in text:
-        text = text[text.index("\n") + 1:]  # start at a whole line
+        text = text[text.index("\n") + 1 :]  # start at a whole line
     return LogTail(path=str(path), text=text, size=size, cut=size > limit)

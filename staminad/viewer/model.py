@@ -60,8 +60,7 @@ def sweeps_page(conn: sqlite3.Connection) -> dict[str, Any]:
         r["scenarios"] = total
         r["finished"] = sum(n for s, n in r["statuses"].items() if s in FINAL)
         r["created"] = when(r["created_at"])
-        r["headline"] = [_config_summary(c, ss, r["turns"] or 0, {})
-                         for c, ss in _by_config(conn, r["id"])]
+        r["headline"] = [_config_summary(c, ss, r["turns"] or 0, {}) for c, ss in _by_config(conn, r["id"])]
     return {"sweeps": rows, "version": version, "latest": browse.LATEST}
 
 
@@ -74,8 +73,9 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _config_summary(c: dict[str, Any], scen: list[dict[str, Any]], n_turns: int,
-                    usage: dict[int, tuple[float, int]]) -> dict[str, Any]:
+def _config_summary(
+    c: dict[str, Any], scen: list[dict[str, Any]], n_turns: int, usage: dict[int, tuple[float, int]]
+) -> dict[str, Any]:
     turns = [s["turns_passed"] for s in scen]
     mean, se = mean_se(turns)
     statuses: dict[str, int] = {}
@@ -83,12 +83,22 @@ def _config_summary(c: dict[str, Any], scen: list[dict[str, Any]], n_turns: int,
         statuses[s["status"]] = statuses.get(s["status"], 0) + 1
     cost = sum(usage.get(s["id"], (0.0, 0))[0] for s in scen)
     tokens = sum(usage.get(s["id"], (0.0, 0))[1] for s in scen)
-    return {"name": c["name"], "agent": c["agent"], "retries": c["retries"], "feedback": c["feedback"],
-            "scenarios": len(scen), "finished": sum(s["status"] in FINAL for s in scen),
-            "mean": _num(mean), "se": _num(se),
-            "pass_rate": sum(s["status"] == "done" for s in scen) / len(scen) if scen else None,
-            "unscored": statuses.get("infra_failed", 0), "statuses": statuses,
-            "cost": cost if tokens or cost else None, "tokens": tokens or None, "n_turns": n_turns}
+    return {
+        "name": c["name"],
+        "agent": c["agent"],
+        "retries": c["retries"],
+        "feedback": c["feedback"],
+        "scenarios": len(scen),
+        "finished": sum(s["status"] in FINAL for s in scen),
+        "mean": _num(mean),
+        "se": _num(se),
+        "pass_rate": sum(s["status"] == "done" for s in scen) / len(scen) if scen else None,
+        "unscored": statuses.get("infra_failed", 0),
+        "statuses": statuses,
+        "cost": cost if tokens or cost else None,
+        "tokens": tokens or None,
+        "n_turns": n_turns,
+    }
 
 
 def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
@@ -108,27 +118,55 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
         durations = [float(s["turns_passed"]) for s in scen]
         observed = [s["status"] == "failed" for s in scen]
         km = kaplan_meier(durations, observed) if scen else None
-        curves.append({"name": c["name"], "times": list(km.times) if km else [],
-                       "survival": list(km.survival) if km else [],
-                       "censored": [d for d, e in zip(durations, observed, strict=True) if not e],
-                       "tau": float(n_turns + 1)})
+        curves.append(
+            {
+                "name": c["name"],
+                "times": list(km.times) if km else [],
+                "survival": list(km.survival) if km else [],
+                "censored": [d for d, e in zip(durations, observed, strict=True) if not e],
+                "tau": float(n_turns + 1),
+            }
+        )
         for s in scen:
             row = scenario_row(c["name"], _stored(s), progress.get(s["id"], []))
             cells = list(row.history)
             if row.status not in FINAL and len(cells) <= n_turns:
                 cells.append("·" if row.status == "pending" else "…")  # the turn being worked on
-            grid.append({"configuration": c["name"], "seed": s["seed"], "status": row.status, "phase": row.phase,
-                         "turns_passed": row.turns_passed, "cells": cells + [""] * max(0, n_turns + 1 - len(cells)),
-                         "last_failure": row.last_failure})
-    return {"sweep": sw, "sweep_id": sweep_id, "n_turns": n_turns, "configs": configs, "curves": curves,
-            "grid": grid, "turn_range": list(range(n_turns + 1)), "created": when(sw["created_at"]),
-            "metered": any(c["tokens"] for c in configs)}
+            grid.append(
+                {
+                    "configuration": c["name"],
+                    "seed": s["seed"],
+                    "status": row.status,
+                    "phase": row.phase,
+                    "turns_passed": row.turns_passed,
+                    "cells": cells + [""] * max(0, n_turns + 1 - len(cells)),
+                    "last_failure": row.last_failure,
+                }
+            )
+    return {
+        "sweep": sw,
+        "sweep_id": sweep_id,
+        "n_turns": n_turns,
+        "configs": configs,
+        "curves": curves,
+        "grid": grid,
+        "turn_range": list(range(n_turns + 1)),
+        "created": when(sw["created_at"]),
+        "metered": any(c["tokens"] for c in configs),
+    }
 
 
 def _stored(s: dict[str, Any]) -> StoredScenario:
-    return StoredScenario(id=s["id"], config_id=s["config_id"], seed=s["seed"], status=s["status"],
-                          turns_passed=s["turns_passed"], reason=s["reason"], sandbox={},
-                          infra_grant=s["infra_grant"] or 0)
+    return StoredScenario(
+        id=s["id"],
+        config_id=s["config_id"],
+        seed=s["seed"],
+        status=s["status"],
+        turns_passed=s["turns_passed"],
+        reason=s["reason"],
+        sandbox={},
+        infra_grant=s["infra_grant"] or 0,
+    )
 
 
 def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, seed: int) -> dict[str, Any]:
@@ -147,14 +185,33 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
         job = job_id(a["turn"], a["attempt"], a["infra_try"])
         log = bounded_tail(root / "control" / "jobs" / job / "log", LOG_LIMIT) if root else None
         u = usage.get(a["id"])
-        attempts.append({**a, "prompt": prompt, "prompt_cut": prompt_cut, "feedback": feedback,
-                         "feedback_cut": feedback_cut, "failing": failing, "job": job, "log": log,
-                         "launched": when(a["launched_at"]), "finished": when(a["finished_at"]),
-                         "usage": u, "anchor": f"a{a['id']}"})
+        attempts.append(
+            {
+                **a,
+                "prompt": prompt,
+                "prompt_cut": prompt_cut,
+                "feedback": feedback,
+                "feedback_cut": feedback_cut,
+                "failing": failing,
+                "job": job,
+                "log": log,
+                "launched": when(a["launched_at"]),
+                "finished": when(a["finished_at"]),
+                "usage": u,
+                "anchor": f"a{a['id']}",
+            }
+        )
     server_log = bounded_tail(root / "control" / "server.log", LOG_LIMIT) if root else None
-    return {"sweep_id": sweep_id, "scenario": sc, "sandbox": sandbox, "attempts": attempts,
-            "server_log": server_log, "events": browse.infra_events(conn, sc["id"]),
-            "updated": when(sc["updated_at"]), "cost": sum(float(u["cost"] or 0) for u in usage.values()) or None}
+    return {
+        "sweep_id": sweep_id,
+        "scenario": sc,
+        "sandbox": sandbox,
+        "attempts": attempts,
+        "server_log": server_log,
+        "events": browse.infra_events(conn, sc["id"]),
+        "updated": when(sc["updated_at"]),
+        "cost": sum(float(u["cost"] or 0) for u in usage.values()) or None,
+    }
 
 
 def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str | None) -> dict[str, Any]:
@@ -173,12 +230,27 @@ def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str 
     sa = {s["seed"]: s for s in scen if s["configuration"] == a}
     sb = {s["seed"]: s for s in scen if s["configuration"] == b}
     seeds = sorted(set(sa) & set(sb))
-    pairs = [{"seed": s, "a": sa[s]["turns_passed"], "b": sb[s]["turns_passed"], "a_status": sa[s]["status"],
-              "b_status": sb[s]["status"], "diff": sa[s]["turns_passed"] - sb[s]["turns_passed"]} for s in seeds]
+    pairs = [
+        {
+            "seed": s,
+            "a": sa[s]["turns_passed"],
+            "b": sb[s]["turns_passed"],
+            "a_status": sa[s]["status"],
+            "b_status": sb[s]["status"],
+            "diff": sa[s]["turns_passed"] - sb[s]["turns_passed"],
+        }
+        for s in seeds
+    ]
     diffs = [float(p["diff"]) for p in pairs]
     mean, se = mean_se(diffs)
-    out.update(pairs=pairs, mean_diff=_num(mean), se_diff=_num(se),
-               p=wilcoxon_paired([p["a"] for p in pairs], [p["b"] for p in pairs]) if pairs else None,
-               wins=sum(d > 0 for d in diffs), losses=sum(d < 0 for d in diffs), ties=sum(d == 0 for d in diffs),
-               unfinished=sum(sa[s]["status"] not in FINAL or sb[s]["status"] not in FINAL for s in seeds))
+    out.update(
+        pairs=pairs,
+        mean_diff=_num(mean),
+        se_diff=_num(se),
+        p=wilcoxon_paired([p["a"] for p in pairs], [p["b"] for p in pairs]) if pairs else None,
+        wins=sum(d > 0 for d in diffs),
+        losses=sum(d < 0 for d in diffs),
+        ties=sum(d == 0 for d in diffs),
+        unfinished=sum(sa[s]["status"] not in FINAL or sb[s]["status"] not in FINAL for s in seeds),
+    )
     return out

@@ -86,8 +86,14 @@ def serve(state_dir: Path, host: str, port: int, unix: Path | None, say: Callabl
             token = secrets.token_urlsafe(24)
             where = f"http://{shown}:{bound_port}/?token={token}  (the token is shown only now)"
     say(f"staminad view: {state_dir / 'staminad.db'} at {where}; Ctrl-C stops")
-    config = uvicorn.Config(create_app(state_dir, token=token, allowed_hosts=allowed), log_level="warning",
-                            access_log=False, lifespan="off", timeout_keep_alive=5, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        create_app(state_dir, token=token, allowed_hosts=allowed),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=5,
+    )
     try:
         asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
     finally:

@@ -42,8 +42,11 @@ def write_site(state_dir: Path, out: Path, sweeps: list[str] | None = None, figu
             pairs = [(best["name"], c["name"]) for c in sweep["configs"] if best and c["name"] != best["name"]]
             page(links.sweep(s["id"]), "sweep.html", comparisons=pairs, **sweep)
             for row in sweep["grid"]:
-                page(links.scenario(s["id"], row["configuration"], row["seed"]), "scenario.html",
-                     **model.scenario_page(conn, s["id"], row["configuration"], row["seed"]))
+                page(
+                    links.scenario(s["id"], row["configuration"], row["seed"]),
+                    "scenario.html",
+                    **model.scenario_page(conn, s["id"], row["configuration"], row["seed"]),
+                )
             for a, b in pairs:
                 page(links.compare(s["id"], a, b), "compare.html", **model.compare_page(conn, s["id"], a, b))
     finally:
@@ -58,6 +61,11 @@ def _figures(figures: Any) -> list[dict[str, str]]:
     out = []
     for f in figures.figures:
         png = next(Path(p) for p in f.paths if p.endswith(".png"))
-        out.append({"name": f.name, "caption": f.caption,
-                    "src": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()})
+        out.append(
+            {
+                "name": f.name,
+                "caption": f.caption,
+                "src": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode(),
+            }
+        )
     return out + [{"name": "", "caption": line, "src": ""} for line in figures.skipped]

@@ -28,16 +28,22 @@ def survival_svg(curves: list[dict[str, Any]]) -> Markup:
     def y(s: float) -> float:
         return TOP + ph * (1 - s)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="survival" viewBox="0 0 {W} {H}" role="img" '
-             f'aria-label="Kaplan-Meier survival over turns">',
-             f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="survival" viewBox="0 0 {W} {H}" role="img" '
+        f'aria-label="Kaplan-Meier survival over turns">',
+        f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
     step = max(1, round(tau / 10))
     for t in range(0, int(tau) + 1, step):
-        parts.append(f'<line x1="{x(t):.1f}" y1="{TOP + ph}" x2="{x(t):.1f}" y2="{TOP + ph + 4}" stroke="#333"/>'
-                     f'<text x="{x(t):.1f}" y="{TOP + ph + 16}" text-anchor="middle" font-size="11">{t}</text>')
+        parts.append(
+            f'<line x1="{x(t):.1f}" y1="{TOP + ph}" x2="{x(t):.1f}" y2="{TOP + ph + 4}" stroke="#333"/>'
+            f'<text x="{x(t):.1f}" y="{TOP + ph + 16}" text-anchor="middle" font-size="11">{t}</text>'
+        )
     for s in (0.0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(f'<text x="{LEFT - 6}" y="{y(s) + 4:.1f}" text-anchor="end" font-size="11">{s:g}</text>'
-                     f'<line x1="{LEFT}" y1="{y(s):.1f}" x2="{LEFT + pw}" y2="{y(s):.1f}" stroke="#eee"/>')
+        parts.append(
+            f'<text x="{LEFT - 6}" y="{y(s) + 4:.1f}" text-anchor="end" font-size="11">{s:g}</text>'
+            f'<line x1="{LEFT}" y1="{y(s):.1f}" x2="{LEFT + pw}" y2="{y(s):.1f}" stroke="#eee"/>'
+        )
     parts.append(f'<text x="{LEFT + pw / 2}" y="{H - 4}" text-anchor="middle" font-size="12">turns survived</text>')
     for i, c in enumerate(curves):
         colour, dash = COLOURS[i % len(COLOURS)], DASHES[i % len(DASHES)]
@@ -49,18 +55,26 @@ def survival_svg(curves: list[dict[str, Any]]) -> Markup:
         path = " ".join(f"{x(t):.1f},{y(s):.1f}" for t, s in pts)
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         name = escape(c["name"])
-        parts.append(f'<polyline class="curve" points="{path}" fill="none" stroke="{colour}" stroke-width="2"'
-                     f'{dash_attr}><title>{name}</title></polyline>')
+        parts.append(
+            f'<polyline class="curve" points="{path}" fill="none" stroke="{colour}" stroke-width="2"'
+            f"{dash_attr}><title>{name}</title></polyline>"
+        )
         for t in c["censored"]:
             s = _at(c, t)
-            parts.append(f'<line x1="{x(t):.1f}" y1="{y(s) - 5:.1f}" x2="{x(t):.1f}" y2="{y(s) + 5:.1f}" '
-                         f'stroke="{colour}" stroke-width="1.5"/>')
+            parts.append(
+                f'<line x1="{x(t):.1f}" y1="{y(s) - 5:.1f}" x2="{x(t):.1f}" y2="{y(s) + 5:.1f}" '
+                f'stroke="{colour}" stroke-width="1.5"/>'
+            )
         ly = TOP + 14 + 18 * i
-        parts.append(f'<line x1="{W - RIGHT + 10}" y1="{ly}" x2="{W - RIGHT + 40}" y2="{ly}" stroke="{colour}" '
-                     f'stroke-width="2"{dash_attr}/><text x="{W - RIGHT + 46}" y="{ly + 4}" font-size="11">'
-                     f'{name}</text>')
-    parts.append(f'<text x="{W - RIGHT + 10}" y="{TOP + 14 + 18 * len(curves) + 6}" font-size="10" fill="#555">'
-                 "| = censored (done or infra)</text></svg>")
+        parts.append(
+            f'<line x1="{W - RIGHT + 10}" y1="{ly}" x2="{W - RIGHT + 40}" y2="{ly}" stroke="{colour}" '
+            f'stroke-width="2"{dash_attr}/><text x="{W - RIGHT + 46}" y="{ly + 4}" font-size="11">'
+            f"{name}</text>"
+        )
+    parts.append(
+        f'<text x="{W - RIGHT + 10}" y="{TOP + 14 + 18 * len(curves) + 6}" font-size="10" fill="#555">'
+        "| = censored (done or infra)</text></svg>"
+    )
     return Markup("".join(parts))
 
 

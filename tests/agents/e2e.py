@@ -11,13 +11,26 @@ from pathlib import Path
 from staminad.bench.scenario import ScenarioParams
 
 
-def write_sweep(tmp: Path, name: str, agents: list[str], endpoint: str, model: str, params: ScenarioParams, *,
-                retries: int, image: str | None = None, turn_timeout: int = 300, infra_retries: int = 2,
-                price: tuple[float, float] = (1.0, 10.0), extra_llm: str = "") -> Path:
+def write_sweep(
+    tmp: Path,
+    name: str,
+    agents: list[str],
+    endpoint: str,
+    model: str,
+    params: ScenarioParams,
+    *,
+    retries: int,
+    image: str | None = None,
+    turn_timeout: int = 300,
+    infra_retries: int = 2,
+    price: tuple[float, float] = (1.0, 10.0),
+    extra_llm: str = "",
+) -> Path:
     """A sweep file of seed 0 in Docker, its model calls going through the gateway to `endpoint`."""
     sweep = tmp / "s.toml"
     image_line = f'image = "{image}"' if image is not None else ""
-    sweep.write_text(textwrap.dedent(f"""
+    sweep.write_text(
+        textwrap.dedent(f"""
         name = "{name}"
         [scenarios]
         seeds = "0"
@@ -38,11 +51,16 @@ def write_sweep(tmp: Path, name: str, agents: list[str], endpoint: str, model: s
         [llm.pricing."{model}"]
         input = {price[0]}
         output = {price[1]}
-        """))
+        """)
+    )
     return sweep
 
 
 def run_sweep(sweep: Path, state: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """`staminad run SWEEP --state-dir STATE` to its end (bounded), its output captured."""
-    return subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -45,18 +45,24 @@ def _script(tmp: Path, tool: str) -> list[Reply]:
     (work / "README.md").write_text(render_readme("python"))
     (work / "initial_specification.md").write_text(render_spec(scenario.initial))
     reference_agent.run(work, initial_prompt("python"), None, False)
-    replies = [Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
-               Reply(content="The server is written and compiles."),
-               Reply(content="Nothing needs to change.")]
+    replies = [
+        Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
+        Reply(content="The server is written and compiles."),
+        Reply(content="Nothing needs to change."),
+    ]
     reference_agent.run(work, change_prompt(scenario.turns[0], scenario.initial)[0], None, False)
-    return [*replies, Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
-            Reply(content="Applied the changes.")]
+    return [
+        *replies,
+        Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
+        Reply(content="Applied the changes."),
+    ]
 
 
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("name", sorted(SHELL_TOOL))
 def test_passes_two_turns_and_a_feedback_retry_in_one_session(
-        name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Turn 0 passes, turn 1 on its retry; 5 metered chat calls; the retry continues the same conversation."""
     image = _layer(name, tmp_path_factory)
     with StandIn(_script(tmp_path, SHELL_TOOL[name]), model=MODEL) as standin:
@@ -69,8 +75,10 @@ def test_passes_two_turns_and_a_feedback_retry_in_one_session(
     outcomes = db.execute("SELECT turn, attempt, outcome FROM attempts ORDER BY id").fetchall()
     assert [o[:2] for o in outcomes] == [(0, 1), (1, 1), (1, 2)], (outcomes, done.stdout)
     assert outcomes[0][2] == "pass" and outcomes[1][2] != "pass" and outcomes[2][2] == "pass", outcomes
-    calls = db.execute("SELECT a.turn, a.attempt, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
-                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    calls = db.execute(
+        "SELECT a.turn, a.attempt, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+        "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id"
+    ).fetchall()
     assert [c[:2] for c in calls] == [(0, 1)] * 2 + [(1, 1)] + [(1, 2)] * 2
     assert all(c[2] > 0 and c[3] > 0 and c[4] > 0 for c in calls)
     assert len(requests) == 5 and all(r["path"].endswith("/chat/completions") for r in requests)

@@ -60,24 +60,48 @@ def _reference_files(tmp: Path) -> list[dict[str, str]]:
 def _script(tmp: Path, false_claim: bool = True) -> list[Reply]:
     """The model's side: Write the files, Bash-check, finish; turn 1: a false claim (tests fail), then the fix."""
     turn0, turn1 = _reference_files(tmp)
-    writes = [{"name": "Write", "arguments": {"file_path": f"/workspace/{name}", "content": text}}
-              for name, text in turn0.items()]
+    writes = [
+        {"name": "Write", "arguments": {"file_path": f"/workspace/{name}", "content": text}}
+        for name, text in turn0.items()
+    ]
     # Files that exist already are rewritten through Bash: Claude Code's Write refuses a file it has not Read.
-    rewrite = " && ".join(f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {name}"
-                          for name, text in turn1.items())
-    check = {"name": "Bash", "arguments": {"command": "python3 -m py_compile server.py && echo compiled",
-                                           "description": "Check the server compiles"}}
-    return [Reply(content="I'll write the server.", tool_calls=writes), Reply(tool_calls=[check]),
-            Reply(content="The server is written and compiles."),
-            *([Reply(content="The change is made.")] if false_claim else []),
-            Reply(tool_calls=[{"name": "Bash", "arguments": {"command": rewrite, "description": "Apply"}}]),
-            Reply(tool_calls=[check]), Reply(content="Fixed: the change is in place.")]
+    rewrite = " && ".join(
+        f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {name}" for name, text in turn1.items()
+    )
+    check = {
+        "name": "Bash",
+        "arguments": {
+            "command": "python3 -m py_compile server.py && echo compiled",
+            "description": "Check the server compiles",
+        },
+    }
+    return [
+        Reply(content="I'll write the server.", tool_calls=writes),
+        Reply(tool_calls=[check]),
+        Reply(content="The server is written and compiles."),
+        *([Reply(content="The change is made.")] if false_claim else []),
+        Reply(tool_calls=[{"name": "Bash", "arguments": {"command": rewrite, "description": "Apply"}}]),
+        Reply(tool_calls=[check]),
+        Reply(content="Fixed: the change is in place."),
+    ]
 
 
-def _sweep(tmp: Path, standin: StandIn, agents: list[str], extra_llm: str = "", infra_retries: int = 2,
-           price: float = 1.0) -> Path:
-    return write_sweep(tmp, "claude-e2e", agents, standin.url, "standin-1", PARAMS, retries=1, turn_timeout=180,
-                       infra_retries=infra_retries, price=(price, price), extra_llm=extra_llm)
+def _sweep(
+    tmp: Path, standin: StandIn, agents: list[str], extra_llm: str = "", infra_retries: int = 2, price: float = 1.0
+) -> Path:
+    return write_sweep(
+        tmp,
+        "claude-e2e",
+        agents,
+        standin.url,
+        "standin-1",
+        PARAMS,
+        retries=1,
+        turn_timeout=180,
+        infra_retries=infra_retries,
+        price=(price, price),
+        extra_llm=extra_llm,
+    )
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
@@ -90,7 +114,8 @@ def _texts(request: dict[str, Any]) -> list[str]:
 
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_the_reference(
-        tmp_path: Path, claude_image: str, sandbox_image: str) -> None:
+    tmp_path: Path, claude_image: str, sandbox_image: str
+) -> None:
     """Reference and claude-code, each in its own image, pass both turns; the feedback retry resumes the session."""
     with StandIn(_script(tmp_path)) as standin:
         sweep = _sweep(tmp_path, standin, ["reference", "claude-code"])
@@ -99,17 +124,23 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
         assert done.returncode == 0, done.stdout + done.stderr
         requests = list(standin.requests)
     db = sqlite3.connect(state / "staminad.db")
-    rows = db.execute("SELECT c.agent, s.status, s.turns_passed, s.sandbox FROM scenarios s "
-                      "JOIN configurations c ON c.id = s.config_id ORDER BY c.agent").fetchall()
+    rows = db.execute(
+        "SELECT c.agent, s.status, s.turns_passed, s.sandbox FROM scenarios s "
+        "JOIN configurations c ON c.id = s.config_id ORDER BY c.agent"
+    ).fetchall()
     assert [r[:3] for r in rows] == [("claude-code", "done", 2), ("reference", "done", 2)], done.stdout
     images = {r[0]: json.loads(r[3])["image"] for r in rows}
     assert images == {"claude-code": claude_image, "reference": "staminabench/sandbox:latest"}
-    outcomes = db.execute("SELECT a.turn, a.attempt, a.outcome FROM attempts a JOIN scenarios s ON s.id = "
-                          "a.scenario_id JOIN configurations c ON c.id = s.config_id WHERE c.agent = "
-                          "'claude-code' ORDER BY a.id").fetchall()
+    outcomes = db.execute(
+        "SELECT a.turn, a.attempt, a.outcome FROM attempts a JOIN scenarios s ON s.id = "
+        "a.scenario_id JOIN configurations c ON c.id = s.config_id WHERE c.agent = "
+        "'claude-code' ORDER BY a.id"
+    ).fetchall()
     assert outcomes == [(0, 1, "pass"), (1, 1, "fail"), (1, 2, "pass")]
-    calls = db.execute("SELECT a.turn, a.attempt, l.api, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
-                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    calls = db.execute(
+        "SELECT a.turn, a.attempt, l.api, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+        "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id"
+    ).fetchall()
     model_calls = [c for c in calls if c[2] == "anthropic"]
     assert [c[:2] for c in model_calls] == [(0, 1)] * 3 + [(1, 1)] + [(1, 2)] * 3, calls
     assert all(c[3] > 0 and c[4] > 0 and c[5] > 0 for c in model_calls)
@@ -122,8 +153,8 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
     assert any("initial_specification.md" in t for t in turn1[:3])  # turn 1 resumed the turn-0 conversation
     assert any("The server is written and compiles." in t for t in turn1)
     assert any("The change is made." in t for t in retry)  # the retry carries the failed attempt's exchange
-    assert len(retry) > len(turn1) and retry[:len(turn1) - 1] == turn1[:-1]  # the same history, grown
-    assert any("make the following changes" in t for t in retry[len(turn1) - 1:len(turn1) + 1])
+    assert len(retry) > len(turn1) and retry[: len(turn1) - 1] == turn1[:-1]  # the same history, grown
+    assert any("make the following changes" in t for t in retry[len(turn1) - 1 : len(turn1) + 1])
 
 
 class _OutageAt(StandIn):
@@ -143,8 +174,9 @@ class _OutageAt(StandIn):
 
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 @pytest.mark.parametrize(("fault", "turn"), [(Fault("status", 503), 0), (Fault("reset"), 1)], ids=["503", "reset"])
-def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, claude_image: str, fault: Fault,
-                                                              turn: int) -> None:
+def test_an_upstream_outage_is_an_infra_retry_for_claude_code(
+    tmp_path: Path, claude_image: str, fault: Fault, turn: int
+) -> None:
     """An outage past the timeout makes the attempt `llm_unavailable`; its infra retry passes, R and history clean."""
     script = _script(tmp_path, false_claim=False)
     with _OutageAt(script, len(script) - 3 * turn, [fault] * 2) as standin:  # turn 0: 3 replies, turn 1: 3
@@ -154,15 +186,18 @@ def test_an_upstream_outage_is_an_infra_retry_for_claude_code(tmp_path: Path, cl
     db = sqlite3.connect(tmp_path / "st" / "staminad.db")
     rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
     expected = [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
-    expected[turn:turn + 1] = [(turn, 1, 0, "infra", "llm_unavailable"), (turn, 1, 1, "pass", None)]
+    expected[turn : turn + 1] = [(turn, 1, 0, "infra", "llm_unavailable"), (turn, 1, 1, "pass", None)]
     assert rows == expected, done.stdout
     assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
     home = next((tmp_path / "st" / "sandboxes").glob("*/*/workspace/.home"))
     session = (home / ".staminabench" / "claude-code.session").read_text()
     history = next(home.glob(f".claude/projects/*/{session}.jsonl")).read_text()
     records = [json.loads(line) for line in history.splitlines()]
-    prompts = [json.dumps(r["message"]["content"]) for r in records if r.get("type") == "user"
-               and "tool_result" not in json.dumps(r["message"]["content"])]
+    prompts = [
+        json.dumps(r["message"]["content"])
+        for r in records
+        if r.get("type") == "user" and "tool_result" not in json.dumps(r["message"]["content"])
+    ]
     # The retried call left no trace in the session it resumes: each prompt once, no API error.
     assert "API Error" not in history and len(prompts) == 2, prompts
     assert "Implement the REST API server" in prompts[0] and "make the following changes" in prompts[1]

@@ -29,8 +29,12 @@ def _frames(text: str) -> list[tuple[str, dict[str, object]]]:
 def test_a_streamed_tool_call_follows_the_messages_event_order() -> None:
     """Text then a tool_use block, streamed: event names, order, indices, joined partial JSON, usage."""
     with StandIn([Reply(content="Writing it.", tool_calls=[CALL])]) as standin:
-        body = {"model": "standin-1", "max_tokens": 100, "stream": True,
-                "messages": [{"role": "user", "content": "write a.py"}]}
+        body = {
+            "model": "standin-1",
+            "max_tokens": 100,
+            "stream": True,
+            "messages": [{"role": "user", "content": "write a.py"}],
+        }
         reply = httpx.post(f"{standin.url}/messages?beta=true", json=body, timeout=10)
     assert reply.headers["content-type"] == "text/event-stream"
     frames = _frames(reply.text)

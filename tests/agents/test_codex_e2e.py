@@ -64,20 +64,48 @@ def _script(tmp: Path) -> list[Reply]:
     (work / "README.md").write_text(render_readme("python"))
     (work / "initial_specification.md").write_text(render_spec(scenario.initial))
     reference_agent.run(work, initial_prompt("python"), None, False)
-    replies = [Reply(content="Adding the server.", tool_calls=[{"name": "apply_patch", "input": _add_patch(work)}]),
-               Reply(tool_calls=[{"name": "exec_command", "arguments": {
-                   "cmd": "chmod +x run_server.sh && python3 -m py_compile server.py && echo compiled"}}]),
-               Reply(content="The server is written and compiles."),
-               Reply(content="Nothing needs to change.")]  # turn 1, attempt 1: its tests fail
+    replies = [
+        Reply(content="Adding the server.", tool_calls=[{"name": "apply_patch", "input": _add_patch(work)}]),
+        Reply(
+            tool_calls=[
+                {
+                    "name": "exec_command",
+                    "arguments": {"cmd": "chmod +x run_server.sh && python3 -m py_compile server.py && echo compiled"},
+                }
+            ]
+        ),
+        Reply(content="The server is written and compiles."),
+        Reply(content="Nothing needs to change."),
+    ]  # turn 1, attempt 1: its tests fail
     reference_agent.run(work, change_prompt(scenario.turns[0], scenario.initial)[0], None, False)
-    return [*replies, Reply(tool_calls=[{"name": "exec_command", "arguments": {"cmd": _rewrite(work)}}]),
-            Reply(content="Applied the changes.")]
+    return [
+        *replies,
+        Reply(tool_calls=[{"name": "exec_command", "arguments": {"cmd": _rewrite(work)}}]),
+        Reply(content="Applied the changes."),
+    ]
 
 
-def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2,
-           agent: str = "codex", model: str = MODEL) -> Path:
-    return write_sweep(tmp, "codex-e2e", [agent], standin.url, model, PARAMS, retries=1, image=image,
-                       infra_retries=infra_retries, extra_llm=extra_llm)
+def _sweep(
+    tmp: Path,
+    standin: StandIn,
+    image: str,
+    extra_llm: str = "",
+    infra_retries: int = 2,
+    agent: str = "codex",
+    model: str = MODEL,
+) -> Path:
+    return write_sweep(
+        tmp,
+        "codex-e2e",
+        [agent],
+        standin.url,
+        model,
+        PARAMS,
+        retries=1,
+        image=image,
+        infra_retries=infra_retries,
+        extra_llm=extra_llm,
+    )
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
@@ -102,8 +130,10 @@ def test_codex_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Pa
     outcomes = db.execute("SELECT turn, attempt, outcome FROM attempts ORDER BY id").fetchall()
     assert [o[:2] for o in outcomes] == [(0, 1), (1, 1), (1, 2)], (outcomes, done.stdout)
     assert outcomes[0][2] == "pass" and outcomes[1][2] != "pass" and outcomes[2][2] == "pass", outcomes
-    calls = db.execute("SELECT a.turn, a.attempt, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
-                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    calls = db.execute(
+        "SELECT a.turn, a.attempt, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+        "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id"
+    ).fetchall()
     assert [c[:2] for c in calls] == [(0, 1)] * 3 + [(1, 1)] + [(1, 2)] * 2
     assert all(c[2] > 0 and c[3] > 0 and c[4] > 0 for c in calls)
     assert len(requests) == 6 and all(r["path"].endswith("/responses") for r in requests)

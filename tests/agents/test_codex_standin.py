@@ -8,13 +8,19 @@ from typing import Any
 
 from tests.standin import Reply, StandIn
 
-REPLY = Reply(content="Patching.", tool_calls=[{"name": "exec_command", "arguments": {"cmd": "ls"}},
-                                               {"name": "apply_patch", "input": "*** Begin Patch\n*** End Patch\n"}])
+REPLY = Reply(
+    content="Patching.",
+    tool_calls=[
+        {"name": "exec_command", "arguments": {"cmd": "ls"}},
+        {"name": "apply_patch", "input": "*** Begin Patch\n*** End Patch\n"},
+    ],
+)
 
 
 def _post(url: str, body: dict[str, Any]) -> bytes:
-    request = urllib.request.Request(f"{url}/responses", data=json.dumps(body).encode(),
-                                     headers={"content-type": "application/json"})
+    request = urllib.request.Request(
+        f"{url}/responses", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return bytes(response.read())
 

@@ -32,12 +32,22 @@ def test_every_harness_runs_unattended_and_continues_its_session(name: str) -> N
     assert any("m-1" in a for a in [*first, *h.env(BASE, "m-1").values(), *h.files(BASE, "m-1").values()])
     if name not in ("mini-swe-agent", "aider", "qwen-code"):
         assert "SESSION-9" in again
-    unattended = {"--dangerously-skip-permissions", "--dangerously-bypass-approvals-and-sandbox", "--yolo",
-                  "--yes-always", "--auto-approve", "--always-approve", "--print", "run", "--task"}
+    unattended = {
+        "--dangerously-skip-permissions",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--yolo",
+        "--yes-always",
+        "--auto-approve",
+        "--always-approve",
+        "--print",
+        "run",
+        "--task",
+    }
     assert unattended & set(first), first
     env = h.env(BASE, "m-1")
-    assert any(BASE.removesuffix("/v1") in v for v in env.values()) or \
-        any(BASE in t for t in h.files(BASE, "m-1").values())
+    assert any(BASE.removesuffix("/v1") in v for v in env.values()) or any(
+        BASE in t for t in h.files(BASE, "m-1").values()
+    )
     assert h.version and h.install.split(":")[0] in ("pypi", "npm")
 
 
@@ -58,19 +68,23 @@ def test_config_files_are_valid_and_point_at_the_gateway() -> None:
 def test_recorded_outputs_give_session_success_and_tokens() -> None:
     """Each parser reads the session id, whether the harness itself succeeded, and token usage."""
     session = "0e4e08cc-f5de-483f-9420-f21c08fb3803"  # real captures: Claude Code 2.1.332, first call and --resume
-    assert _parse("claude-code", "claude-code.jsonl") == Report(session=session, ok=True, input_tokens=25315,
-                                                                output_tokens=8600)
-    assert _parse("claude-code", "claude-code-resume.jsonl") == Report(session=session, ok=True,
-                                                                       input_tokens=11618, output_tokens=5)
+    assert _parse("claude-code", "claude-code.jsonl") == Report(
+        session=session, ok=True, input_tokens=25315, output_tokens=8600
+    )
+    assert _parse("claude-code", "claude-code-resume.jsonl") == Report(
+        session=session, ok=True, input_tokens=11618, output_tokens=5
+    )
     error = _parse("claude-code", "claude-code-error.jsonl", code=1)  # its result still says subtype "success"
     assert not error.ok and error.error.startswith("API Error: 503 staminabench gateway: model endpoint unavailable")
     # codex: real captures, pinned in test_codex_recordings.py
-    assert _parse("opencode", "opencode.jsonl") == Report(session="ses_5b2f9c1e0ffeW1a2b3c4d5e6f7", ok=True,
-                                                          input_tokens=4500, output_tokens=500)
+    assert _parse("opencode", "opencode.jsonl") == Report(
+        session="ses_5b2f9c1e0ffeW1a2b3c4d5e6f7", ok=True, input_tokens=4500, output_tokens=500
+    )
     assert _parse("qwen-code", "qwen-code.json") == Report(ok=True, input_tokens=41230, output_tokens=5120)
     # kimi-cli: real captures, pinned in test_kimi_recordings.py
-    assert _parse("openhands", "openhands.jsonl") == Report(session="c0ffee12a3b4", ok=True, input_tokens=15500,
-                                                            output_tokens=2100)
+    assert _parse("openhands", "openhands.jsonl") == Report(
+        session="c0ffee12a3b4", ok=True, input_tokens=15500, output_tokens=2100
+    )
     live = [_parse("aider", f"aider-live-{call}.txt") for call in ("first", "resume")]
     assert [(r.ok, r.input_tokens, r.output_tokens) for r in live] == [(True, 709, 13), (True, 751, 13)]
     assert "Restored previous conversation history." in (REC / "aider-live-resume.txt").read_text()
@@ -85,12 +99,21 @@ def test_adapters_launch_through_the_launcher_and_are_listed() -> None:
     """A harness adapter runs `scripts/harness.py`; `staminad agents list` shows every adapter and version."""
     paths = SandboxPaths("/workspace", "/stamina", "/harness")
     argv = adapter_for("codex").argv(paths, "/stamina/prompts/t0.md")
-    assert argv == ["python3", "/harness/agents/scripts/harness.py", "--harness", "codex", "--workspace",
-                    "/workspace", "--prompt-file", "/stamina/prompts/t0.md"]
+    assert argv == [
+        "python3",
+        "/harness/agents/scripts/harness.py",
+        "--harness",
+        "codex",
+        "--workspace",
+        "/workspace",
+        "--prompt-file",
+        "/stamina/prompts/t0.md",
+    ]
     names = {a.name for a in list_adapters()}
     assert set(HARNESSES) <= names and {"reference", "manual", "fault:hang"} <= names
-    listed = subprocess.run([sys.executable, "-m", "staminad.cli", "agents", "list", "--json"], capture_output=True,
-                            text=True, timeout=120)
+    listed = subprocess.run(
+        [sys.executable, "-m", "staminad.cli", "agents", "list", "--json"], capture_output=True, text=True, timeout=120
+    )
     rows = {r["agent"]: r for r in json.loads(listed.stdout)}
     assert rows["aider"]["version"] == "0.86.2" and rows["aider"]["kind"] == "harness"
     claude = rows["claude-code"]
@@ -103,8 +126,12 @@ def test_a_sweep_with_a_harness_needs_an_llm_table(tmp_path: Path) -> None:
     """A real harness without [llm] is refused in one line; with it the sweep parses."""
     path = tmp_path / "s.toml"
     path.write_text('name = "h"\n[matrix]\nagents = ["aider"]\n')
-    done = subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "needs a model: add an [llm] table" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -116,9 +143,11 @@ def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> 
     from staminad.sandbox.runtime import _harness_flag, sweep_images
 
     path = tmp_path / "s.toml"
-    path.write_text('name = "mix"\n[matrix]\nagents = ["reference", "claude-code", "mini-swe-agent", "mutant:'
-                    'accept-null"]\nretries = [0, 1]\n[run]\nimage = "img:built-ins"\n'
-                    '[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n')
+    path.write_text(
+        'name = "mix"\n[matrix]\nagents = ["reference", "claude-code", "mini-swe-agent", "mutant:'
+        'accept-null"]\nretries = [0, 1]\n[run]\nimage = "img:built-ins"\n'
+        '[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+    )
     sweep, _ = load_sweep(path)
     assert sweep_images(sweep) == ["img:built-ins", harness_tag("claude-code"), harness_tag("mini-swe-agent")]
     assert adapter_for("claude-code").image == harness_tag("claude-code") != harness_tag("mini-swe-agent")

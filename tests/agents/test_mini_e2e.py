@@ -55,9 +55,12 @@ def _script(tmp: Path) -> list[Reply]:
     prompts = [initial_prompt("python"), change_prompt(scenario.turns[0], scenario.initial)[0]]
     for prompt in prompts:
         reference_agent.run(work, prompt, None, False)
-        replies += [Reply(tool_calls=[{"name": "bash", "arguments": {"command": _write_files(work)}}]),
-                    Reply(tool_calls=[{"name": "bash",
-                                       "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}])]
+        replies += [
+            Reply(tool_calls=[{"name": "bash", "arguments": {"command": _write_files(work)}}]),
+            Reply(
+                tool_calls=[{"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]
+            ),
+        ]
     return replies
 
 
@@ -73,8 +76,10 @@ def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, min
     db = sqlite3.connect(state / "staminad.db")
     outcomes = db.execute("SELECT turn, outcome FROM attempts ORDER BY id").fetchall()
     assert outcomes == [(0, "pass"), (1, "pass")], (outcomes, done.stdout)
-    calls = db.execute("SELECT a.turn, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
-                       "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id").fetchall()
+    calls = db.execute(
+        "SELECT a.turn, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
+        "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id"
+    ).fetchall()
     assert [c[0] for c in calls] == [0, 0, 1, 1]
     assert all(c[1] > 0 and c[2] > 0 and c[3] > 0 for c in calls)
     assert "tokens" in done.stdout and " $" in done.stdout  # the summary reports what the model calls cost
@@ -87,8 +92,19 @@ def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, min
 
 
 def _sweep(tmp: Path, standin: StandIn, image: str, extra_llm: str = "", infra_retries: int = 2) -> Path:
-    return write_sweep(tmp, "mini-infra", ["mini-swe-agent"], standin.url, "standin-1", PARAMS, retries=0,
-                       image=image, infra_retries=infra_retries, price=(1000.0, 1000.0), extra_llm=extra_llm)
+    return write_sweep(
+        tmp,
+        "mini-infra",
+        ["mini-swe-agent"],
+        standin.url,
+        "standin-1",
+        PARAMS,
+        retries=0,
+        image=image,
+        infra_retries=infra_retries,
+        price=(1000.0, 1000.0),
+        extra_llm=extra_llm,
+    )
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:

@@ -9,8 +9,10 @@ from staminad.agents.harnesses import HARNESSES
 REC = Path(__file__).parent / "recordings"
 VIBE = HARNESSES["mistral-vibe"]
 # What vibe 3.0.2 printed on stderr for an upstream 500 with its own retries off (it exited 2).
-SERVER_ERROR = ("Reading API keys from the system keyring (set them as environment variables to skip this)\n"
-                "Error: Server error '500 Internal Server Error' for url 'http://127.0.0.1:43383/v1/chat/completions'\n")
+SERVER_ERROR = (
+    "Reading API keys from the system keyring (set them as environment variables to skip this)\n"
+    "Error: Server error '500 Internal Server Error' for url 'http://127.0.0.1:43383/v1/chat/completions'\n"
+)
 
 
 def test_a_captured_resumed_call_gives_its_session() -> None:

@@ -14,8 +14,14 @@ from staminad.cli import main
 from state import Store
 from tests.engine.conftest import sweep, write_sweep
 
-NAMES = ("survival", "turns_vs_retry_budget", "failures_first", "failures_all", "cost_vs_turns",
-         "turns_within_cost_budget")
+NAMES = (
+    "survival",
+    "turns_vs_retry_budget",
+    "failures_first",
+    "failures_all",
+    "cost_vs_turns",
+    "turns_within_cost_budget",
+)
 
 
 async def _meter(db: Path) -> None:
@@ -24,15 +30,32 @@ async def _meter(db: Path) -> None:
         async with store.db.execute("SELECT a.id, a.scenario_id, a.turn, a.attempt FROM attempts a") as cur:
             rows = await cur.fetchall()
         for attempt_id, scenario_id, turn, attempt in rows:
-            await store.llm_call(scenario_id, attempt_id, turn, "openai", "m", (1000 * attempt, 200, 0),
-                                 0.01 * attempt, 200, 0.5, 0.0, False)
+            await store.llm_call(
+                scenario_id,
+                attempt_id,
+                turn,
+                "openai",
+                "m",
+                (1000 * attempt, 200, 0),
+                0.01 * attempt,
+                200,
+                0.5,
+                0.0,
+                False,
+            )
 
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("figures")
-    path = write_sweep(tmp, "fig", ["reference", "mutant:rounded-avg+fix", "mutant:500-on-wrong-type",
-                                    "fault:crash:once"], seeds="0-2", turns=3, retries=1)
+    path = write_sweep(
+        tmp,
+        "fig",
+        ["reference", "mutant:rounded-avg+fix", "mutant:500-on-wrong-type", "fault:crash:once"],
+        seeds="0-2",
+        turns=3,
+        retries=1,
+    )
     anyio.run(sweep, path, tmp / "state")
     return tmp / "state"
 
@@ -83,8 +106,11 @@ def test_text_stays_editable_in_svg_and_pdf(report_dir: Path) -> None:
 
 def test_captions_say_n_turns_r_and_the_error_bars(report_dir: Path) -> None:
     """Each figure carries a caption line with N scenarios, the turns, R and what its bars or bands are."""
-    for name, bars in (("survival", "95% CI"), ("turns_vs_retry_budget", "±1 SE"),
-                       ("turns_within_cost_budget", "±1 SE")):
+    for name, bars in (
+        ("survival", "95% CI"),
+        ("turns_vs_retry_budget", "±1 SE"),
+        ("turns_within_cost_budget", "±1 SE"),
+    ):
         svg = (report_dir / f"{name}.svg").read_text()
         assert "N = 3 scenarios per configuration, turns 0-3, R = 1" in svg and bars in svg, name
 
@@ -121,8 +147,9 @@ def test_loc_figure_is_skipped_with_a_reason_when_it_says_nothing() -> None:
     assert figures.loc_information({"loc_by_turn": {"a": [(0, 300.0, 0.0, 3), (1, 357.0, 1.0, 3)]}}) is None
 
 
-def test_without_usage_the_cost_figures_are_skipped_with_a_line(state: Path, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_usage_the_cost_figures_are_skipped_with_a_line(
+    state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """An unmetered store draws no cost figures and prints why, once."""
     assert main(["report", "fig", "--state-dir", str(state), "--out", str(tmp_path), "--bootstrap", "200"]) == 0
     out = capsys.readouterr().out
@@ -139,12 +166,16 @@ def test_turns_within_budget_counts_turns_until_the_running_cost_exceeds_it() ->
 def test_report_html_writes_a_self_contained_static_site(metered: Path, tmp_path: Path) -> None:
     """`report --html` writes index, sweep, scenario and comparison pages that link only to each other, with
     figures embedded and no script."""
-    assert main(["report", "fig", "--state-dir", str(metered), "--out", str(tmp_path), "--bootstrap", "200",
-                 "--html"]) == 0
+    assert (
+        main(["report", "fig", "--state-dir", str(metered), "--out", str(tmp_path), "--bootstrap", "200", "--html"])
+        == 0
+    )
     site = tmp_path / "site"
     pages = {p.name: p.read_text() for p in site.glob("*.html")}
-    assert len([n for n in pages if n.startswith("scenario-")]) == 12 and len(
-        [n for n in pages if n.startswith("compare-")]) == 3
+    assert (
+        len([n for n in pages if n.startswith("scenario-")]) == 12
+        and len([n for n in pages if n.startswith("compare-")]) == 3
+    )
     assert 'src="data:image/png;base64,' in pages["index.html"] and "<script" not in "".join(pages.values())
     for text in pages.values():
         for href in re.findall(r'href="([^"#]+)"', text):
@@ -177,11 +208,16 @@ def test_export_carries_timings_usage_and_leaves_what_does_not_apply_empty(meter
         assert float(r["finished_at"]) >= float(r["launched_at"]) > 0
         assert float(r["suite_seconds"]) > 0 and float(r["server_start_seconds"]) > 0 and r["passed_tests"]
         assert float(r["cost"]) == pytest.approx(0.01 * int(r["attempt"])) and r["input_tokens"] == str(
-            1000 * int(r["attempt"]))
+            1000 * int(r["attempt"])
+        )
     for r in infra:
         assert r["loc"] == r["failed_tests"] == r["passed_tests"] == r["suite_seconds"] == ""
         assert r["infra_kind"] == "harness_crash" and r["harness_exit"] not in ("", "0")
-    assert main(["export", "fig", "--state-dir", str(metered), "--format", "parquet", "--out",
-                 str(tmp_path / "a.parquet")]) == 0
+    assert (
+        main(
+            ["export", "fig", "--state-dir", str(metered), "--format", "parquet", "--out", str(tmp_path / "a.parquet")]
+        )
+        == 0
+    )
     table = pq.read_table(tmp_path / "a.parquet")
     assert table.num_rows == len(rows) and table.column("cost").null_count == 0

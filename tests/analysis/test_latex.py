@@ -15,24 +15,51 @@ def _cell(mean: float, se: float, rate: float, best: bool, not_worse: bool) -> d
 
 
 def _config(agent: str, r: int, fb: str, mean: float) -> dict[str, Any]:
-    return {"name": f"{agent} R={r} {fb}", "agent": agent, "retries": r, "feedback": fb, "n_turns": 5,
-            "scenarios": 4, "mean_turns": mean, "se_turns": 0.5, "pass_rate": 0.25, "infra_failed": 0}
+    return {
+        "name": f"{agent} R={r} {fb}",
+        "agent": agent,
+        "retries": r,
+        "feedback": fb,
+        "n_turns": 5,
+        "scenarios": 4,
+        "mean_turns": mean,
+        "se_turns": 0.5,
+        "pass_rate": 0.25,
+        "infra_failed": 0,
+    }
 
 
 REPORT: dict[str, Any] = {
-    "table": {"rows": ["agent_a", "b&c"], "columns": ["R=0 detailed", "R=0 minimal", "R=2 detailed"],
-              "cells": {"agent_a": {"R=0 detailed": _cell(3.04, 0.5, 0.25, False, True),
-                                    "R=0 minimal": _cell(1.0, 0.2, 0.0, False, False),
-                                    "R=2 detailed": _cell(4.0, 0.1, 0.5, True, True)},
-                        "b&c": {"R=0 detailed": _cell(2.96, 0.4, 0.25, True, True),
-                                "R=0 minimal": _cell(2.0, 0.3, 0.0, False, True)}}},
-    "configurations": [_config("agent_a", 0, "detailed", 3.04), _config("agent_a", 0, "minimal", 1.0),
-                       _config("agent_a", 2, "detailed", 4.0), _config("b&c", 0, "detailed", 2.96),
-                       _config("b&c", 0, "minimal", 2.0)],
-    "retry_curves": {"agent_a R=2 detailed": [(0, 3.0, 0.5), (1, 3.5, 0.4), (2, 4.0, 0.1)],
-                     "b&c R=0 detailed": [(0, 3.0, 0.4)]},
-    "failures_first": {"agent_a R=0 detailed": {"validation": 2, "cascade_deletion": 1},
-                       "b&c R=0 detailed": {"validation": 2, "harness_crash": 0}},
+    "table": {
+        "rows": ["agent_a", "b&c"],
+        "columns": ["R=0 detailed", "R=0 minimal", "R=2 detailed"],
+        "cells": {
+            "agent_a": {
+                "R=0 detailed": _cell(3.04, 0.5, 0.25, False, True),
+                "R=0 minimal": _cell(1.0, 0.2, 0.0, False, False),
+                "R=2 detailed": _cell(4.0, 0.1, 0.5, True, True),
+            },
+            "b&c": {
+                "R=0 detailed": _cell(2.96, 0.4, 0.25, True, True),
+                "R=0 minimal": _cell(2.0, 0.3, 0.0, False, True),
+            },
+        },
+    },
+    "configurations": [
+        _config("agent_a", 0, "detailed", 3.04),
+        _config("agent_a", 0, "minimal", 1.0),
+        _config("agent_a", 2, "detailed", 4.0),
+        _config("b&c", 0, "detailed", 2.96),
+        _config("b&c", 0, "minimal", 2.0),
+    ],
+    "retry_curves": {
+        "agent_a R=2 detailed": [(0, 3.0, 0.5), (1, 3.5, 0.4), (2, 4.0, 0.1)],
+        "b&c R=0 detailed": [(0, 3.0, 0.4)],
+    },
+    "failures_first": {
+        "agent_a R=0 detailed": {"validation": 2, "cascade_deletion": 1},
+        "b&c R=0 detailed": {"validation": 2, "harness_crash": 0},
+    },
 }
 
 

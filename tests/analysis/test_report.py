@@ -20,8 +20,14 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import anyio
 
     tmp = tmp_path_factory.mktemp("report")
-    path = write_sweep(tmp, "rep", ["reference", "mutant:rounded-avg+fix", "mutant:no-cascade", "fault:crash:once"],
-                       seeds="0-5", turns=6, retries=2)
+    path = write_sweep(
+        tmp,
+        "rep",
+        ["reference", "mutant:rounded-avg+fix", "mutant:no-cascade", "fault:crash:once"],
+        seeds="0-5",
+        turns=6,
+        retries=2,
+    )
     path.write_text(path.read_text().replace("retries = [2]", "retries = [0, 2]"))
     anyio.run(sweep, path, tmp / "state")
     return tmp / "state"
@@ -46,12 +52,15 @@ def test_infra_failures_are_censored_not_failures(state: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["md", "latex", "json", "csv"])
-def test_report_command_writes_tables_and_figures(state: Path, tmp_path: Path, fmt: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_command_writes_tables_and_figures(
+    state: Path, tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`staminad report` writes the table in each format and every figure as a readable PNG and an SVG."""
     out = tmp_path / fmt
-    assert main(["report", "rep", "--state-dir", str(state), "--format", fmt, "--out", str(out),
-                 "--bootstrap", "200"]) == 0
+    assert (
+        main(["report", "rep", "--state-dir", str(state), "--format", fmt, "--out", str(out), "--bootstrap", "200"])
+        == 0
+    )
     ext = {"md": "md", "latex": "tex", "json": "json", "csv": "csv"}[fmt]
     text = (out / f"report.{ext}").read_text()
     if fmt == "md":
@@ -83,8 +92,10 @@ def test_export_csv_and_parquet(state: Path, tmp_path: Path) -> None:
     assert main(["export", "rep", "--state-dir", str(state), "--out", str(tmp_path / "a.csv")]) == 0
     lines = (tmp_path / "a.csv").read_text().splitlines()
     assert lines[0].startswith("sweep,configuration,agent")
-    assert main(["export", "rep", "--state-dir", str(state), "--format", "parquet", "--out",
-                 str(tmp_path / "a.parquet")]) == 0
+    assert (
+        main(["export", "rep", "--state-dir", str(state), "--format", "parquet", "--out", str(tmp_path / "a.parquet")])
+        == 0
+    )
     table = pq.read_table(tmp_path / "a.parquet")
     assert table.num_rows == len(lines) - 1
     assert set(table.column("outcome").to_pylist()) == {"pass", "fail", "infra"}

@@ -49,8 +49,10 @@ def test_configurations_of_one_name_in_two_sweeps_stay_apart(state: Path, capsys
     assert data["survival"]["short/reference R=2 detailed"]["tau"] == 3.0
     assert data["survival"]["long/reference R=2 detailed"]["tau"] == 6.0
     assert sorted((c["sweep"], c["name"]) for c in data["configurations"]) == [
-        ("long", "long/fault:crash R=2 detailed"), ("long", "long/reference R=2 detailed"),
-        ("short", "short/reference R=2 detailed")]
+        ("long", "long/fault:crash R=2 detailed"),
+        ("long", "long/reference R=2 detailed"),
+        ("short", "short/reference R=2 detailed"),
+    ]
 
 
 def test_cancelled_sweeps_are_left_out_unless_asked(state: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +66,8 @@ def test_cancelled_sweeps_are_left_out_unless_asked(state: Path, capsys: pytest.
 
 
 def test_a_harness_crashing_before_any_test_is_scored_zero_as_in_the_paper(
-        state: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A harness out of infra retries at turn 0 ends its scenario with 0 turns (paper), never a survivor."""
     data = _json(state, capsys, "long")
     crash = data["survival"]["fault:crash R=2 detailed"]

@@ -8,8 +8,17 @@ from staminad.analysis.report import build, markdown
 
 
 def _attempt(turn: int, outcome: str, kind: str | None = None, infra_try: int = 0) -> AttemptData:
-    return AttemptData(turn=turn, attempt=1, infra_try=infra_try, outcome=outcome, infra_kind=kind, categories=(),
-                       loc=None, failed_tests=(), passed_tests=())
+    return AttemptData(
+        turn=turn,
+        attempt=1,
+        infra_try=infra_try,
+        outcome=outcome,
+        infra_kind=kind,
+        categories=(),
+        loc=None,
+        failed_tests=(),
+        passed_tests=(),
+    )
 
 
 def _scenario(seed: int, status: str, passed: int, end: tuple[str, str | None] | None = None) -> ScenarioData:
@@ -20,8 +29,15 @@ def _scenario(seed: int, status: str, passed: int, end: tuple[str, str | None] |
 
 
 def _config(*scenarios: ScenarioData) -> ConfigData:
-    return ConfigData(sweep="s", name="agent R=0 detailed", agent="agent", retries=0, feedback="detailed", n_turns=4,
-                      scenarios=scenarios)
+    return ConfigData(
+        sweep="s",
+        name="agent R=0 detailed",
+        agent="agent",
+        retries=0,
+        feedback="detailed",
+        n_turns=4,
+        scenarios=scenarios,
+    )
 
 
 CONFIG = _config(

@@ -15,8 +15,11 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 
 
 def _texts() -> dict[str, str]:
-    out = {"README.python.md": render_readme("python"), "README.rust.md": render_readme("rust"),
-           "prompt-0.javascript.md": initial_prompt("javascript")}
+    out = {
+        "README.python.md": render_readme("python"),
+        "README.rust.md": render_readme("rust"),
+        "prompt-0.javascript.md": initial_prompt("javascript"),
+    }
     for naming, seed in (("themed", 0), ("programmatic", 1)):
         scenario = generate(seed, ScenarioParams(turns=3, naming=naming))  # type: ignore[arg-type]
         out[f"{naming}-{seed}.spec.md"] = render_spec(scenario.initial)

@@ -22,15 +22,43 @@ def test_llm_sampler_rejects_invalid_proposals_and_writes_a_replayable_pack(tmp_
     initial = initial_state(rng, namer)
     batch, _ = sample_turn(initial, rng, namer, weights_for("uniform"), 2, 0)
     impossible = '[{"type": "delete_entity", "name": "NoSuchThing"}, {"type": "delete_entity", "name": "Nope"}]'
-    replies = [Reply(content='{"entities": "not a list"}'), Reply(content=msgspec.json.encode(initial).decode()),
-               Reply(content=impossible), Reply(content=msgspec.json.encode(batch).decode()),
-               Reply(content="not json"), Reply(content="[]"), Reply(content=impossible)]
+    replies = [
+        Reply(content='{"entities": "not a list"}'),
+        Reply(content=msgspec.json.encode(initial).decode()),
+        Reply(content=impossible),
+        Reply(content=msgspec.json.encode(batch).decode()),
+        Reply(content="not json"),
+        Reply(content="[]"),
+        Reply(content=impossible),
+    ]
     with StandIn(replies) as standin:
         out = tmp_path / "pack"
-        done = subprocess.run([sys.executable, "-m", "staminad.cli", "scenario", "generate", "--seeds", "0",
-                               "--turns", "2", "--changes-per-turn", "2", "--sampler", "llm", "--llm-endpoint",
-                               standin.url, "--llm-model", "standin-1", "-o", str(out)],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "staminad.cli",
+                "scenario",
+                "generate",
+                "--seeds",
+                "0",
+                "--turns",
+                "2",
+                "--changes-per-turn",
+                "2",
+                "--sampler",
+                "llm",
+                "--llm-endpoint",
+                standin.url,
+                "--llm-model",
+                "standin-1",
+                "-o",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         requests = list(standin.requests)
     assert done.returncode == 0, done.stderr
     assert "7 proposals, 5 rejected as invalid, 1 steps drawn procedurally" in done.stdout
@@ -47,10 +75,31 @@ def test_llm_sampler_rejects_invalid_proposals_and_writes_a_replayable_pack(tmp_
 
 def test_llm_sampler_needs_an_endpoint_and_says_so(tmp_path: Path) -> None:
     """Missing model settings, or an endpoint that is down, end in one clear line (exit 2)."""
-    missing = subprocess.run([sys.executable, "-m", "staminad.cli", "scenario", "generate", "--sampler", "llm",
-                              "-o", str(tmp_path / "p")], capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        [sys.executable, "-m", "staminad.cli", "scenario", "generate", "--sampler", "llm", "-o", str(tmp_path / "p")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert missing.returncode == 2 and "--sampler llm needs --llm-endpoint URL and --llm-model NAME" in missing.stderr
-    down = subprocess.run([sys.executable, "-m", "staminad.cli", "scenario", "generate", "--sampler", "llm",
-                           "--llm-endpoint", "http://127.0.0.1:9/v1", "--llm-model", "m", "-o", str(tmp_path / "p")],
-                          capture_output=True, text=True, timeout=60)
+    down = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "staminad.cli",
+            "scenario",
+            "generate",
+            "--sampler",
+            "llm",
+            "--llm-endpoint",
+            "http://127.0.0.1:9/v1",
+            "--llm-model",
+            "m",
+            "-o",
+            str(tmp_path / "p"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert down.returncode == 2 and "unreachable" in down.stderr and len(down.stderr.strip().splitlines()) == 1

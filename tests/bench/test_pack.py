@@ -24,8 +24,25 @@ def test_same_arguments_give_byte_identical_packs() -> None:
 def test_pack_is_identical_in_a_fresh_interpreter(tmp_path: Path) -> None:
     """A pack built by the CLI in another process matches one built here (no hidden process state)."""
     out = tmp_path / "pack"
-    subprocess.run([sys.executable, "-m", "staminad.cli", "scenario", "generate", "--seeds", "0-2", "--turns", "12",
-                    "--naming", "programmatic", "-o", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "staminad.cli",
+            "scenario",
+            "generate",
+            "--seeds",
+            "0-2",
+            "--turns",
+            "12",
+            "--naming",
+            "programmatic",
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     here = build_pack([0, 1, 2], PARAMS)
     there = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert here == there
@@ -73,15 +90,18 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-@pytest.mark.parametrize("argv", [
-    ["scenario", "generate", "--seeds", "9-3", "-o", "x"],
-    ["scenario", "generate", "--seeds", "a-b", "-o", "x"],
-    ["scenario", "generate", "--turns", "-4", "-o", "x"],
-    ["scenario", "generate", "--sampler", "greedy", "-o", "x"],
-    ["scenario", "generate", "--changes-per-turn", "0", "-o", "x"],
-    ["scenario", "generate", "--language", "c; rm -rf", "-o", "x"],
-    ["scenario", "frobnicate"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scenario", "generate", "--seeds", "9-3", "-o", "x"],
+        ["scenario", "generate", "--seeds", "a-b", "-o", "x"],
+        ["scenario", "generate", "--turns", "-4", "-o", "x"],
+        ["scenario", "generate", "--sampler", "greedy", "-o", "x"],
+        ["scenario", "generate", "--changes-per-turn", "0", "-o", "x"],
+        ["scenario", "generate", "--language", "c; rm -rf", "-o", "x"],
+        ["scenario", "frobnicate"],
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     """Bad ranges, values and flags exit with status 2 and a single error line."""
     code, _, err = _run(capsys, *argv)

@@ -128,8 +128,7 @@ def test_entity_rename_propagates_but_keeps_referencing_field_names() -> None:
 def test_entity_delete_removes_referencing_fields_and_dependents() -> None:
     """Deleting an entity drops reference fields to it and its analytics and actions."""
     state = generate(5, ScenarioParams(turns=25)).state_at(25)
-    victim = next(e.name for e in state.entities
-                  if any(f.target == e.name for o in state.entities for f in o.fields))
+    victim = next(e.name for e in state.entities if any(f.target == e.name for o in state.entities for f in o.fields))
     after = DeleteEntity(victim).apply(state)
     assert problems(after) == []
     assert after.entity(victim) is None
@@ -156,8 +155,13 @@ def test_themed_naming_has_at_least_twelve_domains() -> None:
     assert all(len(d.nouns) >= 8 for d in DOMAINS)
 
 
-THEMED = st.builds(ScenarioParams, turns=st.integers(10, 40), sampler=st.sampled_from(["uniform", "weighted"]),
-                   naming=st.just("themed"), changes_per_turn=st.integers(1, 7))
+THEMED = st.builds(
+    ScenarioParams,
+    turns=st.integers(10, 40),
+    sampler=st.sampled_from(["uniform", "weighted"]),
+    naming=st.just("themed"),
+    changes_per_turn=st.integers(1, 7),
+)
 
 
 def _walk(scenario: Scenario) -> Iterator[tuple[int, Change, State, State]]:
@@ -195,7 +199,10 @@ def test_themed_enum_fields_are_named_after_their_values(seed: int, params: Scen
                 if not origin:  # the last resort once every set is in use: a sample of generic values
                     continue
                 assert any(strip_qualifiers(f.name) == h and set(en.values) <= {*v, *sp} for h, v, sp in origin), (
-                    e.name, f.name, en.values)
+                    e.name,
+                    f.name,
+                    en.values,
+                )
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -226,7 +233,27 @@ def test_themed_entity_names_are_not_reused_soon_after_they_leave(seed: int, par
 def test_programmatic_names_stay_the_papers() -> None:
     """The programmatic mode draws no themed vocabulary: its names come from the paper-style word lists."""
     scenario = generate(1, ScenarioParams(turns=20, naming="programmatic"))
-    nouns = {"Dog", "Page", "Comment", "Order", "User", "Task", "Note", "Item", "Group", "Event", "Ticket",
-             "Shelf", "Report", "Badge", "Folder", "Invoice", "Channel", "Device", "Route", "Member"}
+    nouns = {
+        "Dog",
+        "Page",
+        "Comment",
+        "Order",
+        "User",
+        "Task",
+        "Note",
+        "Item",
+        "Group",
+        "Event",
+        "Ticket",
+        "Shelf",
+        "Report",
+        "Badge",
+        "Folder",
+        "Invoice",
+        "Channel",
+        "Device",
+        "Route",
+        "Member",
+    }
     for state in scenario.states():
         assert all(any(e.name.endswith(n) for n in nouns) for e in state.entities)

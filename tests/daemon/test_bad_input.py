@@ -28,8 +28,12 @@ def _read_only(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the CLI with `state` read-only: a read-only bind mount for root (who ignores modes), else modes."""
     if os.geteuid() == 0:
         script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
-        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(state), *CLI, *args],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", script, "sh", str(state), *CLI, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     paths = [state, *state.rglob("*")]
     modes = {p: p.stat().st_mode for p in paths}
     try:
@@ -51,14 +55,17 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return tmp / "st", path
 
 
-def test_a_read_only_state_dir_refuses_start_and_run_but_still_reports(finished: tuple[Path, Path],
-                                                                      tmp_path: Path) -> None:
+def test_a_read_only_state_dir_refuses_start_and_run_but_still_reports(
+    finished: tuple[Path, Path], tmp_path: Path
+) -> None:
     """`start` and `run` on a read-only state dir exit 1 with one line naming it; `report` and `export` only
     read it, so they still work; the store is unchanged."""
     state, path = finished
     before = (state / "staminad.db").read_bytes()
-    for args in (("start", "--state-dir", str(state), "--runtime", "local"),
-                 ("run", str(path), "--state-dir", str(state), "--quiet")):
+    for args in (
+        ("start", "--state-dir", str(state), "--runtime", "local"),
+        ("run", str(path), "--state-dir", str(state), "--quiet"),
+    ):
         line = _one_line(_read_only(state, *args), 1)
         assert f"state directory {state}" in line and "--state-dir" in line
     line = _one_line(_read_only(state, "run", str(path), "--state-dir", str(state / "inner"), "--quiet"), 1)

@@ -30,8 +30,12 @@ def _start(state: Path, runtime: str | None = "local") -> subprocess.Popen[bytes
     # stderr goes to a file: a pipe nobody reads would fill and block the daemon's logging.
     log = state.parent / f"{state.name}.stderr"
     with log.open("ab") as err:
-        proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), *override],
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            [*CLI, "start", "--state-dir", str(state), *override],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -76,8 +80,7 @@ def test_one_instance_per_state_dir_and_stale_files_are_handled(tmp_path: Path) 
     stale.close()
     (state / "staminad.lock").write_text("12345\n")
     with daemon(state):
-        second = subprocess.run([*CLI, "start", "--state-dir", str(state)], capture_output=True, text=True,
-                                timeout=60)
+        second = subprocess.run([*CLI, "start", "--state-dir", str(state)], capture_output=True, text=True, timeout=60)
         assert second.returncode == 1 and "another staminad already runs" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
         assert oct(os.stat(state / "staminad.sock").st_mode & 0o777) == "0o600"
@@ -135,8 +138,9 @@ def test_garbage_oversized_and_wrongly_typed_input_never_hurts_the_daemon(tmp_pa
         s.sendall(struct.pack(">I", 100 * 1024 * 1024))
         assert "exceeds the limit" in str(_read(s))
         lazy = _raw(tmp_path / "st")  # subscribes and never reads
-        lazy.sendall(_frame(enc.encode(Hello(version=PROTOCOL_VERSION))) +
-                     _frame(msgspec.msgpack.encode({"type": "subscribe"})))
+        lazy.sendall(
+            _frame(enc.encode(Hello(version=PROTOCOL_VERSION))) + _frame(msgspec.msgpack.encode({"type": "subscribe"}))
+        )
         for _ in range(50):
             junk = _raw(tmp_path / "st")
             junk.sendall(os.urandom(64))
@@ -181,8 +185,9 @@ def _results(info: SweepInfo) -> dict[str, tuple[float, dict[str, int]]]:
     return {c.name: (c.mean_turns, c.statuses) for c in info.configurations}
 
 
-def _kill_and_resume(tmp_path: Path, agents: list[str], seeds: str, turns: int, kills: int, runtime: str,
-                     extra: str = "") -> None:
+def _kill_and_resume(
+    tmp_path: Path, agents: list[str], seeds: str, turns: int, kills: int, runtime: str, extra: str = ""
+) -> None:
     """Run a sweep under a daemon killed with SIGKILL `kills` times; compare with an in-process run."""
     path = write_sweep(tmp_path, "k9", agents, seeds=seeds, turns=turns)
     path.write_text(path.read_text() + extra)
@@ -215,8 +220,10 @@ def _kill_and_resume(tmp_path: Path, agents: list[str], seeds: str, turns: int, 
     import sqlite3
 
     db = sqlite3.connect(state / "staminad.db")
-    dup = db.execute("SELECT COUNT(*) FROM (SELECT scenario_id, turn, attempt, COUNT(*) c FROM attempts "
-                     "WHERE outcome IN ('pass', 'fail') GROUP BY scenario_id, turn, attempt HAVING c > 1)").fetchone()
+    dup = db.execute(
+        "SELECT COUNT(*) FROM (SELECT scenario_id, turn, attempt, COUNT(*) c FROM attempts "
+        "WHERE outcome IN ('pass', 'fail') GROUP BY scenario_id, turn, attempt HAVING c > 1)"
+    ).fetchone()
     assert dup[0] == 0
     deadline = time.monotonic() + 10
     while _processes_under(tmp_path) and time.monotonic() < deadline:
@@ -247,8 +254,9 @@ def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: P
 
 def test_kill_minus_9_resumes_in_docker(tmp_path: Path, sandbox_image: str) -> None:
     """The same in Docker containers: killed daemons leave containers running; restarts reuse them."""
-    _kill_and_resume(tmp_path, ["reference", "mutant:no-cascade"], "0-1", 4, 3, "docker",
-                     f'image = "{sandbox_image}"\n')
+    _kill_and_resume(
+        tmp_path, ["reference", "mutant:no-cascade"], "0-1", 4, 3, "docker", f'image = "{sandbox_image}"\n'
+    )
 
 
 def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> None:
@@ -262,8 +270,9 @@ def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> 
         deadline = time.monotonic() + 120
         info: object = None
         while time.monotonic() < deadline:
-            info = anyio.run(_request, state, GetScenario(sweep="tl", configuration="mutant:accept-null R=1 detailed",
-                                                          seed=0))
+            info = anyio.run(
+                _request, state, GetScenario(sweep="tl", configuration="mutant:accept-null R=1 detailed", seed=0)
+            )
             if isinstance(info, ScenarioInfo) and info.status == "failed":
                 break
             time.sleep(0.2)  # polling another process's progress
@@ -283,8 +292,11 @@ def test_missing_image_fails_the_sweep_not_the_daemon(tmp_path: Path) -> None:
     with daemon(state, runtime=None) as proc:
         # The failing sweep publishes one event; a replaying subscription sees it whether it registers
         # before the submit or after, so nothing waits for the other process.
-        log = subprocess.Popen([*CLI, "logs", "--state-dir", str(state), "--count", "1", "--json", "--replay", "5"],
-                               stdout=subprocess.PIPE, text=True)
+        log = subprocess.Popen(
+            [*CLI, "logs", "--state-dir", str(state), "--count", "1", "--json", "--replay", "5"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert cli(state, "submit", str(path)).returncode == 0
         out, _ = log.communicate(timeout=60)
         event = msgspec.json.decode(out.splitlines()[0])

@@ -14,8 +14,9 @@ from tests.engine.conftest import write_sweep
 pytestmark = pytest.mark.anyio
 
 
-async def test_submit_pause_resume_cancel_and_a_failed_sweep_are_logged(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_submit_pause_resume_cancel_and_a_failed_sweep_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each operator action is one line of staminad.log; a sweep that fails leaves its traceback there."""
     state = tmp_path / "st"
     held = write_sweep(tmp_path, "held", ["manual"], turns=1)
@@ -37,9 +38,16 @@ async def test_submit_pause_resume_cancel_and_a_failed_sweep_are_logged(tmp_path
         failed = await until(stream, "sweep_error")
         assert failed.sweep == "broken" and daemon.running.get("held") is None
     text = (state / logs.FILE).read_text()
-    for line in ("submitted sweep held from", "paused sweep held", "resumed sweep held", "cancelling sweep held",
-                 "request Cancel refused: sweep held is not running", "submitted sweep broken",
-                 "sweep broken failed", "stop requested"):
+    for line in (
+        "submitted sweep held from",
+        "paused sweep held",
+        "resumed sweep held",
+        "cancelling sweep held",
+        "request Cancel refused: sweep held is not running",
+        "submitted sweep broken",
+        "sweep broken failed",
+        "stop requested",
+    ):
         assert line in text, line
     assert "Traceback (most recent call last)" in text and "RuntimeError: the engine broke" in text
 

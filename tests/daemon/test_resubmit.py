@@ -27,25 +27,32 @@ def test_run_refuses_an_edited_sweep_in_one_line_and_force_new_replaces_it(tmp_p
     """`staminad run` of an edited file: exit 2, one line with the file, the change and both fixes; --force-new runs."""
     path = write_sweep(tmp_path, "edited", ["reference"], turns=1)
     state = tmp_path / "st"
-    first = subprocess.run([*CLI, "run", str(path), "--state-dir", str(state), "--quiet"], capture_output=True,
-                           text=True, timeout=300)
+    first = subprocess.run(
+        [*CLI, "run", str(path), "--state-dir", str(state), "--quiet"], capture_output=True, text=True, timeout=300
+    )
     assert first.returncode == 0, first.stderr
     _edit(path)
-    again = subprocess.run([*CLI, "run", str(path), "--state-dir", str(state)], capture_output=True, text=True,
-                           timeout=120)
+    again = subprocess.run(
+        [*CLI, "run", str(path), "--state-dir", str(state)], capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 2
     lines = again.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and "scenarios.turns: 1 -> 2" in lines[0]
     assert "new `name`" in lines[0] and "--force-new" in lines[0]
-    forced = subprocess.run([*CLI, "run", str(path), "--state-dir", str(state), "--force-new", "--quiet"],
-                            capture_output=True, text=True, timeout=300)
+    forced = subprocess.run(
+        [*CLI, "run", str(path), "--state-dir", str(state), "--force-new", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert forced.returncode == 0, forced.stderr
     assert "replaced the stored sweep edited" in forced.stdout
 
 
 @pytest.mark.parametrize("force", [False, True])
-def test_submit_of_an_edited_sweep_names_the_users_file_and_leaves_the_daemon_serving(tmp_path: Path,
-                                                                                      force: bool) -> None:
+def test_submit_of_an_edited_sweep_names_the_users_file_and_leaves_the_daemon_serving(
+    tmp_path: Path, force: bool
+) -> None:
     """Through the daemon: the same one line (the user's file, not `submitted.toml`), and the daemon keeps going."""
     path = write_sweep(tmp_path, "edited", ["reference"], turns=1)
     state = tmp_path / "st"
@@ -77,7 +84,7 @@ def test_version_and_exit_codes(tmp_path: Path) -> None:
 def test_a_non_utf8_sweep_file_is_one_line(tmp_path: Path) -> None:
     """`submit` of a file that is not UTF-8 text: one line, exit 2 (checked before any daemon is asked)."""
     bad = tmp_path / "bad.toml"
-    bad.write_bytes(b"name = \"\xff\xfe\"\n")
+    bad.write_bytes(b'name = "\xff\xfe"\n')
     done = cli(tmp_path, "submit", str(bad))
     assert done.returncode == 2 and "not UTF-8" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
@@ -87,8 +94,9 @@ def test_run_on_the_state_dir_of_a_live_daemon_is_refused(tmp_path: Path) -> Non
     path = write_sweep(tmp_path, "beside", ["reference"], turns=1)
     state = tmp_path / "st"
     with daemon(state) as proc:
-        done = subprocess.run([*CLI, "run", str(path), "--state-dir", str(state)], capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            [*CLI, "run", str(path), "--state-dir", str(state)], capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 1 and "staminad submit" in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and proc.poll() is None
 
@@ -96,8 +104,9 @@ def test_run_on_the_state_dir_of_a_live_daemon_is_refused(tmp_path: Path) -> Non
 @pytest.mark.parametrize("argv", [["--parallel", "0"], ["--parallel", "-5"], ["--socket-group", "no-such-group-x"]])
 def test_bad_start_options_are_one_line_exit_2(tmp_path: Path, argv: list[str]) -> None:
     """A zero or negative --parallel, or an unknown --socket-group: exit 2 with one line, no daemon left running."""
-    done = subprocess.run([*CLI, "start", "--state-dir", str(tmp_path / "st"), *argv], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [*CLI, "start", "--state-dir", str(tmp_path / "st"), *argv], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 

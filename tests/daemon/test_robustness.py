@@ -52,9 +52,13 @@ def test_many_idle_connections_under_a_low_fd_limit_never_stop_the_daemon(tmp_pa
     def low_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
-    proc = subprocess.Popen([*CLI, "start", "--state-dir", str(state), "--runtime", "local"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=low_fd_limit)
+    proc = subprocess.Popen(
+        [*CLI, "start", "--state-dir", str(state), "--runtime", "local"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=low_fd_limit,
+    )
     held: list[socket.socket] = []
     try:
         deadline = time.monotonic() + 30
@@ -125,8 +129,9 @@ async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_p
 
 
 @pytest.mark.anyio
-async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Generation is held until a status request has been answered: on the event loop that could never happen,
     off it the status reply comes first and the sweep then starts."""
     import staminad.engine.sweep as engine_sweep
@@ -179,8 +184,10 @@ async def test_submit_refuses_a_missing_or_tampered_pack_in_one_line(tmp_path: P
     async with running_daemon(state):
         for case, where in cases.items():
             path = tmp_path / f"{case}.toml"
-            path.write_text(f'name = "{case}"\n[scenarios]\npack = "{where}"\n[matrix]\nagents = ["reference"]\n'
-                            '[run]\nruntime = "local"\n')
+            path.write_text(
+                f'name = "{case}"\n[scenarios]\npack = "{where}"\n[matrix]\nagents = ["reference"]\n'
+                '[run]\nruntime = "local"\n'
+            )
             done = await anyio.to_thread.run_sync(lambda p=path: _cli(state, "submit", str(p)))  # type: ignore[misc]
             lines = done.stderr.strip().splitlines()
             assert done.returncode == 2 and len(lines) == 1, (case, done.stderr)

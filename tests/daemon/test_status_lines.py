@@ -8,15 +8,24 @@ from staminad.commands.daemon import info_lines
 
 
 def _config(name: str, scenarios: int, unscored: int) -> ConfigStatus:
-    return ConfigStatus(name=name, scenarios=scenarios, finished=scenarios, mean_turns=4.0, se_turns=0.5,
-                        pass_rate=0.25, statuses={"failed": scenarios - unscored, "infra_failed": unscored},
-                        infra={"stuck": unscored}, unscored=unscored)
+    return ConfigStatus(
+        name=name,
+        scenarios=scenarios,
+        finished=scenarios,
+        mean_turns=4.0,
+        se_turns=0.5,
+        pass_rate=0.25,
+        statuses={"failed": scenarios - unscored, "infra_failed": unscored},
+        infra={"stuck": unscored},
+        unscored=unscored,
+    )
 
 
 def test_status_names_counted_and_unscored_scenarios_and_shows_a_dash_when_none_count() -> None:
     """Each configuration line carries its denominators; one whose scenarios are all unscored shows '-'."""
-    info = SweepInfo(sweep="w", status="finished", fingerprint="f",
-                     configurations=(_config("ref", 4, 1), _config("broken", 2, 2)))
+    info = SweepInfo(
+        sweep="w", status="finished", fingerprint="f", configurations=(_config("ref", 4, 1), _config("broken", 2, 2))
+    )
     head, ref, broken = info_lines(info)
     assert head == "sweep w: finished"
     assert "4.0 +- 0.5 turns, pass rate 25% over 3 counted, 1 unscored" in ref

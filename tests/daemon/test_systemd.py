@@ -32,8 +32,12 @@ def test_daemon_notifies_systemd_when_ready(tmp_path: Path) -> None:
     notify.bind(str(tmp_path / "notify"))
     notify.settimeout(30)
     env = {**os.environ, "NOTIFY_SOCKET": str(tmp_path / "notify")}
-    proc = subprocess.Popen([sys.executable, "-m", "staminad.cli", "start", "--state-dir", str(tmp_path / "st")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "staminad.cli", "start", "--state-dir", str(tmp_path / "st")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert notify.recv(100) == b"READY=1"
         assert (tmp_path / "st" / "staminad.sock").exists()
@@ -57,14 +61,32 @@ def test_metrics_endpoint_counts_attempts(tmp_path: Path) -> None:
 
     port = free_port()
     state = tmp_path / "st"
-    proc = subprocess.Popen([sys.executable, "-m", "staminad.cli", "start", "--state-dir", str(state), "--runtime",
-                             "local", "--metrics-port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "staminad.cli",
+            "start",
+            "--state-dir",
+            str(state),
+            "--runtime",
+            "local",
+            "--metrics-port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         path = write_sweep(tmp_path, "met", ["reference", "fault:crash:once"], turns=1)
         deadline = time.monotonic() + 60
-        while subprocess.run([sys.executable, "-m", "staminad.cli", "submit", str(path), "--state-dir", str(state)],
-                             capture_output=True).returncode != 0:
+        while (
+            subprocess.run(
+                [sys.executable, "-m", "staminad.cli", "submit", str(path), "--state-dir", str(state)],
+                capture_output=True,
+            ).returncode
+            != 0
+        ):
             assert time.monotonic() < deadline
             time.sleep(0.1)  # the daemon is still starting in another process
         text = ""

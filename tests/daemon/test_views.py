@@ -18,10 +18,25 @@ from tests.engine.conftest import write_sweep
 pytestmark = pytest.mark.anyio
 
 
-def _p(turn: int, attempt: int, outcome: str | None, phase: str = "tested", infra_try: int = 0,
-       kind: str | None = None, categories: str | None = None) -> Progress:
-    return Progress(scenario_id=1, turn=turn, attempt=attempt, infra_try=infra_try, phase=phase, outcome=outcome,
-                    infra_kind=kind, categories=categories)
+def _p(
+    turn: int,
+    attempt: int,
+    outcome: str | None,
+    phase: str = "tested",
+    infra_try: int = 0,
+    kind: str | None = None,
+    categories: str | None = None,
+) -> Progress:
+    return Progress(
+        scenario_id=1,
+        turn=turn,
+        attempt=attempt,
+        infra_try=infra_try,
+        phase=phase,
+        outcome=outcome,
+        infra_kind=kind,
+        categories=categories,
+    )
 
 
 def _stored(status: str) -> Stored:
@@ -30,8 +45,12 @@ def _stored(status: str) -> Stored:
 
 def test_scenario_row_history_and_phase() -> None:
     """Turns read P (first attempt), R (after feedback); a failed attempt means feedback; a launch means work."""
-    rows = [_p(0, 1, "pass"), _p(1, 1, "fail", categories="schema"), _p(1, 2, "pass"),
-            _p(2, 1, "infra", kind="self_kill")]
+    rows = [
+        _p(0, 1, "pass"),
+        _p(1, 1, "fail", categories="schema"),
+        _p(1, 2, "pass"),
+        _p(2, 1, "infra", kind="self_kill"),
+    ]
     row = scenario_row("c", _stored("running"), rows)
     assert (row.history, row.phase, row.last_failure, row.turn) == ("PR", "infra wait", "self_kill", 2)
     row = scenario_row("c", _stored("running"), [*rows, _p(2, 1, None, phase="launched", infra_try=1)])
@@ -60,8 +79,7 @@ async def test_list_scenarios_and_retry_an_infra_failed_scenario(tmp_path: Path)
         fault = rows["fault:self-kill:once"]
         assert (fault.status, fault.history, fault.last_failure) == ("infra_failed", "I", "self_kill")
         assert set(listed.retries.values()) == {2}
-        refused = await request(state, RetryScenario(sweep="v", configuration=rows["reference"].configuration,
-                                                     seed=0))
+        refused = await request(state, RetryScenario(sweep="v", configuration=rows["reference"].configuration, seed=0))
         assert isinstance(refused, ErrorReply) and "only one that used up its infra retries" in refused.message
         retried = await request(state, RetryScenario(sweep="v", configuration=fault.configuration, seed=0))
         assert isinstance(retried, Ok), retried
@@ -103,8 +121,11 @@ async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: 
         await submit(state, path)
         gave_up = await until(stream, "scenario_finished")
         assert isinstance(gave_up.data, ScenarioFinished) and gave_up.data.status == "infra_failed"
-        config = next(r.configuration for r in (await request(state, ListScenarios(sweep="live"))).scenarios
-                      if r.configuration.startswith("fault"))
+        config = next(
+            r.configuration
+            for r in (await request(state, ListScenarios(sweep="live"))).scenarios
+            if r.configuration.startswith("fault")
+        )
         assert isinstance(await request(state, RetryScenario(sweep="live", configuration=config, seed=0)), Ok)
         passed = await until(stream, "scenario_finished")
         assert isinstance(passed.data, ScenarioFinished)

@@ -15,10 +15,20 @@ from staminad.engine.sweep import ConfigSummary, SandboxFactory, local_factory, 
 E = TypeVar("E")
 
 
-def write_sweep(tmp: Path, name: str, agents: list[str], *, seeds: str = "0", turns: int = 2, retries: int = 2,
-                runtime: str = "local", extra: str = "") -> Path:
+def write_sweep(
+    tmp: Path,
+    name: str,
+    agents: list[str],
+    *,
+    seeds: str = "0",
+    turns: int = 2,
+    retries: int = 2,
+    runtime: str = "local",
+    extra: str = "",
+) -> Path:
     path = tmp / f"{name}.toml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name = "{name}"
         [scenarios]
         seeds = "{seeds}"
@@ -32,7 +42,9 @@ def write_sweep(tmp: Path, name: str, agents: list[str], *, seeds: str = "0", tu
         turn_timeout = 20
         server_start_timeout = 5
         infra_retries = 2
-        """) + textwrap.dedent(extra))
+        """)
+        + textwrap.dedent(extra)
+    )
     return path
 
 
@@ -52,8 +64,9 @@ class Recorder:
         return [d for d in self.events if isinstance(d, kind)]
 
 
-async def sweep(path: Path, state: Path, factory: SandboxFactory | None = None,
-                recorder: Recorder | None = None) -> dict[str, ConfigSummary]:
+async def sweep(
+    path: Path, state: Path, factory: SandboxFactory | None = None, recorder: Recorder | None = None
+) -> dict[str, ConfigSummary]:
     sw, fp = load_sweep(path)
     summaries = await run_sweep(sw, fp, state, factory or local_factory(PortAllocator()), recorder or Recorder())
     return {s.name: s for s in summaries}

@@ -34,8 +34,9 @@ def test_a_sparse_one_line_gigabyte_file_costs_one_chunk_of_memory(tmp_path: Pat
 def test_counts_match_a_plain_line_count_across_chunk_boundaries(tmp_path: Path) -> None:
     """Lines split over chunk boundaries, blank lines of spaces and a last line without newline count as before."""
     rng = random.Random(7)
-    lines = [rng.choice(["", "   ", "\t", "x = 1", "  return y", "#" * rng.randrange(1, 3 * CHUNK)])
-             for _ in range(300)]
+    lines = [
+        rng.choice(["", "   ", "\t", "x = 1", "  return y", "#" * rng.randrange(1, 3 * CHUNK)]) for _ in range(300)
+    ]
     text = "\n".join(lines)
     assert len(text) < MAX_FILE_BYTES
     (tmp_path / "m.py").write_text(text)

@@ -29,12 +29,19 @@ BAD = {
     "overlong name": f'name = "{"a" * 101}"\n[matrix]\nagents = ["reference"]\n',
 }
 # Docker reads 0 as "no limit": every limit must be positive, and is checked like the other numbers.
-for _key, _value in (("cpus", "0"), ("cpus", "-1.5"), ("memory_mb", "0"), ("memory_mb", "-512"), ("pids", "0"),
-                     ("pids", "-1")):
+for _key, _value in (
+    ("cpus", "0"),
+    ("cpus", "-1.5"),
+    ("memory_mb", "0"),
+    ("memory_mb", "-512"),
+    ("pids", "0"),
+    ("pids", "-1"),
+):
     BAD[f"{_key} {_value}"] = f'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\n{_key} = {_value}\n'
 for _language in ("cobol", "Python", "", "python3"):
-    BAD[f"language {_language!r}"] = (f'name = "x"\n[scenarios]\nlanguage = "{_language}"\n'
-                                      '[matrix]\nagents = ["reference"]\n')
+    BAD[f"language {_language!r}"] = (
+        f'name = "x"\n[scenarios]\nlanguage = "{_language}"\n[matrix]\nagents = ["reference"]\n'
+    )
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -51,8 +58,12 @@ def test_run_command_exits_2_with_one_line(tmp_path: Path, case: str) -> None:
     """`staminad run` on a bad sweep file prints one error line and exits 2."""
     path = tmp_path / "s.toml"
     path.write_text(BAD[case])
-    done = subprocess.run([sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir",
-                           str(tmp_path / "st")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir", str(tmp_path / "st")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
 
 
@@ -84,7 +95,9 @@ def test_safe_names_and_every_known_language_are_accepted(tmp_path: Path, name: 
 
     for language in LANGUAGE_NAMES:
         path = tmp_path / "s.toml"
-        path.write_text(f'name = "{name}"\n[scenarios]\nlanguage = "{language}"\n[matrix]\nagents = ["reference"]\n'
-                        "[run]\ncpus = 0.5\nmemory_mb = 256\npids = 64\n")
+        path.write_text(
+            f'name = "{name}"\n[scenarios]\nlanguage = "{language}"\n[matrix]\nagents = ["reference"]\n'
+            "[run]\ncpus = 0.5\nmemory_mb = 256\npids = 64\n"
+        )
         sweep, _ = load_sweep(path)
         assert (sweep.name, sweep.scenarios.language, sweep.run.pids) == (name, language, 64)

@@ -24,8 +24,7 @@ async def test_docker_sweep_matches_local_results(tmp_path: Path, sandbox_image:
     local = await sweep(write_sweep(tmp_path, "loc", agents, seeds="0-1", turns=3), tmp_path / "l")
     sw, _ = load_sweep(docker_path)
     docker = await sweep(docker_path, tmp_path / "d", factory=docker_factory(sw.run, PortAllocator()))
-    assert [(s.mean_turns, s.statuses) for s in docker.values()] == [(s.mean_turns, s.statuses)
-                                                                    for s in local.values()]
+    assert [(s.mean_turns, s.statuses) for s in docker.values()] == [(s.mean_turns, s.statuses) for s in local.values()]
     async with aiodocker.Docker() as client:
         mine = f"{LABEL_SANDBOXES}={(tmp_path / 'd' / 'sandboxes' / 'dock').resolve()}"
         assert await client.containers.list(all=True, filters={"label": [mine]}) == []
@@ -61,8 +60,9 @@ async def test_lost_container_is_recreated_on_the_kept_workspace(tmp_path: Path,
         await box.close()
 
 
-async def test_sweeps_of_one_name_in_two_state_dirs_keep_their_own_containers(tmp_path: Path,
-                                                                               sandbox_image: str) -> None:
+async def test_sweeps_of_one_name_in_two_state_dirs_keep_their_own_containers(
+    tmp_path: Path, sandbox_image: str
+) -> None:
     """Two daemons' sweeps named alike get distinct containers, and ending one reaps only its own."""
     path = write_sweep(tmp_path, "same", ["reference"], runtime="docker")
     path.write_text(path.read_text() + f'image = "{sandbox_image}"\n')

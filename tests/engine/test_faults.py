@@ -31,17 +31,21 @@ async def _attempts(state: Path, sweep_id: str) -> list[AttemptRow]:
         return await store.attempts(rows[0][1].id)
 
 
-@pytest.mark.parametrize(("fault", "kind", "says"), [
-    ("no-server", "server_not_listening", "nothing was listening"),
-    ("server-crash", "server_exited", "SyntaxError"),
-    ("accept-close", "server_closed_connection", "closed the connection"),
-    ("trickle", "server_too_slow", "no complete response"),
-    ("slow", "server_too_slow", "no complete response"),
-    ("huge-response", "server_bad_response", "broke the limits"),
-    ("forked-server", "server_left_running", "left running"),
-])
-async def test_a_broken_server_is_the_agents_failure_and_consumes_r(tmp_path: Path, fault: str, kind: str,
-                                                                    says: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "kind", "says"),
+    [
+        ("no-server", "server_not_listening", "nothing was listening"),
+        ("server-crash", "server_exited", "SyntaxError"),
+        ("accept-close", "server_closed_connection", "closed the connection"),
+        ("trickle", "server_too_slow", "no complete response"),
+        ("slow", "server_too_slow", "no complete response"),
+        ("huge-response", "server_bad_response", "broke the limits"),
+        ("forked-server", "server_left_running", "left running"),
+    ],
+)
+async def test_a_broken_server_is_the_agents_failure_and_consumes_r(
+    tmp_path: Path, fault: str, kind: str, says: str
+) -> None:
     """Each broken-server shape fails its attempt under its own category, uses a feedback retry (R), no infra."""
     path = write_sweep(tmp_path, f"srv-{fault}", [f"fault:{fault}:once"], turns=1, retries=1, extra=FAST)
     res = await sweep(path, tmp_path / "state")
@@ -73,14 +77,30 @@ async def test_a_harness_killing_its_own_sandbox_is_caught_at_once_as_a_harness_
 
 
 def _row(turn: int, attempt: int, infra_try: int, outcome: str, kind: str | None = None) -> AttemptRow:
-    return AttemptRow(id=0, scenario_id=1, turn=turn, attempt=attempt, infra_try=infra_try, phase="tested",
-                      prompt_kind="turn", prompt="p", launched_at=0.0, outcome=outcome, infra_kind=kind)
+    return AttemptRow(
+        id=0,
+        scenario_id=1,
+        turn=turn,
+        attempt=attempt,
+        infra_try=infra_try,
+        phase="tested",
+        prompt_kind="turn",
+        prompt="p",
+        launched_at=0.0,
+        outcome=outcome,
+        infra_kind=kind,
+    )
 
 
 def test_harness_and_platform_faults_have_separate_infra_budgets() -> None:
     """Platform faults do not use up the harness's infra retries, and the verdict says which side ran out."""
-    rows = [_row(0, 1, 0, "pass"), _row(1, 1, 0, "infra", "harness_crash"), _row(1, 1, 1, "infra", "sandbox_lost"),
-            _row(1, 1, 2, "infra", "engine_error"), _row(1, 1, 3, "infra", "stuck")]
+    rows = [
+        _row(0, 1, 0, "pass"),
+        _row(1, 1, 0, "infra", "harness_crash"),
+        _row(1, 1, 1, "infra", "sandbox_lost"),
+        _row(1, 1, 2, "infra", "engine_error"),
+        _row(1, 1, 3, "infra", "stuck"),
+    ]
     pos = position(rows, n_turns=3, retries=0, infra_retries=2)
     assert pos.final is None and (pos.turn, pos.attempt, pos.infra_try) == (1, 1, 4)
     harness_out = position([*rows, _row(1, 1, 4, "infra", "self_kill")], 3, 0, 2)
@@ -92,8 +112,20 @@ def test_harness_and_platform_faults_have_separate_infra_budgets() -> None:
 
 def test_a_server_failure_consumes_the_retry_budget() -> None:
     """A server-failure attempt counts like any failed suite: the next step is a feedback retry, then failed."""
-    fail = AttemptRow(id=0, scenario_id=1, turn=0, attempt=1, infra_try=0, phase="tested", prompt_kind="turn",
-                      prompt="p", launched_at=0.0, outcome="fail", categories="server_exited", feedback="fb")
+    fail = AttemptRow(
+        id=0,
+        scenario_id=1,
+        turn=0,
+        attempt=1,
+        infra_try=0,
+        phase="tested",
+        prompt_kind="turn",
+        prompt="p",
+        launched_at=0.0,
+        outcome="fail",
+        categories="server_exited",
+        feedback="fb",
+    )
     assert position([fail], 2, retries=1, infra_retries=5).prompt_kind == "feedback"
     assert position([fail], 2, retries=0, infra_retries=5).final == "failed"
 
@@ -110,6 +142,7 @@ def _delayed(seconds: float) -> object:
             await stream.receive(65536)
             await anyio.sleep(seconds)  # the server under test is slow on purpose
             await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
     return handle
 
 
@@ -130,6 +163,7 @@ async def test_the_readiness_probe_waits_as_long_as_a_suite_request_may() -> Non
 
 async def test_the_readiness_probe_names_a_huge_answer_and_a_closed_port() -> None:
     """An oversized answer to GET / is `server_bad_response`; a port nobody listens on `server_not_listening`."""
+
     async def huge(stream: anyio.abc.SocketStream) -> None:
         async with stream:
             await stream.receive(65536)

@@ -56,18 +56,29 @@ async def _appears(path: Path, timeout: float = 60) -> None:
 
 
 def _docker_sweep(tmp: Path, name: str, agent: str, image: str, retries: int = 0, extra: str = "") -> Path:
-    path = write_sweep(tmp, name, [agent], turns=1, retries=retries, runtime="docker",
-                       extra=f'image = "{image}"\nrequest_timeout = 2\n{extra}')
+    path = write_sweep(
+        tmp,
+        name,
+        [agent],
+        turns=1,
+        retries=retries,
+        runtime="docker",
+        extra=f'image = "{image}"\nrequest_timeout = 2\n{extra}',
+    )
     # Bounds a loaded machine keeps with margin: the slow-start server takes 3 s to listen.
-    path.write_text(path.read_text().replace("turn_timeout = 20", "turn_timeout = 10")
-                    .replace("server_start_timeout = 5", "server_start_timeout = 15"))
+    path.write_text(
+        path.read_text()
+        .replace("turn_timeout = 20", "turn_timeout = 10")
+        .replace("server_start_timeout = 5", "server_start_timeout = 15")
+    )
     return path
 
 
 @pytest.mark.parametrize("action", list(ACTIONS))
 @pytest.mark.parametrize("phase", ["harness", "server", "suite"])
-async def test_a_lost_container_is_one_sandbox_lost_retry(tmp_path: Path, sandbox_image: str, phase: str,
-                                                         action: str) -> None:
+async def test_a_lost_container_is_one_sandbox_lost_retry(
+    tmp_path: Path, sandbox_image: str, phase: str, action: str
+) -> None:
     """docker kill / rm -f / pause (past every bound) while the harness runs, the server starts or the suite runs:
     exactly one sandbox_lost, then the scenario ends as an undisturbed reference run does."""
     agent = {"harness": "fault:hang:once", "server": "fault:slow-start", "suite": "reference"}[phase]
@@ -103,8 +114,9 @@ async def test_a_lost_container_is_one_sandbox_lost_retry(tmp_path: Path, sandbo
     assert s.infra == {"sandbox_lost": 1}
 
 
-async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying(tmp_path: Path,
-                                                                                 sandbox_image: str) -> None:
+async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying(
+    tmp_path: Path, sandbox_image: str
+) -> None:
     """kill 1, the control files, a full /tmp, kill -9 -1: the container, wrapper and marker survive; the agent's
     `harness_killed` (harness side), never a platform fault; the retry runs in the same container."""
     name = "hostile"
@@ -116,8 +128,18 @@ async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying
 
     def container(data: EventData) -> None:
         if isinstance(data, AttemptStarted | InfraFailure):  # the first attempt starts before its container exists
-            out = subprocess.run(["docker", "inspect", "-f", "{{.Id}} {{.State.Running}} {{.State.StartedAt}}",
-                                  container_name(name, root)], capture_output=True, text=True, check=False)
+            out = subprocess.run(
+                [
+                    "docker",
+                    "inspect",
+                    "-f",
+                    "{{.Id}} {{.State.Running}} {{.State.StartedAt}}",
+                    container_name(name, root),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             ids.append(out.stdout.strip())
         if isinstance(data, InfraFailure):
             launcher.append(Channel(root / "control").reading())  # kill -9 -1 could not reach it either
@@ -160,13 +182,18 @@ async def test_a_container_whose_init_ends_on_its_own_is_sandbox_exited(tmp_path
     assert "sandbox_exited" in HARNESS_KINDS and not is_platform("sandbox_exited")
 
 
-@pytest.mark.parametrize(("fault", "kind"), [
-    ("no-server", "server_not_listening"), ("accept-close", "server_closed_connection"),
-    ("forked-server", "server_left_running"),
-    ("huge-response", "server_bad_response"),
-])
-async def test_a_broken_server_in_a_container_is_the_agents_failure(tmp_path: Path, sandbox_image: str, fault: str,
-                                                                    kind: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("no-server", "server_not_listening"),
+        ("accept-close", "server_closed_connection"),
+        ("forked-server", "server_left_running"),
+        ("huge-response", "server_bad_response"),
+    ],
+)
+async def test_a_broken_server_in_a_container_is_the_agents_failure(
+    tmp_path: Path, sandbox_image: str, fault: str, kind: str
+) -> None:
     """Through Docker's port proxy too, each broken server is scored under its category and uses a retry of R."""
     path = _docker_sweep(tmp_path, f"dsrv-{fault}", f"fault:{fault}:once", sandbox_image, retries=1)
     sw, _ = load_sweep(path)

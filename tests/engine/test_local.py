@@ -43,11 +43,17 @@ async def test_retry_with_feedback_recovers_a_self_repairing_mutant(tmp_path: Pa
     assert res["mutant:exclusive-bounds+fix R=1 detailed"].statuses == {"done": 1}
 
 
-@pytest.mark.parametrize(("fault", "kind"), [
-    ("self-kill", "self_kill"), ("hang", "stuck"), ("crash", "harness_crash"),
-])
-async def test_transient_faults_are_classified_and_recovered_without_using_r(tmp_path: Path, fault: str,
-                                                                            kind: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("self-kill", "self_kill"),
+        ("hang", "stuck"),
+        ("crash", "harness_crash"),
+    ],
+)
+async def test_transient_faults_are_classified_and_recovered_without_using_r(
+    tmp_path: Path, fault: str, kind: str
+) -> None:
     """Each fault really happens, is classified as its infra kind, and one infra retry recovers even with R=0."""
     path = write_sweep(tmp_path, f"once-{fault}", [f"fault:{fault}:once"], turns=1, retries=0)
     if fault == "hang":
@@ -78,8 +84,9 @@ async def test_manual_agent_waits_for_staminad_done(tmp_path: Path) -> None:
             return
         ws, prompt, marker = data.workspace, data.prompt, data.done.split()[-1]
         subprocess.run([sys.executable, str(agent), "--workspace", ws, "--prompt-file", prompt], check=True)
-        subprocess.run([sys.executable, "-m", "staminad.cli", "done", "--marker", marker], check=True,
-                       env={**os.environ})
+        subprocess.run(
+            [sys.executable, "-m", "staminad.cli", "done", "--marker", marker], check=True, env={**os.environ}
+        )
         answered.append(prompt)
 
     rec.hooks.append(play)
@@ -95,6 +102,7 @@ async def test_interrupted_sweep_resumes_to_the_same_results(tmp_path: Path) -> 
     path = write_sweep(tmp_path, "cut", agents, seeds="0-1", turns=5)
     rec = Recorder()
     with anyio.move_on_after(60) as scope:
+
         def stop_after_some(data: EventData) -> None:
             if isinstance(data, AttemptTested) and len(rec.kinds(AttemptTested)) == 7:
                 scope.cancel()
@@ -124,8 +132,7 @@ async def test_prepare_kills_a_server_left_by_a_killed_daemon(tmp_path: Path) ->
 
     box = LocalSandbox(tmp_path / "box", PortAllocator(31100, 31110))
     await box.prepare()
-    orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, SERVER_TAG: str(box.root)},
-                              start_new_session=True)
+    orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, SERVER_TAG: str(box.root)}, start_new_session=True)
     bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
         await box.prepare()
@@ -145,8 +152,9 @@ async def test_a_port_answered_by_a_program_outside_the_sandbox_is_not_tested(tm
     await box.prepare()
     # The foreign server leaves the sandbox's session and environment, as another program on the box would.
     (box.host_workspace / "run_server.sh").write_text(
-        f"env -u {SERVER_TAG} setsid python3 -m http.server --bind 127.0.0.1 \"$1\" >/dev/null 2>&1 &\n"
-        "echo $! > foreign.pid\nexec sleep 300\n")
+        f'env -u {SERVER_TAG} setsid python3 -m http.server --bind 127.0.0.1 "$1" >/dev/null 2>&1 &\n'
+        "echo $! > foreign.pid\nexec sleep 300\n"
+    )
     try:
         with pytest.raises(SandboxError, match="answered by a program outside this sandbox") as info:
             await box.start_server(timeout=20)

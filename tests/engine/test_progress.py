@@ -15,8 +15,19 @@ def test_lines_name_the_scenario_and_count_down_to_an_eta() -> None:
     progress = Progress(quiet=False, out=lines.append, now=lambda: now[0])
     progress(SweepStarted(sweep="w", resumed=True, scenarios=2, configurations=2, finished=1))
     now[0] = 130.0
-    progress(AttemptTested(**WHO, turn=0, attempt=1, passed=False, failed_tests=2, tests=9, categories="validation",
-                           suite_seconds=0.1, server_seconds=0.1))
+    progress(
+        AttemptTested(
+            **WHO,
+            turn=0,
+            attempt=1,
+            passed=False,
+            failed_tests=2,
+            tests=9,
+            categories="validation",
+            suite_seconds=0.1,
+            server_seconds=0.1,
+        )
+    )
     now[0] = 160.0
     progress(ScenarioFinished(**WHO, status="failed", turns_passed=0, reason="turn 0 failed"))
     assert lines[0] == "[0s 1/4] sweep w: 2 configurations x 2 scenarios (resumed)"

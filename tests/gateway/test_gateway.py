@@ -33,15 +33,17 @@ class Events:
 
 
 @asynccontextmanager
-async def gateway(standin: StandIn, limits: Limits | None = None) -> AsyncIterator[tuple[Gateway, Route, Events,
-                                                                                         list[Call]]]:
+async def gateway(
+    standin: StandIn, limits: Limits | None = None
+) -> AsyncIterator[tuple[Gateway, Route, Events, list[Call]]]:
     events, calls = Events(), []
 
     async def record(call: Call) -> None:
         calls.append(call)
 
-    gw = Gateway(standin.url, "real-key", PRICES, limits or Limits(backoff_start=0.05, outage_timeout=2.0),
-                 events, record)
+    gw = Gateway(
+        standin.url, "real-key", PRICES, limits or Limits(backoff_start=0.05, outage_timeout=2.0), events, record
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(gw.serve, ["127.0.0.1"], free_port())
         route = gw.route("sw", 7)
@@ -78,15 +80,19 @@ async def test_anthropic_and_responses_formats_are_metered() -> None:
     with StandIn([Reply(content="hi"), Reply(content="there")]) as standin:
         async with gateway(standin) as (gw, route, _, calls), httpx.AsyncClient() as client:
             base = gw.base_url(route, "127.0.0.1")
-            async with client.stream("POST", f"{base}/messages", json={"model": "standin-1", "stream": True,
-                                                                        "messages": [{"role": "user",
-                                                                                      "content": "x" * 400}]}) as s:
+            async with client.stream(
+                "POST",
+                f"{base}/messages",
+                json={"model": "standin-1", "stream": True, "messages": [{"role": "user", "content": "x" * 400}]},
+            ) as s:
                 await s.aread()
             r = await client.post(f"{base}/responses", json={"model": "standin-1", "input": "y" * 400})
             assert r.status_code == 200
         assert standin.requests[0]["headers"]["x-api-key"] == "real-key"
-    assert [(c.api, c.usage.input > 90, c.usage.output > 0) for c in calls] == [("anthropic", True, True),
-                                                                               ("responses", True, True)]
+    assert [(c.api, c.usage.input > 90, c.usage.output > 0) for c in calls] == [
+        ("anthropic", True, True),
+        ("responses", True, True),
+    ]
 
 
 async def test_upstream_429_500_and_resets_become_waits_not_failures() -> None:
@@ -125,8 +131,9 @@ async def test_slow_first_byte_is_retried_and_a_stalled_stream_is_cut() -> None:
             assert "no answer in time" in next(d.reason for d in events.seen if isinstance(d, LlmWait))
             standin.faults.append(Fault("cut", seconds=2.0))
             with pytest.raises(httpx.RemoteProtocolError):
-                async with client.stream("POST", f"{gw.base_url(route, '127.0.0.1')}/chat/completions",
-                                         json=_chat(stream=True)) as s:
+                async with client.stream(
+                    "POST", f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat(stream=True)
+                ) as s:
                     await s.aread()
     assert "stream broke off" in route.unavailable
 

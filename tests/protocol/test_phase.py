@@ -29,8 +29,18 @@ WHO = {"configuration": "c", "seed": 0}  # the store numbers the only scenario 1
 
 
 def _tested(turn: int, attempt: int, passed: bool) -> AttemptTested:
-    return AttemptTested(scenario=1, **WHO, turn=turn, attempt=attempt, passed=passed, failed_tests=0 if passed else 2,
-                         tests=9, categories=None if passed else "validation", suite_seconds=0.1, server_seconds=0.1)
+    return AttemptTested(
+        scenario=1,
+        **WHO,
+        turn=turn,
+        attempt=attempt,
+        passed=passed,
+        failed_tests=0 if passed else 2,
+        tests=9,
+        categories=None if passed else "validation",
+        suite_seconds=0.1,
+        server_seconds=0.1,
+    )
 
 
 async def test_live_folding_and_snapshots_give_the_same_phase_after_every_event(tmp_path: Path) -> None:
@@ -50,8 +60,9 @@ async def test_live_folding_and_snapshots_give_the_same_phase_after_every_event(
             match data:  # what the engine writes to the store as it publishes each event
                 case AttemptStarted():
                     await store.set_scenario_status(sid, "running")
-                    attempt_id = (await store.begin_attempt(sid, data.turn, data.attempt, data.infra_try, "turn",
-                                                            "p")).id
+                    attempt_id = (
+                        await store.begin_attempt(sid, data.turn, data.attempt, data.infra_try, "turn", "p")
+                    ).id
                 case HarnessDone():
                     await store.harness_done(attempt_id, HarnessEnd(harness_seconds=1.0))
                 case InfraFailure():
@@ -90,8 +101,16 @@ async def test_live_folding_and_snapshots_give_the_same_phase_after_every_event(
         for seq, data in enumerate(run, start=1):
             await step(data, seq)
         # Every phase the function knows short of `pending` was shown, so the comparison covered each.
-        assert set(seen) == {"agent working", "testing", "feedback", "retrying", "infra wait", "infra retry",
-                             "passed", "failed"}
+        assert set(seen) == {
+            "agent working",
+            "testing",
+            "feedback",
+            "retrying",
+            "infra wait",
+            "infra retry",
+            "passed",
+            "failed",
+        }
 
 
 def test_phase_of_a_scenario_without_attempts_is_pending_and_a_final_status_wins() -> None:
@@ -102,8 +121,10 @@ def test_phase_of_a_scenario_without_attempts_is_pending_and_a_final_status_wins
 
 def test_every_event_kind_survives_the_wire() -> None:
     """An event encodes and decodes to an equal Struct of its own kind (the tag picks it)."""
-    for data in (_tested(0, 1, passed=True),
-                 InfraFailure(scenario=1, **WHO, turn=0, attempt=1, infra_try=0, infra_kind="stuck", detail="x")):
+    for data in (
+        _tested(0, 1, passed=True),
+        InfraFailure(scenario=1, **WHO, turn=0, attempt=1, infra_try=0, infra_kind="stuck", detail="x"),
+    ):
         event = Event(sweep="w", data=data, at=1.0, seq=1)
         back = decoder(Event).decode(msgspec.msgpack.encode(event))
         assert back == event and back.kind == type(data).__struct_config__.tag

@@ -52,8 +52,9 @@ class HeldServer:
             self.stream = await listener.accept()
             self.frames = FrameReader(self.stream)
             hello = self.dec.decode(await self.frames.read())
-            await write_frame(self.stream, self.enc.encode(HelloReply(version=PROTOCOL_VERSION, daemon="held",
-                                                                      rid=hello.rid)))
+            await write_frame(
+                self.stream, self.enc.encode(HelloReply(version=PROTOCOL_VERSION, daemon="held", rid=hello.rid))
+            )
             while True:
                 self.requests.append(self.dec.decode(await self.frames.read()))
 
@@ -120,7 +121,8 @@ async def test_a_reply_arriving_after_its_request_was_cancelled_is_not_the_next_
 
 
 async def test_requests_cancelled_at_every_point_against_a_real_daemon_leave_later_replies_right(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Cancelling after 0..N scheduler steps, on one connection: each completed request gets its own answer."""
     state = tmp_path / "st"
     async with running_daemon(state):

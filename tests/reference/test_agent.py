@@ -30,12 +30,23 @@ AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10**6), naming=st.sampled_from(["themed", "programmatic"]),
-       sampler=st.sampled_from(["uniform", "weighted"]), k=st.integers(1, 7))
+@given(
+    seed=st.integers(0, 10**6),
+    naming=st.sampled_from(["themed", "programmatic"]),
+    sampler=st.sampled_from(["uniform", "weighted"]),
+    k=st.integers(1, 7),
+)
 def test_texts_round_trip_to_the_exact_state(seed: int, naming: str, sampler: str, k: int) -> None:
     """Parsing the spec and every change prompt rebuilds each state exactly: the texts are complete."""
-    scenario = generate(seed, ScenarioParams(turns=25, naming=naming, sampler=sampler,  # type: ignore[arg-type]
-                                             changes_per_turn=k))
+    scenario = generate(
+        seed,
+        ScenarioParams(
+            turns=25,
+            naming=naming,
+            sampler=sampler,  # type: ignore[arg-type]
+            changes_per_turn=k,
+        ),
+    )
     model = Model(parse_spec(render_spec(scenario.initial)))
     assert msgspec.convert(model.schema, State) == scenario.initial
     state = scenario.initial
@@ -62,8 +73,21 @@ def _agent(ws: Path, prompt: str, *extra: str) -> None:
         for name in ("agent.py", "parse.py", "server.py"):
             shutil.copy(AGENT.with_name(name), bindir / name)
     (ws.parent / "prompt.md").write_text(prompt)
-    subprocess.run([sys.executable, "-I", "-S", str(bindir / "agent.py"), "--workspace", str(ws),
-                    "--prompt-file", str(ws.parent / "prompt.md"), *extra], check=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            str(bindir / "agent.py"),
+            "--workspace",
+            str(ws),
+            "--prompt-file",
+            str(ws.parent / "prompt.md"),
+            *extra,
+        ],
+        check=True,
+        timeout=60,
+    )
 
 
 async def _suite_result(url: str, seed: int, turn: int, scenario_turns: int) -> SuiteResult:
@@ -95,8 +119,7 @@ async def test_real_agent_program_passes_turns_through_run_server_sh(tmp_path: P
 async def test_mutant_repairs_itself_after_feedback(tmp_path: Path) -> None:
     """With --fix-on-feedback a mutant fails, reads the feedback prompt, and then passes."""
     ws = _workspace(tmp_path, 12)
-    await anyio.to_thread.run_sync(_agent, ws, initial_prompt("python"), "--bug", "accept-null",
-                                   "--fix-on-feedback")
+    await anyio.to_thread.run_sync(_agent, ws, initial_prompt("python"), "--bug", "accept-null", "--fix-on-feedback")
     with run_server_sh(ws) as url:
         first = await _suite_result(url, 12, 0, 0)
     assert not first.passed
@@ -114,8 +137,9 @@ def test_agent_texts_reveal_no_tests_seed_or_pack() -> None:
     for batch in scenario.turns:
         text, state = change_prompt(batch, state)
         texts.append(text)
-    names = {t.name for turn in range(6) for t in generate_suite(*state_and_history(scenario, turn)[:1], 31337,
-                                                                 turn).tests}
+    names = {
+        t.name for turn in range(6) for t in generate_suite(*state_and_history(scenario, turn)[:1], 31337, turn).tests
+    }
     joined = "\n".join(texts).lower()
     assert "31337" not in joined and "seed" not in joined and "pack" not in joined
     assert not [n for n in names if n in joined]

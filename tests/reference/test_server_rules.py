@@ -11,13 +11,19 @@ from staminad.reference.server import App
 
 SCHEMA: dict[str, Any] = {
     "enums": [],
-    "entities": [{"name": "CoffeeBatch", "fields": [
-        {"name": "weight", "kind": "float", "required": True, "minimum": 0.0},
-        {"name": "cups", "kind": "integer", "maximum": 10},
-        {"name": "label", "kind": "string", "max_length": 3},
-        {"name": "roasted", "kind": "datetime"},
-    ]}],
-    "analytics": [], "actions": [],
+    "entities": [
+        {
+            "name": "CoffeeBatch",
+            "fields": [
+                {"name": "weight", "kind": "float", "required": True, "minimum": 0.0},
+                {"name": "cups", "kind": "integer", "maximum": 10},
+                {"name": "label", "kind": "string", "max_length": 3},
+                {"name": "roasted", "kind": "datetime"},
+            ],
+        }
+    ],
+    "analytics": [],
+    "actions": [],
 }
 
 
@@ -66,8 +72,10 @@ def test_length_counts_characters() -> None:
     assert _call(app, "POST", "/coffeebatch", {"id": "b", "weight": 1, "label": "äöüé"})[0] == 400
 
 
-@pytest.mark.parametrize("stamp", ["2023-02-29 10:00:00", "2024-04-10 24:00:00", "2024-04-10T10:00:00",
-                                   "2024-04-10 10:00", "2023-02-30 10:00:00"])
+@pytest.mark.parametrize(
+    "stamp",
+    ["2023-02-29 10:00:00", "2024-04-10 24:00:00", "2024-04-10T10:00:00", "2024-04-10 10:00", "2023-02-30 10:00:00"],
+)
 def test_impossible_or_malformed_datetimes_are_rejected(stamp: str) -> None:
     """Feb 29 of a non-leap year, hour 24, a `T`, missing seconds and Feb 30 are all invalid."""
     app = App({"schema": SCHEMA})
@@ -87,10 +95,16 @@ REF_SCHEMA: dict[str, Any] = {
     "enums": [],
     "entities": [
         {"name": "Shelf", "fields": []},
-        {"name": "Jar", "fields": [{"name": "shelf", "kind": "ref", "target": "Shelf"},
-                                   {"name": "shelves", "kind": "ref_list", "target": "Shelf"}]},
+        {
+            "name": "Jar",
+            "fields": [
+                {"name": "shelf", "kind": "ref", "target": "Shelf"},
+                {"name": "shelves", "kind": "ref_list", "target": "Shelf"},
+            ],
+        },
     ],
-    "analytics": [], "actions": [],
+    "analytics": [],
+    "actions": [],
 }
 
 

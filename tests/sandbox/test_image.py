@@ -46,8 +46,10 @@ def test_a_harness_layer_tag_moves_with_its_base_and_pin(monkeypatch: pytest.Mon
 
     codex = harnesses.HARNESSES["codex"]
     before = harness_tag("codex")
-    for changed in (dataclasses.replace(codex, base="trixie"),
-                    dataclasses.replace(codex, install="pypi:openai-codex-cli-bin==0.162.1")):
+    for changed in (
+        dataclasses.replace(codex, base="trixie"),
+        dataclasses.replace(codex, install="pypi:openai-codex-cli-bin==0.162.1"),
+    ):
         monkeypatch.setitem(harnesses.HARNESSES, "codex", changed)
         assert harness_tag("codex") != before
     monkeypatch.setitem(harnesses.HARNESSES, "codex", codex)
@@ -57,13 +59,23 @@ def test_a_harness_layer_tag_moves_with_its_base_and_pin(monkeypatch: pytest.Mon
 @pytest.mark.timeout(900)
 def test_the_trixie_base_builds_offline_and_runs_python_3_13() -> None:
     """mmdebstrap builds trixie the same way as bookworm, tagged by suite, with `latest` left alone."""
-    latest = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", "staminabench/sandbox:latest"],
-                            capture_output=True, text=True).stdout
+    latest = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", "staminabench/sandbox:latest"],
+        capture_output=True,
+        text=True,
+    ).stdout
     tag, _ = build(suite="trixie")
     assert tag == recipe(suite="trixie").tag()
-    version = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "python3", "--version"],
-                             capture_output=True, text=True, timeout=120)
+    version = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", tag, "python3", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert version.stdout.startswith("Python 3.13"), version
-    after = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", "staminabench/sandbox:latest"],
-                           capture_output=True, text=True).stdout
+    after = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", "staminabench/sandbox:latest"],
+        capture_output=True,
+        text=True,
+    ).stdout
     assert after == latest

@@ -57,12 +57,17 @@ async def watcher() -> AsyncIterator[MarkerWatcher]:
 
 
 async def test_a_restarted_daemon_finds_the_running_harness_and_nothing_runs_twice(
-        tmp_path: Path, sandbox_image: str, watcher: MarkerWatcher) -> None:
+    tmp_path: Path, sandbox_image: str, watcher: MarkerWatcher
+) -> None:
     """kill -9 of the daemon mid-turn: the next one adopts the container and its launcher, sees the job alive,
     and gets its marker; the job ran once and no second launcher started."""
     root = tmp_path / "sandboxes" / "resume" / "c1-s0"
-    daemon = subprocess.Popen([sys.executable, "-c", textwrap.dedent(DAEMON), str(root), sandbox_image],
-                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(DAEMON), str(root), sandbox_image],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+    )
     try:
         assert daemon.stdout is not None
         with anyio.fail_after(120):
@@ -87,11 +92,18 @@ async def test_a_restarted_daemon_finds_the_running_harness_and_nothing_runs_twi
 
 
 async def test_without_its_launcher_a_sandbox_works_by_exec_and_starts_a_new_one(
-        tmp_path: Path, sandbox_image: str, watcher: MarkerWatcher) -> None:
+    tmp_path: Path, sandbox_image: str, watcher: MarkerWatcher
+) -> None:
     """The launcher killed: the next operations run by `docker exec`, and a new launcher reads the FIFO after."""
     async with aiodocker.Docker() as docker:
-        box = DockerSandbox(docker, tmp_path / "sandboxes" / "gone" / "c1-s0", "gone", "x",
-                            RunSettings(image=sandbox_image), PortAllocator())
+        box = DockerSandbox(
+            docker,
+            tmp_path / "sandboxes" / "gone" / "c1-s0",
+            "gone",
+            "x",
+            RunSettings(image=sandbox_image),
+            PortAllocator(),
+        )
         try:
             await box.prepare()
             first = read_int(box.host_control / "launcher.pid")

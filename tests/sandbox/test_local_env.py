@@ -37,7 +37,8 @@ async def watcher() -> AsyncIterator[MarkerWatcher]:
 
 
 async def test_secrets_in_the_daemon_environment_reach_neither_harness_nor_server(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watcher: MarkerWatcher) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watcher: MarkerWatcher
+) -> None:
     """With OPENAI_API_KEY and others set for the daemon, the harness sees only the allow-list and its adapter's
     variables, and the server only the allow-list."""
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "STAMINAD_STATE_DIR"):
@@ -45,8 +46,11 @@ async def test_secrets_in_the_daemon_environment_reach_neither_harness_nor_serve
     box = LocalSandbox(tmp_path / "box", PortAllocator(31130, 31139, lock_dir=tmp_path / "locks"))
     await box.prepare()
     ws = box.host_workspace
-    await box.launch("j", ["sh", "-c", f"exec /usr/bin/env -0 > {ws / 'harness.env'}"],
-                     {"STAMINA_LLM_BASE_URL": "http://127.0.0.1:9/g/token/v1"})
+    await box.launch(
+        "j",
+        ["sh", "-c", f"exec /usr/bin/env -0 > {ws / 'harness.env'}"],
+        {"STAMINA_LLM_BASE_URL": "http://127.0.0.1:9/g/token/v1"},
+    )
     marker = await watcher.wait(marker_path(box.host_control, "j"), 30)
     assert marker is not None and marker["exit"] == 0
     (ws / "run_server.sh").write_text('/usr/bin/env -0 > server.env\nexec python3 -m http.server "$1"\n')

@@ -103,8 +103,9 @@ def grader_files(pack_dir: Path) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.parametrize("agent", ["manual", "mini-swe-agent"])
-async def test_a_real_harness_sandbox_holds_nothing_of_the_grader(tmp_path: Path, sandboxes: DockerFactory,
-                                                                  watcher: MarkerWatcher, agent: str) -> None:
+async def test_a_real_harness_sandbox_holds_nothing_of_the_grader(
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher, agent: str
+) -> None:
     """Searched by content hash and by name, the whole file system holds no grader package file and no pack file."""
     hashes, names = grader_files(tmp_path / "pack")
     adapter = adapter_for(agent)
@@ -117,11 +118,13 @@ async def test_a_real_harness_sandbox_holds_nothing_of_the_grader(tmp_path: Path
 
 
 async def test_the_search_finds_the_reference_code_where_the_reference_agent_runs(
-        tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher) -> None:
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
+) -> None:
     """The same search in the reference agent's sandbox finds its code: the search does look everywhere."""
     hashes, names = grader_files(tmp_path / "pack")
-    box = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "reference",
-                    Grant(layer=adapter_for("reference").layer()))
+    box = sandboxes(
+        tmp_path / "sandboxes" / "seal" / "c1-s0", "reference", Grant(layer=adapter_for("reference").layer())
+    )
     await box.prepare()
     (box.host_workspace / "wanted.json").write_text(json.dumps({"hashes": sorted(hashes), "names": sorted(names)}))
     _, out = await as_agent(box, watcher, "find", FIND)
@@ -161,15 +164,16 @@ def iptables() -> str:
     return "\n".join(line for line in out.splitlines() if not line.startswith(("#", ":")))
 
 
-async def test_sandboxes_reach_neither_each_other_nor_host_services(tmp_path: Path, sandboxes: DockerFactory,
-                                                                    watcher: MarkerWatcher) -> None:
+async def test_sandboxes_reach_neither_each_other_nor_host_services(
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
+) -> None:
     """A's agent cannot reach B's server nor a host listener on 0.0.0.0; the host still tests B's server."""
     await sandboxes.llm_hosts()
     a = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "a", Grant(layer=adapter_for("manual").layer()))
     b = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s1", "b", Grant(layer=adapter_for("manual").layer()))
     await a.prepare()
     await b.prepare()
-    (b.host_workspace / "run_server.sh").write_text("exec python3 -m http.server --bind 0.0.0.0 \"$1\"\n")
+    (b.host_workspace / "run_server.sh").write_text('exec python3 -m http.server --bind 0.0.0.0 "$1"\n')
     handle = await b.start_server(20)
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -183,8 +187,11 @@ async def test_sandboxes_reach_neither_each_other_nor_host_services(tmp_path: Pa
         b_ip = next(iter(info["NetworkSettings"]["Networks"].values()))["IPAddress"]
         ours = [f"{b_ip}/", f"{b_ip}:", f"--dport {a.port} ", f"--dport {b.port} "]
         host_port = listener.getsockname()[1]
-        targets = [(b_ip, SERVER_PORT_IN_CONTAINER), (sandboxes.bridge_ip, b.port or 0),
-                   *((ip, host_port) for ip in host_addresses())]
+        targets = [
+            (b_ip, SERVER_PORT_IN_CONTAINER),
+            (sandboxes.bridge_ip, b.port or 0),
+            *((ip, host_port) for ip in host_addresses()),
+        ]
         results = await reach(a, watcher, "reach", targets)
         assert len(results) == len(targets) and "connected" not in results.values(), results
     finally:
@@ -201,7 +208,8 @@ async def test_sandboxes_reach_neither_each_other_nor_host_services(tmp_path: Pa
 
 
 async def test_only_a_granted_sandbox_reaches_the_gateway_port_and_nothing_else(
-        tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher) -> None:
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
+) -> None:
     """With Grant(llm=True) the gateway's address and port answer; other host ports and ungranted sandboxes do not."""
     [bridge] = await sandboxes.llm_hosts()
     gateway, other = socket.socket(), socket.socket()
@@ -262,7 +270,8 @@ print(json.dumps(out))
 
 
 async def test_the_agent_runs_unprivileged_and_cannot_touch_the_control_files(
-        tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher) -> None:
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
+) -> None:
     """No uid 0, no capabilities, read-only root and prompts, control out of reach, fsize and /tmp bounded."""
     box = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "h", Grant())
     await box.prepare()
@@ -272,8 +281,17 @@ async def test_the_agent_runs_unprivileged_and_cannot_touch_the_control_files(
     got = json.loads(out.strip().splitlines()[-1])
     assert marker["exit"] == 0 and marker["signal"] is None
     assert got["uid"] != 0 and got["CapEff"] == "0000000000000000" and got["NoNewPrivs"] == "1"
-    for name in ("write /", "write /usr", "write prompts", "new prompt", "list control", "forge marker",
-                 "read job cmd", "signal the wrapper", "signal pid 1"):
+    for name in (
+        "write /",
+        "write /usr",
+        "write prompts",
+        "new prompt",
+        "list control",
+        "forge marker",
+        "read job cmd",
+        "signal the wrapper",
+        "signal pid 1",
+    ):
         assert got[name] in ("PermissionError", "OSError"), (name, got[name])  # EACCES, EPERM or EROFS
     assert got["read prompt"] == got["write tmp"] == got["write home"] == got["edit readme"] == "allowed"
     assert got["past fsize"] == "OSError"  # EFBIG
@@ -285,16 +303,22 @@ async def test_the_agent_runs_unprivileged_and_cannot_touch_the_control_files(
     assert f"{box.host_layer}:/harness:ro" in host["Binds"] and not any(str(PACKAGE) in b for b in host["Binds"])
 
 
-async def test_a_workspace_past_its_quota_ends_the_harness(tmp_path: Path, sandboxes: DockerFactory,
-                                                           watcher: MarkerWatcher) -> None:
+async def test_a_workspace_past_its_quota_ends_the_harness(
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
+) -> None:
     """The wrapper's watchdog kills a harness that fills the workspace past the quota; the marker says so."""
     box = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "q", Grant())
     box.quota_kb = 1024
     await box.prepare()
-    marker, _ = await as_agent(box, watcher, "fill", """
+    marker, _ = await as_agent(
+        box,
+        watcher,
+        "fill",
+        """
         import os, time
         with open("/workspace/fill.bin", "wb") as fh:
             fh.write(os.urandom(4 << 20))
         time.sleep(600)
-    """)
+    """,
+    )
     assert marker["signal"] == 9 and marker["over_quota"] >= 4096

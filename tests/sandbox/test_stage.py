@@ -20,5 +20,9 @@ def test_restaging_keeps_the_directory_and_drops_what_the_layer_lacks(tmp_path: 
     stage_layer(dest, adapter_for("manual").layer())
     assert dest.stat().st_ino == inode
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == [
-        "sandbox", "sandbox/launcher.py", "sandbox/server.sh", "sandbox/wrapper.sh"]
+        "sandbox",
+        "sandbox/launcher.py",
+        "sandbox/server.sh",
+        "sandbox/wrapper.sh",
+    ]
     assert (dest / "sandbox" / "wrapper.sh").read_bytes() == (HARNESS_DIR / "sandbox" / "wrapper.sh").read_bytes()

@@ -13,8 +13,16 @@ pytestmark = pytest.mark.anyio
 
 # (turn, attempt, infra_try, outcome): passes, failures with feedback retries, infra retries, an unfinished row.
 HISTORY = [
-    (0, 1, 0, "pass"), (1, 1, 0, "fail"), (1, 2, 0, "pass"), (2, 1, 0, "infra"), (2, 1, 1, "fail"),
-    (2, 2, 0, "infra"), (2, 2, 1, "pass"), (3, 1, 0, "fail"), (3, 2, 0, "fail"), (3, 3, 0, None),
+    (0, 1, 0, "pass"),
+    (1, 1, 0, "fail"),
+    (1, 2, 0, "pass"),
+    (2, 1, 0, "infra"),
+    (2, 1, 1, "fail"),
+    (2, 2, 0, "infra"),
+    (2, 2, 1, "pass"),
+    (3, 1, 0, "fail"),
+    (3, 2, 0, "fail"),
+    (3, 3, 0, None),
 ]
 
 
@@ -28,8 +36,10 @@ async def test_narrow_step_reads_give_the_same_position_as_all_rows(tmp_path: Pa
         for turn, attempt, infra_try, outcome in HISTORY:
             row = await store.begin_attempt(scenario, turn, attempt, infra_try, "turn", f"prompt {turn}")
             if outcome is not None:
-                await store.tested(row.id, Verdict(outcome=outcome, feedback="fb",
-                                                   infra_kind="harness_crash" if outcome == "infra" else None))
+                await store.tested(
+                    row.id,
+                    Verdict(outcome=outcome, feedback="fb", infra_kind="harness_crash" if outcome == "infra" else None),
+                )
             every = await store.attempts(scenario)
             narrow = await store.latest_turn_attempts(scenario)
             assert {r.turn for r in narrow} == {turn} and narrow == [r for r in every if r.turn == turn]

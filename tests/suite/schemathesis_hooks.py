@@ -62,14 +62,21 @@ def _reason(case: Any, status: int) -> str | None:
     action = facts["action"]
     if action is not None:
         code, stored = _get(f"/{action['endpoint']}/{_quoted(str(case.path_parameters.get('id')))}")
-        if status == 400 and code == 200 and isinstance(stored, dict) and stored.get(action["field"]) not in \
-                action["sources"]:
+        if (
+            status == 400
+            and code == 200
+            and isinstance(stored, dict)
+            and stored.get(action["field"]) not in action["sources"]
+        ):
             return "[actions]: the stored entity is in the wrong state, which no request chooses"
         return None
     if status not in (400, 422):
         return None
-    if case.operation.method.upper() == "PATCH" and isinstance(body.get("id"), str) and \
-            body["id"] != case.path_parameters.get("id"):
+    if (
+        case.operation.method.upper() == "PATCH"
+        and isinstance(body.get("id"), str)
+        and body["id"] != case.path_parameters.get("id")
+    ):
         return "[patch-id]: a body id must equal the path's id, a relation JSON Schema cannot state"
     for name, target in facts["references"].items():
         value = body.get(name)

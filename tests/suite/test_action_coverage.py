@@ -34,32 +34,49 @@ from staminad.suite.inprocess import AppTransport
 from staminad.suite.model import Suite, Test
 from staminad.suite.runner import run_suite
 
-NOTE = Entity(name="Note", fields=(Field(name="description", kind="string"), Field(name="hours", kind="integer",
-                                                                                  nullable=True)))
-THING = Entity(name="Thing", fields=(
-    Field(name="status", kind="enum", enum="Status", required=True),
-    Field(name="weight", kind="float", nullable=True, minimum=0.0),
-    Field(name="rank", kind="integer", minimum=0),
-    Field(name="age", kind="integer", minimum=1, maximum=1000),
-    Field(name="temperature", kind="float", nullable=True, maximum=1000.0),
-    Field(name="points", kind="integer"),
-    Field(name="sequence", kind="integer", nullable=True, required=True, maximum=10000),
-    Field(name="loan", kind="ref", target="Note", nullable=True),
-    Field(name="notes", kind="ref_list", target="Note"),
-))
+NOTE = Entity(
+    name="Note", fields=(Field(name="description", kind="string"), Field(name="hours", kind="integer", nullable=True))
+)
+THING = Entity(
+    name="Thing",
+    fields=(
+        Field(name="status", kind="enum", enum="Status", required=True),
+        Field(name="weight", kind="float", nullable=True, minimum=0.0),
+        Field(name="rank", kind="integer", minimum=0),
+        Field(name="age", kind="integer", minimum=1, maximum=1000),
+        Field(name="temperature", kind="float", nullable=True, maximum=1000.0),
+        Field(name="points", kind="integer"),
+        Field(name="sequence", kind="integer", nullable=True, required=True, maximum=10000),
+        Field(name="loan", kind="ref", target="Note", nullable=True),
+        Field(name="notes", kind="ref_list", target="Note"),
+    ),
+)
 ENUMS = (EnumType(name="Status", values=("open", "closed")),)
 
 
 def _state(conditions: tuple[Condition, ...], effects: tuple[Effect, ...]) -> tuple[State, Action]:
-    action = Action(entity="Thing", name="act", field="status", sources=("open",), target="closed",
-                    conditions=conditions, effects=effects)
+    action = Action(
+        entity="Thing",
+        name="act",
+        field="status",
+        sources=("open",),
+        target="closed",
+        conditions=conditions,
+        effects=effects,
+    )
     return State(enums=ENUMS, entities=(NOTE, THING), actions=(action,)), action
 
 
 def _failures(state: State, action: Action, seed: int, bugs: list[str]) -> list[str]:
     made = action_tests(state, action, random.Random(seed))
-    suite = Suite(seed=0, turn=0, tests=tuple(Test(name=n, category=c, rule=r, steps=tuple(s))  # type: ignore[arg-type]
-                                             for n, c, r, s in made))
+    suite = Suite(
+        seed=0,
+        turn=0,
+        tests=tuple(
+            Test(name=n, category=c, rule=r, steps=tuple(s))  # type: ignore[arg-type]
+            for n, c, r, s in made
+        ),
+    )
     app = App({"schema": msgspec.to_builtins(state), "bugs": bugs})
     return [f.name for f in asyncio.run(run_suite(suite, AppTransport(app))).failures]
 
@@ -89,8 +106,9 @@ def test_every_null_check_meets_a_falsy_value() -> None:
 
 def test_each_computation_gets_its_own_null_operand() -> None:
     """Two computations over shared fields: each has a test where only its operand is null, the target set."""
-    st, action = _state((), (Compute("points", "points", "+", "sequence"),
-                             Compute("sequence", "points", "*", "sequence")))
+    st, action = _state(
+        (), (Compute("points", "points", "+", "sequence"), Compute("sequence", "points", "*", "sequence"))
+    )
     _always_caught(st, action, "compute-null-writes-null")
 
 
@@ -123,8 +141,9 @@ def test_a_null_increase_reaches_a_target_a_guard_links() -> None:
 def test_a_bound_crossing_survives_the_data_of_later_effects() -> None:
     """A later (overwritten) computation over the same fields does not move the data that makes an earlier one
     cross a bound."""
-    st, action = _state((), (Compute("age", "rank", "*", "age"), Compute("rank", "age", "+", "points"),
-                             SetValue("rank", 5)))
+    st, action = _state(
+        (), (Compute("age", "rank", "*", "age"), Compute("rank", "age", "+", "points"), SetValue("rank", 5))
+    )
     _always_caught(st, action, "effects-clamped")
 
 
@@ -156,6 +175,7 @@ def test_an_operand_set_earlier_crosses_with_its_set_value() -> None:
 
 def test_a_sum_guard_lists_two_entities_where_a_pair_fits() -> None:
     """`sum(this.notes.hours) < 23` is met by two listed entities, so a `for each` that stops at one shows."""
-    st, action = _state((Compare(SumOperand("notes", "hours"), "<", 23),),
-                        (ForEach("notes", SetValue("description", "x")),))
+    st, action = _state(
+        (Compare(SumOperand("notes", "hours"), "<", 23),), (ForEach("notes", SetValue("description", "x")),)
+    )
     _always_caught(st, action, "for-each-first-only")

@@ -35,21 +35,27 @@ from staminad.suite.model import Suite, Test
 from staminad.suite.plans import NULL, Plan, can_be_null, falsy_value, shape
 from staminad.suite.runner import run_suite
 
-ITEM = Entity(name="Item", fields=(
-    Field(name="price", kind="integer", nullable=True, minimum=0, maximum=100),
-    Field(name="label", kind="string"),
-))
-ORDER = Entity(name="Order", fields=(
-    Field(name="status", kind="enum", enum="OrderStatus", required=True),
-    Field(name="qty", kind="integer", nullable=True, maximum=10),
-    Field(name="rate", kind="float", minimum=0.0, maximum=5.0),
-    Field(name="total", kind="float", minimum=0.0, maximum=50.0),
-    Field(name="stock", kind="integer"),
-    Field(name="note", kind="string", required=True, has_default=True, default="n/a"),
-    Field(name="flag", kind="boolean", nullable=True),
-    Field(name="items", kind="ref_list", target="Item"),
-    Field(name="main", kind="ref", target="Item", nullable=True),
-))
+ITEM = Entity(
+    name="Item",
+    fields=(
+        Field(name="price", kind="integer", nullable=True, minimum=0, maximum=100),
+        Field(name="label", kind="string"),
+    ),
+)
+ORDER = Entity(
+    name="Order",
+    fields=(
+        Field(name="status", kind="enum", enum="OrderStatus", required=True),
+        Field(name="qty", kind="integer", nullable=True, maximum=10),
+        Field(name="rate", kind="float", minimum=0.0, maximum=5.0),
+        Field(name="total", kind="float", minimum=0.0, maximum=50.0),
+        Field(name="stock", kind="integer"),
+        Field(name="note", kind="string", required=True, has_default=True, default="n/a"),
+        Field(name="flag", kind="boolean", nullable=True),
+        Field(name="items", kind="ref_list", target="Item"),
+        Field(name="main", kind="ref", target="Item", nullable=True),
+    ),
+)
 STATE = State(enums=(EnumType(name="OrderStatus", values=("open", "closed")),), entities=(ITEM, ORDER))
 
 
@@ -110,9 +116,20 @@ def test_null_checks_are_met_with_falsy_values_and_all_fails_on_its_second_entit
 def test_effect_data_sits_on_bounds_nulls_and_missing_targets() -> None:
     """bounds: inputs at the bound pushed past (0 for an unbounded decrease); nulls: inputs null; null_operands: one
     operand of a computation null; empty: no targets."""
-    action = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed", effects=(
-        Increment("qty", 2), Increment("stock", -1), Compute("total", "rate", "*", "qty"),
-        OnReference("main", Increment("price", 5)), ForEach("items", SetValue("label", "done"))))
+    action = Action(
+        entity="Order",
+        name="ship",
+        field="status",
+        sources=("open",),
+        target="closed",
+        effects=(
+            Increment("qty", 2),
+            Increment("stock", -1),
+            Compute("total", "rate", "*", "qty"),
+            OnReference("main", Increment("price", 5)),
+            ForEach("items", SetValue("label", "done")),
+        ),
+    )
     rng = random.Random(3)
     plan = _plan()
     assert meet_effects(rng, STATE, ORDER, action, plan, set(), "bounds")
@@ -150,35 +167,69 @@ def test_aggregate_data_has_signs_and_nulls_that_show_null_as_zero() -> None:
 
 def test_action_tests_cover_null_and_empty_cases_and_the_reference_passes_them() -> None:
     """A guarded action gets null, empty and effect-mode tests, and the reference server passes all of them."""
-    action = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed",
-                    conditions=(Compare(FieldOperand("qty"), "<", 5), Quantified("all", "items", "price", ">", 10)),
-                    effects=(Increment("stock", -1), OnReference("main", Increment("price", 5))))
+    action = Action(
+        entity="Order",
+        name="ship",
+        field="status",
+        sources=("open",),
+        target="closed",
+        conditions=(Compare(FieldOperand("qty"), "<", 5), Quantified("all", "items", "price", ">", 10)),
+        effects=(Increment("stock", -1), OnReference("main", Increment("price", 5))),
+    )
     st = msgspec.structs.replace(STATE, actions=(action,))
     made = action_tests(st, action, random.Random(5))
     names = {name for name, _, _, _ in made}
-    assert {"order_ship_guard_1_null", "order_ship_guard_2_null", "order_ship_guard_2_empty", "order_ship_succeeds",
-            "order_ship_succeeds_null_inputs", "order_ship_succeeds_no_targets", "order_ship_wrong_state"} <= names
-    suite = Suite(seed=0, turn=0, tests=tuple(Test(name=n, category=c, rule=r, steps=tuple(s))  # type: ignore[arg-type]
-                                             for n, c, r, s in made))
+    assert {
+        "order_ship_guard_1_null",
+        "order_ship_guard_2_null",
+        "order_ship_guard_2_empty",
+        "order_ship_succeeds",
+        "order_ship_succeeds_null_inputs",
+        "order_ship_succeeds_no_targets",
+        "order_ship_wrong_state",
+    } <= names
+    suite = Suite(
+        seed=0,
+        turn=0,
+        tests=tuple(
+            Test(name=n, category=c, rule=r, steps=tuple(s))  # type: ignore[arg-type]
+            for n, c, r, s in made
+        ),
+    )
     ok = asyncio.run(run_suite(suite, AppTransport(App({"schema": msgspec.to_builtins(st)}))))
     assert ok.passed, ok.failures
-    bad = asyncio.run(run_suite(suite, AppTransport(App({"schema": msgspec.to_builtins(st),
-                                                         "bugs": ["null-as-zero-order"]}))))
+    bad = asyncio.run(
+        run_suite(suite, AppTransport(App({"schema": msgspec.to_builtins(st), "bugs": ["null-as-zero-order"]})))
+    )
     assert [r.name for r in bad.failures] == ["order_ship_guard_1_null"]
 
 
 def test_a_set_on_a_guarded_field_starts_from_another_value_the_guards_allow() -> None:
     """bounds: `set this.flag to false` under `this.flag is not null` starts from true, not the guard's falsy pick."""
-    action = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed",
-                    conditions=(NullCheck("flag", False),), effects=(SetValue("flag", False),))
+    action = Action(
+        entity="Order",
+        name="ship",
+        field="status",
+        sources=("open",),
+        target="closed",
+        conditions=(NullCheck("flag", False),),
+        effects=(SetValue("flag", False),),
+    )
     for seed in range(5):
         rng = random.Random(seed)
         plan = _plan()
         assert shape(rng, STATE, ORDER, plan, action.conditions[0], True) and plan.body["flag"] is False
         assert meet_effects(rng, STATE, ORDER, action, plan, {"flag"}, "bounds")
         assert plan.body["flag"] is True
-    pinned = Action(entity="Order", name="ship", field="status", sources=("open",), target="closed",
-                    conditions=(Compare(FieldOperand("flag"), "==", False),), effects=(SetValue("flag", False),))
+    pinned = Action(
+        entity="Order",
+        name="ship",
+        field="status",
+        sources=("open",),
+        target="closed",
+        conditions=(Compare(FieldOperand("flag"), "==", False),),
+        effects=(SetValue("flag", False),),
+    )
     plan = Plan({**_plan().body, "flag": False})
     assert not meet_effects(random.Random(0), STATE, ORDER, pinned, plan, {"flag"}, "bounds")
     assert plan.body["flag"] is False

@@ -7,10 +7,20 @@ from staminad.suite.runner import SuiteResult, TestResult
 
 
 def _result(n_fail: int, n_pass: int = 5) -> SuiteResult:
-    fails = [TestResult(name=f"thing_{i}_rejects_null", category="validation", rule="null", passed=False, step=0,
-                        request=f"POST /thing {{\"id\": \"t{i}\"}}", status=201, response='{"id": "t"}',
-                        message="non-nullable x must reject null: POST /thing returned 201, expected 400 or 422")
-             for i in range(n_fail)]
+    fails = [
+        TestResult(
+            name=f"thing_{i}_rejects_null",
+            category="validation",
+            rule="null",
+            passed=False,
+            step=0,
+            request=f'POST /thing {{"id": "t{i}"}}',
+            status=201,
+            response='{"id": "t"}',
+            message="non-nullable x must reject null: POST /thing returned 201, expected 400 or 422",
+        )
+        for i in range(n_fail)
+    ]
     oks = [TestResult(name=f"ok_{i}", category="validation", rule="null", passed=True) for i in range(n_pass)]
     return SuiteResult(seed=0, turn=0, results=tuple(fails + oks), seconds=0.1, requests=10)
 

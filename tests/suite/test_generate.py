@@ -43,8 +43,18 @@ def test_suite_covers_each_kind_of_rule_over_a_trajectory() -> None:
     for turn in range(41):
         state, history = state_and_history(SCENARIO, turn)
         seen |= {t.rule for t in generate_suite(state, 3, turn, history).tests}
-    unobservable = {"run-script", "language", "spec-file", "pkill", "automation", "json", "crud", "guards",
-                    "effects", "delete-entity"}
+    unobservable = {
+        "run-script",
+        "language",
+        "spec-file",
+        "pkill",
+        "automation",
+        "json",
+        "crud",
+        "guards",
+        "effects",
+        "delete-entity",
+    }
     assert set(RULES) - unobservable <= seen, set(RULES) - unobservable - seen
 
 
@@ -87,8 +97,9 @@ def test_history_records_analytics_and_actions_a_field_deletion_takes_along() ->
     from staminad.bench.changes import DeleteField, transition
     from staminad.suite.history import turn_history
 
-    state, a = _state_with(lambda s: next((a for a in s.analytics if a.field and len(s.entity(a.entity).fields) > 1),
-                                          None))
+    state, a = _state_with(
+        lambda s: next((a for a in s.analytics if a.field and len(s.entity(a.entity).fields) > 1), None)
+    )
     changes = [DeleteField(a.entity, a.field)]
     history = turn_history(None, state, changes, transition(state, changes))
     assert a.path() in history.removed_analytics
@@ -105,8 +116,12 @@ def test_history_records_a_renamed_fields_old_analytics_path_and_a_deleted_entit
     changes = [RenameField(a.entity, a.field, "renamed_for_test")]
     history = turn_history(None, state, changes, transition(state, changes))
     assert a.path() in history.removed_analytics
-    state, (owner, f) = _state_with(lambda s: next(((e, f) for e in s.entities for f in e.fields
-                                                    if f.target and f.target != e.name and len(e.fields) > 1), None))
+    state, (owner, f) = _state_with(
+        lambda s: next(
+            ((e, f) for e in s.entities for f in e.fields if f.target and f.target != e.name and len(e.fields) > 1),
+            None,
+        )
+    )
     changes = [DeleteEntity(f.target)]
     history = turn_history(None, state, changes, transition(state, changes))
     assert (owner.name, f.name, "dropped") in history.removed_fields

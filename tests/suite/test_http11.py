@@ -18,9 +18,11 @@ BODY = b'{"a": 1}'
 
 def keep_alive(write: Callable[[Conn, bytes], None]) -> Callable[[Conn], None]:
     """A script answering every request on the connection with `write(conn, request)`."""
+
     def serve(conn: Conn) -> None:
         while (request := conn.read_request()) is not None:
             write(conn, request)
+
     return serve
 
 
@@ -67,8 +69,12 @@ def test_works_where_the_platform_has_no_quickack(monkeypatch: pytest.MonkeyPatc
 
 
 def _chunked(conn: Conn, request: bytes) -> None:
-    conn.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n",
-               b"3;ext=1\r\n{\"a\r\n", b"5\r\n\": 1}\r\n", b"0\r\nX-Sum: 8\r\nX-Other: y\r\n\r\n")
+    conn.write(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n",
+        b'3;ext=1\r\n{"a\r\n',
+        b'5\r\n": 1}\r\n',
+        b"0\r\nX-Sum: 8\r\nX-Other: y\r\n\r\n",
+    )
 
 
 def test_chunked_with_extensions_and_trailers() -> None:
@@ -105,9 +111,12 @@ def test_http10_answer_without_keep_alive_is_not_reused() -> None:
 
 def test_interim_1xx_answers_are_skipped() -> None:
     """100 Continue and 103 Early Hints before the final answer are read past."""
+
     def serve(conn: Conn, request: bytes) -> None:
-        conn.write(b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n",
-                   *answer(200, BODY))
+        conn.write(
+            b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", *answer(200, BODY)
+        )
+
     with RawServer(keep_alive(serve)).running() as server:
         assert _requests(server, 3) == [(200, BODY)] * 3
 
@@ -175,8 +184,10 @@ def test_post_reset_unread_is_retried_once() -> None:
 
 def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
     """A server closing a brand-new connection without answering fails the request at once (it is not idle-drop)."""
+
     def serve(conn: Conn) -> None:
         conn.read_request()
+
     with (
         RawServer(serve).running() as server,
         Http11Transport.for_url(server.url) as t,
@@ -186,21 +197,27 @@ def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
     assert server.accepted == 1
 
 
-@pytest.mark.parametrize(("script", "message"), [
-    (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000 + b"\r\n\r\n"), "longer than|larger than"),
-    (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 9999999\r\n\r\n"), "larger than"),
-    (lambda c, r: c.write(b"HTTP/1.1 100 Continue\r\n\r\n" * 40), "interim"),
-    (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), "bad chunk size"),
-    (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY"), "CRLF"),
-    (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"), "bad Content-Length"),
-    (lambda c, r: c.write(b"SSH-2.0-OpenSSH\r\n\r\n"), "not an HTTP"),
-    (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"), "bad response header"),
-])
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000 + b"\r\n\r\n"), "longer than|larger than"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 9999999\r\n\r\n"), "larger than"),
+        (lambda c, r: c.write(b"HTTP/1.1 100 Continue\r\n\r\n" * 40), "interim"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), "bad chunk size"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY"), "CRLF"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"), "bad Content-Length"),
+        (lambda c, r: c.write(b"SSH-2.0-OpenSSH\r\n\r\n"), "not an HTTP"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"), "bad response header"),
+    ],
+)
 def test_bad_answers_fail_with_one_clear_line(script: Callable[[Conn, bytes], None], message: str) -> None:
     """Oversized heads and bodies, endless 1xx, broken chunking and non-HTTP answers are TransportErrors."""
     with (
         RawServer(keep_alive(script)).running() as server,
-        Http11Transport.for_url(server.url, timeout=5.0, ) as t,
+        Http11Transport.for_url(
+            server.url,
+            timeout=5.0,
+        ) as t,
         pytest.raises(TransportError, match=message),
     ):
         t.request("GET", "/", None)
@@ -208,9 +225,11 @@ def test_bad_answers_fail_with_one_clear_line(script: Callable[[Conn, bytes], No
 
 def test_body_cut_short_is_an_error() -> None:
     """A connection closed before Content-Length bytes arrived fails the request instead of returning a part."""
+
     def serve(conn: Conn) -> None:
         conn.read_request()
         conn.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", b"{}")
+
     with (
         RawServer(serve).running() as server,
         Http11Transport.for_url(server.url) as t,
@@ -221,9 +240,11 @@ def test_body_cut_short_is_an_error() -> None:
 
 def test_silent_server_times_out() -> None:
     """A server that reads and never answers fails the request within its timeout, marked as a timeout."""
+
     def serve(conn: Conn) -> None:
         conn.read_request()
         conn.read_request()  # holds the connection open until the client gives up
+
     with (
         RawServer(serve).running() as server,
         Http11Transport.for_url(server.url, timeout=0.2) as t,
@@ -235,9 +256,11 @@ def test_silent_server_times_out() -> None:
 
 def test_connection_closed_inside_the_head_says_so() -> None:
     """A server closing after part of the response head fails the request as a closed connection."""
+
     def serve(conn: Conn) -> None:
         conn.read_request()
         conn.write(b"HTTP/1.1 200 OK\r\nContent-")
+
     with (
         RawServer(serve).running() as server,
         Http11Transport.for_url(server.url) as t,
@@ -248,9 +271,13 @@ def test_connection_closed_inside_the_head_says_so() -> None:
 
 def test_chunked_with_a_content_length_too_is_read_chunked_and_not_reused() -> None:
     """An answer with both framings is read by its chunking, and its connection is not trusted for the next."""
+
     def serve(conn: Conn, request: bytes) -> None:
-        conn.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
-                   b"8\r\n" + BODY + b"\r\n0\r\n\r\n")
+        conn.write(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"8\r\n" + BODY + b"\r\n0\r\n\r\n",
+        )
+
     with RawServer(keep_alive(serve)).running() as server:
         assert _requests(server, 2) == [(200, BODY)] * 2
     assert server.accepted == 2
@@ -264,6 +291,7 @@ def test_interrupt_from_another_thread_ends_the_request_in_flight_and_later_ones
         conn.read_request()
         read.set()
         conn.read_request()  # never answers; holds the connection until the client goes
+
     with RawServer(serve).running() as server, Http11Transport.for_url(server.url, timeout=60.0) as t:
         stopper = threading.Thread(target=lambda: (read.wait(10), t.interrupt()))
         stopper.start()

@@ -92,8 +92,11 @@ def test_bounds_apply_to_input_but_not_to_fields_effects_write() -> None:
         schemas = doc["components"]["schemas"]
         over = f.maximum + 1
         assert not _valid(doc, schemas[f"{entity}Create"]["properties"][f.name], over)
-        written = any(getattr(x, "field", None) == f.name or getattr(getattr(x, "effect", None), "field", None)
-                      == f.name for a in state.actions for x in a.effects)
+        written = any(
+            getattr(x, "field", None) == f.name or getattr(getattr(x, "effect", None), "field", None) == f.name
+            for a in state.actions
+            for x in a.effects
+        )
         if not written:
             assert not _valid(doc, schemas[entity]["properties"][f.name], over)
             checked += 1
@@ -112,10 +115,20 @@ def test_analytics_results_are_typed_per_operation() -> None:
             owner = state.entity(a.entity)
             f = owner.field(a.field) if owner and a.field else None
             integer = f is not None and f.kind == "integer"
-            ok = {"count": [3], "sum": [3] if integer else [3, 2.5], "avg": [2.5, None],
-                  "min": [3, None] if integer else [2.5, None], "max": [3, None] if integer else [2.5, None]}[a.op]
-            bad = {"count": [None, 2.5, -1], "sum": [None, 2.5] if integer else [None],
-                   "avg": ["x"], "min": [2.5] if integer else ["x"], "max": [2.5] if integer else ["x"]}[a.op]
+            ok = {
+                "count": [3],
+                "sum": [3] if integer else [3, 2.5],
+                "avg": [2.5, None],
+                "min": [3, None] if integer else [2.5, None],
+                "max": [3, None] if integer else [2.5, None],
+            }[a.op]
+            bad = {
+                "count": [None, 2.5, -1],
+                "sum": [None, 2.5] if integer else [None],
+                "avg": ["x"],
+                "min": [2.5] if integer else ["x"],
+                "max": [2.5] if integer else ["x"],
+            }[a.op]
             assert all(_valid(doc, r, v) for v in ok) and not any(_valid(doc, r, v) for v in bad), (a, r)
             ops.add((a.op, integer))
     assert {op for op, _ in ops} == {"count", "sum", "avg", "min", "max"}
@@ -132,8 +145,12 @@ def test_create_links_to_every_operation_on_the_created_id() -> None:
             for status in ("200", "201"):
                 links = post["responses"][status]["links"]
                 targets = {link["operationId"] for link in links.values()}
-                expected = {f"get{e.name}", f"update{e.name}", f"delete{e.name}",
-                            *(f"{a.name}{e.name}" for a in state.actions if a.entity == e.name)}
+                expected = {
+                    f"get{e.name}",
+                    f"update{e.name}",
+                    f"delete{e.name}",
+                    *(f"{a.name}{e.name}" for a in state.actions if a.entity == e.name),
+                }
                 assert targets == expected and targets <= op_ids
                 assert all(link["parameters"] == {"id": "$response.body#/id"} for link in links.values())
 
@@ -177,13 +194,32 @@ def test_datetime_fields_export_their_bounds() -> None:
         assert prop["pattern"] == datetime_pattern(f.after, f.before)
 
 
-_BOUNDS = [(None, None), ("2020-01-01 00:00:00", "2026-12-31 23:59:59"), ("2015-01-01 00:00:00", "2030-12-31 23:59:59"),
-           ("2021-06-01 00:00:00", "2035-01-01 00:00:00"), ("2018-01-01 00:00:00", "2027-12-31 23:59:59"),
-           ("2000-02-28 10:30:15", "2000-03-01 09:59:58"), ("2019-12-31 23:59:59", "2020-01-01 00:00:00")]
+_BOUNDS = [
+    (None, None),
+    ("2020-01-01 00:00:00", "2026-12-31 23:59:59"),
+    ("2015-01-01 00:00:00", "2030-12-31 23:59:59"),
+    ("2021-06-01 00:00:00", "2035-01-01 00:00:00"),
+    ("2018-01-01 00:00:00", "2027-12-31 23:59:59"),
+    ("2000-02-28 10:30:15", "2000-03-01 09:59:58"),
+    ("2019-12-31 23:59:59", "2020-01-01 00:00:00"),
+]
 _digits = st.text(alphabet="0123456789", min_size=14, max_size=14)
-_near = st.sampled_from(["2000-02-29 00:00:00", "1900-02-29 12:00:00", "2023-02-30 10:00:00", "2024-02-29 23:59:59",
-                         "2021-06-01 00:00:00", "2035-01-01 00:00:00", "2035-01-01 00:00:01", "0000-01-01 00:00:00",
-                         "2020-04-31 10:00:00", "2020-12-31 24:00:00", "2020-13-01 00:00:00", "2026-12-31 23:59:59"])
+_near = st.sampled_from(
+    [
+        "2000-02-29 00:00:00",
+        "1900-02-29 12:00:00",
+        "2023-02-30 10:00:00",
+        "2024-02-29 23:59:59",
+        "2021-06-01 00:00:00",
+        "2035-01-01 00:00:00",
+        "2035-01-01 00:00:01",
+        "0000-01-01 00:00:00",
+        "2020-04-31 10:00:00",
+        "2020-12-31 24:00:00",
+        "2020-13-01 00:00:00",
+        "2026-12-31 23:59:59",
+    ]
+)
 
 
 def _as_datetime(d: str) -> str:
@@ -193,14 +229,19 @@ def _as_datetime(d: str) -> str:
 def _mutate(base: str, pos: int, digit: str) -> str:
     positions = [i for i, c in enumerate(base) if c.isdigit()]
     i = positions[pos % len(positions)]
-    return base[:i] + digit + base[i + 1:]
+    return base[:i] + digit + base[i + 1 :]
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.sampled_from(_BOUNDS), st.one_of(_digits.map(_as_datetime),
-       st.builds(_mutate, _near, st.integers(0, 13), st.sampled_from("0123456789")), _near))
-def test_datetime_pattern_matches_exactly_the_valid_datetimes_in_bounds(bounds: tuple[str | None, str | None],
-                                                                         value: str) -> None:
+@given(
+    st.sampled_from(_BOUNDS),
+    st.one_of(
+        _digits.map(_as_datetime), st.builds(_mutate, _near, st.integers(0, 13), st.sampled_from("0123456789")), _near
+    ),
+)
+def test_datetime_pattern_matches_exactly_the_valid_datetimes_in_bounds(
+    bounds: tuple[str | None, str | None], value: str
+) -> None:
     """The pattern admits a string iff it names a real calendar datetime within the inclusive bounds."""
     after, before = bounds
     try:

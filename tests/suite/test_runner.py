@@ -80,8 +80,15 @@ async def test_mutant_fails_with_request_and_response_excerpts() -> None:
 
 
 def _tiny_suite(n: int = 3) -> Suite:
-    tests = tuple(SuiteTest(name=f"t{i}", category="validation", rule="create",
-                       steps=(req("GET", "/x", checks=(Equals(("a",), 1),), why="x"),)) for i in range(n))
+    tests = tuple(
+        SuiteTest(
+            name=f"t{i}",
+            category="validation",
+            rule="create",
+            steps=(req("GET", "/x", checks=(Equals(("a",), 1),), why="x"),),
+        )
+        for i in range(n)
+    )
     return Suite(seed=0, turn=0, tests=tests)
 
 
@@ -155,6 +162,7 @@ async def test_a_cancelled_suite_interrupts_its_request_and_lets_go_of_the_trans
         conn.read_request()
         read.set()
         conn.read_request()  # never answers
+
     suite = _suite(0)
     with RawServer(serve).running() as server, Http11Transport.for_url(server.url, timeout=60.0) as transport:
         async with anyio.create_task_group() as tg:

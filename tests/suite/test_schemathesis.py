@@ -35,7 +35,7 @@ RUN_TIMEOUT = 240  # seconds for one `st run`, three times the slowest seen; a h
 # Deliberate exclusions: (check, reason). Every other check of schemathesis runs.
 EXCLUDED_CHECKS = {
     "unsupported_method": "the README fixes no answer for an HTTP method the design does not list on a path "
-                          "it does list ([unknown-path] covers only paths), so no status is promised there",
+    "it does list ([unknown-path] covers only paths), so no status is promised there",
 }
 # Methods the coverage phase sends to paths that do not declare them: those the reference server routes
 # (its http.server answers 501 to any other method, e.g. TRACE, which no README rule is about).
@@ -76,12 +76,44 @@ def test_schemathesis_finds_no_failure(seed: int, turn: int, tmp_path: Path) -> 
     thread.start()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "schemathesis.cli", "--config-file", str(tmp_path / "schemathesis.toml"), "run",
-             str(tmp_path / "openapi.json"), "--url", url, "--checks", "all",
-             "--exclude-checks", ",".join(EXCLUDED_CHECKS), "--mode", "all", "--max-examples", str(MAX_EXAMPLES),
-             "--seed", str(seed), "--workers", "1", "--request-timeout", "10",
-             "--report", "json", "--report-json-path", str(report), "--output-truncate", "false"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+            [
+                sys.executable,
+                "-m",
+                "schemathesis.cli",
+                "--config-file",
+                str(tmp_path / "schemathesis.toml"),
+                "run",
+                str(tmp_path / "openapi.json"),
+                "--url",
+                url,
+                "--checks",
+                "all",
+                "--exclude-checks",
+                ",".join(EXCLUDED_CHECKS),
+                "--mode",
+                "all",
+                "--max-examples",
+                str(MAX_EXAMPLES),
+                "--seed",
+                str(seed),
+                "--workers",
+                "1",
+                "--request-timeout",
+                "10",
+                "--report",
+                "json",
+                "--report-json-path",
+                str(report),
+                "--output-truncate",
+                "false",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            check=False,
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -91,6 +123,10 @@ def test_schemathesis_finds_no_failure(seed: int, turn: int, tmp_path: Path) -> 
     assert result["complete"] and result["errors"] == [], proc.stdout[-4000:]
     assert result["test_cases"]["generated"] > 0
     assert {name: p["status"] for name, p in result["phases"].items()} == {
-        "examples": "skip", "coverage": "success", "fuzzing": "success", "stateful": "success"}, proc.stdout[-4000:]
+        "examples": "skip",
+        "coverage": "success",
+        "fuzzing": "success",
+        "stateful": "success",
+    }, proc.stdout[-4000:]
     assert result["failures"] == [], proc.stdout[-8000:]
     assert proc.returncode == 0, proc.stdout[-4000:]

@@ -32,8 +32,10 @@ async def test_overview_sweep_and_scenario_screens_follow_a_live_sweep(tmp_path:
             await settle(pilot, lambda: app.connected)
             await submit(state, path)
             await until(stream, "sweep_finished")
-            await settle(pilot, lambda: app.board.sweeps.get("live") is not None
-                         and app.board.sweeps["live"].status == "finished")
+            await settle(
+                pilot,
+                lambda: app.board.sweeps.get("live") is not None and app.board.sweeps["live"].status == "finished",
+            )
             table = app.screen.query_one("#sweeps", DataTable)
             await settle(pilot, lambda: table.row_count == 2)
             await pilot.press("enter")
@@ -153,6 +155,7 @@ async def test_survives_a_daemon_restart_and_says_when_none_runs(tmp_path: Path)
             await settle(pilot, lambda: app.connected)
             await submit(state, write_sweep(tmp_path, "two", ["reference"], turns=1))
             await until(stream, "sweep_finished")
-            await settle(pilot, lambda: {"one", "two"} <= set(app.board.sweeps)
-                         and app.board.sweeps["two"].status == "finished")
+            await settle(
+                pilot, lambda: {"one", "two"} <= set(app.board.sweeps) and app.board.sweeps["two"].status == "finished"
+            )
             assert not banner.has_class("down")

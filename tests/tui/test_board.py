@@ -19,8 +19,20 @@ WHO = {"scenario": 5, "configuration": "c", "seed": 0}
 
 def _board() -> Board:
     board = Board()
-    row = ScenarioRow(id=5, configuration="aider R=2 detailed", seed=0, status="running", turns_passed=1, turn=1,
-                      attempt=1, infra_try=0, phase="agent working", last_failure="", history="P", reason="")
+    row = ScenarioRow(
+        id=5,
+        configuration="aider R=2 detailed",
+        seed=0,
+        status="running",
+        turns_passed=1,
+        turn=1,
+        attempt=1,
+        infra_try=0,
+        phase="agent working",
+        last_failure="",
+        history="P",
+        reason="",
+    )
     board.set_scenarios(ScenarioList(sweep="s", retries={"aider R=2 detailed": 2}, scenarios=(row,)))
     return board
 
@@ -30,8 +42,17 @@ def _event(data: EventData, seq: int) -> Event:
 
 
 def _tested(turn: int, attempt: int, passed: bool = True) -> AttemptTested:
-    return AttemptTested(**WHO, turn=turn, attempt=attempt, passed=passed, failed_tests=0 if passed else 1, tests=9,
-                         categories=None if passed else "validation", suite_seconds=0.1, server_seconds=0.1)
+    return AttemptTested(
+        **WHO,
+        turn=turn,
+        attempt=attempt,
+        passed=passed,
+        failed_tests=0 if passed else 1,
+        tests=9,
+        categories=None if passed else "validation",
+        suite_seconds=0.1,
+        server_seconds=0.1,
+    )
 
 
 def _finished(status: str, turns_passed: int, reason: str = "") -> ScenarioFinished:
@@ -42,8 +63,9 @@ def test_model_waits_outages_and_caps_show_in_phase_history_and_log() -> None:
     """An LLM wait is an infra line (the phase stays), an outage too, a cap ends the history with C; replays are
     ignored."""
     board = _board()
-    change = board.apply(_event(LlmWait(scenario=5, turn=1, reason="upstream answered 429", wait_seconds=2.0,
-                                        waited=0.0), 1))
+    change = board.apply(
+        _event(LlmWait(scenario=5, turn=1, reason="upstream answered 429", wait_seconds=2.0, waited=0.0), 1)
+    )
     assert change.scenario is not None and change.scenario.phase == "agent working"
     assert change.line is not None and change.line.severity == "infra" and "429" in change.line.text
     line = board.apply(_event(LlmUnavailable(scenario=5, turn=1, reason="gave up after 600 s"), 2)).line
@@ -53,16 +75,32 @@ def test_model_waits_outages_and_caps_show_in_phase_history_and_log() -> None:
     s = board.find("s", 5)
     assert s is not None and (s.status, s.history, s.last_failure, s.phase) == ("capped", "PC", "cost cap", "capped")
     assert board.apply(_event(_finished("capped", 1), 4)).line is None
-    assert [ln.kind for ln in board.lines(infra_only=True)] == ["llm_wait", "llm_unavailable", "llm_capped",
-                                                                "scenario_finished"]
+    assert [ln.kind for ln in board.lines(infra_only=True)] == [
+        "llm_wait",
+        "llm_unavailable",
+        "llm_capped",
+        "scenario_finished",
+    ]
     assert board.max_attempts("s", "aider R=2 detailed") == 3
 
 
 def test_events_a_snapshot_already_holds_move_nothing() -> None:
     """Events up to the snapshot's seq are logged but not folded again; later ones still move the row."""
     board = Board()
-    row = ScenarioRow(id=5, configuration="c", seed=0, status="running", turns_passed=2, turn=1, attempt=1,
-                      infra_try=0, phase="passed", last_failure="", history="PP", reason="")
+    row = ScenarioRow(
+        id=5,
+        configuration="c",
+        seed=0,
+        status="running",
+        turns_passed=2,
+        turn=1,
+        attempt=1,
+        infra_try=0,
+        phase="passed",
+        last_failure="",
+        history="PP",
+        reason="",
+    )
     board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), seq=7))
     change = board.apply(_event(_tested(1, 1), 7))
     assert change.scenario is None and change.line is not None
@@ -91,8 +129,20 @@ def test_folding_the_same_outcome_twice_changes_nothing() -> None:
 def test_a_retried_scenario_drops_its_final_letter_when_it_starts_again() -> None:
     """An infra_failed row (history ending in I) that the operator retried shows only its passed turns."""
     board = Board()
-    row = ScenarioRow(id=5, configuration="c", seed=0, status="infra_failed", turns_passed=1, turn=1, attempt=1,
-                      infra_try=0, phase="infra_failed", last_failure="self_kill", history="PI", reason="")
+    row = ScenarioRow(
+        id=5,
+        configuration="c",
+        seed=0,
+        status="infra_failed",
+        turns_passed=1,
+        turn=1,
+        attempt=1,
+        infra_try=0,
+        phase="infra_failed",
+        last_failure="self_kill",
+        history="PI",
+        reason="",
+    )
     board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,)))
     board.apply(_event(AttemptStarted(**WHO, turn=1, attempt=1, infra_try=1), 1))
     s = board.find("s", 5)

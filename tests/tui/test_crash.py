@@ -50,8 +50,15 @@ def test_an_uncaught_crash_exits_non_zero_and_leaves_the_traceback(tmp_path: Pat
     """A screen raising: exit status 1, and the exception's traceback is printed once the terminal is restored."""
     master, slave = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", CRASH, "--socket", str(tmp_path / "none.sock")], stdin=slave,
-                            stdout=slave, stderr=slave, env=env, cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CRASH, "--socket", str(tmp_path / "none.sock")],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     os.close(slave)
     try:
         out = _read_all(master, proc, timeout=90).decode("utf-8", errors="replace")

@@ -35,19 +35,38 @@ CLOCK = re.compile(r"\d+s")
 
 
 def _config(finished: int, scenarios: int = 4) -> ConfigStatus:
-    return ConfigStatus(name="c", scenarios=scenarios, finished=finished, mean_turns=0.0, se_turns=0.0,
-                        pass_rate=0.0, statuses={}, infra={})
+    return ConfigStatus(
+        name="c",
+        scenarios=scenarios,
+        finished=finished,
+        mean_turns=0.0,
+        se_turns=0.0,
+        pass_rate=0.0,
+        statuses={},
+        infra={},
+    )
 
 
 def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
     """ETA: elapsed per finished scenario times those left; '-' before the first and for a stopped sweep."""
-    info = SweepInfo(sweep="s", status="running", fingerprint="f", configurations=(_config(1), _config(1)),
-                     created_at=1000.0)
+    info = SweepInfo(
+        sweep="s", status="running", fingerprint="f", configurations=(_config(1), _config(1)), created_at=1000.0
+    )
     assert eta(info, now=1100.0) == "5m00s"  # 100 s for 2 of 8: 300 s for the 6 left
-    assert eta(SweepInfo(sweep="s", status="running", fingerprint="f", configurations=(_config(0),),
-                         created_at=1000.0), now=1100.0) == "-"
-    assert eta(SweepInfo(sweep="s", status="cancelled", fingerprint="f", configurations=(_config(1),),
-                         created_at=1000.0), now=1100.0) == "-"
+    assert (
+        eta(
+            SweepInfo(sweep="s", status="running", fingerprint="f", configurations=(_config(0),), created_at=1000.0),
+            now=1100.0,
+        )
+        == "-"
+    )
+    assert (
+        eta(
+            SweepInfo(sweep="s", status="cancelled", fingerprint="f", configurations=(_config(1),), created_at=1000.0),
+            now=1100.0,
+        )
+        == "-"
+    )
     assert eta(SweepInfo(sweep="s", status="finished", fingerprint="f", configurations=(_config(4),)), 0) == "done"
     assert bar(2, 4).plain == "█████░░░░░ 2/4" and bar(0, 0).plain == "░░░░░░░░░░ 0/0"
     assert (span(42), span(187), span(7500), span(-3)) == ("42s", "3m07s", "2h05m", "0s")
@@ -56,12 +75,26 @@ def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
 def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch() -> None:
     """attempt_started sets the watchdog to launch + turn timeout; the harness ending stops it; phases restart."""
     board = Board()
-    row = ScenarioRow(id=1, configuration="c", seed=0, status="running", turns_passed=0, turn=0, attempt=1,
-                      infra_try=0, phase="agent working", last_failure="", history="", reason="", since=50.0,
-                      deadline=70.0)
+    row = ScenarioRow(
+        id=1,
+        configuration="c",
+        seed=0,
+        status="running",
+        turns_passed=0,
+        turn=0,
+        attempt=1,
+        infra_try=0,
+        phase="agent working",
+        last_failure="",
+        history="",
+        reason="",
+        since=50.0,
+        deadline=70.0,
+    )
     board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), turn_timeout=20.0))
-    done = HarnessDone(scenario=1, configuration="c", seed=0, turn=0, attempt=1, exit=0, signal=None,
-                       harness_seconds=1.0)
+    done = HarnessDone(
+        scenario=1, configuration="c", seed=0, turn=0, attempt=1, exit=0, signal=None, harness_seconds=1.0
+    )
     board.apply(Event(sweep="s", data=done, at=60.0, seq=1))
     s = board.find("s", 1)
     assert s is not None and (s.phase, s.since, s.deadline) == ("testing", 60.0, 0.0)
@@ -72,8 +105,16 @@ def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch(
 
 def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
     """Figures read while a cancel lands can still count running rows: a cancelled sweep shows '-' and no slots."""
-    stale = ConfigStatus(name="c", scenarios=2, finished=1, mean_turns=1.0, se_turns=0.0, pass_rate=0.5,
-                         statuses={"running": 1, "done": 1}, infra={})
+    stale = ConfigStatus(
+        name="c",
+        scenarios=2,
+        finished=1,
+        mean_turns=1.0,
+        se_turns=0.0,
+        pass_rate=0.5,
+        statuses={"running": 1, "done": 1},
+        infra={},
+    )
     for status, running, label in (("running", "1", "running 1/4"), ("cancelled", "-", "cancelled")):
         info = SweepInfo(sweep="s", status=status, fingerprint="f", configurations=(stale,), parallel=4, active=1)
         (row,) = _rows(info, now=0.0)
@@ -93,8 +134,9 @@ async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_
         app = make_app(state / "staminad.sock")
         async with app.run_test(size=(160, 48)) as pilot:
             table = app.screen.query_one("#sweeps", DataTable)
-            await settle(pilot, lambda: table.row_count == 2
-                         and all(s.configurations for s in app.board.sweeps.values()))
+            await settle(
+                pilot, lambda: table.row_count == 2 and all(s.configurations for s in app.board.sweeps.values())
+            )
             held_row = next(i for i in range(2) if str(table.get_row_at(i)[0]) == "held")
             cells = table.get_row_at(held_row)
             assert str(cells[COLUMNS.index("progress")]).endswith(" 0/3")
@@ -116,8 +158,13 @@ async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_
             assert len(shown) >= 2 and " ".join(shown) == " ".join(asked.split())  # wrapped at spaces, nothing cut
             await pilot.press("y")
             await settle(pilot, lambda: app.board.sweeps["held"].status == "cancelled")
-            await settle(pilot, lambda: str(table.get_row_at(held_row)[0]) == "held"
-                         and str(table.get_row_at(held_row)[1]).startswith("cancelled"))
+            await settle(
+                pilot,
+                lambda: (
+                    str(table.get_row_at(held_row)[0]) == "held"
+                    and str(table.get_row_at(held_row)[1]).startswith("cancelled")
+                ),
+            )
             assert table.get_row_at(held_row)[COLUMNS.index("running")] == "-"
 
 

@@ -22,4 +22,3 @@ async def test_a_request_on_a_connection_closed_under_it_is_a_client_error(tmp_p
         await client.stream.aclose()
         with pytest.raises(ClientError, match="closed"):
             await client.request(ListSweeps())
-

@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pane(session: str, window: str) -> str:
-    done = subprocess.run(["tmux", "capture-pane", "-p", "-t", f"{session}:{window}"], capture_output=True,
-                          text=True, timeout=10)
+    done = subprocess.run(
+        ["tmux", "capture-pane", "-p", "-t", f"{session}:{window}"], capture_output=True, text=True, timeout=10
+    )
     return done.stdout
 
 
@@ -33,8 +34,13 @@ def test_scripted_tmux_session_shows_the_sweep_finish(tmp_path: Path) -> None:
     state = tmp_path / "st"
     env = {**os.environ, "STAMINA_TMUX": session}
     try:
-        started = subprocess.run([str(ROOT / "scripts" / "tmux-session.sh"), str(sweep), str(state)], env=env,
-                                 capture_output=True, text=True, timeout=120)
+        started = subprocess.run(
+            [str(ROOT / "scripts" / "tmux-session.sh"), str(sweep), str(state)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert started.returncode == 0, started.stderr
         deadline = time.monotonic() + 120
         screen = ""
@@ -46,20 +52,25 @@ def test_scripted_tmux_session_shows_the_sweep_finish(tmp_path: Path) -> None:
         assert "connected to staminad" in screen and "reference R=2 detailed" in screen, screen
         assert "tmuxed  finished" in screen and screen.count("2/2") == 2, screen  # every scenario finished
     finally:
-        subprocess.run([sys.executable, "-m", "staminad.cli", "stop", "--state-dir", str(state)],
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "staminad.cli", "stop", "--state-dir", str(state)], capture_output=True, timeout=60
+        )
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10)
 
 
 def test_textual_serve_dashboard_answers_on_loopback(tmp_path: Path) -> None:
     """`stamina-tui --serve` serves the monitor's web page on 127.0.0.1; a bad port is one clear line."""
-    bad = subprocess.run([sys.executable, "-m", "tui", "--serve", "--port", "70000"], capture_output=True,
-                         text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "tui", "--serve", "--port", "70000"], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and bad.stderr.strip() == "stamina-tui: error: --port 70000 is not a port number"
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tui", "--serve", "--port", str(port), "--socket",
-                             str(tmp_path / "none.sock")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui", "--serve", "--port", str(port), "--socket", str(tmp_path / "none.sock")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_listening(port, proc)
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)

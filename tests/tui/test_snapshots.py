@@ -36,14 +36,16 @@ def socket_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["TZ"] = "UTC"
     time.tzset()
     tmp = tmp_path_factory.mktemp("snap")
-    path = write_sweep(tmp, "snap", ["reference", "mutant:accept-null", "fault:self-kill:once"], seeds="0-1",
-                       turns=2)
+    path = write_sweep(tmp, "snap", ["reference", "mutant:accept-null", "fault:self-kill:once"], seeds="0-1", turns=2)
     path.write_text(path.read_text().replace("infra_retries = 2", "infra_retries = 0"))
     state = tmp / "st"
     anyio.run(run_in_process, path, state)
     db = sqlite3.connect(state / "staminad.db")
-    db.execute("UPDATE attempts SET launched_at = ?, finished_at = ?, harness_seconds = 1.25, suite_seconds = 0.5, "
-               "server_seconds = 0.25, teardown_seconds = 0.05, marker_latency = 0.001", (AT, AT + 2))
+    db.execute(
+        "UPDATE attempts SET launched_at = ?, finished_at = ?, harness_seconds = 1.25, suite_seconds = 0.5, "
+        "server_seconds = 0.25, teardown_seconds = 0.05, marker_latency = 0.001",
+        (AT, AT + 2),
+    )
     db.execute("UPDATE sweeps SET created_at = ?", (AT,))
     db.execute("UPDATE scenarios SET updated_at = ?", (AT,))
     db.execute("UPDATE infra_events SET at = ?", (AT,))
@@ -79,6 +81,7 @@ def test_overview(snap_compare: Any, socket_path: Path) -> None:
 
 def test_sweep_view(snap_compare: Any, socket_path: Path) -> None:
     """The sweep view sorted trouble-first: phases, attempts of R+1, failures and turn histories."""
+
     async def open_sweep(app: StaminaApp, pilot: Pilot[None]) -> None:
         await _press(app, pilot, "enter", "s", "s")
 
@@ -87,6 +90,7 @@ def test_sweep_view(snap_compare: Any, socket_path: Path) -> None:
 
 def test_sweep_view_at_100x30(snap_compare: Any, socket_path: Path) -> None:
     """On a 100x30 terminal the sweep view keeps configuration, seed, phase, last failure and history."""
+
     async def open_sweep(app: StaminaApp, pilot: Pilot[None]) -> None:
         await _press(app, pilot, "enter")
 
@@ -95,6 +99,7 @@ def test_sweep_view_at_100x30(snap_compare: Any, socket_path: Path) -> None:
 
 def test_scenario_detail(snap_compare: Any, socket_path: Path) -> None:
     """A failed scenario's timeline and its last attempt's prompt, feedback and failing tests."""
+
     async def open_failed(app: StaminaApp, pilot: Pilot[None]) -> None:
         await _press(app, pilot, "enter", "slash", *"accept", "enter", "enter")
         screen: Any = app.screen
@@ -105,24 +110,53 @@ def test_scenario_detail(snap_compare: Any, socket_path: Path) -> None:
 
 def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> None:
     """The event log: infra failures (self-kill, hang) stand out from passes and failures."""
+
     async def log(app: StaminaApp, pilot: Pilot[None]) -> None:
         ids = sorted(app.board.scenarios["snap"])
+
         def who(i: int) -> dict[str, Any]:
             row = app.board.scenarios["snap"][ids[i]]
             return {"scenario": row.id, "configuration": row.configuration, "seed": row.seed}
 
         samples: list[EventData] = [
             AttemptStarted(**who(0), turn=0, attempt=1, infra_try=0),
-            AttemptTested(**who(0), turn=0, attempt=1, passed=True, tests=131, failed_tests=0, categories="",
-                          suite_seconds=0.1, server_seconds=0.1),
-            AttemptTested(**who(2), turn=1, attempt=2, passed=False, tests=124, failed_tests=3,
-                          categories="validation", suite_seconds=0.1, server_seconds=0.1),
-            InfraFailure(**who(4), turn=0, attempt=1, infra_try=0, infra_kind="self_kill",
-                         detail="harness exit None, signal 15"),
-            InfraFailure(**who(5), turn=3, attempt=1, infra_try=1, infra_kind="stuck",
-                         detail="no marker within the turn timeout of 600 s"),
-            ScenarioFinished(**who(4), status="infra_failed", turns_passed=0,
-                             reason="self_kill on turn 0, 0 infra retries used")]
+            AttemptTested(
+                **who(0),
+                turn=0,
+                attempt=1,
+                passed=True,
+                tests=131,
+                failed_tests=0,
+                categories="",
+                suite_seconds=0.1,
+                server_seconds=0.1,
+            ),
+            AttemptTested(
+                **who(2),
+                turn=1,
+                attempt=2,
+                passed=False,
+                tests=124,
+                failed_tests=3,
+                categories="validation",
+                suite_seconds=0.1,
+                server_seconds=0.1,
+            ),
+            InfraFailure(
+                **who(4), turn=0, attempt=1, infra_try=0, infra_kind="self_kill", detail="harness exit None, signal 15"
+            ),
+            InfraFailure(
+                **who(5),
+                turn=3,
+                attempt=1,
+                infra_try=1,
+                infra_kind="stuck",
+                detail="no marker within the turn timeout of 600 s",
+            ),
+            ScenarioFinished(
+                **who(4), status="infra_failed", turns_passed=0, reason="self_kill on turn 0, 0 infra retries used"
+            ),
+        ]
         for i, data in enumerate(samples):
             app._on_event(Event(sweep="snap", data=data, at=AT + i, seq=10_000 + i))
         await _press(app, pilot, "e")
@@ -132,6 +166,7 @@ def test_event_log_with_infra_failures(snap_compare: Any, socket_path: Path) -> 
 
 def test_confirmation_and_help_dialogs(snap_compare: Any, socket_path: Path) -> None:
     """Cancelling asks first; the dialog names the sweep and what cancelling does."""
+
     async def ask(app: StaminaApp, pilot: Pilot[None]) -> None:
         await _press(app, pilot, "c")
 
@@ -140,6 +175,7 @@ def test_confirmation_and_help_dialogs(snap_compare: Any, socket_path: Path) -> 
 
 def test_help(snap_compare: Any, socket_path: Path) -> None:
     """`?` lists the screen's key bindings."""
+
     async def helped(app: StaminaApp, pilot: Pilot[None]) -> None:
         await _press(app, pilot, "enter", "question_mark")
 
@@ -148,6 +184,7 @@ def test_help(snap_compare: Any, socket_path: Path) -> None:
 
 def test_daemon_not_running(snap_compare: Any, tmp_path: Path) -> None:
     """Without a daemon the monitor says so plainly and how to start one."""
+
     async def down(pilot: Pilot[None]) -> None:
         app: StaminaApp = pilot.app  # type: ignore[assignment]
         await settle(pilot, lambda: "not running" in app.status_text)

@@ -31,14 +31,34 @@ async def _agent_wrote_scripts(state: Path) -> None:
         await store.set_sandbox(sc.id, {"runtime": "local", "root": str(root)})
         await store.set_scenario_status(sc.id, "failed", reason=f"turn 0 failed {SCRIPT}")
         row = await store.begin_attempt(sc.id, 0, 1, 0, "turn", f"prompt {SCRIPT}")
-        results = [{"name": "t_ok", "category": "crud", "rule": "r", "passed": True},
-                   {"name": f"t{SCRIPT}", "category": "business_logic", "rule": "r1", "passed": False,
-                    "message": f"wrong {SCRIPT}", "request": f"POST /things {SCRIPT}", "status": 500,
-                    "response": f"<html>{SCRIPT}</html>"}]
+        results = [
+            {"name": "t_ok", "category": "crud", "rule": "r", "passed": True},
+            {
+                "name": f"t{SCRIPT}",
+                "category": "business_logic",
+                "rule": "r1",
+                "passed": False,
+                "message": f"wrong {SCRIPT}",
+                "request": f"POST /things {SCRIPT}",
+                "status": 500,
+                "response": f"<html>{SCRIPT}</html>",
+            },
+        ]
         await store.harness_done(row.id, HarnessEnd(harness_exit=0, harness_seconds=1.5, loc=12))
-        await store.tested(row.id, Verdict(results=results, outcome="fail", categories="business_logic",
-                                           passed_tests=1, total_tests=2, feedback=f"feedback {SCRIPT}",
-                                           server_seconds=0.2, suite_seconds=0.3, teardown_seconds=0.01))
+        await store.tested(
+            row.id,
+            Verdict(
+                results=results,
+                outcome="fail",
+                categories="business_logic",
+                passed_tests=1,
+                total_tests=2,
+                feedback=f"feedback {SCRIPT}",
+                server_seconds=0.2,
+                suite_seconds=0.3,
+                teardown_seconds=0.01,
+            ),
+        )
         await store.llm_call(sc.id, row.id, 0, "openai", "m", (100, 20, 5), 0.0125, 200, 1.0, 0.0, False)
 
 
@@ -48,8 +68,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     infrastructure failures), both run for real with local processes, and the `xss<b>` sweep."""
     tmp = tmp_path_factory.mktemp("viewer")
     state = tmp / "state"
-    vw = write_sweep(tmp, "vw", ["reference", "mutant:500-on-wrong-type", "fault:crash:once"], seeds="0-1", turns=3,
-                     retries=1)
+    vw = write_sweep(
+        tmp, "vw", ["reference", "mutant:500-on-wrong-type", "fault:crash:once"], seeds="0-1", turns=3, retries=1
+    )
     infra = write_sweep(tmp, "infra", ["fault:crash"], seeds="0-1", turns=2, retries=1)
     anyio.run(sweep, vw, state)
     anyio.run(sweep, infra, state)
@@ -65,10 +86,13 @@ def old_store(path: Path) -> Path:
     conn.execute("PRAGMA user_version = 1")
     conn.execute("INSERT INTO sweeps VALUES ('old', 'old', 'fp', '{}', 'finished', 0)")
     conn.execute("INSERT INTO configurations VALUES (1, 'old', 'reference R=0 detailed', 'reference', 0, 'detailed')")
-    conn.execute("INSERT INTO scenarios (id, config_id, seed, status, turns_passed, updated_at) "
-                 "VALUES (1, 1, 0, 'done', 1, 0)")
-    conn.execute("INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, "
-                 "launched_at, outcome) VALUES (1, 0, 1, 0, 'tested', 'turn', 'build it', 0, 'pass')")
+    conn.execute(
+        "INSERT INTO scenarios (id, config_id, seed, status, turns_passed, updated_at) VALUES (1, 1, 0, 'done', 1, 0)"
+    )
+    conn.execute(
+        "INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, "
+        "launched_at, outcome) VALUES (1, 0, 1, 0, 'tested', 'turn', 'build it', 0, 'pass')"
+    )
     conn.commit()
     conn.close()
     return path

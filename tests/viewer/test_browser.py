@@ -68,8 +68,13 @@ class Lines:
 
 
 def _spawn(*args: str) -> tuple[subprocess.Popen[str], Lines]:
-    proc = subprocess.Popen([sys.executable, "-m", "staminad.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "staminad.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.stdout is not None
     return proc, Lines(proc.stdout)
 
@@ -99,9 +104,16 @@ def browser(chromium: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium, args=[
-            "--disable-background-networking", "--disable-component-update", "--no-first-run",
-            "--disable-default-apps", "--disable-sync"])
+        b = pw.chromium.launch(
+            executable_path=chromium,
+            args=[
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-default-apps",
+                "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 
@@ -204,9 +216,13 @@ def test_tui_served_to_a_browser_loads_nothing_from_the_internet(page: Any, tmp_
     with socket.socket() as probe:  # a free port for the server to take
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "tui", "--serve", "--port", str(port), "--socket",
-                             str(tmp_path / "none.sock")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui", "--serve", "--port", str(port), "--socket", str(tmp_path / "none.sock")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     try:
         assert proc.stdout is not None
         Lines(proc.stdout).wait_for(f":{port}", timeout=60)

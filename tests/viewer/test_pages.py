@@ -62,9 +62,12 @@ def test_scenario_page_shows_failing_tests_with_request_and_response(client: Tes
     r = client.get(scenario_url("vw", MUT, 0))
     assert r.status_code == 200
     conn = sqlite3.connect(store / "staminad.db")
-    feedback = conn.execute("SELECT a.feedback FROM attempts a JOIN scenarios s ON s.id = a.scenario_id JOIN "
-                            "configurations c ON c.id = s.config_id WHERE c.name = ? AND s.seed = 0 AND "
-                            "a.outcome = 'fail' ORDER BY a.id LIMIT 1", (MUT,)).fetchone()[0]
+    feedback = conn.execute(
+        "SELECT a.feedback FROM attempts a JOIN scenarios s ON s.id = a.scenario_id JOIN "
+        "configurations c ON c.id = s.config_id WHERE c.name = ? AND s.seed = 0 AND "
+        "a.outcome = 'fail' ORDER BY a.id LIMIT 1",
+        (MUT,),
+    ).fetchone()[0]
     conn.close()
     request = re.search(r"request: (.+)", feedback)
     assert request is not None
@@ -113,12 +116,17 @@ def test_a_sweep_of_only_infra_failures_says_so(client: TestClient) -> None:
 
 def test_unknown_names_are_a_plain_not_found_page(client: TestClient) -> None:
     """An unknown sweep, configuration or seed is a 404 page naming it, not a traceback."""
-    for url, words in (("/sweep?name=nope", "no sweep 'nope'"), (scenario_url("vw", REF, 9), "no scenario with seed 9"),
-                       ("/compare?sweep=vw&a=x&b=y", "no configuration 'x'")):
+    for url, words in (
+        ("/sweep?name=nope", "no sweep 'nope'"),
+        (scenario_url("vw", REF, 9), "no scenario with seed 9"),
+        ("/compare?sweep=vw&a=x&b=y", "no configuration 'x'"),
+    ):
         r = client.get(url)
         assert r.status_code == 404 and words in html.unescape(r.text) and "Traceback" not in r.text
-    for url, words in (("/sweep", "needs the query parameter 'name'"), ("/scenario?sweep=vw&configuration=x&seed=-1",
-                                                                        "seed must be a non-negative integer")):
+    for url, words in (
+        ("/sweep", "needs the query parameter 'name'"),
+        ("/scenario?sweep=vw&configuration=x&seed=-1", "seed must be a non-negative integer"),
+    ):
         r = client.get(url)
         assert r.status_code == 400 and words in html.unescape(r.text)
 
@@ -181,8 +189,10 @@ def test_a_token_guards_every_request(store: Path) -> None:
     r = c.get("/sweep?name=vw&token=s3cret")
     assert r.status_code == 303 and r.headers["location"].endswith("/sweep?name=vw")
     assert c.get("/sweep?name=vw").status_code == 200  # the cookie now carries it
-    assert TestClient(create_app(store, token="s3cret")).get("/", headers={"Authorization": "Bearer s3cret"}
-                                                             ).status_code == 200
+    assert (
+        TestClient(create_app(store, token="s3cret")).get("/", headers={"Authorization": "Bearer s3cret"}).status_code
+        == 200
+    )
 
 
 def test_loopback_hosts_are_told_apart() -> None:
@@ -197,21 +207,28 @@ def test_view_command_on_a_busy_port_is_one_line(store: Path) -> None:
 
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "staminad.cli", "view", "--state-dir", str(store),
-                               "--port", str(port)], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "staminad.cli", "view", "--state-dir", str(store), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
-def test_report_on_bad_input_is_a_table_or_one_line(store: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_on_bad_input_is_a_table_or_one_line(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A sweep of only infra failures still reports; an old store and an empty store are one line each."""
     from staminad.cli import main
 
     assert main(["report", "infra", "--state-dir", str(store), "--bootstrap", "200"]) == 0
     assert "harness_crash" in capsys.readouterr().out
-    for state, words in ((old_store(tmp_path / "old"), "older staminad (schema version 1 of"),
-                         (tmp_path / "empty", "no state")):
+    for state, words in (
+        (old_store(tmp_path / "old"), "older staminad (schema version 1 of"),
+        (tmp_path / "empty", "no state"),
+    ):
         for cmd in (["report"], ["export", "--out", str(tmp_path / "x.csv")]):
             assert main([*cmd, "--state-dir", str(state)]) == 2
             err = capsys.readouterr().err

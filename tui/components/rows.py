@@ -36,9 +36,12 @@ class RowTable(ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES = {"rowtable--header", "rowtable--cursor", "rowtable--odd"}
     BINDINGS = [
-        Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
-        Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
-        Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
+        Binding("up", "cursor(-1)", show=False),
+        Binding("down", "cursor(1)", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+        Binding("home", "jump(0)", show=False),
+        Binding("end", "jump(-1)", show=False),
         Binding("enter", "select", show=False),
     ]
 
@@ -54,8 +57,14 @@ class RowTable(ScrollView, can_focus=True):
     class Selected(Highlighted):
         pass
 
-    def __init__(self, columns: Sequence[tuple[str, int]], *, id: str | None = None, optional: Sequence[int] = (),
-                 shrink: int | None = None) -> None:
+    def __init__(
+        self,
+        columns: Sequence[tuple[str, int]],
+        *,
+        id: str | None = None,
+        optional: Sequence[int] = (),
+        shrink: int | None = None,
+    ) -> None:
         """`columns` are (label, width); the last column takes whatever width is left.
 
         When the view is too narrow, the `optional` columns (indices) are hidden in that order, then the
@@ -93,8 +102,9 @@ class RowTable(ScrollView, can_focus=True):
             self._keys.append(key)
             self._cells[key] = tuple(cells)
         self._reindex()
-        self.cursor_row = self._index.get(keep, min(self.cursor_row, max(len(self._keys) - 1, 0))) \
-            if keep is not None else 0
+        self.cursor_row = (
+            self._index.get(keep, min(self.cursor_row, max(len(self._keys) - 1, 0))) if keep is not None else 0
+        )
         self._resize()
         self.refresh()
         self._highlighted()

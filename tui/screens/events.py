@@ -37,7 +37,6 @@ class EventLogScreen(MonitorScreen):
         self.needle = sweep
         self.infra_only = False
 
-
     def compose(self) -> ComposeResult:
         yield Header()
         yield Banner(id="banner")
@@ -65,8 +64,11 @@ class EventLogScreen(MonitorScreen):
         self._title()
 
     def board_changed(self, changes: list[Change]) -> None:
-        rows = [(_key(c.line), _cells(c.line)) for c in changes
-                if c.line is not None and c.line.matches(self.needle, self.infra_only)]
+        rows = [
+            (_key(c.line), _cells(c.line))
+            for c in changes
+            if c.line is not None and c.line.matches(self.needle, self.infra_only)
+        ]
         if rows:
             self.query_one("#log", RowTable).append(rows, LOG_LINES)
 
@@ -88,8 +90,6 @@ class EventLogScreen(MonitorScreen):
     def action_infra(self) -> None:
         self.infra_only = not self.infra_only
         self.redraw()
-
-
 
 
 def _key(line: LogLine) -> str:

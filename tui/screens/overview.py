@@ -23,12 +23,30 @@ from tui.components.table import RowCursorTable
 from tui.screens.base import MonitorScreen
 from tui.screens.sweep import span
 
-COLUMNS = ("sweep", "status", "configuration", "progress", "ETA", "turns passed", "pass rate", "running", "failed",
-           "infra failed", "infra failures", "tokens", "cost")
+COLUMNS = (
+    "sweep",
+    "status",
+    "configuration",
+    "progress",
+    "ETA",
+    "turns passed",
+    "pass rate",
+    "running",
+    "failed",
+    "infra failed",
+    "infra failures",
+    "tokens",
+    "cost",
+)
 BAR = 10  # cells of a progress bar
 LIVE = ("running", "paused")  # a sweep whose scenarios may still be running
-STATUS_STYLE = {"running": "bold green", "paused": "bold yellow", "finished": "cyan", "cancelled": "dim",
-                "error": "bold red"}
+STATUS_STYLE = {
+    "running": "bold green",
+    "paused": "bold yellow",
+    "finished": "cyan",
+    "cancelled": "dim",
+    "error": "bold red",
+}
 
 
 class OverviewScreen(MonitorScreen):
@@ -42,9 +60,12 @@ class OverviewScreen(MonitorScreen):
         Binding("question_mark", "help", "Help"),
     ]
     HELP_TITLE = "Sweeps overview"
-    KEY_HELP = [("enter", "open the highlighted sweep"), ("p", "pause the sweep (running attempts finish)"),
-            ("r", "resume a paused sweep"), ("c", "cancel the sweep")]
-
+    KEY_HELP = [
+        ("enter", "open the highlighted sweep"),
+        ("p", "pause the sweep (running attempts finish)"),
+        ("r", "resume a paused sweep"),
+        ("c", "cancel the sweep"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -117,9 +138,11 @@ class OverviewScreen(MonitorScreen):
     def action_pause(self) -> None:
         sweep = self._selected()
         if sweep is not None:
-            self._confirmed(f"Pause sweep {sweep} ({self._what(sweep)})? Running attempts finish; no new ones "
-                            "start.",
-                            Pause(sweep=sweep), f"paused {sweep}")
+            self._confirmed(
+                f"Pause sweep {sweep} ({self._what(sweep)})? Running attempts finish; no new ones start.",
+                Pause(sweep=sweep),
+                f"paused {sweep}",
+            )
 
     def action_resume(self) -> None:
         sweep = self._selected()
@@ -129,11 +152,11 @@ class OverviewScreen(MonitorScreen):
     def action_cancel(self) -> None:
         sweep = self._selected()
         if sweep is not None:
-            self._confirmed(f"Cancel sweep {sweep} ({self._what(sweep)})? Its scenarios stop now; results so far "
-                            "are kept.",
-                            Cancel(sweep=sweep), f"cancelled {sweep}")
-
-
+            self._confirmed(
+                f"Cancel sweep {sweep} ({self._what(sweep)})? Its scenarios stop now; results so far are kept.",
+                Cancel(sweep=sweep),
+                f"cancelled {sweep}",
+            )
 
 
 def bar(done: int, total: int) -> Text:
@@ -153,8 +176,11 @@ def eta(info: SweepInfo, now: float) -> str:
 
 def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
     # A sweep the daemon runs shows its own limit and its queue: "running 2/4, 6 queued".
-    slots = f" {info.active}/{info.parallel}" + (f", {info.queued} queued" if info.queued else "") \
-        if info.parallel and info.status in LIVE else ""
+    slots = (
+        f" {info.active}/{info.parallel}" + (f", {info.queued} queued" if info.queued else "")
+        if info.parallel and info.status in LIVE
+        else ""
+    )
     status = Text(info.status + slots, style=STATUS_STYLE.get(info.status, ""))
     if not info.configurations:
         return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
@@ -163,13 +189,24 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
         scored = c.finished > 0  # a configuration with nothing finished has no figures yet, not zeros
         running = c.statuses.get("running", 0) if info.status in LIVE else 0  # stale rows of a cancelled sweep
-        rows.append((f"{info.sweep}\t{c.name}", info.sweep, status, c.name, bar(c.finished, c.scenarios),
-                     eta(info, now) if n == 0 else "",
-                     f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f}" if scored else "-",
-                     f"{c.pass_rate:4.0%}" if scored else "-",
-                     str(running) if running else "-", str(c.statuses.get("failed", 0)),
-                     Text(str(c.statuses.get("infra_failed", 0)),
-                          style="bold red" if c.statuses.get("infra_failed") else ""),
-                     Text(infra, style="yellow" if c.infra else "dim"),
-                     f"{c.tokens:,}" if c.tokens else "-", f"${c.cost:.2f}" if c.tokens else "-"))
+        rows.append(
+            (
+                f"{info.sweep}\t{c.name}",
+                info.sweep,
+                status,
+                c.name,
+                bar(c.finished, c.scenarios),
+                eta(info, now) if n == 0 else "",
+                f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f}" if scored else "-",
+                f"{c.pass_rate:4.0%}" if scored else "-",
+                str(running) if running else "-",
+                str(c.statuses.get("failed", 0)),
+                Text(
+                    str(c.statuses.get("infra_failed", 0)), style="bold red" if c.statuses.get("infra_failed") else ""
+                ),
+                Text(infra, style="yellow" if c.infra else "dim"),
+                f"{c.tokens:,}" if c.tokens else "-",
+                f"${c.cost:.2f}" if c.tokens else "-",
+            )
+        )
     return rows

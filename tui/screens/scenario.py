@@ -26,8 +26,19 @@ from tui.components.banner import Banner
 from tui.components.table import RowCursorTable
 from tui.screens.base import MonitorScreen
 
-COLUMNS = ("turn", "attempt", "infra try", "outcome", "failure", "tests", "harness exit", "harness s", "suite s",
-           "tokens", "cost")
+COLUMNS = (
+    "turn",
+    "attempt",
+    "infra try",
+    "outcome",
+    "failure",
+    "tests",
+    "harness exit",
+    "harness s",
+    "suite s",
+    "tokens",
+    "cost",
+)
 OUTCOME_STYLE = {"pass": "green", "fail": "red", "infra": "bold magenta"}
 _RUNNING = {"launched": "agent working", "harness_done": "testing"}  # an attempt still in progress
 LOG_LINES = 40  # last lines of a log shown
@@ -53,7 +64,6 @@ class ScenarioScreen(MonitorScreen):
         self._shown_attempt: int | None = None
         self._texts: AttemptTexts | None = None
 
-
     def compose(self) -> ComposeResult:
         yield Header()
         yield Banner(id="banner")
@@ -75,8 +85,9 @@ class ScenarioScreen(MonitorScreen):
 
     @work(exclusive=True, group="scenario")
     async def load(self) -> None:
-        info = await self.stamina.ask(GetScenario(sweep=self.sweep, configuration=self.configuration,
-                                                  seed=self.seed), quiet=self.info is not None)
+        info = await self.stamina.ask(
+            GetScenario(sweep=self.sweep, configuration=self.configuration, seed=self.seed), quiet=self.info is not None
+        )
         if info is None:
             return
         self.info = info
@@ -98,8 +109,7 @@ class ScenarioScreen(MonitorScreen):
         mine = self.stamina.board.scenarios.get(self.sweep, {})
         for change in changes:
             s = change.scenario
-            if (s is not None and mine.get(s.id) is s and s.configuration == self.configuration
-                    and s.seed == self.seed):
+            if s is not None and mine.get(s.id) is s and s.configuration == self.configuration and s.seed == self.seed:
                 self._stale = True
                 return
 
@@ -112,7 +122,8 @@ class ScenarioScreen(MonitorScreen):
         self.query_one("#summary", Static).update(
             f"[b]{escape(self.configuration)}[/b] seed {self.seed} · {info.status} · {info.turns_passed} turns passed"
             f" (last passed turn {last_ok if last_ok >= 0 else '-'}) · {len(info.attempts)} attempts{reason}"
-            f"\nworkspace {escape(info.workspace or '-')}")
+            f"\nworkspace {escape(info.workspace or '-')}"
+        )
         table: DataTable[Any] = self.query_one("#attempts", DataTable)
         keep = table.cursor_row if table.row_count else len(info.attempts) - 1
         at_end = table.row_count == 0 or table.cursor_row == table.row_count - 1
@@ -139,9 +150,6 @@ class ScenarioScreen(MonitorScreen):
     # --- actions ------------------------------------------------------------------------------
 
 
-
-
-
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
@@ -150,10 +158,19 @@ def _cells(a: AttemptSummary) -> tuple[Any, ...]:
     failure = a.infra_kind if a.outcome == "infra" else (a.categories or "")
     tests = f"{a.passed_tests}/{a.total_tests}" if a.total_tests is not None else "-"
     outcome = a.outcome or _RUNNING.get(a.phase, a.phase)
-    return (str(a.turn), str(a.attempt), str(a.infra_try), Text(outcome, style=OUTCOME_STYLE.get(outcome, "dim")),
-            failure or "-", tests, "-" if a.harness_exit is None else str(a.harness_exit),
-            _seconds(a.harness_seconds), _seconds(a.suite_seconds), f"{a.tokens:,}" if a.tokens else "-",
-            f"${a.cost:.2f}" if a.tokens else "-")
+    return (
+        str(a.turn),
+        str(a.attempt),
+        str(a.infra_try),
+        Text(outcome, style=OUTCOME_STYLE.get(outcome, "dim")),
+        failure or "-",
+        tests,
+        "-" if a.harness_exit is None else str(a.harness_exit),
+        _seconds(a.harness_seconds),
+        _seconds(a.suite_seconds),
+        f"{a.tokens:,}" if a.tokens else "-",
+        f"${a.cost:.2f}" if a.tokens else "-",
+    )
 
 
 def _clip(text: str) -> str:
@@ -170,23 +187,30 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, server_log: st
     """The highlighted attempt as Rich markup: outcome, harness, usage, prompt, feedback, failing tests, logs."""
     parts = []
     if a is not None:
-        line = (f"[b]turn {a.turn}, attempt {a.attempt}, infra try {a.infra_try}[/b]: "
-                f"{a.outcome or _RUNNING.get(a.phase, a.phase)}")
+        line = (
+            f"[b]turn {a.turn}, attempt {a.attempt}, infra try {a.infra_try}[/b]: "
+            f"{a.outcome or _RUNNING.get(a.phase, a.phase)}"
+        )
         if a.outcome == "infra" and a.infra_kind:
             line += f" - [magenta]{a.infra_kind}: {INFRA_TEXT.get(a.infra_kind, '')}[/magenta]"
         parts.append(line)
-        parts.append(f"harness exit {a.harness_exit if a.harness_exit is not None else '-'} after "
-                     f"{_seconds(a.harness_seconds)} s; suite {_seconds(a.suite_seconds)} s; "
-                     + (f"{a.tokens:,} tokens, ${a.cost:.2f}" if a.tokens else "no model calls metered"))
+        parts.append(
+            f"harness exit {a.harness_exit if a.harness_exit is not None else '-'} after "
+            f"{_seconds(a.harness_seconds)} s; suite {_seconds(a.suite_seconds)} s; "
+            + (f"{a.tokens:,} tokens, ${a.cost:.2f}" if a.tokens else "no model calls metered")
+        )
     parts += ["", f"[b u]prompt ({texts.prompt_kind})[/b u]", _clip(texts.prompt)]
     if texts.feedback:
         parts += ["", "[b u]feedback sent[/b u]", _clip(texts.feedback)]
     if texts.failures:
         parts += ["", f"[b u]failing tests ({len(texts.failures)})[/b u]"]
         for f in texts.failures[:50]:
-            parts += [f"[red]✗ {escape(f.name)}[/red] [dim]({f.category}, rule {escape(f.rule)})[/dim]",
-                      f"  {escape(f.message)}", f"  [b]request[/b]  {escape(f.request)}",
-                      f"  [b]response[/b] {f.status if f.status is not None else '-'} {escape(f.response[:500])}"]
+            parts += [
+                f"[red]✗ {escape(f.name)}[/red] [dim]({f.category}, rule {escape(f.rule)})[/dim]",
+                f"  {escape(f.message)}",
+                f"  [b]request[/b]  {escape(f.request)}",
+                f"  [b]response[/b] {f.status if f.status is not None else '-'} {escape(f.response[:500])}",
+            ]
         if len(texts.failures) > 50:
             parts.append(f"… and {len(texts.failures) - 50} more")
     parts += _log("harness log (tail)", texts.harness_log)

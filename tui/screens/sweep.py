@@ -26,19 +26,56 @@ from tui.components.rows import RowTable
 from tui.screens.base import MonitorScreen
 
 # At 150 columns every column shows; narrower, the optional ones go (configuration then shrinks).
-COLUMNS = (("configuration", 36), ("seed", 5), ("status", 12), ("turn", 5), ("phase", 20), ("in phase", 8),
-           ("watchdog", 8), ("attempt", 8), ("infra", 6), ("last failure", 20), ("history", 0))
+COLUMNS = (
+    ("configuration", 36),
+    ("seed", 5),
+    ("status", 12),
+    ("turn", 5),
+    ("phase", 20),
+    ("in phase", 8),
+    ("watchdog", 8),
+    ("attempt", 8),
+    ("infra", 6),
+    ("last failure", 20),
+    ("history", 0),
+)
 HIDE_WHEN_NARROW = (2, 8, 3, 7, 6, 5)  # status, infra, turn, attempt, watchdog, in phase: the rest must show
 FINISHED = ("done", "failed", "infra_failed", "capped", "cancelled")
 HISTORY_WIDTH = 40
-PHASE_STYLE = {"agent working": "green", "retrying": "yellow", "infra retry": "bold magenta",
-               "infra wait": "bold magenta", "server starting": "cyan", "testing": "cyan", "feedback": "yellow",
-               "done": "bold green", "failed": "bold red", "infra_failed": "bold red reverse",
-               "pending": "dim", "passed": "green", "waiting on the model": "bold magenta", "capped": "bold cyan"}
+PHASE_STYLE = {
+    "agent working": "green",
+    "retrying": "yellow",
+    "infra retry": "bold magenta",
+    "infra wait": "bold magenta",
+    "server starting": "cyan",
+    "testing": "cyan",
+    "feedback": "yellow",
+    "done": "bold green",
+    "failed": "bold red",
+    "infra_failed": "bold red reverse",
+    "pending": "dim",
+    "passed": "green",
+    "waiting on the model": "bold magenta",
+    "capped": "bold cyan",
+}
 HISTORY_STYLE = {"P": "green", "R": "yellow", "F": "bold red", "I": "bold magenta", "C": "bold cyan"}
-PHASE_ORDER = ("infra_failed", "waiting on the model", "infra wait", "infra retry", "feedback", "retrying",
-               "testing", "server starting", "agent working", "waiting for a person", "passed", "pending", "capped",
-               "failed", "done")
+PHASE_ORDER = (
+    "infra_failed",
+    "waiting on the model",
+    "infra wait",
+    "infra retry",
+    "feedback",
+    "retrying",
+    "testing",
+    "server starting",
+    "agent working",
+    "waiting for a person",
+    "passed",
+    "pending",
+    "capped",
+    "failed",
+    "done",
+)
 SORTS: tuple[tuple[str, Any], ...] = (
     ("configuration, seed", lambda s: (s.configuration, s.seed)),
     ("turn (lowest first)", lambda s: (s.turn, s.configuration, s.seed)),
@@ -58,9 +95,12 @@ class SweepScreen(MonitorScreen):
         Binding("question_mark", "help", "Help"),
     ]
     LIST_ID = "scenarios"
-    KEY_HELP = [("enter", "open the highlighted scenario"), ("s", "cycle the sort order"),
-            ("/", "filter rows by configuration, phase, status or failure"),
-            ("t", "retry a scenario that used up its infra retries")]
+    KEY_HELP = [
+        ("enter", "open the highlighted scenario"),
+        ("s", "cycle the sort order"),
+        ("/", "filter rows by configuration, phase, status or failure"),
+        ("t", "retry a scenario that used up its infra retries"),
+    ]
 
     def __init__(self, sweep: str) -> None:
         super().__init__()
@@ -68,7 +108,6 @@ class SweepScreen(MonitorScreen):
         self.sort_index = 0
         self.needle = ""
         self.HELP_TITLE, self.EVENT_FILTER = f"Sweep {sweep}", sweep
-
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -116,10 +155,19 @@ class SweepScreen(MonitorScreen):
         in_phase = span(now - s.since) if under_way and s.since else "-"
         left = s.deadline - now if under_way and s.deadline else None
         watchdog = Text("-" if left is None else span(left), style="" if left is None or left > 60 else "bold red")
-        return (s.configuration, str(s.seed), s.status, str(s.turn), Text(s.phase, style=PHASE_STYLE.get(s.phase, "")),
-                in_phase, watchdog, f"{s.attempt}/{most}" if most else str(s.attempt),
-                str(s.infra_try) if s.infra_try else "-",
-                Text(s.last_failure or "-", style="magenta" if s.last_failure in INFRA_TEXT else ""), text)
+        return (
+            s.configuration,
+            str(s.seed),
+            s.status,
+            str(s.turn),
+            Text(s.phase, style=PHASE_STYLE.get(s.phase, "")),
+            in_phase,
+            watchdog,
+            f"{s.attempt}/{most}" if most else str(s.attempt),
+            str(s.infra_try) if s.infra_try else "-",
+            Text(s.last_failure or "-", style="magenta" if s.last_failure in INFRA_TEXT else ""),
+            text,
+        )
 
     def redraw(self) -> None:
         self.query_one("#scenarios", RowTable).set_rows((str(s.id), self._cells(s)) for s in self._scenarios())
@@ -132,7 +180,8 @@ class SweepScreen(MonitorScreen):
         status = info.status if info else "?"
         self.query_one("#summary", Static).update(
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
-            f"{SORTS[self.sort_index][0]}" + (f" · filter: {self.needle!r}" if self.needle else ""))
+            f"{SORTS[self.sort_index][0]}" + (f" · filter: {self.needle!r}" if self.needle else "")
+        )
 
     def board_changed(self, changes: list[Change]) -> None:
         table = self.query_one("#scenarios", RowTable)
@@ -196,20 +245,27 @@ class SweepScreen(MonitorScreen):
         if s is None:
             return
         if s.status != "infra_failed":
-            self.notify(f"{label(s)} is {s.status}; only a scenario that used up its infra retries can be retried",
-                        severity="warning")
+            self.notify(
+                f"{label(s)} is {s.status}; only a scenario that used up its infra retries can be retried",
+                severity="warning",
+            )
             return
 
         async def act(yes: bool | None) -> None:
             if yes:
-                reply = await self.stamina.ask(RetryScenario(sweep=self.sweep, configuration=s.configuration,
-                                                             seed=s.seed))
+                reply = await self.stamina.ask(
+                    RetryScenario(sweep=self.sweep, configuration=s.configuration, seed=s.seed)
+                )
                 if reply is not None:
                     self.notify(reply.detail)
                     self.stamina.resync()
 
-        self.app.push_screen(Confirm(f"Retry {label(s)}? It gets another round of infra retries "
-                                     f"(last failure: {s.last_failure or '-'})."), act)
+        self.app.push_screen(
+            Confirm(
+                f"Retry {label(s)}? It gets another round of infra retries (last failure: {s.last_failure or '-'})."
+            ),
+            act,
+        )
 
 
 def span(seconds: float) -> str:

@@ -37,11 +37,15 @@ def main() -> int:
     state = state_dir / "session.json"
     saved = json.loads(state.read_text()) if state.exists() else {"session": uuid.uuid4().hex, "messages": []}
     base = os.environ["OPENAI_API_BASE"]
-    model = LitellmModel(model_name=f"openai/{args.model}", cost_tracking="ignore_errors",
-                         model_kwargs={"api_base": base, "api_key": os.environ.get("OPENAI_API_KEY", "gateway")})
+    model = LitellmModel(
+        model_name=f"openai/{args.model}",
+        cost_tracking="ignore_errors",
+        model_kwargs={"api_base": base, "api_key": os.environ.get("OPENAI_API_KEY", "gateway")},
+    )
     env = LocalEnvironment(cwd=os.getcwd(), timeout=300)
-    agent = DefaultAgent(model, env, system_template=SYSTEM, instance_template="{{task}}",
-                         step_limit=args.step_limit, cost_limit=0)
+    agent = DefaultAgent(
+        model, env, system_template=SYSTEM, instance_template="{{task}}", step_limit=args.step_limit, cost_limit=0
+    )
     agent.extra_template_vars |= {"task": args.task}
     # The exit message that ended the previous call is bookkeeping, not conversation: drop it.
     agent.messages = [m for m in saved["messages"] if m.get("role") != "exit"]
@@ -76,8 +80,19 @@ def main() -> int:
         usage_in += usage.get("prompt_tokens") or 0
         usage_out += usage.get("completion_tokens") or 0
     status = agent.messages[-1].get("extra", {}).get("exit_status", "")
-    print(json.dumps({"driver": "staminabench-mini", "session": saved["session"], "exit_status": status,
-                      "crashed": crashed, "input_tokens": usage_in, "output_tokens": usage_out}), flush=True)
+    print(
+        json.dumps(
+            {
+                "driver": "staminabench-mini",
+                "session": saved["session"],
+                "exit_status": status,
+                "crashed": crashed,
+                "input_tokens": usage_in,
+                "output_tokens": usage_out,
+            }
+        ),
+        flush=True,
+    )
     return 0
 
 

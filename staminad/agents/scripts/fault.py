@@ -33,12 +33,20 @@ sys.path.insert(0, str(HERE.parent.parent / "reference"))
 from agent import run  # type: ignore[import-not-found]  # noqa: E402 - the reference agent, in the sandbox
 
 HARNESS_FAULTS = ("self-kill", "hang", "crash", "hostile")
-SERVER_FAULTS = ("no-server", "server-crash", "accept-close", "trickle", "slow", "huge-response", "forked-server",
-                 "slow-start")
+SERVER_FAULTS = (
+    "no-server",
+    "server-crash",
+    "accept-close",
+    "trickle",
+    "slow",
+    "huge-response",
+    "forked-server",
+    "slow-start",
+)
 
 # A misbehaving server: python3 fault_server.py SHAPE PORT. Each connection gets its own thread, so a
 # slow answer to one probe never hides how the server treats the next.
-FAULT_SERVER = r'''
+FAULT_SERVER = r"""
 import socket, sys, threading, time
 shape, port = sys.argv[1], int(sys.argv[2])
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
@@ -62,14 +70,16 @@ with socket.create_server(("0.0.0.0", port)) as server:
     while True:
         conn, _ = server.accept()
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
-'''
+"""
 
 RUN = {
     "no-server": "# never listens on the port\nexec sleep 100000\n",
     "server-crash": 'cd "$(dirname "$0")"\nexec python3 broken_server.py "$1"\n',
     "slow-start": 'cd "$(dirname "$0")"\nsleep 3\nexec python3 server.py --config config.json --port "$1"\n',
-    "forked-server": ('cd "$(dirname "$0")"\n# detached into a session of its own: stopping run_server.sh leaves it\n'
-                      'setsid python3 server.py --config config.json --port "$1" &\nexec sleep 100000\n'),
+    "forked-server": (
+        'cd "$(dirname "$0")"\n# detached into a session of its own: stopping run_server.sh leaves it\n'
+        'setsid python3 server.py --config config.json --port "$1" &\nexec sleep 100000\n'
+    ),
 }
 
 

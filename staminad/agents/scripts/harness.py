@@ -65,8 +65,15 @@ def main() -> int:
     out_path, err_path = own / f"{harness.name}-{calls:04d}.out", own / f"{harness.name}-{calls:04d}.err"
     try:
         with out_path.open("w") as out, err_path.open("w") as err:
-            code = subprocess.run(resolve(argv), cwd=args.workspace, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                  stderr=err, check=False).returncode
+            code = subprocess.run(
+                resolve(argv),
+                cwd=args.workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                check=False,
+            ).returncode
     except OSError as exc:
         print(f"harness: cannot start {argv[0]}: {exc}", file=sys.stderr)
         return HARNESS_FAILED
@@ -77,9 +84,16 @@ def main() -> int:
         _cut(history)
     elif report.session:
         session_file.write_text(report.session)
-    summary = {"harness": harness.name, "version": harness.version, "exit": code, "ok": report.ok,
-               "session": report.session, "input_tokens": report.input_tokens,
-               "output_tokens": report.output_tokens, "error": report.error}
+    summary = {
+        "harness": harness.name,
+        "version": harness.version,
+        "exit": code,
+        "ok": report.ok,
+        "session": report.session,
+        "input_tokens": report.input_tokens,
+        "output_tokens": report.output_tokens,
+        "error": report.error,
+    }
     (own / f"{harness.name}.last.json").write_text(json.dumps(summary))
     print(json.dumps(summary), flush=True)
     return 0 if report.ok else HARNESS_FAILED

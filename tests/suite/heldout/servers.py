@@ -110,8 +110,13 @@ def _effects(ok: Callable[[State, Any, Any, Any], bool]) -> Callable[[State], bo
 
 
 def _null_false(e: Any, c: Any) -> bool:
-    return (isinstance(c, Compare) and isinstance(c.left, FieldOperand) and c.op == "==" and c.value is False
-            and ex.nullable(e.field(c.left.field)))
+    return (
+        isinstance(c, Compare)
+        and isinstance(c.left, FieldOperand)
+        and c.op == "=="
+        and c.value is False
+        and ex.nullable(e.field(c.left.field))
+    )
 
 
 def _sum_with_null(s: State) -> bool:
@@ -120,6 +125,7 @@ def _sum_with_null(s: State) -> bool:
             return False
         t = ex._link_target(s, e, c.left.list_field)
         return ex.nullable(t.field(c.left.field) if t else None)
+
     return ex.any_guard(s, lambda st, e, c: ok(e, c) and ex.can_be(st, e, c, True))
 
 
@@ -133,13 +139,14 @@ def _quantified(s: State) -> bool:
         good = any(ex._cmp(v, c.op, c.value) for v in vals)
         bad = any(not ex._cmp(v, c.op, c.value) for v in vals)
         return good and bad
+
     return ex.any_guard(s, ok)
 
 
 def _own_starts(s: State, a: Any, f: Any, x: Any) -> list[Any]:
     """Values the acted-on entity's field `f` can hold when effect `x` runs: one an earlier `set` fixed,
     else valid values the guards allow (unknown after an earlier increase or computation of it)."""
-    earlier = a.effects[:a.effects.index(x)]
+    earlier = a.effects[: a.effects.index(x)]
     preset = set_before(a, x)
     if f.name in preset:
         return [preset[f.name]]
@@ -151,8 +158,11 @@ def _own_starts(s: State, a: Any, f: Any, x: Any) -> list[Any]:
 
 def _linked_starts(s: State, a: Any, t: Any, g: Any, link: str, around: Any = None) -> list[Any]:
     """Values a linked entity's field can hold: every `all of` guard on the list allows them."""
-    alls = [c for c in a.conditions if isinstance(c, Quantified) and c.list_field == link
-            and c.quantifier == "all" and c.field == g.name]
+    alls = [
+        c
+        for c in a.conditions
+        if isinstance(c, Quantified) and c.list_field == link and c.quantifier == "all" and c.field == g.name
+    ]
     lits = [around, *(c.value for c in alls)]
     vals = list(dict.fromkeys(v for lit in lits for v in ex.values(s, g, lit)))
     vals += [None] if ex.nullable(g) and not alls else []
@@ -213,8 +223,10 @@ def _min_max_zero(s: State) -> bool:
 
 
 def _avg_null(s: State) -> bool:
-    return any(an.op == "avg" and (e := s.entity(an.entity)) is not None and ex.nullable(e.field(an.field or ""))
-               for an in s.analytics)
+    return any(
+        an.op == "avg" and (e := s.entity(an.entity)) is not None and ex.nullable(e.field(an.field or ""))
+        for an in s.analytics
+    )
 
 
 SERVERS: dict[str, tuple[str, type[App], Callable[[State], bool]]] = {

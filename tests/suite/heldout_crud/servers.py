@@ -187,11 +187,20 @@ HELDOUT: tuple[Heldout, ...] = (
     Heldout(RefLookupBeforeType, lambda s, c: _fields(s, lambda f: f.target is not None)),
     Heldout(DatetimeOptionalSeconds, lambda s, c: _fields(s, _late_short)),
     # Also shows when a falsy value of the wrong type (false for a number) is dropped instead of rejected.
-    Heldout(FalsyAsMissing, lambda s, c: _fields(
-        s, lambda f: _falsy_ok(f) or (f.kind != "boolean" and (f.has_default or not f.required)))),
+    Heldout(
+        FalsyAsMissing,
+        lambda s, c: _fields(s, lambda f: _falsy_ok(f) or (f.kind != "boolean" and (f.has_default or not f.required))),
+    ),
     Heldout(EmptyStringAsNull, lambda s, c: _fields(s, lambda f: f.kind == "string" and not f.min_length)),
     Heldout(CascadeFirstReferrerOnly, lambda s, c: _fields(s, lambda f: f.target is not None)),
     Heldout(PatchIdMismatchIgnored, lambda s, c: bool(s.entities)),
-    Heldout(IntegerBoundsTruncated, lambda s, c: _fields(s, lambda f: f.kind == "float" and any(
-        b is not None and float(b).is_integer() for b in (f.minimum, f.maximum)))),
+    Heldout(
+        IntegerBoundsTruncated,
+        lambda s, c: _fields(
+            s,
+            lambda f: (
+                f.kind == "float" and any(b is not None and float(b).is_integer() for b in (f.minimum, f.maximum))
+            ),
+        ),
+    ),
 )
