@@ -33,9 +33,9 @@ import aiodocker
 import anyio
 
 from staminad.engine.config import RunSettings
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER
 from staminad.sandbox.docker import CONTROL, LAUNCHER, DockerSandbox, agent_ids
+from staminad.sandbox.ports import PortAllocator
 
 Op = Callable[[int], Awaitable[None]]
 

@@ -40,8 +40,9 @@ from protocol.events import AttemptStarted, EventData, ScenarioFinished
 from staminad.bench.pack import build_pack, verify_pack
 from staminad.bench.scenario import ScenarioParams
 from staminad.engine.config import load_sweep
-from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import local_factory, run_sweep
+from staminad.engine.sweep import run_sweep
+from staminad.sandbox.local import local_factory
+from staminad.sandbox.ports import PortAllocator
 from state.store import HarnessEnd, Store, Verdict
 
 STEADY = {

@@ -19,10 +19,10 @@ import aiodocker
 import anyio
 
 from staminad.engine.config import RunSettings
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import Grant
 from staminad.sandbox.docker import LABEL_SWEEP, DockerSandbox, ensure_network
 from staminad.sandbox.image import recipe
+from staminad.sandbox.ports import PortAllocator
 
 
 async def main(image: str, n: int) -> None:

@@ -19,8 +19,9 @@ from pathlib import Path
 import anyio
 
 from staminad.engine.config import load_sweep
-from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import local_factory, run_sweep
+from staminad.engine.sweep import run_sweep
+from staminad.sandbox.local import local_factory
+from staminad.sandbox.ports import PortAllocator
 
 
 def pct(values: list[float], p: float) -> float:

@@ -15,9 +15,9 @@ from protocol.paths import default_state_dir
 from staminad.commands.args import CommandError, UsageError, check_store, lock_state_dir
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
-from staminad.engine.ports import PortAllocator
 from staminad.engine.sweep import format_summary, run_sweep
 from staminad.packio import read_pack
+from staminad.sandbox.ports import PortAllocator
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -53,7 +53,7 @@ def run_cmd(args: argparse.Namespace) -> int:
             pack_path = args.sweep.parent / pack_path
         pack = read_pack(pack_path)
     runtime = args.runtime or sweep.run.runtime
-    from staminad.sandbox.runtime import choose_runtime, sweep_images
+    from staminad.engine.runtime import choose_runtime, sweep_images
 
     lock = _lock_state_dir(state_dir)
     try:

@@ -35,10 +35,10 @@ from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import Gate
 from staminad.engine.sweep import Shared, run_sweep
 from staminad.packio import read_pack
+from staminad.sandbox.ports import PortAllocator
 from state import sweeps
 from state.lock import StateDirError, lock_state_dir
 from state.store import Store
@@ -237,7 +237,7 @@ class Daemon:
 
     async def _run_sweep(self, sweep: SweepFile, run: _Running) -> None:
         assert self.store is not None and self.watcher is not None
-        from staminad.sandbox.runtime import choose_runtime, sweep_images
+        from staminad.engine.runtime import choose_runtime, sweep_images
 
         def emit(data: EventData) -> None:
             self.bus.publish(sweep.name, data)

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from asyncinotify import Inotify, Mask
 
-from staminad.engine.bounded import MARKER, read_head
+from staminad.sandbox.bounded import MARKER, read_head
 
 
 class Marker(dict[str, Any]):

@@ -28,38 +28,13 @@ from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.outcome import is_platform
-from staminad.engine.ports import PortAllocator
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
-from staminad.sandbox.base import Grant, Sandbox, SandboxFactory
-from staminad.sandbox.local import LocalSandbox
+from staminad.sandbox.base import Grant, SandboxFactory
 from state.store import Store
 
 # One shape for a configuration's figures: what the engine summarises is what the socket sends.
 ConfigSummary = ConfigStatus
-
-
-def local_factory(ports: PortAllocator) -> SandboxFactory:
-    return LocalFactory(ports)
-
-
-class LocalFactory:
-    """Sandboxes as local processes: nothing to clean up per sweep, and the gateway is reached on 127.0.0.1."""
-
-    def __init__(self, ports: PortAllocator) -> None:
-        self.ports = ports
-
-    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> Sandbox:  # noqa: B008 - frozen, shared
-        return LocalSandbox(root, self.ports)
-
-    async def llm_hosts(self) -> list[str]:
-        return []
-
-    def llm_serving(self, port: int) -> None:
-        pass
-
-    async def aclose(self, sandboxes: Path) -> None:
-        pass
 
 
 class Shared(msgspec.Struct, kw_only=True):
@@ -400,11 +375,9 @@ def format_summary(summaries: list[ConfigSummary]) -> str:
 
 __all__ = [
     "ConfigSummary",
-    "LocalFactory",
     "SandboxFactory",
     "Shared",
     "format_summary",
-    "local_factory",
     "run_sweep",
     "summarize",
 ]

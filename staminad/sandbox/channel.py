@@ -21,8 +21,8 @@ from typing import Any
 import anyio
 from asyncinotify import Inotify, Mask
 
-from staminad.engine.bounded import read_head
 from staminad.sandbox.base import SandboxError
+from staminad.sandbox.bounded import read_head
 
 REQUEST_LIMIT = 4096  # the launcher's own bound (PIPE_BUF: a line is written whole or not at all)
 REPLY_LIMIT = 64 * 1024

@@ -53,22 +53,22 @@ import aiodocker
 import aiohttp
 import anyio
 
-from staminad.engine.bounded import read_int
-from staminad.engine.config import RunSettings
-from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import SandboxFactory
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
+    ContainerSettings,
     Grant,
     Loss,
     NotReady,
     SandboxError,
+    SandboxFactory,
     SandboxPaths,
     ServerHandle,
     write_job,
 )
+from staminad.sandbox.bounded import read_int
 from staminad.sandbox.channel import Channel
 from staminad.sandbox.image import AGENT_UID, PRIVATE_DIR
+from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.readiness import wait_ready
 
 LABEL_SWEEP = "staminabench.sweep"
@@ -224,7 +224,7 @@ class DockerSandbox:
         root: Path,
         sweep: str,
         label: str,
-        run: RunSettings,
+        run: ContainerSettings,
         ports: PortAllocator,
         creations: anyio.CapacityLimiter | None = None,
         grant: Grant = Grant(),  # noqa: B008 - frozen
@@ -732,7 +732,7 @@ async def reap(docker: aiodocker.Docker, sandboxes: Path, keep: set[str] | None 
 class DockerFactory:
     """Sandboxes sharing one aiodocker client, created lazily inside the running event loop."""
 
-    def __init__(self, run: RunSettings, ports: PortAllocator) -> None:
+    def __init__(self, run: ContainerSettings, ports: PortAllocator) -> None:
         self.run, self.ports = run, ports
         self._client: aiodocker.Docker | None = None
         self.creations = anyio.CapacityLimiter(4)  # container creations at once: the engine serialises them anyway
@@ -773,5 +773,5 @@ class DockerFactory:
             await client.close()
 
 
-def docker_factory(run: RunSettings, ports: PortAllocator) -> SandboxFactory:
+def docker_factory(run: ContainerSettings, ports: PortAllocator) -> SandboxFactory:
     return DockerFactory(run, ports)

@@ -19,18 +19,21 @@ from pathlib import Path
 
 import anyio
 
-from staminad.engine.bounded import read_int
-from staminad.engine.ports import PortAllocator, port_is_free
 from staminad.sandbox.base import (
     WRAPPER,
+    Grant,
     Loss,
     NotReady,
+    Sandbox,
     SandboxError,
+    SandboxFactory,
     SandboxPaths,
     ServerHandle,
     marker_path,
     write_job,
 )
+from staminad.sandbox.bounded import read_int
+from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
@@ -259,3 +262,26 @@ class LocalSandbox:
         if jobs.exists():
             for job in jobs.iterdir():
                 await self.kill_job(job.name)
+
+
+def local_factory(ports: PortAllocator) -> SandboxFactory:
+    return LocalFactory(ports)
+
+
+class LocalFactory:
+    """Sandboxes as local processes: nothing to clean up per sweep, and the gateway is reached on 127.0.0.1."""
+
+    def __init__(self, ports: PortAllocator) -> None:
+        self.ports = ports
+
+    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> Sandbox:  # noqa: B008 - frozen, shared
+        return LocalSandbox(root, self.ports)
+
+    async def llm_hosts(self) -> list[str]:
+        return []
+
+    def llm_serving(self, port: int) -> None:
+        pass
+
+    async def aclose(self, sandboxes: Path) -> None:
+        pass

@@ -9,8 +9,10 @@ from typing import TypeVar
 
 from protocol.events import EventData
 from staminad.engine.config import load_sweep
-from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import ConfigSummary, SandboxFactory, local_factory, run_sweep
+from staminad.engine.sweep import ConfigSummary, run_sweep
+from staminad.sandbox.base import SandboxFactory
+from staminad.sandbox.local import local_factory
+from staminad.sandbox.ports import PortAllocator
 
 E = TypeVar("E")
 

@@ -8,8 +8,8 @@ import aiodocker
 import pytest
 
 from staminad.engine.config import load_sweep
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.docker import LABEL_SANDBOXES, LABEL_SWEEP, DockerSandbox, docker_factory
+from staminad.sandbox.ports import PortAllocator
 from tests.engine.conftest import sweep, write_sweep
 
 pytestmark = pytest.mark.anyio

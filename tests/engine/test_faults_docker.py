@@ -16,10 +16,10 @@ from asyncinotify import Inotify, Mask
 from protocol.events import AttemptStarted, EventData, InfraFailure, SuiteStarted
 from staminad.engine.config import load_sweep
 from staminad.engine.outcome import HARNESS_KINDS, is_platform
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import NotReady
 from staminad.sandbox.channel import Channel
 from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
+from staminad.sandbox.ports import PortAllocator
 from state.store import Store
 from tests.engine.conftest import Recorder, sweep, write_sweep
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from protocol.events import AttemptTested, EventData, ManualPrompt
-from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import local_factory
+from staminad.sandbox.local import local_factory
+from staminad.sandbox.ports import PortAllocator
 from state.store import Store
 from tests.engine.conftest import Recorder, sweep, write_sweep
 

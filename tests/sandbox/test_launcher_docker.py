@@ -15,12 +15,12 @@ import aiodocker
 import anyio
 import pytest
 
-from staminad.engine.bounded import read_int
 from staminad.engine.config import RunSettings
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import marker_path
+from staminad.sandbox.bounded import read_int
 from staminad.sandbox.docker import DockerSandbox, reap
+from staminad.sandbox.ports import PortAllocator
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +29,7 @@ DAEMON = """
 import anyio, aiodocker, sys
 from pathlib import Path
 from staminad.engine.config import RunSettings
-from staminad.engine.ports import PortAllocator
+from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.docker import DockerSandbox
 
 async def main():

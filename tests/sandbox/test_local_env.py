@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import marker_path
 from staminad.sandbox.local import PASSED_ENV, LocalSandbox
+from staminad.sandbox.ports import PortAllocator
 
 pytestmark = pytest.mark.anyio
 

@@ -22,9 +22,9 @@ from staminad.bench.pack import build_pack, prompt_path
 from staminad.bench.scenario import ScenarioParams
 from staminad.engine.config import RunSettings
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.ports import PortAllocator
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Grant, marker_path
 from staminad.sandbox.docker import FSIZE, LABEL_SANDBOXES, TMP_MB, DockerFactory, DockerSandbox
+from staminad.sandbox.ports import PortAllocator
 
 pytestmark = pytest.mark.anyio
 

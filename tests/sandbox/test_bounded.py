@@ -7,9 +7,9 @@ import random
 import tracemalloc
 from pathlib import Path
 
-from staminad.engine.bounded import read_int, read_tail
 from staminad.engine.loc import CHUNK, MAX_FILE_BYTES, count_loc
 from staminad.engine.markers import read_marker
+from staminad.sandbox.bounded import read_int, read_tail
 
 
 def _peak(fn: object) -> tuple[object, int]:

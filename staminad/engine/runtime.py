@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from protocol.errors import UsageError
 from staminad.engine.config import RunSettings, SweepFile, configurations
-from staminad.engine.ports import PortAllocator
-from staminad.engine.sweep import SandboxFactory, local_factory
+from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
+from staminad.sandbox.local import local_factory
+from staminad.sandbox.ports import PortAllocator
 
 
 async def docker_available(image: str) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from staminad.engine.ports import PortAllocator, PortsExhausted, port_is_free
+from staminad.sandbox.ports import PortAllocator, PortsExhausted, port_is_free
 
 
 def test_port_allocator_never_hands_out_a_port_twice(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_port_allocator_never_hands_out_a_port_twice(tmp_path: Path) -> None:
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from staminad.engine.ports import PortAllocator
+from staminad.sandbox.ports import PortAllocator
 ports = PortAllocator(31210, 31212, lock_dir=Path(sys.argv[1]))
 print(ports.allocate(), flush=True)
 time.sleep(300)
