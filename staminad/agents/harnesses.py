@@ -43,7 +43,8 @@ class Harness:
     # (a package that merely bundles the harness's binary, such as Claude Code's in the Agent SDK wheel).
     carry: tuple[tuple[str, str], ...] = field(default=())
     # HOME-relative glob patterns of the files a session's history is appended to (session id -> patterns): a
-    # call the harness itself failed is cut from them, so the infra retry resumes the session as it was.
+    # call the harness itself failed is cut from them, so the infra retry resumes the session as it was; a
+    # pattern that names a directory (a session store the harness rewrites) is put back whole instead.
     history: Callable[[str], tuple[str, ...]] = lambda session: ()
     base: str = "bookworm"  # the Debian suite of the base image its layer goes on (its Python's version)
 
@@ -406,6 +407,8 @@ VIBE = Harness(
     version="3.0.2",
     install="pypi:mistral-vibe==3.0.2",
     base="trixie",
+    # Its session store is rewritten (snapshots, journal) on every call, a failed one too: kept and put back.
+    history=lambda session: (f".vibe/logs/session/unified/{session}",),
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
     resume=lambda prompt, model, session: [
         "vibe",

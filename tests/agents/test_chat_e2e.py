@@ -4,7 +4,8 @@ The stand-in answers with `tool_calls` for the harness's own shell tool (vibe's 
 the harness runs the commands. Turn 0 writes the reference agent's files and finishes; turn 1's first
 attempt changes nothing, its feedback retry rewrites the files. Both turns pass via `staminad run`; every
 call is metered against its attempt; the retry's request carries the earlier exchange (the harness resumed
-its session by id).
+its session by id). Issue 16's checks for each: an upstream outage in turn 1 is an infra retry that resumes
+the session clean, and a cost cap ends the scenario `capped`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
+from tests.agents.test_claude_e2e import _OutageAt
 from tests.agents.test_codex_e2e import PARAMS, _rewrite, _run, _sweep
-from tests.standin import Reply, StandIn
+from tests.standin import Fault, Reply, StandIn
 
 MODEL = "standin-1"
 
@@ -37,8 +39,8 @@ def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     return tag
 
 
-def _script(tmp: Path, tool: str) -> list[Reply]:
-    """Write the server with bash, finish; a do-nothing attempt; the fix, finish."""
+def _script(tmp: Path, tool: str, false_claim: bool = True) -> list[Reply]:
+    """Write the server with bash, finish; a do-nothing attempt (unless not `false_claim`); the fix, finish."""
     scenario = generate(0, PARAMS)
     work = tmp / "scripted"
     work.mkdir()
@@ -48,7 +50,7 @@ def _script(tmp: Path, tool: str) -> list[Reply]:
     replies = [
         Reply(tool_calls=[{"name": tool, "arguments": {"command": _rewrite(work)}}]),
         Reply(content="The server is written and compiles."),
-        Reply(content="Nothing needs to change."),
+        *([Reply(content="Nothing needs to change.")] if false_claim else []),
     ]
     reference_agent.run(work, change_prompt(scenario.turns[0], scenario.initial)[0], None, False)
     return [
@@ -94,3 +96,44 @@ def test_passes_two_turns_and_a_feedback_retry_in_one_session(
         Path(target).mkdir(parents=True, exist_ok=True)
         for out in sorted(state.glob(f"**/.staminabench/{name}-*.out")):
             (Path(target) / out.name).write_text(out.read_text())
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(SHELL_TOOL))
+def test_an_upstream_outage_is_an_infra_retry_that_resumes_the_session_clean(
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """503s past the outage timeout in turn 1: `llm_unavailable`, the infra retry passes, R and history clean."""
+    image = _layer(name, tmp_path_factory)
+    script = _script(tmp_path, SHELL_TOOL[name], false_claim=False)
+    with _OutageAt(script, 2, [Fault("status", 503)] * 2) as standin:  # turn 1's two replies left
+        sweep = _sweep(tmp_path, standin, image, extra_llm="outage_timeout = 2", agent=name, model=MODEL)
+        done = _run(sweep, tmp_path / "st")
+        requests = list(standin.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    assert rows == [(0, 1, 0, "pass", None), (1, 1, 0, "infra", "llm_unavailable"), (1, 1, 1, "pass", None)], rows
+    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+    # The retry's first request (the last two are its calls) resends the session once, no trace of the outage.
+    retry = [json.dumps(m) for m in requests[-2]["body"]["messages"]]
+    assert sum("make the following changes" in t for t in retry) == 1, retry
+    assert sum("The server is written and compiles." in t for t in retry) == 1, retry
+    assert not any("staminabench gateway" in t or "upstream answered" in t for t in retry), retry
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(SHELL_TOOL))
+def test_a_cost_cap_ends_the_scenario_capped(
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A cap below one call's cost: turn 0 (written by the first call's command) passes, then `capped`."""
+    image = _layer(name, tmp_path_factory)
+    with StandIn(_script(tmp_path, SHELL_TOOL[name], false_claim=False), model=MODEL) as standin:
+        sweep = _sweep(tmp_path, standin, image, extra_llm="scenario_cost_cap = 0.001", agent=name, model=MODEL)
+        done = _run(sweep, tmp_path / "st")
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
+    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    assert (status, passed) == ("capped", 1), done.stdout
+    assert reason.startswith("scenario cost cap of $0.00 reached"), reason

@@ -7,7 +7,8 @@ harness's config files under HOME, runs the first command of a session or the on
 (the session id is kept in HOME), with stdin closed, and parses its output. Exit 0: the harness ran
 (whether or not the agent finished well: the tests judge that); exit 3: the harness itself failed
 (crashed, no result, API errors), which the engine counts as an infrastructure failure; such a call is cut
-from the session's history files (those the adapter names), so the infra retry resumes the session as it was.
+from the session's history files (those the adapter names), and a history directory it names is put back as
+it was before the call, so the infra retry resumes the session as it was.
 Standard library only.
 """
 
@@ -61,6 +62,7 @@ def main() -> int:
     prompt = args.prompt_file.read_text()
     argv = harness.resume(prompt, model, session) if session else harness.first(prompt, model)
     history = _sizes(home, harness.history(session)) if session else {}
+    kept = _keep(home, own / "kept", harness.history(session)) if session else {}
     calls = len(list(own.glob(f"{harness.name}-*.out")))
     out_path, err_path = own / f"{harness.name}-{calls:04d}.out", own / f"{harness.name}-{calls:04d}.err"
     try:
@@ -82,8 +84,10 @@ def main() -> int:
         # The harness failed (an infra failure, retried): the session stays as it was before this call, so
         # the retry does not see the failed prompt and its error in the history.
         _cut(history)
+        _restore(kept)
     elif report.session:
         session_file.write_text(report.session)
+    shutil.rmtree(own / "kept", ignore_errors=True)
     summary = {
         "harness": harness.name,
         "version": harness.version,
@@ -102,6 +106,23 @@ def main() -> int:
 def _sizes(home: Path, patterns: tuple[str, ...]) -> dict[Path, int]:
     """The session history files and their sizes now."""
     return {path: path.stat().st_size for pattern in patterns for path in home.glob(pattern) if path.is_file()}
+
+
+def _keep(home: Path, store: Path, patterns: tuple[str, ...]) -> dict[Path, Path]:
+    """Copies of the session history directories (a harness that rewrites its session store), by directory."""
+    shutil.rmtree(store, ignore_errors=True)
+    found = [path for pattern in patterns for path in home.glob(pattern) if path.is_dir()]
+    kept = {path: store / str(n) for n, path in enumerate(found)}
+    for path, copy in kept.items():
+        shutil.copytree(path, copy, symlinks=True)
+    return kept
+
+
+def _restore(kept: dict[Path, Path]) -> None:
+    """Put each kept history directory back as it was before the call."""
+    for path, copy in kept.items():
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(copy, path, symlinks=True)
 
 
 def _cut(sizes: dict[Path, int]) -> None:
