@@ -73,7 +73,7 @@ async def wait_ready(
     while True:
         with Http11Transport.for_url(url, timeout=probe_timeout) as probe:
             try:
-                await run_in_thread(lambda: probe.request("GET", "/", None), probe.interrupt)
+                await run_in_thread(lambda: probe.request("GET", "/", None), probe.interrupt, probe.timeout + 5.0)
                 return
             except TransportError as exc:
                 last = exc

@@ -21,7 +21,9 @@ to 40 ms unless the socket is in quickack mode, which is what turns 0.2 ms reque
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
+import os
 import select
 import socket
 import threading
@@ -35,6 +37,7 @@ MAX_INTERIM = 16  # 1xx answers before the final one
 RESET_GRACE = 0.1  # seconds to tell a server's close with our request unread from one after reading it
 _NO_BODY = {204, 304}
 _READ = 65536
+_HEX = b"0123456789abcdefABCDEF"
 # Methods whose retry cannot apply a change twice (RFC 9110 9.2.2). Others are retried only when the
 # server provably never read the request: it reset the connection, which a TCP stack does when a
 # socket is closed with unread bytes or bytes arrive after its close (RFC 9112 9.3.1 allows that).
@@ -167,25 +170,48 @@ class Http11Transport:
         try:
             if self._address is None:
                 self._address = self._resolve()
-            family, address = self._address
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                sock.settimeout(self._left())
-                sock.connect(address)
-            except BaseException:
+        except OSError as exc:
+            raise TransportError(f"cannot resolve {self.host}: {exc}", refused=True) from None
+        family, address = self._address
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        with self._guard:  # published before dialling, so that interrupt() can abort a connect that hangs
+            if self._interrupted.is_set():
                 sock.close()
-                raise
+                raise TransportError("the suite was stopped")
+            self._sock = sock
+        self._buf.clear()
+        try:
+            self._dial(sock, address)
         except TimeoutError:
             raise
         except OSError as exc:  # refused, unreachable: nothing is accepting connections there
+            if self._interrupted.is_set():
+                raise TransportError("the suite was stopped") from None
             raise TransportError(f"cannot connect to {self.host}:{self.port}: {exc}", refused=True) from None
+        if self._interrupted.is_set():
+            raise TransportError("the suite was stopped")
         # Our requests go out in one write each; NODELAY so that no request of ours ever waits on an ACK either.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with self._guard:
-            self._sock = sock
-            if self._interrupted.is_set():  # interrupt() came while we dialled: it could not reach this socket
-                sock.shutdown(socket.SHUT_RDWR)
-        self._buf.clear()
+
+    def _dial(self, sock: socket.socket, address: tuple[str, int]) -> None:
+        """Connect within the request's budget, so that interrupt() can always end it.
+
+        The connect is started without blocking and its flag checked after: an interrupt that came
+        before finds the flag set, one that comes after shuts down a connecting socket, which aborts
+        the handshake and wakes the poll. (A blocking connect leaves a gap no check can close.)
+        """
+        sock.setblocking(False)
+        err = sock.connect_ex(address)
+        if err not in (0, errno.EINPROGRESS):
+            raise OSError(err, os.strerror(err))
+        if err and not self._interrupted.is_set():
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLOUT)
+            if not poller.poll(self._left() * 1000):
+                raise TimeoutError
+            err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                raise OSError(err, os.strerror(err))
 
     def _resolve(self) -> tuple[int, tuple[str, int]]:
         try:
@@ -360,12 +386,9 @@ class Http11Transport:
             while True:
                 line = self._line(MAX_LINE)
                 digits = line.split(b";", 1)[0].strip()
-                try:
-                    n = int(digits, 16)
-                except ValueError:
-                    raise TransportError(f"bad chunk size {line[:40]!r}") from None
-                if n < 0:
+                if not digits or digits.strip(_HEX):  # int(..., 16) would also take "+1_0" or "0x1"
                     raise TransportError(f"bad chunk size {line[:40]!r}")
+                n = int(digits, 16)
                 if n == 0:
                     trailers = 0
                     while trailer := self._line(MAX_LINE):
@@ -410,7 +433,8 @@ def _closes(version: bytes, connection: str) -> bool:
 
 def _length(value: str, cap: int) -> int:
     values = {v.strip() for v in value.split(",")}
-    if len(values) != 1 or not (text := values.pop()).isdigit():
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+    if len(values) != 1 or not (text := values.pop()).isascii() or not text.isdigit():
         raise TransportError(f"bad Content-Length {value!r}")
     length = int(text)
     if length > cap:

@@ -21,6 +21,10 @@ T = TypeVar("T")
 GRACE = 30.0  # seconds: an interrupted request ends at once; one that cannot be interrupted within its own budget
 
 
+class _NotStarted(Exception):
+    """The call was stopped before its thread ran it (its result is never read)."""
+
+
 class _Call:
     """One call's thread side: runs once unless stopped first, and says when it has let go."""
 
@@ -35,7 +39,7 @@ class _Call:
         try:
             with self._lock:
                 if self._stopped:
-                    raise anyio.get_cancelled_exc_class()()
+                    raise _NotStarted
                 self._began = True
             return self.fn()
         finally:

@@ -22,7 +22,7 @@ import anyio.from_thread
 import msgspec
 
 from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
-from staminad.suite.offload import run_in_thread
+from staminad.suite.offload import GRACE, run_in_thread
 
 MAX_RESPONSE_BYTES = 1 << 20
 EXCERPT = 300
@@ -46,7 +46,9 @@ class Transport(Protocol):
 
 @runtime_checkable
 class Interruptible(Transport, Protocol):
-    """A transport whose request in flight another thread can end (`Http11Transport`)."""
+    """A transport whose request in flight another thread can end (`Http11Transport`); `timeout` bounds one request."""
+
+    timeout: float
 
     def interrupt(self) -> None: ...
 
@@ -281,4 +283,8 @@ async def run_suite(
         if isinstance(transport, Interruptible):
             transport.interrupt()
 
-    return await run_in_thread(lambda: run_suite_blocking(suite, transport, probe if alive else None, stop), interrupt)
+    # Interrupted, a request ends at once; one that somehow is not ends within its own budget.
+    grace = transport.timeout + 5.0 if isinstance(transport, Interruptible) else GRACE
+    return await run_in_thread(
+        lambda: run_suite_blocking(suite, transport, probe if alive else None, stop), interrupt, grace
+    )

@@ -206,6 +206,8 @@ def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), "bad chunk size"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY"), "CRLF"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"), "bad Content-Length"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n"), "bad Content-Length"),
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+1_0\r\n"), "bad chunk size"),
         (lambda c, r: c.write(b"SSH-2.0-OpenSSH\r\n\r\n"), "not an HTTP"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"), "bad response header"),
     ],
@@ -302,3 +304,39 @@ def test_interrupt_from_another_thread_ends_the_request_in_flight_and_later_ones
         with pytest.raises(TransportError, match="stopped"):
             t.request("GET", "/", None)
     assert server.accepted == 1
+
+
+def test_interrupt_aborts_a_connect_that_hangs() -> None:
+    """A server whose accept queue is full never completes our handshake; interrupt() still ends the request."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):  # fill the accept queue (nobody accepts): later SYNs are dropped, connects hang
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    dialling = threading.Event()
+
+    class Watched(Http11Transport):
+        def _dial(self, sock: socket.socket, address: tuple[str, int]) -> None:
+            dialling.set()  # the socket is published: from here on interrupt() must reach the connect
+            super()._dial(sock, address)
+
+    t = Watched("127.0.0.1", port, timeout=60.0)
+
+    def stop_once_dialling() -> None:
+        dialling.wait(10)
+        t.interrupt()
+
+    stopper = threading.Thread(target=stop_once_dialling)
+    stopper.start()
+    try:
+        with pytest.raises(TransportError, match="stopped") as info:
+            t.request("GET", "/", None)
+        assert not info.value.timeout
+    finally:
+        stopper.join(20)
+        t.close()
+        for s in (*fillers, listener):
+            s.close()
