@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -64,3 +66,16 @@ def run_sweep(sweep: Path, state: Path, timeout: float = 900) -> subprocess.Comp
         text=True,
         timeout=timeout,
     )
+
+
+def attempt_rows(state: Path) -> list[tuple[int, int, int, str, str | None]]:
+    """(turn, attempt, infra_try, outcome, infra_kind) of every attempt the run stored, in order."""
+    with contextlib.closing(sqlite3.connect(state / "staminad.db")) as db:
+        return db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+
+
+def scenario_end(state: Path) -> tuple[str, int, str | None]:
+    """(status, turns_passed, reason) of the run's one scenario."""
+    with contextlib.closing(sqlite3.connect(state / "staminad.db")) as db:
+        row = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    return row[0], row[1], row[2]

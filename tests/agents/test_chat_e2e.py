@@ -21,6 +21,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
+from tests.agents.e2e import attempt_rows, scenario_end
 from tests.agents.test_claude_e2e import _OutageAt
 from tests.agents.test_codex_e2e import PARAMS, _rewrite, _run, _sweep
 from tests.standin import Fault, Reply, StandIn
@@ -111,10 +112,9 @@ def test_an_upstream_outage_is_an_infra_retry_that_resumes_the_session_clean(
         done = _run(sweep, tmp_path / "st")
         requests = list(standin.requests)
     assert done.returncode == 0, done.stdout + done.stderr
-    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
-    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    rows = attempt_rows(tmp_path / "st")
     assert rows == [(0, 1, 0, "pass", None), (1, 1, 0, "infra", "llm_unavailable"), (1, 1, 1, "pass", None)], rows
-    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+    assert scenario_end(tmp_path / "st")[:2] == ("done", 2)
     # The retry's first request (the last two are its calls) resends the session once, no trace of the outage.
     retry = [json.dumps(m) for m in requests[-2]["body"]["messages"]]
     assert sum("make the following changes" in t for t in retry) == 1, retry
@@ -133,7 +133,6 @@ def test_a_cost_cap_ends_the_scenario_capped(
         sweep = _sweep(tmp_path, standin, image, extra_llm="scenario_cost_cap = 0.001", agent=name, model=MODEL)
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
-    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
-    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1), done.stdout
     assert reason.startswith("scenario cost cap of $0.00 reached"), reason

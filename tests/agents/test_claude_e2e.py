@@ -24,7 +24,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import run_sweep, write_sweep
+from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.skipif(shutil.which("docker") is None, reason="needs Docker")
@@ -183,12 +183,11 @@ def test_an_upstream_outage_is_an_infra_retry_for_claude_code(
         sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="outage_timeout = 2")
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
-    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
-    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    rows = attempt_rows(tmp_path / "st")
     expected = [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
     expected[turn : turn + 1] = [(turn, 1, 0, "infra", "llm_unavailable"), (turn, 1, 1, "pass", None)]
     assert rows == expected, done.stdout
-    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+    assert scenario_end(tmp_path / "st")[:2] == ("done", 2)
     home = next((tmp_path / "st" / "sandboxes").glob("*/*/workspace/.home"))
     session = (home / ".staminabench" / "claude-code.session").read_text()
     history = next(home.glob(f".claude/projects/*/{session}.jsonl")).read_text()
@@ -210,7 +209,6 @@ def test_a_cost_cap_ends_a_claude_code_scenario_capped(tmp_path: Path, claude_im
         sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="scenario_cost_cap = 0.001")
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
-    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
-    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1), done.stdout
     assert reason.startswith("scenario cost cap of $0.00 reached")

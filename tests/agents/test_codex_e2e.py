@@ -23,7 +23,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import run_sweep, write_sweep
+from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
@@ -172,11 +172,10 @@ def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, c
         done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 2"), tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     _capture(tmp_path / "st", "outage")
-    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
-    rows = db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
+    rows = attempt_rows(tmp_path / "st")
     assert rows[0] == (0, 1, 0, "infra", "llm_unavailable"), rows
     assert rows[1] == (0, 1, 1, "pass", None), rows
-    assert db.execute("SELECT status, turns_passed FROM scenarios").fetchone() == ("done", 2)
+    assert scenario_end(tmp_path / "st")[:2] == ("done", 2)
 
 
 @pytest.mark.timeout(900)
@@ -185,7 +184,6 @@ def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, codex_ima
     with StandIn(_script(tmp_path), model=MODEL) as standin:
         done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="scenario_cost_cap = 0.01"), tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
-    db = sqlite3.connect(tmp_path / "st" / "staminad.db")
-    status, passed, reason = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
+    status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.01 reached")
     assert "capped" in done.stdout
