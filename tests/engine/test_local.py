@@ -162,3 +162,31 @@ async def test_a_port_answered_by_a_program_outside_the_sandbox_is_not_tested(tm
     finally:
         os.kill(int((box.host_workspace / "foreign.pid").read_text()), 9)
     assert box.ports.held == set()
+
+
+async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Suite generation (which grows with the design) and the turn texts never run on the loop every scenario shares."""
+    import threading
+
+    import staminad.engine.scenario as engine
+
+    threads: dict[str, set[int]] = {"suite": set(), "texts": set()}
+    real_suite, real_prompt = engine.generate_suite, engine.change_prompt
+
+    def suite_spy(*args: object) -> object:
+        threads["suite"].add(threading.get_ident())
+        return real_suite(*args)  # type: ignore[arg-type]
+
+    def prompt_spy(*args: object) -> object:
+        threads["texts"].add(threading.get_ident())
+        return real_prompt(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "generate_suite", suite_spy)
+    monkeypatch.setattr(engine, "change_prompt", prompt_spy)
+    path = write_sweep(tmp_path, "offloop", ["reference"], turns=2)
+    res = await sweep(path, tmp_path / "state")
+    assert res["reference R=2 detailed"].mean_turns == 3
+    assert threads["suite"] and threads["texts"]
+    assert threading.get_ident() not in threads["suite"] | threads["texts"]
