@@ -35,6 +35,7 @@ MAX_HEAD = 64 * 1024  # status line and headers of one answer together
 MAX_LINE = 8 * 1024  # one header, chunk-size or trailer line
 MAX_INTERIM = 16  # 1xx answers before the final one
 RESET_GRACE = 0.1  # seconds to tell a server's close with our request unread from one after reading it
+SLACK = 0.05  # seconds a socket call may wait past the request's deadline, or give up before it (`_bound`)
 _NO_BODY = {204, 304}
 _READ = 65536
 _HEX = b"0123456789abcdefABCDEF"
@@ -74,6 +75,7 @@ class Http11Transport:
         self._buf = bytearray()
         self._host_header = f"Host: {host}:{port}\r\n"
         self._deadline = 0.0
+        self._sock_timeout: float | None = None  # the timeout the socket's calls have now (see `_bound`)
         self._interrupted = threading.Event()
         self._guard = threading.Lock()  # orders interrupt() against the owner replacing or closing the socket
 
@@ -166,6 +168,19 @@ class Http11Transport:
             raise TimeoutError
         return left
 
+    def _bound(self) -> None:
+        """Give the socket's calls what is left of the request's budget; TimeoutError once it is spent.
+
+        Setting a timeout is a system call, and most requests take a millisecond: the socket's timeout
+        is set again only when it is more than SLACK away from what is left, so a call never waits past
+        the deadline, nor gives up before it, by more than SLACK.
+        """
+        assert self._sock is not None
+        left = self._left()
+        if self._sock_timeout is None or abs(self._sock_timeout - left) > SLACK:
+            self._sock.settimeout(left)
+            self._sock_timeout = left
+
     def _connect(self) -> None:
         try:
             if self._address is None:
@@ -179,6 +194,7 @@ class Http11Transport:
                 sock.close()
                 raise TransportError("the suite was stopped")
             self._sock = sock
+        self._sock_timeout = None
         self._buf.clear()
         try:
             self._dial(sock, address)
@@ -269,7 +285,7 @@ class Http11Transport:
 
         Quickack is not a lasting setting: the kernel leaves quickack mode again whenever it judges
         the connection interactive (each request we send shortly after reading an answer does that),
-        so it is re-armed after every send and before every receive. Setting it also sends an ACK
+        so it is re-armed before every receive (the first one right after each send). Setting it also sends an ACK
         that is pending right now. Without it, a server holding its second small write under Nagle
         waits for our delayed ACK (40 ms on Linux) on every answer.
         """
@@ -280,7 +296,7 @@ class Http11Transport:
     def _fill(self) -> None:
         """Append the next bytes from the socket to the buffer within the request's budget; _EOF at the close."""
         assert self._sock is not None
-        self._sock.settimeout(self._left())
+        self._bound()
         self._arm_quickack()
         chunk = self._sock.recv(_READ)
         if not chunk:
@@ -294,10 +310,9 @@ class Http11Transport:
     def _exchange(self, data: bytes, method: str) -> tuple[int, bytes]:
         assert self._sock is not None
         try:
-            self._sock.settimeout(self._left())
+            self._bound()
             self._sock.sendall(data)
-            self._arm_quickack()
-            self._fill()
+            self._fill()  # which arms quickack first: our send just left quickack mode
         except _EOF:
             raise _Closed(self._peer_reset()) from None
         except (ConnectionResetError, BrokenPipeError):

@@ -157,12 +157,18 @@ class _Dead(Exception):
     pass
 
 
+_RESET = Step(method="POST", path="/reset", expect=(200, 204), why="POST /reset must succeed")
+
+
+def _shown(step: Step, body: bytes | None) -> str:
+    """The request as a failure shows it (built only for a failure: most requests pass)."""
+    return f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
+
+
 def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
     """One test: reset, then each step; the first failing step decides the result."""
-    steps = (Step(method="POST", path="/reset", expect=(200, 204), why="POST /reset must succeed"), *test.steps)
-    for index, step in enumerate(steps):
+    for index, step in enumerate((_RESET, *test.steps)):
         body = json.dumps(step.body).encode() if step.has_body else None
-        request = f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
         counter[0] += 1
         try:
             status, raw = transport.request(step.method, step.path, body)
@@ -173,7 +179,7 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
                 rule=test.rule,
                 passed=False,
                 step=index - 1,
-                request=request,
+                request=_shown(step, body),
                 message=f"{step.why}: {exc}",
             )
             if exc.refused or exc.timeout:
@@ -201,7 +207,7 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
                 rule=test.rule,
                 passed=False,
                 step=index - 1,
-                request=request,
+                request=_shown(step, body),
                 status=status,
                 response=_excerpt(raw),
                 message=f"{step.why}: {step.method} {step.path} {fail}",
