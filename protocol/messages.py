@@ -153,6 +153,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     active: int = 0
     queued: int = 0
     created_at: float = 0.0  # when the sweep was first submitted (the daemon's clock): a client's ETA base
+    paused_seconds: float = 0.0  # of the time since then, how long it was paused (the pause under way included)
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):

@@ -22,14 +22,26 @@ class StoredSweep(msgspec.Struct, frozen=True, kw_only=True):
     fingerprint: str
     config: str
     created_at: float = 0.0
+    paused_seconds: float = 0.0  # time spent in pauses that have ended
+    paused_at: float | None = None  # when the pause under way began (None while not paused)
+
+    def paused_total(self, now: float) -> float:
+        """Seconds the sweep has spent paused up to `now`, the pause under way included."""
+        return self.paused_seconds + (max(0.0, now - self.paused_at) if self.paused_at is not None else 0.0)
 
 
-_COLUMNS = "id, status, fingerprint, config, created_at"
+_COLUMNS = "id, status, fingerprint, config, created_at, paused_seconds, paused_at"
 
 
 def _sweep(row: Row) -> StoredSweep:
     return StoredSweep(
-        id=str(row[0]), status=str(row[1]), fingerprint=str(row[2]), config=str(row[3]), created_at=float(row[4] or 0.0)
+        id=str(row[0]),
+        status=str(row[1]),
+        fingerprint=str(row[2]),
+        config=str(row[3]),
+        created_at=float(row[4] or 0.0),
+        paused_seconds=float(row[5] or 0.0),
+        paused_at=None if row[6] is None else float(row[6]),
     )
 
 

@@ -7,6 +7,7 @@ Kept apart from `service` so the daemon's life cycle and its queries can each be
 from __future__ import annotations
 
 import json
+import time
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
     return found
 
 
-async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
+async def sweep_info(store: Store, sweep_id: str, now: float | None = None) -> SweepInfo:
+    """The sweep's figures; its time paused is counted up to `now` (default: the clock)."""
     row = await _sweep_row(store, sweep_id)
     configs = tuple(await summarize(store, sweep_id))
     return SweepInfo(
@@ -42,6 +44,7 @@ async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
         fingerprint=row.fingerprint,
         configurations=configs,
         created_at=row.created_at,
+        paused_seconds=row.paused_total(time.time() if now is None else now),
     )
 
 

@@ -72,6 +72,36 @@ def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
     assert (span(42), span(187), span(7500), span(-3)) == ("42s", "3m07s", "2h05m", "0s")
 
 
+def test_a_long_pause_is_not_counted_in_the_eta() -> None:
+    """A sweep paused for hours has the ETA of one never paused with the same progress and running time."""
+    configs = (_config(1), _config(1))
+    never = SweepInfo(sweep="s", status="running", fingerprint="f", configurations=configs, created_at=1000.0)
+    paused = SweepInfo(
+        sweep="s",
+        status="running",
+        fingerprint="f",
+        configurations=configs,
+        created_at=1000.0 - 7200.0,
+        paused_seconds=7200.0,
+    )
+    assert eta(paused, now=1100.0) == eta(never, now=1100.0) == "5m00s"
+
+
+async def test_the_store_keeps_a_sweeps_pauses_for_its_eta(tmp_path: Path) -> None:
+    """Pauses (fixed clocks) add up in the store; the sweep's figures carry them, the pause under way too."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        await store.set_sweep_status("w", "paused", now=1000.0)
+        await store.set_sweep_status("w", "paused", now=1500.0)  # pausing again keeps the first start
+        await store.set_sweep_status("w", "running", now=4600.0)
+        await store.set_sweep_status("w", "running", now=5000.0)  # resuming a running sweep adds nothing
+        assert (await views.sweep_info(store, "w", now=9000.0)).paused_seconds == 3600.0
+        await store.set_sweep_status("w", "paused", now=9000.0)
+        assert (await views.sweep_info(store, "w", now=9100.0)).paused_seconds == 3700.0  # still paused
+        await store.set_sweep_status("w", "cancelled", now=9200.0)  # ending a paused sweep ends its pause
+        assert (await views.sweep_info(store, "w", now=99999.0)).paused_seconds == 3800.0
+
+
 def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch() -> None:
     """attempt_started sets the watchdog to launch + turn timeout; the harness ending stops it; phases restart."""
     board = Board()
