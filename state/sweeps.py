@@ -136,6 +136,19 @@ async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, 
         return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
 
 
+async def outage_waits(store: Store, sweep_id: str) -> dict[tuple[int, int, int, int], float]:
+    """Seconds the gateway waited out model outages in the recorded calls of each attempt still running, keyed
+    by (scenario id, turn, attempt, infra try): what the engine adds to that attempt's turn timeout."""
+    sql = (
+        "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, SUM(l.waited) FROM llm_calls l "
+        "JOIN attempts a ON a.id = l.attempt_id JOIN scenarios s ON s.id = a.scenario_id "
+        "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? AND a.phase = 'launched' "
+        "GROUP BY l.attempt_id"
+    )
+    async with store.db.execute(sql, (sweep_id,)) as cur:
+        return {(int(r[0]), int(r[1]), int(r[2]), int(r[3])): float(r[4] or 0.0) for r in await cur.fetchall()}
+
+
 __all__ = [
     "AttemptPrompt",
     "StoredSweep",
@@ -143,6 +156,7 @@ __all__ = [
     "attempt_usage",
     "delete_sweep",
     "find_sweep",
+    "outage_waits",
     "release_running",
     "sweep_ids",
     "unfinished_sweeps",

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.events import FINAL, Step, phase
+from protocol.events import FINAL, Step, phase, watchdog_deadline
 from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
 from staminad.engine.config import SweepError
 from staminad.engine.sweep import summarize
@@ -128,11 +128,12 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
     timeout = _turn_timeout(found.config)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
+    waits = await sweeps.outage_waits(store, sweep_id)
     return ScenarioList(
         sweep=sweep_id,
         seq=seq,
         retries=await store.configuration_retries(sweep_id),
-        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout) for name, s in scenarios),
+        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout, waits) for name, s in scenarios),
         turn_timeout=timeout,
     )
 
@@ -155,9 +156,17 @@ def _step(last: Progress | None) -> Step | None:
 
 
 def scenario_row(
-    configuration: str, scenario: StoredScenario, attempts: list[Progress], turn_timeout: float = 0.0
+    configuration: str,
+    scenario: StoredScenario,
+    attempts: list[Progress],
+    turn_timeout: float = 0.0,
+    waits: dict[tuple[int, int, int, int], float] | None = None,
 ) -> ScenarioRow:
-    """Where one scenario stands, from its attempts in order (the engine's phases, named for people)."""
+    """Where one scenario stands, from its attempts in order (the engine's phases, named for people).
+
+    `waits` holds the outage time recorded for running attempts (see `state.sweeps.outage_waits`): the
+    watchdog's deadline moves by it, as the engine's does.
+    """
     history: list[str] = []
     for _, rows in groupby(attempts, key=lambda p: p.turn):
         passing = [p for p in rows if p.outcome == "pass"]
@@ -185,8 +194,13 @@ def scenario_row(
         history="".join(history),
         reason=scenario.reason,
         since=_since(last),
-        deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0,
+        deadline=_deadline(last, turn_timeout, waits or {}) if last and running and turn_timeout else 0.0,
     )
+
+
+def _deadline(last: Progress, turn_timeout: float, waits: dict[tuple[int, int, int, int], float]) -> float:
+    waited = waits.get((last.scenario_id, last.turn, last.attempt, last.infra_try), 0.0)
+    return watchdog_deadline(last.launched_at, turn_timeout, waited)
 
 
 def _since(last: Progress | None) -> float:

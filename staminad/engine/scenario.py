@@ -26,6 +26,7 @@ from protocol.events import (
     ManualPrompt,
     ScenarioFinished,
     SuiteStarted,
+    watchdog_deadline,
 )
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
@@ -384,7 +385,7 @@ class ScenarioRunner:
         granted, polls = 0.0, 0
         while True:
             waited = self.llm.waited if self.llm is not None else 0.0
-            remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
+            remaining = watchdog_deadline(row.launched_at, self.settings.turn_timeout, waited) - time.time()
             if remaining > 0:
                 marker = await self.watcher.wait(marker_file, min(remaining, LIVENESS_INTERVAL))
                 if marker is not None:

@@ -14,10 +14,10 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
-from protocol.events import AttemptStarted, HarnessDone
+from protocol.events import AttemptStarted, HarnessDone, LlmWait, watchdog_deadline
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
-from state.store import Store
+from state.store import Store, Verdict
 from tests.daemon.inprocess import events, running_daemon, submit, until
 from tests.engine.conftest import sweep as run_in_process
 from tests.engine.conftest import write_sweep
@@ -131,6 +131,50 @@ def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch(
     again = AttemptStarted(scenario=1, configuration="c", seed=0, turn=0, attempt=2, infra_try=0)
     board.apply(Event(sweep="s", data=again, at=65.0, seq=2))
     assert (s.phase, s.since, s.deadline) == ("retrying", 65.0, 85.0)
+
+
+def test_the_watchdog_countdown_moves_with_the_time_waited_on_model_outages() -> None:
+    """An outage's wait (llm_wait) moves the countdown as the engine moves its bound: launch + timeout + waited."""
+    board = Board()
+    row = ScenarioRow(
+        id=1,
+        configuration="c",
+        seed=0,
+        status="running",
+        turns_passed=0,
+        turn=0,
+        attempt=1,
+        infra_try=0,
+        phase="pending",
+        last_failure="",
+        history="",
+        reason="",
+    )
+    board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), turn_timeout=600.0))
+    started = AttemptStarted(scenario=1, configuration="c", seed=0, turn=0, attempt=1, infra_try=0)
+    board.apply(Event(sweep="s", data=started, at=1000.0, seq=1))
+    for seq, pause in ((2, 20.0), (3, 25.0)):
+        wait = LlmWait(scenario=1, turn=0, reason="upstream answered 503", wait_seconds=pause, waited=0.0)
+        board.apply(Event(sweep="s", data=wait, at=1100.0, seq=seq))
+    board.apply(Event(sweep="s", data=wait, at=1100.0, seq=3))  # a replayed event moves nothing
+    s = board.find("s", 1)
+    assert s is not None and s.deadline == watchdog_deadline(1000.0, 600.0, 45.0) == 1645.0
+
+
+async def test_the_sweeps_rows_carry_the_deadline_extended_by_recorded_outage_waits(tmp_path: Path) -> None:
+    """A running attempt's recorded model calls waited 45 s on outages: its row's deadline is 45 s later."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", '{"run": {"turn_timeout": 600}}')
+        config = await store.ensure_configuration("w", "c", "codex", 2, "detailed")
+        done, running = [(await store.ensure_scenario(config, seed)).id for seed in (0, 1)]
+        first = await store.begin_attempt(done, 0, 1, 0, "initial", "p")
+        await store.tested(first.id, Verdict(outcome="pass"))
+        row = await store.begin_attempt(running, 0, 1, 0, "initial", "p")
+        for scenario, attempt, waited in ((done, first.id, 300.0), (running, row.id, 20.0), (running, row.id, 25.0)):
+            await store.llm_call(scenario, attempt, 0, "chat", "m", (1, 1, 0), 0.0, 200, 1.0, waited, False)
+        listed = await views.scenario_list(store, "w")
+    deadlines = {r.seed: r.deadline for r in listed.scenarios}
+    assert deadlines == {0: 0.0, 1: watchdog_deadline(row.launched_at, 600.0, 45.0)}
 
 
 def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
