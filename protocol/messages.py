@@ -191,7 +191,6 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     reason: str
     attempts: tuple[AttemptSummary, ...]
     workspace: str = ""  # the sandbox's workspace directory on the daemon's host ("" before it exists)
-    server_log: str = ""  # the tail of the server's log (the latest start of the agent's server)
 
 
 # The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).
@@ -251,6 +250,7 @@ class AttemptTexts(_Msg, tag="attempt", frozen=True):
     feedback: str | None
     failures: tuple[FailedTest, ...]
     harness_log: str = ""  # the tail of the attempt's harness log
+    server_log: str | None = None  # the tail of the log of the server start that tested it (None: no start yet)
 
 
 class Event(_Msg, tag="event", frozen=True):

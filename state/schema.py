@@ -105,4 +105,6 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sweeps ADD COLUMN paused_seconds REAL NOT NULL DEFAULT 0;
     ALTER TABLE sweeps ADD COLUMN paused_at REAL;
     """,
+    # 9: the tail of the server log of the start that tested the attempt (the log file holds only the latest).
+    "ALTER TABLE attempts ADD COLUMN server_log TEXT;",
 )

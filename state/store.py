@@ -59,6 +59,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     server_seconds: float | None = None
     suite_seconds: float | None = None
     teardown_seconds: float | None = None
+    server_log: str | None = None  # the tail of the log of the server start that tested it (bounded by the engine)
     results: Any = None  # the per-test results (JSON-able), stored compressed
 
 

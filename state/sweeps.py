@@ -98,13 +98,14 @@ class AttemptPrompt(msgspec.Struct, frozen=True, kw_only=True):
     attempt: int = 1
     infra_try: int = 0
     sandbox: dict[str, Any] = msgspec.field(default_factory=dict)
+    server_log: str | None = None  # the tail of the log of the server start that tested it (None: no start)
 
 
 async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
     """The prompt an attempt got, the feedback it produced, and where it ran."""
     async with store.db.execute(
         "SELECT a.prompt_kind, a.prompt, a.feedback, a.turn, a.attempt, a.infra_try, "
-        "s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+        "s.sandbox, a.server_log FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
         "WHERE a.id = ?",
         (attempt_id,),
     ) as cur:
@@ -123,6 +124,7 @@ async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
         attempt=row[4],
         infra_try=row[5],
         sandbox=sandbox if isinstance(sandbox, dict) else {},
+        server_log=row[7],
     )
 
 

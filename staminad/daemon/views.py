@@ -23,7 +23,7 @@ from staminad.viewer.logs import bounded_tail
 from state import sweeps
 from state.store import Progress, Store, StoredScenario
 
-LOG_TAIL = 4000  # bytes of a harness or server log a reply carries
+LOG_TAIL = 4000  # bytes of a harness log a reply carries (the engine bounds the stored server logs)
 
 
 async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
@@ -77,7 +77,6 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
         for a in await store.attempts(row.id)
     )
     root = _root(row.sandbox)
-    server_log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "server.log")
     return ScenarioInfo(
         sweep=sweep_id,
         configuration=configuration,
@@ -87,7 +86,6 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
         reason=row.reason,
         attempts=attempts,
         workspace=str(root / "workspace") if root else "",
-        server_log=server_log,
     )
 
 
@@ -119,6 +117,7 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
         feedback=row.feedback,
         failures=failures,
         harness_log=log,
+        server_log=row.server_log,
     )
 
 

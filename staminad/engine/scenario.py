@@ -59,6 +59,7 @@ LIVENESS_INTERVAL = 2.0  # seconds between sandbox health checks while a harness
 JOB_CHECK_EVERY = 3  # health checks per check that the harness's wrapper still runs
 CLEANUP_TIMEOUT = 90.0  # bound on removing what is left of a lost sandbox
 RECREATE_AFTER = ("sandbox_lost", "sandbox_exited", "engine_error")
+SERVER_LOG_TAIL = 4000  # bytes of a server start's log kept with its attempt
 
 
 class Gate:
@@ -473,6 +474,7 @@ class ScenarioRunner:
         loss = await self._loss(row)
         if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
             raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
+        server_log = await self._server_log()
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))
         feedback = render_feedback(result, self.spec.feedback) if failures else None
@@ -488,6 +490,7 @@ class ScenarioRunner:
                 server_seconds=t1 - t0,
                 suite_seconds=t2 - t1,
                 teardown_seconds=t3 - t2,
+                server_log=server_log,
             ),
         )
         self.emit(
@@ -504,11 +507,15 @@ class ScenarioRunner:
             )
         )
 
+    async def _server_log(self) -> str:
+        """The tail of this server start's log, kept with the attempt it tested (the next start overwrites it)."""
+        return await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log", SERVER_LOG_TAIL)
+
     async def _server_failed(
         self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int, seconds: float
     ) -> None:
         """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
-        log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
+        log = await self._server_log()
         feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
         await self.store.tested(
             row.id,
@@ -519,6 +526,7 @@ class ScenarioRunner:
                 total_tests=tests,
                 feedback=feedback,
                 server_seconds=seconds,
+                server_log=log,
             ),
         )
         self.emit(

@@ -314,4 +314,38 @@ async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path)
     assert (info.attempts[0].tokens, info.attempts[0].cost) == (155, 0.5)
     assert Path(info.workspace).is_dir() and isinstance(texts.harness_log, str)
     server_log = Path(info.workspace).parent / "control" / "server.log"
-    assert server_log.exists() and server_log.read_text(errors="replace").endswith(info.server_log)
+    assert server_log.exists() and server_log.read_text(errors="replace").endswith(texts.server_log)
+
+
+async def test_scenario_screen_shows_the_server_log_of_the_selected_attempt(tmp_path: Path) -> None:
+    """Attempt 1's server crashed, attempt 2's ran: each attempt shows its own start's log, not the latest."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "crash", ["fault:server-crash:once"], turns=1)
+    async with running_daemon(state), events(state, ("crash",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, lambda: "crash" in app.board.scenarios)
+            await pilot.press("enter")
+            rows = app.screen.query_one("#scenarios", RowTable)
+            await settle(pilot, lambda: rows.row_count == 1)
+            await pilot.press("enter")
+            screen = app.screen
+            assert isinstance(screen, ScenarioScreen)
+            await settle(pilot, lambda: screen.info is not None and screen._shown_attempt is not None)
+            assert screen.info is not None
+            assert [(a.turn, a.attempt, a.outcome) for a in screen.info.attempts] == [
+                (0, 1, "fail"),
+                (0, 2, "pass"),
+                (1, 1, "pass"),
+            ]
+            first, second = (a.id for a in screen.info.attempts[:2])
+            shown = screen.query_one("#attempt", Static)
+            await pilot.press("up")
+            await settle(pilot, lambda: screen._shown_attempt == second)
+            head = "server log (tail, this attempt's start)"  # the last section (the feedback quotes the crash)
+            assert head in str(shown.render()) and "SyntaxError" not in str(shown.render()).split(head)[1]
+            await pilot.press("up")
+            await settle(pilot, lambda: screen._shown_attempt == first)
+            assert head in str(shown.render()) and "SyntaxError" in str(shown.render()).split(head)[1]

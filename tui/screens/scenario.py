@@ -2,9 +2,9 @@
 
 For an attempt it shows the prompt it got, the feedback it produced, the failing tests with their
 request and response, the harness exit status and durations, the model tokens and cost, the tails
-of the harness log and of the server log, and the workspace path on the daemon's host. The timeline
-(and the highlighted attempt's texts) are refetched, at most twice a second, while events for this
-scenario arrive.
+of the harness log and of the log of the server start that tested it, and the workspace path on the
+daemon's host. The timeline (and the highlighted attempt's texts) are refetched, at most twice a
+second, while events for this scenario arrive.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class ScenarioScreen(MonitorScreen):
         table = self.query_one("#attempts", RowCursorTable)
         if self._shown_attempt is not None and table.row_count:
             # The highlighted attempt (not the one shown last: a key may have moved on) is asked again,
-            # as its harness log and the server log may have grown.
+            # as its harness log may have grown and its server log may have been kept meanwhile.
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
             if key is not None:
                 self.show_attempt(int(key))
@@ -145,7 +145,7 @@ class ScenarioScreen(MonitorScreen):
             return
         summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
         self._shown_attempt, self._texts = attempt_id, texts
-        self.query_one("#attempt", Static).update(render_attempt(texts, summary, self.info.server_log))
+        self.query_one("#attempt", Static).update(render_attempt(texts, summary))
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -183,7 +183,7 @@ def _log(title: str, text: str) -> list[str]:
     return ["", f"[b u]{title}[/b u]", escape("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
 
 
-def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, server_log: str = "") -> str:
+def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
     """The highlighted attempt as Rich markup: outcome, harness, usage, prompt, feedback, failing tests, logs."""
     parts = []
     if a is not None:
@@ -214,5 +214,10 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, server_log: st
         if len(texts.failures) > 50:
             parts.append(f"… and {len(texts.failures) - 50} more")
     parts += _log("harness log (tail)", texts.harness_log)
-    parts += _log("server log (tail, latest start)", server_log)
+    if texts.server_log is not None:
+        parts += _log("server log (tail, this attempt's start)", texts.server_log)
+    else:
+        pending = a is not None and a.phase != "tested"
+        why = "kept once this attempt's server has run" if pending else "no server start recorded for this attempt"
+        parts += ["", "[b u]server log[/b u]", f"[dim]({why})[/dim]"]
     return "\n".join(parts)
