@@ -182,6 +182,14 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cost: float = 0.0  # their price in dollars
 
 
+class TranscriptItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One item of an agent's transcript: who (user, assistant, tool, system), what it said, the tools it called."""
+
+    role: str
+    text: str
+    tools: tuple[str, ...] = ()
+
+
 class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     sweep: str
     configuration: str
@@ -191,6 +199,10 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     reason: str
     attempts: tuple[AttemptSummary, ...]
     workspace: str = ""  # the sandbox's workspace directory on the daemon's host ("" before it exists)
+    # The latest items of the agent's transcript, where its harness leaves one (bounded by the daemon), and
+    # the session file they were read from ("" when there is none).
+    transcript: tuple[TranscriptItem, ...] = ()
+    transcript_path: str = ""
 
 
 # The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).

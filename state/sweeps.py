@@ -138,6 +138,13 @@ async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, 
         return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
 
 
+async def configuration_agent(store: Store, config_id: int) -> str:
+    """The agent a configuration runs ("" for an unknown configuration)."""
+    async with store.db.execute("SELECT agent FROM configurations WHERE id = ?", (config_id,)) as cur:
+        row = await cur.fetchone()
+    return "" if row is None else str(row[0])
+
+
 async def outage_waits(store: Store, sweep_id: str) -> dict[tuple[int, int, int, int], float]:
     """Seconds the gateway waited out model outages in the recorded calls of each attempt still running, keyed
     by (scenario id, turn, attempt, infra try): what the engine adds to that attempt's turn timeout."""
@@ -156,6 +163,7 @@ __all__ = [
     "StoredSweep",
     "attempt_prompt",
     "attempt_usage",
+    "configuration_agent",
     "delete_sweep",
     "find_sweep",
     "outage_waits",

@@ -17,6 +17,7 @@ import anyio
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
 from protocol.events import FINAL, Step, phase, watchdog_deadline
 from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
+from staminad.agents.transcripts import read_transcript
 from staminad.engine.config import SweepError
 from staminad.engine.sweep import summarize
 from staminad.viewer.logs import bounded_tail
@@ -77,6 +78,10 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
         for a in await store.attempts(row.id)
     )
     root = _root(row.sandbox)
+    agent = await sweeps.configuration_agent(store, row.config_id)
+    transcript = (
+        None if root is None else await anyio.to_thread.run_sync(read_transcript, root / "workspace" / ".home", agent)
+    )
     return ScenarioInfo(
         sweep=sweep_id,
         configuration=configuration,
@@ -86,6 +91,8 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
         reason=row.reason,
         attempts=attempts,
         workspace=str(root / "workspace") if root else "",
+        transcript=transcript.items if transcript else (),
+        transcript_path=transcript.path if transcript else "",
     )
 
 

@@ -7,17 +7,20 @@ Pilot tests run against a real in-process daemon with manual agents, which hold 
 from __future__ import annotations
 
 import re
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 from rich.text import Text
-from textual.widgets import DataTable, Static
+from textual.widgets import Collapsible, DataTable, Static
 
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
 from protocol.events import AttemptStarted, HarnessDone, LlmWait, watchdog_deadline
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
 from state.store import Store, Verdict
+from tests.agents.test_transcripts import RECORDINGS
 from tests.daemon.inprocess import events, running_daemon, submit, until
 from tests.engine.conftest import sweep as run_in_process
 from tests.engine.conftest import write_sweep
@@ -295,6 +298,42 @@ async def test_scenario_screen_shows_logs_workspace_and_usage(tmp_path: Path) ->
             assert "harness log (tail)" in text and "server log (tail" in text and "no model calls metered" in text
             table = screen.query_one("#attempts", DataTable)
             assert list(table.get_row_at(0)[-2:]) == ["-", "-"]
+
+
+async def test_scenario_screen_shows_the_agents_transcript_in_its_pane(tmp_path: Path) -> None:
+    """A harness's session file in the sandbox's HOME shows, as turns with their tools, in a collapsible pane."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "talk", ["reference"], turns=1)
+    async with running_daemon(state), events(state, ("talk",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        # Its scenario is made a Claude Code one after the fact, whose HOME holds a real session capture.
+        db = sqlite3.connect(state / "staminad.db")
+        try:
+            db.execute("UPDATE configurations SET agent = 'claude-code'")
+            db.commit()
+        finally:
+            db.close()
+        session = next((state / "sandboxes" / "talk").glob("*/workspace")) / ".home/.claude/projects/-workspace/s.jsonl"
+        session.parent.mkdir(parents=True)
+        shutil.copyfile(RECORDINGS / "claude-code.jsonl", session)
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, lambda: "talk" in app.board.scenarios)
+            await pilot.press("enter")
+            rows = app.screen.query_one("#scenarios", RowTable)
+            await settle(pilot, lambda: rows.row_count == 1)
+            await pilot.press("enter")
+            screen = app.screen
+            assert isinstance(screen, ScenarioScreen)
+            await settle(pilot, lambda: screen.info is not None and bool(screen.info.transcript))
+            pane = screen.query_one("#transcript", Collapsible)
+            assert pane.collapsed and pane.title == f"agent transcript (last 10 items of {session})"
+            pane.collapsed = False
+            await pilot.pause()
+            text = str(screen.query_one("#transcript-text", Static).render())
+            assert "assistant called Write" in text and "assistant called Bash" in text
+            assert text.rstrip().endswith("The server is written and compiles.")
 
 
 async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path) -> None:
