@@ -416,6 +416,7 @@ VIBE = Harness(
     base="trixie",
     # Its session store is rewritten (snapshots, journal) on every call, a failed one too: kept and put back.
     history=lambda session: (f".vibe/logs/session/unified/{session}",),
+    transcript=(".vibe/logs/session/unified/*/CURRENT",),  # the pointer to the session's latest generation
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
     resume=lambda prompt, model, session: [
         "vibe",

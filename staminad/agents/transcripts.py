@@ -9,8 +9,9 @@ record of a kind not known here or one of an unexpected shape is skipped, never 
 Formats, as the pinned versions write them (see `tests/agents/recordings/README.md` for the captures):
 Claude Code's project JSONL (`type` user/assistant records around an Anthropic `message`), Codex's rollout
 JSONL (`response_item` records around Responses API items), Kimi CLI's `context.jsonl` (one chat message a
-line; `_`-prefixed roles are its bookkeeping), and mini-swe-agent's session file kept by our driver (one JSON
-object whose `messages` are chat messages).
+line; `_`-prefixed roles are its bookkeeping), mini-swe-agent's session file kept by our driver (one JSON
+object whose `messages` are chat messages), and Mistral Vibe's session store (its latest generation's
+context messages, read from the chunk files its manifest lists, within the same byte bound).
 """
 
 from __future__ import annotations
@@ -62,11 +63,18 @@ def read_transcript(home: Path, harness: str) -> Transcript | None:
     path = newest(home, h.transcript)
     if path is None:
         return None
-    tail = bounded_tail(path, READ_LIMIT)
-    if tail is None:
+    read = READERS.get(harness, _tail)(path)
+    if read is None:
         return None
-    items = [_bounded(i) for i in parse(tail.text, tail.cut) if i.text or i.tools]
-    return Transcript(path=str(path), items=tuple(items[-MAX_ITEMS:]), cut=tail.cut)
+    text, cut = read
+    items = [_bounded(i) for i in parse(text, cut) if i.text or i.tools]
+    return Transcript(path=str(path), items=tuple(items[-MAX_ITEMS:]), cut=cut)
+
+
+def _tail(path: Path) -> tuple[str, bool] | None:
+    """The file's last READ_LIMIT bytes (from a whole line when cut), and whether it was cut."""
+    tail = bounded_tail(path, READ_LIMIT)
+    return None if tail is None else (tail.text, tail.cut)
 
 
 def _bounded(item: TranscriptItem) -> TranscriptItem:
@@ -207,11 +215,74 @@ def _list_elements(text: str) -> Iterator[dict[str, Any]]:
             yield value
 
 
+# --- Mistral Vibe: ~/.vibe/logs/session/unified/<session>/, a store of generations -------------------
+#
+# CURRENT names the latest generation; its manifest.json lists, in order, the content-named chunk files
+# (chunks/<sha256>.json, each a JSON list) whose concatenation is the checkpoint's context messages
+# (`{"message": {"role", "content": [text | tool_call parts]}}`). Changes since that generation sit in a
+# journal that is not read: the transcript is the session as of its latest fold (the end of each call).
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_GENERATION = re.compile(r"^[0-9]{16}$")
+POINTER_LIMIT = 64 * 1024  # bytes of CURRENT or a manifest read (they are small; a larger one is not read)
+
+
+def _small_json(path: Path) -> Any:
+    tail = bounded_tail(path, POINTER_LIMIT)
+    if tail is None or tail.cut:
+        return None
+    try:
+        return json.loads(tail.text)
+    except ValueError:
+        return None
+
+
+def _vibe_store(current: Path) -> tuple[str, bool] | None:
+    """The latest generation's context messages, one a line, from its last chunks up to READ_LIMIT bytes."""
+    store = current.parent
+    generation = _str(_dict(_small_json(current)).get("generation"))
+    if not _GENERATION.match(generation):
+        return None
+    chunks = _dict(_dict(_small_json(store / "generations" / generation / "manifest.json")).get("checkpoint"))
+    digests = [d for d in chunks.get("chunks") or [] if isinstance(d, str) and _DIGEST.match(d)]
+    lines: list[str] = []
+    budget, cut = READ_LIMIT, False
+    for digest in reversed(digests):
+        tail = bounded_tail(store / "chunks" / f"{digest}.json", budget) if budget > 0 else None
+        if tail is None or tail.cut:
+            cut = True  # out of budget (or a chunk gone): the earlier messages are left out
+            break
+        budget -= len(tail.text.encode())
+        try:
+            entries = json.loads(tail.text)
+        except ValueError:
+            cut = True
+            break
+        lines[:0] = [json.dumps(e) for e in entries] if isinstance(entries, list) else []
+    return "\n".join(lines), cut
+
+
+def _vibe(text: str, cut: bool) -> Iterator[TranscriptItem]:
+    for record in _records(text):
+        message = _dict(record.get("message"))
+        parts = message.get("content")
+        calls = (
+            [_str(p.get("name")) for p in parts if isinstance(p, dict) and p.get("type") == "tool_call"]
+            if (isinstance(parts, list))
+            else []
+        )
+        if message.get("role"):
+            yield _item(message.get("role"), _texts(parts), calls)
+
+
 PARSERS: dict[str, Callable[[str, bool], Iterable[TranscriptItem]]] = {
     "claude-code": _claude,
     "codex": _codex,
     "kimi-cli": _kimi,
     "mini-swe-agent": _mini,
+    "mistral-vibe": _vibe,
 }
+# How a harness's transcript file is read, where it is not the tail of that one file.
+READERS: dict[str, Callable[[Path], tuple[str, bool] | None]] = {"mistral-vibe": _vibe_store}
 
-__all__ = ["MAX_ITEMS", "PARSERS", "READ_LIMIT", "TEXT_LIMIT", "Transcript", "newest", "read_transcript"]
+__all__ = ["MAX_ITEMS", "PARSERS", "READERS", "READ_LIMIT", "TEXT_LIMIT", "Transcript", "newest", "read_transcript"]

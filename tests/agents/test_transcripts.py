@@ -30,6 +30,16 @@ def _place(home: Path, harness: str, source: Path | None = None) -> Path:
     return path
 
 
+VIBE_STORE = next((RECORDINGS / "mistral-vibe-store").iterdir())
+
+
+def _place_vibe(home: Path) -> Path:
+    """Mistral Vibe's session store (the files of it the reader uses) where vibe keeps it under HOME."""
+    store = home / ".vibe/logs/session/unified" / VIBE_STORE.name
+    shutil.copytree(VIBE_STORE, store)
+    return store
+
+
 def _shape(home: Path, harness: str) -> list[tuple[str, tuple[str, ...], str]]:
     t = read_transcript(home, harness)
     assert t is not None
@@ -42,8 +52,11 @@ def test_every_declared_pattern_finds_the_file_its_harness_writes(tmp_path: Path
         path = _place(tmp_path / harness, harness)
         found = read_transcript(tmp_path / harness, harness)
         assert found is not None and found.path == str(path) and not found.cut, harness
-    assert HARNESSES["mistral-vibe"].transcript == () and read_transcript(tmp_path, "mistral-vibe") is None
-    assert read_transcript(tmp_path / "nothing", "claude-code") is None
+    store = _place_vibe(tmp_path / "vibe")
+    found = read_transcript(tmp_path / "vibe", "mistral-vibe")
+    assert found is not None and found.path == str(store / "CURRENT")
+    assert {h for h in HARNESSES if HARNESSES[h].transcript} == {*PLACED, "mistral-vibe"}
+    assert read_transcript(tmp_path / "nothing", "claude-code") is None and read_transcript(tmp_path, "aider") is None
 
 
 def test_claude_code_records_become_turns_with_their_tools(tmp_path: Path) -> None:
@@ -92,6 +105,34 @@ def test_mini_swe_agent_session_becomes_turns_whole_or_from_its_tail(tmp_path: P
     tail = read_transcript(tmp_path, "mini-swe-agent")
     assert tail is not None and tail.cut
     assert [(i.role, i.tools, i.text[:24]) for i in tail.items][-9:] == shape
+
+
+def test_mistral_vibe_store_gives_its_latest_generations_messages(tmp_path: Path) -> None:
+    """Mistral Vibe 3.0.2 (real capture): CURRENT -> manifest -> chunks give both prompts, the bash call, answers."""
+    _place_vibe(tmp_path)
+    assert _shape(tmp_path, "mistral-vibe") == [
+        ("user", (), "Write a.txt."),
+        ("assistant", ("bash",), ""),
+        ("tool", (), '{"command":"echo hi > a.'),
+        ("assistant", (), "The file is written."),
+        ("user", (), "Now make the following c"),
+        ("assistant", (), "Nothing needs to change."),
+    ]
+
+
+def test_a_broken_or_hostile_vibe_store_is_not_followed(tmp_path: Path) -> None:
+    """A pointer or manifest that does not parse, or names paths outside the store, gives nothing, no error."""
+    store = _place_vibe(tmp_path)
+    manifest = next((store / "generations").glob("*/manifest.json"))
+    data = json.loads(manifest.read_text())
+    data["checkpoint"]["chunks"] = ["../../../../etc/passwd", 7]
+    manifest.write_text(json.dumps(data))
+    t = read_transcript(tmp_path, "mistral-vibe")
+    assert t is not None and t.items == ()
+    (store / "CURRENT").write_text('{"generation": "../x"}')
+    assert read_transcript(tmp_path, "mistral-vibe") is None
+    (store / "CURRENT").write_bytes(os.urandom(100))
+    assert read_transcript(tmp_path, "mistral-vibe") is None
 
 
 def test_a_huge_session_file_is_read_bounded(tmp_path: Path) -> None:
