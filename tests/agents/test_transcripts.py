@@ -17,7 +17,7 @@ RECORDINGS = Path(__file__).parent / "recordings"
 PLACED = {
     "claude-code": (".claude/projects/-workspace/5b7c.jsonl", "claude-code.jsonl"),
     "codex": (".codex/sessions/2026/12/01/rollout-2026-12-01T16-09-44-01a2.jsonl", "codex-rollout.jsonl"),
-    "kimi-cli": (".kimi/sessions/0f3e/9d1c/context.jsonl", "kimi-cli.jsonl"),
+    "kimi-cli": (".kimi/sessions/6f8c/bff3/context.jsonl", "kimi-cli-context.jsonl"),
     "mini-swe-agent": (".staminabench/mini/session.json", "mini-swe-agent-session.json"),
 }
 
@@ -79,16 +79,15 @@ def test_codex_rollout_items_become_turns(tmp_path: Path) -> None:
 
 
 def test_kimi_messages_become_turns_and_its_bookkeeping_is_skipped(tmp_path: Path) -> None:
-    """Kimi CLI 1.51.0 messages (real capture) among its `_checkpoint`/`_usage` records: tool call, result, answer."""
-    source = tmp_path / "context.jsonl"
-    lines = (RECORDINGS / "kimi-cli.jsonl").read_text().splitlines()
-    extra = [json.dumps({"role": "_system_prompt", "content": "sys"}), json.dumps({"role": "_checkpoint", "id": 0})]
-    source.write_text("\n".join([*extra, *lines, json.dumps({"role": "_usage", "token_count": 9})]) + "\n")
-    _place(tmp_path, "kimi-cli", source)
+    """Kimi CLI 1.51.0 context.jsonl (real capture): prompts, Shell call, result, answers; `_` records skipped."""
+    _place(tmp_path, "kimi-cli")
     assert _shape(tmp_path, "kimi-cli") == [
+        ("user", (), "Write a.txt."),
         ("assistant", ("Shell",), ""),
         ("tool", (), "<system>Command executed"),
-        ("assistant", (), "ok done"),
+        ("assistant", (), "The file is written."),
+        ("user", (), "Now make the following c"),
+        ("assistant", (), "Nothing needs to change."),
     ]
 
 
