@@ -15,7 +15,7 @@ from staminad.agents.transcripts import MAX_ITEMS, READ_LIMIT, TEXT_LIMIT, read_
 RECORDINGS = Path(__file__).parent / "recordings"
 # Where each harness leaves its session under HOME (its declared pattern, filled in) and the real capture put there.
 PLACED = {
-    "claude-code": (".claude/projects/-workspace/5b7c.jsonl", "claude-code.jsonl"),
+    "claude-code": (".claude/projects/-workspace/a89d.jsonl", "claude-code-project.jsonl"),
     "codex": (".codex/sessions/2026/12/01/rollout-2026-12-01T16-09-44-01a2.jsonl", "codex-rollout.jsonl"),
     "kimi-cli": (".kimi/sessions/6f8c/bff3/context.jsonl", "kimi-cli-context.jsonl"),
     "mini-swe-agent": (".staminabench/mini/session.json", "mini-swe-agent-session.json"),
@@ -51,7 +51,7 @@ def test_every_declared_pattern_finds_the_file_its_harness_writes(tmp_path: Path
     for harness in PLACED:
         path = _place(tmp_path / harness, harness)
         found = read_transcript(tmp_path / harness, harness)
-        assert found is not None and found.path == str(path) and not found.cut, harness
+        assert found is not None and found.path == str(path) and found.items, harness
     store = _place_vibe(tmp_path / "vibe")
     found = read_transcript(tmp_path / "vibe", "mistral-vibe")
     assert found is not None and found.path == str(store / "CURRENT")
@@ -60,8 +60,25 @@ def test_every_declared_pattern_finds_the_file_its_harness_writes(tmp_path: Path
 
 
 def test_claude_code_records_become_turns_with_their_tools(tmp_path: Path) -> None:
-    """Claude Code 2.1.332 (real capture): text, tool_use by name, tool results as the tool's turn."""
+    """Claude Code 2.1.332 project JSONL (real capture): prompts, text, Bash by name, its result; the rest skipped."""
     _place(tmp_path, "claude-code")
+    t = read_transcript(tmp_path, "claude-code")
+    # Two short calls already make 267 KB (prompt snapshots, request shapes): only the tail is read, and the
+    # first prompt's record falls before it.
+    assert t is not None and t.cut
+    assert [(i.role, i.tools, i.text[:24]) for i in t.items] == [
+        ("assistant", (), "I'll write the file."),
+        ("assistant", ("Bash",), ""),
+        ("tool", (), "hi"),
+        ("assistant", (), "The file is written."),
+        ("user", (), "Now make the following c"),
+        ("assistant", (), "Nothing needs to change."),
+    ]
+
+
+def test_claude_code_stream_records_read_the_same(tmp_path: Path) -> None:
+    """Its stream-json records (real capture, the same shapes): Write and Bash calls, results, the answer."""
+    _place(tmp_path, "claude-code", RECORDINGS / "claude-code.jsonl")
     shape = _shape(tmp_path, "claude-code")
     assert shape[0] == ("assistant", (), "I'll write the server.")
     assert ("assistant", ("Write",), "") in shape and ("assistant", ("Bash",), "") in shape

@@ -316,7 +316,7 @@ async def test_scenario_screen_shows_the_agents_transcript_in_its_pane(tmp_path:
             db.close()
         session = next((state / "sandboxes" / "talk").glob("*/workspace")) / ".home/.claude/projects/-workspace/s.jsonl"
         session.parent.mkdir(parents=True)
-        shutil.copyfile(RECORDINGS / "claude-code.jsonl", session)
+        shutil.copyfile(RECORDINGS / "claude-code-project.jsonl", session)
         app = make_app(state / "staminad.sock")
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot, lambda: "talk" in app.board.scenarios)
@@ -328,12 +328,12 @@ async def test_scenario_screen_shows_the_agents_transcript_in_its_pane(tmp_path:
             assert isinstance(screen, ScenarioScreen)
             await settle(pilot, lambda: screen.info is not None and bool(screen.info.transcript))
             pane = screen.query_one("#transcript", Collapsible)
-            assert pane.collapsed and pane.title == f"agent transcript (last 10 items of {session})"
+            assert pane.collapsed and pane.title == f"agent transcript (last 6 items of {session})"
             pane.collapsed = False
             await pilot.pause()
             text = str(screen.query_one("#transcript-text", Static).render())
-            assert "assistant called Write" in text and "assistant called Bash" in text
-            assert text.rstrip().endswith("The server is written and compiles.")
+            assert "assistant called Bash" in text and "user\nNow make the following changes: none." in text
+            assert text.rstrip().endswith("Nothing needs to change.")
 
 
 async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path) -> None:
