@@ -180,6 +180,13 @@ def scenario_of(data: EventData) -> int | None:
 FINAL: Final = ("done", "failed", "infra_failed", "capped")
 
 
+def watchdog_deadline(launched_at: float, turn_timeout: float, waited: float = 0.0) -> float:
+    """When the turn watchdog fires for an attempt: its launch plus the turn timeout, extended by the seconds
+    the gateway waited out model outages during it (that time is not the agent's). The engine waits until
+    then; the monitor counts down to it."""
+    return launched_at + turn_timeout + waited
+
+
 class Step(msgspec.Struct, frozen=True, kw_only=True):
     """How far a scenario's latest attempt got, as the store records it (attempt columns of the same name).
 
@@ -257,4 +264,5 @@ __all__ = [
     "phase",
     "scenario_of",
     "step_after",
+    "watchdog_deadline",
 ]

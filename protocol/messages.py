@@ -153,6 +153,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     active: int = 0
     queued: int = 0
     created_at: float = 0.0  # when the sweep was first submitted (the daemon's clock): a client's ETA base
+    paused_seconds: float = 0.0  # of the time since then, how long it was paused (the pause under way included)
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):
@@ -181,6 +182,14 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cost: float = 0.0  # their price in dollars
 
 
+class TranscriptItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One item of an agent's transcript: who (user, assistant, tool, system), what it said, the tools it called."""
+
+    role: str
+    text: str
+    tools: tuple[str, ...] = ()
+
+
 class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     sweep: str
     configuration: str
@@ -190,7 +199,10 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     reason: str
     attempts: tuple[AttemptSummary, ...]
     workspace: str = ""  # the sandbox's workspace directory on the daemon's host ("" before it exists)
-    server_log: str = ""  # the tail of the server's log (the latest start of the agent's server)
+    # The latest items of the agent's transcript, where its harness leaves one (bounded by the daemon), and
+    # the session file they were read from ("" when there is none).
+    transcript: tuple[TranscriptItem, ...] = ()
+    transcript_path: str = ""
 
 
 # The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).
@@ -250,6 +262,7 @@ class AttemptTexts(_Msg, tag="attempt", frozen=True):
     feedback: str | None
     failures: tuple[FailedTest, ...]
     harness_log: str = ""  # the tail of the attempt's harness log
+    server_log: str | None = None  # the tail of the log of the server start that tested it (None: no start yet)
 
 
 class Event(_Msg, tag="event", frozen=True):

@@ -18,7 +18,11 @@ from state.schema import MIGRATIONS
 LATEST = len(MIGRATIONS)
 
 # Columns later migrations added, filled in as None when a store predates them.
-_LATE_COLUMNS = {"attempts": ("finished_at", "loc"), "sweeps": ("turns",), "scenarios": ("infra_grant",)}
+_LATE_COLUMNS = {
+    "attempts": ("finished_at", "loc", "server_log"),
+    "sweeps": ("turns", "paused_seconds", "paused_at"),
+    "scenarios": ("infra_grant",),
+}
 
 
 class StoreVersionError(ExpectedError):

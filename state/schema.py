@@ -100,4 +100,11 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 7: the turns a scenario passed, countable from the index alone (the engine asks at every step).
     "CREATE INDEX attempts_passed ON attempts(scenario_id, turn) WHERE outcome = 'pass';",
+    # 8: the time a sweep spent paused (the pause under way counted from paused_at), left out of its ETA.
+    """
+    ALTER TABLE sweeps ADD COLUMN paused_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE sweeps ADD COLUMN paused_at REAL;
+    """,
+    # 9: the tail of the server log of the start that tested the attempt (the log file holds only the latest).
+    "ALTER TABLE attempts ADD COLUMN server_log TEXT;",
 )

@@ -59,6 +59,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     server_seconds: float | None = None
     suite_seconds: float | None = None
     teardown_seconds: float | None = None
+    server_log: str | None = None  # the tail of the log of the server start that tested it (bounded by the engine)
     results: Any = None  # the per-test results (JSON-able), stored compressed
 
 
@@ -168,8 +169,21 @@ class Store:
         await self.db.execute("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
         await self.db.commit()
 
-    async def set_sweep_status(self, sweep_id: str, status: str) -> None:
-        await self.db.execute("UPDATE sweeps SET status = ? WHERE id = ?", (status, sweep_id))
+    async def set_sweep_status(self, sweep_id: str, status: str, now: float | None = None) -> None:
+        """The sweep's status at `now` (default: the clock); a pause's span is kept, so an ETA can leave it out.
+
+        `paused` starts a pause (pausing a paused sweep keeps the first start); any other status ends the pause
+        under way, adding its span to `paused_seconds`.
+        """
+        at = time.time() if now is None else now
+        if status == "paused":
+            sql = "UPDATE sweeps SET status = ?, paused_at = COALESCE(paused_at, ?) WHERE id = ?"
+        else:
+            sql = (
+                "UPDATE sweeps SET status = ?, paused_seconds = paused_seconds + COALESCE(MAX(0, ? - paused_at), 0), "
+                "paused_at = NULL WHERE id = ?"
+            )
+        await self.db.execute(sql, (status, at, sweep_id))
         await self.db.commit()
 
     async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:

@@ -22,14 +22,26 @@ class StoredSweep(msgspec.Struct, frozen=True, kw_only=True):
     fingerprint: str
     config: str
     created_at: float = 0.0
+    paused_seconds: float = 0.0  # time spent in pauses that have ended
+    paused_at: float | None = None  # when the pause under way began (None while not paused)
+
+    def paused_total(self, now: float) -> float:
+        """Seconds the sweep has spent paused up to `now`, the pause under way included."""
+        return self.paused_seconds + (max(0.0, now - self.paused_at) if self.paused_at is not None else 0.0)
 
 
-_COLUMNS = "id, status, fingerprint, config, created_at"
+_COLUMNS = "id, status, fingerprint, config, created_at, paused_seconds, paused_at"
 
 
 def _sweep(row: Row) -> StoredSweep:
     return StoredSweep(
-        id=str(row[0]), status=str(row[1]), fingerprint=str(row[2]), config=str(row[3]), created_at=float(row[4] or 0.0)
+        id=str(row[0]),
+        status=str(row[1]),
+        fingerprint=str(row[2]),
+        config=str(row[3]),
+        created_at=float(row[4] or 0.0),
+        paused_seconds=float(row[5] or 0.0),
+        paused_at=None if row[6] is None else float(row[6]),
     )
 
 
@@ -86,13 +98,14 @@ class AttemptPrompt(msgspec.Struct, frozen=True, kw_only=True):
     attempt: int = 1
     infra_try: int = 0
     sandbox: dict[str, Any] = msgspec.field(default_factory=dict)
+    server_log: str | None = None  # the tail of the log of the server start that tested it (None: no start)
 
 
 async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
     """The prompt an attempt got, the feedback it produced, and where it ran."""
     async with store.db.execute(
         "SELECT a.prompt_kind, a.prompt, a.feedback, a.turn, a.attempt, a.infra_try, "
-        "s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+        "s.sandbox, a.server_log FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
         "WHERE a.id = ?",
         (attempt_id,),
     ) as cur:
@@ -111,6 +124,7 @@ async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
         attempt=row[4],
         infra_try=row[5],
         sandbox=sandbox if isinstance(sandbox, dict) else {},
+        server_log=row[7],
     )
 
 
@@ -124,13 +138,35 @@ async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, 
         return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
 
 
+async def configuration_agent(store: Store, config_id: int) -> str:
+    """The agent a configuration runs ("" for an unknown configuration)."""
+    async with store.db.execute("SELECT agent FROM configurations WHERE id = ?", (config_id,)) as cur:
+        row = await cur.fetchone()
+    return "" if row is None else str(row[0])
+
+
+async def outage_waits(store: Store, sweep_id: str) -> dict[tuple[int, int, int, int], float]:
+    """Seconds the gateway waited out model outages in the recorded calls of each attempt still running, keyed
+    by (scenario id, turn, attempt, infra try): what the engine adds to that attempt's turn timeout."""
+    sql = (
+        "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, SUM(l.waited) FROM llm_calls l "
+        "JOIN attempts a ON a.id = l.attempt_id JOIN scenarios s ON s.id = a.scenario_id "
+        "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? AND a.phase = 'launched' "
+        "GROUP BY l.attempt_id"
+    )
+    async with store.db.execute(sql, (sweep_id,)) as cur:
+        return {(int(r[0]), int(r[1]), int(r[2]), int(r[3])): float(r[4] or 0.0) for r in await cur.fetchall()}
+
+
 __all__ = [
     "AttemptPrompt",
     "StoredSweep",
     "attempt_prompt",
     "attempt_usage",
+    "configuration_agent",
     "delete_sweep",
     "find_sweep",
+    "outage_waits",
     "release_running",
     "sweep_ids",
     "unfinished_sweeps",

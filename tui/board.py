@@ -35,6 +35,7 @@ from protocol.events import (
     phase,
     scenario_of,
     step_after,
+    watchdog_deadline,
 )
 from protocol.messages import HISTORY_END
 
@@ -148,10 +149,11 @@ class Board:
             _advance(scenario, event.data)
             if scenario.phase != before or event.kind == "attempt_started":
                 scenario.since = event.at
+            timeout = self.turn_timeout.get(event.sweep, 0.0)
             if event.kind == "attempt_started":  # the engine's watchdog counts from the launch
-                scenario.deadline = (
-                    event.at + self.turn_timeout.get(event.sweep, 0.0) if self.turn_timeout.get(event.sweep) else 0.0
-                )
+                scenario.deadline = watchdog_deadline(event.at, timeout) if timeout else 0.0
+            elif isinstance(event.data, LlmWait) and scenario.deadline:
+                scenario.deadline += event.data.wait_seconds  # the engine gives the attempt this outage's time
             elif event.kind in ("harness_done", "infra_failure", "scenario_finished", "attempt_tested"):
                 scenario.deadline = 0.0
             change.scenario = scenario

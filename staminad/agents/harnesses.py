@@ -47,6 +47,9 @@ class Harness:
     # pattern that names a directory (a session store the harness rewrites) is put back whole instead.
     history: Callable[[str], tuple[str, ...]] = lambda session: ()
     base: str = "bookworm"  # the Debian suite of the base image its layer goes on (its Python's version)
+    # HOME-relative glob patterns of the file the harness keeps its session or trajectory in (the newest is
+    # the transcript the monitor shows; `staminad.agents.transcripts` reads each kind); () when none is read.
+    transcript: tuple[str, ...] = field(default=())
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -106,6 +109,7 @@ MINI = Harness(
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     },
     parse=_mini_parse,
+    transcript=(".staminabench/mini/session.json",),
     caveat="its CLI cannot continue a conversation, so a small driver keeps the agent's messages in HOME and "
     "resumes them on every call",
 )
@@ -148,6 +152,7 @@ CLAUDE = Harness(
     install="pypi:claude-agent-sdk==0.2.189",
     carry=(("claude_agent_sdk/_bundled/claude", "bin/claude"),),
     history=lambda session: (f".claude/projects/*/{session}.jsonl",),
+    transcript=(".claude/projects/*/*.jsonl",),
     first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_CLAUDE_FLAGS],
     resume=lambda prompt, model, session: [
         "claude",
@@ -227,6 +232,7 @@ CODEX = Harness(
     env=lambda base, model: {"STAMINABENCH_KEY": "gateway", "CODEX_HOME": ".codex"},
     files=lambda base, model: {".codex/config.toml": _codex_config(base, model)},
     parse=_codex_parse,
+    transcript=(".codex/sessions/*/*/*/rollout-*.jsonl",),  # CODEX_HOME is HOME/.codex
     caveat="speaks the OpenAI Responses API (the gateway passes /v1/responses); a model name codex does not "
     "know runs on fallback metadata without its apply_patch tool",
 )
@@ -381,6 +387,7 @@ KIMI = Harness(
     ],
     env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
     parse=_kimi_parse,
+    transcript=(".kimi/sessions/*/*/context.jsonl",),  # <md5 of the work dir>/<session id>/
     caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
     "command (with no arguments it fetches an installer), so the last working release is pinned; its web "
     "tools need lxml-html-clean, which its dependencies leave out",
@@ -409,6 +416,7 @@ VIBE = Harness(
     base="trixie",
     # Its session store is rewritten (snapshots, journal) on every call, a failed one too: kept and put back.
     history=lambda session: (f".vibe/logs/session/unified/{session}",),
+    transcript=(".vibe/logs/session/unified/*/CURRENT",),  # the pointer to the session's latest generation
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
     resume=lambda prompt, model, session: [
         "vibe",

@@ -7,6 +7,7 @@ Kept apart from `service` so the daemon's life cycle and its queries can each be
 from __future__ import annotations
 
 import json
+import time
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -14,15 +15,16 @@ from typing import Any
 import anyio
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.events import FINAL, Step, phase
+from protocol.events import FINAL, Step, phase, watchdog_deadline
 from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
+from staminad.agents.transcripts import read_transcript
 from staminad.engine.config import SweepError
 from staminad.engine.sweep import summarize
 from staminad.viewer.logs import bounded_tail
 from state import sweeps
 from state.store import Progress, Store, StoredScenario
 
-LOG_TAIL = 4000  # bytes of a harness or server log a reply carries
+LOG_TAIL = 4000  # bytes of a harness log a reply carries (the engine bounds the stored server logs)
 
 
 async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
@@ -33,7 +35,8 @@ async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
     return found
 
 
-async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
+async def sweep_info(store: Store, sweep_id: str, now: float | None = None) -> SweepInfo:
+    """The sweep's figures; its time paused is counted up to `now` (default: the clock)."""
     row = await _sweep_row(store, sweep_id)
     configs = tuple(await summarize(store, sweep_id))
     return SweepInfo(
@@ -42,6 +45,7 @@ async def sweep_info(store: Store, sweep_id: str) -> SweepInfo:
         fingerprint=row.fingerprint,
         configurations=configs,
         created_at=row.created_at,
+        paused_seconds=row.paused_total(time.time() if now is None else now),
     )
 
 
@@ -74,7 +78,10 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
         for a in await store.attempts(row.id)
     )
     root = _root(row.sandbox)
-    server_log = "" if root is None else await anyio.to_thread.run_sync(_tail, root / "control" / "server.log")
+    agent = await sweeps.configuration_agent(store, row.config_id)
+    transcript = (
+        None if root is None else await anyio.to_thread.run_sync(read_transcript, root / "workspace" / ".home", agent)
+    )
     return ScenarioInfo(
         sweep=sweep_id,
         configuration=configuration,
@@ -84,7 +91,8 @@ async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: i
         reason=row.reason,
         attempts=attempts,
         workspace=str(root / "workspace") if root else "",
-        server_log=server_log,
+        transcript=transcript.items if transcript else (),
+        transcript_path=transcript.path if transcript else "",
     )
 
 
@@ -116,6 +124,7 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
         feedback=row.feedback,
         failures=failures,
         harness_log=log,
+        server_log=row.server_log,
     )
 
 
@@ -125,11 +134,12 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
     timeout = _turn_timeout(found.config)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
+    waits = await sweeps.outage_waits(store, sweep_id)
     return ScenarioList(
         sweep=sweep_id,
         seq=seq,
         retries=await store.configuration_retries(sweep_id),
-        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout) for name, s in scenarios),
+        scenarios=tuple(scenario_row(name, s, progress.get(s.id, []), timeout, waits) for name, s in scenarios),
         turn_timeout=timeout,
     )
 
@@ -152,9 +162,17 @@ def _step(last: Progress | None) -> Step | None:
 
 
 def scenario_row(
-    configuration: str, scenario: StoredScenario, attempts: list[Progress], turn_timeout: float = 0.0
+    configuration: str,
+    scenario: StoredScenario,
+    attempts: list[Progress],
+    turn_timeout: float = 0.0,
+    waits: dict[tuple[int, int, int, int], float] | None = None,
 ) -> ScenarioRow:
-    """Where one scenario stands, from its attempts in order (the engine's phases, named for people)."""
+    """Where one scenario stands, from its attempts in order (the engine's phases, named for people).
+
+    `waits` holds the outage time recorded for running attempts (see `state.sweeps.outage_waits`): the
+    watchdog's deadline moves by it, as the engine's does.
+    """
     history: list[str] = []
     for _, rows in groupby(attempts, key=lambda p: p.turn):
         passing = [p for p in rows if p.outcome == "pass"]
@@ -182,8 +200,13 @@ def scenario_row(
         history="".join(history),
         reason=scenario.reason,
         since=_since(last),
-        deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0,
+        deadline=_deadline(last, turn_timeout, waits or {}) if last and running and turn_timeout else 0.0,
     )
+
+
+def _deadline(last: Progress, turn_timeout: float, waits: dict[tuple[int, int, int, int], float]) -> float:
+    waited = waits.get((last.scenario_id, last.turn, last.attempt, last.infra_try), 0.0)
+    return watchdog_deadline(last.launched_at, turn_timeout, waited)
 
 
 def _since(last: Progress | None) -> float:

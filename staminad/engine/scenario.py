@@ -26,6 +26,7 @@ from protocol.events import (
     ManualPrompt,
     ScenarioFinished,
     SuiteStarted,
+    watchdog_deadline,
 )
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
@@ -59,6 +60,7 @@ LIVENESS_INTERVAL = 2.0  # seconds between sandbox health checks while a harness
 JOB_CHECK_EVERY = 3  # health checks per check that the harness's wrapper still runs
 CLEANUP_TIMEOUT = 90.0  # bound on removing what is left of a lost sandbox
 RECREATE_AFTER = ("sandbox_lost", "sandbox_exited", "engine_error")
+SERVER_LOG_TAIL = 4000  # bytes of a server start's log kept with its attempt
 
 
 class Gate:
@@ -414,7 +416,7 @@ class ScenarioRunner:
         granted, polls = 0.0, 0
         while True:
             waited = self.llm.waited if self.llm is not None else 0.0
-            remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
+            remaining = watchdog_deadline(row.launched_at, self.settings.turn_timeout, waited) - time.time()
             if remaining > 0:
                 marker = await self.watcher.wait(marker_file, min(remaining, LIVENESS_INTERVAL))
                 if marker is not None:
@@ -502,6 +504,7 @@ class ScenarioRunner:
         loss = await self._loss(row)
         if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
             raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
+        server_log = await self._server_log()
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))
         feedback = render_feedback(result, self.spec.feedback) if failures else None
@@ -517,6 +520,7 @@ class ScenarioRunner:
                 server_seconds=t1 - t0,
                 suite_seconds=t2 - t1,
                 teardown_seconds=t3 - t2,
+                server_log=server_log,
             ),
         )
         self.emit(
@@ -533,11 +537,15 @@ class ScenarioRunner:
             )
         )
 
+    async def _server_log(self) -> str:
+        """The tail of this server start's log, kept with the attempt it tested (the next start overwrites it)."""
+        return await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log", SERVER_LOG_TAIL)
+
     async def _server_failed(
         self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int, seconds: float
     ) -> None:
         """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
-        log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
+        log = await self._server_log()
         feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
         await self.store.tested(
             row.id,
@@ -548,6 +556,7 @@ class ScenarioRunner:
                 total_tests=tests,
                 feedback=feedback,
                 server_seconds=seconds,
+                server_log=log,
             ),
         )
         self.emit(

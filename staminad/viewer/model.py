@@ -201,13 +201,11 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
                 "anchor": f"a{a['id']}",
             }
         )
-    server_log = bounded_tail(root / "control" / "server.log", LOG_LIMIT) if root else None
     return {
         "sweep_id": sweep_id,
         "scenario": sc,
         "sandbox": sandbox,
         "attempts": attempts,
-        "server_log": server_log,
         "events": browse.infra_events(conn, sc["id"]),
         "updated": when(sc["updated_at"]),
         "cost": sum(float(u["cost"] or 0) for u in usage.values()) or None,

@@ -7,17 +7,20 @@ Pilot tests run against a real in-process daemon with manual agents, which hold 
 from __future__ import annotations
 
 import re
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 from rich.text import Text
-from textual.widgets import DataTable, Static
+from textual.widgets import Collapsible, DataTable, Static
 
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
-from protocol.events import AttemptStarted, HarnessDone
+from protocol.events import AttemptStarted, HarnessDone, LlmWait, watchdog_deadline
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
-from state.store import Store
+from state.store import Store, Verdict
+from tests.agents.test_transcripts import RECORDINGS
 from tests.daemon.inprocess import events, running_daemon, submit, until
 from tests.engine.conftest import sweep as run_in_process
 from tests.engine.conftest import write_sweep
@@ -72,6 +75,36 @@ def test_eta_is_the_pace_so_far_and_unknown_before_anything_finished() -> None:
     assert (span(42), span(187), span(7500), span(-3)) == ("42s", "3m07s", "2h05m", "0s")
 
 
+def test_a_long_pause_is_not_counted_in_the_eta() -> None:
+    """A sweep paused for hours has the ETA of one never paused with the same progress and running time."""
+    configs = (_config(1), _config(1))
+    never = SweepInfo(sweep="s", status="running", fingerprint="f", configurations=configs, created_at=1000.0)
+    paused = SweepInfo(
+        sweep="s",
+        status="running",
+        fingerprint="f",
+        configurations=configs,
+        created_at=1000.0 - 7200.0,
+        paused_seconds=7200.0,
+    )
+    assert eta(paused, now=1100.0) == eta(never, now=1100.0) == "5m00s"
+
+
+async def test_the_store_keeps_a_sweeps_pauses_for_its_eta(tmp_path: Path) -> None:
+    """Pauses (fixed clocks) add up in the store; the sweep's figures carry them, the pause under way too."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        await store.set_sweep_status("w", "paused", now=1000.0)
+        await store.set_sweep_status("w", "paused", now=1500.0)  # pausing again keeps the first start
+        await store.set_sweep_status("w", "running", now=4600.0)
+        await store.set_sweep_status("w", "running", now=5000.0)  # resuming a running sweep adds nothing
+        assert (await views.sweep_info(store, "w", now=9000.0)).paused_seconds == 3600.0
+        await store.set_sweep_status("w", "paused", now=9000.0)
+        assert (await views.sweep_info(store, "w", now=9100.0)).paused_seconds == 3700.0  # still paused
+        await store.set_sweep_status("w", "cancelled", now=9200.0)  # ending a paused sweep ends its pause
+        assert (await views.sweep_info(store, "w", now=99999.0)).paused_seconds == 3800.0
+
+
 def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch() -> None:
     """attempt_started sets the watchdog to launch + turn timeout; the harness ending stops it; phases restart."""
     board = Board()
@@ -101,6 +134,50 @@ def test_events_restart_the_phase_clock_and_the_watchdog_counts_from_the_launch(
     again = AttemptStarted(scenario=1, configuration="c", seed=0, turn=0, attempt=2, infra_try=0)
     board.apply(Event(sweep="s", data=again, at=65.0, seq=2))
     assert (s.phase, s.since, s.deadline) == ("retrying", 65.0, 85.0)
+
+
+def test_the_watchdog_countdown_moves_with_the_time_waited_on_model_outages() -> None:
+    """An outage's wait (llm_wait) moves the countdown as the engine moves its bound: launch + timeout + waited."""
+    board = Board()
+    row = ScenarioRow(
+        id=1,
+        configuration="c",
+        seed=0,
+        status="running",
+        turns_passed=0,
+        turn=0,
+        attempt=1,
+        infra_try=0,
+        phase="pending",
+        last_failure="",
+        history="",
+        reason="",
+    )
+    board.set_scenarios(ScenarioList(sweep="s", retries={"c": 2}, scenarios=(row,), turn_timeout=600.0))
+    started = AttemptStarted(scenario=1, configuration="c", seed=0, turn=0, attempt=1, infra_try=0)
+    board.apply(Event(sweep="s", data=started, at=1000.0, seq=1))
+    for seq, pause in ((2, 20.0), (3, 25.0)):
+        wait = LlmWait(scenario=1, turn=0, reason="upstream answered 503", wait_seconds=pause, waited=0.0)
+        board.apply(Event(sweep="s", data=wait, at=1100.0, seq=seq))
+    board.apply(Event(sweep="s", data=wait, at=1100.0, seq=3))  # a replayed event moves nothing
+    s = board.find("s", 1)
+    assert s is not None and s.deadline == watchdog_deadline(1000.0, 600.0, 45.0) == 1645.0
+
+
+async def test_the_sweeps_rows_carry_the_deadline_extended_by_recorded_outage_waits(tmp_path: Path) -> None:
+    """A running attempt's recorded model calls waited 45 s on outages: its row's deadline is 45 s later."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", '{"run": {"turn_timeout": 600}}')
+        config = await store.ensure_configuration("w", "c", "codex", 2, "detailed")
+        done, running = [(await store.ensure_scenario(config, seed)).id for seed in (0, 1)]
+        first = await store.begin_attempt(done, 0, 1, 0, "initial", "p")
+        await store.tested(first.id, Verdict(outcome="pass"))
+        row = await store.begin_attempt(running, 0, 1, 0, "initial", "p")
+        for scenario, attempt, waited in ((done, first.id, 300.0), (running, row.id, 20.0), (running, row.id, 25.0)):
+            await store.llm_call(scenario, attempt, 0, "chat", "m", (1, 1, 0), 0.0, 200, 1.0, waited, False)
+        listed = await views.scenario_list(store, "w")
+    deadlines = {r.seed: r.deadline for r in listed.scenarios}
+    assert deadlines == {0: 0.0, 1: watchdog_deadline(row.launched_at, 600.0, 45.0)}
 
 
 def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
@@ -223,6 +300,42 @@ async def test_scenario_screen_shows_logs_workspace_and_usage(tmp_path: Path) ->
             assert list(table.get_row_at(0)[-2:]) == ["-", "-"]
 
 
+async def test_scenario_screen_shows_the_agents_transcript_in_its_pane(tmp_path: Path) -> None:
+    """A harness's session file in the sandbox's HOME shows, as turns with their tools, in a collapsible pane."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "talk", ["reference"], turns=1)
+    async with running_daemon(state), events(state, ("talk",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        # Its scenario is made a Claude Code one after the fact, whose HOME holds a real session capture.
+        db = sqlite3.connect(state / "staminad.db")
+        try:
+            db.execute("UPDATE configurations SET agent = 'claude-code'")
+            db.commit()
+        finally:
+            db.close()
+        session = next((state / "sandboxes" / "talk").glob("*/workspace")) / ".home/.claude/projects/-workspace/s.jsonl"
+        session.parent.mkdir(parents=True)
+        shutil.copyfile(RECORDINGS / "claude-code-project.jsonl", session)
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, lambda: "talk" in app.board.scenarios)
+            await pilot.press("enter")
+            rows = app.screen.query_one("#scenarios", RowTable)
+            await settle(pilot, lambda: rows.row_count == 1)
+            await pilot.press("enter")
+            screen = app.screen
+            assert isinstance(screen, ScenarioScreen)
+            await settle(pilot, lambda: screen.info is not None and bool(screen.info.transcript))
+            pane = screen.query_one("#transcript", Collapsible)
+            assert pane.collapsed and pane.title == f"agent transcript (last 6 items of {session})"
+            pane.collapsed = False
+            await pilot.pause()
+            text = str(screen.query_one("#transcript-text", Static).render())
+            assert "assistant called Bash" in text and "user\nNow make the following changes: none." in text
+            assert text.rstrip().endswith("Nothing needs to change.")
+
+
 async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path) -> None:
     """The daemon's scenario reply sums each attempt's model calls and carries the server log's tail."""
     path = write_sweep(tmp_path, "paid", ["reference"], turns=1)
@@ -240,4 +353,38 @@ async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path)
     assert (info.attempts[0].tokens, info.attempts[0].cost) == (155, 0.5)
     assert Path(info.workspace).is_dir() and isinstance(texts.harness_log, str)
     server_log = Path(info.workspace).parent / "control" / "server.log"
-    assert server_log.exists() and server_log.read_text(errors="replace").endswith(info.server_log)
+    assert server_log.exists() and server_log.read_text(errors="replace").endswith(texts.server_log)
+
+
+async def test_scenario_screen_shows_the_server_log_of_the_selected_attempt(tmp_path: Path) -> None:
+    """Attempt 1's server crashed, attempt 2's ran: each attempt shows its own start's log, not the latest."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "crash", ["fault:server-crash:once"], turns=1)
+    async with running_daemon(state), events(state, ("crash",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+        app = make_app(state / "staminad.sock")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, lambda: "crash" in app.board.scenarios)
+            await pilot.press("enter")
+            rows = app.screen.query_one("#scenarios", RowTable)
+            await settle(pilot, lambda: rows.row_count == 1)
+            await pilot.press("enter")
+            screen = app.screen
+            assert isinstance(screen, ScenarioScreen)
+            await settle(pilot, lambda: screen.info is not None and screen._shown_attempt is not None)
+            assert screen.info is not None
+            assert [(a.turn, a.attempt, a.outcome) for a in screen.info.attempts] == [
+                (0, 1, "fail"),
+                (0, 2, "pass"),
+                (1, 1, "pass"),
+            ]
+            first, second = (a.id for a in screen.info.attempts[:2])
+            shown = screen.query_one("#attempt", Static)
+            await pilot.press("up")
+            await settle(pilot, lambda: screen._shown_attempt == second)
+            head = "server log (tail, this attempt's start)"  # the last section (the feedback quotes the crash)
+            assert head in str(shown.render()) and "SyntaxError" not in str(shown.render()).split(head)[1]
+            await pilot.press("up")
+            await settle(pilot, lambda: screen._shown_attempt == first)
+            assert head in str(shown.render()) and "SyntaxError" in str(shown.render()).split(head)[1]

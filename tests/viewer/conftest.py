@@ -22,7 +22,7 @@ async def _agent_wrote_scripts(state: Path) -> None:
     root = state / "sandboxes" / "xss" / "c1-s0"
     (root / "control" / "jobs" / "t0000-a01-i00").mkdir(parents=True)
     (root / "control" / "jobs" / "t0000-a01-i00" / "log").write_text(f"harness says {SCRIPT}\n")
-    (root / "control" / "server.log").write_text(f"server says {SCRIPT}\n" + "x" * 200_000 + "\nlast line\n")
+    (root / "control" / "server.log").write_text(f"a later start {SCRIPT}\n" + "x" * 200_000 + "\nlast line\n")
     async with await Store.open(state / "staminad.db") as store:
         await store.ensure_sweep(XSS_SWEEP, XSS_SWEEP, "fp", "{}")
         await store.set_sweep_turns(XSS_SWEEP, 1)
@@ -57,6 +57,7 @@ async def _agent_wrote_scripts(state: Path) -> None:
                 server_seconds=0.2,
                 suite_seconds=0.3,
                 teardown_seconds=0.01,
+                server_log=f"server says {SCRIPT}\n",
             ),
         )
         await store.llm_call(sc.id, row.id, 0, "openai", "m", (100, 20, 5), 0.0125, 200, 1.0, 0.0, False)

@@ -73,7 +73,7 @@ def test_scenario_page_shows_failing_tests_with_request_and_response(client: Tes
     assert request is not None
     assert 'class="text request">' + request.group(1).strip() in r.text.replace("&#34;", '"')
     assert 'class="text response">500 ' in r.text and "server_crash" in r.text
-    assert "feedback sent" in r.text and "harness log" in r.text and "Server log" in r.text
+    assert "feedback sent" in r.text and "harness log" in r.text and "server log of this attempt's start" in r.text
 
 
 def test_agent_markup_is_shown_as_text_everywhere(client: TestClient) -> None:
@@ -85,15 +85,28 @@ def test_agent_markup_is_shown_as_text_everywhere(client: TestClient) -> None:
     page = client.get(scenario_url(XSS_SWEEP, XSS_CONFIG, 0)).text
     escaped = str(escape(SCRIPT))
     assert escaped.startswith("&lt;script&gt;")
-    for where in ("prompt ", "feedback ", "harness says ", "POST /things ", "&lt;html&gt;", "wrong ", "failed "):
+    for where in (
+        "prompt ",
+        "feedback ",
+        "harness says ",
+        "server says ",
+        "POST /things ",
+        "&lt;html&gt;",
+        "wrong ",
+        "failed ",
+    ):
         assert where + escaped in page, where
     assert "100 in / 20 out" in page and "$0.0125" in page
 
 
-def test_a_large_server_log_is_read_only_to_its_tail(client: TestClient, store: Path) -> None:
-    """A log larger than the bound is shown from a whole line near its end, with its full size stated."""
+def test_each_attempt_shows_its_own_server_log(client: TestClient) -> None:
+    """An attempt shows the stored log of the server start that tested it, not the file a later start rewrote."""
     page = client.get(scenario_url(XSS_SWEEP, XSS_CONFIG, 0)).text
-    assert "last line" in page and "server says" not in page and "showing the tail" in page
+    assert "server says" in page and "a later start" not in page and "of this attempt's start" in page
+
+
+def test_a_large_log_is_read_only_to_its_tail(store: Path) -> None:
+    """A log larger than the bound is read from a whole line near its end, with its full size stated."""
     tail = bounded_tail(store / "sandboxes" / "xss" / "c1-s0" / "control" / "server.log", 1000)
     assert tail is not None and tail.cut and len(tail.text.encode()) <= 1000 and tail.text.endswith("last line\n")
 

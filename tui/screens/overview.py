@@ -166,12 +166,16 @@ def bar(done: int, total: int) -> Text:
 
 
 def eta(info: SweepInfo, now: float) -> str:
-    """Time left at the pace so far (elapsed since submission per finished scenario); `-` when unknowable."""
+    """Time left at the pace so far (time running since submission per finished scenario); `-` when unknowable.
+
+    Time paused is not running time: it is left out of the pace.
+    """
     total = sum(c.scenarios for c in info.configurations)
     done = sum(c.finished for c in info.configurations)
     if info.status != "running" or not info.created_at or not 0 < done < total:
         return "done" if total and done == total else "-"
-    return span((now - info.created_at) / done * (total - done))
+    running = max(0.0, now - info.created_at - info.paused_seconds)
+    return span(running / done * (total - done))
 
 
 def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:

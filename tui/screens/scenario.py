@@ -2,9 +2,10 @@
 
 For an attempt it shows the prompt it got, the feedback it produced, the failing tests with their
 request and response, the harness exit status and durations, the model tokens and cost, the tails
-of the harness log and of the server log, and the workspace path on the daemon's host. The timeline
-(and the highlighted attempt's texts) are refetched, at most twice a second, while events for this
-scenario arrive.
+of the harness log and of the log of the server start that tested it, and the workspace path on the
+daemon's host; a collapsible pane holds the agent's transcript where its harness leaves one. The
+timeline (and the highlighted attempt's texts) are refetched, at most twice a second, while events for
+this scenario arrive.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Collapsible, DataTable, Footer, Header, Static
 
 from protocol import AttemptTexts, GetAttempt, GetScenario, ScenarioInfo
-from protocol.messages import AttemptSummary
+from protocol.messages import AttemptSummary, TranscriptItem
 from tui.board import INFRA_TEXT, Change
 from tui.components.banner import Banner
 from tui.components.table import RowCursorTable
@@ -63,6 +64,7 @@ class ScenarioScreen(MonitorScreen):
         self._stale = False
         self._shown_attempt: int | None = None
         self._texts: AttemptTexts | None = None
+        self._transcript: tuple[TranscriptItem, ...] | None = None  # the transcript shown
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -74,6 +76,11 @@ class ScenarioScreen(MonitorScreen):
         yield table
         with VerticalScroll(id="texts"):
             yield Static("", id="attempt")
+        with (
+            Collapsible(title="agent transcript", collapsed=True, id="transcript"),
+            VerticalScroll(id="transcript-scroll"),
+        ):
+            yield Static("", id="transcript-text")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -95,7 +102,7 @@ class ScenarioScreen(MonitorScreen):
         table = self.query_one("#attempts", RowCursorTable)
         if self._shown_attempt is not None and table.row_count:
             # The highlighted attempt (not the one shown last: a key may have moved on) is asked again,
-            # as its harness log and the server log may have grown.
+            # as its harness log may have grown and its server log may have been kept meanwhile.
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
             if key is not None:
                 self.show_attempt(int(key))
@@ -124,6 +131,11 @@ class ScenarioScreen(MonitorScreen):
             f" (last passed turn {last_ok if last_ok >= 0 else '-'}) · {len(info.attempts)} attempts{reason}"
             f"\nworkspace {escape(info.workspace or '-')}"
         )
+        self.query_one("#transcript", Collapsible).title = transcript_title(info)
+        if info.transcript != self._transcript:  # new items: show them, the latest in view
+            self._transcript = info.transcript
+            self.query_one("#transcript-text", Static).update(render_transcript(info))
+            self._transcript_to_end()
         table: DataTable[Any] = self.query_one("#attempts", DataTable)
         keep = table.cursor_row if table.row_count else len(info.attempts) - 1
         at_end = table.row_count == 0 or table.cursor_row == table.row_count - 1
@@ -132,6 +144,13 @@ class ScenarioScreen(MonitorScreen):
             table.add_row(*_cells(a), key=str(a.id))
         if table.row_count:
             table.move_cursor(row=table.row_count - 1 if at_end else min(keep, table.row_count - 1))
+
+    def _transcript_to_end(self) -> None:
+        # Anchored: it follows the latest items as they are laid out, until the user scrolls up.
+        self.query_one("#transcript-scroll", VerticalScroll).anchor()
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        self._transcript_to_end()  # laid out only now
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value
@@ -145,9 +164,33 @@ class ScenarioScreen(MonitorScreen):
             return
         summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
         self._shown_attempt, self._texts = attempt_id, texts
-        self.query_one("#attempt", Static).update(render_attempt(texts, summary, self.info.server_log))
+        self.query_one("#attempt", Static).update(render_attempt(texts, summary))
 
     # --- actions ------------------------------------------------------------------------------
+
+
+ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "yellow"}
+
+
+def transcript_title(info: ScenarioInfo) -> str:
+    """The transcript pane's title: how many items it holds, or that the harness left none."""
+    if not info.transcript_path:
+        return "agent transcript (none: this agent leaves no session file)"
+    return f"agent transcript (last {len(info.transcript)} items of {info.transcript_path})"
+
+
+def render_transcript(info: ScenarioInfo) -> str:
+    """The transcript's items as Rich markup, oldest first: role, the tools called, the text."""
+    if not info.transcript:
+        return "[dim](no transcript)[/dim]"
+    return "\n".join(_turn(item) for item in info.transcript)
+
+
+def _turn(item: TranscriptItem) -> str:
+    style = ROLE_STYLE.get(item.role, "magenta")
+    tools = f" [dim]called {escape(', '.join(item.tools))}[/dim]" if item.tools else ""
+    text = f"\n{escape(item.text)}" if item.text else ""
+    return f"[b {style}]{escape(item.role)}[/b {style}]{tools}{text}"
 
 
 def _seconds(value: float | None) -> str:
@@ -183,7 +226,7 @@ def _log(title: str, text: str) -> list[str]:
     return ["", f"[b u]{title}[/b u]", escape("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
 
 
-def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, server_log: str = "") -> str:
+def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
     """The highlighted attempt as Rich markup: outcome, harness, usage, prompt, feedback, failing tests, logs."""
     parts = []
     if a is not None:
@@ -214,5 +257,10 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, server_log: st
         if len(texts.failures) > 50:
             parts.append(f"… and {len(texts.failures) - 50} more")
     parts += _log("harness log (tail)", texts.harness_log)
-    parts += _log("server log (tail, latest start)", server_log)
+    if texts.server_log is not None:
+        parts += _log("server log (tail, this attempt's start)", texts.server_log)
+    else:
+        pending = a is not None and a.phase != "tested"
+        why = "kept once this attempt's server has run" if pending else "no server start recorded for this attempt"
+        parts += ["", "[b u]server log[/b u]", f"[dim]({why})[/dim]"]
     return "\n".join(parts)
