@@ -41,13 +41,15 @@ class HelloReply(_Msg, tag="hello_reply", frozen=True):
 class Submit(_Msg, tag="submit", frozen=True):
     """A sweep file's TOML text; `base_dir` resolves relative pack paths, `source` names the file in errors.
 
-    `force_new` replaces a stored sweep of the same name whose configuration differs.
+    `force_new` replaces a stored sweep of the same name whose configuration differs; `paused` queues
+    the sweep paused, so that nothing of it runs before a `Resume`.
     """
 
     sweep_toml: str
     base_dir: str = ""
     source: str = ""
     force_new: bool = False
+    paused: bool = False
 
 
 class ListSweeps(_Msg, tag="list", frozen=True):

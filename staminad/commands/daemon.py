@@ -73,6 +73,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                 action="store_true",
                 help="replace a stored sweep of the same name whose configuration differs",
             )
+            p.add_argument("--paused", action="store_true", help="queue the sweep paused: nothing runs until `resume`")
         elif name in ("cancel", "pause", "resume"):
             p.add_argument("sweep")
         elif name == "status":
@@ -251,6 +252,7 @@ def client_cmd(args: argparse.Namespace) -> int:
                     base_dir=str(args.sweep.resolve().parent),
                     source=str(args.sweep),
                     force_new=args.force_new,
+                    paused=args.paused,
                 )
             elif name == "status":
                 request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()

@@ -76,7 +76,9 @@ class Daemon(Protocol):
     limiter: FairLimiter
 
     def stop(self, drain: bool = False) -> None: ...
-    async def submit(self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False) -> str: ...
+    async def submit(
+        self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False, paused: bool = False
+    ) -> str: ...
     def with_slots(self, info: SweepInfo) -> SweepInfo: ...
     async def sweep_ids(self) -> list[str]: ...
     async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str: ...
@@ -137,8 +139,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
     assert store is not None
     try:
         match request:
-            case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new):
-                return Ok(detail=await daemon.submit(text, base, source, force_new))
+            case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new, paused=paused):
+                return Ok(detail=await daemon.submit(text, base, source, force_new, paused))
             case ListSweeps():
                 infos = [daemon.with_slots(await views.sweep_info(store, s)) for s in await daemon.sweep_ids()]
                 return SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)

@@ -200,7 +200,9 @@ class Daemon:
 
     # --- sweeps -------------------------------------------------------------------------------
 
-    async def submit(self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False) -> str:
+    async def submit(
+        self, toml_text: str, base_dir: str, source: str = "", force_new: bool = False, paused: bool = False
+    ) -> str:
         assert self.store is not None
         base = Path(base_dir or self.state_dir)
         path = base / (Path(source).name if source else "submitted.toml")
@@ -220,9 +222,15 @@ class Daemon:
         replaced = await resubmit.check(self.store, sweep, fingerprint, path, force_new, self.state_dir)
         config = msgspec.json.encode(sweep)
         await self.store.ensure_sweep(sweep.name, sweep.name, fingerprint, config.decode())
-        await self.store.set_sweep_status(sweep.name, "running")
-        await self._start(sweep.name, config, paused=False)
-        log.info("submitted sweep %s from %s%s", sweep.name, path, " (replacing the stored one)" if replaced else "")
+        await self.store.set_sweep_status(sweep.name, "paused" if paused else "running")
+        await self._start(sweep.name, config, paused=paused)
+        log.info(
+            "submitted sweep %s from %s%s%s",
+            sweep.name,
+            path,
+            " (replacing the stored one)" if replaced else "",
+            " paused" if paused else "",
+        )
         return f"{sweep.name} (replaced the stored sweep of that name)" if replaced else sweep.name
 
     async def _start(self, sweep_id: str, config: bytes, paused: bool) -> None:

@@ -7,6 +7,7 @@ import os
 import random
 import signal
 import socket
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -150,17 +151,20 @@ def test_garbage_oversized_and_wrongly_typed_input_never_hurts_the_daemon(tmp_pa
 
 
 def test_submit_pause_resume_cancel_and_status(tmp_path: Path) -> None:
-    """A submitted sweep runs; pause holds it between attempts; resume continues; cancel stops it."""
+    """A sweep submitted paused runs nothing until resumed, then runs to its results; a running sweep pauses,
+    resumes and cancels."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "svc", ["reference", "mutant:accept-null"], seeds="0-1", turns=3)
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [")
     with daemon(state):
         assert cli(state, "submit", str(bad)).returncode == 2
-        done = cli(state, "submit", str(path))
+        done = cli(state, "submit", "--paused", str(path))
         assert done.returncode == 0, done.stderr
-        assert cli(state, "pause", "svc").returncode == 0
-        assert "paused" in cli(state, "status", "svc").stdout
+        held = msgspec.json.decode(cli(state, "status", "svc", "--json").stdout)
+        assert held["status"] == "paused"
+        with contextlib.closing(sqlite3.connect(f"file:{state / 'staminad.db'}?mode=ro", uri=True)) as db:
+            assert db.execute("SELECT COUNT(*) FROM attempts").fetchone() == (0,)  # nothing ran
         assert cli(state, "resume", "svc").returncode == 0
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -176,6 +180,9 @@ def test_submit_pause_resume_cancel_and_status(tmp_path: Path) -> None:
         assert by_name["mutant:accept-null R=2 detailed"].statuses == {"failed": 2}
         long = write_sweep(tmp_path, "long", ["reference"], seeds="0-3", turns=50)
         assert cli(state, "submit", str(long)).returncode == 0
+        assert cli(state, "pause", "long").returncode == 0  # 4 x 51 turns: far from done by now
+        assert msgspec.json.decode(cli(state, "status", "long", "--json").stdout)["status"] == "paused"
+        assert cli(state, "resume", "long").returncode == 0
         assert cli(state, "cancel", "long").returncode == 0
         status = cli(state, "status", "long", "--json")
         assert msgspec.json.decode(status.stdout)["status"] == "cancelled"
