@@ -3,6 +3,7 @@ logs back on the daemon's disk, and a daemon killed -9 mid-harness whose success
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -16,10 +17,11 @@ import anyio
 import pytest
 
 from staminad.engine.config import RunSettings, load_sweep
+from staminad.sandbox.base import Grant
 from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.volume import VolumeFactory, reap_volumes, volume_factory
+from staminad.sandbox.volume import VolumeFactory, VolumeSandbox, reap_volumes, volume_factory
 from tests.engine.conftest import sweep, write_sweep
 
 pytestmark = pytest.mark.anyio
@@ -111,3 +113,108 @@ async def test_a_restarted_daemon_finds_the_running_harness_on_volumes_and_nothi
         async with aiodocker.Docker() as docker:  # whatever the killed daemon's factory made is ours too
             await reap(docker, root.parent.resolve())
             await reap_volumes(docker, root.parent.resolve())
+
+
+class CountingFactory(VolumeFactory):
+    """Volume sandboxes that record every job they launch (the rerun must launch no job its predecessor did)."""
+
+    def __init__(self, run: RunSettings) -> None:
+        super().__init__(run)
+        self.launched: list[str] = []
+
+    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
+        box = super().__call__(root, label, grant)
+        launch = box.launch
+
+        async def counted(job_id: str, argv: list[str], env: dict[str, str]) -> None:
+            self.launched.append(job_id)
+            await launch(job_id, argv, env)
+
+        box.launch = counted  # type: ignore[method-assign]
+        return box
+
+
+def _launched_row(db: Path) -> tuple[int, int, int] | None:
+    """(turn, attempt, infra try) of an attempt of turn 1 or later whose harness was launched, if any yet."""
+    if not db.exists():
+        return None
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+        try:
+            row = conn.execute(
+                "SELECT turn, attempt, infra_try FROM attempts WHERE phase = 'launched' AND turn >= 1"
+            ).fetchone()
+        except sqlite3.OperationalError:  # the schema is not there yet
+            return None
+    return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+
+# Counts the streaming launchers in a container: the killed daemon's ends once it has read all it was sent.
+LAUNCHERS = (
+    "import os\n"
+    "def cmd(p):\n"
+    "    try:\n"
+    "        return open(f'/proc/{p}/cmdline', 'rb').read()\n"
+    "    except OSError:\n"
+    "        return b''\n"
+    "print(sum(b'launcher.py\\0stream' in cmd(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+)
+
+
+async def _started_once_settled(root: Path, run: RunSettings, job: str) -> bool:
+    """Whether `job`'s harness was started, read once the killed daemon's launcher has ended (so no request of
+    that daemon is still on its way); the container is left running for the rerun."""
+    box = VolumeFactory(run)(root, "probe")
+    try:
+        with anyio.fail_after(60):
+            while (await box._run(["python3", "-I", "-S", "-c", LAUNCHERS]))[1].strip() != b"0":  # noqa: ASYNC110
+                await anyio.sleep(0.1)  # a process inside ending on its own; nothing to await from here
+        return (await box.job_state(job)).started
+    finally:
+        await box.stream.close()
+        await box.docker.close()
+
+
+async def test_kill_9_of_staminad_run_mid_harness_then_a_rerun_runs_the_harness_once(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    """`staminad run` killed -9 once a turn's harness is launched: the rerun adopts the container, launches no job
+    its predecessor launched, and the scenario ends as a clean run does (every turn passed, no infra retry)."""
+    path = write_sweep(tmp_path, "kill", ["reference"], turns=3, runtime="docker")
+    path.write_text(path.read_text() + f'image = "{sandbox_image}"\nworkspace = "volume"\n')
+    state = tmp_path / "state"
+    db = state / "staminad.db"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir", str(state), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=Path(__file__).parents[2],
+    )
+    sw, _ = load_sweep(path)
+    factory = CountingFactory(sw.run)
+    try:
+        with anyio.fail_after(240):
+            while (row := _launched_row(db)) is None:
+                assert run.poll() is None, "staminad run ended before its second turn"
+                await anyio.sleep(0.05)  # polling another process's store; nothing to await instead
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        turn, attempt, infra = row
+        job = f"t{turn:04d}-a{attempt:02d}-i{infra:02d}"
+        started = await _started_once_settled(next((state / "sandboxes" / "kill").iterdir()), sw.run, job)
+        res = await sweep(path, state, factory=factory)
+        s = res["reference R=2 detailed"]
+        assert s.statuses == {"done": 1} and s.mean_turns == 4 and s.infra == {}  # turn 0 and 3 changes
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            n = conn.execute("SELECT COUNT(*) FROM attempts WHERE turn = ?", (turn,)).fetchone()[0]
+        assert n == 1  # resumed, not retried
+        # The rerun launched the killed daemon's job only if that one had not started its harness.
+        assert factory.launched.count(job) == (0 if started else 1)
+        assert all(int(j[1:5]) > turn for j in factory.launched if j != job)
+    finally:
+        if run.poll() is None:
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+        sandboxes = (state / "sandboxes" / "kill").resolve()
+        async with aiodocker.Docker() as docker:
+            await reap(docker, sandboxes)
+            await reap_volumes(docker, sandboxes)
