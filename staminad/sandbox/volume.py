@@ -47,21 +47,17 @@ from staminad.sandbox.base import (
     JobState,
     SandboxError,
     SandboxFactory,
-    SandboxPaths,
     Snapshot,
     job_script,
 )
-from staminad.sandbox.docker import (
+from staminad.sandbox.container import (
     CONTROL,
     HARNESS_DIR,
     LABEL_SANDBOXES,
-    LABEL_SCENARIO,
-    LABEL_SWEEP,
     LAUNCHER,
     OP_TIMEOUT,
     ROOT,
-    DockerFactory,
-    DockerSandbox,
+    ContainerFactory,
     _agent,
     agent_ids,
     ensure_network,
@@ -69,7 +65,7 @@ from staminad.sandbox.docker import (
 )
 from staminad.sandbox.image import PRIVATE_DIR
 from staminad.sandbox.markers import Marker, MarkerWatcher
-from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot
 from staminad.sandbox.stream import LauncherStream
 
@@ -101,10 +97,8 @@ def _tar(entries: list[tuple[str, bytes | None, int, int]]) -> bytes:
     return buf.getvalue()
 
 
-class VolumeSandbox(DockerSandbox):
+class VolumeSandbox(SealedContainer):
     """A scenario's container on its own named volumes (see the module docstring)."""
-
-    use_launcher = False  # the FIFO launcher of the bind-mounted mode; this one streams (`self.stream`)
 
     def __init__(
         self,
@@ -113,16 +107,15 @@ class VolumeSandbox(DockerSandbox):
         sweep: str,
         label: str,
         run: ContainerSettings,
-        ports: PortAllocator,
         creations: anyio.CapacityLimiter | None = None,
         grant: Grant = Grant(),  # noqa: B008 - frozen
         llm: tuple[str, int] | None = None,
         publish_ip: str = "127.0.0.1",
         server_host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(docker, root, sweep, label, run, ports, creations, grant, llm)
-        self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
-        self.publish_ip, self.server_host = publish_ip, server_host
+        super().__init__(docker, root, sweep, label, run, creations, grant, llm, publish_ip)
+        self.server_host = server_host  # where the daemon reaches the engine host's published ports
+        self.host_control = self.root / "control"  # only mirrors of logs, for the daemon's views
         self.layer = tuple(dict.fromkeys((*grant.layer, LOC_FILE)))
         self.stream = LauncherStream(self.name, self._open_launcher)
 
@@ -137,25 +130,17 @@ class VolumeSandbox(DockerSandbox):
     def volume(self, part: str) -> str:
         return f"{self.name}-{part}"
 
-    def _labels(self) -> dict[str, str]:
-        return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
-
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "workspace": "volume", "volumes": [self.volume(p) for p in PARTS]}
 
-    def _config(self) -> dict[str, Any]:
-        config = super()._config()
-        host = config["HostConfig"]
-        del host["Binds"]
+    def _mounts(self) -> dict[str, Any]:
         mounts = []
         for part, (rw, ro) in PARTS.items():
             mounts.append({"Type": "volume", "Source": self.volume(part), "Target": rw, "ReadOnly": False})
             if ro:
                 mounts.append({"Type": "volume", "Source": self.volume(part), "Target": ro, "ReadOnly": True})
-        host["Mounts"] = mounts
-        # The engine picks the published port (a remote engine's free ports are not ours to probe).
-        host["PortBindings"] = {f"{SERVER_PORT_IN_CONTAINER}/tcp": [{"HostIp": self.publish_ip, "HostPort": ""}]}
-        return config
+        # The port stays unset: the engine picks the published one (a remote engine's ports are not ours to probe).
+        return {"Mounts": mounts}
 
     async def _engine(self, what: str, op: Callable[[], Any]) -> Any:
         """One engine API call under OP_TIMEOUT, its failures as SandboxError (`sandbox_lost` for 404/409)."""
@@ -228,6 +213,7 @@ class VolumeSandbox(DockerSandbox):
         fresh = await self._volumes()
         await ensure_network(self.docker)
         container = await self._container()
+        booted = container is None  # a new pid namespace: pids recorded in the control volume mean nothing now
         if container is None:
             async with self.creations:
                 container = await self._engine(
@@ -235,6 +221,7 @@ class VolumeSandbox(DockerSandbox):
                 )
         info = await self._engine("inspect container", container.show)
         if not info["State"]["Running"]:
+            booted = True
             await self.stream.close()
             await self._engine("start container", container.start)
             info = await self._engine("inspect container", container.show)
@@ -250,6 +237,8 @@ class VolumeSandbox(DockerSandbox):
         await self._put(PARTS["layer"][0], _tar([*((d, None, 0, 0o755) for d in dirs), *layer]))
         await self._put(CONTROL, _tar([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         await self._put("/workspace", _tar([(".home", None, uid, 0o755)]))
+        if booted:
+            await self._clear_server_files()
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
@@ -367,7 +356,7 @@ async def reap_volumes(docker: aiodocker.Docker, sandboxes: Path) -> list[str]:
     return removed
 
 
-class VolumeFactory(DockerFactory):
+class VolumeFactory(ContainerFactory):
     """Volume sandboxes on one engine: `connect` reaches it, its published ports are reached at `server_host`."""
 
     def __init__(
@@ -377,23 +366,19 @@ class VolumeFactory(DockerFactory):
         publish_ip: str = "127.0.0.1",
         server_host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(run, PortAllocator())
-        self.connect, self.publish_ip, self.server_host = connect, publish_ip, server_host
+        super().__init__(run, connect)
+        self.publish_ip, self.server_host = publish_ip, server_host
 
     def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
-        if self._client is None:
-            self._client = self.connect()
-        llm = (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None
         sandbox = VolumeSandbox(
-            self._client,
+            self.client(),
             root,
             root.parent.name,
             label,
             self.run,
-            self.ports,
             self.creations,
             grant,
-            llm,
+            self.llm(),
             self.publish_ip,
             self.server_host,
         )
