@@ -27,6 +27,8 @@ BAD = {
     "empty name": 'name = ""\n[matrix]\nagents = ["reference"]\n',
     "non-ascii name": 'name = "x\u2215y"\n[matrix]\nagents = ["reference"]\n',
     "overlong name": f'name = "{"a" * 101}"\n[matrix]\nagents = ["reference"]\n',
+    "unknown workspace": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nworkspace = "nfs"\n',
+    "volume on local": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nruntime = "local"\nworkspace = "volume"\n',
 }
 # Docker reads 0 as "no limit": every limit must be positive, and is checked like the other numbers.
 for _key, _value in (
