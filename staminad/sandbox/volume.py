@@ -1,7 +1,7 @@
 """The `docker` runtime with `[run] workspace = "volume"`: a sandbox that shares no file system with the daemon.
 
-The container is the bind-mounted runtime's (`docker.DockerSandbox`: the same image, limits, seal,
-health judgement and server checks), but its files live in four labelled named volumes on the
+The container is the one every Docker sandbox is (`sealed.SealedContainer`: the same image, limits,
+seal, health judgement and server checks), but its files live in four labelled named volumes on the
 engine, so it may run on any engine the daemon reaches by its API:
 
 - `<container>-workspace` at /workspace, the agent's (its root is handed to the agent once, by a
@@ -9,19 +9,20 @@ engine, so it may run on any engine the daemon reaches by its API:
 - `<container>-control` at /opt/stamina/control (root, below the 0700 /opt/stamina): job commands,
   pids, logs, markers, the server's pid and log;
 - `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
-  where the API puts their files, and read-only at /harness and /stamina/prompts for the agent.
+  where their files are put, and read-only at /harness and /stamina/prompts for the agent.
 
-Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Every file goes in by
-`put_archive` as root's (the layer, prompts and job commands: the agent can neither change them nor
-read a job's command) or the agent's (README, specification); nothing comes out but through
-`get_archive` or the container's launcher, reached over one attached `docker exec` (`stream`). A
-marker is awaited by the launcher and read back through it, so completion is seen with no inotify,
-and after a daemon restart a new launcher finds a finished job's marker in the control volume; a
-lost container is recreated on the same volumes. After each tested attempt the workspace comes back
-as a bounded .tar.gz under the sandbox directory (`snapshot`), which `restore` puts into fresh
-volumes; the harness and server logs are mirrored (bounded) into the sandbox directory for the
-daemon's views and the viewer. The server is published on an engine port Docker picks, reached at
-`server_host`.
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Files go in by
+`put_archive` (the layer, root's; README and specification, the agent's; a restored snapshot) or,
+for the root-owned prompt and job command of every turn, by the container's launcher, reached over
+one attached `docker exec` (`streamer`; a `put_archive` costs 65-135 ms on this engine, a launcher
+write about 1 ms); the agent can neither change them nor read a job's command. Nothing comes out but
+through `get_archive` or that launcher. A marker is awaited by the launcher and read back through it,
+so completion is seen with no inotify, and after a daemon restart a new launcher finds a finished
+job's marker in the control volume; a lost container is recreated on the same volumes. After each
+tested attempt the workspace comes back as a bounded .tar.gz under the sandbox directory
+(`snapshot`), which `restore` puts into fresh volumes; the harness and server logs are mirrored
+(bounded) into the sandbox directory for the daemon's views and the viewer. The server is published
+on an engine port Docker picks, reached at `server_host`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ from staminad.sandbox.container import (
     CONTROL,
     HARNESS_DIR,
     LABEL_SANDBOXES,
-    LAUNCHER,
     OP_TIMEOUT,
     ROOT,
     ContainerFactory,
@@ -75,7 +75,9 @@ PARTS = {  # volume part -> (its writable mount, its read-only mount for the age
     "layer": (f"{PRIVATE_DIR}/layer", "/harness"),
     "prompts": (f"{PRIVATE_DIR}/prompts", "/stamina/prompts"),
 }
-LOC_FILE = "sandbox/loc.py"  # the layer's own line counter, run as the agent by the launcher
+# Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
+STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
+STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 CHUNK = 1 << 16
 
@@ -116,7 +118,7 @@ class VolumeSandbox(SealedContainer):
         super().__init__(docker, root, sweep, label, run, creations, grant, llm, publish_ip)
         self.server_host = server_host  # where the daemon reaches the engine host's published ports
         self.host_control = self.root / "control"  # only mirrors of logs, for the daemon's views
-        self.layer = tuple(dict.fromkeys((*grant.layer, LOC_FILE)))
+        self.layer = tuple(dict.fromkeys((*grant.layer, *STREAM_FILES)))
         self.stream = LauncherStream(self.name, self._open_launcher)
 
     @property
@@ -244,7 +246,7 @@ class VolumeSandbox(SealedContainer):
         container = await self._container()
         if container is None:
             raise SandboxError(f"container {self.name} is gone")
-        cmd = ["python3", "-I", "-S", LAUNCHER, "stream", CONTROL, "/workspace"]
+        cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
@@ -263,8 +265,8 @@ class VolumeSandbox(SealedContainer):
             dest.write_text(text)
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
-        cmd = job_script(self.paths, argv, env).encode()
-        await self._put(CONTROL, _tar([(f"jobs/{job_id}", None, 0, 0o755), (f"jobs/{job_id}/cmd", cmd, 0, 0o600)]))
+        cmd = job_script(self.paths, argv, env)
+        await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600})
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
         await self._op("spawn", {"argv": [*wrapper, _agent(), str(self.quota_kb), "/workspace"]})
 
@@ -297,7 +299,7 @@ class VolumeSandbox(SealedContainer):
             await self._put("/workspace", _tar([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        await self._put(PARTS["prompts"][0], _tar([(f"{job_id}.md", text.encode(), 0, 0o644)]))
+        await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644})
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     async def count_loc(self) -> int:
