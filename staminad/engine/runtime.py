@@ -59,7 +59,11 @@ def sweep_images(sweep: SweepFile) -> list[str]:
 async def choose_runtime(
     runtime: str, run: RunSettings, ports: PortAllocator, images: list[str] | None = None
 ) -> tuple[SandboxFactory, str]:
-    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local."""
+    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
+
+    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) needs Docker: never local."""
+    if runtime == "local" and run.workspace == "volume":
+        raise RuntimeUnavailable("runtime local cannot keep a workspace in volumes: use --runtime docker or auto")
     if runtime in ("docker", "auto"):
         why = None
         for image in images or [run.image]:

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from staminad.engine.config import RunSettings, load_sweep
+from staminad.engine.runtime import RuntimeUnavailable, choose_runtime
 from staminad.sandbox.base import Grant
 from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
 from staminad.sandbox.markers import MarkerWatcher
@@ -218,3 +219,9 @@ async def test_kill_9_of_staminad_run_mid_harness_then_a_rerun_runs_the_harness_
         async with aiodocker.Docker() as docker:
             await reap(docker, sandboxes)
             await reap_volumes(docker, sandboxes)
+
+
+async def test_a_volume_workspace_refuses_the_local_runtime() -> None:
+    """`--runtime local` on a sweep with workspace = "volume" is refused in one line, never run as local processes."""
+    with pytest.raises(RuntimeUnavailable, match="volumes"):
+        await choose_runtime("local", RunSettings(workspace="volume"), PortAllocator())
