@@ -225,3 +225,20 @@ async def test_a_volume_workspace_refuses_the_local_runtime() -> None:
     """`--runtime local` on a sweep with workspace = "volume" is refused in one line, never run as local processes."""
     with pytest.raises(RuntimeUnavailable, match="volumes"):
         await choose_runtime("local", RunSettings(workspace="volume"), PortAllocator())
+
+
+async def test_faults_on_volumes_are_blamed_as_on_bind_mounts(tmp_path: Path, sandbox_image: str) -> None:
+    """A self-kill, a hostile agent, a crash and a missing server end the same way on volumes as on bind mounts."""
+    agents = ["fault:self-kill:once", "fault:hostile:once", "fault:crash:once", "fault:no-server"]
+    extra = f'image = "{sandbox_image}"\nrequest_timeout = 2\n'
+    mount = write_sweep(tmp_path, "fmnt", agents, turns=1, retries=0, runtime="docker", extra=extra)
+    vol = write_sweep(
+        tmp_path, "fvol", agents, turns=1, retries=0, runtime="docker", extra=extra + 'workspace = "volume"\n'
+    )
+    sm, _ = load_sweep(mount)
+    mounted = await sweep(mount, tmp_path / "m", factory=docker_factory(sm.run, PortAllocator()))
+    sv, _ = load_sweep(vol)
+    volumed = await sweep(vol, tmp_path / "v", factory=volume_factory(sv.run))
+    assert [(s.mean_turns, s.statuses, s.infra) for s in volumed.values()] == [
+        (s.mean_turns, s.statuses, s.infra) for s in mounted.values()
+    ]
