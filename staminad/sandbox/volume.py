@@ -250,7 +250,7 @@ class VolumeSandbox(SealedContainer):
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
-        return await self.stream.call(op, args, timeout)
+        return await self.stream.call(op, args, timeout, self._usable)
 
     async def _read(self, rel: str, limit: int, tail: bool = False) -> str | None:
         text = (await self._op("read", {"path": rel, "limit": limit, "tail": tail}))["text"]
@@ -285,7 +285,13 @@ class VolumeSandbox(SealedContainer):
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         """The marker once the launcher sees it (it looks every few ms), or None after `timeout`."""
-        found = (await self._op("wait", {"job": job_id, "timeout": timeout}, timeout + OP_TIMEOUT))["marker"]
+        try:
+            found = (await self._op("wait", {"job": job_id, "timeout": timeout}, timeout + OP_TIMEOUT))["marker"]
+        except SandboxError:
+            loss = await self.health(0.0)
+            if loss is not None and loss.paused:
+                return None  # frozen: the engine waits for it as with a bind mount (see ScenarioRunner._wait_marker)
+            raise
         if not isinstance(found, dict) or "exit" not in found:
             return None
         with contextlib.suppress(SandboxError, OSError):
