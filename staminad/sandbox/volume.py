@@ -212,9 +212,10 @@ class VolumeSandbox(SealedContainer):
         binding = ports.get(f"{SERVER_PORT_IN_CONTAINER}/tcp") or []
         self.port = int(binding[0]["HostPort"]) if binding else None
         await self._seal(container)
-        if fresh:
-            await self._hand_workspace()
         uid = agent_ids()[0]
+        # Asked each time, not only for a new volume: a daemon killed before handing it over left it root's.
+        if fresh or (await self._op("owner", {}))["uid"] != uid:
+            await self._hand_workspace()
         layer = [(rel, (HARNESS_DIR / rel).read_bytes(), 0, 0o644) for rel in self.layer]
         dirs = sorted({str(Path(rel).parents[i]) for rel in self.layer for i in range(len(Path(rel).parts) - 1)})
         await self._put(PARTS["layer"][0], tar_bytes([*((d, None, 0, 0o755) for d in dirs), *layer]))
