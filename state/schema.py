@@ -107,4 +107,10 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 9: the tail of the server log of the start that tested the attempt (the log file holds only the latest).
     "ALTER TABLE attempts ADD COLUMN server_log TEXT;",
+    # 10: the workspace snapshot taken after a tested attempt (a sandbox off the daemon's disk): its size in
+    # bytes, or why it was skipped.
+    """
+    ALTER TABLE attempts ADD COLUMN snapshot_bytes INTEGER;
+    ALTER TABLE attempts ADD COLUMN snapshot_skipped TEXT;
+    """,
 )

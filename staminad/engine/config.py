@@ -47,6 +47,9 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     runtime: Literal["auto", "local", "docker"] = "auto"
+    # Where a Docker sandbox's files live: bind-mounted from the daemon's disk, or in the engine's volumes
+    # (nothing shared with the daemon; see staminad/sandbox/volume.py).
+    workspace: Literal["mount", "volume"] = "mount"
     parallel: int = 2
     turn_timeout: float = 600.0
     server_start_timeout: float = 60.0
@@ -110,9 +113,18 @@ def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
     return sweep, fingerprint(sweep)
 
 
+# Fields added to `[run]` after sweeps were stored, with the default that means what those sweeps did: left at
+# it, a field is not in the fingerprint, so a sweep stored before the field existed still resumes.
+LATER_RUN_FIELDS = {"workspace": "mount"}
+
+
 def fingerprint(sweep: SweepFile) -> str:
     """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with."""
-    return hashlib.sha256(msgspec.json.encode(sweep, order="sorted")).hexdigest()[:16]
+    data = msgspec.to_builtins(sweep, order="sorted")
+    for key, default in LATER_RUN_FIELDS.items():
+        if data["run"].get(key) == default:
+            del data["run"][key]
+    return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 
 def _check(sweep: SweepFile, path: Path) -> None:
@@ -140,6 +152,8 @@ def _check(sweep: SweepFile, path: Path) -> None:
             adapter = adapter_for(agent)
         except UnknownAgent as exc:
             raise bad(f"matrix.agents: {exc}") from None
+        if adapter.manual and sweep.run.workspace == "volume":
+            raise bad(f'matrix.agents: {agent} hands its files to a person on this disk: use run.workspace = "mount"')
         if adapter.harness is not None and sweep.llm is None:
             raise bad(f"matrix.agents: {agent} needs a model: add an [llm] table with endpoint and model")
     if sweep.llm is not None:
@@ -152,6 +166,8 @@ def _check(sweep: SweepFile, path: Path) -> None:
             raise bad("llm.outage_timeout and llm.stream_idle_timeout must be positive numbers of seconds")
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
+    if r.workspace == "volume" and r.runtime == "local":
+        raise bad('run.workspace = "volume" needs a Docker engine: set run.runtime to "docker" (or "auto")')
     if not 1 <= r.parallel <= 1024:
         raise bad("run.parallel must be 1..1024")
     for key in ("turn_timeout", "server_start_timeout", "request_timeout"):

@@ -59,16 +59,24 @@ def sweep_images(sweep: SweepFile) -> list[str]:
 async def choose_runtime(
     runtime: str, run: RunSettings, ports: PortAllocator, images: list[str] | None = None
 ) -> tuple[SandboxFactory, str]:
-    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local."""
+    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
+
+    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) needs Docker: never local."""
+    if runtime == "local" and run.workspace == "volume":
+        raise RuntimeUnavailable("runtime local cannot keep a workspace in volumes: use --runtime docker or auto")
     if runtime in ("docker", "auto"):
         why = None
         for image in images or [run.image]:
             why = why or await docker_available(image)
         if why is None:
+            if run.workspace == "volume":
+                from staminad.sandbox.volume import volume_factory
+
+                return volume_factory(run), "docker (workspace in volumes)"
             from staminad.sandbox.docker import docker_factory
 
             return docker_factory(run, ports), "docker"
-        if runtime == "docker":
+        if runtime == "docker" or run.workspace == "volume":
             raise RuntimeUnavailable(f"runtime docker unavailable: {why}")
         return local_factory(ports), f"local (docker unavailable: {why})"
     return local_factory(ports), "local"

@@ -22,6 +22,9 @@ Operations (the same for both ways in):
 - `stop` pgid, port, as: TERM then KILL the server's group, then kill whatever still holds the port.
 
 Every operation that takes time runs in a detached grandchild, so the loop never waits on one.
+
+A container whose files live in the engine's volumes is reached through `streamer.py` instead,
+which runs these same operations.
 """
 
 import contextlib
