@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start or stop CPU-burning processes beside a test run, to find races that only show on a busy machine.
-#   scripts/cpu-burners.sh start [N]   start N burners (default 2); their pids go to the pid file
+#   scripts/cpu-burners.sh start [N] [SECONDS]
+#                                      start N burners (default 2) for at most SECONDS (default 3 hours: longer
+#                                      than a full test run under load); their pids go to the pid file
 #   scripts/cpu-burners.sh stop        stop the burners this script started (by pid, never by name)
 #   scripts/cpu-burners.sh status      how many of them run
 set -euo pipefail
@@ -8,10 +10,12 @@ pidfile="${STAMINA_BURNERS_PIDFILE:-${TMPDIR:-/tmp}/staminabench-cpu-burners.$(i
 case "${1:-}" in
     start)
         n="${2:-2}"
+        life="${3:-10800}"
         [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "cpu-burners: error: N must be a positive integer, not '$n'" >&2; exit 2; }
+        [[ "$life" =~ ^[1-9][0-9]*$ ]] || { echo "cpu-burners: error: SECONDS must be a positive integer, not '$life'" >&2; exit 2; }
         for _ in $(seq "$n"); do
-            # A bounded life (1 hour) so a forgotten burner cannot outlive the session for long.
-            nohup timeout 3600 bash -c 'while :; do :; done' >/dev/null 2>&1 &
+            # A bounded life, so that a forgotten burner cannot outlive the session for long.
+            nohup timeout "$life" bash -c 'while :; do :; done' >/dev/null 2>&1 &
             echo $! >>"$pidfile"
         done
         echo "cpu-burners: started $n (pids in $pidfile)" >&2
@@ -37,7 +41,7 @@ case "${1:-}" in
         echo "$count"
         ;;
     *)
-        echo "usage: scripts/cpu-burners.sh start [N] | stop | status" >&2
+        echo "usage: scripts/cpu-burners.sh start [N] [SECONDS] | stop | status" >&2
         exit 2
         ;;
 esac
