@@ -1,0 +1,71 @@
+"""Image distribution to a second engine: copied only when missing, checked by ID, and the engine itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from staminad.sandbox.distribute import DistributionError, distribute, image_id
+from staminad.sandbox.endpoint import Endpoint, EngineSpec, local_socket
+from tests.sandbox.dockerd import SecondEngine
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_engine_holding_the_image_is_not_copied_to_again(
+    second_engine: SecondEngine, sandbox_image: str
+) -> None:
+    """The fixture loaded the image with the local ID; a second distribution copies nothing."""
+    local, other = Endpoint(EngineSpec(url=local_socket())), Endpoint(EngineSpec(url=second_engine.url))
+    try:
+        assert await image_id(other.client(), sandbox_image) == await image_id(local.client(), sandbox_image)
+        assert await distribute(local.client(), other.client(), sandbox_image) == 0
+    finally:
+        await local.aclose()
+        await other.aclose()
+
+
+async def test_a_missing_image_is_copied_bounded_and_one_missing_locally_refused(
+    second_engine: SecondEngine, sandbox_image: str
+) -> None:
+    """A tag the engine lacks is streamed across (same ID after) within the size bound; past it, or missing
+    locally, it is one error."""
+    tag = "staminabench/sandbox:distribute-test"
+    local, other = Endpoint(EngineSpec(url=local_socket())), Endpoint(EngineSpec(url=second_engine.url))
+    repo, _, name = tag.partition(":")
+    await local.client().images.tag(sandbox_image, repo, tag=name)
+    try:
+        with pytest.raises(DistributionError, match="over 1 MiB"):
+            await distribute(local.client(), other.client(), tag, second_engine.url, limit=1 << 20)
+        assert await image_id(other.client(), tag) is None
+        copied = await distribute(local.client(), other.client(), tag, second_engine.url)
+        assert copied > 1 << 20 and await image_id(other.client(), tag) == await image_id(local.client(), tag)
+        with pytest.raises(DistributionError, match="not on the local engine"):
+            await distribute(local.client(), other.client(), "staminabench/sandbox:no-such-tag")
+    finally:
+        if await image_id(other.client(), tag) is not None:
+            await other.client().images.delete(tag)
+        await local.client().images.delete(tag)
+        await local.aclose()
+        await other.aclose()
+
+
+def test_second_engine_starts_answers_and_leaves_nothing(tmp_path: Path) -> None:
+    """A private dockerd answers /_ping within its bound; after remove, its processes and directory are gone."""
+    engine = SecondEngine()
+    try:
+        engine.start()
+        assert engine.ping()
+    finally:
+        engine.remove()
+    assert not engine.root.exists() and not engine.ping()
+    mark = str(engine.root).encode()
+    assert not [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).find(mark) >= 0]
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return proc.joinpath("cmdline").read_bytes()
+    except OSError:
+        return b""
