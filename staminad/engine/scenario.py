@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypedDict
 
 import anyio
@@ -31,13 +30,12 @@ from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.engine.blame import server_feedback
-from staminad.engine.loc import count_loc
-from staminad.engine.markers import Marker, MarkerWatcher, read_marker
+from staminad.engine.markers import Marker, MarkerWatcher
 from staminad.engine.outcome import classify_harness
 from staminad.engine.position import Position, position
 from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
-from staminad.sandbox.readiness import log_tail
+from staminad.sandbox.readiness import LOG_TAIL_BYTES
 from staminad.suite.feedback import FeedbackLevel, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
@@ -244,10 +242,9 @@ class ScenarioRunner:
         if self._ready_at is not None:
             return
         await self.sandbox.prepare()
-        ws = self.sandbox.host_workspace
-        if not (ws / "README.md").exists():
-            (ws / "README.md").write_text(self.spec.readme)
-            (ws / "initial_specification.md").write_text(render_spec(self.spec.scenario.initial))
+        await self.sandbox.seed(
+            {"README.md": self.spec.readme, "initial_specification.md": render_spec(self.spec.scenario.initial)}
+        )
         self._ready_at = time.time()
 
     def _names(self, scenario_id: int) -> _Names:
@@ -291,42 +288,29 @@ class ScenarioRunner:
 
     async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:
         """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
-        control = self.sandbox.host_control
-        marker_file = marker_path(control, job)
         if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
             self.llm.begin_attempt(row.id, row.turn)
-        prompt_file = control / "prompts" / f"{job}.md"
-        if not (control / "jobs" / job).exists() and read_marker(marker_file) is None:
-            prompt_file.parent.mkdir(parents=True, exist_ok=True)
-            prompt_file.write_text(row.prompt)
-            argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
+        state = await self.sandbox.job_state(job)
+        if not state.written and state.marker is None:
+            prompt = await self.sandbox.put_prompt(job, row.prompt)
+            argv = self.adapter.argv(self.sandbox.paths, prompt)
             if argv is None:
-                (control / "jobs" / job).mkdir(parents=True, exist_ok=True)
-                self.emit(
-                    ManualPrompt(
-                        **self._names(scenario_id),
-                        prompt=str(prompt_file),
-                        workspace=str(self.sandbox.host_workspace),
-                        done=f"staminad done --marker {marker_file}",
-                    )
-                )
+                self._hand_to_person(scenario_id, job)
             else:
                 await self.sandbox.launch(job, argv, self._env())
-        elif read_marker(marker_file) is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
-            pid_file = control / "jobs" / job / "pid"
+        elif state.marker is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
             with anyio.move_on_after(2):
-                while not pid_file.exists() and read_marker(marker_file) is None:  # noqa: ASYNC110
+                while not state.started and state.marker is None:
                     await anyio.sleep(0.05)  # the wrapper writes its pid first thing; give a starting one a moment
-            if not pid_file.exists() and read_marker(marker_file) is None:
+                    state = await self.sandbox.job_state(job)
+            if not state.started and state.marker is None:
                 # Interrupted between writing the job and starting it: the harness never ran, start it now.
-                argv = self.adapter.argv(self.sandbox.paths, f"{self.sandbox.paths.control}/prompts/{job}.md")
+                argv = self.adapter.argv(self.sandbox.paths, await self.sandbox.put_prompt(job, row.prompt))
                 assert argv is not None
-                prompt_file.parent.mkdir(parents=True, exist_ok=True)
-                prompt_file.write_text(row.prompt)
                 await self.sandbox.launch(job, argv, self._env())
-            elif read_marker(marker_file) is None:
+            elif state.marker is None:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
-        marker, lost = await self._wait_marker(marker_file, row, job)
+        marker, lost = await self._wait_marker(row, job)
         if marker is None:
             await self.store.harness_done(row.id, HarnessEnd(harness_seconds=time.time() - row.launched_at))
             if lost is not None:
@@ -337,7 +321,7 @@ class ScenarioRunner:
         started, ended = marker.get("started"), marker.get("ended")
         harness_s = float(ended) - float(started) if started and ended else None
         latency = marker["seen_at"] - float(ended) if ended else None
-        loc = await anyio.to_thread.run_sync(count_loc, self.sandbox.host_workspace)
+        loc = await self.sandbox.count_loc()
         await self.store.harness_done(
             row.id,
             HarnessEnd(
@@ -364,15 +348,30 @@ class ScenarioRunner:
             return kind, f"harness exit {exit_code}, signal {sig}"
         return None
 
+    def _hand_to_person(self, scenario_id: int, job: str) -> None:
+        """Manual mode: the job's directory marks the prompt as handed over; a person runs it and marks it done."""
+        view = self.sandbox.host_files
+        if view is None:
+            raise SandboxError(
+                "manual mode needs a sandbox on the daemon's own disk (not workspace = volume)", "engine_error"
+            )
+        (view.control / "jobs" / job).mkdir(parents=True, exist_ok=True)
+        self.emit(
+            ManualPrompt(
+                **self._names(scenario_id),
+                prompt=str(view.control / "prompts" / f"{job}.md"),
+                workspace=str(view.workspace),
+                done=f"staminad done --marker {marker_path(view.control, job)}",
+            )
+        )
+
     def _env(self) -> dict[str, str]:
         """The harness's environment; for a real harness, also its model and gateway route."""
         if self.llm is None:
             return dict(self.adapter.env)
         return {**self.adapter.env, **self.llm.env(self.sandbox.llm_host)}
 
-    async def _wait_marker(
-        self, marker_file: Path, row: AttemptRow, job: str
-    ) -> tuple[Marker | None, tuple[str, str] | None]:
+    async def _wait_marker(self, row: AttemptRow, job: str) -> tuple[Marker | None, tuple[str, str] | None]:
         """(the marker, None), or (None, why the harness is lost) as soon as that is known, or (None, None)
         after the turn timeout; time spent waiting out model outages is given back.
 
@@ -386,16 +385,16 @@ class ScenarioRunner:
             waited = self.llm.waited if self.llm is not None else 0.0
             remaining = self.settings.turn_timeout + waited - (time.time() - row.launched_at)
             if remaining > 0:
-                marker = await self.watcher.wait(marker_file, min(remaining, LIVENESS_INTERVAL))
+                marker = await self.sandbox.wait_marker(job, min(remaining, LIVENESS_INTERVAL), self.watcher)
                 if marker is not None:
                     return marker, None
                 if remaining > LIVENESS_INTERVAL:
                     polls += 1
                     loss = await self._loss(row)
                     if loss is not None and not loss.paused:
-                        return read_marker(marker_file), (loss.kind, loss.detail)
+                        return (await self.sandbox.job_state(job)).marker, (loss.kind, loss.detail)
                     if loss is None and not self.adapter.manual and polls % JOB_CHECK_EVERY == 0:
-                        vanished = await self._vanished(marker_file, job)
+                        vanished = await self._vanished(job)
                         if vanished is not None:
                             return vanished
                     continue
@@ -408,11 +407,11 @@ class ScenarioRunner:
                 return None, (loss.kind, f"{loss.detail} beyond the turn timeout of {self.settings.turn_timeout:.0f} s")
             return None, None
 
-    async def _vanished(self, marker_file: Path, job: str) -> tuple[Marker | None, tuple[str, str] | None] | None:
+    async def _vanished(self, job: str) -> tuple[Marker | None, tuple[str, str] | None] | None:
         """The harness's wrapper is gone without a marker (something inside killed it): say so, or None."""
-        if not (self.sandbox.host_control / "jobs" / job / "pid").exists() or await self.sandbox.job_alive(job):
+        if not (await self.sandbox.job_state(job)).started or await self.sandbox.job_alive(job):
             return None
-        marker = read_marker(marker_file)  # the wrapper writes the marker just before it ends its group
+        marker = (await self.sandbox.job_state(job)).marker  # the wrapper writes it just before it ends its group
         if marker is not None and "exit" in marker:
             return marker, None
         return None, (
@@ -507,7 +506,7 @@ class ScenarioRunner:
         self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int, seconds: float
     ) -> None:
         """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
-        log = await anyio.to_thread.run_sync(log_tail, self.sandbox.host_control / "server.log")
+        log = await self.sandbox.server_log(LOG_TAIL_BYTES)
         feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
         await self.store.tested(
             row.id,

@@ -1,9 +1,15 @@
-"""The sandbox interface the engine drives, and the job files both runtimes share.
+"""The sandbox interface the engine drives, and the job files every runtime shares.
 
 A job is one harness run: `control/jobs/<id>/cmd` holds the command, the wrapper records its
 pid and log there and writes `control/markers/<id>.json` when it ends. Paths an agent adapter
 uses are the sandbox-side ones (`SandboxPaths`): the host workspace for `local`, `/workspace`
 inside a container.
+
+The engine reaches a sandbox's files only through the `Sandbox` operations (seed, put_prompt,
+job_state, wait_marker, count_loc, server_log, snapshot, restore), never through a host path, so
+a sandbox whose files live on another machine's Docker engine (`volume`) is driven like one on the
+daemon's disk (`local`, the bind-mounted `docker`). Only manual mode needs the files on the
+daemon's disk (`Sandbox.host_files`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
+
+from staminad.sandbox.markers import Marker, MarkerWatcher
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
 SERVER_PORT_IN_CONTAINER = 18080
@@ -65,13 +73,47 @@ class ServerHandle(msgspec.Struct, kw_only=True):
     port: int = 0
 
 
+class JobState(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one job stands in its sandbox: its command written, its wrapper started, its marker."""
+
+    written: bool  # the job's command (or, in manual mode, its directory) is in the sandbox
+    started: bool  # the wrapper recorded its pid: the harness was started
+    marker: Marker | None  # what the wrapper wrote when the harness ended (None while it runs)
+
+
+class HostView(msgspec.Struct, frozen=True, kw_only=True):
+    """A sandbox's files on the daemon's own disk (what manual mode hands to a person)."""
+
+    workspace: Path
+    control: Path
+
+
+SNAPSHOT_LIMIT = 256 << 20  # bytes of workspace archive past which a snapshot is skipped, not taken
+
+
+class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """What taking a workspace snapshot gave: its compressed size, or why it was skipped."""
+
+    size: int | None = None  # bytes of the .tar.gz written
+    skipped: str = ""  # why no snapshot was written ("" when one was)
+
+
 class Sandbox(Protocol):
     paths: SandboxPaths
-    host_workspace: Path
-    host_control: Path
     llm_host: str  # the address at which processes inside reach the host's LLM gateway
 
+    @property
+    def host_files(self) -> HostView | None: ...  # None when the files are not on the daemon's disk
+
     async def prepare(self) -> None: ...
+    async def seed(self, files: dict[str, str]) -> None: ...  # write each workspace file that is absent
+    async def put_prompt(self, job_id: str, text: str) -> str: ...  # the prompt's sandbox-side path
+    async def job_state(self, job_id: str) -> JobState: ...
+    async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None: ...
+    async def count_loc(self) -> int: ...  # lines of code in the workspace (see `loc`)
+    async def server_log(self, limit: int) -> str: ...  # the tail of the last server start's output
+    async def snapshot(self, dest: Path, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None: ...  # None: not needed
+    async def restore(self, src: Path) -> None: ...  # a snapshot's workspace into this sandbox
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None: ...
     async def kill_job(self, job_id: str) -> None: ...
     async def job_alive(self, job_id: str) -> bool: ...
@@ -111,11 +153,8 @@ def marker_path(host_control: Path, job_id: str) -> Path:
     return host_control / "markers" / f"{job_id}.json"
 
 
-def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[str], env: dict[str, str]) -> Path:
-    """Write the job's cmd file on the host; returns the host job directory."""
-    job = host_control / "jobs" / job_id
-    job.mkdir(parents=True, exist_ok=True)
-    (host_control / "markers").mkdir(parents=True, exist_ok=True)
+def job_script(paths: SandboxPaths, argv: list[str], env: dict[str, str]) -> str:
+    """A job's cmd file: its environment, the workspace as its directory, then the harness command."""
     home = f"{paths.workspace}/.home"
     lines = [
         "#!/bin/sh",
@@ -126,7 +165,15 @@ def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[s
         f"exec {shlex.join(argv)}",
         "",
     ]
-    (job / "cmd").write_text("\n".join(lines))
+    return "\n".join(lines)
+
+
+def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[str], env: dict[str, str]) -> Path:
+    """Write the job's cmd file on the host; returns the host job directory."""
+    job = host_control / "jobs" / job_id
+    job.mkdir(parents=True, exist_ok=True)
+    (host_control / "markers").mkdir(parents=True, exist_ok=True)
+    (job / "cmd").write_text(job_script(paths, argv, env))
     return job
 
 

@@ -67,6 +67,7 @@ from staminad.sandbox.base import (
 )
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.channel import Channel
+from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.image import AGENT_UID, PRIVATE_DIR
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.readiness import wait_ready
@@ -215,7 +216,7 @@ def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
             path.unlink()
 
 
-class DockerSandbox:
+class DockerSandbox(HostFiles):
     use_launcher = True  # False: every root-side operation by `docker exec` (the benchmarks' baseline)
 
     def __init__(

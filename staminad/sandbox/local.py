@@ -33,6 +33,7 @@ from staminad.sandbox.base import (
     write_job,
 )
 from staminad.sandbox.bounded import read_int
+from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
 
@@ -124,7 +125,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
         proc.wait(timeout)
 
 
-class LocalSandbox:
+class LocalSandbox(HostFiles):
     def __init__(self, root: Path, ports: PortAllocator) -> None:
         self.root = root
         self.host_workspace = root / "workspace"

@@ -1,0 +1,82 @@
+"""The sandbox file operations over a workspace and control directory on the daemon's own disk.
+
+`local` and the bind-mounted `docker` runtime keep their files here and share these operations
+(`HostFiles`, a mixin over `host_workspace`, `host_control` and `paths`), so the engine never
+touches a host path itself: the same calls reach a sandbox whose files live only in an engine's
+volumes (`volume`). Markers are watched with the daemon's one inotify watcher.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import anyio
+
+from staminad.sandbox.base import HostView, JobState, SandboxPaths, Snapshot
+from staminad.sandbox.loc import count_loc
+from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
+from staminad.sandbox.readiness import log_tail
+
+
+def _seed(workspace: Path, files: dict[str, str]) -> None:
+    """Write each file that is absent (an agent's edits to one it was given are kept on resume)."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = workspace / name
+        if not path.exists():
+            path.write_text(text)
+
+
+def _extract(src: Path, workspace: Path) -> None:
+    """A workspace snapshot (.tar.gz of its contents) into `workspace`; the `data` filter refuses links out,
+    absolute paths and device files."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(src, "r:gz") as tar:
+        tar.extractall(workspace, filter="data")
+
+
+class HostFiles:
+    """Sandbox operations on files under `host_workspace` and `host_control` (see the module docstring)."""
+
+    host_workspace: Path
+    host_control: Path
+    paths: SandboxPaths
+
+    @property
+    def host_files(self) -> HostView | None:
+        return HostView(workspace=self.host_workspace, control=self.host_control)
+
+    async def seed(self, files: dict[str, str]) -> None:
+        _seed(self.host_workspace, files)
+
+    async def put_prompt(self, job_id: str, text: str) -> str:
+        prompt = self.host_control / "prompts" / f"{job_id}.md"
+        prompt.parent.mkdir(parents=True, exist_ok=True)
+        prompt.write_text(text)
+        return f"{self.paths.control}/prompts/{job_id}.md"
+
+    def _marker_file(self, job_id: str) -> Path:
+        return self.host_control / "markers" / f"{job_id}.json"
+
+    async def job_state(self, job_id: str) -> JobState:
+        job = self.host_control / "jobs" / job_id
+        return JobState(
+            written=job.exists(), started=(job / "pid").exists(), marker=read_marker(self._marker_file(job_id))
+        )
+
+    async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
+        return await watcher.wait(self._marker_file(job_id), timeout)
+
+    async def count_loc(self) -> int:
+        return await anyio.to_thread.run_sync(count_loc, self.host_workspace)
+
+    async def server_log(self, limit: int) -> str:
+        return await anyio.to_thread.run_sync(log_tail, self.host_control / "server.log", limit)
+
+    async def snapshot(self, dest: Path, limit: int = 0) -> Snapshot | None:
+        """None: the workspace already lives on the daemon's disk, where resume finds it."""
+        return None
+
+    async def restore(self, src: Path) -> None:
+        await anyio.to_thread.run_sync(_extract, src, self.host_workspace)
