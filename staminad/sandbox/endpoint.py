@@ -124,17 +124,23 @@ class Endpoint:
         self._client: aiodocker.Docker | None = None
         self._tunnel: subprocess.Popen[bytes] | None = None
         self._tunnel_dir: Path | None = None
+        self._socket: Path | None = None
         self._ping_lock: anyio.Lock | None = None
 
     def client(self) -> aiodocker.Docker:
+        """The endpoint's own client (pings, image copies), made on first use inside the event loop."""
         if self._client is None:
-            self._client = self._connect()
+            self._client = self.connect()
         return self._client
 
-    def _connect(self) -> aiodocker.Docker:
+    def connect(self) -> aiodocker.Docker:
+        """A new client of the engine (a sandbox factory owns and closes its own); the SSH tunnel is shared."""
         parts = urlsplit(self.url)
         if parts.scheme == "ssh":
-            return aiodocker.Docker(url=f"unix://{self._open_tunnel()}")
+            if self._tunnel is None or self._tunnel.poll() is not None:
+                self._close_tunnel()
+                self._socket = self._open_tunnel()
+            return aiodocker.Docker(url=f"unix://{self._socket}")
         if parts.scheme == "tcp" and self.spec.tls:
             return aiodocker.Docker(url=f"https://{parts.netloc}", ssl_context=_tls_context(self.spec.tls))
         if parts.scheme == "tcp":
