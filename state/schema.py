@@ -100,4 +100,10 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 7: the turns a scenario passed, countable from the index alone (the engine asks at every step).
     "CREATE INDEX attempts_passed ON attempts(scenario_id, turn) WHERE outcome = 'pass';",
+    # 8: the workspace snapshot taken after a tested attempt (a sandbox off the daemon's disk): its size in
+    # bytes, or why it was skipped.
+    """
+    ALTER TABLE attempts ADD COLUMN snapshot_bytes INTEGER;
+    ALTER TABLE attempts ADD COLUMN snapshot_skipped TEXT;
+    """,
 )

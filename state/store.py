@@ -287,8 +287,12 @@ class Store:
             fields["results"] = zlib.compress(msgspec.json.encode(results))
         await self._update_attempt(attempt_id, {"phase": "tested", **fields, "finished_at": time.time()})
 
+    async def snapshot_taken(self, attempt_id: int, size: int | None, skipped: str = "") -> None:
+        """The workspace snapshot after the attempt: its size in bytes, or why none was taken."""
+        await self._update_attempt(attempt_id, {"snapshot_bytes": size, "snapshot_skipped": skipped or None})
+
     async def _update_attempt(self, attempt_id: int, fields: dict[str, object]) -> None:
-        # Column names come from `HarnessEnd` and `Verdict` fields, never from a caller.
+        # Column names come from `HarnessEnd` and `Verdict` fields (and `snapshot_taken`), never from a caller.
         given = {k: v for k, v in fields.items() if v is not None}
         sets = ", ".join(f"{k} = ?" for k in given)
         await self.db.execute(f"UPDATE attempts SET {sets} WHERE id = ?", (*given.values(), attempt_id))

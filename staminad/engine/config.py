@@ -47,6 +47,9 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     runtime: Literal["auto", "local", "docker"] = "auto"
+    # Where a Docker sandbox's files live: bind-mounted from the daemon's disk, or in the engine's volumes
+    # (nothing shared with the daemon; see staminad/sandbox/volume.py).
+    workspace: Literal["mount", "volume"] = "mount"
     parallel: int = 2
     turn_timeout: float = 600.0
     server_start_timeout: float = 60.0
@@ -152,6 +155,8 @@ def _check(sweep: SweepFile, path: Path) -> None:
             raise bad("llm.outage_timeout and llm.stream_idle_timeout must be positive numbers of seconds")
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
+    if r.workspace == "volume" and r.runtime == "local":
+        raise bad('run.workspace = "volume" needs a Docker engine: set run.runtime to "docker" (or "auto")')
     if not 1 <= r.parallel <= 1024:
         raise bad("run.parallel must be 1..1024")
     for key in ("turn_timeout", "server_start_timeout", "request_timeout"):

@@ -65,10 +65,14 @@ async def choose_runtime(
         for image in images or [run.image]:
             why = why or await docker_available(image)
         if why is None:
+            if run.workspace == "volume":
+                from staminad.sandbox.volume import volume_factory
+
+                return volume_factory(run), "docker (workspace in volumes)"
             from staminad.sandbox.docker import docker_factory
 
             return docker_factory(run, ports), "docker"
-        if runtime == "docker":
+        if runtime == "docker" or run.workspace == "volume":
             raise RuntimeUnavailable(f"runtime docker unavailable: {why}")
         return local_factory(ports), f"local (docker unavailable: {why})"
     return local_factory(ports), "local"

@@ -446,6 +446,17 @@ class ScenarioRunner:
         else:
             async with self.suites:
                 await self._test_now(scenario_id, row)
+        await self._snapshot(row)
+
+    async def _snapshot(self, row: AttemptRow) -> None:
+        """A sandbox off the daemon's disk sends its workspace back after each tested attempt (bounded)."""
+        try:
+            snap = await self.sandbox.snapshot()
+        except SandboxError as exc:
+            await self.store.snapshot_taken(row.id, None, f"snapshot failed: {exc}"[:300])
+            return
+        if snap is not None:
+            await self.store.snapshot_taken(row.id, snap.size, snap.skipped)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
         suite = generate_suite(self._states[row.turn], self.spec.scenario.seed, row.turn, self._histories[row.turn])

@@ -95,6 +95,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     """What taking a workspace snapshot gave: its compressed size, or why it was skipped."""
 
     size: int | None = None  # bytes of the .tar.gz written
+    path: str = ""  # where it is, on the daemon's disk
     skipped: str = ""  # why no snapshot was written ("" when one was)
 
 
@@ -112,7 +113,7 @@ class Sandbox(Protocol):
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None: ...
     async def count_loc(self) -> int: ...  # lines of code in the workspace (see `loc`)
     async def server_log(self, limit: int) -> str: ...  # the tail of the last server start's output
-    async def snapshot(self, dest: Path, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None: ...  # None: not needed
+    async def snapshot(self, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None: ...  # None: not needed
     async def restore(self, src: Path) -> None: ...  # a snapshot's workspace into this sandbox
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None: ...
     async def kill_job(self, job_id: str) -> None: ...

@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -578,11 +579,11 @@ class DockerSandbox(HostFiles):
             },
         )
 
-    def _pid(self, job_id: str) -> int | None:
+    async def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
-        pid = self._pid(job_id)
+        pid = await self._pid(job_id)
         if pid is None:
             return False
         try:
@@ -593,12 +594,22 @@ class DockerSandbox(HostFiles):
             raise  # paused, or the engine failing: not the job's doing
 
     async def kill_job(self, job_id: str) -> None:
-        pid = self._pid(job_id)
+        pid = await self._pid(job_id)
         if pid is not None and await self._container() is not None:
             await self._op("kill", {"pgid": pid})
 
-    def _server_pgid(self) -> int | None:
+    async def _server_pgid(self) -> int | None:
         return read_int(self.host_control / "server.pid")
+
+    async def _server_exited(self) -> bool:
+        return (self.host_control / "server.exit").exists()
+
+    async def _clear_server_files(self) -> None:
+        for name in ("server.pid", "server.exit"):
+            (self.host_control / name).unlink(missing_ok=True)
+
+    def _server_url(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}"
 
     async def _listeners(self, leader: int) -> dict[str, Any]:
         """What holds the server port inside the container, read as the agent (see `launcher`)."""
@@ -611,10 +622,9 @@ class DockerSandbox(HostFiles):
         every process holding the listening socket must be in the new server's process group. An earlier
         server (or a child it detached) still holding the port is the agent's failure, `server_left_running`.
         """
-        if self._server_pgid() is not None:  # left running by a daemon killed mid-suite
+        if await self._server_pgid() is not None:  # left running by a daemon killed mid-suite
             await self.stop_server(ServerHandle(url="", port=self.port or 0))
-        for name in ("server.pid", "server.exit"):
-            (self.host_control / name).unlink(missing_ok=True)
+        await self._clear_server_files()
         if self.port is None:
             raise SandboxError("the container has no published server port")
         started = time.time()
@@ -622,15 +632,14 @@ class DockerSandbox(HostFiles):
             "spawn", {"argv": ["sh", "/harness/sandbox/server.sh", CONTROL, str(SERVER_PORT_IN_CONTAINER), _agent()]}
         )
         with anyio.move_on_after(PID_TIMEOUT):
-            while self._server_pgid() is None:
+            while await self._server_pgid() is None:
                 await anyio.sleep(0.01)  # the detached shell writes its pid first thing; nothing to await instead
-        pgid = self._server_pgid()
+        pgid = await self._server_pgid()
         if pgid is None:
             raise SandboxError(
                 f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s", "engine_error"
             )
-        handle = ServerHandle(url=f"http://127.0.0.1:{self.port}", port=self.port, pgid=pgid)
-        exit_file = self.host_control / "server.exit"
+        handle = ServerHandle(url=self._server_url(self.port), port=self.port, pgid=pgid)
         checked = [time.monotonic()]
 
         async def running() -> bool:
@@ -639,7 +648,7 @@ class DockerSandbox(HostFiles):
                 loss = await self.health(started)
                 if loss is not None and not loss.paused:
                     raise SandboxError(loss.detail, loss.kind)
-            return not exit_file.exists()
+            return not await self._server_exited()
 
         async def listening() -> bool:
             return bool((await self._listeners(0))["sockets"])
@@ -661,11 +670,11 @@ class DockerSandbox(HostFiles):
     async def stop_server(self, handle: ServerHandle) -> None:
         """TERM then KILL the server's process group, then whatever still holds the server port (a process
         the server or the harness detached); wait until nothing listens there."""
-        pgid = self._server_pgid()
+        pgid = await self._server_pgid()
         if pgid is None:
             return
         await self._op("stop", {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}, timeout=30)
-        (self.host_control / "server.pid").unlink(missing_ok=True)
+        await self._clear_server_files()
 
     async def close(self) -> None:
         """Remove the container (the workspace stays on the host; `prepare` recreates it on resume)."""
@@ -735,6 +744,7 @@ class DockerFactory:
 
     def __init__(self, run: ContainerSettings, ports: PortAllocator) -> None:
         self.run, self.ports = run, ports
+        self.connect: Callable[[], aiodocker.Docker] = aiodocker.Docker  # how to reach the engine
         self._client: aiodocker.Docker | None = None
         self.creations = anyio.CapacityLimiter(4)  # container creations at once: the engine serialises them anyway
         self.bridge_ip = ""  # the host's address on the project's network (where the LLM gateway listens)
@@ -742,7 +752,7 @@ class DockerFactory:
 
     def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> DockerSandbox:  # noqa: B008 - frozen
         if self._client is None:
-            self._client = aiodocker.Docker()
+            self._client = self.connect()
         llm = (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None
         sandbox = DockerSandbox(
             self._client, root, root.parent.name, label, self.run, self.ports, self.creations, grant, llm
@@ -757,7 +767,7 @@ class DockerFactory:
     async def llm_hosts(self) -> list[str]:
         """Addresses the gateway must listen on so containers reach it: the host side of our own network."""
         if self._client is None:
-            self._client = aiodocker.Docker()
+            self._client = self.connect()
         await ensure_network(self._client)
         with anyio.fail_after(OP_TIMEOUT):
             info = await (await self._client.networks.get(NETWORK)).show()
@@ -767,7 +777,7 @@ class DockerFactory:
 
     async def aclose(self, sandboxes: Path) -> None:
         """Remove whatever container of the sweep (its sandbox directory) is left, then close the client."""
-        client, self._client = self._client or aiodocker.Docker(), None
+        client, self._client = self._client or self.connect(), None
         try:
             await reap(client, sandboxes.resolve())
         finally:

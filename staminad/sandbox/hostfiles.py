@@ -74,7 +74,7 @@ class HostFiles:
     async def server_log(self, limit: int) -> str:
         return await anyio.to_thread.run_sync(log_tail, self.host_control / "server.log", limit)
 
-    async def snapshot(self, dest: Path, limit: int = 0) -> Snapshot | None:
+    async def snapshot(self, limit: int = 0) -> Snapshot | None:
         """None: the workspace already lives on the daemon's disk, where resume finds it."""
         return None
 

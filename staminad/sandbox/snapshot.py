@@ -1,0 +1,50 @@
+"""Workspace snapshots out of an engine: `get_archive` streamed into a bounded .tar.gz on the daemon's disk.
+
+The archive is read in chunks and compressed as it comes, so memory stays flat; past `limit` bytes
+of archive the snapshot is abandoned (the partial file removed) and reported as skipped, never an
+error of the attempt. A finished one replaces the last one by rename, so a crash mid-snapshot leaves
+the previous snapshot whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from pathlib import Path
+
+import aiodocker
+import aiohttp
+import anyio
+
+from staminad.sandbox.base import Snapshot
+
+CHUNK = 1 << 16
+TIMEOUT = 600.0  # seconds for one snapshot (256 MiB over a slow link)
+NAME = "workspace.tar.gz"
+
+
+async def take_snapshot(docker: aiodocker.Docker, container: str, dest_dir: Path, limit: int) -> Snapshot:
+    """The workspace of `container` as `dest_dir/workspace.tar.gz`: its size, or why it was skipped."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    tmp, dest = dest_dir / f".{NAME}.part", dest_dir / NAME
+    gz = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+    read = 0
+    try:
+        with anyio.fail_after(TIMEOUT), tmp.open("wb") as out:
+            async with docker._query(
+                f"containers/{container}/archive", method="GET", params={"path": "/workspace/."}
+            ) as response:
+                while chunk := await response.content.read(CHUNK):
+                    read += len(chunk)
+                    if read > limit:
+                        tmp.unlink(missing_ok=True)
+                        return Snapshot(skipped=f"the workspace archive is over {limit >> 20} MiB")
+                    out.write(gz.compress(chunk))
+            out.write(gz.flush())
+    except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError) as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        return Snapshot(skipped=f"snapshot failed: {reason}"[:300])
+    tmp.replace(dest)
+    return Snapshot(size=dest.stat().st_size, path=str(dest))

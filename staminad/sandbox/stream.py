@@ -1,0 +1,104 @@
+"""The host side of a container's launcher reached over one attached `docker exec` (no shared disk).
+
+A volume sandbox's root-side operations go to `launcher.py stream` (see its docstring) as JSON lines
+with request ids on the exec's stdin; answers come back as JSON lines on its stdout. One request is
+in flight at a time (a scenario drives its sandbox serially), every read is bounded in size and every
+wait in time; an answer left over from a request that timed out is recognised by its id and dropped.
+When the stream breaks (the container was lost or restarted, the engine hung up) it is closed, and
+the next call opens a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiodocker
+import aiohttp
+import anyio
+
+from staminad.sandbox.base import SandboxError
+
+LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
+OPEN_TIMEOUT = 30.0
+
+Opener = Callable[[], Awaitable[Any]]  # creates the launcher's exec (aiodocker Exec), stdin attached
+
+
+class LauncherStream:
+    """Requests to one container's streaming launcher; `open` makes the exec on first use."""
+
+    def __init__(self, name: str, opener: Opener) -> None:
+        self.name = name
+        self._opener = opener
+        self._stream: Any = None
+        self._buffer = bytearray()
+        self._lock = anyio.Lock()
+
+    async def _ensure(self) -> Any:
+        if self._stream is None:
+            try:
+                with anyio.fail_after(OPEN_TIMEOUT):
+                    ex = await self._opener()
+                    stream = ex.start(detach=False)
+                    await stream.__aenter__()
+            except aiodocker.exceptions.DockerError as exc:
+                kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+                raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc.message}", kind) from None
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc!r}", "engine_error") from None
+            self._stream, self._buffer = stream, bytearray()
+        return self._stream
+
+    async def close(self) -> None:
+        """Hang up: the launcher reads the end of its stdin and exits (what it spawned runs on)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5), contextlib.suppress(Exception):
+                await stream.close()
+
+    async def _line(self, stream: Any) -> bytes:
+        while b"\n" not in self._buffer:
+            msg = await stream.read_out()
+            if msg is None:
+                raise SandboxError(f"the launcher of {self.name} hung up", "sandbox_lost")
+            self._buffer += msg.data
+            if len(self._buffer) > LINE_LIMIT and b"\n" not in self._buffer:
+                raise SandboxError(f"the launcher of {self.name} sent an oversized answer", "engine_error")
+        line, _, rest = bytes(self._buffer).partition(b"\n")
+        self._buffer = bytearray(rest)
+        return line
+
+    async def call(self, op: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The launcher's answer to one request; a SandboxError when it fails, breaks or is late."""
+        rid = secrets.token_hex(8)
+        line = json.dumps({"op": op, "args": args, "id": rid}).encode() + b"\n"
+        async with self._lock:
+            try:
+                with anyio.fail_after(timeout):
+                    stream = await self._ensure()
+                    await stream.write_in(line)
+                    while True:
+                        try:
+                            data = json.loads(await self._line(stream))
+                        except ValueError:
+                            continue  # not an answer (the launcher never writes one that is not JSON)
+                        if isinstance(data, dict) and data.get("id") == rid:
+                            break
+            except TimeoutError:
+                await self.close()
+                raise SandboxError(
+                    f"the launcher of {self.name} did not answer {op} within {timeout:.0f} s", "engine_error"
+                ) from None
+            except SandboxError:
+                await self.close()
+                raise
+            except (aiohttp.ClientError, OSError, RuntimeError) as exc:
+                await self.close()
+                raise SandboxError(f"the launcher of {self.name}: {exc!r}", "sandbox_lost") from None
+        if not isinstance(data.get("ok"), dict):
+            raise SandboxError(f"the sandbox launcher failed {op}: {str(data.get('error'))[:300]}", "engine_error")
+        return dict(data["ok"])

@@ -1,0 +1,419 @@
+"""The `docker` runtime with `[run] workspace = "volume"`: a sandbox that shares no file system with the daemon.
+
+The container is the bind-mounted runtime's (`docker.DockerSandbox`: the same image, limits, seal,
+health judgement and server checks), but its files live in four labelled named volumes on the
+engine, so it may run on any engine the daemon reaches by its API:
+
+- `<container>-workspace` at /workspace, the agent's (its root is handed to the agent once, by a
+  short-lived helper holding CAP_CHOWN alone);
+- `<container>-control` at /opt/stamina/control (root, below the 0700 /opt/stamina): job commands,
+  pids, logs, markers, the server's pid and log;
+- `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
+  where the API puts their files, and read-only at /harness and /stamina/prompts for the agent.
+
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Every file goes in by
+`put_archive` as root's (the layer, prompts and job commands: the agent can neither change them nor
+read a job's command) or the agent's (README, specification); nothing comes out but through
+`get_archive` or the container's launcher, reached over one attached `docker exec` (`stream`). A
+marker is awaited by the launcher and read back through it, so completion is seen with no inotify,
+and after a daemon restart a new launcher finds a finished job's marker in the control volume; a
+lost container is recreated on the same volumes. After each tested attempt the workspace comes back
+as a bounded .tar.gz under the sandbox directory (`snapshot`), which `restore` puts into fresh
+volumes; the harness and server logs are mirrored (bounded) into the sandbox directory for the
+daemon's views and the viewer. The server is published on an engine port Docker picks, reached at
+`server_host`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tarfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiodocker
+import aiohttp
+import anyio
+
+from staminad.sandbox.base import (
+    SERVER_PORT_IN_CONTAINER,
+    SNAPSHOT_LIMIT,
+    ContainerSettings,
+    Grant,
+    HostView,
+    JobState,
+    SandboxError,
+    SandboxFactory,
+    SandboxPaths,
+    Snapshot,
+    job_script,
+)
+from staminad.sandbox.docker import (
+    CONTROL,
+    HARNESS_DIR,
+    LABEL_SANDBOXES,
+    LABEL_SCENARIO,
+    LABEL_SWEEP,
+    LAUNCHER,
+    OP_TIMEOUT,
+    ROOT,
+    DockerFactory,
+    DockerSandbox,
+    _agent,
+    agent_ids,
+    ensure_network,
+    reap,
+)
+from staminad.sandbox.image import PRIVATE_DIR
+from staminad.sandbox.markers import Marker, MarkerWatcher
+from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.snapshot import take_snapshot
+from staminad.sandbox.stream import LauncherStream
+
+PARTS = {  # volume part -> (its writable mount, its read-only mount for the agent or "")
+    "workspace": ("/workspace", ""),
+    "control": (CONTROL, ""),
+    "layer": (f"{PRIVATE_DIR}/layer", "/harness"),
+    "prompts": (f"{PRIVATE_DIR}/prompts", "/stamina/prompts"),
+}
+LOC_FILE = "sandbox/loc.py"  # the layer's own line counter, run as the agent by the launcher
+MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
+CHUNK = 1 << 16
+
+
+def _tar(entries: list[tuple[str, bytes | None, int, int]]) -> bytes:
+    """A tar of (name, data or None for a directory, uid, mode) entries."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data, uid, mode in entries:
+            info = tarfile.TarInfo(name)
+            info.uid = info.gid = uid
+            info.mode, info.mtime = mode, int(time.time())
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class VolumeSandbox(DockerSandbox):
+    """A scenario's container on its own named volumes (see the module docstring)."""
+
+    use_launcher = False  # the FIFO launcher of the bind-mounted mode; this one streams (`self.stream`)
+
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        root: Path,
+        sweep: str,
+        label: str,
+        run: ContainerSettings,
+        ports: PortAllocator,
+        creations: anyio.CapacityLimiter | None = None,
+        grant: Grant = Grant(),  # noqa: B008 - frozen
+        llm: tuple[str, int] | None = None,
+        publish_ip: str = "127.0.0.1",
+        server_host: str = "127.0.0.1",
+    ) -> None:
+        super().__init__(docker, root, sweep, label, run, ports, creations, grant, llm)
+        self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
+        self.publish_ip, self.server_host = publish_ip, server_host
+        self.layer = tuple(dict.fromkeys((*grant.layer, LOC_FILE)))
+        self.stream = LauncherStream(self.name, self._open_launcher)
+
+    @property
+    def host_files(self) -> HostView | None:
+        return None
+
+    @property
+    def _vols(self) -> Any:
+        return self.docker.volumes  # aiodocker's volume calls are untyped
+
+    def volume(self, part: str) -> str:
+        return f"{self.name}-{part}"
+
+    def _labels(self) -> dict[str, str]:
+        return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "workspace": "volume", "volumes": [self.volume(p) for p in PARTS]}
+
+    def _config(self) -> dict[str, Any]:
+        config = super()._config()
+        host = config["HostConfig"]
+        del host["Binds"]
+        mounts = []
+        for part, (rw, ro) in PARTS.items():
+            mounts.append({"Type": "volume", "Source": self.volume(part), "Target": rw, "ReadOnly": False})
+            if ro:
+                mounts.append({"Type": "volume", "Source": self.volume(part), "Target": ro, "ReadOnly": True})
+        host["Mounts"] = mounts
+        # The engine picks the published port (a remote engine's free ports are not ours to probe).
+        host["PortBindings"] = {f"{SERVER_PORT_IN_CONTAINER}/tcp": [{"HostIp": self.publish_ip, "HostPort": ""}]}
+        return config
+
+    async def _engine(self, what: str, op: Callable[[], Any]) -> Any:
+        """One engine API call under OP_TIMEOUT, its failures as SandboxError (`sandbox_lost` for 404/409)."""
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                return await op()
+        except aiodocker.exceptions.DockerError as exc:
+            kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            raise SandboxError(f"{what} ({self.name}): {exc.message}", kind) from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"{what} ({self.name}): {type(exc).__name__}: {exc}", "engine_error") from None
+
+    async def _volumes(self) -> bool:
+        """Create the volumes that are missing; True when the workspace's is new (its root is root's yet)."""
+        found = await self._engine(
+            "list volumes",
+            lambda: self._vols.list(filters={"label": [f"{LABEL_SANDBOXES}={self.root.parent}"]}),
+        )
+        have = {v["Name"] for v in found.get("Volumes") or []}
+        for part in PARTS:
+            if self.volume(part) not in have:
+                config = {"Name": self.volume(part), "Labels": self._labels()}
+                await self._engine("create volume", lambda c=config: self._vols.create(c))  # type: ignore[misc]
+        return self.volume("workspace") not in have
+
+    async def _hand_workspace(self) -> None:
+        """Give the new workspace volume's root to the agent: a helper with CAP_CHOWN alone, nothing else."""
+        uid, gid = agent_ids()
+        config: dict[str, Any] = {
+            "Image": self.image,
+            "User": ROOT,
+            "Cmd": ["chown", f"{uid}:{gid}", "/workspace"],
+            "Labels": self._labels(),
+            "NetworkDisabled": True,
+            "HostConfig": {
+                "Mounts": [{"Type": "volume", "Source": self.volume("workspace"), "Target": "/workspace"}],
+                "CapDrop": ["ALL"],
+                "CapAdd": ["CHOWN"],
+                "ReadonlyRootfs": True,
+                "SecurityOpt": ["no-new-privileges"],
+                "NetworkMode": "none",
+                "Memory": 64 << 20,
+            },
+        }
+        name = f"{self.name}-chown"
+        with contextlib.suppress(SandboxError):
+            await self._engine("remove helper", lambda: self._remove(name))
+        helper = await self._engine("create helper", lambda: self.docker.containers.create(config=config, name=name))
+        try:
+            await self._engine("start helper", helper.start)
+            code = (await self._engine("wait for helper", helper.wait)).get("StatusCode")
+            if code != 0:
+                raise SandboxError(f"cannot hand the workspace of {self.name} to the agent (exit {code})")
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
+                await self._engine("remove helper", lambda: helper.delete(force=True))
+
+    async def _remove(self, name: str) -> None:
+        with contextlib.suppress(aiodocker.exceptions.DockerError):
+            await (await self.docker.containers.get(name)).delete(force=True)
+
+    async def _put(self, path: str, data: bytes) -> None:
+        container = await self._container()
+        if container is None:
+            raise SandboxError(f"container {self.name} is gone")
+        await self._engine(f"put files into {path}", lambda: container.put_archive(path, data))
+
+    async def prepare(self) -> None:
+        """Create (or recreate on the same volumes) and start the container, sealed, its layer in place."""
+        fresh = await self._volumes()
+        await ensure_network(self.docker)
+        container = await self._container()
+        if container is None:
+            async with self.creations:
+                container = await self._engine(
+                    "create container", lambda: self.docker.containers.create(config=self._config(), name=self.name)
+                )
+        info = await self._engine("inspect container", container.show)
+        if not info["State"]["Running"]:
+            await self.stream.close()
+            await self._engine("start container", container.start)
+            info = await self._engine("inspect container", container.show)
+        ports = (info.get("NetworkSettings") or {}).get("Ports") or {}
+        binding = ports.get(f"{SERVER_PORT_IN_CONTAINER}/tcp") or []
+        self.port = int(binding[0]["HostPort"]) if binding else None
+        await self._seal(container)
+        if fresh:
+            await self._hand_workspace()
+        uid = agent_ids()[0]
+        layer = [(rel, (HARNESS_DIR / rel).read_bytes(), 0, 0o644) for rel in self.layer]
+        dirs = sorted({str(Path(rel).parents[i]) for rel in self.layer for i in range(len(Path(rel).parts) - 1)})
+        await self._put(PARTS["layer"][0], _tar([*((d, None, 0, 0o755) for d in dirs), *layer]))
+        await self._put(CONTROL, _tar([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
+        await self._put("/workspace", _tar([(".home", None, uid, 0o755)]))
+
+    async def _open_launcher(self) -> Any:
+        container = await self._container()
+        if container is None:
+            raise SandboxError(f"container {self.name} is gone")
+        cmd = ["python3", "-I", "-S", LAUNCHER, "stream", CONTROL, "/workspace"]
+        return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
+
+    async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
+        return await self.stream.call(op, args, timeout)
+
+    async def _read(self, rel: str, limit: int, tail: bool = False) -> str | None:
+        text = (await self._op("read", {"path": rel, "limit": limit, "tail": tail}))["text"]
+        return None if text is None else str(text)
+
+    async def _mirror(self, rel: str) -> None:
+        """The tail of a control file, copied into the sandbox directory (the daemon's views read it there)."""
+        text = await self._read(rel, MIRROR_LIMIT, tail=True)
+        if text is not None:
+            dest = self.host_control / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
+
+    async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
+        cmd = job_script(self.paths, argv, env).encode()
+        await self._put(CONTROL, _tar([(f"jobs/{job_id}", None, 0, 0o755), (f"jobs/{job_id}/cmd", cmd, 0, 0o600)]))
+        wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
+        await self._op("spawn", {"argv": [*wrapper, _agent(), str(self.quota_kb), "/workspace"]})
+
+    async def job_state(self, job_id: str) -> JobState:
+        found = await self._op("state", {"job": job_id})
+        marker = found.get("marker")
+        return JobState(
+            written=bool(found["written"]),
+            started=found.get("pid") is not None,
+            marker=Marker(marker, seen_at=time.time()) if isinstance(marker, dict) else None,
+        )
+
+    async def _pid(self, job_id: str) -> int | None:
+        pid = (await self._op("state", {"job": job_id})).get("pid")
+        return int(pid) if isinstance(pid, str) and pid.isdigit() else None
+
+    async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
+        """The marker once the launcher sees it (it looks every few ms), or None after `timeout`."""
+        found = (await self._op("wait", {"job": job_id, "timeout": timeout}, timeout + OP_TIMEOUT))["marker"]
+        if not isinstance(found, dict) or "exit" not in found:
+            return None
+        with contextlib.suppress(SandboxError, OSError):
+            await self._mirror(f"jobs/{job_id}/log")
+        return Marker(found, seen_at=time.time())
+
+    async def seed(self, files: dict[str, str]) -> None:
+        absent = (await self._op("absent", {"names": list(files), "as": _agent()}))["absent"]
+        if absent:
+            uid = agent_ids()[0]
+            await self._put("/workspace", _tar([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
+
+    async def put_prompt(self, job_id: str, text: str) -> str:
+        await self._put(PARTS["prompts"][0], _tar([(f"{job_id}.md", text.encode(), 0, 0o644)]))
+        return f"{self.paths.control}/prompts/{job_id}.md"
+
+    async def count_loc(self) -> int:
+        return int((await self._op("loc", {"as": _agent()}, timeout=120))["loc"])
+
+    async def server_log(self, limit: int) -> str:
+        return await self._read("server.log", limit, tail=True) or ""
+
+    async def _server_pgid(self) -> int | None:
+        text = await self._read("server.pid", 64)
+        return int(text.strip()) if text and text.strip().isdigit() else None
+
+    async def _server_exited(self) -> bool:
+        return await self._read("server.exit", 64) is not None
+
+    async def _clear_server_files(self) -> None:
+        for name in ("server.pid", "server.exit"):
+            await self._op("remove", {"path": name})
+
+    def _server_url(self, port: int) -> str:
+        return f"http://{self.server_host}:{port}"
+
+    async def stop_server(self, handle: Any) -> None:
+        await super().stop_server(handle)
+        with contextlib.suppress(SandboxError, OSError):
+            await self._mirror("server.log")
+
+    async def snapshot(self, limit: int = 0) -> Snapshot | None:
+        """The workspace as .tar.gz in `<sandbox>/snapshots/workspace.tar.gz` (the last one taken), or why not."""
+        return await take_snapshot(self.docker, self.name, self.root / "snapshots", limit or SNAPSHOT_LIMIT)
+
+    async def restore(self, src: Path) -> None:
+        """A snapshot's files into this sandbox's workspace (say, fresh volumes on another engine)."""
+        data = await anyio.to_thread.run_sync(src.read_bytes)
+        await self._put("/workspace", data)
+
+    async def close(self) -> None:
+        """Hang up on the launcher and remove the container; the volumes stay (`prepare` reuses them)."""
+        await self.stream.close()
+        container = await self._container()
+        if container is not None:
+            with contextlib.suppress(SandboxError):
+                await self._engine("remove container", lambda: container.delete(force=True))
+
+
+async def reap_volumes(docker: aiodocker.Docker, sandboxes: Path) -> list[str]:
+    """Remove the volumes of one sweep's sandbox directory (its containers must be gone first)."""
+    volumes: Any = docker.volumes  # aiodocker's volume calls are untyped
+    with anyio.fail_after(OP_TIMEOUT):
+        found = await volumes.list(filters={"label": [f"{LABEL_SANDBOXES}={sandboxes}"]})
+    removed = []
+    for v in found.get("Volumes") or []:
+        with anyio.fail_after(OP_TIMEOUT), contextlib.suppress(aiodocker.exceptions.DockerError):
+            await (await volumes.get(v["Name"])).delete()
+            removed.append(v["Name"])
+    return removed
+
+
+class VolumeFactory(DockerFactory):
+    """Volume sandboxes on one engine: `connect` reaches it, its published ports are reached at `server_host`."""
+
+    def __init__(
+        self,
+        run: ContainerSettings,
+        connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
+        publish_ip: str = "127.0.0.1",
+        server_host: str = "127.0.0.1",
+    ) -> None:
+        super().__init__(run, PortAllocator())
+        self.connect, self.publish_ip, self.server_host = connect, publish_ip, server_host
+
+    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
+        if self._client is None:
+            self._client = self.connect()
+        llm = (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None
+        sandbox = VolumeSandbox(
+            self._client,
+            root,
+            root.parent.name,
+            label,
+            self.run,
+            self.ports,
+            self.creations,
+            grant,
+            llm,
+            self.publish_ip,
+            self.server_host,
+        )
+        sandbox.llm_host = self.bridge_ip or "127.0.0.1"
+        return sandbox
+
+    async def aclose(self, sandboxes: Path) -> None:
+        """Remove the sweep's containers, then its volumes (its snapshots stay in the state dir)."""
+        client, self._client = self._client or self.connect(), None
+        try:
+            await reap(client, sandboxes.resolve())
+            await reap_volumes(client, sandboxes.resolve())
+        finally:
+            await client.close()
+
+
+def volume_factory(
+    run: ContainerSettings,
+    connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
+    publish_ip: str = "127.0.0.1",
+    server_host: str = "127.0.0.1",
+) -> SandboxFactory:
+    return VolumeFactory(run, connect, publish_ip, server_host)

@@ -1,0 +1,111 @@
+"""Volume sandboxes on a real engine: files in and out only through the API, no bind mount of the daemon's disk,
+the agent unable to touch the layer, prompts or markers, snapshots that restore, and clean-up by label."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiodocker
+import pytest
+
+from staminad.engine.config import RunSettings
+from staminad.sandbox.markers import MarkerWatcher
+from staminad.sandbox.volume import PARTS, VolumeFactory, VolumeSandbox
+
+pytestmark = pytest.mark.anyio
+
+NO_WATCHER = MarkerWatcher()  # volume sandboxes never use the daemon's inotify watcher
+
+
+@pytest.fixture
+async def volumes(tmp_path: Path, sandbox_image: str) -> AsyncIterator[VolumeFactory]:
+    """A volume factory for this test's sweep directory; its containers and volumes are reaped afterwards."""
+    factory = VolumeFactory(RunSettings(image=sandbox_image, workspace="volume"))
+    try:
+        yield factory
+    finally:
+        await factory.aclose(tmp_path / "sandboxes" / "vol")
+
+
+async def run_job(box: VolumeSandbox, job: str, script: str) -> tuple[dict[str, object], str]:
+    """Run a shell script as the agent's harness (wrapper, agent uid); (its marker, its mirrored log)."""
+    await box.seed({f"{job}.sh": textwrap.dedent(script)})
+    await box.launch(job, ["sh", f"/workspace/{job}.sh"], {})
+    marker = await box.wait_marker(job, 60, NO_WATCHER)
+    assert marker is not None
+    return dict(marker), (box.host_control / "jobs" / job / "log").read_text()
+
+
+async def test_a_job_runs_on_volumes_and_nothing_is_bind_mounted(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """Seeded files reach the agent, its marker and log come back through the launcher, and no mount is a bind."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    await box.prepare()
+    await box.seed({"README.md": "the rules"})
+    await box.seed({"README.md": "not written twice"})
+    prompt = await box.put_prompt("t0", "build it")
+    assert (await box.job_state("t0")).written is False
+    marker, log = await run_job(
+        box,
+        "t0",
+        f"cat {prompt}; echo; cat README.md; echo; id -u; printf 'x = 1\\n' > app.py; echo 'y = 2' >> app.py\n",
+    )
+    assert marker["exit"] == 0 and log.split() == ["build", "it", "the", "rules", "1000"]
+    state = await box.job_state("t0")
+    assert state.written and state.started and state.marker is not None and state.marker["exit"] == 0
+    assert await box.count_loc() == 3  # app.py and the job script t0.sh
+    async with aiodocker.Docker() as client:
+        info = await (await client.containers.get(box.name)).show()
+    assert info["HostConfig"].get("Binds") in (None, [])
+    assert {m["Type"] for m in info["Mounts"]} == {"volume"}
+    assert {m["Name"] for m in info["Mounts"]} == {box.volume(p) for p in PARTS}
+
+
+async def test_the_agent_cannot_change_the_layer_prompts_or_markers(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """As the agent, writing the layer, a prompt, a job command or a marker fails; its own workspace is writable."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    await box.prepare()
+    prompt = await box.put_prompt("t0", "build it")
+    script = f"""
+    for target in /harness/sandbox/wrapper.sh {prompt} /opt/stamina/control/markers/t0.json \\
+            /opt/stamina/control/jobs/t0/cmd /opt/stamina/layer/x; do
+        if (echo forged > "$target") 2>/dev/null; then echo "WROTE $target"; else echo "refused $target"; fi
+    done
+    cat /opt/stamina/control/jobs/t0/cmd 2>/dev/null && echo READ-CMD
+    echo mine > /workspace/own && echo own-ok
+    """
+    marker, log = await run_job(box, "t0", script)
+    assert marker["exit"] == 0
+    assert "WROTE" not in log and "READ-CMD" not in log and log.count("refused") == 5 and "own-ok" in log
+
+
+async def test_a_snapshot_restores_the_workspace_into_fresh_volumes(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """The workspace snapshot (bounded .tar.gz) put into a new sandbox's volumes gives the same files and owner."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    await box.prepare()
+    await run_job(box, "t0", "mkdir -p src; echo 'print(1)' > src/main.py; echo data > notes.txt\n")
+    snap = await box.snapshot()
+    assert snap is not None and snap.size and not snap.skipped and Path(snap.path).is_file()
+    assert (await box.snapshot(limit=1)).skipped  # type: ignore[union-attr]
+    fresh = volumes(tmp_path / "sandboxes" / "vol" / "c1-s1", "reference/1")
+    await fresh.prepare()
+    await fresh.restore(Path(snap.path))
+    _, log = await run_job(fresh, "t1", "cat src/main.py notes.txt; stat -c %u src/main.py; touch src/new && echo w\n")
+    assert log.split() == ["print(1)", "data", "1000", "w"]
+
+
+async def test_the_reaper_removes_containers_and_volumes_by_label(tmp_path: Path, sandbox_image: str) -> None:
+    """After aclose nothing labelled with the sweep's sandbox directory is left: no container, no volume."""
+    factory = VolumeFactory(RunSettings(image=sandbox_image, workspace="volume"))
+    sandboxes = tmp_path / "sandboxes" / "vol"
+    try:
+        box = factory(sandboxes / "c1-s0", "reference/0")
+        await box.prepare()
+    finally:
+        await factory.aclose(sandboxes)
+    label = f"staminabench.sandboxes={sandboxes.resolve()}"
+    async with aiodocker.Docker() as client:
+        assert await client.containers.list(all=True, filters={"label": [label]}) == []
+        found = await client.volumes.list(filters={"label": [label]})  # type: ignore[no-untyped-call]
+        assert not found.get("Volumes")
