@@ -61,7 +61,8 @@ def second_engine(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) 
     """
     import anyio
 
-    from staminad.sandbox.endpoint import Endpoint, EngineSpec, local_socket
+    from staminad.sandbox.endpoint import Endpoint, local_socket
+    from staminad.sandbox.enginespec import EngineSpec
     from tests.sandbox.dockerd import SecondEngine
 
     engine = SecondEngine()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from protocol.errors import UsageError
 from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.sandbox.base import SandboxFactory
+from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
@@ -57,9 +58,27 @@ def sweep_images(sweep: SweepFile) -> list[str]:
 
 
 async def choose_runtime(
-    runtime: str, run: RunSettings, ports: PortAllocator, images: list[str] | None = None
+    runtime: str,
+    run: RunSettings,
+    ports: PortAllocator,
+    images: list[str] | None = None,
+    engines: list[EngineSpec] | None = None,
 ) -> tuple[SandboxFactory, str]:
-    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local."""
+    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
+
+    With engines (the sweep's `[run] engines`, else the daemon's `--engine`s) the sandboxes are spread
+    over them in volume mode; the images must be on the local engine, which they are copied from.
+    """
+    specs = run.engines or engines or []
+    if specs and runtime != "local":
+        for image in images or [run.image]:
+            why = await docker_available(image)
+            if why is not None:
+                raise RuntimeUnavailable(f"cannot spread the sweep over its engines: {why}")
+        from staminad.sandbox.engines import EnginePool
+
+        names = ", ".join(f"{s.url} ({s.slots} slots)" for s in specs)
+        return EnginePool(run, specs), f"docker on {len(specs)} engines, workspace in volumes: {names}"
     if runtime in ("docker", "auto"):
         why = None
         for image in images or [run.image]:

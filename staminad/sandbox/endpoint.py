@@ -25,80 +25,17 @@ from urllib.parse import urlsplit
 import aiodocker
 import aiohttp
 import anyio
-import msgspec
+
+from staminad.sandbox.enginespec import EngineSpec, published_host
 
 PING_TIMEOUT = 3.0  # seconds a /_ping may take before the engine counts as not answering
 PING_EVERY = 3.0  # seconds a ping's answer is trusted before the next caller pings again
+SUSPECT_FOR = 30.0  # seconds an engine that failed an operation while answering pings gets no new sandbox
 TUNNEL_TIMEOUT = 20.0  # seconds for an SSH tunnel's socket to appear
-TLS_FILES = ("ca.pem", "cert.pem", "key.pem")
-SCHEMES = ("unix", "tcp", "ssh")
-MAX_SLOTS = 4096
-
-
-class EngineSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One engine of `[run] engines` (or `staminad start --engine`)."""
-
-    url: str
-    slots: int = 4
-    tls: str | None = None  # a directory holding ca.pem, cert.pem and key.pem
 
 
 class EngineUnreachable(RuntimeError):
     """An engine could not be connected to (a bad TLS directory, an SSH tunnel that did not come up)."""
-
-
-def check_spec(spec: EngineSpec) -> list[str]:
-    """What is wrong with one engine entry, a line each (nothing: it is usable as far as can be told offline)."""
-    errors = []
-    parts = urlsplit(spec.url)
-    if parts.scheme not in SCHEMES:
-        errors.append(f"url {spec.url!r} must start with unix://, tcp:// or ssh://")
-    elif parts.scheme == "unix" and not parts.path:
-        errors.append(f"url {spec.url!r} names no socket path")
-    elif parts.scheme in ("tcp", "ssh") and not parts.hostname:
-        errors.append(f"url {spec.url!r} names no host")
-    elif parts.scheme == "tcp":
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port is None:
-            errors.append(f"url {spec.url!r} must name a port (tcp://HOST:PORT)")
-    if not 1 <= spec.slots <= MAX_SLOTS:
-        errors.append(f"{spec.url}: slots must be 1..{MAX_SLOTS} (got {spec.slots})")
-    if spec.tls is not None:
-        if parts.scheme != "tcp":
-            errors.append(f"{spec.url}: tls applies to tcp:// engines only")
-        missing = [f for f in TLS_FILES if not (Path(spec.tls) / f).is_file()]
-        if missing:
-            errors.append(f"{spec.url}: tls directory {spec.tls} lacks {', '.join(missing)}")
-    return errors
-
-
-def parse_flag(text: str) -> EngineSpec:
-    """`URL[,slots=N][,tls=DIR]` as `staminad start --engine` takes it; ValueError with one line if malformed."""
-    url, *options = text.split(",")
-    fields: dict[str, str] = {}
-    for option in options:
-        key, eq, value = option.partition("=")
-        if not eq or key not in ("slots", "tls") or key in fields:
-            raise ValueError(f"--engine {text!r}: expected URL[,slots=N][,tls=DIR], not {option!r}")
-        fields[key] = value
-    try:
-        slots = int(fields.get("slots", "4"))
-    except ValueError:
-        raise ValueError(f"--engine {text!r}: slots={fields['slots']!r} is not a number") from None
-    spec = EngineSpec(url=url, slots=slots, tls=fields.get("tls"))
-    errors = check_spec(spec)
-    if errors:
-        raise ValueError(f"--engine {text!r}: {errors[0]}")
-    return spec
-
-
-def published_host(spec: EngineSpec) -> str:
-    """Where the engine's published ports are reached from the daemon: its host, or loopback for a local one."""
-    parts = urlsplit(spec.url)
-    return parts.hostname if parts.scheme in ("tcp", "ssh") and parts.hostname else "127.0.0.1"
 
 
 def _tls_context(directory: str) -> ssl.SSLContext:
@@ -121,6 +58,7 @@ class Endpoint:
         self.healthy = True  # until a ping says otherwise
         self.checked = 0.0  # monotonic time of the last ping
         self.detail = ""  # why it is not healthy
+        self.suspect_until = 0.0  # monotonic time before which no new sandbox is placed here
         self._client: aiodocker.Docker | None = None
         self._tunnel: subprocess.Popen[bytes] | None = None
         self._tunnel_dir: Path | None = None
@@ -204,6 +142,17 @@ class Endpoint:
         """An operation on the engine failed as only an engine that stopped answering does: ping it next time."""
         self.checked = 0.0
         self.detail = detail
+
+    def suspect(self, detail: str) -> None:
+        """It failed to make a sandbox though it answers pings (say, while shutting down): place none here for
+        a while (SUSPECT_FOR)."""
+        self.suspect_until = time.monotonic() + SUSPECT_FOR
+        self.detail = detail
+
+    @property
+    def usable(self) -> bool:
+        """Healthy as last seen and not suspect: a candidate for a new sandbox."""
+        return self.healthy and time.monotonic() >= self.suspect_until
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -39,6 +39,7 @@ from staminad.sandbox.base import (
     HostView,
     JobState,
     Loss,
+    NotReady,
     Sandbox,
     SandboxError,
     SandboxFactory,
@@ -46,12 +47,14 @@ from staminad.sandbox.base import (
     Snapshot,
 )
 from staminad.sandbox.distribute import DistributionError, distribute
-from staminad.sandbox.endpoint import Endpoint, EngineSpec, local_socket
+from staminad.sandbox.endpoint import PING_EVERY, Endpoint, local_socket
+from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.markers import Marker, MarkerWatcher
 
 T = TypeVar("T")
 PLACEMENT = "engine.json"  # in the sandbox directory: the engine the scenario was last placed on
 SNAPSHOT = Path("snapshots") / "workspace.tar.gz"  # the volume runtime's last workspace snapshot
+CURRENT = "snapshot.json"  # in the sandbox directory: whether that snapshot is of the last tested attempt
 ENGINE_WAIT = 60.0  # seconds a sandbox waits for any engine to answer before its attempt is an infra retry
 CLOSE_TIMEOUT = 30.0  # bound on removing a sandbox from an engine that answers
 
@@ -124,33 +127,42 @@ class EnginePool:
         before = self.engine(_read_placement(root))
         if before is not None and before.endpoint.healthy:
             return before
-        return max(self.engines, key=lambda e: (e.endpoint.healthy, e.free))
+        return max(self.engines, key=lambda e: (e.endpoint.usable, e.free))
 
-    async def acquire(self, preferred: _Engine, image: str, sticky: bool = False) -> _Engine:
+    async def acquire(
+        self, preferred: _Engine, image: str, sticky: bool = False, tried: tuple[_Engine, ...] = (), only: bool = False
+    ) -> _Engine:
         """A slot on `preferred` if it answers and has one (`sticky`: even if full, since the scenario's container
-        is there already), else on the healthy engine with most room; waits for a slot to be freed, and up to
-        ENGINE_WAIT for an engine to answer, else SandboxError."""
+        is there already), else on the usable engine with most room, never one of `tried`; waits for a slot to
+        be freed, and up to ENGINE_WAIT for an engine to answer, else SandboxError."""
         waited_since = time.monotonic()
         while True:
-            candidates = [preferred, *sorted((e for e in self.engines if e is not preferred), key=lambda e: -e.free)]
-            answering = False
+            others = [] if only else sorted((e for e in self.engines if e is not preferred), key=lambda e: -e.free)
+            candidates = [e for e in (preferred, *others) if e not in tried]
             for engine in candidates:
-                room = engine.free > 0 or (sticky and engine is preferred)
-                if not room or image in engine.refused or not await engine.endpoint.ping():
-                    answering = answering or engine.endpoint.healthy
+
+                def room(engine: _Engine = engine) -> bool:
+                    return engine.free > 0 or (sticky and engine is preferred)
+
+                if not room() or image in engine.refused or not await engine.endpoint.ping():
                     continue
-                if await self._has_image(engine, image):
+                # Asked again after the awaits, with none before taking it: another sandbox may have taken it.
+                if engine.endpoint.usable and await self._has_image(engine, image) and room():
                     engine.used += 1
                     return engine
-            answering = answering or any(e.endpoint.healthy for e in self.engines)
-            if not answering and time.monotonic() - waited_since > ENGINE_WAIT:
-                why = "; ".join(f"{e.url}: {e.endpoint.detail or 'no answer'}" for e in self.engines)
-                raise SandboxError(f"no engine can take the sandbox ({why})", "sandbox_lost")
-            if answering:
-                waited_since = time.monotonic()
-            if all(image in e.refused for e in self.engines):
-                why = "; ".join(f"{e.url}: {e.refused[image]}" for e in self.engines)
-                raise SandboxError(f"no engine can run {image} ({why})", "engine_error")
+            if any(e.endpoint.usable and image not in e.refused for e in candidates):
+                waited_since = time.monotonic()  # one answers: wait for its slot, however long
+            elif time.monotonic() - waited_since > ENGINE_WAIT or not candidates:
+                why = "; ".join(
+                    f"{e.url}: {e.refused.get(image) or e.endpoint.detail or 'no answer'}" for e in self.engines
+                )
+                kind = "engine_error" if all(image in e.refused for e in self.engines) else "sandbox_lost"
+                if only:
+                    why = (
+                        f"{preferred.url} holds its only current workspace (no snapshot of its last tested "
+                        f"attempt) and does not answer: {preferred.endpoint.detail or 'no answer'}"
+                    )
+                raise SandboxError(f"no engine can take the sandbox ({why})", kind)
             with anyio.move_on_after(1.0):  # a slot freed, or time to ask the engines again
                 await self._freed.wait()
 
@@ -228,6 +240,27 @@ def _write_placement(root: Path, url: str) -> None:
     tmp.replace(root / PLACEMENT)
 
 
+def _current(root: Path) -> bool:
+    """Whether the last snapshot is of the scenario's last tested attempt, or no attempt was tested yet.
+
+    Unset when a test starts, set when the snapshot after it is taken whole: a loss between the two (or a
+    snapshot skipped as too large, or failed) leaves the newest workspace on its engine alone.
+    """
+    try:
+        return bool(json.loads((root / CURRENT).read_text())["current"])
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _set_current(root: Path, current: bool) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{CURRENT}.new"
+    tmp.write_text(json.dumps({"current": current}))
+    tmp.replace(root / CURRENT)
+
+
 class PlacedSandbox:
     """A scenario's sandbox on whichever engine of the pool holds it now (see the module docstring)."""
 
@@ -242,6 +275,10 @@ class PlacedSandbox:
     @property
     def llm_host(self) -> str:
         return self.inner.llm_host
+
+    @llm_host.setter
+    def llm_host(self, host: str) -> None:
+        self.inner.llm_host = host
 
     @property
     def host_files(self) -> HostView | None:
@@ -258,35 +295,75 @@ class PlacedSandbox:
         return not await self.engine.endpoint.ping()
 
     async def _guard(self, op: Callable[[], Awaitable[T]]) -> T:
-        """Run one operation of the inner sandbox; an engine failure while the engine is down is a loss."""
+        """Run one operation of the inner sandbox, its engine pinged every PING_EVERY meanwhile: an engine that
+        stops answering ends it at once as `sandbox_lost` (not at the operation's own, longer, bound), and so
+        does whatever it raises while the engine does not answer. An unexpected error of the client library
+        (a connection that went away under it) is an `engine_error`; the agent's `NotReady` and the sandbox's
+        own judgements pass as they are."""
         if await self._down():
             raise self._lost()
-        try:
-            return await op()
-        except SandboxError as exc:
-            if exc.kind == "engine_error":
-                self.engine.endpoint.mark_down(str(exc))
-                if await self._down():
-                    raise self._lost() from None
-            raise
+        endpoint = self.engine.endpoint
+        done: list[tuple[T | None, BaseException | None]] = []
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            while await endpoint.ping():
+                await anyio.sleep(PING_EVERY)  # the next health check of the engine, not a synchronisation
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch, tg.cancel_scope)
+            try:
+                done.append((await op(), None))
+            except Exception as exc:
+                done.append((None, exc))
+            tg.cancel_scope.cancel()
+        if not done:  # the watch cancelled it: the engine stopped answering
+            raise self._lost()
+        result, error = done[0]
+        if error is None:
+            return result  # type: ignore[return-value]  # T itself, which may include None
+        if isinstance(error, NotReady) or (isinstance(error, SandboxError) and error.kind != "engine_error"):
+            raise error
+        endpoint.mark_down(f"{type(error).__name__}: {error}")
+        if await self._down():
+            raise self._lost() from None
+        if isinstance(error, SandboxError):
+            raise error
+        raise SandboxError(f"engine {self.engine.url}: {type(error).__name__}: {error}", "engine_error") from error
 
     async def prepare(self) -> None:
-        """Take a slot (on the engine of before when it answers), and on a new engine restore the last snapshot."""
-        if not self.holding:
-            placed = _read_placement(self.root)
-            engine = await self.pool.acquire(self.engine, self.image, sticky=placed == self.engine.url)
+        """Take a slot (on the engine of before while it answers) and make the sandbox there; on a new engine the
+        last snapshot goes into its fresh volumes. An engine that fails to make it is left for another."""
+        if self.holding:
+            await self._guard(self.inner.prepare)
+            return
+        placed, snapshot = _read_placement(self.root), self.root / SNAPSHOT
+        # It may move only when what the other engine gets is its workspace as of its last tested attempt.
+        home = self.pool.engine(placed)
+        only = home is not None and not _current(self.root)
+        if only and home is not None and home is not self.engine:
+            self.engine, self.inner = home, home.factory(self.root, self.label, self.grant)
+        tried: tuple[_Engine, ...] = ()
+        while True:
+            sticky = placed == self.engine.url
+            engine = await self.pool.acquire(self.engine, self.image, sticky=sticky, tried=tried, only=only)
             self.holding = True
             if engine is not self.engine:
                 self.engine, self.inner = engine, engine.factory(self.root, self.label, self.grant)
-            moved = placed not in ("", engine.url)
             _write_placement(self.root, engine.url)
             self.pool.placed[self.label] = engine.url
-            await self._guard(lambda: self.inner.prepare())
-            snapshot = self.root / SNAPSHOT
-            if moved and snapshot.exists():
-                await self._guard(lambda: self.inner.restore(snapshot))
-            return
-        await self._guard(lambda: self.inner.prepare())
+            try:
+                await self._guard(self.inner.prepare)
+                if placed not in ("", engine.url) and snapshot.exists():
+                    await self._guard(lambda: self.inner.restore(snapshot))
+                return
+            except SandboxError as exc:
+                if exc.kind == "port_taken" or only or len(tried) + 1 >= len(self.pool.engines):
+                    raise
+                engine.endpoint.suspect(str(exc))
+                self.holding = False
+                self.pool.release(engine)
+                tried = (*tried, engine)
 
     async def seed(self, files: dict[str, str]) -> None:
         await self._guard(lambda: self.inner.seed(files))
@@ -306,8 +383,12 @@ class PlacedSandbox:
     async def server_log(self, limit: int) -> str:
         return await self._guard(lambda: self.inner.server_log(limit))
 
-    async def snapshot(self, dest: Path, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None:
-        return await self._guard(lambda: self.inner.snapshot(dest, limit))
+    async def snapshot(self, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None:
+        """The inner sandbox's snapshot; one taken whole makes the scenario movable again (see `_current`)."""
+        snap = await self._guard(lambda: self.inner.snapshot(limit))
+        if snap is not None and snap.size is not None and not snap.skipped:
+            _set_current(self.root, True)
+        return snap
 
     async def restore(self, src: Path) -> None:
         await self._guard(lambda: self.inner.restore(src))
@@ -323,19 +404,15 @@ class PlacedSandbox:
 
     async def health(self, since: float) -> Loss | None:
         """The engine's loss when it stops answering, else the inner sandbox's own judgement."""
-        if await self._down():
-            return Loss(kind="sandbox_lost", detail=str(self._lost()))
         try:
-            return await self.inner.health(since)
+            return await self._guard(lambda: self.inner.health(since))
         except SandboxError as exc:
-            if exc.kind != "engine_error":
-                raise
-            self.engine.endpoint.mark_down(str(exc))
-            if await self._down():
-                return Loss(kind="sandbox_lost", detail=str(self._lost()))
+            if exc.kind == "sandbox_lost":
+                return Loss(kind=exc.kind, detail=str(exc))
             raise
 
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
+        _set_current(self.root, False)  # an attempt is being tested: its snapshot is not taken yet
         return await self._guard(lambda: self.inner.start_server(timeout, request_timeout))
 
     async def stop_server(self, handle: ServerHandle) -> None:

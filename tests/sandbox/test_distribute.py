@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from staminad.sandbox.distribute import DistributionError, distribute, image_id
-from staminad.sandbox.endpoint import Endpoint, EngineSpec, local_socket
+from staminad.sandbox.endpoint import Endpoint, local_socket
+from staminad.sandbox.enginespec import EngineSpec
 from tests.sandbox.dockerd import SecondEngine
 
 pytestmark = pytest.mark.anyio
