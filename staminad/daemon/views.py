@@ -183,6 +183,7 @@ def scenario_row(
         reason=scenario.reason,
         since=_since(last),
         deadline=last.launched_at + turn_timeout if last and running and turn_timeout else 0.0,
+        engine=str((scenario.sandbox or {}).get("engine") or ""),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.errors import UsageError
 from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.sandbox.base import SandboxFactory
@@ -9,6 +11,9 @@ from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
+
+if TYPE_CHECKING:
+    from staminad.sandbox.engines import Slots
 
 
 async def docker_available(image: str) -> str | None:
@@ -63,11 +68,13 @@ async def choose_runtime(
     ports: PortAllocator,
     images: list[str] | None = None,
     engines: list[EngineSpec] | None = None,
+    slots: dict[str, Slots] | None = None,
 ) -> tuple[SandboxFactory, str]:
     """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
 
     With engines (the sweep's `[run] engines`, else the daemon's `--engine`s) the sandboxes are spread
     over them in volume mode; the images must be on the local engine, which they are copied from.
+    `slots` is the daemon's count of slots in use per engine, shared by its sweeps.
     """
     specs = run.engines or engines or []
     if specs and runtime != "local":
@@ -78,7 +85,7 @@ async def choose_runtime(
         from staminad.sandbox.engines import EnginePool
 
         names = ", ".join(f"{s.url} ({s.slots} slots)" for s in specs)
-        return EnginePool(run, specs), f"docker on {len(specs)} engines, workspace in volumes: {names}"
+        return EnginePool(run, specs, slots=slots), f"docker on {len(specs)} engines, workspace in volumes: {names}"
     if runtime in ("docker", "auto"):
         why = None
         for image in images or [run.image]:

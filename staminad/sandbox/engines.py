@@ -64,17 +64,24 @@ class EngineStatus(msgspec.Struct, frozen=True, kw_only=True):
 
     url: str
     slots: int
-    used: int
+    used: int  # slots held, by every sweep of the daemon sharing the engine
     healthy: bool
     detail: str = ""
+    scenarios: int = 0  # of this pool's sweep, holding a slot there now
+
+
+class Slots:
+    """How many sandboxes hold a slot on one engine: shared by every sweep's pool of one daemon."""
+
+    def __init__(self) -> None:
+        self.used = 0
 
 
 class _Engine:
     """An endpoint with its slots and the factory making sandboxes there."""
 
-    def __init__(self, endpoint: Endpoint, factory: SandboxFactory) -> None:
-        self.endpoint, self.factory = endpoint, factory
-        self.used = 0
+    def __init__(self, endpoint: Endpoint, factory: SandboxFactory, slots: Slots) -> None:
+        self.endpoint, self.factory, self.slots = endpoint, factory, slots
         self.images: set[str] = set()  # images known to be there (distributed or found)
         self.refused: dict[str, str] = {}  # image -> why it cannot be put there
         self.image_lock = anyio.Lock()
@@ -82,6 +89,14 @@ class _Engine:
     @property
     def url(self) -> str:
         return self.endpoint.url
+
+    @property
+    def used(self) -> int:
+        return self.slots.used
+
+    @used.setter
+    def used(self, n: int) -> None:
+        self.slots.used = n
 
     @property
     def free(self) -> int:
@@ -109,12 +124,17 @@ class EnginePool:
         specs: list[EngineSpec],
         make: Callable[[Endpoint], SandboxFactory] | None = None,
         source: str | None = None,
+        slots: dict[str, Slots] | None = None,
     ) -> None:
+        """`slots`: the daemon's count per engine URL, shared by its sweeps (a pool of its own by default)."""
         make = make or volume_on(run)
+        book = {} if slots is None else slots
         self.run = run
-        self.engines = [_Engine(e, make(e)) for e in (Endpoint(s) for s in specs)]
+        self.engines = [
+            _Engine(e, make(e), book.setdefault(e.url, Slots())) for e in (Endpoint(spec) for spec in specs)
+        ]
         self.source = Endpoint(EngineSpec(url=source or local_socket()))  # where the images are built
-        self.placed: dict[str, str] = {}  # scenario label -> engine url, for the views
+        self.placed: dict[str, str] = {}  # label -> engine url of the scenarios holding a slot, for the views
         self._freed = anyio.Event()
 
     # --- placement ----------------------------------------------------------------------------
@@ -221,6 +241,7 @@ class EnginePool:
                 used=e.used,
                 healthy=e.endpoint.healthy,
                 detail=e.endpoint.detail,
+                scenarios=sum(url == e.url for url in self.placed.values()),
             )
             for e in self.engines
         ]
@@ -363,6 +384,7 @@ class PlacedSandbox:
                 engine.endpoint.suspect(str(exc))
                 self.holding = False
                 self.pool.release(engine)
+                self.pool.placed.pop(self.label, None)
                 tried = (*tried, engine)
 
     async def seed(self, files: dict[str, str]) -> None:
@@ -428,10 +450,7 @@ class PlacedSandbox:
             if self.holding:
                 self.holding = False
                 self.pool.release(self.engine)
+                self.pool.placed.pop(self.label, None)
 
 
-def engine_pool(run: ContainerSettings, specs: list[EngineSpec]) -> EnginePool:
-    return EnginePool(run, specs)
-
-
-__all__ = ["EnginePool", "EngineStatus", "PlacedSandbox", "engine_pool", "volume_on"]
+__all__ = ["EnginePool", "EngineStatus", "PlacedSandbox", "Slots", "volume_on"]

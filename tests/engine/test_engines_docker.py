@@ -33,9 +33,14 @@ pytestmark = pytest.mark.anyio
 LOCAL = local_socket()
 
 
-def two_engines(tmp: Path, name: str, engine: SecondEngine, image: str, seeds: str, turns: int) -> Path:
-    """A reference sweep over the local engine and the second one, two slots each."""
-    extra = f'image = "{image}"\nengines = [{{ url = "{LOCAL}", slots = 2 }}, {{ url = "{engine.url}", slots = 2 }}]\n'
+def two_engines(
+    tmp: Path, name: str, engine: SecondEngine, image: str, seeds: str, turns: int, in_file: bool = True
+) -> Path:
+    """A reference sweep over the local engine and the second one, two slots each (`in_file`: named in its
+    `[run] engines`, else left to `--engine`)."""
+    extra = f'image = "{image}"\n'
+    if in_file:
+        extra += f'engines = [{{ url = "{LOCAL}", slots = 2 }}, {{ url = "{engine.url}", slots = 2 }}]\n'
     return write_sweep(tmp, name, ["reference"], seeds=seeds, turns=turns, runtime="docker", extra=extra)
 
 
@@ -177,12 +182,14 @@ async def test_an_engine_that_stops_answering_mid_sweep_moves_its_scenarios_with
 def test_kill_minus_9_of_staminad_run_resumes_each_scenario_on_its_engine(
     tmp_path: Path, second_engine: SecondEngine, sandbox_image: str
 ) -> None:
-    """`staminad run` killed with SIGKILL once scenarios on both engines are into turn 1; run again, it
-    finishes every scenario on the engine it was on, with the local results and no attempt tested twice."""
-    path = two_engines(tmp_path, "k9", second_engine, sandbox_image, "0-3", 3)
+    """`staminad run --engine A --engine B` killed with SIGKILL once scenarios on both engines are into turn 1;
+    run again, it finishes every scenario on the engine it was on, with the local results and no attempt
+    tested twice."""
+    path = two_engines(tmp_path, "k9", second_engine, sandbox_image, "0-3", 3, in_file=False)
     local = anyio.run(sweep, write_sweep(tmp_path, "loc", ["reference"], seeds="0-3", turns=3), tmp_path / "l")
     state = tmp_path / "s"
     argv = [sys.executable, "-m", "staminad.cli", "run", str(path), "--state-dir", str(state)]
+    argv += ["--engine", f"{LOCAL},slots=2", "--engine", f"{second_engine.url},slots=2"]
     log = tmp_path / "run.log"
     with log.open("wb") as out:  # a file: a pipe nobody reads would fill and block the run
         proc = subprocess.Popen([*argv, "--quiet"], start_new_session=True, stdout=out, stderr=out)
