@@ -19,11 +19,13 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import free_port
 
@@ -39,8 +41,10 @@ class EngineStartError(RuntimeError):
 class SecondEngine:
     """One private dockerd on tcp://127.0.0.1:<port>; `start` and `stop` may be called again (same data root)."""
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(self, base: Path | None = None, tls: Path | None = None) -> None:
+        """`tls`: a directory from `make_tls`; the engine then answers HTTPS only, to clients of that CA."""
         self.root = Path(tempfile.mkdtemp(prefix="sb-dockerd-", dir=base))
+        self.tls = tls
         self.port = free_port()
         self.url = f"tcp://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -61,11 +65,33 @@ class SecondEngine:
             "--ip-masq=false",
             "--bridge=none",
             "--storage-driver=overlay2",
+            *self._tls_args(),
         ]
+
+    def _tls_args(self) -> list[str]:
+        if self.tls is None:
+            return []
+        t = self.tls
+        return [
+            "--tlsverify",
+            f"--tlscacert={t / 'ca.pem'}",
+            f"--tlscert={t / 'server.pem'}",
+            f"--tlskey={t / 'server-key.pem'}",
+        ]
+
+    def _open(self, path: str, timeout: float, method: str = "GET") -> Any:
+        """An HTTP(S) request to the engine (with the client certificate when it speaks TLS)."""
+        scheme = "https" if self.tls else "http"
+        request = urllib.request.Request(f"{scheme}://127.0.0.1:{self.port}{path}", method=method)
+        context = None
+        if self.tls is not None:
+            context = ssl.create_default_context(cafile=str(self.tls / "ca.pem"))
+            context.load_cert_chain(str(self.tls / "cert.pem"), str(self.tls / "key.pem"))
+        return urllib.request.urlopen(request, timeout=timeout, context=context)
 
     def ping(self, timeout: float = PING_TIMEOUT) -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_ping", timeout=timeout) as reply:
+            with self._open("/_ping", timeout) as reply:
                 return bool(reply.status == 200)
         except OSError:
             return False
@@ -123,7 +149,7 @@ class SecondEngine:
 
     def _network_ids(self) -> list[str]:
         """Ids of this engine's bridge networks (each a `br-<id>` interface on the host)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/networks", timeout=PING_TIMEOUT) as reply:
+        with self._open("/networks", PING_TIMEOUT) as reply:
             return [n["Id"] for n in json.load(reply) if n.get("Driver") == "bridge"]
 
     def remove(self) -> None:
@@ -134,9 +160,8 @@ class SecondEngine:
             with contextlib.suppress(OSError, ValueError):
                 for net in self._network_ids():
                     self._bridges.add(f"br-{net[:12]}")
-                    req = urllib.request.Request(f"http://127.0.0.1:{self.port}/networks/{net}", method="DELETE")
                     with contextlib.suppress(OSError):
-                        urllib.request.urlopen(req, timeout=10).close()
+                        self._open(f"/networks/{net}", 10, "DELETE").close()
         self.stop()
         for bridge in sorted(self._bridges):
             if Path(f"/sys/class/net/{bridge}").exists():
@@ -144,6 +169,58 @@ class SecondEngine:
         for mount in _mounts_below(self.root):
             subprocess.run(["umount", "-l", mount], capture_output=True, timeout=10)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def make_tls(directory: Path) -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate (openssl), as `docker --tlsverify` uses
+    them: ca.pem, server.pem, server-key.pem, and the client's cert.pem and key.pem."""
+    d = directory
+    d.mkdir(parents=True, exist_ok=True)
+
+    def run(*argv: str) -> None:
+        subprocess.run(["openssl", *argv], cwd=d, check=True, capture_output=True, timeout=60)
+
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=staminabench test CA",
+    )
+    for name, usage, extra in (("server", "serverAuth", "subjectAltName=IP:127.0.0.1"), ("client", "clientAuth", "")):
+        key, csr, cert = (
+            ("server-key.pem", "server.csr", "server.pem")
+            if name == "server"
+            else ("key.pem", "client.csr", "cert.pem")
+        )
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
+        (d / f"{name}.ext").write_text(f"extendedKeyUsage={usage}\n" + (f"{extra}\n" if extra else ""))
+        run(
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-out",
+            cert,
+            "-days",
+            "2",
+            "-extfile",
+            f"{name}.ext",
+        )
+    return d
 
 
 def _mounts_below(root: Path) -> list[str]:

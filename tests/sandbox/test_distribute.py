@@ -1,15 +1,16 @@
-"""Image distribution to a second engine: copied only when missing, checked by ID, and the engine itself."""
+"""Image distribution to a second engine (copied only when missing, checked by ID), the engine itself, and TLS."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from staminad.sandbox.distribute import DistributionError, distribute, image_id
 from staminad.sandbox.endpoint import Endpoint, local_socket
 from staminad.sandbox.enginespec import EngineSpec
-from tests.sandbox.dockerd import SecondEngine
+from tests.sandbox.dockerd import SecondEngine, make_tls
 
 pytestmark = pytest.mark.anyio
 
@@ -70,3 +71,25 @@ def _cmdline(proc: Path) -> bytes:
         return proc.joinpath("cmdline").read_bytes()
     except OSError:
         return b""
+
+
+async def test_an_engine_over_tls_answers_only_a_client_of_its_ca(tmp_path: Path) -> None:
+    """A dockerd with --tlsverify: the endpoint with the TLS directory pings it; without it, or with another
+    CA's files, it counts as not answering."""
+    tls = make_tls(tmp_path / "tls")
+    other = make_tls(tmp_path / "other")
+    engine = SecondEngine(tls=tls)
+    try:
+        await anyio.to_thread.run_sync(engine.start)
+        good = Endpoint(EngineSpec(url=engine.url, tls=str(tls)))
+        plain = Endpoint(EngineSpec(url=engine.url))
+        stranger = Endpoint(EngineSpec(url=engine.url, tls=str(other)))
+        try:
+            assert await good.ping() and (await good.client().system.info())["ID"]
+            assert not await plain.ping() and not await stranger.ping()
+            assert "SSL" in stranger.detail or "certificate" in stranger.detail.lower(), stranger.detail
+        finally:
+            for e in (good, plain, stranger):
+                await e.aclose()
+    finally:
+        await anyio.to_thread.run_sync(engine.remove)
