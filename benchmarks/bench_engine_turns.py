@@ -21,7 +21,11 @@ container's launcher, see `staminad.sandbox.launcher`); the harness's own time i
 records inside, so the launch's latency counts as the engine's.
 
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
-     [--runtime local|docker [--no-launcher]]
+     [--runtime local|docker [--no-launcher] [--workspace mount|volume]]
+
+With `--workspace volume` the sandbox's files live in the engine's volumes: every operation goes over
+the launcher's exec stream and each tested turn ends with a workspace snapshot, all counted as the
+engine's.
 """
 
 from __future__ import annotations
@@ -175,6 +179,12 @@ def main() -> None:
         action="store_true",
         help="--runtime docker: every root-side operation by `docker exec`, as before the launcher",
     )
+    ap.add_argument(
+        "--workspace",
+        choices=("mount", "volume"),
+        default="mount",
+        help="--runtime docker: the sandbox's files bind-mounted, or in the engine's volumes (snapshot per turn)",
+    )
     args = ap.parse_args()
     if args.reads:
         print(f"step reads, seed {args.seed}, {args.weights} weights (real prompt texts):")
@@ -207,7 +217,7 @@ def main() -> None:
             f'name = "turns"\n[scenarios]\nseeds = "{args.seed}"\nturns = {args.turns}\n'
             '[matrix]\nagents = ["reference"]\nretries = [0]\n'
             f'[run]\nruntime = "{args.runtime}"\nparallel = 1\nturn_timeout = 120\n'
-            f'image = "{args.image}"\n'
+            f'image = "{args.image}"\nworkspace = "{args.workspace}"\n'
         )
         sweep, fp = load_sweep(sweep_file)
         factory = local_factory(PortAllocator())
@@ -216,6 +226,10 @@ def main() -> None:
 
             DockerSandbox.use_launcher = not args.no_launcher
             factory = docker_factory(sweep.run, PortAllocator())
+            if args.workspace == "volume":
+                from staminad.sandbox.volume import volume_factory
+
+                factory = volume_factory(sweep.run)
         t0 = time.perf_counter()
         summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, emit, pack)
         wall = time.perf_counter() - t0

@@ -116,15 +116,23 @@ def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
     return sweep, fingerprint(sweep)
 
 
+# Fields added to `[run]` after sweeps were stored, with the default that means what those sweeps did: left at
+# it, a field is not in the fingerprint, so a sweep stored before the field existed still resumes.
+LATER_RUN_FIELDS = {"workspace": "mount"}
+
+
 def fingerprint(sweep: SweepFile) -> str:
     """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with.
 
     `run.engines` is left out: where the sandboxes run changes no row, so a sweep may resume on other engines
     (and a sweep stored before engines existed keeps its fingerprint).
     """
-    data = msgspec.to_builtins(sweep)
+    data = msgspec.to_builtins(sweep, order="sorted")
     data["run"].pop("engines", None)
-    return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()[:16]
+    for key, default in LATER_RUN_FIELDS.items():
+        if data["run"].get(key) == default:
+            del data["run"][key]
+    return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 
 def _check(sweep: SweepFile, path: Path) -> None:

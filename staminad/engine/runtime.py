@@ -72,12 +72,17 @@ async def choose_runtime(
 ) -> tuple[SandboxFactory, str]:
     """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
 
-    With engines (the sweep's `[run] engines`, else the daemon's `--engine`s) the sandboxes are spread
-    over them in volume mode; the images must be on the local engine, which they are copied from.
-    `slots` is the daemon's count of slots in use per engine, shared by its sweeps.
+    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) needs Docker: never local. With
+    engines (the sweep's `[run] engines`, else the daemon's `--engine`s for a sweep not run locally) the
+    sandboxes are spread over them in volume mode; the images must be on the local engine, which they are
+    copied from. `slots` is the daemon's count of slots in use per engine, shared by its sweeps.
     """
-    specs = run.engines or engines or []
-    if specs and runtime != "local":
+    if runtime == "local" and (run.workspace == "volume" or run.engines):
+        raise RuntimeUnavailable(
+            "runtime local cannot keep a workspace in volumes or spread over engines: use --runtime docker or auto"
+        )
+    specs = run.engines or (engines if runtime != "local" else None) or []
+    if specs:
         for image in images or [run.image]:
             why = await docker_available(image)
             if why is not None:

@@ -23,16 +23,8 @@ Operations (the same for both ways in):
 
 Every operation that takes time runs in a detached grandchild, so the loop never waits on one.
 
-A container whose files live in the engine's volumes (no shared disk with the daemon) is reached
-another way: the host keeps one attached `docker exec` of
-
-    python3 -I -S launcher.py stream CONTROL WORKSPACE
-
-and writes requests, one JSON line each with an `id`, to its stdin; every answer is one JSON line
-on stdout carrying that id. Besides the operations above it reads the control files (`state` of a
-job: command written, pid, marker; `read` of a bounded file head or tail), waits for a job's marker
-(`wait`, bounded) and counts the workspace's lines of code as the agent (`loc`). Its stdin ending
-(the daemon went) ends it; what it spawned runs on, and a new daemon attaches a new one.
+A container whose files live in the engine's volumes is reached through `streamer.py` instead,
+which runs these same operations.
 """
 
 import contextlib
@@ -264,130 +256,9 @@ def serve(control: str) -> None:
                 handle(control, line.decode("utf-8", "replace"))
 
 
-MARKER_LIMIT = 64 * 1024
-READ_LIMIT = 1 << 20  # the most a `read` returns
-WAIT_LIMIT = 30.0  # seconds one `wait` may take
-WAIT_POLL = 0.02  # seconds between looks for a marker (no inotify in the standard library)
-
-
-def _control_file(control: str, rel: str) -> str:
-    """`rel` below CONTROL, refusing anything that leaves it."""
-    path = os.path.normpath(os.path.join(control, rel))
-    if not path.startswith(control.rstrip("/") + "/"):
-        raise ValueError(f"{rel!r} is outside the control directory")
-    return path
-
-
-def _read(path: str, limit: int, tail: bool = False) -> str | None:
-    """At most `limit` bytes of a file (its end when `tail`), decoded leniently; None when it is missing."""
-    try:
-        with open(path, "rb") as f:
-            if tail:
-                f.seek(max(0, f.seek(0, 2) - limit))
-            return f.read(limit).decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
-
-
-def _marker(control: str, job: str) -> object:
-    text = _read(_control_file(control, f"markers/{job}.json"), MARKER_LIMIT)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        return {"exit": None, "signal": None, "error": f"unreadable marker: {exc}"}
-
-
-def _job_state(control: str, job: str) -> dict[str, Any]:
-    jobdir = _control_file(control, f"jobs/{job}")
-    pid = _read(os.path.join(jobdir, "pid"), 64)
-    return {"written": os.path.isdir(jobdir), "pid": pid.strip() if pid else None, "marker": _marker(control, job)}
-
-
-def _wait(control: str, job: str, timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + min(float(timeout), WAIT_LIMIT)
-    while True:
-        marker = _marker(control, job)
-        if (isinstance(marker, dict) and "exit" in marker) or time.monotonic() >= deadline:
-            return {"marker": marker}
-        time.sleep(WAIT_POLL)
-
-
-def _loc(workspace: str) -> dict[str, Any]:
-    """The workspace's lines of code, by the layer's own loc.py (run as the agent, who owns the files)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("loc", os.path.join(os.path.dirname(__file__), "loc.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {"loc": module.count_loc(workspace)}
-
-
-def _stream_op(control: str, workspace: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
-    if op == "state":
-        return _job_state(control, str(args["job"]))
-    if op == "wait":
-        return _wait(control, str(args["job"]), float(args["timeout"]))
-    if op == "read":
-        limit = min(int(args["limit"]), READ_LIMIT)
-        return {"text": _read(_control_file(control, str(args["path"])), limit, bool(args.get("tail")))}
-    if op == "loc":
-        return _as_agent(str(args["as"]), lambda: _loc(workspace))
-    if op == "absent":  # which of the names are not in the workspace, looked up as the agent who owns it
-        names = [str(n) for n in args["names"] if "/" not in str(n) and str(n) not in (".", "..")]
-        return _as_agent(
-            str(args["as"]), lambda: {"absent": [n for n in names if not os.path.lexists(os.path.join(workspace, n))]}
-        )
-    if op == "remove":
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(_control_file(control, str(args["path"])))
-        return {}
-    if op == "spawn":
-        argv = args["argv"]
-        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-            raise ValueError("spawn needs an argv of strings")
-        _detached(lambda: _spawn(argv))
-        return {}
-    return run_op(op, args)
-
-
-def stream(control: str, workspace: str) -> None:
-    """Answer requests from stdin on stdout, each in a thread of its own (a `wait` holds up nothing else)."""
-    import threading
-
-    out = sys.stdout.buffer
-    lock = threading.Lock()
-
-    def answer(rid: str, op: str, args: dict[str, Any]) -> None:
-        try:
-            result: dict[str, object] = {"id": rid, "ok": _stream_op(control, workspace, op, args)}
-        except Exception as exc:  # the host reads the failure instead of waiting out its bound
-            result = {"id": rid, "error": f"{type(exc).__name__}: {exc}"}
-        line = json.dumps(result).encode() + b"\n"
-        with lock:
-            out.write(line)
-            out.flush()
-
-    for raw in sys.stdin.buffer:
-        if len(raw) > REQUEST_LIMIT:
-            continue  # not ours: no request is that long
-        try:
-            req = json.loads(raw)
-            op, args, rid = req["op"], req.get("args") or {}, req["id"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        if _valid_id(rid) and isinstance(args, dict):
-            threading.Thread(target=answer, args=(rid, op, args), daemon=True).start()
-
-
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "serve":
         serve(argv[1])
-        return 0
-    if len(argv) == 3 and argv[0] == "stream":
-        stream(argv[1], argv[2])
         return 0
     if len(argv) == 3 and argv[0] == "once":
         op, args = argv[1], json.loads(argv[2])
@@ -396,7 +267,7 @@ def main(argv: list[str]) -> int:
             return 0
         print(json.dumps({"ok": run_op(op, args)}))
         return 0
-    print("usage: launcher.py serve CONTROL | stream CONTROL WORKSPACE | once OP JSON-ARGS", file=sys.stderr)
+    print("usage: launcher.py serve CONTROL | once OP JSON-ARGS", file=sys.stderr)
     return 2
 
 

@@ -1,7 +1,7 @@
 """The `docker` runtime with `[run] workspace = "volume"`: a sandbox that shares no file system with the daemon.
 
-The container is the bind-mounted runtime's (`docker.DockerSandbox`: the same image, limits, seal,
-health judgement and server checks), but its files live in four labelled named volumes on the
+The container is the one every Docker sandbox is (`sealed.SealedContainer`: the same image, limits,
+seal, health judgement and server checks), but its files live in four labelled named volumes on the
 engine, so it may run on any engine the daemon reaches by its API:
 
 - `<container>-workspace` at /workspace, the agent's (its root is handed to the agent once, by a
@@ -9,19 +9,20 @@ engine, so it may run on any engine the daemon reaches by its API:
 - `<container>-control` at /opt/stamina/control (root, below the 0700 /opt/stamina): job commands,
   pids, logs, markers, the server's pid and log;
 - `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
-  where the API puts their files, and read-only at /harness and /stamina/prompts for the agent.
+  where their files are put, and read-only at /harness and /stamina/prompts for the agent.
 
-Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Every file goes in by
-`put_archive` as root's (the layer, prompts and job commands: the agent can neither change them nor
-read a job's command) or the agent's (README, specification); nothing comes out but through
-`get_archive` or the container's launcher, reached over one attached `docker exec` (`stream`). A
-marker is awaited by the launcher and read back through it, so completion is seen with no inotify,
-and after a daemon restart a new launcher finds a finished job's marker in the control volume; a
-lost container is recreated on the same volumes. After each tested attempt the workspace comes back
-as a bounded .tar.gz under the sandbox directory (`snapshot`), which `restore` puts into fresh
-volumes; the harness and server logs are mirrored (bounded) into the sandbox directory for the
-daemon's views and the viewer. The server is published on an engine port Docker picks, reached at
-`server_host`.
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Files go in by
+`put_archive` (the layer, root's; README and specification, the agent's; a restored snapshot) or,
+for the root-owned prompt and job command of every turn, by the container's launcher, reached over
+one attached `docker exec` (`streamer`; a `put_archive` costs 65-135 ms on this engine, a launcher
+write about 1 ms); the agent can neither change them nor read a job's command. Nothing comes out but
+through `get_archive` or that launcher. A marker is awaited by the launcher and read back through it,
+so completion is seen with no inotify, and after a daemon restart a new launcher finds a finished
+job's marker in the control volume; a lost container is recreated on the same volumes. After each
+tested attempt the workspace comes back as a bounded .tar.gz under the sandbox directory
+(`snapshot`), which `restore` puts into fresh volumes; the harness and server logs are mirrored
+(bounded) into the sandbox directory for the daemon's views and the viewer. The server is published
+on an engine port Docker picks, reached at `server_host`.
 """
 
 from __future__ import annotations
@@ -47,21 +48,16 @@ from staminad.sandbox.base import (
     JobState,
     SandboxError,
     SandboxFactory,
-    SandboxPaths,
     Snapshot,
     job_script,
 )
-from staminad.sandbox.docker import (
+from staminad.sandbox.container import (
     CONTROL,
     HARNESS_DIR,
     LABEL_SANDBOXES,
-    LABEL_SCENARIO,
-    LABEL_SWEEP,
-    LAUNCHER,
     OP_TIMEOUT,
     ROOT,
-    DockerFactory,
-    DockerSandbox,
+    ContainerFactory,
     _agent,
     agent_ids,
     ensure_network,
@@ -69,7 +65,7 @@ from staminad.sandbox.docker import (
 )
 from staminad.sandbox.image import PRIVATE_DIR
 from staminad.sandbox.markers import Marker, MarkerWatcher
-from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot
 from staminad.sandbox.stream import LauncherStream
 
@@ -79,7 +75,9 @@ PARTS = {  # volume part -> (its writable mount, its read-only mount for the age
     "layer": (f"{PRIVATE_DIR}/layer", "/harness"),
     "prompts": (f"{PRIVATE_DIR}/prompts", "/stamina/prompts"),
 }
-LOC_FILE = "sandbox/loc.py"  # the layer's own line counter, run as the agent by the launcher
+# Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
+STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
+STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 CHUNK = 1 << 16
 
@@ -101,10 +99,8 @@ def _tar(entries: list[tuple[str, bytes | None, int, int]]) -> bytes:
     return buf.getvalue()
 
 
-class VolumeSandbox(DockerSandbox):
+class VolumeSandbox(SealedContainer):
     """A scenario's container on its own named volumes (see the module docstring)."""
-
-    use_launcher = False  # the FIFO launcher of the bind-mounted mode; this one streams (`self.stream`)
 
     def __init__(
         self,
@@ -113,17 +109,16 @@ class VolumeSandbox(DockerSandbox):
         sweep: str,
         label: str,
         run: ContainerSettings,
-        ports: PortAllocator,
         creations: anyio.CapacityLimiter | None = None,
         grant: Grant = Grant(),  # noqa: B008 - frozen
         llm: tuple[str, int] | None = None,
         publish_ip: str = "127.0.0.1",
         server_host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(docker, root, sweep, label, run, ports, creations, grant, llm)
-        self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
-        self.publish_ip, self.server_host = publish_ip, server_host
-        self.layer = tuple(dict.fromkeys((*grant.layer, LOC_FILE)))
+        super().__init__(docker, root, sweep, label, run, creations, grant, llm, publish_ip)
+        self.server_host = server_host  # where the daemon reaches the engine host's published ports
+        self.host_control = self.root / "control"  # only mirrors of logs, for the daemon's views
+        self.layer = tuple(dict.fromkeys((*grant.layer, *STREAM_FILES)))
         self.stream = LauncherStream(self.name, self._open_launcher)
 
     @property
@@ -137,25 +132,17 @@ class VolumeSandbox(DockerSandbox):
     def volume(self, part: str) -> str:
         return f"{self.name}-{part}"
 
-    def _labels(self) -> dict[str, str]:
-        return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
-
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "workspace": "volume", "volumes": [self.volume(p) for p in PARTS]}
 
-    def _config(self) -> dict[str, Any]:
-        config = super()._config()
-        host = config["HostConfig"]
-        del host["Binds"]
+    def _mounts(self) -> dict[str, Any]:
         mounts = []
         for part, (rw, ro) in PARTS.items():
             mounts.append({"Type": "volume", "Source": self.volume(part), "Target": rw, "ReadOnly": False})
             if ro:
                 mounts.append({"Type": "volume", "Source": self.volume(part), "Target": ro, "ReadOnly": True})
-        host["Mounts"] = mounts
-        # The engine picks the published port (a remote engine's free ports are not ours to probe).
-        host["PortBindings"] = {f"{SERVER_PORT_IN_CONTAINER}/tcp": [{"HostIp": self.publish_ip, "HostPort": ""}]}
-        return config
+        # The port stays unset: the engine picks the published one (a remote engine's ports are not ours to probe).
+        return {"Mounts": mounts}
 
     async def _engine(self, what: str, op: Callable[[], Any]) -> Any:
         """One engine API call under OP_TIMEOUT, its failures as SandboxError (`sandbox_lost` for 404/409)."""
@@ -228,6 +215,7 @@ class VolumeSandbox(DockerSandbox):
         fresh = await self._volumes()
         await ensure_network(self.docker)
         container = await self._container()
+        booted = container is None  # a new pid namespace: pids recorded in the control volume mean nothing now
         if container is None:
             async with self.creations:
                 container = await self._engine(
@@ -235,6 +223,7 @@ class VolumeSandbox(DockerSandbox):
                 )
         info = await self._engine("inspect container", container.show)
         if not info["State"]["Running"]:
+            booted = True
             await self.stream.close()
             await self._engine("start container", container.start)
             info = await self._engine("inspect container", container.show)
@@ -250,12 +239,14 @@ class VolumeSandbox(DockerSandbox):
         await self._put(PARTS["layer"][0], _tar([*((d, None, 0, 0o755) for d in dirs), *layer]))
         await self._put(CONTROL, _tar([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         await self._put("/workspace", _tar([(".home", None, uid, 0o755)]))
+        if booted:
+            await self._clear_server_files()
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
         if container is None:
             raise SandboxError(f"container {self.name} is gone")
-        cmd = ["python3", "-I", "-S", LAUNCHER, "stream", CONTROL, "/workspace"]
+        cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
@@ -274,8 +265,8 @@ class VolumeSandbox(DockerSandbox):
             dest.write_text(text)
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
-        cmd = job_script(self.paths, argv, env).encode()
-        await self._put(CONTROL, _tar([(f"jobs/{job_id}", None, 0, 0o755), (f"jobs/{job_id}/cmd", cmd, 0, 0o600)]))
+        cmd = job_script(self.paths, argv, env)
+        await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600})
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
         await self._op("spawn", {"argv": [*wrapper, _agent(), str(self.quota_kb), "/workspace"]})
 
@@ -308,7 +299,7 @@ class VolumeSandbox(DockerSandbox):
             await self._put("/workspace", _tar([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        await self._put(PARTS["prompts"][0], _tar([(f"{job_id}.md", text.encode(), 0, 0o644)]))
+        await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644})
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     async def count_loc(self) -> int:
@@ -367,7 +358,7 @@ async def reap_volumes(docker: aiodocker.Docker, sandboxes: Path) -> list[str]:
     return removed
 
 
-class VolumeFactory(DockerFactory):
+class VolumeFactory(ContainerFactory):
     """Volume sandboxes on one engine: `connect` reaches it, its published ports are reached at `server_host`."""
 
     def __init__(
@@ -377,23 +368,19 @@ class VolumeFactory(DockerFactory):
         publish_ip: str = "127.0.0.1",
         server_host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(run, PortAllocator())
-        self.connect, self.publish_ip, self.server_host = connect, publish_ip, server_host
+        super().__init__(run, connect)
+        self.publish_ip, self.server_host = publish_ip, server_host
 
     def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
-        if self._client is None:
-            self._client = self.connect()
-        llm = (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None
         sandbox = VolumeSandbox(
-            self._client,
+            self.client(),
             root,
             root.parent.name,
             label,
             self.run,
-            self.ports,
             self.creations,
             grant,
-            llm,
+            self.llm(),
             self.publish_ip,
             self.server_host,
         )

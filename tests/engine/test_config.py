@@ -27,6 +27,8 @@ BAD = {
     "empty name": 'name = ""\n[matrix]\nagents = ["reference"]\n',
     "non-ascii name": 'name = "x\u2215y"\n[matrix]\nagents = ["reference"]\n',
     "overlong name": f'name = "{"a" * 101}"\n[matrix]\nagents = ["reference"]\n',
+    "unknown workspace": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nworkspace = "nfs"\n',
+    "volume on local": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nruntime = "local"\nworkspace = "volume"\n',
 }
 # Docker reads 0 as "no limit": every limit must be positive, and is checked like the other numbers.
 for _key, _value in (
@@ -101,3 +103,18 @@ def test_safe_names_and_every_known_language_are_accepted(tmp_path: Path, name: 
         )
         sweep, _ = load_sweep(path)
         assert (sweep.name, sweep.scenarios.language, sweep.run.pids) == (name, language, 64)
+
+
+def test_a_later_run_field_at_its_default_leaves_the_fingerprint_of_older_sweeps(tmp_path: Path) -> None:
+    """`[run] workspace` left at "mount" is not fingerprinted (a sweep stored before it resumes); "volume" is."""
+    import hashlib
+
+    import msgspec
+
+    sweep, fingerprint = load_sweep(write_sweep(tmp_path, "f", ["reference"]))
+    before = msgspec.to_builtins(sweep, order="sorted")
+    del before["run"]["workspace"]
+    del before["run"]["engines"]  # never fingerprinted (see `fingerprint`), and younger than the stored sweeps too
+    assert fingerprint == hashlib.sha256(msgspec.json.encode(before)).hexdigest()[:16]
+    volume = write_sweep(tmp_path, "f", ["reference"], runtime="docker", extra='workspace = "volume"\n')
+    assert load_sweep(volume)[1] != load_sweep(write_sweep(tmp_path, "f", ["reference"], runtime="docker"))[1]

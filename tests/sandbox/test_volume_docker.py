@@ -109,3 +109,19 @@ async def test_the_reaper_removes_containers_and_volumes_by_label(tmp_path: Path
         assert await client.containers.list(all=True, filters={"label": [label]}) == []
         found = await client.volumes.list(filters={"label": [label]})  # type: ignore[no-untyped-call]
         assert not found.get("Volumes")
+
+
+async def test_a_lost_container_is_recreated_on_the_same_volumes(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """Removing a scenario's container: `prepare` makes a new one on its volumes: workspace and markers kept."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    await box.prepare()
+    await run_job(box, "t0", "echo kept > /workspace/agent-code\n")
+    async with aiodocker.Docker() as client:
+        first = (await (await client.containers.get(box.name)).show())["Id"]
+        await (await client.containers.get(box.name)).delete(force=True)
+        await box.prepare()
+        assert (await (await client.containers.get(box.name)).show())["Id"] != first
+    state = await box.job_state("t0")
+    assert state.marker is not None and state.marker["exit"] == 0
+    _, log = await run_job(box, "t1", "cat /workspace/agent-code\n")
+    assert log == "kept\n"
