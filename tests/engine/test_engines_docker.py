@@ -237,3 +237,55 @@ def _into_turn1(state: Path) -> dict[int, str]:
     except sqlite3.Error:
         return {}
     return {i: json.loads(engines[i] or "{}").get("engine", "") for (i,) in rows if engines.get(i)}
+
+
+def test_staminad_status_shows_each_engine_of_a_running_sweep(
+    tmp_path: Path, second_engine: SecondEngine, sandbox_image: str
+) -> None:
+    """`staminad start --engine A --engine B`: while a sweep runs, `status` names both engines, healthy, with
+    the sweep's scenarios on each and the slots in use; every scenario row names its engine."""
+    path = two_engines(tmp_path, "st", second_engine, sandbox_image, "0-3", 3, in_file=False)
+    state = tmp_path / "s"
+    cli = [sys.executable, "-m", "staminad.cli"]
+    engines = ["--engine", f"{LOCAL},slots=2", "--engine", f"{second_engine.url},slots=2"]
+    log = tmp_path / "daemon.log"
+    with log.open("wb") as out:
+        daemon = subprocess.Popen(
+            [*cli, "start", "--state-dir", str(state), *engines], stdout=out, stderr=out, start_new_session=True
+        )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args, "--state-dir", str(state)], capture_output=True, text=True, timeout=60)
+
+    try:
+        deadline = time.monotonic() + 60
+        while not (state / "staminad.sock").exists() and time.monotonic() < deadline and daemon.poll() is None:
+            time.sleep(0.05)  # waiting for another process to bind its socket
+        assert run("submit", str(path)).returncode == 0, log.read_text()[-2000:]
+        seen: dict[str, Any] = {}
+        text = ""
+        while time.monotonic() < deadline + 120 and not seen:
+            info = json.loads(run("status", "st", "--json").stdout)
+            if sum(e["scenarios"] for e in info["engines"]) == 4:
+                seen, text = info, run("status", "st").stdout
+            elif info["status"] == "finished":
+                break
+            time.sleep(0.2)  # polling another process's progress
+        assert seen, "never saw all four scenarios placed"
+        assert [(e["url"], e["healthy"], e["scenarios"], e["used"], e["slots"]) for e in seen["engines"]] == [
+            (LOCAL, True, 2, 2, 2),
+            (second_engine.url, True, 2, 2, 2),
+        ]
+        lines = [line for line in text.splitlines() if line.startswith("  engine ")]
+        urls = (LOCAL, second_engine.url)
+        healthy = [a.startswith(f"  engine {u}: healthy; ") for a, u in zip(lines, urls, strict=False)]
+        assert len(lines) == 2 and all(healthy), text
+        while json.loads(run("status", "st", "--json").stdout)["status"] != "finished":
+            assert time.monotonic() < deadline + 240, "the sweep did not finish"
+            time.sleep(0.2)  # polling another process's progress
+    finally:
+        if json.loads(run("status", "st", "--json").stdout or "{}").get("status") != "finished":
+            run("cancel", "st")  # a cancelled sweep removes its containers; a stopped daemon would leave them
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=120)
+    assert sorted(stored_engines(state).values()) == sorted([LOCAL, LOCAL, second_engine.url, second_engine.url])
