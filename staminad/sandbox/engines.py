@@ -1,20 +1,21 @@
 """A sweep spread over several Docker engines: each scenario placed on an engine with a free slot, kept there.
 
 `EnginePool` is a `SandboxFactory` over one factory per engine (volume sandboxes: nothing is shared
-with the daemon's disk). A scenario's sandbox (`PlacedSandbox`) takes a slot on an engine when it is
-prepared and gives it back when it is closed; the pool's capacity is the sum of the slots, and the
-sweep's `parallel` and the daemon's limit apply on top. Where a scenario is placed is written to
-`<sandbox>/engine.json` on the daemon's disk, so after a restart (kill -9 included) it goes back to
-the same engine and adopts its running container there.
+with the daemon's disk). A scenario's sandbox (`placed.PlacedSandbox`) takes a slot on an engine when it
+is prepared and gives it back when it is closed; the pool's capacity is the sum of the slots (shared by a
+daemon's sweeps, `Slots`), and the sweep's `parallel` and the daemon's limit apply on top. Where a
+scenario is placed is written next to its sandbox (`placement`), so after a restart (kill -9 included)
+it goes back to the same engine and adopts its running container there, even past that engine's slots.
 
-An engine is healthy while it answers a bounded `/_ping` (asked at most every few seconds, by the
-sandboxes' own health checks, which the engine polls every couple of seconds while a harness runs).
-When it stops answering, every operation of its sandboxes ends as `sandbox_lost`: an infra retry,
-never scored, R untouched. The retry's `prepare` places the scenario on another healthy engine,
-puts the last workspace snapshot (taken after every tested attempt) into its fresh volumes and
-carries on from there; what the lost attempt had done since is redone. A sandbox of an engine that
-does not answer is dropped without a word to it; the sweep's end reaps whatever of it that engine
-still holds if it answers again by then.
+An engine is healthy while it answers a bounded `/_ping`, asked at most every few seconds while any
+operation of its sandboxes runs. When it stops answering, every operation of its sandboxes ends at once
+as `sandbox_lost`: an infra retry, never scored, R untouched. The retry's `prepare` places the scenario on
+another healthy engine, puts the last workspace snapshot (taken after every tested attempt) into its
+fresh volumes and carries on; what the lost attempt had done since is redone. It moves only when that
+snapshot is of its last tested attempt; otherwise it waits for its engine (`ENGINE_WAIT` per retry). An
+engine that answers pings but fails to make a sandbox is suspect for a while and the sandbox goes
+elsewhere. A sandbox of an engine that does not answer is dropped without a word to it; the sweep's end
+reaps whatever of the sweep each engine that answers still holds.
 
 Images go to an engine from the local one (`distribute`) before its first sandbox there, once per
 image, checked by content hash.
@@ -23,40 +24,27 @@ image, checked by content hash.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import anyio
 import msgspec
 
 from staminad.sandbox.base import (
-    SNAPSHOT_LIMIT,
     ContainerSettings,
     Grant,
-    HostView,
-    JobState,
-    Loss,
-    NotReady,
-    Sandbox,
     SandboxError,
     SandboxFactory,
-    ServerHandle,
-    Snapshot,
 )
 from staminad.sandbox.distribute import DistributionError, distribute
-from staminad.sandbox.endpoint import PING_EVERY, Endpoint, local_socket
+from staminad.sandbox.endpoint import Endpoint, local_socket
 from staminad.sandbox.enginespec import EngineSpec
-from staminad.sandbox.markers import Marker, MarkerWatcher
+from staminad.sandbox.placed import PlacedSandbox
+from staminad.sandbox.placement import PLACEMENT, read_placement
 
-T = TypeVar("T")
-PLACEMENT = "engine.json"  # in the sandbox directory: the engine the scenario was last placed on
-SNAPSHOT = Path("snapshots") / "workspace.tar.gz"  # the volume runtime's last workspace snapshot
-CURRENT = "snapshot.json"  # in the sandbox directory: whether that snapshot is of the last tested attempt
 ENGINE_WAIT = 60.0  # seconds a sandbox waits for any engine to answer before its attempt is an infra retry
-CLOSE_TIMEOUT = 30.0  # bound on removing a sandbox from an engine that answers
+CLOSE_TIMEOUT = 30.0  # bound on removing what a sweep left on an engine that answers
 
 
 class EngineStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,7 +132,7 @@ class EnginePool:
 
     def provisional(self, root: Path) -> _Engine:
         """The engine a new sandbox starts out on: where it was placed before, else the one with most room."""
-        before = self.engine(_read_placement(root))
+        before = self.engine(read_placement(root))
         if before is not None and before.endpoint.healthy:
             return before
         return max(self.engines, key=lambda e: (e.endpoint.usable, e.free))
@@ -247,210 +235,4 @@ class EnginePool:
         ]
 
 
-def _read_placement(root: Path) -> str:
-    try:
-        return str(json.loads((root / PLACEMENT).read_text())["url"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-
-
-def _write_placement(root: Path, url: str) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{PLACEMENT}.new"
-    tmp.write_text(json.dumps({"url": url}))
-    tmp.replace(root / PLACEMENT)
-
-
-def _current(root: Path) -> bool:
-    """Whether the last snapshot is of the scenario's last tested attempt, or no attempt was tested yet.
-
-    Unset when a test starts, set when the snapshot after it is taken whole: a loss between the two (or a
-    snapshot skipped as too large, or failed) leaves the newest workspace on its engine alone.
-    """
-    try:
-        return bool(json.loads((root / CURRENT).read_text())["current"])
-    except FileNotFoundError:
-        return True
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def _set_current(root: Path, current: bool) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{CURRENT}.new"
-    tmp.write_text(json.dumps({"current": current}))
-    tmp.replace(root / CURRENT)
-
-
-class PlacedSandbox:
-    """A scenario's sandbox on whichever engine of the pool holds it now (see the module docstring)."""
-
-    def __init__(self, pool: EnginePool, root: Path, label: str, grant: Grant) -> None:
-        self.pool, self.root, self.label, self.grant = pool, root, label, grant
-        self.image = grant.image or pool.run.image
-        self.engine = pool.provisional(root)
-        self.inner: Sandbox = self.engine.factory(root, label, grant)
-        self.paths = self.inner.paths
-        self.holding = False  # whether this sandbox holds a slot on `engine`
-
-    @property
-    def llm_host(self) -> str:
-        return self.inner.llm_host
-
-    @llm_host.setter
-    def llm_host(self, host: str) -> None:
-        self.inner.llm_host = host
-
-    @property
-    def host_files(self) -> HostView | None:
-        return self.inner.host_files
-
-    def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "engine": self.engine.url}
-
-    def _lost(self) -> SandboxError:
-        detail = self.engine.endpoint.detail or "no answer"
-        return SandboxError(f"engine {self.engine.url} stopped answering ({detail})", "sandbox_lost")
-
-    async def _down(self) -> bool:
-        return not await self.engine.endpoint.ping()
-
-    async def _guard(self, op: Callable[[], Awaitable[T]]) -> T:
-        """Run one operation of the inner sandbox, its engine pinged every PING_EVERY meanwhile: an engine that
-        stops answering ends it at once as `sandbox_lost` (not at the operation's own, longer, bound), and so
-        does whatever it raises while the engine does not answer. An unexpected error of the client library
-        (a connection that went away under it) is an `engine_error`; the agent's `NotReady` and the sandbox's
-        own judgements pass as they are."""
-        if await self._down():
-            raise self._lost()
-        endpoint = self.engine.endpoint
-        done: list[tuple[T | None, BaseException | None]] = []
-
-        async def watch(scope: anyio.CancelScope) -> None:
-            while await endpoint.ping():
-                await anyio.sleep(PING_EVERY)  # the next health check of the engine, not a synchronisation
-            scope.cancel()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch, tg.cancel_scope)
-            try:
-                done.append((await op(), None))
-            except Exception as exc:
-                done.append((None, exc))
-            tg.cancel_scope.cancel()
-        if not done:  # the watch cancelled it: the engine stopped answering
-            raise self._lost()
-        result, error = done[0]
-        if error is None:
-            return result  # type: ignore[return-value]  # T itself, which may include None
-        if isinstance(error, NotReady) or (isinstance(error, SandboxError) and error.kind != "engine_error"):
-            raise error
-        endpoint.mark_down(f"{type(error).__name__}: {error}")
-        if await self._down():
-            raise self._lost() from None
-        if isinstance(error, SandboxError):
-            raise error
-        raise SandboxError(f"engine {self.engine.url}: {type(error).__name__}: {error}", "engine_error") from error
-
-    async def prepare(self) -> None:
-        """Take a slot (on the engine of before while it answers) and make the sandbox there; on a new engine the
-        last snapshot goes into its fresh volumes. An engine that fails to make it is left for another."""
-        if self.holding:
-            await self._guard(self.inner.prepare)
-            return
-        placed, snapshot = _read_placement(self.root), self.root / SNAPSHOT
-        # It may move only when what the other engine gets is its workspace as of its last tested attempt.
-        home = self.pool.engine(placed)
-        only = home is not None and not _current(self.root)
-        if only and home is not None and home is not self.engine:
-            self.engine, self.inner = home, home.factory(self.root, self.label, self.grant)
-        tried: tuple[_Engine, ...] = ()
-        while True:
-            sticky = placed == self.engine.url
-            engine = await self.pool.acquire(self.engine, self.image, sticky=sticky, tried=tried, only=only)
-            self.holding = True
-            if engine is not self.engine:
-                self.engine, self.inner = engine, engine.factory(self.root, self.label, self.grant)
-            _write_placement(self.root, engine.url)
-            self.pool.placed[self.label] = engine.url
-            try:
-                await self._guard(self.inner.prepare)
-                if placed not in ("", engine.url) and snapshot.exists():
-                    await self._guard(lambda: self.inner.restore(snapshot))
-                return
-            except SandboxError as exc:
-                if exc.kind == "port_taken" or only or len(tried) + 1 >= len(self.pool.engines):
-                    raise
-                engine.endpoint.suspect(str(exc))
-                self.holding = False
-                self.pool.release(engine)
-                self.pool.placed.pop(self.label, None)
-                tried = (*tried, engine)
-
-    async def seed(self, files: dict[str, str]) -> None:
-        await self._guard(lambda: self.inner.seed(files))
-
-    async def put_prompt(self, job_id: str, text: str) -> str:
-        return await self._guard(lambda: self.inner.put_prompt(job_id, text))
-
-    async def job_state(self, job_id: str) -> JobState:
-        return await self._guard(lambda: self.inner.job_state(job_id))
-
-    async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
-        return await self._guard(lambda: self.inner.wait_marker(job_id, timeout, watcher))
-
-    async def count_loc(self) -> int:
-        return await self._guard(self.inner.count_loc)
-
-    async def server_log(self, limit: int) -> str:
-        return await self._guard(lambda: self.inner.server_log(limit))
-
-    async def snapshot(self, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None:
-        """The inner sandbox's snapshot; one taken whole makes the scenario movable again (see `_current`)."""
-        snap = await self._guard(lambda: self.inner.snapshot(limit))
-        if snap is not None and snap.size is not None and not snap.skipped:
-            _set_current(self.root, True)
-        return snap
-
-    async def restore(self, src: Path) -> None:
-        await self._guard(lambda: self.inner.restore(src))
-
-    async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
-        await self._guard(lambda: self.inner.launch(job_id, argv, env))
-
-    async def kill_job(self, job_id: str) -> None:
-        await self._guard(lambda: self.inner.kill_job(job_id))
-
-    async def job_alive(self, job_id: str) -> bool:
-        return await self._guard(lambda: self.inner.job_alive(job_id))
-
-    async def health(self, since: float) -> Loss | None:
-        """The engine's loss when it stops answering, else the inner sandbox's own judgement."""
-        try:
-            return await self._guard(lambda: self.inner.health(since))
-        except SandboxError as exc:
-            if exc.kind == "sandbox_lost":
-                return Loss(kind=exc.kind, detail=str(exc))
-            raise
-
-    async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
-        _set_current(self.root, False)  # an attempt is being tested: its snapshot is not taken yet
-        return await self._guard(lambda: self.inner.start_server(timeout, request_timeout))
-
-    async def stop_server(self, handle: ServerHandle) -> None:
-        await self._guard(lambda: self.inner.stop_server(handle))
-
-    async def close(self) -> None:
-        """Remove the sandbox from its engine if that answers (else drop it), and give the slot back."""
-        try:
-            if not await self._down():
-                with anyio.move_on_after(CLOSE_TIMEOUT):
-                    await self.inner.close()
-        finally:
-            if self.holding:
-                self.holding = False
-                self.pool.release(self.engine)
-                self.pool.placed.pop(self.label, None)
-
-
-__all__ = ["EnginePool", "EngineStatus", "PlacedSandbox", "Slots", "volume_on"]
+__all__ = ["PLACEMENT", "EnginePool", "EngineStatus", "PlacedSandbox", "Slots", "volume_on"]
