@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 CLOSE_TIMEOUT = 30.0  # bound on removing a sandbox from an engine that answers
+ERROR_GRACE = 5.0  # seconds an engine that failed an operation is watched for going away (see `_guard`)
 
 
 class PlacedSandbox:
@@ -98,9 +99,14 @@ class PlacedSandbox:
             return result  # type: ignore[return-value]  # T itself, which may include None
         if isinstance(error, NotReady) or (isinstance(error, SandboxError) and error.kind != "engine_error"):
             raise error
-        endpoint.mark_down(f"{type(error).__name__}: {error}")
-        if await self._down():
-            raise self._lost() from None
+        # An engine that fails an operation and stops answering soon after (one shutting down refuses work
+        # before its API goes) has been lost: asked again for a few seconds before it counts as its error.
+        with anyio.move_on_after(ERROR_GRACE):
+            while True:
+                endpoint.mark_down(f"{type(error).__name__}: {error}")
+                if await self._down():
+                    raise self._lost() from None
+                await anyio.sleep(1.0)  # the next ping of the engine, not a synchronisation
         if isinstance(error, SandboxError):
             raise error
         raise SandboxError(f"engine {self.engine.url}: {type(error).__name__}: {error}", "engine_error") from error

@@ -118,12 +118,14 @@ async def test_a_sweep_over_two_engines_gives_the_local_results_with_no_bind_mou
     assert await containers(LOCAL, sandboxes) == [] and await containers(second_engine.url, sandboxes) == []
 
 
-async def test_an_engine_that_stops_answering_mid_sweep_moves_its_scenarios_without_touching_r(
-    tmp_path: Path, second_engine: SecondEngine, sandbox_image: str
+@pytest.mark.parametrize("how", ["freeze", "stop"])
+async def test_an_engine_lost_mid_sweep_moves_its_scenarios_without_touching_r(
+    tmp_path: Path, second_engine: SecondEngine, sandbox_image: str, how: str
 ) -> None:
-    """The second engine frozen (SIGSTOP: no answer, its containers run on) once its scenarios began turn 1:
-    each becomes one `sandbox_lost` infra retry (same attempt, next infra try) that passes on the local
-    engine from its last snapshot; every scenario ends as the local run does."""
+    """The second engine frozen (SIGSTOP: no answer, its containers run on) or stopped (SIGTERM: it stops its
+    containers, refuses work, then goes) once its scenarios began turn 1: each becomes one `sandbox_lost`
+    infra retry (same attempt, next infra try) that passes on the local engine from its last snapshot;
+    every scenario ends as the local run does."""
     path = two_engines(tmp_path, "stop", second_engine, sandbox_image, "0-3", 3)
     local = await sweep(write_sweep(tmp_path, "loc", ["reference"], seeds="0-3", turns=3), tmp_path / "l")
     sw, _ = load_sweep(path)
@@ -146,7 +148,10 @@ async def test_an_engine_that_stops_answering_mid_sweep_moves_its_scenarios_with
 
     async def stop() -> None:
         await stop_now.wait()
-        second_engine.freeze()
+        if how == "freeze":
+            second_engine.freeze()
+        else:
+            await anyio.to_thread.run_sync(second_engine.stop)
 
     try:
         async with anyio.create_task_group() as tg:
@@ -154,7 +159,7 @@ async def test_an_engine_that_stops_answering_mid_sweep_moves_its_scenarios_with
             res = await sweep(path, state, factory=EnginePool(sw.run, sw.run.engines), recorder=recorder)
             tg.cancel_scope.cancel()
     finally:
-        if stop_now.is_set():  # thawed and stopped (it stops what it held), then back for the other tests
+        if stop_now.is_set():  # thawed and stopped (it stops what it held) if need be, back for the other tests
             await anyio.to_thread.run_sync(second_engine.stop)
             await anyio.to_thread.run_sync(second_engine.start)
     assert stop_now.is_set() and len(moved) == 2
