@@ -25,7 +25,9 @@ Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weight
 
 With `--workspace volume` the sandbox's files live in the engine's volumes: every operation goes over
 the launcher's exec stream and each tested turn ends with a workspace snapshot, all counted as the
-engine's.
+engine's. Measured over 20 turns on one busy machine (2 cores, load ~14): bind mounts 31-61 ms per
+turn (the code before the sandbox contract: 45-57 ms, interleaved runs), volumes 138-141 ms, of
+which the snapshot (get_archive, gzip) is ~45-60 ms and the line count as the agent ~18-38 ms.
 """
 
 from __future__ import annotations

@@ -160,6 +160,8 @@ def _check(sweep: SweepFile, path: Path) -> None:
             adapter = adapter_for(agent)
         except UnknownAgent as exc:
             raise bad(f"matrix.agents: {exc}") from None
+        if adapter.manual and sweep.run.workspace == "volume":
+            raise bad(f'matrix.agents: {agent} hands its files to a person on this disk: use run.workspace = "mount"')
         if adapter.harness is not None and sweep.llm is None:
             raise bad(f"matrix.agents: {agent} needs a model: add an [llm] table with endpoint and model")
     if sweep.llm is not None:

@@ -5,6 +5,7 @@ project's network and the reaper that removes a sweep's containers by label.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -159,6 +160,19 @@ async def reap(docker: aiodocker.Docker, sandboxes: Path, keep: set[str] | None 
         with anyio.fail_after(OP_TIMEOUT):
             await c.delete(force=True)
         removed.append(name)
+    return removed
+
+
+async def reap_volumes(docker: aiodocker.Docker, sandboxes: Path) -> list[str]:
+    """Remove the volumes of one sweep's sandbox directory (its containers must be gone first)."""
+    volumes: Any = docker.volumes  # aiodocker's volume calls are untyped
+    with anyio.fail_after(OP_TIMEOUT):
+        found = await volumes.list(filters={"label": [f"{LABEL_SANDBOXES}={sandboxes}"]})
+    removed = []
+    for v in found.get("Volumes") or []:
+        with anyio.fail_after(OP_TIMEOUT), contextlib.suppress(aiodocker.exceptions.DockerError):
+            await (await volumes.get(v["Name"])).delete()
+            removed.append(v["Name"])
     return removed
 
 

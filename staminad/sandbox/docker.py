@@ -246,14 +246,6 @@ class DockerSandbox(HostFiles, SealedContainer):
     async def _start_launcher(self) -> None:
         await self._exec(["setsid", "-f", "python3", "-I", "-S", LAUNCHER, "serve", CONTROL], detach=True)
 
-    async def _usable(self) -> None:
-        """Raise SandboxError (`sandbox_lost`) unless the container runs and is not paused."""
-        container = await self._container()
-        state = (container._container.get("State") or {}) if container is not None else {}
-        if container is None or state.get("Paused") or not state.get("Running"):
-            what = "gone" if container is None else "paused" if state.get("Paused") else "not running"
-            raise SandboxError(f"container {self.name} is {what}")
-
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
         """One root-side operation (see `launcher`): through the container's launcher, or, when none reads
         its FIFO, once by `docker exec` of the same code (and a new launcher is started for what follows)."""

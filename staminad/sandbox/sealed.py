@@ -210,6 +210,14 @@ class SealedContainer:
                 ):
                     await helper.delete(force=True)
 
+    async def _usable(self) -> None:
+        """Raise SandboxError (`sandbox_lost`) unless the container runs and is not paused."""
+        container = await self._container()
+        state = (container._container.get("State") or {}) if container is not None else {}
+        if container is None or state.get("Paused") or not state.get("Running"):
+            what = "gone" if container is None else "paused" if state.get("Paused") else "not running"
+            raise SandboxError(f"container {self.name} is {what}")
+
     # --- what each way of reaching the container's files provides ----------------------------------
 
     def _mounts(self) -> dict[str, Any]:

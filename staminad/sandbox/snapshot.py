@@ -1,14 +1,18 @@
-"""Workspace snapshots out of an engine: `get_archive` streamed into a bounded .tar.gz on the daemon's disk.
+"""Archives in and out of an engine: tars of files to put, and workspace snapshots out.
 
-The archive is read in chunks and compressed as it comes, so memory stays flat; past `limit` bytes
-of archive the snapshot is abandoned (the partial file removed) and reported as skipped, never an
-error of the attempt. A finished one replaces the last one by rename, so a crash mid-snapshot leaves
-the previous snapshot whole.
+A snapshot is `get_archive` streamed into a bounded .tar.gz on the daemon's disk. The archive is
+read in chunks and compressed as it comes, so memory stays flat; past `limit` bytes of archive the
+snapshot is abandoned (the partial file removed) and reported as skipped, never an error of the
+attempt. A finished one replaces the last one by rename, so a crash mid-snapshot leaves the
+previous snapshot whole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import tarfile
+import time
 import zlib
 from pathlib import Path
 
@@ -48,3 +52,20 @@ async def take_snapshot(docker: aiodocker.Docker, container: str, dest_dir: Path
         return Snapshot(skipped=f"snapshot failed: {reason}"[:300])
     tmp.replace(dest)
     return Snapshot(size=dest.stat().st_size, path=str(dest))
+
+
+def tar_bytes(entries: list[tuple[str, bytes | None, int, int]]) -> bytes:
+    """A tar of (name, data or None for a directory, uid, mode) entries."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data, uid, mode in entries:
+            info = tarfile.TarInfo(name)
+            info.uid = info.gid = uid
+            info.mode, info.mtime = mode, int(time.time())
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

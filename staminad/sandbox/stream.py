@@ -24,8 +24,10 @@ from staminad.sandbox.base import SandboxError
 
 LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
 OPEN_TIMEOUT = 30.0
+CHECK_INTERVAL = 1.0  # seconds between looks at the container while an answer is late
 
 Opener = Callable[[], Awaitable[Any]]  # creates the launcher's exec (aiodocker Exec), stdin attached
+Check = Callable[[], Awaitable[None]]
 
 
 class LauncherStream:
@@ -72,8 +74,11 @@ class LauncherStream:
         self._buffer = bytearray(rest)
         return line
 
-    async def call(self, op: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """The launcher's answer to one request; a SandboxError when it fails, breaks or is late."""
+    async def call(self, op: str, args: dict[str, Any], timeout: float, check: Check) -> dict[str, Any]:
+        """The launcher's answer to one request; a SandboxError when it fails, breaks or is late.
+
+        `check` raises SandboxError when the container is no longer usable; it runs while the answer is late
+        (every CHECK_INTERVAL), so a container paused or removed meanwhile is known in a second."""
         rid = secrets.token_hex(8)
         line = json.dumps({"op": op, "args": args, "id": rid}).encode() + b"\n"
         async with self._lock:
@@ -82,8 +87,13 @@ class LauncherStream:
                     stream = await self._ensure()
                     await stream.write_in(line)
                     while True:
+                        with anyio.move_on_after(CHECK_INTERVAL) as late:
+                            line = await self._line(stream)
+                        if late.cancelled_caught:
+                            await check()
+                            continue
                         try:
-                            data = json.loads(await self._line(stream))
+                            data = json.loads(line)
                         except ValueError:
                             continue  # not an answer (the launcher never writes one that is not JSON)
                         if isinstance(data, dict) and data.get("id") == rid:

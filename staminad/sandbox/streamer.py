@@ -9,10 +9,11 @@ to write into: the host keeps one attached exec of
 line on stdout carrying that id. It runs the operations of `launcher.py` (loaded from its own
 directory: spawn, alive, kill, listeners, stop) and those a shared disk made needless: `state` of a
 job (command written, pid, marker), `read` of a bounded head or tail of a control file, `write` of a
-root-owned control or prompt file, `remove`, `wait` for a job's marker (bounded), `absent` (which
-workspace files are missing) and `loc` (lines of code, by the layer's `loc.py`), the last two as the
-agent. Each request is answered in a thread of its own, so a `wait` holds up nothing else. Its stdin
-ending (the daemon went) ends it; what it spawned runs on, and a new daemon attaches a new one.
+root-owned control or prompt file, `remove`, `owner` of the workspace, `wait` for a job's marker
+(bounded), `absent` (which workspace files are missing) and `loc` (lines of code, by the layer's
+`loc.py`), the last two as the agent. Each request is answered in a thread of its own, so a `wait`
+holds up nothing else. Its stdin ending (the daemon went) ends it; what it spawned runs on, and a
+new daemon attaches a new one.
 """
 
 import contextlib
@@ -136,6 +137,8 @@ def _stream_op(control: str, workspace: str, op: str, args: dict[str, Any]) -> d
                 lambda: {"absent": [n for n in names if not os.path.lexists(os.path.join(workspace, n))]},
             )
         )
+    if op == "owner":  # who owns the workspace's root (a new volume's is root's until handed to the agent)
+        return {"uid": os.stat(workspace).st_uid}
     if op == "remove":
         with contextlib.suppress(FileNotFoundError):
             os.unlink(_control_file(control, str(args["path"])))

@@ -28,8 +28,6 @@ on an engine port Docker picks, reached at `server_host`.
 from __future__ import annotations
 
 import contextlib
-import io
-import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,11 +60,12 @@ from staminad.sandbox.container import (
     agent_ids,
     ensure_network,
     reap,
+    reap_volumes,
 )
 from staminad.sandbox.image import PRIVATE_DIR
 from staminad.sandbox.markers import Marker, MarkerWatcher
 from staminad.sandbox.sealed import SealedContainer
-from staminad.sandbox.snapshot import take_snapshot
+from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
 
 PARTS = {  # volume part -> (its writable mount, its read-only mount for the agent or "")
@@ -79,24 +78,6 @@ PARTS = {  # volume part -> (its writable mount, its read-only mount for the age
 STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
 STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
-CHUNK = 1 << 16
-
-
-def _tar(entries: list[tuple[str, bytes | None, int, int]]) -> bytes:
-    """A tar of (name, data or None for a directory, uid, mode) entries."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data, uid, mode in entries:
-            info = tarfile.TarInfo(name)
-            info.uid = info.gid = uid
-            info.mode, info.mtime = mode, int(time.time())
-            if data is None:
-                info.type = tarfile.DIRTYPE
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 class VolumeSandbox(SealedContainer):
@@ -231,14 +212,15 @@ class VolumeSandbox(SealedContainer):
         binding = ports.get(f"{SERVER_PORT_IN_CONTAINER}/tcp") or []
         self.port = int(binding[0]["HostPort"]) if binding else None
         await self._seal(container)
-        if fresh:
-            await self._hand_workspace()
         uid = agent_ids()[0]
+        # Asked each time, not only for a new volume: a daemon killed before handing it over left it root's.
+        if fresh or (await self._op("owner", {}))["uid"] != uid:
+            await self._hand_workspace()
         layer = [(rel, (HARNESS_DIR / rel).read_bytes(), 0, 0o644) for rel in self.layer]
         dirs = sorted({str(Path(rel).parents[i]) for rel in self.layer for i in range(len(Path(rel).parts) - 1)})
-        await self._put(PARTS["layer"][0], _tar([*((d, None, 0, 0o755) for d in dirs), *layer]))
-        await self._put(CONTROL, _tar([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
-        await self._put("/workspace", _tar([(".home", None, uid, 0o755)]))
+        await self._put(PARTS["layer"][0], tar_bytes([*((d, None, 0, 0o755) for d in dirs), *layer]))
+        await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
+        await self._put("/workspace", tar_bytes([(".home", None, uid, 0o755)]))
         if booted:
             await self._clear_server_files()
 
@@ -250,7 +232,7 @@ class VolumeSandbox(SealedContainer):
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
-        return await self.stream.call(op, args, timeout)
+        return await self.stream.call(op, args, timeout, self._usable)
 
     async def _read(self, rel: str, limit: int, tail: bool = False) -> str | None:
         text = (await self._op("read", {"path": rel, "limit": limit, "tail": tail}))["text"]
@@ -285,18 +267,30 @@ class VolumeSandbox(SealedContainer):
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         """The marker once the launcher sees it (it looks every few ms), or None after `timeout`."""
-        found = (await self._op("wait", {"job": job_id, "timeout": timeout}, timeout + OP_TIMEOUT))["marker"]
+        try:
+            found = (await self._op("wait", {"job": job_id, "timeout": timeout}, timeout + OP_TIMEOUT))["marker"]
+        except SandboxError:
+            loss = await self.health(0.0)
+            if loss is not None and loss.paused:
+                return None  # frozen: the engine waits for it as with a bind mount (see ScenarioRunner._wait_marker)
+            raise
         if not isinstance(found, dict) or "exit" not in found:
             return None
         with contextlib.suppress(SandboxError, OSError):
             await self._mirror(f"jobs/{job_id}/log")
         return Marker(found, seen_at=time.time())
 
+    async def kill_job(self, job_id: str) -> None:
+        """Kill a stuck job's process group, then mirror what it logged (no marker will)."""
+        await super().kill_job(job_id)
+        with contextlib.suppress(SandboxError, OSError):
+            await self._mirror(f"jobs/{job_id}/log")
+
     async def seed(self, files: dict[str, str]) -> None:
         absent = (await self._op("absent", {"names": list(files), "as": _agent()}))["absent"]
         if absent:
             uid = agent_ids()[0]
-            await self._put("/workspace", _tar([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
+            await self._put("/workspace", tar_bytes([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
 
     async def put_prompt(self, job_id: str, text: str) -> str:
         await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644})
@@ -343,19 +337,6 @@ class VolumeSandbox(SealedContainer):
         if container is not None:
             with contextlib.suppress(SandboxError):
                 await self._engine("remove container", lambda: container.delete(force=True))
-
-
-async def reap_volumes(docker: aiodocker.Docker, sandboxes: Path) -> list[str]:
-    """Remove the volumes of one sweep's sandbox directory (its containers must be gone first)."""
-    volumes: Any = docker.volumes  # aiodocker's volume calls are untyped
-    with anyio.fail_after(OP_TIMEOUT):
-        found = await volumes.list(filters={"label": [f"{LABEL_SANDBOXES}={sandboxes}"]})
-    removed = []
-    for v in found.get("Volumes") or []:
-        with anyio.fail_after(OP_TIMEOUT), contextlib.suppress(aiodocker.exceptions.DockerError):
-            await (await volumes.get(v["Name"])).delete()
-            removed.append(v["Name"])
-    return removed
 
 
 class VolumeFactory(ContainerFactory):

@@ -28,6 +28,7 @@ BAD = {
     "non-ascii name": 'name = "x\u2215y"\n[matrix]\nagents = ["reference"]\n',
     "overlong name": f'name = "{"a" * 101}"\n[matrix]\nagents = ["reference"]\n',
     "unknown workspace": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nworkspace = "nfs"\n',
+    "manual on volumes": 'name = "x"\n[matrix]\nagents = ["manual"]\n[run]\nworkspace = "volume"\n',
     "volume on local": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nruntime = "local"\nworkspace = "volume"\n',
 }
 # Docker reads 0 as "no limit": every limit must be positive, and is checked like the other numbers.

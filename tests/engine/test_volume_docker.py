@@ -19,10 +19,11 @@ import pytest
 from staminad.engine.config import RunSettings, load_sweep
 from staminad.engine.runtime import RuntimeUnavailable, choose_runtime
 from staminad.sandbox.base import Grant
+from staminad.sandbox.container import reap_volumes
 from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.volume import VolumeFactory, VolumeSandbox, reap_volumes, volume_factory
+from staminad.sandbox.volume import VolumeFactory, VolumeSandbox, volume_factory
 from tests.engine.conftest import sweep, write_sweep
 
 pytestmark = pytest.mark.anyio

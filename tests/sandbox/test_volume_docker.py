@@ -125,3 +125,26 @@ async def test_a_lost_container_is_recreated_on_the_same_volumes(tmp_path: Path,
     assert state.marker is not None and state.marker["exit"] == 0
     _, log = await run_job(box, "t1", "cat /workspace/agent-code\n")
     assert log == "kept\n"
+
+
+async def test_a_paused_container_is_waited_for_and_its_marker_read_after(
+    tmp_path: Path, volumes: VolumeFactory
+) -> None:
+    """While the container is paused a marker wait says "not yet" (the engine waits, as with bind mounts) instead of
+    failing; once unpaused the harness finishes and its marker is read through a new launcher stream."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    await box.prepare()
+    await box.seed({"job.sh": "while [ ! -e /workspace/go ]; do sleep 0.1; done\n"})
+    await box.launch("job", ["sh", "/workspace/job.sh"], {})
+    async with aiodocker.Docker() as client:
+        container = await client.containers.get(box.name)
+        await container.pause()
+        try:
+            assert await box.wait_marker("job", 2, NO_WATCHER) is None
+            loss = await box.health(0.0)
+            assert loss is not None and loss.paused
+        finally:
+            await container.unpause()
+    await box.seed({"go": ""})
+    marker = await box.wait_marker("job", 60, NO_WATCHER)
+    assert marker is not None and marker["exit"] == 0
