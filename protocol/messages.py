@@ -144,6 +144,17 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
 
 
+class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One Docker engine a sweep is spread over: its slots in use (by every sweep) and its health."""
+
+    url: str
+    slots: int
+    used: int
+    healthy: bool
+    detail: str = ""  # why it is not healthy (or what it last failed)
+    scenarios: int = 0  # this sweep's scenarios on it now
+
+
 class SweepInfo(_Msg, tag="sweep", frozen=True):
     """A sweep's figures; `parallel` is its own limit, `active` and `queued` its scenarios in and awaiting a slot."""
 
@@ -156,6 +167,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     queued: int = 0
     created_at: float = 0.0  # when the sweep was first submitted (the daemon's clock): a client's ETA base
     paused_seconds: float = 0.0  # of the time since then, how long it was paused (the pause under way included)
+    engines: tuple[EngineInfo, ...] = ()  # the engines a running sweep is spread over (none: one engine)
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):
@@ -235,6 +247,7 @@ class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
     reason: str
     since: float = 0.0  # when the current phase began (the daemon's clock; 0 when unknown)
     deadline: float = 0.0  # when the turn watchdog fires for the attempt the agent works on (0: none running)
+    engine: str = ""  # the Docker engine its sandbox was last placed on, in a sweep over several ("" otherwise)
 
 
 class ScenarioList(_Msg, tag="scenarios", frozen=True):

@@ -50,3 +50,37 @@ def no_leftover_containers(tmp_path_factory: pytest.TempPathFactory) -> Any:
     assert out.returncode == 0, f"docker ps failed: {out.stderr.strip()}"
     left = [line for line in out.stdout.splitlines() if line.split(" ", 1)[-1].startswith(base)]
     assert left == [], f"containers left behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def second_engine(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A second Docker engine on tcp://127.0.0.1 holding the sandbox image; stopped and removed after the tests.
+
+    Session-scoped so the tests pay its start (about 2 s) and the image load once. A test that stops it
+    (`stop()`) starts it again with `start()` before it ends.
+    """
+    import anyio
+
+    from staminad.sandbox.endpoint import Endpoint, local_socket
+    from staminad.sandbox.enginespec import EngineSpec
+    from tests.sandbox.dockerd import SecondEngine
+
+    engine = SecondEngine()
+    try:
+        engine.start()
+
+        async def load() -> None:
+            local, other = Endpoint(EngineSpec(url=local_socket())), Endpoint(EngineSpec(url=engine.url))
+            try:
+                from staminad.sandbox.distribute import distribute
+
+                await distribute(local.client(), other.client(), sandbox_image, engine.url)
+                await distribute(local.client(), other.client(), "staminabench/sandbox:latest", engine.url)
+            finally:
+                await local.aclose()
+                await other.aclose()
+
+        anyio.run(load)
+        yield engine
+    finally:
+        engine.remove()

@@ -9,6 +9,7 @@ import argparse
 
 from protocol.errors import ExpectedError, UsageError
 from staminad.bench import seeds
+from staminad.sandbox.enginespec import EngineSpec, parse_flag
 from state.lock import check_store, lock_state_dir
 
 
@@ -39,4 +40,30 @@ def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
     return parse
 
 
-__all__ = ["CommandError", "UsageError", "bounded_int", "check_store", "lock_state_dir", "seed_list"]
+def engine(text: str) -> EngineSpec:
+    """An argparse type for `--engine URL[,slots=N][,tls=DIR]` (see `staminad.sandbox.enginespec`)."""
+    try:
+        return parse_flag(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def check_engines(engines: list[EngineSpec]) -> list[EngineSpec]:
+    """`--engine`s as given, refused with one line when one URL is named twice."""
+    urls = [e.url for e in engines]
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise UsageError(f"--engine {twice[0]} is given twice; name each engine once")
+    return engines
+
+
+__all__ = [
+    "CommandError",
+    "UsageError",
+    "bounded_int",
+    "check_engines",
+    "check_store",
+    "engine",
+    "lock_state_dir",
+    "seed_list",
+]

@@ -29,7 +29,7 @@ from protocol import (
 )
 from protocol.events import KIND_NAMES
 from protocol.paths import SOCKET_NAME
-from staminad.commands.args import CommandError, UsageError, bounded_int, check_store
+from staminad.commands.args import CommandError, UsageError, bounded_int, check_engines, check_store, engine
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,6 +39,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--socket-group", help="group that may use the control socket")
     s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
     s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
+    s.add_argument(
+        "--engine",
+        dest="engines",
+        action="append",
+        type=engine,
+        default=[],
+        metavar="URL[,slots=N][,tls=DIR]",
+        help="a Docker engine to spread sweeps over (repeat for several; unix://, tcp:// or ssh:// URLs; "
+        "a sweep's own [run] engines win); sandboxes then keep their files in the engines' volumes",
+    )
     s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
     s.add_argument(
@@ -152,6 +162,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         args.suite_parallel,
         args.max_connections,
         float(args.idle_timeout),
+        engines=check_engines(args.engines),
     )
     try:
         daemon.acquire()
@@ -198,6 +209,9 @@ def info_lines(info: SweepInfo) -> list[str]:
     """
     slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
     lines = [f"sweep {info.sweep}: {info.status}{slots}"]
+    for e in info.engines:
+        health = "healthy" if e.healthy else f"not answering ({e.detail})" if e.detail else "not answering"
+        lines.append(f"  engine {e.url}: {health}; {e.scenarios} of this sweep's scenarios, {e.used}/{e.slots} slots")
     for c in info.configurations:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"

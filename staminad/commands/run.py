@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from protocol.paths import default_state_dir
-from staminad.commands.args import CommandError, UsageError, check_store, lock_state_dir
+from staminad.commands.args import CommandError, UsageError, check_engines, check_store, engine, lock_state_dir
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.sweep import format_summary, run_sweep
@@ -26,6 +26,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
     p.add_argument("--runtime", choices=("auto", "local", "docker"), help="override the sweep's runtime")
     p.add_argument("--quiet", action="store_true", help="only the final table")
+    p.add_argument(
+        "--engine",
+        dest="engines",
+        action="append",
+        type=engine,
+        default=[],
+        metavar="URL[,slots=N][,tls=DIR]",
+        help="a Docker engine to spread the sweep over (repeatable; the sweep's own [run] engines win)",
+    )
     p.add_argument(
         "--force-new", action="store_true", help="replace a stored sweep of the same name whose configuration differs"
     )
@@ -64,7 +73,9 @@ def run_cmd(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         if replaced:
             print(f"replaced the stored sweep {sweep.name} (--force-new)", flush=True)
-        factory, chosen = anyio.run(choose_runtime, runtime, sweep.run, PortAllocator(), sweep_images(sweep))
+        factory, chosen = anyio.run(
+            choose_runtime, runtime, sweep.run, PortAllocator(), sweep_images(sweep), check_engines(args.engines)
+        )
         print(f"runtime: {chosen}; state: {state_dir}", flush=True)
         summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, Progress(args.quiet, _say), pack)
         print(format_summary(summaries))

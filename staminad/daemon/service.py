@@ -14,13 +14,13 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
-from protocol import ErrorReply, SweepInfo, encoder
+from protocol import EngineInfo, ErrorReply, SweepInfo, encoder
 from protocol.errors import ExpectedError
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
@@ -38,10 +38,14 @@ from staminad.engine.markers import MarkerWatcher
 from staminad.engine.scenario import Gate
 from staminad.engine.sweep import Shared, run_sweep
 from staminad.packio import read_pack
+from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator
 from state import sweeps
 from state.lock import StateDirError, lock_state_dir
 from state.store import Store
+
+if TYPE_CHECKING:
+    from staminad.sandbox.engines import Slots
 
 
 class DaemonError(RuntimeError):
@@ -55,6 +59,7 @@ class _Running:
         self.done = anyio.Event()
         # Unbounded: an operator's retries are few, and a full buffer must never refuse one.
         self.requeue, self.requeued = anyio.create_memory_object_stream[int](math.inf)
+        self.factory: Any = None  # its runtime, once chosen (an EnginePool tells which engine holds what)
 
 
 class Daemon:
@@ -70,6 +75,7 @@ class Daemon:
         max_connections: int | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
         log_to_stderr: bool = True,
+        engines: list[EngineSpec] | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.log_to_stderr = log_to_stderr
@@ -81,6 +87,8 @@ class Daemon:
         self.idle_timeout = idle_timeout
         self.metrics: Any = None
         self.ports = PortAllocator()
+        self.engines = list(engines or [])  # `--engine`s: every sweep naming none of its own is spread over them
+        self.engine_slots: dict[str, Slots] = {}  # slots in use per engine URL, across the daemon's sweeps
         self.limiter = FairLimiter(max_parallel)
         self.suites = anyio.CapacityLimiter(suite_parallel or 4 * (os.cpu_count() or 1))
         self.running: dict[str, _Running] = {}
@@ -256,8 +264,14 @@ class Daemon:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
                 factory, chosen = await choose_runtime(
-                    self.runtime or sweep.run.runtime, sweep.run, self.ports, sweep_images(sweep)
+                    self.runtime or sweep.run.runtime,
+                    sweep.run,
+                    self.ports,
+                    sweep_images(sweep),
+                    self.engines,
+                    self.engine_slots,
                 )
+                run.factory = factory
                 emit(SweepRuntime(runtime=chosen))
                 self.limiter.caps[sweep.name] = sweep.run.parallel  # the sweep's own limit, inside the daemon's
                 shared = Shared(
@@ -341,13 +355,18 @@ class Daemon:
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
-        """The sweep's figures with its limit and the scenarios holding and awaiting a slot now."""
+        """The sweep's figures with its limit, the scenarios holding and awaiting a slot now, and the engines
+        it is spread over (their slots and health)."""
         parallel = self.limiter.caps.get(info.sweep, 0)
+        run = self.running.get(info.sweep)
+        status = getattr(run.factory, "status", None) if run is not None else None
+        engines = tuple(EngineInfo(**msgspec.structs.asdict(e)) for e in status()) if status is not None else ()
         return msgspec.structs.replace(
             info,
             parallel=parallel,
             active=self.limiter.held.get(info.sweep, 0),
             queued=self.limiter.waiting(info.sweep),
+            engines=engines,
         )
 
     async def _status(self, sweep_id: str) -> str | None:

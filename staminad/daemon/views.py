@@ -201,6 +201,7 @@ def scenario_row(
         reason=scenario.reason,
         since=_since(last),
         deadline=_deadline(last, turn_timeout, waits or {}) if last and running and turn_timeout else 0.0,
+        engine=str((scenario.sandbox or {}).get("engine") or ""),
     )
 
 

@@ -20,6 +20,7 @@ from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.seeds import seed_list
 from staminad.gateway.pricing import Price
+from staminad.sandbox.enginespec import EngineSpec, check_spec
 
 # A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -59,6 +60,8 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     cpus: float = 1.0
     memory_mb: int = 2048
     pids: int = 512
+    # Docker engines to spread the sweep's sandboxes over (each in volume mode); none: the local engine as above.
+    engines: list[EngineSpec] = []
 
 
 class LLMSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -119,8 +122,13 @@ LATER_RUN_FIELDS = {"workspace": "mount"}
 
 
 def fingerprint(sweep: SweepFile) -> str:
-    """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with."""
+    """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with.
+
+    `run.engines` is left out: where the sandboxes run changes no row, so a sweep may resume on other engines
+    (and a sweep stored before engines existed keeps its fingerprint).
+    """
     data = msgspec.to_builtins(sweep, order="sorted")
+    data["run"].pop("engines", None)
     for key, default in LATER_RUN_FIELDS.items():
         if data["run"].get(key) == default:
             del data["run"][key]
@@ -170,6 +178,7 @@ def _check(sweep: SweepFile, path: Path) -> None:
         raise bad('run.workspace = "volume" needs a Docker engine: set run.runtime to "docker" (or "auto")')
     if not 1 <= r.parallel <= 1024:
         raise bad("run.parallel must be 1..1024")
+    _check_engines(r, path)
     for key in ("turn_timeout", "server_start_timeout", "request_timeout"):
         if not 0 < getattr(r, key) <= 7 * 86400:
             raise bad(f"run.{key} must be a positive number of seconds")
@@ -182,6 +191,23 @@ def _check(sweep: SweepFile, path: Path) -> None:
         raise bad(f"run.memory_mb must be 6..1048576 MB (got {r.memory_mb})")
     if not 1 <= r.pids <= 1_000_000:
         raise bad(f"run.pids must be 1..1000000 (got {r.pids})")
+
+
+def _check_engines(r: RunSettings, path: Path) -> None:
+    """`run.engines`: one line per bad entry, all of them at once."""
+    if not r.engines:
+        return
+    lines = []
+    if r.runtime == "local":
+        lines.append(f"{path}: run.engines needs the docker runtime (run.runtime is local)")
+    seen: set[str] = set()
+    for i, spec in enumerate(r.engines):
+        lines += [f"{path}: run.engines[{i}]: {e}" for e in check_spec(spec)]
+        if spec.url in seen:
+            lines.append(f"{path}: run.engines[{i}]: {spec.url} is listed twice")
+        seen.add(spec.url)
+    if lines:
+        raise SweepError("\n".join(lines))
 
 
 def configurations(sweep: SweepFile) -> list[Configuration]:

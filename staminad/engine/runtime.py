@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.errors import UsageError
 from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.sandbox.base import SandboxFactory
+from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
+
+if TYPE_CHECKING:
+    from staminad.sandbox.engines import Slots
 
 
 async def docker_available(image: str) -> str | None:
@@ -57,13 +63,34 @@ def sweep_images(sweep: SweepFile) -> list[str]:
 
 
 async def choose_runtime(
-    runtime: str, run: RunSettings, ports: PortAllocator, images: list[str] | None = None
+    runtime: str,
+    run: RunSettings,
+    ports: PortAllocator,
+    images: list[str] | None = None,
+    engines: list[EngineSpec] | None = None,
+    slots: dict[str, Slots] | None = None,
 ) -> tuple[SandboxFactory, str]:
     """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
 
-    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) needs Docker: never local."""
-    if runtime == "local" and run.workspace == "volume":
-        raise RuntimeUnavailable("runtime local cannot keep a workspace in volumes: use --runtime docker or auto")
+    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) needs Docker: never local. With
+    engines (the sweep's `[run] engines`, else the daemon's `--engine`s for a sweep not run locally) the
+    sandboxes are spread over them in volume mode; the images must be on the local engine, which they are
+    copied from. `slots` is the daemon's count of slots in use per engine, shared by its sweeps.
+    """
+    if runtime == "local" and (run.workspace == "volume" or run.engines):
+        raise RuntimeUnavailable(
+            "runtime local cannot keep a workspace in volumes or spread over engines: use --runtime docker or auto"
+        )
+    specs = run.engines or (engines if runtime != "local" else None) or []
+    if specs:
+        for image in images or [run.image]:
+            why = await docker_available(image)
+            if why is not None:
+                raise RuntimeUnavailable(f"cannot spread the sweep over its engines: {why}")
+        from staminad.sandbox.engines import EnginePool
+
+        names = ", ".join(f"{s.url} ({s.slots} slots)" for s in specs)
+        return EnginePool(run, specs, slots=slots), f"docker on {len(specs)} engines, workspace in volumes: {names}"
     if runtime in ("docker", "auto"):
         why = None
         for image in images or [run.image]:

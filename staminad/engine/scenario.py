@@ -255,11 +255,15 @@ class ScenarioRunner:
                 if self.gate is not None:
                     self.gate.leave()
 
-    async def _ensure_sandbox(self) -> None:
-        """Prepare (or, after a loss, recreate) the sandbox; the workspace and its files are kept."""
+    async def _ensure_sandbox(self, scenario_id: int) -> None:
+        """Prepare (or, after a loss, recreate) the sandbox; the workspace and its files are kept.
+
+        Where it is now is recorded again: a sandbox over several engines may have moved to another.
+        """
         if self._ready_at is not None:
             return
         await self.sandbox.prepare()
+        await self.store.set_sandbox(scenario_id, self.sandbox.describe())
         await self.sandbox.seed(
             {"README.md": self.spec.readme, "initial_specification.md": render_spec(self.spec.scenario.initial)}
         )
@@ -283,7 +287,7 @@ class ScenarioRunner:
             )
         )
         try:
-            await self._ensure_sandbox()
+            await self._ensure_sandbox(scenario_id)
             if row.phase == "launched":
                 infra = await self._harness_and_suite(scenario_id, row, job)
                 if infra is not None:

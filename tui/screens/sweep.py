@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Header, Input, Static
 
-from protocol import RetryScenario
+from protocol import EngineInfo, RetryScenario
 from tui.board import INFRA_TEXT, Change, Scenario, label
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
@@ -141,7 +142,7 @@ class SweepScreen(MonitorScreen):
     def _matches(self, s: Scenario) -> bool:
         if not self.needle:
             return True
-        hay = f"{s.configuration} {s.seed} {s.status} {s.phase} {s.last_failure}".lower()
+        hay = f"{s.configuration} {s.seed} {s.status} {s.phase} {s.last_failure} {s.engine}".lower()
         return all(word in hay for word in self.needle.lower().split())
 
     def _cells(self, s: Scenario) -> tuple[Any, ...]:
@@ -180,7 +181,9 @@ class SweepScreen(MonitorScreen):
         status = info.status if info else "?"
         self.query_one("#summary", Static).update(
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
-            f"{SORTS[self.sort_index][0]}" + (f" · filter: {self.needle!r}" if self.needle else "")
+            f"{SORTS[self.sort_index][0]}"
+            + (f" · filter: {self.needle!r}" if self.needle else "")
+            + "".join(_engine(e) for e in (info.engines if info else ()))
         )
 
     def board_changed(self, changes: list[Change]) -> None:
@@ -266,6 +269,12 @@ class SweepScreen(MonitorScreen):
             ),
             act,
         )
+
+
+def _engine(e: EngineInfo) -> str:
+    """One engine of a sweep spread over several, in the summary line: its scenarios and slots, or that it is down."""
+    health = f"{e.scenarios} here, {e.used}/{e.slots} slots" if e.healthy else "[b red]not answering[/b red]"
+    return f"\n[b]engine[/b] {escape(e.url)}: {health}"
 
 
 def span(seconds: float) -> str:
