@@ -106,7 +106,8 @@ class LauncherStream:
             except SandboxError:
                 await self.close()
                 raise
-            except (aiohttp.ClientError, OSError, RuntimeError) as exc:
+            except (aiohttp.ClientError, OSError, RuntimeError, AssertionError) as exc:
+                # AssertionError: aiodocker's write_in on a stream whose connection has already gone.
                 await self.close()
                 raise SandboxError(f"the launcher of {self.name}: {exc!r}", "sandbox_lost") from None
         if not isinstance(data.get("ok"), dict):
