@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import httpx
 
+from protocol.errors import UsageError
 from protocol.events import EventData, LlmCall, LlmCapped, LlmUnavailable, LlmWait
 from staminad.gateway.http import Request, Response, serve_connection
 from staminad.gateway.pricing import Price, cost, price_for
@@ -131,11 +132,18 @@ class Gateway:
     async def serve(
         self, hosts: list[str], port: int, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        listeners = [await anyio.create_tcp_listener(local_host=hosts[0], local_port=port)]
-        port = port or int(listeners[0].extra(anyio.abc.SocketAttribute.local_port))
-        listeners += [await anyio.create_tcp_listener(local_host=h, local_port=port) for h in hosts[1:]]
-        self.port = port
+        listeners: list[anyio.abc.Listener[anyio.abc.SocketStream]] = []
         try:
+            for host in hosts:  # the first picks the port when none is given; the others take the same one
+                try:
+                    listeners.append(await anyio.create_tcp_listener(local_host=host, local_port=port))
+                except OSError as exc:
+                    raise UsageError(
+                        f"the LLM gateway cannot listen on {host}:{port or 'any port'} ({exc.strerror or exc}): "
+                        "an engine's gateway must be an address of this host"
+                    ) from None
+                port = port or int(listeners[0].extra(anyio.abc.SocketAttribute.local_port))
+            self.port = port
             async with anyio.create_task_group() as tg:
                 for listener in listeners:
                     tg.start_soon(listener.serve, lambda s: serve_connection(s, self.handle))

@@ -31,6 +31,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from protocol.errors import UsageError
 from staminad.sandbox.base import (
     ContainerSettings,
     Grant,
@@ -98,7 +99,7 @@ def volume_on(run: ContainerSettings) -> Callable[[Endpoint], SandboxFactory]:
         from staminad.sandbox.volume import volume_factory
 
         publish = "127.0.0.1" if endpoint.host in ("127.0.0.1", "localhost", "::1") else "0.0.0.0"
-        return volume_factory(run, endpoint.connect, publish, endpoint.host)
+        return volume_factory(run, endpoint.connect, publish, endpoint.host, endpoint.spec.gateway)
 
     return make
 
@@ -201,10 +202,18 @@ class EnginePool:
         return PlacedSandbox(self, root, label, grant)
 
     async def llm_hosts(self) -> list[str]:
-        """The gateway's addresses for the engines on this machine (one elsewhere cannot reach it here)."""
+        """The gateway's addresses: each engine's `gateway`, else the bridge of an engine on this machine.
+
+        An engine elsewhere with no `gateway` is refused in one line: its containers could not reach the
+        model, so every attempt of a real harness there would fail for the platform's reason."""
         hosts: list[str] = []
         for e in self.engines:
-            if e.endpoint.host == "127.0.0.1" and await e.endpoint.ping():
+            if e.endpoint.spec.gateway is None and e.endpoint.host != "127.0.0.1":
+                raise UsageError(
+                    f"engine {e.url} is on another host, so its containers cannot reach the LLM gateway: give its "
+                    'entry gateway = "<an IPv4 address of this host that it can reach>" (--engine URL,gateway=IP)'
+                )
+            if e.endpoint.spec.gateway is not None or await e.endpoint.ping():
                 hosts += [h for h in await e.factory.llm_hosts() if h not in hosts]
         return hosts
 

@@ -5,6 +5,7 @@ Kept apart from `endpoint` (which connects) so reading a sweep file imports no D
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +22,10 @@ class EngineSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     url: str
     slots: int = 4
     tls: str | None = None  # a directory holding ca.pem, cert.pem and key.pem
+    # Where this engine's containers reach the daemon's LLM gateway: an address of the daemon's host that the
+    # engine's host can route to. Needed for real harnesses on an engine elsewhere; by default the gateway
+    # listens on the engine's own bridge, which exists only for an engine on the daemon's host.
+    gateway: str | None = None
 
 
 def check_spec(spec: EngineSpec) -> list[str]:
@@ -48,23 +53,35 @@ def check_spec(spec: EngineSpec) -> list[str]:
         missing = [f for f in TLS_FILES if not (Path(spec.tls) / f).is_file()]
         if missing:
             errors.append(f"{spec.url}: tls directory {spec.tls} lacks {', '.join(missing)}")
+    if spec.gateway is not None:
+        try:
+            ip = ipaddress.ip_address(spec.gateway)
+        except ValueError:
+            errors.append(f"{spec.url}: gateway must be an IP address of this host, not {spec.gateway!r}")
+        else:
+            if ip.is_loopback or ip.is_unspecified or ip.version != 4:
+                errors.append(
+                    f"{spec.url}: gateway {spec.gateway} cannot be reached from a container (give an IPv4 address "
+                    "of this host on the network the engine's host reaches it by)"
+                )
     return errors
 
 
 def parse_flag(text: str) -> EngineSpec:
-    """`URL[,slots=N][,tls=DIR]` as `staminad start --engine` takes it; ValueError with one line if malformed."""
+    """`URL[,slots=N][,tls=DIR][,gateway=IP]` as `staminad start --engine` takes it; ValueError with one line if
+    malformed."""
     url, *options = text.split(",")
     fields: dict[str, str] = {}
     for option in options:
         key, eq, value = option.partition("=")
-        if not eq or key not in ("slots", "tls") or key in fields:
-            raise ValueError(f"--engine {text!r}: expected URL[,slots=N][,tls=DIR], not {option!r}")
+        if not eq or key not in ("slots", "tls", "gateway") or key in fields:
+            raise ValueError(f"--engine {text!r}: expected URL[,slots=N][,tls=DIR][,gateway=IP], not {option!r}")
         fields[key] = value
     try:
         slots = int(fields.get("slots", "4"))
     except ValueError:
         raise ValueError(f"--engine {text!r}: slots={fields['slots']!r} is not a number") from None
-    spec = EngineSpec(url=url, slots=slots, tls=fields.get("tls"))
+    spec = EngineSpec(url=url, slots=slots, tls=fields.get("tls"), gateway=fields.get("gateway"))
     errors = check_spec(spec)
     if errors:
         raise ValueError(f"--engine {text!r}: {errors[0]}")

@@ -348,9 +348,18 @@ class VolumeFactory(ContainerFactory):
         connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
         publish_ip: str = "127.0.0.1",
         server_host: str = "127.0.0.1",
+        gateway: str | None = None,
     ) -> None:
         super().__init__(run, connect)
         self.publish_ip, self.server_host = publish_ip, server_host
+        self.gateway = gateway  # where its containers reach the LLM gateway; None: the engine's own bridge
+
+    async def llm_hosts(self) -> list[str]:
+        """The gateway's address for this engine's containers: the one configured, else its bridge's host side."""
+        if self.gateway is None:
+            return await super().llm_hosts()
+        self.bridge_ip = self.gateway  # where granted sandboxes are sent, and the one address their seal lets out
+        return [self.gateway]
 
     def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
         sandbox = VolumeSandbox(
@@ -383,5 +392,6 @@ def volume_factory(
     connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
     publish_ip: str = "127.0.0.1",
     server_host: str = "127.0.0.1",
+    gateway: str | None = None,
 ) -> SandboxFactory:
-    return VolumeFactory(run, connect, publish_ip, server_host)
+    return VolumeFactory(run, connect, publish_ip, server_host, gateway)

@@ -27,6 +27,7 @@ def write_sweep(
     infra_retries: int = 2,
     price: tuple[float, float] = (1.0, 10.0),
     extra_llm: str = "",
+    extra_run: str = "",
 ) -> Path:
     """A sweep file of seed 0 in Docker, its model calls going through the gateway to `endpoint`."""
     sweep = tmp / "s.toml"
@@ -46,6 +47,7 @@ def write_sweep(
         {image_line}
         turn_timeout = {turn_timeout}
         infra_retries = {infra_retries}
+        {extra_run}
         [llm]
         endpoint = "{endpoint}"
         model = "{model}"

@@ -9,10 +9,12 @@ the turn-1 request carries the whole turn-0 exchange before the new prompt.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +138,45 @@ def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, mini_imag
     status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.50 reached")
     assert "capped" in done.stdout
+
+
+def _host_address() -> str:
+    """An IPv4 address of this host on an interface that is not a bridge of a Docker engine."""
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        name, address = line.split()[1], line.split()[3].split("/")[0]
+        if not name.startswith(("docker", "br-", "veth")):
+            return address
+    raise AssertionError(f"no IPv4 address outside Docker's bridges on this host: {out!r}")
+
+
+@pytest.mark.timeout(900)
+def test_a_harness_on_another_engine_reaches_the_gateway_at_its_entry_s_address(
+    tmp_path: Path, mini_image: str, second_engine: Any
+) -> None:
+    """mini-swe-agent on a second engine, sealed so that its one way out is the `gateway` address its engine entry
+    names (not that engine's bridge), passes both turns with every call metered."""
+    address = _host_address()
+    with StandIn(_script(tmp_path)) as standin:
+        sweep = write_sweep(
+            tmp_path,
+            "mini-elsewhere",
+            ["mini-swe-agent"],
+            standin.url,
+            "standin-1",
+            PARAMS,
+            retries=0,
+            image=mini_image,
+            infra_retries=0,
+            price=(1000.0, 1000.0),
+            extra_run=f'engines = [{{ url = "{second_engine.url}", slots = 1, gateway = "{address}" }}]',
+        )
+        done = run_sweep(sweep, tmp_path / "st")
+        requests = list(standin.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert attempt_rows(tmp_path / "st") == [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
+    assert len(requests) == 4
+    with contextlib.closing(sqlite3.connect(tmp_path / "st" / "staminad.db")) as db:
+        (sandbox,) = db.execute("SELECT sandbox FROM scenarios").fetchone()
+        assert db.execute("SELECT COUNT(*) FROM llm_calls").fetchone() == (4,)
+    assert second_engine.url in sandbox  # it ran there

@@ -76,3 +76,33 @@ def test_status_shows_each_engine_and_its_health() -> None:
         "  engine unix:///var/run/docker.sock: healthy; 2 of this sweep's scenarios, 3/8 slots",
         "  engine tcp://10.0.0.5:2376: not answering (/_ping: TimeoutError); 0 of this sweep's scenarios, 0/4 slots",
     ]
+
+
+def test_an_engine_s_gateway_is_an_ipv4_address_a_container_can_reach(tmp_path: Path) -> None:
+    """`gateway` takes an IPv4 address, in the file and in `--engine`; a name, loopback or IPv6: one line each."""
+    assert parse_flag("tcp://10.0.0.5:2376,slots=8,gateway=10.0.0.2").gateway == "10.0.0.2"
+    text = BASE + b'engines = [{ url = "tcp://h:1", gateway = "me" }, { url = "tcp://g:1", gateway = "127.0.0.1" }]\n'
+    with pytest.raises(SweepError) as err:
+        parse_sweep(text, tmp_path / "s.toml")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2, lines
+    assert "gateway must be an IP address of this host, not 'me'" in lines[0]
+    assert "gateway 127.0.0.1 cannot be reached from a container" in lines[1]
+    with pytest.raises(ValueError, match="gateway ::1 cannot be reached"):
+        parse_flag("tcp://h:1,gateway=::1")
+
+
+@pytest.mark.anyio
+async def test_real_harnesses_on_an_engine_elsewhere_need_its_gateway() -> None:
+    """The LLM gateway's addresses: an engine on another host with no `gateway` is refused, naming the fix;
+    one with a `gateway` is served there (asked before any connection to the engine)."""
+    from protocol.errors import UsageError as Refused
+    from staminad.engine.config import RunSettings
+    from staminad.sandbox.engines import EnginePool
+
+    pool = EnginePool(RunSettings(), [EngineSpec(url="tcp://10.0.0.5:2376")])
+    with pytest.raises(Refused, match=r"give its entry gateway = .*--engine URL,gateway=IP"):
+        await pool.llm_hosts()
+    assert await EnginePool(RunSettings(), [EngineSpec(url="tcp://10.0.0.5:2376", gateway="10.0.0.2")]).llm_hosts() == [
+        "10.0.0.2"
+    ]

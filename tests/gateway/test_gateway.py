@@ -163,3 +163,19 @@ async def test_unknown_routes_and_garbage_get_clear_errors() -> None:
                     assert (await raw.receive()).startswith(b"HTTP/1.1 400")
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
             assert r.status_code == 200 and json.loads(r.text)["model"] == "standin-1"
+
+
+async def test_an_address_the_gateway_cannot_listen_on_is_one_line_and_frees_the_others() -> None:
+    """A listen address that is not this host's (a wrong engine `gateway`) is a UsageError naming it; the
+    listener already opened on loopback is closed again (its port can be bound at once)."""
+    from protocol.errors import UsageError
+
+    async def record(call: Call) -> None:
+        pass
+
+    port = free_port()
+    gw = Gateway("http://127.0.0.1:9", "k", PRICES, Limits(), lambda e: None, record)
+    with pytest.raises(UsageError, match=r"cannot listen on 10\.255\.255\.1:\d+ .*must be an address of this host"):
+        await gw.serve(["127.0.0.1", "10.255.255.1"], port)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+    await listener.aclose()
