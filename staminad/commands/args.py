@@ -41,7 +41,7 @@ def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
 
 
 def engine(text: str) -> EngineSpec:
-    """An argparse type for `--engine URL[,slots=N][,tls=DIR]` (see `staminad.sandbox.enginespec`)."""
+    """An argparse type for `--engine URL[,slots=N][,tls=DIR][,gateway=IP]` (see `staminad.sandbox.enginespec`)."""
     try:
         return parse_flag(text)
     except ValueError as exc:

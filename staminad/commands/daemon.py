@@ -45,7 +45,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         action="append",
         type=engine,
         default=[],
-        metavar="URL[,slots=N][,tls=DIR]",
+        metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
         help="a Docker engine to spread sweeps over (repeat for several; unix://, tcp:// or ssh:// URLs; "
         "a sweep's own [run] engines win); sandboxes then keep their files in the engines' volumes",
     )

@@ -32,7 +32,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         action="append",
         type=engine,
         default=[],
-        metavar="URL[,slots=N][,tls=DIR]",
+        metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
         help="a Docker engine to spread the sweep over (repeatable; the sweep's own [run] engines win)",
     )
     p.add_argument(
