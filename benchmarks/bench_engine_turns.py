@@ -114,10 +114,14 @@ def analyze(db: Path, spec: str) -> None:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = conn.execute(
         "SELECT turn, launched_at, harness_seconds, marker_latency, server_seconds, suite_seconds, "
-        "teardown_seconds, total_tests FROM attempts WHERE outcome = 'pass' ORDER BY turn"
+        "teardown_seconds, total_tests, finished_at FROM attempts WHERE outcome = 'pass' ORDER BY turn"
     ).fetchall()
     conn.close()
     overhead = {r[0]: (n[1] - r[1]) - sum(x or 0 for x in r[2:7]) for r, n in itertools.pairwise(rows)}
+    # Where it goes: from the outcome's record to the next launch (snapshot, step reads, next prompt, launch
+    # call), and the rest, inside the attempt (the launch's latency, the marker's bookkeeping and line count,
+    # the health check and the outcome's record).
+    between = {r[0]: n[1] - r[8] for r, n in itertools.pairwise(rows) if r[8]}
     tests = {r[0]: r[7] for r in rows}
     print(f"{db}: {len(rows)} turns recorded")
     spans = [(a, b) for a, b in windows(spec, 10**9) if b in overhead]
@@ -125,9 +129,11 @@ def analyze(db: Path, spec: str) -> None:
     for a, b in spans:
         med = statistics.median(overhead[t] for t in range(a, b + 1) if t in overhead) * 1000
         first = first or med
+        gap = statistics.median(between[t] for t in range(a, b + 1) if t in between) * 1000
         print(
             f"  turns {a:4}-{b:4}: engine overhead median {med:6.1f} ms ({med / first:4.2f}x turns "
-            f"{spans[0][0]}-{spans[0][1]}), suite {statistics.median(tests[t] for t in range(a, b + 1)):.0f} tests"
+            f"{spans[0][0]}-{spans[0][1]}; {gap:5.1f} ms of it between attempts), "
+            f"suite {statistics.median(tests[t] for t in range(a, b + 1)):.0f} tests"
         )
 
 
