@@ -255,7 +255,7 @@ class ScenarioRunner:
                 if self.gate is not None:
                     self.gate.leave()
 
-    async def _ensure_sandbox(self, scenario_id: int) -> None:
+    async def _ensure_sandbox(self, scenario_id: int, phase: str) -> None:
         """Prepare (or, after a loss, recreate) the sandbox; the workspace and its files are kept.
 
         Where it is now is recorded again: a sandbox over several engines may have moved to another.
@@ -264,6 +264,13 @@ class ScenarioRunner:
             return
         await self.sandbox.prepare()
         await self.store.set_sandbox(scenario_id, self.sandbox.describe())
+        if self.sandbox.restored and phase != "launched":
+            # The harness ran on the workspace that was lost; its snapshot predates that work: run it again.
+            raise SandboxError(
+                "the sandbox's workspace was lost after its harness ran and was put back from its last snapshot, "
+                "so the attempt runs again",
+                "sandbox_lost",
+            )
         await self.sandbox.seed(
             {"README.md": self.spec.readme, "initial_specification.md": render_spec(self.spec.scenario.initial)}
         )
@@ -287,7 +294,7 @@ class ScenarioRunner:
             )
         )
         try:
-            await self._ensure_sandbox(scenario_id)
+            await self._ensure_sandbox(scenario_id, row.phase)
             if row.phase == "launched":
                 infra = await self._harness_and_suite(scenario_id, row, job)
                 if infra is not None:
@@ -356,7 +363,12 @@ class ScenarioRunner:
         started, ended = marker.get("started"), marker.get("ended")
         harness_s = float(ended) - float(started) if started and ended else None
         latency = marker["seen_at"] - float(ended) if ended else None
-        loc = await self.sandbox.count_loc()
+        try:
+            loc: int | None = await self.sandbox.count_loc()
+        except SandboxError as exc:
+            if exc.kind != "engine_error":
+                raise
+            loc = None  # a count that fails or runs out of time (the agent's millions of files) is not the attempt's
         await self.store.harness_done(
             row.id,
             HarnessEnd(

@@ -106,6 +106,9 @@ class Sandbox(Protocol):
     @property
     def host_files(self) -> HostView | None: ...  # None when the files are not on the daemon's disk
 
+    @property
+    def restored(self) -> bool: ...  # the last `prepare` found the workspace gone and put its last snapshot back
+
     async def prepare(self) -> None: ...
     async def seed(self, files: dict[str, str]) -> None: ...  # write each workspace file that is absent
     async def put_prompt(self, job_id: str, text: str) -> str: ...  # the prompt's sandbox-side path

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -20,6 +21,7 @@ import anyio
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Loss, SandboxError
 from staminad.sandbox.image import AGENT_UID, PRIVATE_DIR
 
+log = logging.getLogger(__name__)
 LABEL_SWEEP = "staminabench.sweep"
 LABEL_SCENARIO = "staminabench.scenario"
 LABEL_SANDBOXES = "staminabench.sandboxes"  # the sweep's sandbox directory on the host: whose container it is
@@ -98,8 +100,14 @@ def agent_ids() -> tuple[int, int]:
     return (AGENT_UID, AGENT_UID) if os.getuid() == 0 else (os.getuid(), os.getgid())
 
 
+DOCKER_DNS = "127.0.0.11"  # the engine's resolver in a container on a user-defined network
+
+
 def firewall(llm: tuple[str, int] | None) -> str:
-    """iptables-restore input for a sandbox's namespace: replies and loopback; in, the server port; out, the gateway."""
+    """iptables-restore input for a sandbox's namespace: replies and loopback; in, the server port; out, the gateway.
+
+    Docker's embedded DNS answers on 127.0.0.11 inside the namespace and forwards names it does not know to the
+    host's resolvers: loopback but for it, or every query would be a way out (DNS tunnelling)."""
     rules = [
         "*filter",
         ":INPUT DROP [0:0]",
@@ -108,6 +116,7 @@ def firewall(llm: tuple[str, int] | None) -> str:
         "-A INPUT -i lo -j ACCEPT",
         "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
         f"-A INPUT -p tcp --dport {SERVER_PORT_IN_CONTAINER} -m conntrack --ctstate NEW -j ACCEPT",
+        f"-A OUTPUT -d {DOCKER_DNS} -j DROP",
         "-A OUTPUT -o lo -j ACCEPT",
         "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
     ]
@@ -157,8 +166,13 @@ async def reap(docker: aiodocker.Docker, sandboxes: Path, keep: set[str] | None 
         name = c._container.get("Names", ["?"])[0].lstrip("/")
         if keep and name in keep:
             continue
-        with anyio.fail_after(OP_TIMEOUT):
-            await c.delete(force=True)
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                await c.delete(force=True)
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status != 404:  # gone meanwhile is removed; anything else must not stop the rest being reaped
+                log.warning("cannot remove container %s: %s", name, exc.message)
+            continue
         removed.append(name)
     return removed
 

@@ -25,7 +25,13 @@ INSPECT_TIMEOUT = 30.0
 
 
 class DistributionError(RuntimeError):
-    """An image could not be put on an engine (missing locally, too large, refused, or a different ID after)."""
+    """An image could not be put on an engine (missing locally, too large, refused, or a different ID after).
+
+    `transient`: the engine or the link failed (a timeout, a dropped connection): worth trying again later."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 async def image_id(client: aiodocker.Docker, name: str) -> str | None:
@@ -36,7 +42,14 @@ async def image_id(client: aiodocker.Docker, name: str) -> str | None:
     except aiodocker.exceptions.DockerError as exc:
         if exc.status == 404:
             return None
-        raise DistributionError(f"cannot inspect image {name}: {exc.message}") from None
+        raise DistributionError(f"cannot inspect image {name}: {exc.message}", transient=True) from None
+    except TimeoutError:
+        raise DistributionError(
+            f"no answer about image {name} within {INSPECT_TIMEOUT:.0f} s", transient=True
+        ) from None
+    except (aiohttp.ClientError, OSError) as exc:
+        why = f"cannot inspect image {name}: {type(exc).__name__}: {exc}"
+        raise DistributionError(why, transient=True) from None
     return str(info["Id"])
 
 
@@ -69,11 +82,13 @@ async def distribute(
             async with source.images.export_image(name) as content:
                 await target.images.import_image(data=chunks(content))
     except TimeoutError:
-        raise DistributionError(f"copying image {name} to {where} took over {timeout:.0f} s") from None
+        raise DistributionError(f"copying image {name} to {where} took over {timeout:.0f} s", transient=True) from None
     except aiodocker.exceptions.DockerError as exc:
-        raise DistributionError(f"cannot copy image {name} to {where}: {exc.message}") from None
+        raise DistributionError(f"cannot copy image {name} to {where}: {exc.message}", transient=True) from None
     except (aiohttp.ClientError, OSError) as exc:
-        raise DistributionError(f"cannot copy image {name} to {where}: {type(exc).__name__}: {exc}") from None
+        raise DistributionError(
+            f"cannot copy image {name} to {where}: {type(exc).__name__}: {exc}", transient=True
+        ) from None
     got = await image_id(target, name)
     if got != want:
         raise DistributionError(f"image {name} on {where} has ID {got} after loading, not {want}")

@@ -191,7 +191,10 @@ class EnginePool:
                 try:
                     await distribute(self.source.client(), engine.endpoint.client(), image, engine.url)
                 except DistributionError as exc:
-                    engine.refused[image] = str(exc)
+                    if exc.transient:  # the engine or the link failed this time: not put there now, asked again later
+                        engine.endpoint.suspect(str(exc))
+                    else:
+                        engine.refused[image] = str(exc)
                     return False
             engine.images.add(image)
             return True

@@ -37,6 +37,7 @@ def _extract(src: Path, workspace: Path) -> None:
 
 
 class HostFiles:
+    restored = False  # the workspace lives on the daemon's disk: never lost with the sandbox
     """Sandbox operations on files under `host_workspace` and `host_control` (see the module docstring)."""
 
     host_workspace: Path

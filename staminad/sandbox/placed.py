@@ -26,7 +26,7 @@ from staminad.sandbox.base import (
 )
 from staminad.sandbox.endpoint import PING_EVERY
 from staminad.sandbox.markers import Marker, MarkerWatcher
-from staminad.sandbox.placement import SNAPSHOT, current, read_placement, set_current, write_placement
+from staminad.sandbox.placement import current, read_placement, set_current, write_placement
 
 if TYPE_CHECKING:
     from staminad.sandbox.engines import EnginePool, _Engine
@@ -46,6 +46,9 @@ class PlacedSandbox:
         self.inner: Sandbox = self.engine.factory(root, label, grant)
         self.paths = self.inner.paths
         self.holding = False  # whether this sandbox holds a slot on `engine`
+        # Engines that did not answer when this sandbox's container there was to be removed: it may still run
+        # the last harness, so it is removed (volumes kept) before the sandbox is made on that engine again.
+        self.left_on: set[str] = set()
 
     @property
     def llm_host(self) -> str:
@@ -58,6 +61,10 @@ class PlacedSandbox:
     @property
     def host_files(self) -> HostView | None:
         return self.inner.host_files
+
+    @property
+    def restored(self) -> bool:
+        return self.inner.restored
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "engine": self.engine.url}
@@ -115,9 +122,10 @@ class PlacedSandbox:
         """Take a slot (on the engine of before while it answers) and make the sandbox there; on a new engine the
         last snapshot goes into its fresh volumes. An engine that fails to make it is left for another."""
         if self.holding:
+            await self._remove_left_behind()
             await self._guard(self.inner.prepare)
             return
-        placed, snapshot = read_placement(self.root), self.root / SNAPSHOT
+        placed = read_placement(self.root)
         # It may move only when what the other engine gets is its workspace as of its last tested attempt.
         home = self.pool.engine(placed)
         only = home is not None and not current(self.root)
@@ -133,9 +141,8 @@ class PlacedSandbox:
             write_placement(self.root, engine.url)
             self.pool.placed[self.label] = engine.url
             try:
-                await self._guard(self.inner.prepare)
-                if placed not in ("", engine.url) and snapshot.exists():
-                    await self._guard(lambda: self.inner.restore(snapshot))
+                await self._remove_left_behind()
+                await self._guard(self.inner.prepare)  # fresh volumes (a move) get the last snapshot back
                 return
             except SandboxError as exc:
                 if exc.kind == "port_taken" or only or len(tried) + 1 >= len(self.pool.engines):
@@ -199,12 +206,24 @@ class PlacedSandbox:
     async def stop_server(self, handle: ServerHandle) -> None:
         await self._guard(lambda: self.inner.stop_server(handle))
 
+    async def _remove_left_behind(self) -> None:
+        if self.engine.url in self.left_on:
+            with anyio.move_on_after(CLOSE_TIMEOUT):
+                await self._guard(self.inner.close)  # the same container name on that engine
+                self.left_on.discard(self.engine.url)
+
     async def close(self) -> None:
-        """Remove the sandbox from its engine if that answers (else drop it), and give the slot back."""
+        """Remove the sandbox from its engine if that answers, asked afresh (else leave it: `left_on`), and give
+        the slot back."""
         try:
-            if not await self._down():
-                with anyio.move_on_after(CLOSE_TIMEOUT):
+            self.engine.endpoint.mark_down("asked again before removing a sandbox")  # no cached answer here
+            if await self._down():
+                self.left_on.add(self.engine.url)
+            else:
+                with anyio.move_on_after(CLOSE_TIMEOUT) as late:
                     await self.inner.close()
+                if late.cancelled_caught:
+                    self.left_on.add(self.engine.url)
         finally:
             if self.holding:
                 self.holding = False

@@ -64,6 +64,7 @@ from staminad.sandbox.container import (
 )
 from staminad.sandbox.image import PRIVATE_DIR
 from staminad.sandbox.markers import Marker, MarkerWatcher
+from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
@@ -101,6 +102,7 @@ class VolumeSandbox(SealedContainer):
         self.host_control = self.root / "control"  # only mirrors of logs, for the daemon's views
         self.layer = tuple(dict.fromkeys((*grant.layer, *STREAM_FILES)))
         self.stream = LauncherStream(self.name, self._open_launcher)
+        self.restored = False  # see `prepare`
 
     @property
     def host_files(self) -> HostView | None:
@@ -192,7 +194,15 @@ class VolumeSandbox(SealedContainer):
         await self._engine(f"put files into {path}", lambda: container.put_archive(path, data))
 
     async def prepare(self) -> None:
-        """Create (or recreate on the same volumes) and start the container, sealed, its layer in place."""
+        """Create (or recreate on the same volumes) and start the container, sealed, its layer in place.
+
+        A new workspace volume of a scenario that has a snapshot (its volumes were reaped, say by a cancel
+        before a resume, or lost with an engine) gets that snapshot back, and `restored` says so."""
+        self.restored = False
+        if self.grant.llm and self.llm is None:
+            # Its engine gave the gateway no address (it did not answer when the sweep began): sealed with no way
+            # to the model, the harness would fail for the platform's reason and be scored for it.
+            raise SandboxError(f"no LLM gateway address for {self.name}'s engine", "engine_error")
         fresh = await self._volumes()
         await ensure_network(self.docker)
         container = await self._container()
@@ -223,6 +233,10 @@ class VolumeSandbox(SealedContainer):
         await self._put("/workspace", tar_bytes([(".home", None, uid, 0o755)]))
         if booted:
             await self._clear_server_files()
+        snapshot = self.root / SNAPSHOT
+        if fresh and snapshot.exists():
+            await self.restore(snapshot)
+            self.restored = True
 
     async def _open_launcher(self) -> Any:
         container = await self._container()

@@ -167,7 +167,8 @@ def iptables() -> str:
 async def test_sandboxes_reach_neither_each_other_nor_host_services(
     tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
 ) -> None:
-    """A's agent cannot reach B's server nor a host listener on 0.0.0.0; the host still tests B's server."""
+    """A's agent cannot reach B's server, a host listener on 0.0.0.0 nor the engine's DNS; the host still tests B's
+    server."""
     await sandboxes.llm_hosts()
     a = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "a", Grant(layer=adapter_for("manual").layer()))
     b = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s1", "b", Grant(layer=adapter_for("manual").layer()))
@@ -188,6 +189,7 @@ async def test_sandboxes_reach_neither_each_other_nor_host_services(
         ours = [f"{b_ip}/", f"{b_ip}:", f"--dport {a.port} ", f"--dport {b.port} "]
         host_port = listener.getsockname()[1]
         targets = [
+            ("127.0.0.11", 53),  # the engine's DNS, which forwards to the host's resolvers (TCP as well as UDP)
             (b_ip, SERVER_PORT_IN_CONTAINER),
             (sandboxes.bridge_ip, b.port or 0),
             *((ip, host_port) for ip in host_addresses()),

@@ -95,6 +95,35 @@ async def test_a_snapshot_restores_the_workspace_into_fresh_volumes(tmp_path: Pa
     assert log.split() == ["print(1)", "data", "1000", "w"]
 
 
+async def test_volumes_reaped_under_a_scenario_come_back_from_its_last_snapshot(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    """A scenario whose volumes were reaped (a cancel before a resume) is prepared on fresh volumes holding its last
+    snapshot, and says so (`restored`), instead of on an empty workspace."""
+    sandboxes = tmp_path / "sandboxes" / "vol"
+    first = VolumeFactory(RunSettings(image=sandbox_image, workspace="volume"))
+    try:
+        box = first(sandboxes / "c1-s0", "reference/0")
+        await box.prepare()
+        assert not box.restored  # a new scenario: nothing to put back
+        await run_job(box, "t0", "echo 'print(2)' > server.py\n")
+        assert await box.snapshot() is not None
+    finally:
+        await first.aclose(sandboxes)  # containers and volumes gone; the snapshot stays in the state dir
+    again = VolumeFactory(RunSettings(image=sandbox_image, workspace="volume"))
+    try:
+        box = again(sandboxes / "c1-s0", "reference/0")
+        await box.prepare()
+        assert box.restored
+        _, log = await run_job(box, "t1", "cat server.py; stat -c %u server.py\n")
+        assert log.split() == ["print(2)", "1000"]
+        await box.close()
+        await box.prepare()  # the same volumes again: nothing was lost, nothing put back
+        assert not box.restored
+    finally:
+        await again.aclose(sandboxes)
+
+
 async def test_the_reaper_removes_containers_and_volumes_by_label(tmp_path: Path, sandbox_image: str) -> None:
     """After aclose nothing labelled with the sweep's sandbox directory is left: no container, no volume."""
     factory = VolumeFactory(RunSettings(image=sandbox_image, workspace="volume"))
