@@ -30,6 +30,7 @@ which runs these same operations.
 import contextlib
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -38,6 +39,8 @@ from typing import Any
 
 REQUEST_LIMIT = 4096  # bytes per request line: below PIPE_BUF, so concurrent writes never interleave
 HOLDERS_LIMIT = 20
+AS_AGENT_TIMEOUT = 30.0  # seconds for a check run as the agent (a /proc scan, a line count) to answer
+STOP_CHECK = 0.1  # seconds between looks at whether the agent stopped that check
 STOP_GRACE = 5.0  # seconds a server gets after TERM
 PORT_FREE_TIMEOUT = 10.0  # seconds to clear the port of what the server left holding it
 _held: list[int] = []  # the FIFO's descriptor in the serving launcher, which no detached operation keeps open
@@ -91,7 +94,11 @@ def _scan(port: int, leader: int) -> dict[str, Any]:
 
 
 def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """fn()'s result, computed in a child that runs as the agent (`who`: "uid:gid"), passed back by a pipe."""
+    """fn()'s result, computed in a child that runs as the agent (`who`: "uid:gid"), passed back by a pipe.
+
+    The agent's own processes can signal that child (same user): one it stops or kills, or that does not
+    answer within AS_AGENT_TIMEOUT, gives {"interfered": why} instead, which callers judge as the agent's
+    doing, never as the platform's."""
     uid, gid = (int(x) for x in who.split(":"))
     if (uid, gid) == (os.getuid(), os.getgid()):
         return fn()
@@ -112,11 +119,29 @@ def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             os._exit(code)
     os.close(w)
     chunks = []
-    while chunk := os.read(r, 65536):
-        chunks.append(chunk)
-    os.close(r)
-    os.waitpid(pid, 0)
-    return dict(json.loads(b"".join(chunks)))
+    deadline = time.monotonic() + AS_AGENT_TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([r], [], [], STOP_CHECK)[0]:
+                got, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+                if got and os.WIFSTOPPED(status):  # stopped by the agent: it will answer nothing
+                    os.kill(pid, signal.SIGKILL)
+                    break
+                continue  # (one that ended closed the pipe: the next select reads its end)
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)  # stuck: it answers nothing now
+    finally:
+        os.close(r)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    try:
+        return dict(json.loads(b"".join(chunks)))
+    except ValueError:
+        return {"interfered": "the check run as the agent's user was stopped or killed by the agent's processes"}
 
 
 def _group_alive(pgid: int) -> bool:
@@ -144,9 +169,10 @@ def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
         found = _as_agent(who, lambda: _scan(port, 0))
-        if not found["sockets"] or time.monotonic() > deadline:
-            return {"sockets": found["sockets"]}
-        for holder in found["holders"]:
+        sockets = found.get("sockets", 1)  # interfered with: taken as still held, until the deadline
+        if not sockets or time.monotonic() > deadline:
+            return {"sockets": sockets}
+        for holder in found.get("holders", []):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(holder["pid"], signal.SIGKILL)
         time.sleep(0.05)  # the kernel closes a killed holder's socket on its own time

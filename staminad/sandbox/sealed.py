@@ -56,6 +56,10 @@ from staminad.sandbox.container import (
 from staminad.sandbox.readiness import wait_ready
 
 
+def _holder(holder: dict[str, Any]) -> str:
+    return f"process {holder['pid']} (`{' '.join(str(holder['cmd']).split())[:120]}`)"
+
+
 def _left_running(holder: dict[str, Any] | None, leader_start: int | None) -> str:
     """Feedback for a port held outside the new server's process group (`holder` None: by a hidden process)."""
     if holder is None:
@@ -64,7 +68,7 @@ def _left_running(holder: dict[str, Any] | None, leader_start: int | None) -> st
             "non-dumpable) and is not in the process group that `bash run_server.sh` runs in, so the new "
             "server could not be told apart from it. Stop every server you start before you finish."
         )
-    who = f"process {holder['pid']} (`{' '.join(str(holder['cmd']).split())[:120]}`)"
+    who = _holder(holder)
     if leader_start is not None and int(holder["start"]) < leader_start:
         return (
             f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
@@ -376,21 +380,47 @@ class SealedContainer:
             return not await self._server_exited()
 
         async def listening() -> bool:
-            return bool((await self._listeners(0))["sockets"])
+            found = await self._listeners(0)
+            if found.get("interfered"):  # the agent's processes stopped the check of its own port
+                raise NotReady("server_left_running", f"{found['interfered']}, so the server could not be checked")
+            return bool(found.get("sockets"))
 
         try:
-            await wait_ready(handle.url, timeout, running, request_timeout, listening)
-            found = await self._listeners(pgid)
-            strangers = [h for h in found["holders"] if h["pgid"] != pgid]
-            if strangers or found.get("unseen"):
-                raise NotReady(
-                    "server_left_running", _left_running(strangers[0] if strangers else None, found.get("leader_start"))
-                )
+            try:
+                await wait_ready(handle.url, timeout, running, request_timeout, listening)
+            except NotReady as exc:
+                if exc.kind != "server_exited":
+                    raise
+                # It may have exited because the port was taken: then what holds it is the failure to report.
+                await self._check_holders(pgid, exc)
+                raise
+            await self._check_holders(pgid, None)
         except BaseException:
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                 await self.stop_server(handle)
             raise
         return handle
+
+    async def _check_holders(self, pgid: int, exited: NotReady | None) -> None:
+        """NotReady(server_left_running) when anything outside the server's group holds the port (`exited`: the
+        server already ended; then only a holder that is still there counts)."""
+        found = await self._listeners(pgid)
+        if found.get("interfered"):  # the agent's processes stopped the check of its own port
+            raise NotReady("server_left_running", f"{found['interfered']}, so the server could not be checked")
+        strangers = [h for h in found["holders"] if h["pgid"] != pgid]
+        if exited is not None and (strangers or (found.get("unseen") and found.get("sockets"))):
+            who = _holder(strangers[0]) if strangers else "a process that cannot be inspected"
+            raise NotReady(
+                "server_left_running",
+                f"`bash run_server.sh` exited, and port {SERVER_PORT_IN_CONTAINER} is held by {who} outside the "
+                "process group that `bash run_server.sh` runs in: a server left running (by an earlier turn or "
+                "the harness, or detached by this start). Stop every server you start before you finish, and "
+                "keep the server in run_server.sh's process group.",
+            )
+        if strangers or found.get("unseen"):
+            raise NotReady(
+                "server_left_running", _left_running(strangers[0] if strangers else None, found.get("leader_start"))
+            )
 
     async def stop_server(self, handle: ServerHandle) -> None:
         """TERM then KILL the server's process group, then whatever still holds the server port (a process

@@ -301,7 +301,8 @@ class VolumeSandbox(SealedContainer):
             await self._mirror(f"jobs/{job_id}/log")
 
     async def seed(self, files: dict[str, str]) -> None:
-        absent = (await self._op("absent", {"names": list(files), "as": _agent()}))["absent"]
+        # Interfered with by the agent's processes: every file is written again (they are ours, the same texts).
+        absent = (await self._op("absent", {"names": list(files), "as": _agent()})).get("absent", list(files))
         if absent:
             uid = agent_ids()[0]
             await self._put("/workspace", tar_bytes([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
@@ -311,7 +312,10 @@ class VolumeSandbox(SealedContainer):
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     async def count_loc(self) -> int:
-        return int((await self._op("loc", {"as": _agent()}, timeout=120))["loc"])
+        found = await self._op("loc", {"as": _agent()}, timeout=120)
+        if "loc" not in found:
+            raise SandboxError(f"no line count: {found.get('interfered')}", "engine_error")  # judged as no count
+        return int(found["loc"])
 
     async def server_log(self, limit: int) -> str:
         return await self._read("server.log", limit, tail=True) or ""

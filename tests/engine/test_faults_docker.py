@@ -221,7 +221,9 @@ async def test_a_server_left_running_on_the_port_is_not_tested(tmp_path: Path, s
             assert await box._exec(["python3", "-c", STRAY], user="{}:{}".format(*agent_ids())) == 0
             with pytest.raises(NotReady) as info:
                 await box.start_server(10, 2)
-            assert info.value.kind == "server_left_running" and "started before this server" in str(info.value)
+            assert info.value.kind == "server_left_running"
+            # Which way it shows depends on the race between the new server's failed bind and the probe.
+            assert "started before this server" in str(info.value) or "`bash run_server.sh` exited" in str(info.value)
             assert not (await box._listeners(0))["sockets"]  # stopping the failed start cleared the port
         finally:
             await box.close()
