@@ -403,12 +403,14 @@ class SealedContainer:
 
     async def _check_holders(self, pgid: int, exited: NotReady | None) -> None:
         """NotReady(server_left_running) when anything outside the server's group holds the port (`exited`: the
-        server already ended; then only a holder that is still there counts)."""
+        server already ended, as wait_ready saw; its leader gone by the time of the check counts the same)."""
         found = await self._listeners(pgid)
         if found.get("interfered"):  # the agent's processes stopped the check of its own port
             raise NotReady("server_left_running", f"{found['interfered']}, so the server could not be checked")
         strangers = [h for h in found["holders"] if h["pgid"] != pgid]
-        if exited is not None and (strangers or (found.get("unseen") and found.get("sockets"))):
+        # The new server is gone (it could not bind the port, say): what holds the port was not started by it.
+        gone = exited is not None or found.get("leader_start") is None
+        if gone and (strangers or (found.get("unseen") and found.get("sockets"))):
             who = _holder(strangers[0]) if strangers else "a process that cannot be inspected"
             raise NotReady(
                 "server_left_running",
