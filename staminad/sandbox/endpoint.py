@@ -119,12 +119,13 @@ class Endpoint:
             shutil.rmtree(self._tunnel_dir, ignore_errors=True)
             self._tunnel_dir = None
 
-    async def ping(self) -> bool:
-        """Whether the engine answers `/_ping` (bounded); asked again only once PING_EVERY has passed."""
+    async def ping(self, fresh: bool = False) -> bool:
+        """Whether the engine answers `/_ping` (bounded); asked again only once PING_EVERY has passed, or now when
+        `fresh`."""
         if self._ping_lock is None:
             self._ping_lock = anyio.Lock()
         async with self._ping_lock:
-            if time.monotonic() - self.checked < PING_EVERY:
+            if not fresh and time.monotonic() - self.checked < PING_EVERY:
                 return self.healthy
             try:
                 with anyio.fail_after(PING_TIMEOUT):

@@ -216,8 +216,7 @@ class PlacedSandbox:
         """Remove the sandbox from its engine if that answers, asked afresh (else leave it: `left_on`), and give
         the slot back."""
         try:
-            self.engine.endpoint.mark_down("asked again before removing a sandbox")  # no cached answer here
-            if await self._down():
+            if not await self.engine.endpoint.ping(fresh=True):  # no cached answer: a stale one leaves a harness
                 self.left_on.add(self.engine.url)
             else:
                 with anyio.move_on_after(CLOSE_TIMEOUT) as late:
