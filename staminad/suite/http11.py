@@ -16,6 +16,10 @@ The suite must run at the speed of the server, whatever its HTTP stack (see `_ar
 server that writes the head and the body of an answer in two small writes without TCP_NODELAY has
 its second write held by Nagle's algorithm until our ACK of the first. Linux delays that ACK by up
 to 40 ms unless the socket is in quickack mode, which is what turns 0.2 ms requests into 45 ms ones.
+A server that closes the connection after every answer (HTTP/1.0 stacks, Flask's development server)
+would make every request wait for a new handshake and for the server to accept and set up the
+connection: once an answer closed its connection, the next one is dialled while the server works on
+the request in flight (`_dial_spare`), so that setup overlaps the server's own work.
 """
 
 from __future__ import annotations
@@ -71,6 +75,11 @@ class Http11Transport:
         self.max_bytes = max_bytes
         self.quickack = quickack and _QUICKACK is not None
         self._sock: socket.socket | None = None
+        # A connection dialled ahead, while a server that closes after each answer works on the request in
+        # flight; the next request goes on it. Never more than one, and always the next one used, so that a
+        # server accepting one connection at a time is never left waiting on a spare we do not send on.
+        self._spare: socket.socket | None = None
+        self._closes = False  # the last answer closed its connection
         self._address: tuple[int, tuple[str, int]] | None = None  # (family, sockaddr), resolved once
         self._buf = bytearray()
         self._host_header = f"Host: {host}:{port}\r\n"
@@ -88,6 +97,15 @@ class Http11Transport:
         return cls(host, int(port), timeout, quickack=quickack)
 
     def close(self) -> None:
+        """Close the connection and the spare, if any (the transport stays usable: a request dials afresh)."""
+        self._drop()
+        with self._guard:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.close()
+
+    def _drop(self) -> None:
+        """Close the connection in use (not the spare)."""
         with self._guard:
             sock, self._sock = self._sock, None
         self._buf.clear()
@@ -102,9 +120,10 @@ class Http11Transport:
         """
         self._interrupted.set()
         with self._guard:
-            if self._sock is not None:
-                with contextlib.suppress(OSError):
-                    self._sock.shutdown(socket.SHUT_RDWR)
+            for sock in (self._sock, self._spare):
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> Http11Transport:
         return self
@@ -132,10 +151,11 @@ class Http11Transport:
             if self._interrupted.is_set():
                 raise TransportError("the suite was stopped")
             if self._sock is not None and not self._reusable():
-                self.close()  # closed while idle (or sent bytes nobody asked for): dial afresh
+                self._drop()  # closed while idle (or sent bytes nobody asked for): dial afresh
             for attempt in (0, 1):
-                reused = self._sock is not None
-                if not reused:
+                # A spare dialled earlier is an idle connection too: the server may drop it unanswered.
+                reused = self._sock is not None or self._take_spare()
+                if self._sock is None:
                     self._connect()
                 try:
                     return self._exchange(data, method)
@@ -182,6 +202,11 @@ class Http11Transport:
             self._sock_timeout = left
 
     def _connect(self) -> None:
+        if self._spare is not None:  # never a fresh dial behind a spare's back (see `_spare`)
+            with self._guard:
+                spare, self._spare = self._spare, None
+            assert spare is not None
+            spare.close()
         try:
             if self._address is None:
                 self._address = self._resolve()
@@ -208,6 +233,59 @@ class Http11Transport:
             raise TransportError("the suite was stopped")
         # Our requests go out in one write each; NODELAY so that no request of ours ever waits on an ACK either.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _dial_spare(self) -> None:
+        """Start connecting the spare without waiting for it (after a request went out; see `_spare`).
+
+        Any trouble with it (the server is gone, the connect fails) is left for the next request to
+        meet on a connection of its own: the spare is then dropped and the request dials as usual.
+        """
+        if self._spare is not None or self._address is None or self._interrupted.is_set():
+            return
+        family, address = self._address
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if sock.connect_ex(address) not in (0, errno.EINPROGRESS):
+                sock.close()
+                return
+        except OSError:
+            sock.close()
+            return
+        with self._guard:
+            if self._interrupted.is_set():
+                sock.close()
+                return
+            self._spare = sock
+
+    def _take_spare(self) -> bool:
+        """Make the spare the connection in use, once its handshake is done; False (and no spare) if it failed.
+
+        A spare that is readable before anything was sent on it was closed or reset by the server.
+        """
+        if self._spare is None:
+            return False
+        with self._guard:
+            sock, self._spare = self._spare, None
+        assert sock is not None
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLOUT)
+        ready = poller.poll(self._left() * 1000)
+        if not ready or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) or self._interrupted.is_set():
+            sock.close()
+            return False
+        with self._guard:
+            if self._interrupted.is_set():
+                sock.close()
+                return False
+            self._sock = sock
+        self._sock_timeout = None
+        self._buf.clear()
+        if not self._reusable():
+            self._drop()
+            return False
+        return True
 
     def _dial(self, sock: socket.socket, address: tuple[str, int]) -> None:
         """Connect within the request's budget, so that interrupt() can always end it.
@@ -312,6 +390,8 @@ class Http11Transport:
         try:
             self._bound()
             self._sock.sendall(data)
+            if self._closes:
+                self._dial_spare()  # the server sets it up while it works on this request
             self._fill()  # which arms quickack first: our send just left quickack mode
         except _EOF:
             raise _Closed(self._peer_reset()) from None
@@ -343,7 +423,13 @@ class Http11Transport:
             body = self._until_eof()
             close = True
         if close or self._buf:  # bytes beyond the answer: the framing cannot be trusted for the next one
-            self.close()
+            self._drop()
+        self._closes = close
+        if not close and self._spare is not None:  # the server keeps connections now: the spare is not needed
+            with self._guard:
+                spare, self._spare = self._spare, None
+            if spare is not None:
+                spare.close()
         return status, body
 
     def _line(self, limit: int) -> bytes:

@@ -114,12 +114,12 @@ def check_failure(check: Check, doc: Any) -> tuple[str, bool] | None:
     """Why `doc` fails `check` (and whether a key was missing), or None when it passes."""
     if isinstance(check, Equals):
         got = _at(doc, check.path)
+        if got is not _MISSING and _same(got, check.value):
+            return None  # the common case: nothing to word
         where = ".".join(map(str, check.path))
         if got is _MISSING:
             return f"`{where}` is missing, expected {json.dumps(check.value)}", True
-        if not _same(got, check.value):
-            return f"`{where}` is {json.dumps(got)}, expected {json.dumps(check.value)}", False
-        return None
+        return f"`{where}` is {json.dumps(got)}, expected {json.dumps(check.value)}", False
     if isinstance(check, Absent):
         if isinstance(doc, dict) and check.key in doc:
             return f"`{check.key}` must not be in the response any more", False

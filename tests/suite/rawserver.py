@@ -20,6 +20,7 @@ class Conn:
     def __init__(self, sock: socket.socket, server: RawServer) -> None:
         self.sock, self.server = sock, server
         self.buf = b""
+        self.index = 0  # this connection's place in accept order, from 1
 
     def read_request(self) -> bytes | None:
         """The next request's line and body (`POST /x {..}`), or None when the client closed."""
@@ -41,6 +42,7 @@ class Conn:
         request = lines[0].rsplit(b" ", 1)[0] + (b" " + body if body else b"")
         with self.server.lock:
             self.server.requests.append(request)
+            self.server.served.add(self.index)
         return request
 
     def write(self, *parts: bytes) -> None:
@@ -65,7 +67,9 @@ class RawServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.lock = threading.Lock()
         self.accepted = 0
+        self.served: set[int] = set()  # the connections (by accept order) that carried a request
         self.requests: list[bytes] = []
+        self.arrived = threading.Condition(self.lock)  # notified at each accept
         self.closed = threading.Event()  # set by scripts once they closed a connection
         self._threads: list[threading.Thread] = []
 
@@ -77,13 +81,22 @@ class RawServer:
                 return
             with self.lock:
                 self.accepted += 1
-            thread = threading.Thread(target=self._run, args=(sock,), daemon=True)
+                index = self.accepted
+                self.arrived.notify_all()
+            thread = threading.Thread(target=self._run, args=(sock, index), daemon=True)
             self._threads.append(thread)
             thread.start()
 
-    def _run(self, sock: socket.socket) -> None:
+    def _run(self, sock: socket.socket, index: int) -> None:
+        conn = Conn(sock, self)
+        conn.index = index
         with sock, contextlib.suppress(OSError):
-            self.serve(Conn(sock, self))
+            self.serve(conn)
+
+    def wait_accepted(self, n: int, timeout: float = 10.0) -> bool:
+        """Block until `n` connections have been accepted (bounded); whether they were."""
+        with self.arrived:
+            return self.arrived.wait_for(lambda: self.accepted >= n, timeout)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[RawServer]:

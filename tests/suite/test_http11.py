@@ -93,7 +93,7 @@ def test_close_delimited_http10_bodies() -> None:
     """An HTTP/1.0 answer without a length ends at the close; every request then dials afresh."""
     with RawServer(_close_delimited).running() as server:
         assert _requests(server, 3) == [(200, BODY)] * 3
-    assert server.accepted == 3
+    assert server.served == {1, 2, 3} and server.accepted <= 4  # and at most one spare left unused
 
 
 def _http10_with_length(conn: Conn) -> None:
@@ -106,7 +106,101 @@ def test_http10_answer_without_keep_alive_is_not_reused() -> None:
     """An HTTP/1.0 answer (with a length, no keep-alive) closes the connection on the client's side."""
     with RawServer(_http10_with_length).running() as server:
         assert _requests(server, 3) == [(200, BODY)] * 3
-    assert server.accepted == 3 and len(server.requests) == 3
+    assert len(server.served) == 3 and len(server.requests) == 3
+
+
+def test_a_server_closing_after_each_answer_has_the_next_connection_dialled_while_it_works() -> None:
+    """Once an answer closed its connection, the next connection is dialled before that request is answered."""
+    ahead: list[bool] = []
+
+    def serve(conn: Conn) -> None:
+        if conn.read_request() is not None:
+            if conn.index > 1:  # from the second request on, the spare must arrive while this one waits
+                ahead.append(conn.server.wait_accepted(conn.index + 1, timeout=5.0))
+            conn.write(*answer(200, BODY, "Connection: close"))
+
+    with RawServer(serve).running() as server:
+        assert _requests(server, 4) == [(200, BODY)] * 4
+    assert ahead == [True, True, True]
+    assert server.served == {1, 2, 3, 4} and len(server.requests) == 4
+
+
+@pytest.mark.parametrize("keep_every_other", [False, True])
+def test_a_server_accepting_one_connection_at_a_time_is_never_kept_waiting(keep_every_other: bool) -> None:
+    """A single-threaded server serves each request even with a spare in its queue (and when it keeps some)."""
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_every_other else "HTTP/1.0"
+        count = 0
+
+        def do_GET(self) -> None:
+            Handler.count += 1
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            if keep_every_other and Handler.count % 2:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(BODY)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)  # not threading: one connection, then the next
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with Http11Transport("127.0.0.1", server.server_address[1], timeout=5.0) as t:
+            assert [t.request("GET", f"/{i}", None) for i in range(12)] == [(200, BODY)] * 12
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert Handler.count == 12
+
+
+def test_a_spare_the_server_dropped_unused_costs_a_fresh_connection() -> None:
+    """A dialled-ahead connection the server closed before any request (an idle timeout) is replaced, not failed."""
+    dropped = threading.Event()
+
+    def serve(conn: Conn) -> None:
+        if conn.index == 3:  # the spare dialled while request 2 was served: closed at once, unused
+            conn.sock.close()
+            dropped.set()
+            return
+        if conn.read_request() is not None:
+            if conn.index == 2:
+                dropped.wait(5.0)
+            conn.write(*answer(201, BODY, "Connection: close"))
+
+    with RawServer(serve).running() as server, Http11Transport.for_url(server.url) as t:
+        assert [t.request("POST", f"/{i}", b"{}") for i in range(3)] == [(201, BODY)] * 3
+    assert dropped.is_set()
+    assert server.requests == [b"POST /0 {}", b"POST /1 {}", b"POST /2 {}"]  # each applied once
+    assert 3 not in server.served
+
+
+def test_a_server_gone_between_answers_is_refused_despite_the_spare() -> None:
+    """A server that stops after an answer is refused at the next request (the engine's sign of a dead server)."""
+    listener_closed = threading.Event()
+
+    def serve(conn: Conn) -> None:
+        if conn.index == 3:  # the spare, accepted before the listener closed: gone with the server's process
+            listener_closed.wait(5.0)
+            return
+        if conn.read_request() is not None:
+            if conn.index == 2:
+                conn.server.wait_accepted(3, timeout=5.0)  # the spare is in; now the server goes away
+                conn.server.listener.close()
+                listener_closed.set()
+            conn.write(*answer(200, BODY, "Connection: close"))
+
+    with RawServer(serve).running() as server, Http11Transport.for_url(server.url) as t:
+        assert t.request("GET", "/0", None) == (200, BODY)
+        assert t.request("GET", "/1", None) == (200, BODY)
+        with pytest.raises(TransportError) as info:
+            t.request("GET", "/2", None)
+        assert info.value.refused, str(info.value)
 
 
 def test_interim_1xx_answers_are_skipped() -> None:
@@ -282,7 +376,7 @@ def test_chunked_with_a_content_length_too_is_read_chunked_and_not_reused() -> N
 
     with RawServer(keep_alive(serve)).running() as server:
         assert _requests(server, 2) == [(200, BODY)] * 2
-    assert server.accepted == 2
+    assert server.served == {1, 2}
 
 
 def test_interrupt_from_another_thread_ends_the_request_in_flight_and_later_ones() -> None:
