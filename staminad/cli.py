@@ -10,21 +10,16 @@ import argparse
 import sqlite3
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from protocol.errors import ExpectedError
+from protocol.usage import OneLineParser
 from staminad.commands import daemon, image, oracle, report, run, scenario, view
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="staminad", description="StaminaBench: how long do coding agents stay correct?")
+    parser = OneLineParser(prog="staminad", description="StaminaBench: how long do coding agents stay correct?")
     parser.add_argument("--version", action="version", version=f"staminad {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     scenario.add_parsers(sub)
     oracle.add_parsers(sub)
     run.add_parsers(sub)
