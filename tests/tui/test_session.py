@@ -63,7 +63,8 @@ def test_textual_serve_dashboard_answers_on_loopback(tmp_path: Path) -> None:
     bad = subprocess.run(
         [sys.executable, "-m", "tui", "--serve", "--port", "70000"], capture_output=True, text=True, timeout=60
     )
-    assert bad.returncode == 2 and bad.stderr.strip() == "stamina-tui: error: --port 70000 is not a port number"
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "stamina-tui: error: --port 70000 is not a port number (1..65535) (see --help)"
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui", "--serve", "--port", str(port), "--socket", str(tmp_path / "none.sock")],
