@@ -125,7 +125,11 @@ class Ok(_Msg, tag="ok", frozen=True):
 
 
 class ErrorReply(_Msg, tag="error", frozen=True):
+    """A request refused or failed, in one line. `usage`: the request itself was wrong (an unknown sweep, a bad
+    sweep file), a client's exit status 2; otherwise the daemon could not do it (a store it cannot read), 1."""
+
     message: str
+    usage: bool = False
 
 
 class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -141,7 +145,7 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     infra: dict[str, int]
     cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
     tokens: int = 0  # input + output tokens through the gateway
-    unscored: int = 0  # scenarios ended by a platform fault: left out of the mean, re-runnable
+    unscored: int = 0  # scenarios saying nothing of the agent yet (a platform fault, nothing tested): left out
 
 
 class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -156,7 +160,8 @@ class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class SweepInfo(_Msg, tag="sweep", frozen=True):
-    """A sweep's figures; `parallel` is its own limit, `active` and `queued` its scenarios in and awaiting a slot."""
+    """A sweep's figures; `parallel` is its own limit, `active` its scenarios running now (not those held at a
+    pause), `queued` those awaiting a slot."""
 
     sweep: str
     status: str
@@ -168,6 +173,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     created_at: float = 0.0  # when the sweep was first submitted (the daemon's clock): a client's ETA base
     paused_seconds: float = 0.0  # of the time since then, how long it was paused (the pause under way included)
     engines: tuple[EngineInfo, ...] = ()  # the engines a running sweep is spread over (none: one engine)
+    reason: str = ""  # why the sweep ended in `error`, in one line ("" otherwise)
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):

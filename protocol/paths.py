@@ -9,7 +9,27 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from protocol.errors import ExpectedError
+
 SOCKET_NAME = "staminad.sock"
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path the kernel takes (sun_path holds 108, its NUL included)
+
+
+class SocketPathError(ExpectedError):
+    """The state directory's path is too long to hold its control socket (exit status 1)."""
+
+
+def socket_path(state_dir: Path) -> Path:
+    """The control socket of the daemon on `state_dir`; refused in one line when the path is too long for one."""
+    path = state_dir / SOCKET_NAME
+    size = len(os.fsencode(path))
+    if size > SOCKET_PATH_MAX:
+        raise SocketPathError(
+            f"the state directory {state_dir} is too long a path for its control socket ({size} bytes with "
+            f"{SOCKET_NAME}; a Unix socket's path holds at most {SOCKET_PATH_MAX}): pass a shorter --state-dir "
+            "(a symbolic link to this one will do)"
+        )
+    return path
 
 
 def default_state_dir() -> Path:
@@ -21,4 +41,4 @@ def default_state_dir() -> Path:
     return Path(base) / "staminabench"
 
 
-__all__ = ["SOCKET_NAME", "default_state_dir"]
+__all__ = ["SOCKET_NAME", "SOCKET_PATH_MAX", "SocketPathError", "default_state_dir", "socket_path"]

@@ -20,7 +20,7 @@ LATEST = len(MIGRATIONS)
 # Columns later migrations added, filled in as None when a store predates them.
 _LATE_COLUMNS = {
     "attempts": ("finished_at", "loc", "server_log"),
-    "sweeps": ("turns", "paused_seconds", "paused_at"),
+    "sweeps": ("turns", "paused_seconds", "paused_at", "reason"),
     "scenarios": ("infra_grant",),
 }
 

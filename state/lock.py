@@ -12,21 +12,25 @@ from protocol.errors import ExpectedError
 
 
 class StateDirError(ExpectedError):
-    """The state directory or its store cannot be used (busy, unwritable, corrupted)."""
+    """The state directory or its store cannot be used (busy, unwritable, corrupted, too new)."""
 
 
-def lock_state_dir(state_dir: Path, busy: str) -> int:
+LOCK_NAME = "staminad.lock"
+
+
+def lock_state_dir(state_dir: Path, busy: str, holder: str) -> int:
     """Create `state_dir` if needed and take its lock (an open fd); `busy` is the line when another holds it.
 
     One process runs sweeps on a state dir at a time; a state dir that cannot be written (read-only,
-    not a directory) is refused in one line naming it.
+    not a directory) is refused in one line naming it. The lock file then says who holds it: the pid and
+    `holder` (`daemon` or `run`), which `lock_holder` reads.
     """
     import fcntl
     import os
 
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(state_dir / "staminad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         raise StateDirError(
             f"cannot use the state directory {state_dir}: {exc.strerror or exc} (make it writable, "
@@ -37,29 +41,70 @@ def lock_state_dir(state_dir: Path, busy: str) -> int:
     except BlockingIOError:
         os.close(fd)
         raise StateDirError(busy) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()} {holder}\n".encode())
     return fd
 
 
-def check_store(db: Path) -> None:
-    """Refuse, in one line, a state store that exists but is not a usable SQLite database.
+def lock_holder(state_dir: Path) -> tuple[int, str] | None:
+    """(pid, `daemon` or `run`) of the process holding the state directory's lock; None when none holds it.
 
-    Checked synchronously before the async store opens it: a failed open there leaves aiosqlite's
-    worker thread alive, and the process would hang at exit after printing its error.
+    Read from `/proc/locks` rather than by trying the lock, so asking never makes a starting daemon fail.
     """
+    lock = state_dir / LOCK_NAME
+    try:
+        st = lock.stat()
+        held = Path("/proc/locks").read_text()
+        words = lock.read_text(errors="replace").split()
+    except OSError:
+        return None
+    if not words or not words[0].isdigit():
+        return None
+    # A lock line: `1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF`; matched by the holder's pid and the inode
+    # (the device numbers differ between stat and the kernel's lock table on an overlay).
+    for f in (line.split() for line in held.splitlines()):
+        if len(f) > 5 and f[1] == "FLOCK" and f[4] == words[0] and f[5].endswith(f":{st.st_ino}"):
+            return int(words[0]), words[1] if len(words) > 1 else "daemon"
+    return None
+
+
+def check_store(db: Path) -> None:
+    """Refuse, in one line (exit status 1), a state store that exists but cannot be used: not a SQLite
+    database, damaged anywhere in the file (`quick_check`, not just its header), or written by a newer staminad.
+
+    Every command that opens the store runs this first (`run`, `start`, `report`, `export`), so each refuses
+    the same store the same way. Checked synchronously before the async store opens it: a failed open there
+    leaves aiosqlite's worker thread alive, and the process would hang at exit after printing its error.
+    """
+    import os
     import sqlite3
+
+    from state.schema import MIGRATIONS
 
     if not db.exists():
         return
+    # As `state.queries` reads it: in a directory nobody can write, a WAL store is read as immutable.
+    immutable = "&immutable=1" if not os.access(db.parent, os.W_OK) else ""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        conn = sqlite3.connect(f"file:{db}?mode=ro{immutable}", uri=True, timeout=5)
         try:
-            conn.execute("PRAGMA quick_check(1)").fetchone()
+            problem = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        problem, version = str(exc), 0
+    if problem != "ok":
+        problem = " ".join(problem.replace("*** in database main ***", "").split())
         raise StateDirError(
-            f"the state store {db} cannot be used ({exc}); move it aside (or pass another --state-dir) and run again"
-        ) from None
+            f"the state store {db} cannot be used ({problem}); move it aside (or pass another --state-dir) "
+            "and run again"
+        )
+    if version > len(MIGRATIONS):
+        raise StateDirError(
+            f"the state store {db} was written by a newer staminad (schema version {version}, this one knows "
+            f"{len(MIGRATIONS)}): upgrade staminad, or pass another --state-dir"
+        )
 
 
-__all__ = ["StateDirError", "check_store", "lock_state_dir"]
+__all__ = ["LOCK_NAME", "StateDirError", "check_store", "lock_holder", "lock_state_dir"]

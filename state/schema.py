@@ -113,4 +113,6 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE attempts ADD COLUMN snapshot_bytes INTEGER;
     ALTER TABLE attempts ADD COLUMN snapshot_skipped TEXT;
     """,
+    # 11: why a sweep ended in `error`, in one line ('' otherwise), so `status` can say it without the log.
+    "ALTER TABLE sweeps ADD COLUMN reason TEXT NOT NULL DEFAULT '';",
 )

@@ -169,21 +169,23 @@ class Store:
         await self.db.execute("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
         await self.db.commit()
 
-    async def set_sweep_status(self, sweep_id: str, status: str, now: float | None = None) -> None:
-        """The sweep's status at `now` (default: the clock); a pause's span is kept, so an ETA can leave it out.
+    async def set_sweep_status(self, sweep_id: str, status: str, now: float | None = None, reason: str = "") -> None:
+        """The sweep's status at `now` (default: the clock) and why it is so (`reason`: one line, for `error`);
+        a pause's span is kept, so an ETA can leave it out.
 
         `paused` starts a pause (pausing a paused sweep keeps the first start); any other status ends the pause
-        under way, adding its span to `paused_seconds`.
+        under way, adding its span to `paused_seconds`. Every status replaces the reason, so a sweep taken up
+        again after an error no longer shows it.
         """
         at = time.time() if now is None else now
         if status == "paused":
-            sql = "UPDATE sweeps SET status = ?, paused_at = COALESCE(paused_at, ?) WHERE id = ?"
+            sql = "UPDATE sweeps SET status = ?, reason = ?, paused_at = COALESCE(paused_at, ?) WHERE id = ?"
         else:
             sql = (
-                "UPDATE sweeps SET status = ?, paused_seconds = paused_seconds + COALESCE(MAX(0, ? - paused_at), 0), "
-                "paused_at = NULL WHERE id = ?"
+                "UPDATE sweeps SET status = ?, reason = ?, "
+                "paused_seconds = paused_seconds + COALESCE(MAX(0, ? - paused_at), 0), paused_at = NULL WHERE id = ?"
             )
-        await self.db.execute(sql, (status, at, sweep_id))
+        await self.db.execute(sql, (status, reason, at, sweep_id))
         await self.db.commit()
 
     async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:

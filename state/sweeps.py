@@ -24,13 +24,14 @@ class StoredSweep(msgspec.Struct, frozen=True, kw_only=True):
     created_at: float = 0.0
     paused_seconds: float = 0.0  # time spent in pauses that have ended
     paused_at: float | None = None  # when the pause under way began (None while not paused)
+    reason: str = ""  # why the sweep ended in `error`, in one line ('' otherwise)
 
     def paused_total(self, now: float) -> float:
         """Seconds the sweep has spent paused up to `now`, the pause under way included."""
         return self.paused_seconds + (max(0.0, now - self.paused_at) if self.paused_at is not None else 0.0)
 
 
-_COLUMNS = "id, status, fingerprint, config, created_at, paused_seconds, paused_at"
+_COLUMNS = "id, status, fingerprint, config, created_at, paused_seconds, paused_at, reason"
 
 
 def _sweep(row: Row) -> StoredSweep:
@@ -42,6 +43,7 @@ def _sweep(row: Row) -> StoredSweep:
         created_at=float(row[4] or 0.0),
         paused_seconds=float(row[5] or 0.0),
         paused_at=None if row[6] is None else float(row[6]),
+        reason=str(row[7] or ""),
     )
 
 

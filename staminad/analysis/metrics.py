@@ -18,7 +18,7 @@ import msgspec
 
 from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
 from staminad.analysis.stats import mean_se
-from staminad.engine.outcome import is_platform
+from staminad.engine import outcome
 
 VIEWS = ("paper", "censored")
 
@@ -44,7 +44,7 @@ def end_kind(s: ScenarioData) -> str | None:
 
 def platform_ended(s: ScenarioData) -> bool:
     """Ended by a platform fault: not the agent's result, left out of every score."""
-    return s.status == "infra_failed" and (is_platform(end_kind(s)) or end_kind(s) is None)
+    return outcome.platform_ended(s.status, end_kind(s))
 
 
 def harness_ended(s: ScenarioData) -> bool:
@@ -131,7 +131,9 @@ def failure_counts(c: ConfigData, which: str) -> Counter[str]:
     counts: Counter[str] = Counter()
     for s in c.scenarios:
         failed = [
-            a for a in s.attempts if a.outcome == "fail" or (a.outcome == "infra" and not is_platform(a.infra_kind))
+            a
+            for a in s.attempts
+            if a.outcome == "fail" or (a.outcome == "infra" and not outcome.is_platform(a.infra_kind))
         ]
         if not failed:
             continue

@@ -21,10 +21,9 @@ import msgspec
 from staminad.analysis.data import ConfigData, ScenarioData
 from staminad.analysis.metrics import (
     agent_attempts,
+    end_kind,
     failure_counts,
-    harness_ended,
     loc_by_turn,
-    platform_ended,
     regressions,
     retry_curve,
     summary,
@@ -32,6 +31,7 @@ from staminad.analysis.metrics import (
     views_differ,
 )
 from staminad.analysis.stats import holm, kaplan_meier, logrank, rmst_bootstrap, wilcoxon_paired
+from staminad.engine.outcome import is_scored
 
 ALPHA = 0.05
 
@@ -47,9 +47,9 @@ def _paired(a: ConfigData, b: ConfigData) -> tuple[list[float], list[float]]:
 
 
 def scored(s: ScenarioData) -> bool:
-    """Whether a scenario says anything about its agent: an attempt the suite tested, or a harness that ran out
-    of infra retries (the paper scores it with the turns passed so far, 0 included). A platform fault never is."""
-    return not platform_ended(s) and (bool(agent_attempts(s)) or harness_ended(s))
+    """Whether a scenario says anything about its agent (`staminad.engine.outcome.is_scored`, which `staminad
+    status` counts by too): an attempt the suite tested, or a harness that ran out of infra retries."""
+    return is_scored(s.status, end_kind(s), bool(agent_attempts(s)))
 
 
 def _keyed(configs: list[ConfigData]) -> list[ConfigData]:

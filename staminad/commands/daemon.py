@@ -28,8 +28,9 @@ from protocol import (
     SweepInfo,
 )
 from protocol.events import KIND_NAMES
-from protocol.paths import SOCKET_NAME
+from protocol.paths import socket_path as _socket_path
 from staminad.commands.args import CommandError, UsageError, bounded_int, check_engines, check_store, engine
+from state.lock import lock_holder
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -204,11 +205,13 @@ def _print_info(info: SweepInfo) -> None:
 def info_lines(info: SweepInfo) -> list[str]:
     """`staminad status` for one sweep: a line for the sweep, one per configuration with its denominators.
 
-    The mean and pass rate leave out the `unscored` scenarios (ended by a platform fault), which are
-    counted apart; a configuration with nothing left to count shows `-`.
+    The mean and pass rate leave out the `unscored` scenarios (by the report's rule: ended by a platform fault,
+    or nothing tested yet), which are counted apart; a configuration with nothing to count shows `-`. A sweep
+    that failed says why on its line.
     """
     slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
-    lines = [f"sweep {info.sweep}: {info.status}{slots}"]
+    reason = f": {info.reason}" if info.reason else ""
+    lines = [f"sweep {info.sweep}: {info.status}{slots}{reason}"]
     for e in info.engines:
         health = "healthy" if e.healthy else f"not answering ({e.detail})" if e.detail else "not answering"
         lines.append(f"  engine {e.url}: {health}; {e.scenarios} of this sweep's scenarios, {e.used}/{e.slots} slots")
@@ -216,7 +219,7 @@ def info_lines(info: SweepInfo) -> list[str]:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
         spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
-        counted = c.scenarios - c.unscored  # what the engine's summary averages over (unfinished ones so far)
+        counted = c.scenarios - c.unscored  # what the engine's summary averages over
         figures = (
             f"{c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}"
             if counted > 0
@@ -232,7 +235,8 @@ def info_lines(info: SweepInfo) -> list[str]:
 def client_cmd(args: argparse.Namespace) -> int:
     from protocol.client import Client, ClientError
 
-    socket_path = _state_dir(args) / SOCKET_NAME
+    state_dir = _state_dir(args)
+    socket_path = _socket_path(state_dir)
     name = args.command_name
     text = ""
     if name == "submit":  # the file is checked before the daemon is asked
@@ -287,11 +291,17 @@ def client_cmd(args: argparse.Namespace) -> int:
                 print(f"daemon: {reply.active} of {reply.limit} scenario slots in use")
                 for info in reply.sweeps:
                     _print_info(info)
-            if isinstance(reply, ErrorReply):
-                raise UsageError(reply.message)
+            if isinstance(reply, ErrorReply):  # the daemon says whether the request or the daemon was at fault
+                raise (UsageError if reply.usage else CommandError)(reply.message)
             return 0
 
     try:
         return anyio.run(main)
     except ClientError as exc:
+        holder = lock_holder(state_dir)
+        if holder is not None and holder[1] == "run":  # no daemon to ask: a `staminad run` works on the dir
+            raise CommandError(
+                f"a `staminad run` (pid {holder[0]}) holds {state_dir}, not a daemon: it answers no `staminad "
+                f"{name}`; its own output shows its progress, `staminad report` its results"
+            ) from None
         raise CommandError(str(exc)) from None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from staminad.analysis.data import ConfigData
-from staminad.commands.args import UsageError
+from staminad.commands.args import CommandError, UsageError, check_store
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,6 +17,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("sweeps", nargs="*", help="sweep names (default: every sweep in the store)")
     r.add_argument("--format", choices=("md", "latex", "json", "csv"), default="md")
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
+    r.add_argument("--force", action="store_true", help="write over a report already in --out")
     r.add_argument("--state-dir", type=Path)
     r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
     r.add_argument(
@@ -34,6 +35,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("sweeps", nargs="*")
     e.add_argument("--format", choices=("csv", "parquet"), default="csv")
     e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--force", action="store_true", help="write over an existing --out file")
     e.add_argument("--state-dir", type=Path)
     e.set_defaults(func=export_cmd)
 
@@ -58,8 +60,8 @@ def _check_schema(db: Path) -> None:
         version = browse.schema_version(conn)
     except browse.StoreVersionError as exc:
         raise UsageError(str(exc)) from None
-    except sqlite3.DatabaseError as exc:
-        raise UsageError(f"{db} is not a readable staminad store ({exc})") from None
+    except sqlite3.DatabaseError as exc:  # the store, not the command line, is at fault: a runtime error
+        raise CommandError(f"{db} is not a readable staminad store ({exc})") from None
     finally:
         conn.close()
     if version < browse.LATEST:
@@ -79,7 +81,7 @@ def _sweep_statuses(db: Path) -> dict[str, str]:
     try:
         return {str(r[0]): str(r[1]) for r in conn.execute("SELECT id, status FROM sweeps")}
     except sqlite3.DatabaseError as exc:
-        raise UsageError(f"cannot read {db}: {exc}") from None
+        raise CommandError(f"cannot read {db}: {exc}") from None
     finally:
         conn.close()
 
@@ -92,6 +94,7 @@ def _configs(args: argparse.Namespace, leave_out_cancelled: bool = False) -> lis
     db = _db(args)
     if not db.is_file():
         raise UsageError(f"no state store at {db} (run a sweep first, or pass --state-dir)")
+    check_store(db)  # as `run` and `start` check it: a damaged or too new store is one line, exit status 1
     _check_schema(db)
     sweeps = list(args.sweeps) or None
     if sweeps is None and leave_out_cancelled and not getattr(args, "include_cancelled", False):
@@ -114,6 +117,26 @@ def _configs(args: argparse.Namespace, leave_out_cancelled: bool = False) -> lis
     return configs
 
 
+def _check_out(out: Path, db: Path, force: bool) -> None:
+    """Refuse, in one line (exit 2), an output path `report` or `export` must not write: one in a directory that
+    does not exist, one inside the state directory (the store, its -wal and -shm, the lock, the socket, the
+    sandboxes) or the store under another name (a link), even with `force`; and an existing one without it."""
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: the directory {out.parent} does not exist (create it first)")
+    state_dir = db.parent.resolve()
+    target = out.resolve()
+    if target == state_dir or state_dir in target.parents:
+        raise UsageError(
+            f"--out {out} is inside the state directory {state_dir}, which holds the store: write elsewhere"
+        )
+    if out.exists():
+        store_files = [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+        if any(f.exists() and out.samefile(f) for f in store_files):
+            raise UsageError(f"--out {out} is the state store {db} under another name: write elsewhere")
+        if not force:
+            raise UsageError(f"--out {out} already exists; pass --force to write over it, or name another path")
+
+
 def report_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis import figures, report
 
@@ -123,6 +146,14 @@ def report_cmd(args: argparse.Namespace) -> int:
         raise UsageError("--html needs --out DIR for the site")
     from staminad.analysis import cost
 
+    ext = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}[args.format]
+    if args.out is not None:  # refused before the report is computed
+        if args.out.exists() and not args.out.is_dir():
+            raise UsageError(f"--out {args.out} is a file; name a directory for the report and its figures")
+        _check_out(args.out, _db(args), force=True)  # the directory: an existing one is fine
+        if args.out.is_dir():
+            for written in (f"report.{ext}", *(("site",) if args.html else ())):
+                _check_out(args.out / written, _db(args), args.force)
     built = report.build(_configs(args, leave_out_cancelled=True), n_boot=args.bootstrap)
     data = report.clean({**built, **cost.study(_db(args), args.sweeps)})
     renderers: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -135,8 +166,7 @@ def report_cmd(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text)
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    ext = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}[args.format]
+    args.out.mkdir(exist_ok=True)  # its parent was checked above: a mistyped path creates no tree
     drawn = figures.draw(data, args.out)
     if args.format == "md":
         text += "\n" + drawn.markdown()
@@ -158,8 +188,7 @@ def export_cmd(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.is_dir():
         raise UsageError(f"--out {out} is a directory; name the file to write, such as {out / 'attempts.csv'}")
-    if not out.parent.is_dir():
-        raise UsageError(f"--out {out}: the directory {out.parent} does not exist (create it first)")
+    _check_out(out, _db(args), args.force)
     n = write(_configs(args), args.out, args.format, db=_db(args))
     print(f"wrote {n} attempts to {args.out}")
     return 0

@@ -90,6 +90,7 @@ def _lock_state_dir(state_dir: Path) -> int:
         state_dir,
         f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit "
         "the sweep to the daemon with `staminad submit FILE`, or pass another --state-dir",
+        "run",
     )
 
 

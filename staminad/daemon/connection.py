@@ -44,7 +44,7 @@ from protocol import (
     encoder,
     write_frame,
 )
-from protocol.errors import ExpectedError
+from protocol.errors import ExpectedError, UsageError
 from staminad.daemon import views
 from staminad.daemon.logs import log
 
@@ -117,7 +117,7 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                 try:
                     request = dec.decode(body)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    await send(ErrorReply(message=f"bad request: {exc}"), number(body))
+                    await send(ErrorReply(message=f"bad request: {exc}", usage=True), number(body))
                     continue
                 if isinstance(request, Subscribe):
                     await _stream_events(daemon, request, send)
@@ -168,17 +168,17 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
             case Ping():
                 return Ok(detail="pong")
             case Hello():
-                return ErrorReply(message="already said hello")
+                return ErrorReply(message="already said hello", usage=True)
     except ExpectedError as exc:  # a failure the user can fix (a bad sweep, an unknown name): one line
         log.info("request %s refused: %s", type(request).__name__, exc)
-        return ErrorReply(message=str(exc))
+        return ErrorReply(message=str(exc), usage=exc.exit_status == UsageError.exit_status)
     except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
         log.exception("request %s failed", type(request).__name__)
         return ErrorReply(
             message=f"staminad could not answer {type(request).__name__}: {type(exc).__name__}: {exc}"
             " (the daemon's log has the traceback)"
         )
-    return ErrorReply(message=f"unsupported request {type(request).__name__}")
+    return ErrorReply(message=f"unsupported request {type(request).__name__}", usage=True)
 
 
 async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from protocol.errors import ExpectedError
 from protocol.events import AttemptStarted, AttemptTested, EventData, InfraFailure, ScenarioFinished
+
+
+class MetricsPortError(ExpectedError):
+    """The metrics port cannot be listened on (taken, or not allowed): the daemon does not start."""
 
 
 class Metrics:
@@ -46,4 +51,10 @@ class Metrics:
                 pass
 
     def serve(self, port: int) -> None:
-        start_http_server(port, addr="127.0.0.1", registry=self.registry)
+        try:
+            start_http_server(port, addr="127.0.0.1", registry=self.registry)
+        except OSError as exc:
+            raise MetricsPortError(
+                f"cannot serve metrics on 127.0.0.1:{port} (--metrics-port {port}): {exc.strerror or exc}; "
+                "pick another port, or leave out --metrics-port"
+            ) from None

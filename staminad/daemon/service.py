@@ -24,7 +24,7 @@ from protocol import EngineInfo, ErrorReply, SweepInfo, encoder
 from protocol.errors import ExpectedError
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
-from protocol.paths import SOCKET_NAME
+from protocol.paths import socket_path
 from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
@@ -79,7 +79,7 @@ class Daemon:
     ) -> None:
         self.state_dir = state_dir
         self.log_to_stderr = log_to_stderr
-        self.socket_path = state_dir / SOCKET_NAME
+        self.socket_path = socket_path(state_dir)  # refused in one line if the path is too long for a socket
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
         self.metrics_port = metrics_port
@@ -109,12 +109,9 @@ class Daemon:
 
     def _lock(self) -> int:
         try:
-            fd = lock_state_dir(self.state_dir, f"another staminad already runs on {self.state_dir}")
+            return lock_state_dir(self.state_dir, f"another staminad already runs on {self.state_dir}", "daemon")
         except StateDirError as exc:
             raise DaemonError(str(exc)) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        return fd
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         self.acquire()
@@ -122,6 +119,11 @@ class Daemon:
         lock_fd, self._lock_fd = self._lock_fd, None
         logs = contextlib.ExitStack()
         try:
+            if self.metrics_port:  # first: a port taken refuses the start, in one line, before anything is served
+                from staminad.daemon.metrics import Metrics
+
+                self.metrics = Metrics()
+                self.metrics.serve(self.metrics_port)
             logs.enter_context(daemon_logging(self.state_dir, stderr=self.log_to_stderr))
             log.info("starting on %s (pid %d)", self.state_dir, os.getpid())
             self.store = await Store.open(self.state_dir / "staminad.db")
@@ -156,11 +158,6 @@ class Daemon:
                 tg.start_soon(watchdog)
                 for sweep_id, status, config in await self._unfinished():
                     await self._start(sweep_id, config, paused=status == "paused")
-                if self.metrics_port:
-                    from staminad.daemon.metrics import Metrics
-
-                    self.metrics = Metrics()
-                    self.metrics.serve(self.metrics_port)
                 notify("READY=1")
                 print(f"staminad: serving {self.socket_path}", file=sys.stderr, flush=True)
                 task_status.started()
@@ -296,9 +293,10 @@ class Daemon:
                 log.error("sweep %s failed: %s", sweep.name, exc)
             else:
                 log.exception("sweep %s failed", sweep.name)
-            emit(SweepFailed(error=f"{type(exc).__name__}: {exc}"))
+            reason = failure_reason(exc)
+            emit(SweepFailed(error=reason))
             with anyio.CancelScope(shield=True):
-                await self.store.set_sweep_status(sweep.name, "error")
+                await self.store.set_sweep_status(sweep.name, "error", reason=reason)
                 await self._stopped_scenarios(sweep.name, f"sweep error: {type(exc).__name__}")
         finally:
             run.done.set()
@@ -364,7 +362,8 @@ class Daemon:
         return msgspec.structs.replace(
             info,
             parallel=parallel,
-            active=self.limiter.held.get(info.sweep, 0),
+            # Scenarios held at a pause keep their slot, but run nothing: not counted as running.
+            active=max(0, self.limiter.held.get(info.sweep, 0) - (run.gate.held if run is not None else 0)),
             queued=self.limiter.waiting(info.sweep),
             engines=engines,
         )
@@ -377,6 +376,16 @@ class Daemon:
     async def sweep_ids(self) -> list[str]:
         assert self.store is not None
         return await sweeps.sweep_ids(self.store)
+
+
+REASON_LIMIT = 300  # characters of a failed sweep's reason that are kept (the log has it whole)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a sweep failed, in one bounded line: an expected failure's own line, else the exception's type too."""
+    text = str(exc) if isinstance(exc, ExpectedError) else f"{type(exc).__name__}: {exc}"
+    line = " ".join(text.split()) or type(exc).__name__
+    return line if len(line) <= REASON_LIMIT else line[: REASON_LIMIT - 3] + "..."
 
 
 async def _read_pack(directory: Path) -> Pack:
@@ -395,4 +404,4 @@ async def _check_pack(directory: Path, source: Path) -> None:
         ) from None
 
 
-__all__ = ["VERSION", "Daemon", "DaemonError"]
+__all__ = ["VERSION", "Daemon", "DaemonError", "failure_reason"]

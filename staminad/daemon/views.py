@@ -46,6 +46,7 @@ async def sweep_info(store: Store, sweep_id: str, now: float | None = None) -> S
         configurations=configs,
         created_at=row.created_at,
         paused_seconds=row.paused_total(time.time() if now is None else now),
+        reason=row.reason,
     )
 
 

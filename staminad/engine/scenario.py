@@ -67,6 +67,7 @@ class Gate:
         self._open = anyio.Event()
         self._open.set()
         self.active = 0  # attempts that passed the gate and are not yet recorded as tested
+        self.held = 0  # scenarios waiting at the closed gate: they hold a slot but run nothing
         self._idle = anyio.Event()  # set while no attempt is active
         self._idle.set()
 
@@ -98,7 +99,12 @@ class Gate:
         self._open.set()
 
     async def wait(self) -> None:
-        await self._open.wait()
+        held = not self._open.is_set()
+        self.held += held
+        try:
+            await self._open.wait()
+        finally:
+            self.held -= held
 
 
 class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -215,8 +221,8 @@ class ScenarioRunner:
         if self._prompts is None:  # seconds for 1,000 turns: off the loop every scenario shares
             await anyio.to_thread.run_sync(self._prepare_turns)
         assert self._prompts is not None
-        await self.store.set_scenario_status(scenario_id, "running")
         n_turns = len(self.spec.scenario.turns)
+        marked = False  # recorded as running: only once past the gate, since one held at a pause runs nothing
         while True:
             rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
             pos = position(
@@ -242,6 +248,9 @@ class ScenarioRunner:
             row = pos.resume
             if row is None and self.gate is not None:
                 await self.gate.wait()
+            if not marked:
+                await self.store.set_scenario_status(scenario_id, "running")
+                marked = True
             if self.gate is not None:
                 self.gate.enter()
             try:

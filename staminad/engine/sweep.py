@@ -27,7 +27,7 @@ from staminad.bench.seeds import seed_list
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.outcome import is_platform
+from staminad.engine.outcome import is_scored
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
 from staminad.sandbox.base import Grant, SandboxFactory
@@ -316,17 +316,20 @@ async def _start_gateway(
 
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
-    """Per configuration: turns passed over the scored scenarios (a scenario ended by a platform fault is not
-    the agent's result and is left out; one whose harness ran out of infra retries counts, as in the paper)."""
+    """Per configuration: turns passed over the scored scenarios, by the report's rule (`is_scored`): one ended
+    by a platform fault, or with nothing tested yet (pending, on its first attempt, cancelled before it began),
+    says nothing about its agent and is left out; one whose harness ran out of infra retries counts (paper)."""
     rows = await store.scenarios(sweep_id)
     infra = await store.infra_counts(sweep_id)
     usage = await store.llm_usage(sweep_id)
-    last_kind = {p.scenario_id: p.infra_kind for p in await store.progress(sweep_id)}
+    progress = await store.progress(sweep_id)
+    last_kind = {p.scenario_id: p.infra_kind for p in progress}  # in attempt order: the last one's kind is kept
+    tested = {p.scenario_id for p in progress if p.outcome in ("pass", "fail")}
     out = []
     for name in dict.fromkeys(n for n, _ in rows):
         mine = [r for n, r in rows if n == name]
-        unscored = [r for r in mine if r.status == "infra_failed" and is_platform(last_kind.get(r.id))]
-        counted = [r for r in mine if r not in unscored]
+        counted = [r for r in mine if is_scored(r.status, last_kind.get(r.id), r.id in tested)]
+        unscored = [r for r in mine if r not in counted]
         cost, tokens = usage.get(name, (0.0, 0))
         turns = [r.turns_passed for r in counted]
         statuses: dict[str, int] = {}

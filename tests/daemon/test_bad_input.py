@@ -104,3 +104,49 @@ def test_done_with_a_marker_in_a_missing_directory_is_refused(tmp_path: Path) ->
     marker = tmp_path / "gone" / "control" / "markers" / "job-1.json"
     line = _one_line(_cli("done", "--marker", str(marker)), 2)
     assert str(marker.parent) in line and not (tmp_path / "gone").exists()
+
+
+def test_export_and_report_never_write_over_the_store_and_ask_before_overwriting(
+    finished: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`export`/`report --out` into the state dir (the store, its -wal) or onto the store under another name exit 2
+    even with --force; an existing output file needs --force; the store is unchanged."""
+    state, _ = finished
+    db = state / "staminad.db"
+    before = db.read_bytes()
+    link = tmp_path / "link.csv"
+    os.link(db, link)
+    for out, force in ((db, ()), (db, ("--force",)), (state / "staminad.db-wal", ()), (link, ("--force",))):
+        line = _one_line(_cli("export", "--state-dir", str(state), "--out", str(out), *force), 2)
+        assert "state directory" in line or "state store" in line, line
+    line = _one_line(_cli("report", "--state-dir", str(state), "--out", str(state / "reports")), 2)
+    assert "inside the state directory" in line and not (state / "reports").exists()
+    assert db.read_bytes() == before
+    existing = tmp_path / "old.csv"
+    existing.write_text("keep me\n")
+    line = _one_line(_cli("export", "--state-dir", str(state), "--out", str(existing)), 2)
+    assert "already exists" in line and "--force" in line and existing.read_text() == "keep me\n"
+    forced = _cli("export", "--state-dir", str(state), "--out", str(existing), "--force")
+    assert forced.returncode == 0 and existing.read_text().startswith("sweep,"), forced.stderr
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "report.md").write_text("keep me\n")
+    line = _one_line(_cli("report", "--state-dir", str(state), "--out", str(tmp_path / "rep")), 2)
+    assert "already exists" in line and (tmp_path / "rep" / "report.md").read_text() == "keep me\n"
+
+
+def test_report_into_a_missing_directory_is_refused_like_export(finished: tuple[Path, Path], tmp_path: Path) -> None:
+    """`report --out` whose parent does not exist exits 2 in one line and creates no directory tree."""
+    state, _ = finished
+    line = _one_line(_cli("report", "--state-dir", str(state), "--out", str(tmp_path / "no" / "such")), 2)
+    assert str(tmp_path / "no") in line and "does not exist" in line and not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_report_and_export_on_a_store_that_is_not_a_database_exit_1(tmp_path: Path, command: str) -> None:
+    """A staminad.db that is not a database is a runtime error for `report` and `export` too: exit 1, one line."""
+    state = tmp_path / "st"
+    state.mkdir()
+    (state / "staminad.db").write_bytes(b"not a database, " * 512)
+    extra = ("--out", str(tmp_path / "a.csv")) if command == "export" else ()
+    line = _one_line(_cli(command, "--state-dir", str(state), *extra), 1)
+    assert "cannot be used" in line and not (tmp_path / "a.csv").exists()

@@ -95,6 +95,56 @@ def test_clients_say_clearly_when_no_daemon_runs(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_status_while_a_staminad_run_holds_the_state_dir_says_so(tmp_path: Path) -> None:
+    """With the state dir locked by a `staminad run` (its lock, taken here) and no daemon, `status` exits 1 in one
+    line naming the run and its pid, not "not running"."""
+    from state.lock import lock_state_dir
+
+    state = tmp_path / "st"
+    fd = lock_state_dir(state, "busy", "run")
+    try:
+        done = cli(state, "status")
+    finally:
+        os.close(fd)
+    assert done.returncode == 1 and f"a `staminad run` (pid {os.getpid()}) holds {state}" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "staminad is not running" in cli(state, "status").stderr  # released: no holder named any more
+
+
+def test_a_state_dir_too_long_for_a_socket_is_named_in_one_line(tmp_path: Path) -> None:
+    """`start` and `status` on a state dir whose socket path passes the Unix limit exit 1 naming the state dir."""
+    state = tmp_path / ("s" * 110)
+    for args in (("start",), ("status",)):
+        done = cli(state, *args)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"state directory {state} is too long a path for its control socket" in done.stderr
+        assert "--state-dir" in done.stderr
+
+
+def test_a_metrics_port_in_use_refuses_the_start_naming_the_port(tmp_path: Path) -> None:
+    """`start --metrics-port N` with N taken exits 1 in one line naming --metrics-port N, serving nothing."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = cli(tmp_path / "st", "start", "--metrics-port", str(port))
+    assert done.returncode == 1 and f"--metrics-port {port}" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "st" / "staminad.sock").exists()
+
+
+def test_a_daemon_that_cannot_answer_is_a_runtime_error_for_the_client(tmp_path: Path) -> None:
+    """A request the daemon fails on (its store lost a table under it) exits 1, an unknown sweep still 2."""
+    state = tmp_path / "st"
+    with daemon(state):
+        assert cli(state, "status", "nosuch").returncode == 2
+        with contextlib.closing(sqlite3.connect(state / "staminad.db", timeout=30)) as db:
+            db.execute("ALTER TABLE sweeps RENAME TO gone")
+            db.commit()
+        done = cli(state, "status")
+        assert done.returncode == 1 and "could not answer ListSweeps" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+
+
 def _raw(state: Path) -> socket.socket:
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(15)
@@ -292,7 +342,8 @@ def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> 
 
 
 def test_missing_image_fails_the_sweep_not_the_daemon(tmp_path: Path) -> None:
-    """A sweep whose Docker image does not exist ends in status error with the reason; the daemon goes on."""
+    """A sweep whose Docker image does not exist ends in status error with the reason, which `status` (text and
+    JSON) shows in one line; the daemon goes on."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "noimg", ["reference"], runtime="docker")
     path.write_text(path.read_text() + 'image = "staminabench/sandbox:does-not-exist"\n')
@@ -308,7 +359,10 @@ def test_missing_image_fails_the_sweep_not_the_daemon(tmp_path: Path) -> None:
         out, _ = log.communicate(timeout=60)
         event = msgspec.json.decode(out.splitlines()[0])
         assert event["kind"] == "sweep_error" and "does-not-exist" in event["data"]["error"]
-        assert msgspec.json.decode(cli(state, "status", "noimg", "--json").stdout)["status"] == "error"
+        status = msgspec.json.decode(cli(state, "status", "noimg", "--json").stdout)
+        assert status["status"] == "error" and status["reason"] == event["data"]["error"]
+        assert "\n" not in status["reason"] and "does-not-exist" in status["reason"]
+        assert cli(state, "status", "noimg").stdout.splitlines()[0] == f"sweep noimg: error: {status['reason']}"
         assert proc.poll() is None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -120,3 +122,28 @@ def test_a_corrupted_store_is_one_line_and_no_hang(tmp_path: Path, command: str)
     done = subprocess.run([*CLI, *argv, "--state-dir", str(state)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "cannot be used" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _damaged_store(db: Path) -> None:
+    """A real SQLite file with many pages, then pages past its header overwritten (its header still reads)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE TABLE t (x TEXT)")
+        conn.executemany("INSERT INTO t VALUES (?)", [(f"row {i} " * 20,) for i in range(3000)])
+        conn.commit()
+    with db.open("r+b") as fh:
+        fh.seek(30000)
+        fh.write(b"\xff" * 10000)
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (0,)  # the header is intact
+
+
+@pytest.mark.parametrize("command", ["run", "start"])
+def test_a_store_damaged_past_its_header_is_refused_by_run_and_start(tmp_path: Path, command: str) -> None:
+    """`start`, like `run`, checks the whole store before serving: one damaged past its header exits 1, one line."""
+    state = tmp_path / "st"
+    state.mkdir()
+    _damaged_store(state / "staminad.db")
+    argv = ["run", str(write_sweep(tmp_path, "c", ["reference"], turns=1))] if command == "run" else ["start"]
+    done = subprocess.run([*CLI, *argv, "--state-dir", str(state)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "cannot be used" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (state / "staminad.sock").exists()

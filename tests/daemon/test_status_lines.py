@@ -30,3 +30,13 @@ def test_status_names_counted_and_unscored_scenarios_and_shows_a_dash_when_none_
     assert head == "sweep w: finished"
     assert "4.0 +- 0.5 turns, pass rate 25% over 3 counted, 1 unscored" in ref
     assert "- turns, pass rate - over 0 counted, 2 unscored" in broken and "4.0" not in broken
+
+
+def test_a_failed_sweep_says_why_on_its_line() -> None:
+    """A sweep in `error` carries its one-line reason on the sweep line; the reason is made one bounded line."""
+    from staminad.daemon.service import REASON_LIMIT, failure_reason
+
+    info = SweepInfo(sweep="w", status="error", fingerprint="f", reason="SweepError: no such image")
+    assert info_lines(info) == ["sweep w: error: SweepError: no such image"]
+    assert failure_reason(ValueError("first\n  second")) == "ValueError: first second"
+    assert len(failure_reason(RuntimeError("x" * 5000))) == REASON_LIMIT

@@ -133,3 +133,46 @@ async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: 
         listed = await request(state, ListScenarios(sweep="live"))
         assert {r.phase for r in listed.scenarios} == {"done", "agent working"}
         assert isinstance(await request(state, Cancel(sweep="live")), Ok)
+
+
+async def test_a_failed_sweeps_reason_is_stored_and_shown_until_it_runs_again(tmp_path: Path) -> None:
+    """The reason stored with `error` comes back in the sweep's info; any later status clears it."""
+    from staminad.daemon.views import sweep_info
+    from state.store import Store
+
+    async with await Store.open(tmp_path / "staminad.db") as store:
+        await store.ensure_sweep("w", "w", "f", "{}")
+        await store.set_sweep_status("w", "error", reason="SweepError: the pack is gone")
+        assert (await sweep_info(store, "w")).reason == "SweepError: the pack is gone"
+        await store.set_sweep_status("w", "running")
+        assert (await sweep_info(store, "w")).reason == ""
+
+
+async def test_scenarios_held_at_a_pause_are_not_counted_as_running(tmp_path: Path) -> None:
+    """A paused sweep's scenarios that took a slot but wait at the gate count as neither running nor queued."""
+    from anyio import wait_all_tasks_blocked
+
+    from protocol import SweepInfo
+    from staminad.daemon.service import Daemon, _Running
+    from staminad.engine.scenario import Gate
+
+    daemon = Daemon(tmp_path / "st", max_parallel=8)
+    gate = Gate()
+    gate.pause()
+    daemon.running["w"] = _Running("w", gate)
+    daemon.limiter.caps["w"] = 2
+    info = SweepInfo(sweep="w", status="paused", fingerprint="f")
+
+    async def held() -> None:
+        async with daemon.limiter.slot("w"):
+            await gate.wait()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(held)
+        await wait_all_tasks_blocked()
+        shown = daemon.with_slots(info)
+        assert (gate.held, daemon.limiter.held["w"]) == (2, 2)
+        assert (shown.parallel, shown.active, shown.queued) == (2, 0, 1)
+        gate.resume()
+    assert gate.held == 0 and daemon.with_slots(info).active == 0
