@@ -113,4 +113,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE attempts ADD COLUMN snapshot_bytes INTEGER;
     ALTER TABLE attempts ADD COLUMN snapshot_skipped TEXT;
     """,
+    # 11: when an engine last took up the attempt again after a restart: its turn watchdog runs from then, since
+    # the time no engine ran is not the agent's (no gateway to its model, nobody to read its marker).
+    "ALTER TABLE attempts ADD COLUMN resumed_at REAL;",
 )
