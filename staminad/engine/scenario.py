@@ -441,7 +441,9 @@ class ScenarioRunner:
             deadline = watchdog_deadline(row.launched_at, self.settings.turn_timeout, waited, row.resumed_at)
             remaining = deadline - time.time()
             if remaining <= 0:  # a harness that finished is finished, whenever it did: look once more, then judge
-                marker = await self.sandbox.wait_marker(job, 0.0, self.watcher)
+                marker = None
+                with contextlib.suppress(SandboxError):  # a sandbox that cannot answer is judged below, as before
+                    marker = await self.sandbox.wait_marker(job, 0.0, self.watcher)
                 if marker is not None:
                     return marker, None
             if remaining > 0:
