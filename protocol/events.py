@@ -180,11 +180,16 @@ def scenario_of(data: EventData) -> int | None:
 FINAL: Final = ("done", "failed", "infra_failed", "capped")
 
 
-def watchdog_deadline(launched_at: float, turn_timeout: float, waited: float = 0.0) -> float:
+def watchdog_deadline(
+    launched_at: float, turn_timeout: float, waited: float = 0.0, resumed_at: float | None = None
+) -> float:
     """When the turn watchdog fires for an attempt: its launch plus the turn timeout, extended by the seconds
-    the gateway waited out model outages during it (that time is not the agent's). The engine waits until
+    the gateway waited out model outages during it (that time is not the agent's). An attempt a restarted
+    engine took up again (`resumed_at`) is watched from then: no engine knows when the one before it stopped
+    (a kill -9 records nothing), and the time none ran is not the agent's either (its model's gateway was
+    gone, its marker unread); `waited` then counts the outages since the resume. The engine waits until
     then; the monitor counts down to it."""
-    return launched_at + turn_timeout + waited
+    return max(launched_at, resumed_at or 0.0) + turn_timeout + waited
 
 
 class Step(msgspec.Struct, frozen=True, kw_only=True):

@@ -115,4 +115,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 11: why a sweep ended in `error`, in one line ('' otherwise), so `status` can say it without the log.
     "ALTER TABLE sweeps ADD COLUMN reason TEXT NOT NULL DEFAULT '';",
+    # 12: when an engine last took up the attempt again after a restart: its turn watchdog runs from then, since
+    # the time no engine ran is not the agent's (no gateway to its model, nobody to read its marker).
+    "ALTER TABLE attempts ADD COLUMN resumed_at REAL;",
 )

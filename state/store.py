@@ -76,6 +76,7 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     categories: str | None
     launched_at: float = 0.0
     finished_at: float | None = None
+    resumed_at: float | None = None
 
 
 class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -103,6 +104,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     feedback: str | None = None
     finished_at: float | None = None
     loc: int | None = None
+    resumed_at: float | None = None  # when a restarted engine took up the attempt again (see `resumed`)
 
 
 _ATTEMPT_COLUMNS = [f for f in AttemptRow.__struct_fields__]
@@ -291,6 +293,12 @@ class Store:
             launched_at=now,
         )
 
+    async def resumed(self, attempt_id: int) -> float:
+        """A restarted engine takes up the launched attempt again now: its turn watchdog runs from this time."""
+        now = time.time()
+        await self._update_attempt(attempt_id, {"resumed_at": now})
+        return now
+
     async def harness_done(self, attempt_id: int, end: HarnessEnd) -> None:
         """The attempt's harness ended (or was given up on): phase `harness_done` with what is known of it."""
         await self._update_attempt(attempt_id, {"phase": "harness_done", **msgspec.structs.asdict(end)})
@@ -308,7 +316,8 @@ class Store:
         await self._update_attempt(attempt_id, {"snapshot_bytes": size, "snapshot_skipped": skipped or None})
 
     async def _update_attempt(self, attempt_id: int, fields: dict[str, object]) -> None:
-        # Column names come from `HarnessEnd` and `Verdict` fields (and `snapshot_taken`), never from a caller.
+        # Column names come from `HarnessEnd` and `Verdict` fields (and `snapshot_taken`, `resumed`), never from a
+        # caller.
         given = {k: v for k, v in fields.items() if v is not None}
         sets = ", ".join(f"{k} = ?" for k in given)
         await self.db.execute(f"UPDATE attempts SET {sets} WHERE id = ?", (*given.values(), attempt_id))

@@ -149,12 +149,13 @@ async def configuration_agent(store: Store, config_id: int) -> str:
 
 async def outage_waits(store: Store, sweep_id: str) -> dict[tuple[int, int, int, int], float]:
     """Seconds the gateway waited out model outages in the recorded calls of each attempt still running, keyed
-    by (scenario id, turn, attempt, infra try): what the engine adds to that attempt's turn timeout."""
+    by (scenario id, turn, attempt, infra try): what the engine adds to that attempt's turn timeout (only the
+    calls since a restarted engine took it up again: its watchdog runs from then, see `watchdog_deadline`)."""
     sql = (
         "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, SUM(l.waited) FROM llm_calls l "
         "JOIN attempts a ON a.id = l.attempt_id JOIN scenarios s ON s.id = a.scenario_id "
         "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? AND a.phase = 'launched' "
-        "GROUP BY l.attempt_id"
+        "AND l.at >= COALESCE(a.resumed_at, 0) GROUP BY l.attempt_id"
     )
     async with store.db.execute(sql, (sweep_id,)) as cur:
         return {(int(r[0]), int(r[1]), int(r[2]), int(r[3])): float(r[4] or 0.0) for r in await cur.fetchall()}

@@ -17,6 +17,7 @@ from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.sweep import format_summary, run_sweep
 from staminad.packio import read_pack
+from staminad.sandbox.markers import MAX_EXIT
 from staminad.sandbox.ports import PortAllocator
 
 
@@ -41,7 +42,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.set_defaults(func=run_cmd)
     d = sub.add_parser("done", help="finish a manual attempt: write its completion marker")
     d.add_argument("--marker", type=Path, required=True, help="the marker path the engine printed")
-    d.add_argument("--exit", type=int, default=0)
+    d.add_argument("--exit", type=int, default=0, help="the exit status to record (0..255; 0: done)")
     d.set_defaults(func=done_cmd)
 
 
@@ -111,6 +112,8 @@ def done_cmd(args: argparse.Namespace) -> int:
     import json
 
     marker: Path = args.marker
+    if not 0 <= args.exit <= MAX_EXIT:
+        raise UsageError(f"--exit {args.exit} is not an exit status (0..{MAX_EXIT})")
     if marker.suffix != ".json" or marker.parent.name != "markers":
         raise UsageError(f"{marker} is not a marker path (…/control/markers/<job>.json) printed by the engine")
     if not marker.parent.is_dir():

@@ -208,7 +208,7 @@ def scenario_row(
 
 def _deadline(last: Progress, turn_timeout: float, waits: dict[tuple[int, int, int, int], float]) -> float:
     waited = waits.get((last.scenario_id, last.turn, last.attempt, last.infra_try), 0.0)
-    return watchdog_deadline(last.launched_at, turn_timeout, waited)
+    return watchdog_deadline(last.launched_at, turn_timeout, waited, last.resumed_at)
 
 
 def _since(last: Progress | None) -> float:

@@ -293,6 +293,10 @@ class ScenarioRunner:
         """One attempt; whatever the sandbox or the engine does wrong ends it as that platform fault, never
         as an error of the whole sweep."""
         job = self._job_id(pos)
+        if row.phase == "launched" and pos.resume is not None:
+            # Taken up again after a restart: the turn watchdog runs from now, as it runs from a fresh
+            # attempt's launch, and the monitor counts down from this event for both (see `watchdog_deadline`).
+            row = msgspec.structs.replace(row, resumed_at=await self.store.resumed(row.id))
         self.emit(
             AttemptStarted(
                 **self._names(scenario_id),
@@ -349,7 +353,9 @@ class ScenarioRunner:
                 self._hand_to_person(scenario_id, job)
             else:
                 await self.sandbox.launch(job, argv, self._env())
-        elif state.marker is None and not self.adapter.manual and not await self.sandbox.job_alive(job):
+        elif state.marker is None and self.adapter.manual:
+            self._hand_to_person(scenario_id, job)  # resumed: tell the person again (whoever ran this may be new)
+        elif state.marker is None and not await self.sandbox.job_alive(job):
             with anyio.move_on_after(2):
                 while not state.started and state.marker is None:
                     await anyio.sleep(0.05)  # the wrapper writes its pid first thing; give a starting one a moment
@@ -401,7 +407,8 @@ class ScenarioRunner:
             )
         )
         if kind is not None:
-            return kind, f"harness exit {exit_code}, signal {sig}"
+            why = f" ({marker['error']})" if marker.get("error") else ""  # an unreadable or unusable marker
+            return kind, f"harness exit {exit_code}, signal {sig}{why}"
         return None
 
     def _hand_to_person(self, scenario_id: int, job: str) -> None:
@@ -429,7 +436,8 @@ class ScenarioRunner:
 
     async def _wait_marker(self, row: AttemptRow, job: str) -> tuple[Marker | None, tuple[str, str] | None]:
         """(the marker, None), or (None, why the harness is lost) as soon as that is known, or (None, None)
-        after the turn timeout; time spent waiting out model outages is given back.
+        after the turn timeout; time spent waiting out model outages is given back, and an attempt taken up
+        again after a restart is watched from then. A marker present at the deadline is read, not judged.
 
         Every LIVENESS_INTERVAL the sandbox's health is polled (a lost container is known in seconds, not
         after the whole turn timeout), and less often whether the harness's wrapper still runs. A paused
@@ -439,7 +447,14 @@ class ScenarioRunner:
         granted, polls = 0.0, 0
         while True:
             waited = self.llm.waited if self.llm is not None else 0.0
-            remaining = watchdog_deadline(row.launched_at, self.settings.turn_timeout, waited) - time.time()
+            deadline = watchdog_deadline(row.launched_at, self.settings.turn_timeout, waited, row.resumed_at)
+            remaining = deadline - time.time()
+            if remaining <= 0:  # a harness that finished is finished, whenever it did: look once more, then judge
+                marker = None
+                with contextlib.suppress(SandboxError):  # a sandbox that cannot answer is judged below, as before
+                    marker = await self.sandbox.wait_marker(job, 0.0, self.watcher)
+                if marker is not None:
+                    return marker, None
             if remaining > 0:
                 marker = await self.sandbox.wait_marker(job, min(remaining, LIVENESS_INTERVAL), self.watcher)
                 if marker is not None:

@@ -63,7 +63,7 @@ from staminad.sandbox.container import (
     reap_volumes,
 )
 from staminad.sandbox.image import PRIVATE_DIR
-from staminad.sandbox.markers import Marker, MarkerWatcher
+from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
@@ -272,7 +272,7 @@ class VolumeSandbox(SealedContainer):
         return JobState(
             written=bool(found["written"]),
             started=found.get("pid") is not None,
-            marker=Marker(marker, seen_at=time.time()) if isinstance(marker, dict) else None,
+            marker=check_marker(marker, time.time()) if isinstance(marker, dict) else None,
         )
 
     async def _pid(self, job_id: str) -> int | None:
@@ -292,7 +292,7 @@ class VolumeSandbox(SealedContainer):
             return None
         with contextlib.suppress(SandboxError, OSError):
             await self._mirror(f"jobs/{job_id}/log")
-        return Marker(found, seen_at=time.time())
+        return check_marker(found, time.time())
 
     async def kill_job(self, job_id: str) -> None:
         """Kill a stuck job's process group, then mirror what it logged (no marker will)."""

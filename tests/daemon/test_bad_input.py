@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -150,3 +151,14 @@ def test_report_and_export_on_a_store_that_is_not_a_database_exit_1(tmp_path: Pa
     extra = ("--out", str(tmp_path / "a.csv")) if command == "export" else ()
     line = _one_line(_cli(command, "--state-dir", str(state), *extra), 1)
     assert "cannot be used" in line and not (tmp_path / "a.csv").exists()
+
+
+@pytest.mark.parametrize("status", ["99999999999999999999999", "-3", "256"])
+def test_done_with_an_exit_status_outside_a_byte_is_refused(tmp_path: Path, status: str) -> None:
+    """`done --exit` outside 0..255 exits 2 in one line and writes no marker (the engine could not store it)."""
+    marker = tmp_path / "control" / "markers" / "t0000-a01-i00.json"
+    marker.parent.mkdir(parents=True)
+    line = _one_line(_cli("done", "--marker", str(marker), "--exit", status), 2)
+    assert f"--exit {status}" in line and "0..255" in line and not list(marker.parent.iterdir())
+    _cli("done", "--marker", str(marker), "--exit", "255").check_returncode()
+    assert json.loads(marker.read_text())["exit"] == 255

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import pytest
 
-from protocol.events import AttemptTested, EventData, ManualPrompt
+from protocol.events import AttemptTested, EventData, InfraFailure, ManualPrompt
+from staminad.agents.base import adapter_for
+from staminad.engine.markers import MarkerWatcher
+from staminad.engine.scenario import EngineSettings, ScenarioRunner
+from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
-from state.store import Store
+from state.store import AttemptRow, Store
 from tests.engine.conftest import Recorder, sweep, write_sweep
 
 pytestmark = pytest.mark.anyio
+
+AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
 
 
 async def test_reference_passes_every_turn_and_mutants_fail_with_their_category(tmp_path: Path) -> None:
@@ -190,3 +200,143 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
     assert res["reference R=2 detailed"].mean_turns == 3
     assert threads["suite"] and threads["texts"]
     assert threading.get_ident() not in threads["suite"] | threads["texts"]
+
+
+def _answer(workspace: str, prompt: str, marker: str) -> None:
+    """What a person does with a manual prompt: the reference agent's answer, then `staminad done`."""
+    subprocess.run([sys.executable, str(AGENT), "--workspace", workspace, "--prompt-file", prompt], check=True)
+    subprocess.run([sys.executable, "-m", "staminad.cli", "done", "--marker", marker], check=True, env={**os.environ})
+
+
+def _answering(rec: Recorder, skip: int = 0) -> list[str]:
+    """Answer every manual prompt after the first `skip`; returns the prompts answered."""
+    answered: list[str] = []
+    seen: list[str] = []
+
+    def play(data: EventData) -> None:
+        if isinstance(data, ManualPrompt):
+            seen.append(data.prompt)
+            if len(seen) > skip:
+                _answer(data.workspace, data.prompt, data.done.split()[-1])
+                answered.append(data.prompt)
+
+    rec.hooks.append(play)
+    return answered
+
+
+async def _stopped_at_the_first_prompt(path: Path, state: Path) -> ManualPrompt:
+    """Run the sweep until its first manual prompt, then stop it as SIGTERM would (the attempt stays launched)."""
+    rec = Recorder()
+    with anyio.move_on_after(60) as scope:
+        rec.hooks.append(lambda data: scope.cancel() if isinstance(data, ManualPrompt) else None)
+        await sweep(path, state, recorder=rec)
+    assert scope.cancelled_caught
+    return rec.kinds(ManualPrompt)[0]
+
+
+def _downtime(state: Path, seconds: float) -> None:
+    """As if the engine had been stopped `seconds` ago, right after launching: the attempt's launch moves back."""
+    with sqlite3.connect(state / "staminad.db") as conn:
+        conn.execute("UPDATE attempts SET launched_at = launched_at - ?", (seconds,))
+
+
+@pytest.mark.parametrize(
+    ("forged", "says"),
+    [
+        ({"exit": 99999999999999999999999, "signal": None}, "exit 99999999999999999999999"),
+        ({"exit": 0, "signal": 99999999999999999999999}, "signal 99999999999999999999999"),
+        ({"exit": 0, "signal": None, "started": float("inf"), "ended": float("-inf")}, "started Infinity"),
+    ],
+)
+async def test_a_forged_marker_with_an_unusable_field_is_a_harness_crash_of_that_attempt(
+    tmp_path: Path, forged: dict[str, object], says: str
+) -> None:
+    """A marker an agent forged out of range is that attempt's `harness_crash` (retried), never an engine error."""
+    path = write_sweep(tmp_path, "forged", ["manual"], turns=0, retries=0)
+    rec = Recorder()
+    answered = _answering(rec, skip=1)
+
+    def forge(data: EventData) -> None:
+        if isinstance(data, ManualPrompt) and not answered and len(rec.kinds(ManualPrompt)) == 1:
+            marker = Path(data.done.split()[-1])
+            marker.with_suffix(".tmp").write_text(json.dumps(forged))
+            marker.with_suffix(".tmp").replace(marker)
+
+    rec.hooks.insert(0, forge)
+    res = await sweep(path, tmp_path / "state", recorder=rec)
+    assert res["manual R=0 detailed"].statuses == {"done": 1} and res["manual R=0 detailed"].infra == {
+        "harness_crash": 1
+    }
+    crash = next(d for d in rec.kinds(InfraFailure))
+    assert says in crash.detail and "unusable marker" in crash.detail
+    with sqlite3.connect(tmp_path / "state" / "staminad.db") as conn:
+        first = conn.execute(
+            "SELECT harness_exit, harness_signal, harness_seconds, marker_latency FROM attempts ORDER BY id"
+        ).fetchone()
+    assert first == (None, None, None, None)
+
+
+async def test_a_manual_attempt_finished_while_the_engine_was_stopped_is_read_on_resume(tmp_path: Path) -> None:
+    """`done` run while `run` was down, past the turn timeout in wall time: the resumed run tests that answer."""
+    path = write_sweep(tmp_path, "finished-away", ["manual"], turns=1, retries=0)
+    state = tmp_path / "state"
+    first = await _stopped_at_the_first_prompt(path, state)
+    _answer(first.workspace, first.prompt, first.done.split()[-1])
+    _downtime(state, 1000.0)  # the turn timeout is 20 s
+    rec = Recorder()
+    _answering(rec)
+    res = await sweep(path, state, recorder=rec)
+    assert res["manual R=0 detailed"].statuses == {"done": 1} and res["manual R=0 detailed"].infra == {}
+    assert rec.kinds(ManualPrompt)[0].prompt != first.prompt  # the finished one is not asked again
+    async with await Store.open(state / "staminad.db") as store:
+        scenario = (await store.scenarios("finished-away"))[0][1]
+        rows = await store.attempts(scenario.id)
+    assert [(r.turn, r.outcome) for r in rows] == [(0, "pass"), (1, "pass")]
+    assert rows[0].resumed_at is not None and rows[1].resumed_at is None
+
+
+async def test_the_time_the_engine_was_stopped_does_not_count_against_the_turn_timeout(tmp_path: Path) -> None:
+    """A resumed attempt still running is watched from the resume (and its prompt shown again), not judged stuck."""
+    path = write_sweep(tmp_path, "away", ["manual"], turns=0, retries=0)
+    state = tmp_path / "state"
+    first = await _stopped_at_the_first_prompt(path, state)
+    _downtime(state, 1000.0)
+    rec = Recorder()
+    answered = _answering(rec)
+    res = await sweep(path, state, recorder=rec)
+    assert res["manual R=0 detailed"].statuses == {"done": 1} and res["manual R=0 detailed"].infra == {}
+    assert answered == [first.prompt]
+
+
+async def test_a_marker_present_at_the_deadline_is_read_not_judged_stuck(tmp_path: Path) -> None:
+    """The watchdog looks for the marker once more when the turn timeout has passed, before calling it stuck."""
+
+    class Files(HostFiles):
+        def __init__(self, control: Path) -> None:
+            self.host_control = control
+
+        async def health(self, since: float) -> None:
+            return None
+
+    control = tmp_path / "control"
+    (control / "markers").mkdir(parents=True)
+    (control / "markers" / "t0000-a01-i00.json").write_text('{"exit": 0, "signal": null}')
+    watcher = MarkerWatcher()
+    runner = ScenarioRunner(
+        cast(Any, None),
+        cast(Any, None),
+        cast(Any, Files(control)),
+        adapter_for("manual"),
+        watcher,
+        EngineSettings(turn_timeout=20.0),
+        lambda data: None,
+    )
+    row = AttemptRow(
+        id=1, scenario_id=1, turn=0, attempt=1, infra_try=0, phase="launched", prompt_kind="initial", prompt="p",
+        launched_at=time.time() - 1000.0,
+    )  # fmt: skip
+    try:
+        marker, lost = await runner._wait_marker(row, "t0000-a01-i00")
+    finally:
+        watcher.close()
+    assert marker is not None and marker["exit"] == 0 and lost is None

@@ -180,6 +180,21 @@ async def test_the_sweeps_rows_carry_the_deadline_extended_by_recorded_outage_wa
     assert deadlines == {0: 0.0, 1: watchdog_deadline(row.launched_at, 600.0, 45.0)}
 
 
+async def test_a_resumed_attempts_row_counts_down_from_its_resume_as_the_engine_does(tmp_path: Path) -> None:
+    """An attempt a restarted engine took up again is watched from then, with only the outages since added."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", '{"run": {"turn_timeout": 600}}')
+        config = await store.ensure_configuration("w", "c", "codex", 2, "detailed")
+        scenario = (await store.ensure_scenario(config, 0)).id
+        row = await store.begin_attempt(scenario, 0, 1, 0, "initial", "p")
+        await store.llm_call(scenario, row.id, 0, "chat", "m", (1, 1, 0), 0.0, 200, 1.0, 300.0, False)
+        resumed = await store.resumed(row.id)
+        await store.db.execute("UPDATE llm_calls SET at = ? WHERE id = 1", (resumed - 1.0,))  # before the resume
+        await store.llm_call(scenario, row.id, 0, "chat", "m", (1, 1, 0), 0.0, 200, 1.0, 20.0, False)
+        listed = await views.scenario_list(store, "w")
+    assert listed.scenarios[0].deadline == watchdog_deadline(row.launched_at, 600.0, 20.0, resumed) == resumed + 620.0
+
+
 def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say() -> None:
     """Figures read while a cancel lands can still count running rows: a cancelled sweep shows '-' and no slots."""
     stale = ConfigStatus(
