@@ -8,6 +8,7 @@ that is not loopback is only served with a fresh token, printed once, never open
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import os
 import secrets
@@ -40,7 +41,11 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host.strip("[]"), port), family=family, backlog=64)
     except OSError as exc:
-        raise ViewError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port") from None
+        # The host is wrong, not the port, for a name that does not resolve (getaddrinfo's errors are negative;
+        # create_server re-raises them as OSError) or an address that is not this machine's.
+        wrong_host = exc.errno is not None and (exc.errno < 0 or exc.errno == errno.EADDRNOTAVAIL)
+        again = "--host" if wrong_host else "--port"
+        raise ViewError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another {again}") from None
 
 
 def bind_unix(path: Path) -> socket.socket:

@@ -31,7 +31,7 @@ from tui.components.confirm import Confirm
 from tui.components.rows import RowTable
 from tui.screens.overview import COLUMNS, _rows, bar, eta
 from tui.screens.scenario import ScenarioScreen
-from tui.screens.sweep import SweepScreen, span
+from tui.screens.sweep import SweepScreen, span, state_words
 
 pytestmark = pytest.mark.anyio
 CLOCK = re.compile(r"\d+s")
@@ -403,3 +403,11 @@ async def test_scenario_screen_shows_the_server_log_of_the_selected_attempt(tmp_
             await pilot.press("up")
             await settle(pilot, lambda: screen._shown_attempt == first)
             assert head in str(shown.render()) and "SyntaxError" in str(shown.render()).split(head)[1]
+
+
+def test_a_failed_sweep_says_why_in_its_summary_and_dialogs() -> None:
+    """A sweep in `error` reads "error: <the daemon's reason>"; any other status (or no reason) reads as it is."""
+    failed = SweepInfo(sweep="s", status="error", fingerprint="f", reason="image staminabench/sandbox:x is missing")
+    assert state_words(failed) == "error: image staminabench/sandbox:x is missing"
+    assert state_words(SweepInfo(sweep="s", status="error", fingerprint="f")) == "error"
+    assert state_words(SweepInfo(sweep="s", status="done", fingerprint="f", reason="stale")) == "done"

@@ -246,3 +246,12 @@ def test_report_on_bad_input_is_a_table_or_one_line(
             assert main([*cmd, "--state-dir", str(state)]) == 2
             err = capsys.readouterr().err
             assert words in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "192.0.2.1"])
+def test_view_on_a_host_it_cannot_listen_on_asks_for_another_host(host: str) -> None:
+    """A host that does not resolve, or is not this machine's, is named with "pick another --host" (not --port)."""
+    from staminad.viewer.serve import ViewError, bind_tcp
+
+    with pytest.raises(ViewError, match=r"pick another --host$"):
+        bind_tcp(host, 0)

@@ -21,7 +21,7 @@ from tui.components.banner import Banner
 from tui.components.confirm import Confirm
 from tui.components.table import RowCursorTable
 from tui.screens.base import MonitorScreen
-from tui.screens.sweep import span
+from tui.screens.sweep import span, state_words
 
 COLUMNS = (
     "sweep",
@@ -125,7 +125,8 @@ class OverviewScreen(MonitorScreen):
         total = sum(c.scenarios for c in info.configurations)
         done = sum(c.finished for c in info.configurations)
         names = len(info.configurations)
-        return f"{info.status}, {names} configuration{'s' if names != 1 else ''}, {done}/{total} scenarios finished"
+        plural = "s" if names != 1 else ""
+        return f"{state_words(info)}, {names} configuration{plural}, {done}/{total} scenarios finished"
 
     def _confirmed(self, question: str, message: Any, done: str) -> None:
         async def act(yes: bool | None) -> None:

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Header, Input, Static
 
-from protocol import EngineInfo, RetryScenario
+from protocol import EngineInfo, RetryScenario, SweepInfo
 from tui.board import INFRA_TEXT, Change, Scenario, label
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
@@ -178,7 +178,7 @@ class SweepScreen(MonitorScreen):
         info = self.stamina.board.sweeps.get(self.sweep)
         everything = self.stamina.board.scenarios.get(self.sweep, {})
         shown = self.query_one("#scenarios", RowTable).row_count
-        status = info.status if info else "?"
+        status = escape(state_words(info)) if info else "?"
         self.query_one("#summary", Static).update(
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
             f"{SORTS[self.sort_index][0]}"
@@ -269,6 +269,11 @@ class SweepScreen(MonitorScreen):
             ),
             act,
         )
+
+
+def state_words(info: SweepInfo) -> str:
+    """The sweep's status, with the daemon's one-line reason when it ended in `error`."""
+    return f"{info.status}: {info.reason}" if info.status == "error" and info.reason else info.status
 
 
 def _engine(e: EngineInfo) -> str:
