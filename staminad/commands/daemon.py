@@ -28,7 +28,7 @@ from protocol import (
     SweepInfo,
 )
 from protocol.events import KIND_NAMES
-from protocol.paths import SOCKET_NAME
+from protocol.paths import SOCKET_NAME, resolve_state_dir, state_dir_flag
 from staminad.commands.args import CommandError, UsageError, bounded_int, check_engines, check_store, engine
 
 
@@ -125,13 +125,13 @@ def _event_kinds(text: str) -> tuple[str, ...]:
 
 
 def _state(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
+    p.add_argument(
+        "--state-dir", type=state_dir_flag, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home"
+    )
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
-    from protocol.paths import default_state_dir
-
-    return Path(args.state_dir or default_state_dir())
+    return resolve_state_dir(args.state_dir)
 
 
 def start_cmd(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from protocol.paths import resolve_state_dir, state_dir_flag
 from staminad.analysis.data import ConfigData
 from staminad.commands.args import UsageError
 
@@ -17,7 +18,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("sweeps", nargs="*", help="sweep names (default: every sweep in the store)")
     r.add_argument("--format", choices=("md", "latex", "json", "csv"), default="md")
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
-    r.add_argument("--state-dir", type=Path)
+    r.add_argument("--state-dir", type=state_dir_flag)
     r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
     r.add_argument(
         "--html",
@@ -34,14 +35,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("sweeps", nargs="*")
     e.add_argument("--format", choices=("csv", "parquet"), default="csv")
     e.add_argument("--out", type=Path, required=True)
-    e.add_argument("--state-dir", type=Path)
+    e.add_argument("--state-dir", type=state_dir_flag)
     e.set_defaults(func=export_cmd)
 
 
 def _db(args: argparse.Namespace) -> Path:
-    from protocol.paths import default_state_dir
-
-    return Path(args.state_dir or default_state_dir()) / "staminad.db"
+    return resolve_state_dir(args.state_dir) / "staminad.db"
 
 
 def _check_schema(db: Path) -> None:

@@ -190,3 +190,18 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
     assert res["reference R=2 detailed"].mean_turns == 3
     assert threads["suite"] and threads["texts"]
     assert threading.get_ident() not in threads["suite"] | threads["texts"]
+
+
+def test_run_with_a_relative_state_dir_passes_its_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --state-dir rel` is made absolute on entry: the harness, run in its workspace, still finds its prompt."""
+    from staminad.cli import main
+
+    write_sweep(tmp_path, "rel", ["reference"], turns=1, retries=0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--quiet", "--state-dir", "relstate", "rel.toml"]) == 0
+
+    async def stored() -> list[tuple[str, int]]:
+        async with await Store.open(tmp_path / "relstate" / "staminad.db") as store:
+            return [(s.status, s.turns_passed) for _, s in await store.scenarios("rel")]
+
+    assert anyio.run(stored) == [("done", 2)]
