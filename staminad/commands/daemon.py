@@ -29,7 +29,15 @@ from protocol import (
 )
 from protocol.events import KIND_NAMES
 from protocol.paths import SOCKET_NAME, resolve_state_dir, state_dir_flag
-from staminad.commands.args import CommandError, UsageError, bounded_int, check_engines, check_store, engine
+from staminad.commands.args import (
+    CommandError,
+    UsageError,
+    bounded_int,
+    check_engines,
+    check_store,
+    engine,
+    one_seed,
+)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -91,7 +99,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         elif name == "retry":
             p.add_argument("sweep")
             p.add_argument("configuration")
-            p.add_argument("seed", type=int)
+            p.add_argument("seed", type=one_seed)
         elif name == "stop":
             p.add_argument("--drain", action="store_true", help="let running attempts finish first")
         elif name == "logs":
