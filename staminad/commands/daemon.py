@@ -244,10 +244,10 @@ def client_cmd(args: argparse.Namespace) -> int:
     name = args.command_name
     text = ""
     if name == "submit":  # the file is checked before the daemon is asked
+        from staminad.engine.config import read_sweep
+
         try:
-            text = args.sweep.read_bytes().decode("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
+            text = read_sweep(args.sweep).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UsageError(f"{args.sweep} is not UTF-8 text (byte {exc.start}); a sweep is TOML") from None
 

@@ -125,3 +125,16 @@ def test_show_prints_counts_and_texts(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0 and "entities" in out and len(out.splitlines()) == 2 + PARAMS.turns + 1
     code, out, _ = _run(capsys, "scenario", "show", str(tmp_path), "--seed", "0", "--turn", "0")
     assert code == 0 and "# Instructions" in out and "# Specification" in out
+
+
+def test_a_pack_file_past_the_size_bound_is_refused_having_read_only_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One file larger than the pack bound is not read whole before the bound is checked."""
+    import staminad.packio as packio
+
+    monkeypatch.setattr(packio, "MAX_PACK_BYTES", 1000)
+    with (tmp_path / "big").open("wb") as fh:
+        fh.truncate(10**12)  # sparse: free on disk, a terabyte if read whole
+    with pytest.raises(PackError, match="larger than 1000 bytes"):
+        read_pack(tmp_path)
