@@ -19,7 +19,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--format", choices=("md", "latex", "json", "csv"), default="md")
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
     r.add_argument("--state-dir", type=state_dir_flag)
-    r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
+    r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs (100..100000)")
     r.add_argument(
         "--html",
         action="store_true",
@@ -115,9 +115,10 @@ def _configs(args: argparse.Namespace, leave_out_cancelled: bool = False) -> lis
 
 def report_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis import figures, report
+    from staminad.analysis.stats import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
-    if args.bootstrap < 100:
-        raise UsageError("--bootstrap must be at least 100")
+    if not MIN_BOOTSTRAP <= args.bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap {args.bootstrap} is outside {MIN_BOOTSTRAP}..{MAX_BOOTSTRAP}")
     if args.html and args.out is None:
         raise UsageError("--html needs --out DIR for the site")
     from staminad.analysis import cost
