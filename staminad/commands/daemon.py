@@ -104,10 +104,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
             p.add_argument("--drain", action="store_true", help="let running attempts finish first")
         elif name == "logs":
             p.add_argument("sweeps", nargs="*")
-            p.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
+            p.add_argument(
+                "--count", type=bounded_int(0, 10**9), default=0, help="stop after this many events (0: never)"
+            )
             p.add_argument(
                 "--replay",
-                type=int,
+                type=bounded_int(0, 10**9),
                 default=0,
                 metavar="N",
                 help="first show up to N recent events the daemon still holds",
@@ -254,9 +256,12 @@ def client_cmd(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with Client(socket_path) as client:
             if name == "logs":
-                reply = await client.request(
-                    Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds, replay=max(args.replay, 0))
-                )
+                for sweep in args.sweeps:  # a typo would otherwise wait forever for events that never come
+                    if isinstance(found := await client.request(GetSweep(sweep=sweep)), ErrorReply):
+                        raise UsageError(found.message)
+                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds, replay=args.replay))
+                if isinstance(reply, ErrorReply):
+                    raise UsageError(reply.message)
                 seen = 0
                 async for event in client.events():
                     if args.json:
