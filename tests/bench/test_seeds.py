@@ -28,7 +28,9 @@ def test_the_size_limit_is_a_running_total_across_parts() -> None:
         seed_list(f"0-{half},{10 * MAX_SEEDS}-{10 * MAX_SEEDS + half}")
 
 
-@pytest.mark.parametrize("text", ["9223372036854775808", "99999999999999999999999", f"{MAX_SEED + 1}", "5-" + "9" * 5000])
+@pytest.mark.parametrize(
+    "text", ["9223372036854775808", "99999999999999999999999", f"{MAX_SEED + 1}", "5-" + "9" * 5000]
+)
 def test_a_seed_above_the_bound_is_refused(text: str) -> None:
     """Seeds past MAX_SEED (which SQLite could not even store from 2**63) are refused, not crashed on later."""
     with pytest.raises(SeedError, match=f"outside 0..{MAX_SEED}"):
