@@ -81,6 +81,17 @@ def test_missing_and_extra_files_are_named() -> None:
         verify_pack({**files, "manifest.json": b"{nope"})
 
 
+def test_a_manifest_seed_past_the_seed_bound_is_refused() -> None:
+    """A hand-edited manifest naming seed 2**63 is refused when read, as a seed list would be, not at the store."""
+    import json
+
+    files = build_pack([0], PARAMS)
+    manifest = json.loads(files["manifest.json"])
+    manifest["seeds"] = [2**63]
+    with pytest.raises(PackError, match=r"manifest.json is not a valid pack manifest: .*<= 1000000000"):
+        verify_pack({**files, "manifest.json": json.dumps(manifest).encode()})
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     try:
         code = main(list(argv))
