@@ -36,8 +36,9 @@ def read_pack(directory: Path) -> Pack:
     files: dict[str, bytes] = {}
     total = 0
     for p in sorted(directory.rglob("*")):
-        if p.is_file() and not p.name.startswith(".tmp-"):
-            data = p.read_bytes()
+        if p.is_file() and not p.name.startswith(".tmp-"):  # regular files only: a FIFO or device is skipped
+            with p.open("rb") as fh:  # never more than the bound, however large one file is
+                data = fh.read(MAX_PACK_BYTES - total + 1)
             total += len(data)
             if total > MAX_PACK_BYTES:
                 raise PackError(f"{directory} is larger than {MAX_PACK_BYTES} bytes: not a scenario pack")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from protocol.errors import ExpectedError, UsageError
-from protocol.paths import SOCKET_NAME, default_state_dir
+from protocol.paths import SOCKET_NAME, resolve_state_dir, state_dir_flag
 from protocol.usage import OneLineParser
 
 NO_TERMINAL = "stamina-tui needs a terminal to draw on (its output is not one); use --serve for a browser"
@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     ap = OneLineParser(prog="stamina-tui", description="Live monitor of a staminad daemon.")
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--socket", type=Path, help="the daemon's control socket (an SSH-forwarded one works too)")
-    where.add_argument("--state-dir", type=Path, help="the daemon's state directory (its socket is inside)")
+    where.add_argument("--state-dir", type=state_dir_flag, help="the daemon's state directory (its socket is inside)")
     ap.add_argument("--serve", action="store_true", help="serve the monitor to a browser instead (textual-serve)")
     ap.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=8566, help="with --serve: port (default 8566)")
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 def socket_path(args: argparse.Namespace) -> Path:
     if args.socket is not None:
         return Path(args.socket)
-    return Path(args.state_dir or default_state_dir()) / SOCKET_NAME
+    return resolve_state_dir(args.state_dir) / SOCKET_NAME
 
 
 def has_terminal() -> bool:

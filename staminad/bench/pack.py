@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from typing import Annotated
 
 import msgspec
 
 from protocol.errors import UsageError
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import GENERATOR_VERSION, Scenario, ScenarioParams, generate
+from staminad.bench.seeds import MAX_SEED, MAX_SEEDS
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 
 PACK_FORMAT = "staminabench-pack/1"
@@ -36,11 +38,15 @@ class Sampling(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     fallbacks: int  # turns (or initial designs) drawn procedurally after repeated rejections
 
 
+# A manifest's seeds keep the bounds a seed list has (a hand-edited one must not reach the store unchecked).
+Seed = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEED)]
+
+
 class Manifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     format: str
     generator_version: str
     params: ScenarioParams
-    seeds: tuple[int, ...]
+    seeds: Annotated[tuple[Seed, ...], msgspec.Meta(max_length=MAX_SEEDS)]
     files: dict[str, str]  # relative path -> sha256 hex
     sampling: Sampling | None = None
 

@@ -25,6 +25,14 @@ def seed_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def one_seed(text: str) -> int:
+    """An argparse type for one seed (see `staminad.bench.seeds`): the same digits and bound as a seed list."""
+    try:
+        return seeds.seed(text)
+    except seeds.SeedError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
     """An argparse type accepting integers in [lo, hi]."""
 
@@ -65,5 +73,6 @@ __all__ = [
     "check_store",
     "engine",
     "lock_state_dir",
+    "one_seed",
     "seed_list",
 ]

@@ -28,8 +28,17 @@ from protocol import (
     SweepInfo,
 )
 from protocol.events import KIND_NAMES
+from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.paths import socket_path as _socket_path
-from staminad.commands.args import CommandError, UsageError, bounded_int, check_engines, check_store, engine
+from staminad.commands.args import (
+    CommandError,
+    UsageError,
+    bounded_int,
+    check_engines,
+    check_store,
+    engine,
+    one_seed,
+)
 from state.lock import lock_holder
 
 
@@ -92,15 +101,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         elif name == "retry":
             p.add_argument("sweep")
             p.add_argument("configuration")
-            p.add_argument("seed", type=int)
+            p.add_argument("seed", type=one_seed)
         elif name == "stop":
             p.add_argument("--drain", action="store_true", help="let running attempts finish first")
         elif name == "logs":
             p.add_argument("sweeps", nargs="*")
-            p.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
+            p.add_argument(
+                "--count", type=bounded_int(0, 10**9), default=0, help="stop after this many events (0: never)"
+            )
             p.add_argument(
                 "--replay",
-                type=int,
+                type=bounded_int(0, 10**9),
                 default=0,
                 metavar="N",
                 help="first show up to N recent events the daemon still holds",
@@ -126,13 +137,13 @@ def _event_kinds(text: str) -> tuple[str, ...]:
 
 
 def _state(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
+    p.add_argument(
+        "--state-dir", type=state_dir_flag, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home"
+    )
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
-    from protocol.paths import default_state_dir
-
-    return Path(args.state_dir or default_state_dir())
+    return resolve_state_dir(args.state_dir)
 
 
 def start_cmd(args: argparse.Namespace) -> int:
@@ -240,19 +251,22 @@ def client_cmd(args: argparse.Namespace) -> int:
     name = args.command_name
     text = ""
     if name == "submit":  # the file is checked before the daemon is asked
+        from staminad.engine.config import read_sweep
+
         try:
-            text = args.sweep.read_bytes().decode("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.sweep}: {exc.strerror}") from None
+            text = read_sweep(args.sweep).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UsageError(f"{args.sweep} is not UTF-8 text (byte {exc.start}); a sweep is TOML") from None
 
     async def main() -> int:
         async with Client(socket_path) as client:
             if name == "logs":
-                reply = await client.request(
-                    Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds, replay=max(args.replay, 0))
-                )
+                for sweep in args.sweeps:  # a typo would otherwise wait forever for events that never come
+                    if isinstance(found := await client.request(GetSweep(sweep=sweep)), ErrorReply):
+                        raise UsageError(found.message)
+                reply = await client.request(Subscribe(sweeps=tuple(args.sweeps), kinds=args.kinds, replay=args.replay))
+                if isinstance(reply, ErrorReply):
+                    raise UsageError(reply.message)
                 seen = 0
                 async for event in client.events():
                     if args.json:

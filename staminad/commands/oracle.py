@@ -12,7 +12,7 @@ import msgspec
 
 from staminad.bench.pack import Pack
 from staminad.bench.scenario import ScenarioParams
-from staminad.commands.args import UsageError, bounded_int, seed_list
+from staminad.commands.args import UsageError, bounded_int, one_seed, seed_list
 from staminad.packio import read_pack
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.reference.server import SERVER_BUGS, App, make_server, serve
@@ -56,7 +56,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 def _turn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pack", type=Path, required=True)
-    p.add_argument("--seed", type=bounded_int(0, 10**9), required=True)
+    p.add_argument("--seed", type=one_seed, required=True)
     p.add_argument("--turn", type=bounded_int(0, 100_000), required=True)
 
 

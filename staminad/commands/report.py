@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from protocol.paths import resolve_state_dir, state_dir_flag
 from staminad.analysis.data import ConfigData
 from staminad.commands.args import CommandError, UsageError, check_store
 
@@ -18,8 +19,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--format", choices=("md", "latex", "json", "csv"), default="md")
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
     r.add_argument("--force", action="store_true", help="write over a report already in --out")
-    r.add_argument("--state-dir", type=Path)
-    r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs")
+    r.add_argument("--state-dir", type=state_dir_flag)
+    r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs (100..100000)")
     r.add_argument(
         "--html",
         action="store_true",
@@ -36,14 +37,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("--format", choices=("csv", "parquet"), default="csv")
     e.add_argument("--out", type=Path, required=True)
     e.add_argument("--force", action="store_true", help="write over an existing --out file")
-    e.add_argument("--state-dir", type=Path)
+    e.add_argument("--state-dir", type=state_dir_flag)
     e.set_defaults(func=export_cmd)
 
 
 def _db(args: argparse.Namespace) -> Path:
-    from protocol.paths import default_state_dir
-
-    return Path(args.state_dir or default_state_dir()) / "staminad.db"
+    return resolve_state_dir(args.state_dir) / "staminad.db"
 
 
 def _check_schema(db: Path) -> None:
@@ -139,9 +138,10 @@ def _check_out(out: Path, db: Path, force: bool) -> None:
 
 def report_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis import figures, report
+    from staminad.analysis.stats import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
-    if args.bootstrap < 100:
-        raise UsageError("--bootstrap must be at least 100")
+    if not MIN_BOOTSTRAP <= args.bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap {args.bootstrap} is outside {MIN_BOOTSTRAP}..{MAX_BOOTSTRAP}")
     if args.html and args.out is None:
         raise UsageError("--html needs --out DIR for the site")
     from staminad.analysis import cost

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from protocol.paths import default_state_dir
+from protocol.paths import resolve_state_dir, state_dir_flag
 from staminad.commands.args import CommandError, UsageError, check_engines, check_store, engine, lock_state_dir
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
@@ -24,7 +24,9 @@ from staminad.sandbox.ports import PortAllocator
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("run", help="run a sweep in process (resumes if run again)")
     p.add_argument("sweep", type=Path)
-    p.add_argument("--state-dir", type=Path, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home")
+    p.add_argument(
+        "--state-dir", type=state_dir_flag, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home"
+    )
     p.add_argument("--runtime", choices=("auto", "local", "docker"), help="override the sweep's runtime")
     p.add_argument("--quiet", action="store_true", help="only the final table")
     p.add_argument(
@@ -55,7 +57,7 @@ def run_cmd(args: argparse.Namespace) -> int:
         sweep, fingerprint = load_sweep(args.sweep)
     except SweepError as exc:
         raise UsageError(str(exc)) from None
-    state_dir = args.state_dir or default_state_dir()
+    state_dir = resolve_state_dir(args.state_dir)
     pack = None
     if sweep.scenarios.pack:
         pack_path = Path(sweep.scenarios.pack)

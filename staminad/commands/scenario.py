@@ -10,7 +10,7 @@ from staminad.bench.changes import transition
 from staminad.bench.pack import Pack
 from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.scenario import ScenarioParams
-from staminad.commands.args import CommandError, UsageError, bounded_int, seed_list
+from staminad.commands.args import CommandError, UsageError, bounded_int, one_seed, seed_list
 from staminad.packio import read_pack, write_pack
 
 
@@ -47,12 +47,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     g.set_defaults(func=generate)
     s = ssub.add_parser("show", help="summarise a pack, or print one turn's texts")
     s.add_argument("pack", type=Path)
-    s.add_argument("--seed", type=bounded_int(0, 10**9))
+    s.add_argument("--seed", type=one_seed)
     s.add_argument("--turn", type=bounded_int(0, 100_000))
     s.set_defaults(func=show)
     o = ssub.add_parser("openapi", help="print an OpenAPI 3.1 document for one turn's design")
     o.add_argument("--pack", type=Path, required=True)
-    o.add_argument("--seed", type=bounded_int(0, 10**9), required=True)
+    o.add_argument("--seed", type=one_seed, required=True)
     o.add_argument("--turn", type=bounded_int(0, 100_000), required=True)
     o.set_defaults(func=openapi_cmd)
 

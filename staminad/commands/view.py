@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from protocol.paths import resolve_state_dir, state_dir_flag
 from staminad.commands.args import UsageError, bounded_int
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v = sub.add_parser("view", help="browse sweeps, scenarios and attempts in a web page (read-only)")
-    v.add_argument("--state-dir", type=Path)
+    v.add_argument("--state-dir", type=state_dir_flag)
     v.add_argument(
         "--host",
         default="127.0.0.1",
@@ -22,10 +23,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def view_cmd(args: argparse.Namespace) -> int:
-    from protocol.paths import default_state_dir
     from staminad.viewer.serve import ViewError, serve
 
-    state_dir = (args.state_dir or default_state_dir()).expanduser()
+    state_dir = resolve_state_dir(args.state_dir)
     try:
         serve(state_dir, args.host, args.port, args.socket, lambda line: print(line, flush=True))
     except ViewError as exc:

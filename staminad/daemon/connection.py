@@ -45,6 +45,7 @@ from protocol import (
     write_frame,
 )
 from protocol.errors import ExpectedError, UsageError
+from protocol.events import KIND_NAMES
 from staminad.daemon import views
 from staminad.daemon.logs import log
 
@@ -120,8 +121,12 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                     await send(ErrorReply(message=f"bad request: {exc}", usage=True), number(body))
                     continue
                 if isinstance(request, Subscribe):
-                    await _stream_events(daemon, request, send)
-                    return
+                    refusal = _subscribe_refusal(request)
+                    if refusal is None:
+                        await _stream_events(daemon, request, send)
+                        return
+                    await send(ErrorReply(message=refusal), request.rid)
+                    continue
                 await send(await _answer(daemon, request), request.rid)
                 if isinstance(request, Stop):
                     daemon.stop(request.drain)
@@ -179,6 +184,19 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
             " (the daemon's log has the traceback)"
         )
     return ErrorReply(message=f"unsupported request {type(request).__name__}", usage=True)
+
+
+def _subscribe_refusal(request: Subscribe) -> str | None:
+    """Why a subscription cannot be served as asked (an unknown kind would silently match nothing), or None.
+
+    Sweeps are not checked: subscribing before submitting is how a client sees a sweep's first event.
+    """
+    unknown = sorted(set(request.kinds) - KIND_NAMES)
+    if unknown:
+        return f"unknown event kind {', '.join(unknown)}; known: {', '.join(sorted(KIND_NAMES))}"
+    if request.replay < 0:
+        return f"replay {request.replay} is negative; ask for 0 or more recent events"
+    return None
 
 
 async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:

@@ -20,9 +20,11 @@ from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.seeds import seed_list
 from staminad.gateway.pricing import Price
+from staminad.sandbox.bounded import NotSmallFileError, read_small_file
 from staminad.sandbox.enginespec import EngineSpec, check_spec
 
 # A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
+MAX_SWEEP_BYTES = 1024 * 1024  # a sweep file is a few hundred bytes of TOML
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -94,15 +96,23 @@ class Configuration(msgspec.Struct, frozen=True, kw_only=True):
 
 def load_sweep(path: Path) -> tuple[SweepFile, str]:
     """Parse and check a sweep file; returns it and its fingerprint (sha256 of the canonical config)."""
+    return parse_sweep(read_sweep(path), path)
+
+
+def read_sweep(path: Path) -> bytes:
+    """A sweep file's bytes: a regular file of at most MAX_SWEEP_BYTES (not `/dev/zero`, not a FIFO)."""
     try:
-        data = path.read_bytes()
+        return read_small_file(path, MAX_SWEEP_BYTES)
     except OSError as exc:
         raise SweepError(f"cannot read {path}: {exc.strerror}") from None
-    return parse_sweep(data, path)
+    except NotSmallFileError as exc:
+        raise SweepError(f"{exc}; a sweep file is a small TOML file") from None
 
 
 def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
     """Like `load_sweep` for TOML already read (`path` names it in errors and anchors a relative pack)."""
+    if len(data) > MAX_SWEEP_BYTES:  # the daemon parses what a client sends, however it was read
+        raise SweepError(f"{path} is larger than {MAX_SWEEP_BYTES} bytes; a sweep file is a small TOML file")
     try:
         sweep = msgspec.toml.decode(data, type=SweepFile)
     except msgspec.ValidationError as exc:

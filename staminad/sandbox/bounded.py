@@ -2,11 +2,14 @@
 
 An agent controls its workspace and, on the local runtime, its control directory too; a sparse 1 GiB
 file costs nothing on disk but everything in memory if it is read whole. Every daemon-side read of
-such a file goes through here with an explicit byte bound.
+such a file goes through here with an explicit byte bound. So do files a user names (a sweep file): a path
+can be `/dev/zero` or a FIFO as easily as a typo.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 SMALL = 4096  # pid files, exit codes
@@ -17,6 +20,27 @@ def read_head(path: Path, limit: int) -> bytes:
     """At most `limit` bytes from the start of `path` (raises OSError like `open`)."""
     with open(path, "rb") as fh:
         return fh.read(limit)
+
+
+class NotSmallFileError(ValueError):
+    """A user-named file that is not a regular file, or is larger than its bound; the reason in one line."""
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The whole of `path` if it is a regular file of at most `limit` bytes (raises OSError like `open`).
+
+    Opened non-blocking so a FIFO with no writer is refused at once instead of waiting for one.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise NotSmallFileError(f"{path} is {what}")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise NotSmallFileError(f"{path} is larger than {limit} bytes")
+    return data
 
 
 def read_int(path: Path) -> int | None:

@@ -91,6 +91,16 @@ def test_report_of_unknown_sweep_is_one_line(state: Path, capsys: pytest.Capture
     assert "no sweep 'nope'" in err and "rep" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("count", ["99", "100001", "99999999999"])
+def test_a_bootstrap_count_outside_its_bounds_is_one_line(
+    tmp_path: Path, count: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--bootstrap` is refused below 100 and above 100000 (it ran unbounded), before the store is read."""
+    assert main(["report", "--state-dir", str(tmp_path / "none"), "--bootstrap", count]) == 2
+    err = capsys.readouterr().err
+    assert err == f"staminad: error: --bootstrap {count} is outside 100..100000\n"
+
+
 def test_export_csv_and_parquet(state: Path, tmp_path: Path) -> None:
     """`staminad export` writes every attempt; Parquet reads back with the same rows."""
     assert main(["export", "rep", "--state-dir", str(state), "--out", str(tmp_path / "a.csv")]) == 0

@@ -81,6 +81,17 @@ def test_missing_and_extra_files_are_named() -> None:
         verify_pack({**files, "manifest.json": b"{nope"})
 
 
+def test_a_manifest_seed_past_the_seed_bound_is_refused() -> None:
+    """A hand-edited manifest naming seed 2**63 is refused when read, as a seed list would be, not at the store."""
+    import json
+
+    files = build_pack([0], PARAMS)
+    manifest = json.loads(files["manifest.json"])
+    manifest["seeds"] = [2**63]
+    with pytest.raises(PackError, match=r"manifest.json is not a valid pack manifest: .*<= 1000000000"):
+        verify_pack({**files, "manifest.json": json.dumps(manifest).encode()})
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     try:
         code = main(list(argv))
@@ -125,3 +136,16 @@ def test_show_prints_counts_and_texts(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0 and "entities" in out and len(out.splitlines()) == 2 + PARAMS.turns + 1
     code, out, _ = _run(capsys, "scenario", "show", str(tmp_path), "--seed", "0", "--turn", "0")
     assert code == 0 and "# Instructions" in out and "# Specification" in out
+
+
+def test_a_pack_file_past_the_size_bound_is_refused_having_read_only_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One file larger than the pack bound is not read whole before the bound is checked."""
+    import staminad.packio as packio
+
+    monkeypatch.setattr(packio, "MAX_PACK_BYTES", 1000)
+    with (tmp_path / "big").open("wb") as fh:
+        fh.truncate(10**12)  # sparse: free on disk, a terabyte if read whole
+    with pytest.raises(PackError, match="larger than 1000 bytes"):
+        read_pack(tmp_path)

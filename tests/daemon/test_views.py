@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
-from protocol import Cancel, ErrorReply, ListScenarios, Ok, RetryScenario, ScenarioList
+from protocol import Cancel, ErrorReply, ListScenarios, Ok, Ping, RetryScenario, ScenarioList, Subscribe
+from protocol.client import Client
 from protocol.events import ScenarioFinished
 from staminad.daemon.views import scenario_row
 from state.store import Progress
@@ -110,6 +112,46 @@ async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) ->
         assert [e.kind for e in first][-1] == "sweep_finished"
         assert [e.seq for e in first] == sorted(e.seq for e in first)
         assert live.seq == first[-1].seq + 1 and live.kind == "sweep_runtime"  # no gap, nothing replayed twice
+
+
+@pytest.mark.parametrize(
+    ("subscribe", "refusal"),
+    [
+        (Subscribe(kinds=("attempt_tested", "no_such_kind")), "unknown event kind no_such_kind; known: "),
+        (Subscribe(replay=-1), "replay -1 is negative"),
+    ],
+)
+async def test_a_subscription_that_could_match_nothing_is_refused(
+    tmp_path: Path, subscribe: Subscribe, refusal: str
+) -> None:
+    """An unknown kind or a negative replay gets an error reply, not "subscribed"; the connection stays usable."""
+    state = tmp_path / "st"
+    async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
+        reply = await client.request(subscribe)
+        assert isinstance(reply, ErrorReply) and reply.message.startswith(refusal)
+        pong = await client.request(Ping())
+        assert isinstance(pong, Ok) and pong.detail == "pong"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["nosuch"], "staminad: error: no sweep nosuch"),
+        (["--count", "-1"], "staminad logs: error: argument --count: -1 is outside 0..1000000000 (see --help)"),
+        (["--replay", "-5"], "staminad logs: error: argument --replay: -5 is outside 0..1000000000 (see --help)"),
+    ],
+)
+async def test_logs_refuses_an_unknown_sweep_and_negative_numbers_in_one_line(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    """`staminad logs nosuch` says so and exits 2 instead of waiting forever; negative counts are usage errors."""
+    state = tmp_path / "st"
+    async with running_daemon(state):
+        with anyio.fail_after(60):
+            done = await anyio.run_process(
+                [sys.executable, "-m", "staminad.cli", "logs", *args, "--state-dir", str(state)], check=False
+            )
+    assert done.returncode == 2 and done.stderr.decode().splitlines() == [line]
 
 
 async def test_retry_while_the_sweep_runs_starts_the_scenario_at_once(tmp_path: Path) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from staminad.engine.config import SweepError, configurations, load_sweep
+from staminad.engine.config import MAX_SWEEP_BYTES, SweepError, configurations, load_sweep, parse_sweep
 from tests.engine.conftest import write_sweep
 
 BAD = {
@@ -16,6 +17,9 @@ BAD = {
     "unknown key": 'name = "x"\ncolour = 1\n[matrix]\nagents = ["reference"]\n',
     "unknown agent": 'name = "x"\n[matrix]\nagents = ["gpt-agent-9000"]\n',
     "bad seeds": 'name = "x"\n[scenarios]\nseeds = "9-1"\n[matrix]\nagents = ["reference"]\n',
+    "huge seed range": 'name = "x"\n[scenarios]\nseeds = "0-100000000000"\n[matrix]\nagents = ["reference"]\n',
+    "seed 2**63": 'name = "x"\n[scenarios]\nseeds = "9223372036854775808"\n[matrix]\nagents = ["reference"]\n',
+    "seed 1_0": 'name = "x"\n[scenarios]\nseeds = "1_0"\n[matrix]\nagents = ["reference"]\n',
     "wrong type": 'name = "x"\n[matrix]\nagents = "reference"\n',
     "negative timeout": 'name = "x"\n[matrix]\nagents = ["reference"]\n[run]\nturn_timeout = -1\n',
     "bad name": 'name = "a b/c"\n[matrix]\nagents = ["reference"]\n',
@@ -119,3 +123,35 @@ def test_a_later_run_field_at_its_default_leaves_the_fingerprint_of_older_sweeps
     assert fingerprint == hashlib.sha256(msgspec.json.encode(before)).hexdigest()[:16]
     volume = write_sweep(tmp_path, "f", ["reference"], runtime="docker", extra='workspace = "volume"\n')
     assert load_sweep(volume)[1] != load_sweep(write_sweep(tmp_path, "f", ["reference"], runtime="docker"))[1]
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "oversized"])
+def test_a_sweep_path_that_is_not_a_small_regular_file_is_refused(tmp_path: Path, kind: str) -> None:
+    """`/dev/zero`, a FIFO, a directory or a file over MAX_SWEEP_BYTES: one line at once, never read whole."""
+    path = tmp_path / "s.toml"
+    if kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b"#" * (MAX_SWEEP_BYTES + 1))
+    with pytest.raises(SweepError, match="a sweep file is a small TOML file|cannot read"):
+        load_sweep(path)
+    with pytest.raises(SweepError, match="larger than"):
+        parse_sweep(b"#" * (MAX_SWEEP_BYTES + 1), tmp_path / "sent.toml")
+
+
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_run_and_submit_refuse_dev_zero_in_one_line(tmp_path: Path, command: str) -> None:
+    """`staminad run /dev/zero` and `submit /dev/zero` exit 2 with one line (they used to read until memory ran out)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "staminad.cli", command, "/dev/zero", "--state-dir", str(tmp_path / "st")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "staminad: error: /dev/zero is not a regular file; a sweep file is a small TOML file"
+    ]

@@ -340,3 +340,18 @@ async def test_a_marker_present_at_the_deadline_is_read_not_judged_stuck(tmp_pat
     finally:
         watcher.close()
     assert marker is not None and marker["exit"] == 0 and lost is None
+
+
+def test_run_with_a_relative_state_dir_passes_its_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --state-dir rel` is made absolute on entry: the harness, run in its workspace, still finds its prompt."""
+    from staminad.cli import main
+
+    write_sweep(tmp_path, "rel", ["reference"], turns=1, retries=0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--quiet", "--state-dir", "relstate", "rel.toml"]) == 0
+
+    async def stored() -> list[tuple[str, int]]:
+        async with await Store.open(tmp_path / "relstate" / "staminad.db") as store:
+            return [(s.status, s.turns_passed) for _, s in await store.scenarios("rel")]
+
+    assert anyio.run(stored) == [("done", 2)]

@@ -7,9 +7,11 @@ import random
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from staminad.engine.loc import CHUNK, MAX_FILE_BYTES, count_loc
 from staminad.engine.markers import read_marker
-from staminad.sandbox.bounded import read_int, read_tail
+from staminad.sandbox.bounded import NotSmallFileError, read_int, read_small_file, read_tail
 
 
 def _peak(fn: object) -> tuple[object, int]:
@@ -80,3 +82,23 @@ def test_control_files_and_logs_are_read_within_their_bounds(tmp_path: Path) -> 
     tail, peak = _peak(lambda: read_tail(log, 8))
     assert tail == "the end\n"
     assert peak < 1 << 20
+
+
+def test_a_small_file_read_refuses_fifos_devices_and_oversized_files(tmp_path: Path) -> None:
+    """A regular file is read whole; a FIFO (at once, with no writer), a device or a large file is refused."""
+    fifo, big, small = tmp_path / "fifo", tmp_path / "big", tmp_path / "small"
+    os.mkfifo(fifo)
+    with big.open("wb") as fh:
+        fh.truncate(1 << 30)  # sparse: read whole it would cost a gigabyte
+    small.write_bytes(b"x" * 10)
+    assert read_small_file(small, 10) == b"x" * 10
+    for path, reason in ((fifo, "is not a regular file"), (Path("/dev/zero"), "is not a regular file")):
+        with pytest.raises(NotSmallFileError, match=reason):
+            read_small_file(path, 10)
+    tracemalloc.start()
+    try:
+        with pytest.raises(NotSmallFileError, match="larger than 10 bytes"):
+            read_small_file(big, 10)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20  # only the bound was read
+    finally:
+        tracemalloc.stop()
