@@ -15,7 +15,9 @@ and turns 0, 50 and 100 of one seed, the same suite runs through:
 
 Each figure is the median of --repeats runs, taken round-robin over the variants so that each
 sees the same machine load; a variant whose first run takes longer than --cap
-seconds runs once (said in the table, xN), and one whose run would take longer than --budget
+seconds runs once (said in the table, xN), one whose runs take under QUICK seconds runs QUICK_FACTOR
+times as often (a 0.1 s suite is at the mercy of a busy machine's scheduler; xN again), and one whose
+run would take longer than --budget
 seconds (scaled from its previous turn by request count) is skipped ("over budget"). Ratios are
 against `floor` and `pytest+session` of the same server, turn and run of this script; `session/floor`
 is the most any client could gain over pytest + `requests.Session` on that server (the suite's requests
@@ -192,12 +194,17 @@ def pytest_run(suite: Suite, base: str, tmp: Path, session: bool) -> float:
 Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
 
 
+QUICK = 0.5  # seconds: a variant whose median run is shorter is repeated QUICK_FACTOR times as often
+QUICK_FACTOR = 5
+
+
 def measure_all(
     runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float, budget: Budget
 ) -> dict[str, Measured]:
     """Median wall per variant; repeats go round-robin over the variants so each sees the same machine load.
 
-    A variant whose first run took longer than `cap` seconds is not repeated; one the budget rules out is skipped.
+    A variant whose first run took longer than `cap` seconds is not repeated; one the budget rules out is skipped;
+    one whose median is under QUICK seconds runs QUICK_FACTOR times as often.
     """
     walls: dict[str, list[float]] = {}
     for name, run in runs.items():
@@ -208,6 +215,10 @@ def measure_all(
         for name, run in runs.items():
             if name in walls and walls[name][0] <= cap:
                 walls[name].append(run())
+    quick = [name for name in walls if statistics.median(walls[name]) < QUICK]
+    for _ in range(repeats * (QUICK_FACTOR - 1)):  # still round-robin, over the quick ones
+        for name in quick:
+            walls[name].append(runs[name]())
     return {name: (statistics.median(walls[name]), len(walls[name])) if name in walls else None for name in runs}
 
 
