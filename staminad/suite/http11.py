@@ -266,12 +266,13 @@ class Http11Transport:
         """
         if self._spare is None:
             return False
+        left = self._left()  # before taking it: a spent budget leaves the spare for close() to release
         with self._guard:
             sock, self._spare = self._spare, None
         assert sock is not None
         poller = select.poll()
         poller.register(sock.fileno(), select.POLLOUT)
-        ready = poller.poll(self._left() * 1000)
+        ready = poller.poll(left * 1000)
         if not ready or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) or self._interrupted.is_set():
             sock.close()
             return False
