@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import stat
 from pathlib import Path
 
-from protocol.errors import ExpectedError
+from protocol.errors import ExpectedError, UsageError
 
 SOCKET_NAME = "staminad.sock"
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path the kernel takes (sun_path holds 108, its NUL included)
@@ -56,13 +58,51 @@ def resolve_state_dir(flag: Path | None) -> Path:
     Absolute because parts run elsewhere: a harness runs with its workspace as the working directory and is
     handed paths inside the state directory, so a relative one would no longer resolve there.
     """
-    return (flag if flag is not None else default_state_dir()).expanduser().absolute()
+    chosen = flag if flag is not None else default_state_dir()
+    try:
+        expanded = chosen.expanduser()
+    except RuntimeError:  # `~name` for a user this machine does not know
+        raise UsageError(
+            f"the state directory {chosen} starts with {chosen.parts[0]}, the home of no user on this machine "
+            f"(for a directory of that name, write ./{chosen})"
+        ) from None
+    return expanded.absolute()
+
+
+def clear_stale_socket(path: Path, hint: str) -> None:
+    """Make room to bind a Unix socket at `path`: nothing there is fine, a socket nobody listens on (left by a
+    process that died) is removed, anything else is refused in one line (`UsageError`) and left untouched.
+
+    `lstat`, so a symbolic link is refused rather than followed; only a refused connection proves a socket
+    stale. `hint` ends the line: what the user can do instead (such as "pick another --socket").
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there (or no such directory: the bind says so)
+    if not stat.S_ISSOCK(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a socket"
+        raise UsageError(f"{path} exists and is {kind}; it is left alone: {hint}")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1)
+        probe.connect(str(path))
+    except ConnectionRefusedError:
+        pass  # stale: removed below
+    except OSError as exc:
+        raise UsageError(f"{path} is a socket that cannot be checked ({exc.strerror or exc}); {hint}") from None
+    else:
+        raise UsageError(f"{path} is a socket another process is listening on; {hint}")
+    finally:
+        probe.close()
+    path.unlink(missing_ok=True)
 
 
 __all__ = [
     "SOCKET_NAME",
     "SOCKET_PATH_MAX",
     "SocketPathError",
+    "clear_stale_socket",
     "default_state_dir",
     "resolve_state_dir",
     "socket_path",

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from protocol.paths import resolve_state_dir
+from protocol.errors import UsageError
+from protocol.paths import clear_stale_socket, resolve_state_dir
 from staminad.cli import main
 
 
@@ -37,3 +42,62 @@ def test_an_empty_state_dir_flag_is_refused_in_one_line(argv: list[str], capsys:
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--state-dir: must not be empty" in err
+
+
+@pytest.mark.parametrize("via", ["flag", "env"])
+def test_a_home_of_no_user_is_one_line_naming_the_value(
+    via: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`~nosuchuser/x` (flag or STAMINAD_STATE_DIR) is a usage error naming it, not RuntimeError's traceback."""
+    flag = ["--state-dir", "~nosuchuser/x"] if via == "flag" else []
+    if via == "env":
+        monkeypatch.setenv("STAMINAD_STATE_DIR", "~nosuchuser/x")
+    with pytest.raises(UsageError, match=r"~nosuchuser/x starts with ~nosuchuser.*write \./~nosuchuser/x"):
+        resolve_state_dir(Path("~nosuchuser/x") if via == "flag" else None)
+    assert main(["report", *flag]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("staminad: error: the state directory ~nosuchuser/x ")
+
+
+@pytest.fixture
+def short() -> Iterator[Path]:
+    """A directory with a path short enough for Unix sockets whatever the test's name."""
+    with tempfile.TemporaryDirectory(prefix="sk", dir="/tmp") as d:
+        yield Path(d)
+
+
+def _listening(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(1)
+    return sock
+
+
+def test_only_a_socket_nobody_listens_on_is_removed(short: Path) -> None:
+    """A stale socket goes; nothing there is fine; a file, a directory or a link (even to a socket) is refused
+    in one line and kept."""
+    stale = short / "stale.sock"
+    _listening(stale).close()  # closed without unlinking: what a viewer killed by SIGKILL leaves
+    clear_stale_socket(stale, "pick another --socket")
+    assert not stale.exists()
+    clear_stale_socket(short / "none.sock", "pick another --socket")
+    (short / "staminad.db").write_bytes(b"SQLite format 3\x00 the store")
+    (short / "dir").mkdir()
+    _listening(short / "s2").close()
+    (short / "link").symlink_to(short / "s2")
+    for name, kind in (("staminad.db", "not a socket"), ("dir", "a directory"), ("link", "a symbolic link")):
+        with pytest.raises(UsageError, match=f"exists and is {kind}; it is left alone: pick another --socket$"):
+            clear_stale_socket(short / name, "pick another --socket")
+    assert (short / "staminad.db").read_bytes().endswith(b"the store") and (short / "dir").is_dir()
+    assert (short / "link").is_symlink() and os.path.exists(short / "s2")
+
+
+def test_a_live_socket_is_refused_without_naming_who_listens(short: Path) -> None:
+    """A socket something listens on (a daemon's, a viewer's) is kept, and the line does not guess which."""
+    live = _listening(short / "live.sock")
+    try:
+        with pytest.raises(UsageError, match=r"is a socket another process is listening on; pick another --socket$"):
+            clear_stale_socket(short / "live.sock", "pick another --socket")
+        assert (short / "live.sock").exists()
+    finally:
+        live.close()
