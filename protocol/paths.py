@@ -35,21 +35,47 @@ def socket_path(state_dir: Path) -> Path:
     return path
 
 
+def _expanded(text: str) -> Path | None:
+    """`text` with a leading `~` or `~user` expanded as a shell would (`./~name` stays a literal name); None
+    when it names the home of no user on this machine."""
+    if not text.startswith("~"):
+        return Path(text)
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # pathlib's word for a `~user` it cannot find
+        return None
+
+
+def _no_home(text: str) -> str:
+    first = text.split("/", 1)[0]
+    return (
+        f"{text} starts with {first}, the home of no user on this machine "
+        f"(for a directory of that name, write ./{text})"
+    )
+
+
 def default_state_dir() -> Path:
-    """`$STAMINAD_STATE_DIR` (empty means unset), else `$XDG_STATE_HOME/staminabench` (default
+    """`$STAMINAD_STATE_DIR` (empty means unset; `~` expanded), else `$XDG_STATE_HOME/staminabench` (default
     `~/.local/state/staminabench`)."""
     env = os.environ.get("STAMINAD_STATE_DIR")
     if env:
-        return Path(env)
+        path = _expanded(env)
+        if path is None:
+            raise UsageError(f"STAMINAD_STATE_DIR={_no_home(env)}")
+        return path
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "staminabench"
 
 
 def state_dir_flag(text: str) -> Path:
-    """An argparse type for `--state-dir`: an empty one is refused rather than read as the current directory."""
+    """An argparse type for `--state-dir`: an empty one is refused rather than read as the current directory; a
+    leading `~` is expanded here, on the text, so that `./~name` can still name a directory called `~name`."""
     if not text:
         raise argparse.ArgumentTypeError("must not be empty (leave it out for the default)")
-    return Path(text)
+    path = _expanded(text)
+    if path is None:
+        raise argparse.ArgumentTypeError(_no_home(text))
+    return path
 
 
 def resolve_state_dir(flag: Path | None) -> Path:
@@ -58,15 +84,7 @@ def resolve_state_dir(flag: Path | None) -> Path:
     Absolute because parts run elsewhere: a harness runs with its workspace as the working directory and is
     handed paths inside the state directory, so a relative one would no longer resolve there.
     """
-    chosen = flag if flag is not None else default_state_dir()
-    try:
-        expanded = chosen.expanduser()
-    except RuntimeError:  # `~name` for a user this machine does not know
-        raise UsageError(
-            f"the state directory {chosen} starts with {chosen.parts[0]}, the home of no user on this machine "
-            f"(for a directory of that name, write ./{chosen})"
-        ) from None
-    return expanded.absolute()
+    return (flag if flag is not None else default_state_dir()).absolute()
 
 
 def clear_stale_socket(path: Path, hint: str) -> None:

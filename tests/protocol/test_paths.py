@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import UsageError
-from protocol.paths import clear_stale_socket, resolve_state_dir
+from protocol.paths import clear_stale_socket, resolve_state_dir, state_dir_flag
 from staminad.cli import main
 
 
@@ -44,19 +44,27 @@ def test_an_empty_state_dir_flag_is_refused_in_one_line(argv: list[str], capsys:
     assert err.count("\n") == 1 and "--state-dir: must not be empty" in err
 
 
-@pytest.mark.parametrize("via", ["flag", "env"])
 def test_a_home_of_no_user_is_one_line_naming_the_value(
-    via: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`~nosuchuser/x` (flag or STAMINAD_STATE_DIR) is a usage error naming it, not RuntimeError's traceback."""
-    flag = ["--state-dir", "~nosuchuser/x"] if via == "flag" else []
-    if via == "env":
-        monkeypatch.setenv("STAMINAD_STATE_DIR", "~nosuchuser/x")
-    with pytest.raises(UsageError, match=r"~nosuchuser/x starts with ~nosuchuser.*write \./~nosuchuser/x"):
-        resolve_state_dir(Path("~nosuchuser/x") if via == "flag" else None)
-    assert main(["report", *flag]) == 2
+    """`~nosuchuser/x` as the flag or STAMINAD_STATE_DIR is a usage error naming it (it was RuntimeError's
+    traceback); `./~nosuchuser/x` is a directory of that name, and `~/x` is still under $HOME."""
+    with pytest.raises(SystemExit) as exited:
+        main(["report", "--state-dir", "~nosuchuser/x"])
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("staminad: error: the state directory ~nosuchuser/x ")
+    assert exited.value.code == 2 and err.count("\n") == 1
+    assert "--state-dir: ~nosuchuser/x starts with ~nosuchuser" in err and "write ./~nosuchuser/x" in err
+    monkeypatch.setenv("STAMINAD_STATE_DIR", "~nosuchuser/y")
+    with pytest.raises(UsageError, match=r"^STAMINAD_STATE_DIR=~nosuchuser/y starts with ~nosuchuser"):
+        resolve_state_dir(None)
+    assert main(["report"]) == 2
+    assert capsys.readouterr().err.startswith("staminad: error: STAMINAD_STATE_DIR=~nosuchuser/y ")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert resolve_state_dir(state_dir_flag("./~nosuchuser/x")) == tmp_path / "~nosuchuser" / "x"
+    assert resolve_state_dir(state_dir_flag("~/x")) == tmp_path / "home" / "x"
+    monkeypatch.setenv("STAMINAD_STATE_DIR", "./~nosuchuser/y")
+    assert resolve_state_dir(None) == tmp_path / "~nosuchuser" / "y"
 
 
 @pytest.fixture
