@@ -34,13 +34,18 @@ def read_pack(directory: Path) -> Pack:
     if not directory.is_dir():
         raise PackError(f"{directory} is not a directory")
     files: dict[str, bytes] = {}
+    irregular: set[str] = set()  # there, but not read: a directory, FIFO, device or a link to one
     total = 0
     for p in sorted(directory.rglob("*")):
-        if p.is_file() and not p.name.startswith(".tmp-"):  # regular files only: a FIFO or device is skipped
+        if p.name.startswith(".tmp-"):
+            continue
+        if not p.is_file():  # regular files only: a FIFO or device is never opened
+            irregular.add(p.relative_to(directory).as_posix())
+        else:
             with p.open("rb") as fh:  # never more than the bound, however large one file is
                 data = fh.read(MAX_PACK_BYTES - total + 1)
             total += len(data)
             if total > MAX_PACK_BYTES:
                 raise PackError(f"{directory} is larger than {MAX_PACK_BYTES} bytes: not a scenario pack")
             files[p.relative_to(directory).as_posix()] = data
-    return verify_pack(files)
+    return verify_pack(files, irregular)

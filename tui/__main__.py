@@ -90,7 +90,11 @@ def serve(ap: argparse.ArgumentParser, args: argparse.Namespace, path: Path) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
-    path = socket_path(args).absolute()
+    try:
+        path = socket_path(args).absolute()
+    except ExpectedError as exc:  # a --state-dir (or $STAMINAD_STATE_DIR) that names no directory
+        print(f"stamina-tui: error: {exc}", file=sys.stderr)
+        return exc.exit_status
     if args.serve:
         return serve(ap, args, path)
     if not has_terminal():

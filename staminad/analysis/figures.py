@@ -10,8 +10,10 @@ that would carry no information is skipped with a line saying why.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import matplotlib
 
@@ -65,6 +67,11 @@ class FigureSet(msgspec.Struct, kw_only=True):
         return "\n".join(out).rstrip() + "\n"
 
 
+def open_output(path: Path) -> IO[bytes]:
+    """`path` opened to be written over, never through a symbolic link (that raises OSError: ELOOP)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666), "wb")
+
+
 def style(i: int) -> dict[str, Any]:
     return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)], "linestyle": LINES[i % len(LINES)]}
 
@@ -92,7 +99,8 @@ def _save(fig: Any, out: Path, name: str, caption: str, legend: bool = True) -> 
     paths = []
     for fmt in FORMATS:
         p = out / f"{name}.{fmt}"
-        fig.savefig(p, format=fmt, dpi=300, bbox_inches="tight", metadata={"Date": None} if fmt == "pdf" else None)
+        with open_output(p) as fh:
+            fig.savefig(fh, format=fmt, dpi=300, bbox_inches="tight", metadata={"Date": None} if fmt == "pdf" else None)
         paths.append(str(p))
     plt.close(fig)
     return Figure(name=name, caption=caption, paths=tuple(paths))
@@ -332,35 +340,51 @@ def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
     return _save(fig, out, "turns_within_cost_budget", caption)
 
 
+Drawer = Callable[[dict[str, Any], Path], Figure]
+
+
+def plan(report: dict[str, Any]) -> tuple[list[tuple[str, Drawer]], list[str]]:
+    """The figures the report data supports, by name with what draws each, and a line for each one left out."""
+    drawers: list[tuple[str, Drawer]] = []
+    skipped: list[str] = []
+    if not report["configurations"]:
+        return drawers, ["no figures: no configurations"]
+    drawers += [
+        ("survival", survival),
+        ("turns_vs_retry_budget", retry_budget),
+        ("failures_first", lambda r, out: heatmap(r, "failures_first", out)),
+        ("failures_all", lambda r, out: heatmap(r, "failures_all", out)),
+    ]
+    why = loc_information(report)
+    if why is None:
+        drawers.append(("loc_vs_turn", loc))
+    else:
+        skipped.append(f"loc_vs_turn left out: {why}.")
+    if len({c["feedback"] for c in report["configurations"]}) > 1:
+        drawers.append(("turns_vs_feedback", feedback))
+    else:
+        skipped.append("turns_vs_feedback left out: every configuration uses the same feedback level.")
+    if report.get("cost_study"):
+        drawers += [("cost_vs_turns", cost_vs_turns), ("turns_within_cost_budget", turns_within_budget)]
+    else:
+        skipped.append(
+            "cost_vs_turns and turns_within_cost_budget left out: no model usage recorded (needs the LLM gateway)."
+        )
+    return drawers, skipped
+
+
+def file_names(report: dict[str, Any]) -> list[str]:
+    """Every file `draw` writes for this report data (each figure in each of FORMATS), so they can be checked first."""
+    return [f"{name}.{fmt}" for name, _ in plan(report)[0] for fmt in FORMATS]
+
+
 def draw(report: dict[str, Any], out: Path) -> FigureSet:
     """Every figure the report data supports, and a line for each one left out."""
     out.mkdir(parents=True, exist_ok=True)
-    result = FigureSet()
-    if not report["configurations"]:
-        result.skipped.append("no figures: no configurations")
-        return result
+    drawers, skipped = plan(report)
+    result = FigureSet(skipped=skipped)
     with plt.rc_context(STYLE):  # type: ignore[arg-type]  # matplotlib types keys as a Literal of every rc name
-        result.figures += [
-            survival(report, out),
-            retry_budget(report, out),
-            heatmap(report, "failures_first", out),
-            heatmap(report, "failures_all", out),
-        ]
-        why = loc_information(report)
-        if why is None:
-            result.figures.append(loc(report, out))
-        else:
-            result.skipped.append(f"loc_vs_turn left out: {why}.")
-        if len({c["feedback"] for c in report["configurations"]}) > 1:
-            result.figures.append(feedback(report, out))
-        else:
-            result.skipped.append("turns_vs_feedback left out: every configuration uses the same feedback level.")
-        if report.get("cost_study"):
-            result.figures += [cost_vs_turns(report, out), turns_within_budget(report, out)]
-        else:
-            result.skipped.append(
-                "cost_vs_turns and turns_within_cost_budget left out: no model usage recorded (needs the LLM gateway)."
-            )
+        result.figures += [drawer(report, out) for _, drawer in drawers]
     return result
 
 

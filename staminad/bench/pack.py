@@ -10,7 +10,7 @@ manifest, naming the first file that differs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Annotated
 
 import msgspec
@@ -163,14 +163,21 @@ def load_manifest(data: bytes) -> Manifest:
     return manifest
 
 
-def verify_pack(files: Mapping[str, bytes]) -> Pack:
-    """Check every file against the manifest's sha256; raise PackError naming the first mismatch."""
+def verify_pack(files: Mapping[str, bytes], irregular: Collection[str] = ()) -> Pack:
+    """Check every file against the manifest's sha256; raise PackError naming the first mismatch.
+
+    `irregular`: paths the pack holds that were not read, not being regular files (a FIFO, a device, a link to
+    one), so that one of them is named for what it is rather than as missing."""
     if "manifest.json" not in files:
+        if "manifest.json" in irregular:
+            raise PackError("manifest.json is not a regular file: not a scenario pack")
         raise PackError("manifest.json is missing: not a scenario pack")
     manifest = load_manifest(files["manifest.json"])
     for path, digest in manifest.files.items():
         data = files.get(path)
         if data is None:
+            if path in irregular:
+                raise PackError(f"{path} is listed in the manifest but is not a regular file")
             raise PackError(f"{path} is listed in the manifest but missing")
         if hashlib.sha256(data).hexdigest() != digest:
             raise PackError(f"{path} does not match its sha256 in the manifest (the pack was modified)")

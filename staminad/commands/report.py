@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 from protocol.paths import resolve_state_dir, state_dir_flag
 from staminad.analysis.data import ConfigData
 from staminad.commands.args import CommandError, UsageError, check_store
+from state.lock import LOCK_NAME
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -116,24 +119,68 @@ def _configs(args: argparse.Namespace, leave_out_cancelled: bool = False) -> lis
     return configs
 
 
-def _check_out(out: Path, db: Path, force: bool) -> None:
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
+STORE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _is_sqlite(path: Path) -> bool:
+    """Whether `path` is a regular file that starts as an SQLite database does (read without following a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(SQLITE_HEADER)) == SQLITE_HEADER
+    finally:
+        os.close(fd)
+
+
+def _a_store(out: Path) -> bool:
+    """Whether `out` is an SQLite database (any state dir's store) or the -wal, -shm or -journal beside one."""
+    if _is_sqlite(out):
+        return True
+    side = next((suffix for suffix in STORE_SIDE_FILES if out.name.endswith(suffix)), None)
+    return side is not None and _is_sqlite(out.with_name(out.name.removesuffix(side)))
+
+
+def _locked_dir(target: Path) -> Path | None:
+    """The state directory (one holding a staminad lock file) that the resolved `target` is or lies inside."""
+    return next((d for d in (target, *target.parents) if (d / LOCK_NAME).exists()), None)
+
+
+def _check_out(out: Path, db: Path, force: bool, *, follow: bool = False) -> None:
     """Refuse, in one line (exit 2), an output path `report` or `export` must not write: one in a directory that
-    does not exist, one inside the state directory (the store, its -wal and -shm, the lock, the socket, the
-    sandboxes) or the store under another name (a link), even with `force`; and an existing one without it."""
+    does not exist; even with `force`, one inside a state directory (this one's or any other holding a lock
+    file: the store, its -wal and -shm, the lock, the socket, the sandboxes), any SQLite database or its -wal
+    and -shm, the store under another name (a hard link), and a symbolic link (an output is never written
+    through one; `follow` allows it for the `--out` directory itself); and an existing one without `force`."""
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: the directory {out.parent} does not exist (create it first)")
+    if not follow and out.is_symlink():
+        raise UsageError(f"--out {out} is a symbolic link; outputs are never written through one: remove it first")
     state_dir = db.parent.resolve()
     target = out.resolve()
     if target == state_dir or state_dir in target.parents:
         raise UsageError(
             f"--out {out} is inside the state directory {state_dir}, which holds the store: write elsewhere"
         )
-    if out.exists():
-        store_files = [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
-        if any(f.exists() and out.samefile(f) for f in store_files):
-            raise UsageError(f"--out {out} is the state store {db} under another name: write elsewhere")
-        if not force:
-            raise UsageError(f"--out {out} already exists; pass --force to write over it, or name another path")
+    locked = _locked_dir(target)
+    if locked is not None:
+        raise UsageError(f"--out {out} is inside {locked}, another staminad state directory: write elsewhere")
+    store_files = [Path(f"{db}{suffix}") for suffix in ("", *STORE_SIDE_FILES)]
+    if out.exists() and any(f.exists() and out.samefile(f) for f in store_files):
+        raise UsageError(f"--out {out} is the state store {db} under another name: write elsewhere")
+    if _a_store(out):
+        raise UsageError(f"--out {out} is an SQLite database (a store?) or one's -wal/-shm: write elsewhere")
+    if out.exists() and not force:
+        raise UsageError(f"--out {out} already exists; pass --force to write over it, or name another path")
+
+
+def _check_in(out: Path, names: list[str], db: Path, force: bool) -> None:
+    """`_check_out` for each file `report` writes into the directory `out` (none exist yet if it does not)."""
+    if out.is_dir():
+        for name in names:
+            _check_out(out / name, db, force)
 
 
 def report_cmd(args: argparse.Namespace) -> int:
@@ -147,15 +194,16 @@ def report_cmd(args: argparse.Namespace) -> int:
     from staminad.analysis import cost
 
     ext = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}[args.format]
+    written = [f"report.{ext}", *(("site",) if args.html else ())]
     if args.out is not None:  # refused before the report is computed
         if args.out.exists() and not args.out.is_dir():
             raise UsageError(f"--out {args.out} is a file; name a directory for the report and its figures")
-        _check_out(args.out, _db(args), force=True)  # the directory: an existing one is fine
-        if args.out.is_dir():
-            for written in (f"report.{ext}", *(("site",) if args.html else ())):
-                _check_out(args.out / written, _db(args), args.force)
+        _check_out(args.out, _db(args), force=True, follow=True)  # the directory: an existing one is fine
+        _check_in(args.out, written, _db(args), args.force)
     built = report.build(_configs(args, leave_out_cancelled=True), n_boot=args.bootstrap)
     data = report.clean({**built, **cost.study(_db(args), args.sweeps)})
+    if args.out is not None:  # which figures are drawn depends on the data: their files are checked once known
+        _check_in(args.out, figures.file_names(data), _db(args), args.force)
     renderers: dict[str, Callable[[dict[str, Any]], str]] = {
         "md": report.markdown,
         "latex": report.latex,
@@ -170,7 +218,8 @@ def report_cmd(args: argparse.Namespace) -> int:
     drawn = figures.draw(data, args.out)
     if args.format == "md":
         text += "\n" + drawn.markdown()
-    (args.out / f"report.{ext}").write_text(text)
+    with figures.open_output(args.out / f"report.{ext}") as fh:
+        fh.write(text.encode())
     for line in drawn.skipped:
         print(line)
     print(f"wrote {args.out / f'report.{ext}'} and {len(drawn.paths())} figure files to {args.out}")

@@ -24,7 +24,7 @@ from protocol import EngineInfo, ErrorReply, SweepInfo, encoder
 from protocol.errors import ExpectedError
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
-from protocol.paths import socket_path
+from protocol.paths import clear_stale_socket, socket_path
 from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
@@ -118,6 +118,7 @@ class Daemon:
         assert self._lock_fd is not None
         lock_fd, self._lock_fd = self._lock_fd, None
         logs = contextlib.ExitStack()
+        socket_ours = False
         try:
             if self.metrics_port:  # first: a port taken refuses the start, in one line, before anything is served
                 from staminad.daemon.metrics import Metrics
@@ -128,7 +129,9 @@ class Daemon:
             log.info("starting on %s (pid %d)", self.state_dir, os.getpid())
             self.store = await Store.open(self.state_dir / "staminad.db")
             self.watcher = MarkerWatcher()
-            self.socket_path.unlink(missing_ok=True)  # stale: we hold the lock, nobody else serves it
+            # We hold the lock, so no daemon serves it: a socket left by one that died goes, anything else stays.
+            clear_stale_socket(self.socket_path, f"move it out of {self.state_dir}")
+            socket_ours = True  # from here the path is free or our socket: removed on the way out
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 umask = os.umask(0o177)  # the socket is born 0600, then opened up as configured
@@ -171,7 +174,8 @@ class Daemon:
                     self.watcher.close()
                 if self.store is not None:
                     await self.store.close()
-                self.socket_path.unlink(missing_ok=True)
+                if socket_ours:
+                    self.socket_path.unlink(missing_ok=True)
                 os.close(lock_fd)
                 log.info("stopped")
                 logs.close()

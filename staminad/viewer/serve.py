@@ -18,6 +18,8 @@ from pathlib import Path
 
 import uvicorn
 
+from protocol.errors import ExpectedError
+from protocol.paths import clear_stale_socket
 from staminad.viewer.app import create_app
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
@@ -49,16 +51,10 @@ def bind_tcp(host: str, port: int) -> socket.socket:
 
 
 def bind_unix(path: Path) -> socket.socket:
-    if path.exists():
-        probe = socket.socket(socket.AF_UNIX)
-        try:
-            probe.settimeout(1)
-            probe.connect(str(path))
-            raise ViewError(f"{path} is in use by a running viewer; pick another --socket")
-        except OSError:
-            path.unlink()  # a stale socket left by a viewer that died
-        finally:
-            probe.close()
+    try:
+        clear_stale_socket(path, "pick another --socket")
+    except ExpectedError as exc:
+        raise ViewError(str(exc)) from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)  # the socket is created 0600: only this user can connect
     try:

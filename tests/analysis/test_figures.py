@@ -95,6 +95,25 @@ def test_each_figure_is_written_as_pdf_svg_and_300_dpi_png(report_dir: Path, nam
     assert (report_dir / f"{name}.svg").read_text().lstrip().startswith("<?xml")
 
 
+def test_the_report_checks_exactly_the_files_draw_writes(metered: Path, tmp_path: Path) -> None:
+    """`file_names` (what `report` checks before writing) is every file `draw` writes, no more, no less."""
+    from staminad.analysis import report
+    from staminad.analysis.data import load
+
+    data = report.clean(
+        {
+            **report.build(load(metered / "staminad.db", ["fig"]), n_boot=100),
+            **cost.study(metered / "staminad.db", ["fig"]),
+        }
+    )
+    drawn = figures.draw(data, tmp_path)
+    assert (
+        sorted(figures.file_names(data))
+        == sorted(p.name for p in drawn.paths())
+        == sorted(p.name for p in tmp_path.iterdir())
+    )
+
+
 def test_text_stays_editable_in_svg_and_pdf(report_dir: Path) -> None:
     """SVG text is real <text> (not glyph outlines) and the PDF embeds TrueType fonts (Type 42), not Type 3."""
     svg = (report_dir / "survival.svg").read_text()

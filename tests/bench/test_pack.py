@@ -149,3 +149,20 @@ def test_a_pack_file_past_the_size_bound_is_refused_having_read_only_the_bound(
         fh.truncate(10**12)  # sparse: free on disk, a terabyte if read whole
     with pytest.raises(PackError, match="larger than 1000 bytes"):
         read_pack(tmp_path)
+
+
+def test_a_pack_file_that_is_not_a_regular_file_is_named_so(tmp_path: Path) -> None:
+    """A manifest.json linked to /dev/zero, or a scenario.json that is a FIFO, is "not a regular file", not missing."""
+    import os
+
+    write_pack(tmp_path / "a", build_pack([0], PARAMS))
+    (tmp_path / "a" / "manifest.json").unlink()
+    (tmp_path / "a" / "manifest.json").symlink_to("/dev/zero")
+    with pytest.raises(PackError, match=r"^manifest.json is not a regular file: not a scenario pack$"):
+        read_pack(tmp_path / "a")
+    write_pack(tmp_path / "b", build_pack([0], PARAMS))
+    fifo = tmp_path / "b" / "scenarios/seed-00000/scenario.json"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    with pytest.raises(PackError, match=r"scenario.json is listed in the manifest but is not a regular file$"):
+        read_pack(tmp_path / "b")

@@ -162,3 +162,63 @@ def test_done_with_an_exit_status_outside_a_byte_is_refused(tmp_path: Path, stat
     assert f"--exit {status}" in line and "0..255" in line and not list(marker.parent.iterdir())
     _cli("done", "--marker", str(marker), "--exit", "255").check_returncode()
     assert json.loads(marker.read_text())["exit"] == 255
+
+
+def test_start_keeps_a_file_where_its_socket_goes(tmp_path: Path) -> None:
+    """`start` with a non-socket at STATE/staminad.sock exits 2 naming it and leaves it (it was deleted)."""
+    state = tmp_path / "st"
+    state.mkdir()
+    (state / "staminad.sock").write_text("mine\n")
+    done = _cli("start", "--state-dir", str(state))
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and "staminad.sock exists and is not a socket; it is left alone" in last, done.stderr
+    assert (state / "staminad.sock").read_text() == "mine\n"
+
+
+def test_export_never_writes_over_another_store_even_with_force(finished: tuple[Path, Path], tmp_path: Path) -> None:
+    """`export --force --out` onto any SQLite database, its -wal/-shm, or a path in another locked state dir
+    exits 2 in one line and changes nothing."""
+    state, _ = finished
+    other = tmp_path / "other"
+    other.mkdir()
+    store = other / "staminad.db"
+    store.write_bytes((state / "staminad.db").read_bytes())
+    (other / "staminad.db-wal").write_bytes(b"wal frames")
+    (other / "staminad.lock").write_text("123 daemon\n")
+    (other / "notes.csv").write_text("keep me\n")
+    elsewhere = tmp_path / "copy.sqlite"
+    elsewhere.write_bytes(store.read_bytes())
+    for out, says in (
+        (store, "another staminad state directory"),
+        (other / "staminad.db-wal", "another staminad state directory"),
+        (other / "notes.csv", "another staminad state directory"),
+        (elsewhere, "is an SQLite database"),
+    ):
+        line = _one_line(_cli("export", "--state-dir", str(state), "--out", str(out), "--force"), 2)
+        assert says in line, line
+    assert store.read_bytes() == elsewhere.read_bytes() == (state / "staminad.db").read_bytes()
+    assert (other / "notes.csv").read_text() == "keep me\n"
+    assert (other / "staminad.db-wal").read_bytes() == b"wal frames"
+
+
+def test_report_checks_every_figure_file_like_the_report(finished: tuple[Path, Path], tmp_path: Path) -> None:
+    """An existing figure file needs --force; a figure name that is a symbolic link (to a store) is refused even
+    with --force; neither is written, and the report is not written either."""
+    state, _ = finished
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "survival.png").write_text("mine\n")
+    line = _one_line(_cli("report", "--state-dir", str(state), "--out", str(rep)), 2)
+    assert "survival.png already exists; pass --force" in line and (rep / "survival.png").read_text() == "mine\n"
+    assert not (rep / "report.md").exists()
+    copy = tmp_path / "copy.db"
+    copy.write_bytes((state / "staminad.db").read_bytes())
+    (rep / "survival.png").unlink()
+    (rep / "failures_all.svg").symlink_to(copy)
+    line = _one_line(_cli("report", "--state-dir", str(state), "--out", str(rep), "--force"), 2)
+    assert "failures_all.svg is a symbolic link" in line and copy.read_bytes() == (state / "staminad.db").read_bytes()
+    assert not (rep / "report.md").exists() and not (rep / "survival.png").exists()
+    (rep / "failures_all.svg").unlink()
+    (rep / "survival.png").write_text("mine\n")
+    forced = _cli("report", "--state-dir", str(state), "--out", str(rep), "--force")
+    assert forced.returncode == 0 and (rep / "survival.png").read_bytes().startswith(b"\x89PNG"), forced.stderr

@@ -92,3 +92,12 @@ def test_serve_on_a_port_in_use_is_one_line_exit_1(tmp_path: Path, taken_port: i
     line = _one_line(proc)
     assert proc.returncode == 1
     assert f"port {taken_port} on 127.0.0.1 is in use; pick another --port" in line, line
+
+
+def test_a_state_dir_in_the_home_of_no_user_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--state-dir ~nosuchuser/x` or STAMINAD_STATE_DIR so exits 2 naming it, not with RuntimeError's traceback."""
+    proc = _tui("--state-dir", "~nosuchuser/x")
+    assert proc.returncode == 2 and "~nosuchuser/x starts with ~nosuchuser" in _one_line(proc)
+    monkeypatch.setenv("STAMINAD_STATE_DIR", "~nosuchuser/y")
+    proc = _tui()
+    assert proc.returncode == 2 and "STAMINAD_STATE_DIR=~nosuchuser/y starts with" in _one_line(proc)

@@ -255,3 +255,35 @@ def test_view_on_a_host_it_cannot_listen_on_asks_for_another_host(host: str) -> 
 
     with pytest.raises(ViewError, match=r"pick another --host$"):
         bind_tcp(host, 0)
+
+
+def test_view_socket_on_a_file_refuses_and_keeps_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`view --socket` naming the store (or any file that is not a socket) exits 2 in one line; the file stays."""
+    from staminad.cli import main
+
+    store = tmp_path / "staminad.db"
+    store.write_bytes(b"SQLite format 3\x00 pages")
+    assert main(["view", "--state-dir", str(tmp_path), "--socket", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exists and is not a socket; it is left alone: pick another --socket" in err
+    assert store.read_bytes() == b"SQLite format 3\x00 pages"
+
+
+def test_bind_unix_on_a_live_socket_does_not_call_it_a_viewer() -> None:
+    """A socket someone listens on (a daemon's control socket, say) is refused without claiming a viewer has it."""
+    import socket
+    import tempfile
+
+    from staminad.viewer.serve import ViewError, bind_unix
+
+    with tempfile.TemporaryDirectory(prefix="vw", dir="/tmp") as d:
+        path = Path(d) / "staminad.sock"
+        live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        live.bind(str(path))
+        live.listen(1)
+        try:
+            with pytest.raises(ViewError, match="another process is listening on") as refused:
+                bind_unix(path)
+            assert "viewer" not in str(refused.value) and path.exists()
+        finally:
+            live.close()
