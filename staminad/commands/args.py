@@ -9,6 +9,7 @@ import argparse
 
 from protocol.errors import ExpectedError, UsageError
 from staminad.bench import seeds
+from staminad.engine.config import MAX_SECONDS, positive_seconds
 from staminad.sandbox.enginespec import EngineSpec, parse_flag
 from state.lock import check_store, lock_state_dir
 
@@ -48,6 +49,17 @@ def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
     return parse
 
 
+def seconds(text: str) -> float:
+    """An argparse type for a timeout: the bound a sweep file's `run.*_timeout` has (never NaN or negative)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not positive_seconds(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds up to {MAX_SECONDS}")
+    return value
+
+
 def engine(text: str) -> EngineSpec:
     """An argparse type for `--engine URL[,slots=N][,tls=DIR][,gateway=IP]` (see `staminad.sandbox.enginespec`)."""
     try:
@@ -74,5 +86,6 @@ __all__ = [
     "engine",
     "lock_state_dir",
     "one_seed",
+    "seconds",
     "seed_list",
 ]
