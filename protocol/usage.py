@@ -8,7 +8,10 @@ because that is the one layer both may import.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import NoReturn
+
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -18,4 +21,15 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-__all__ = ["OneLineParser"]
+def integer(text: str) -> int:
+    """An argparse type for an integer in ASCII digits, an optional leading minus: `int()` alone would also take
+    `1_0`, ` 5` and other scripts' digits (as seeds are refused in `staminad.bench.seeds`)."""
+    try:
+        if _INTEGER.fullmatch(text):
+            return int(text)
+    except ValueError:  # more digits than int() converts
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r} is not an integer (digits 0-9 only)")
+
+
+__all__ = ["OneLineParser", "integer"]

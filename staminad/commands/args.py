@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from protocol.errors import ExpectedError, UsageError
+from protocol.usage import integer
 from staminad.bench import seeds
 from staminad.engine.config import MAX_SECONDS, positive_seconds
 from staminad.sandbox.enginespec import EngineSpec, parse_flag
@@ -35,13 +36,10 @@ def one_seed(text: str) -> int:
 
 
 def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
-    """An argparse type accepting integers in [lo, hi]."""
+    """An argparse type accepting integers in [lo, hi], in ASCII digits (see `protocol.usage.integer`)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        value = integer(text)
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"{value} is outside {lo}..{hi}")
         return value
@@ -84,6 +82,7 @@ __all__ = [
     "check_engines",
     "check_store",
     "engine",
+    "integer",
     "lock_state_dir",
     "one_seed",
     "seconds",

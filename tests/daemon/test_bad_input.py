@@ -162,3 +162,25 @@ def test_done_with_an_exit_status_outside_a_byte_is_refused(tmp_path: Path, stat
     assert f"--exit {status}" in line and "0..255" in line and not list(marker.parent.iterdir())
     _cli("done", "--marker", str(marker), "--exit", "255").check_returncode()
     assert json.loads(marker.read_text())["exit"] == 255
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scenario", "show", "p1", "--seed", "0", "--turn", "1_0"],
+        ["scenario", "generate", "--seeds", "0", "--turns", " 5", "--out", "x"],
+        ["view", "--port", "8_570"],
+        ["logs", "--count", "+1"],
+        ["start", "--metrics-port", "9_090"],
+        ["start", "--suite-parallel", "\u0663"],
+        ["done", "--marker", "m", "--exit", "1_0"],
+    ],
+)
+def test_integer_flags_take_ascii_digits_only(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`int()` alone takes `1_0`, ` 5` and other scripts' digits; every integer flag refuses them, exit 2."""
+    from staminad.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and "is not an integer (digits 0-9 only)" in err, err
