@@ -40,4 +40,11 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-__all__ = ["ExpectedError", "UsageError", "describe", "leaves"]
+def one_line(text: str) -> str:
+    """`text` with its line breaks and other unprintable characters escaped (`\\n`), so it stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+__all__ = ["ExpectedError", "UsageError", "describe", "leaves", "one_line"]
