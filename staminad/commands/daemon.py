@@ -183,7 +183,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         daemon.acquire()
     except DaemonError as exc:
         raise CommandError(str(exc)) from None
-    check_store(daemon.state_dir / "staminad.db")
+    check_store(daemon.state_dir / "staminad.db", migrating=True)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

@@ -77,7 +77,7 @@ def run_cmd(args: argparse.Namespace) -> int:
 
     lock = _lock_state_dir(state_dir)
     try:
-        check_store(state_dir / "staminad.db")
+        check_store(state_dir / "staminad.db", migrating=True)
         try:
             replaced = anyio.run(_check_stored, sweep, fingerprint, args.sweep, args.force_new, state_dir)
         except SweepError as exc:

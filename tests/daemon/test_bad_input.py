@@ -184,3 +184,17 @@ def test_integer_flags_take_ascii_digits_only(argv: list[str], capsys: pytest.Ca
         build_parser().parse_args(argv)
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.count("\n") == 1 and "is not an integer (digits 0-9 only)" in err, err
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_report_and_export_on_a_store_with_no_tables_call_it_empty_not_older(tmp_path: Path, command: str) -> None:
+    """A store file holding only SQLite's header (a copy without its -wal) is empty or truncated: exit 1."""
+    import sqlite3
+
+    state = tmp_path / "st"
+    state.mkdir()
+    sqlite3.connect(state / "staminad.db").execute("PRAGMA journal_mode=WAL").connection.close()
+    assert (state / "staminad.db").stat().st_size > 0
+    extra = ("--out", str(tmp_path / "a.csv")) if command == "export" else ()
+    line = _one_line(_cli(command, "--state-dir", str(state), *extra), 1)
+    assert "is empty or truncated" in line and "older" not in line and not (tmp_path / "a.csv").exists()
