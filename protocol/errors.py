@@ -23,4 +23,28 @@ class UsageError(ExpectedError):
     exit_status: ClassVar[int] = 2
 
 
-__all__ = ["ExpectedError", "UsageError"]
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, as task groups raise them, in order; `[exc]` for one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for member in exc.exceptions for leaf in leaves(member)]
+    return [exc]
+
+
+def describe(exc: BaseException) -> str:
+    """One exception as a user reads it: an expected failure's line, an OS error's reason and file, else its type."""
+    if isinstance(exc, ExpectedError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and other unprintable characters escaped (`\\n`), so it stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+__all__ = ["ExpectedError", "UsageError", "describe", "leaves", "one_line"]

@@ -11,7 +11,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 
-from protocol.errors import ExpectedError
+from protocol.errors import ExpectedError, describe, leaves
 from protocol.usage import OneLineParser
 from staminad.commands import daemon, image, oracle, report, run, scenario, view
 
@@ -39,29 +39,18 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The one exception inside (nested) single-member exception groups, as task groups raise them."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _os_error(exc: OSError) -> str:
-    where = f" ({exc.filename})" if exc.filename else ""
-    return f"{exc.strerror or exc}{where}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except BaseException as raised:  # sorted below; anything unexpected is re-raised whole
-        exc = _leaf(raised)
+        found = leaves(raised)  # a task group's one failure is the failure
+        exc = found[0] if len(found) == 1 else raised
         if isinstance(exc, ExpectedError):  # every failure a user can meet, whichever layer raised it
-            print(f"staminad: error: {exc}", file=sys.stderr)
+            print(f"staminad: error: {describe(exc)}", file=sys.stderr)
             return exc.exit_status
         if isinstance(exc, OSError):
-            print(f"staminad: error: {_os_error(exc)}", file=sys.stderr)
+            print(f"staminad: error: {describe(exc)}", file=sys.stderr)
             return 1
         if isinstance(exc, sqlite3.DatabaseError):
             print(

@@ -68,9 +68,12 @@ def lock_holder(state_dir: Path) -> tuple[int, str] | None:
     return None
 
 
-def check_store(db: Path) -> None:
+def check_store(db: Path, migrating: bool = False) -> None:
     """Refuse, in one line (exit status 1), a state store that exists but cannot be used: not a SQLite
     database, damaged anywhere in the file (`quick_check`, not just its header), or written by a newer staminad.
+    A store with no tables at all (schema version 0: an empty file, a bare header, a copy made without its
+    `-wal`) is refused too unless the caller is `migrating` it (`run`, `start`), which gives it the schema;
+    for a read (`report`, `export`) it is no older store, so it is not called one.
 
     Every command that opens the store runs this first (`run`, `start`, `report`, `export`), so each refuses
     the same store the same way. Checked synchronously before the async store opens it: a failed open there
@@ -90,10 +93,11 @@ def check_store(db: Path) -> None:
         try:
             problem = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            tables = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is not None
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        problem, version = str(exc), 0
+        problem, version, tables = str(exc), 0, True
     if problem != "ok":
         problem = " ".join(problem.replace("*** in database main ***", "").split())
         raise StateDirError(
@@ -104,6 +108,11 @@ def check_store(db: Path) -> None:
         raise StateDirError(
             f"the state store {db} was written by a newer staminad (schema version {version}, this one knows "
             f"{len(MIGRATIONS)}): upgrade staminad, or pass another --state-dir"
+        )
+    if version == 0 and not tables and not migrating:
+        raise StateDirError(
+            f"the state store {db} is empty or truncated (no tables; a copy made without its -wal file?): "
+            "copy it again with its -wal file, or pass another --state-dir"
         )
 
 

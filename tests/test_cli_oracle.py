@@ -94,3 +94,18 @@ def test_suite_run_against_nothing_fails_fast(pack: Path) -> None:
     done = _suite_run(pack, f"http://127.0.0.1:{free_port()}", "--feedback", "detailed")
     assert done.returncode == 1
     assert "stopped responding" in done.stdout
+
+
+@pytest.mark.parametrize("timeout", ["nan", "-1", "0", "inf", "1e9"])
+def test_suite_run_refuses_a_timeout_a_sweep_file_would_refuse(
+    pack: Path, timeout: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`suite run --timeout` has `run.request_timeout`'s bound: NaN, negative, zero or over a week is exit 2."""
+    from staminad.cli import build_parser
+
+    argv = ["suite", "run", "--pack", str(pack), "--seed", "1", "--turn", "1", "--url", "http://127.0.0.1:1"]
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([*argv, "--timeout", timeout])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and f"--timeout: {timeout} is not a positive" in err
+    assert build_parser().parse_args([*argv, "--timeout", "604800"]).timeout == 604800.0

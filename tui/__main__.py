@@ -17,7 +17,7 @@ from pathlib import Path
 
 from protocol.errors import ExpectedError, UsageError
 from protocol.paths import SOCKET_NAME, resolve_state_dir, state_dir_flag
-from protocol.usage import OneLineParser
+from protocol.usage import OneLineParser, integer
 
 NO_TERMINAL = "stamina-tui needs a terminal to draw on (its output is not one); use --serve for a browser"
 
@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--state-dir", type=state_dir_flag, help="the daemon's state directory (its socket is inside)")
     ap.add_argument("--serve", action="store_true", help="serve the monitor to a browser instead (textual-serve)")
     ap.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind (default 127.0.0.1)")
-    ap.add_argument("--port", type=int, default=8566, help="with --serve: port (default 8566)")
+    ap.add_argument("--port", type=integer, default=8566, help="with --serve: port (default 8566)")
     return ap
 
 

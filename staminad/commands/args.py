@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 
 from protocol.errors import ExpectedError, UsageError
+from protocol.usage import integer
 from staminad.bench import seeds
+from staminad.engine.config import MAX_SECONDS, positive_seconds
 from staminad.sandbox.enginespec import EngineSpec, parse_flag
 from state.lock import check_store, lock_state_dir
 
@@ -34,18 +36,26 @@ def one_seed(text: str) -> int:
 
 
 def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
-    """An argparse type accepting integers in [lo, hi]."""
+    """An argparse type accepting integers in [lo, hi], in ASCII digits (see `protocol.usage.integer`)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        value = integer(text)
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"{value} is outside {lo}..{hi}")
         return value
 
     return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type for a timeout: the bound a sweep file's `run.*_timeout` has (never NaN or negative)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not positive_seconds(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds up to {MAX_SECONDS}")
+    return value
 
 
 def engine(text: str) -> EngineSpec:
@@ -72,7 +82,9 @@ __all__ = [
     "check_engines",
     "check_store",
     "engine",
+    "integer",
     "lock_state_dir",
     "one_seed",
+    "seconds",
     "seed_list",
 ]

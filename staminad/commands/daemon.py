@@ -37,6 +37,7 @@ from staminad.commands.args import (
     check_engines,
     check_store,
     engine,
+    integer,
     one_seed,
 )
 from state.lock import lock_holder
@@ -59,8 +60,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         help="a Docker engine to spread sweeps over (repeat for several; unix://, tcp:// or ssh:// URLs; "
         "a sweep's own [run] engines win); sandboxes then keep their files in the engines' volumes",
     )
-    s.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
-    s.add_argument("--suite-parallel", type=int, help="limit on concurrent server starts + suites (default 4 x cores)")
+    s.add_argument("--metrics-port", type=integer, help="serve Prometheus metrics on 127.0.0.1:PORT")
+    s.add_argument(
+        "--suite-parallel", type=integer, help="limit on concurrent server starts + suites (default 4 x cores)"
+    )
     s.add_argument(
         "--max-connections",
         type=bounded_int(1, 65536),
@@ -180,7 +183,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         daemon.acquire()
     except DaemonError as exc:
         raise CommandError(str(exc)) from None
-    check_store(daemon.state_dir / "staminad.db")
+    check_store(daemon.state_dir / "staminad.db", migrating=True)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

@@ -12,7 +12,7 @@ import msgspec
 
 from staminad.bench.pack import Pack
 from staminad.bench.scenario import ScenarioParams
-from staminad.commands.args import UsageError, bounded_int, one_seed, seed_list
+from staminad.commands.args import UsageError, bounded_int, one_seed, seconds, seed_list
 from staminad.packio import read_pack
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.reference.server import SERVER_BUGS, App, make_server, serve
@@ -50,7 +50,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     _turn_args(run)
     run.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
     run.add_argument("--feedback", choices=LEVELS, default="detailed")
-    run.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
+    run.add_argument("--timeout", type=seconds, default=5.0, help="seconds per request")
     run.set_defaults(func=suite_run_cmd)
 
 

@@ -12,7 +12,15 @@ from typing import Any
 import anyio
 
 from protocol.paths import resolve_state_dir, state_dir_flag
-from staminad.commands.args import CommandError, UsageError, check_engines, check_store, engine, lock_state_dir
+from staminad.commands.args import (
+    CommandError,
+    UsageError,
+    check_engines,
+    check_store,
+    engine,
+    integer,
+    lock_state_dir,
+)
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.sweep import format_summary, run_sweep
@@ -44,7 +52,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.set_defaults(func=run_cmd)
     d = sub.add_parser("done", help="finish a manual attempt: write its completion marker")
     d.add_argument("--marker", type=Path, required=True, help="the marker path the engine printed")
-    d.add_argument("--exit", type=int, default=0, help="the exit status to record (0..255; 0: done)")
+    d.add_argument("--exit", type=integer, default=0, help="the exit status to record (0..255; 0: done)")
     d.set_defaults(func=done_cmd)
 
 
@@ -69,7 +77,7 @@ def run_cmd(args: argparse.Namespace) -> int:
 
     lock = _lock_state_dir(state_dir)
     try:
-        check_store(state_dir / "staminad.db")
+        check_store(state_dir / "staminad.db", migrating=True)
         try:
             replaced = anyio.run(_check_stored, sweep, fingerprint, args.sweep, args.force_new, state_dir)
         except SweepError as exc:

@@ -121,8 +121,8 @@ def _llm_pack(args: argparse.Namespace, params: ScenarioParams) -> dict[str, byt
             os.environ.get(args.llm_key_env, ""),
             args.llm_attempts,
         )
-    except LLMSamplingError as exc:
-        raise UsageError(str(exc)) from None
+    except LLMSamplingError as exc:  # the endpoint is down or answers nonsense: the command line was fine
+        raise CommandError(str(exc)) from None
     print(
         f"{sampling.proposals} proposals, {sampling.rejected} rejected as invalid, {sampling.fallbacks} steps "
         "drawn procedurally"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -44,8 +45,9 @@ from protocol import (
     encoder,
     write_frame,
 )
-from protocol.errors import ExpectedError, UsageError
+from protocol.errors import ExpectedError, UsageError, one_line
 from protocol.events import KIND_NAMES
+from staminad.bench.seeds import MAX_SEED
 from staminad.daemon import views
 from staminad.daemon.logs import log
 
@@ -58,6 +60,7 @@ VERSION = "staminad/0.1"  # what the daemon says in its HelloReply
 HELLO_TIMEOUT = 10.0
 IDLE_TIMEOUT = 300.0  # seconds a request connection may stay silent; clients ping well within it
 SEND_TIMEOUT = 10.0
+MAX_ID = 2**63 - 1  # the largest id SQLite stores (an INTEGER is 8 bytes); ids start at 1
 _CLOSED = (
     anyio.EndOfStream,
     anyio.IncompleteRead,
@@ -92,6 +95,8 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
     frames = FrameReader(stream)
 
     async def send(message: Any, rid: int = 0) -> None:
+        if isinstance(message, ErrorReply):  # in one line whatever text of the client's it quotes
+            message = msgspec.structs.replace(message, message=one_line(message.message))
         await write_frame(
             stream, enc.encode(msgspec.structs.replace(message, rid=rid) if rid else message), SEND_TIMEOUT
         )
@@ -120,13 +125,13 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     await send(ErrorReply(message=f"bad request: {exc}", usage=True), number(body))
                     continue
-                if isinstance(request, Subscribe):
-                    refusal = _subscribe_refusal(request)
-                    if refusal is None:
-                        await _stream_events(daemon, request, send)
-                        return
-                    await send(ErrorReply(message=refusal), request.rid)
+                refusal = _refusal(request)
+                if refusal is not None:  # the request's own fault: the client's exit status 2
+                    await send(ErrorReply(message=refusal, usage=True), request.rid)
                     continue
+                if isinstance(request, Subscribe):
+                    await _stream_events(daemon, request, send)
+                    return
                 await send(await _answer(daemon, request), request.rid)
                 if isinstance(request, Stop):
                     daemon.stop(request.drain)
@@ -175,7 +180,7 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
             case Hello():
                 return ErrorReply(message="already said hello", usage=True)
     except ExpectedError as exc:  # a failure the user can fix (a bad sweep, an unknown name): one line
-        log.info("request %s refused: %s", type(request).__name__, exc)
+        log.info("request %s refused: %s", type(request).__name__, one_line(str(exc)))
         return ErrorReply(message=str(exc), usage=exc.exit_status == UsageError.exit_status)
     except Exception as exc:  # a bug answering one request: the client gets one line, the log the traceback
         log.exception("request %s failed", type(request).__name__)
@@ -186,16 +191,25 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
     return ErrorReply(message=f"unsupported request {type(request).__name__}", usage=True)
 
 
-def _subscribe_refusal(request: Subscribe) -> str | None:
-    """Why a subscription cannot be served as asked (an unknown kind would silently match nothing), or None.
+def _refusal(request: Any) -> str | None:
+    """Why a well-formed request cannot be served as asked, or None: checked before it reaches the store.
 
-    Sweeps are not checked: subscribing before submitting is how a client sees a sweep's first event.
+    An id or seed the store could not hold (SQLite's integers are 8 bytes) would fail inside the query as the
+    daemon's fault; a relative `base_dir` would be resolved against the daemon's working directory, not the
+    client's; an unknown event kind would silently match nothing. A subscription's sweeps are not checked:
+    subscribing before submitting is how a client sees a sweep's first event.
     """
-    unknown = sorted(set(request.kinds) - KIND_NAMES)
-    if unknown:
-        return f"unknown event kind {', '.join(unknown)}; known: {', '.join(sorted(KIND_NAMES))}"
-    if request.replay < 0:
-        return f"replay {request.replay} is negative; ask for 0 or more recent events"
+    match request:
+        case GetAttempt(attempt_id=attempt_id) if not 1 <= attempt_id <= MAX_ID:
+            return f"no attempt {attempt_id}: attempt ids are 1..{MAX_ID}"
+        case GetScenario(seed=seed) | RetryScenario(seed=seed) if not 0 <= seed <= MAX_SEED:
+            return f"no scenario with seed {seed}: seeds are 0..{MAX_SEED}"
+        case Submit(base_dir=base) if base and not Path(base).is_absolute():
+            return f"base_dir {base!r} is relative; send the sweep file's directory as an absolute path"
+        case Subscribe(kinds=kinds) if unknown := sorted(set(kinds) - KIND_NAMES):
+            return f"unknown event kind {', '.join(unknown)}; known: {', '.join(sorted(KIND_NAMES))}"
+        case Subscribe(replay=replay) if replay < 0:
+            return f"replay {replay} is negative; ask for 0 or more recent events"
     return None
 
 

@@ -21,7 +21,7 @@ import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
 from protocol import EngineInfo, ErrorReply, SweepInfo, encoder
-from protocol.errors import ExpectedError
+from protocol.errors import ExpectedError, describe, leaves
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
 from protocol.paths import clear_stale_socket, socket_path
@@ -301,7 +301,7 @@ class Daemon:
             emit(SweepFailed(error=reason))
             with anyio.CancelScope(shield=True):
                 await self.store.set_sweep_status(sweep.name, "error", reason=reason)
-                await self._stopped_scenarios(sweep.name, f"sweep error: {type(exc).__name__}")
+                await self._stopped_scenarios(sweep.name, f"sweep error: {type(leaves(exc)[0]).__name__}")
         finally:
             run.done.set()
             self.running.pop(sweep.name, None)
@@ -383,11 +383,15 @@ class Daemon:
 
 
 REASON_LIMIT = 300  # characters of a failed sweep's reason that are kept (the log has it whole)
+REASON_CAUSES = 5  # a task group's failures named in the reason; the rest are counted
 
 
 def failure_reason(exc: BaseException) -> str:
-    """Why a sweep failed, in one bounded line: an expected failure's own line, else the exception's type too."""
-    text = str(exc) if isinstance(exc, ExpectedError) else f"{type(exc).__name__}: {exc}"
+    """Why a sweep failed, in one bounded line: each cause inside a task group's wrapper, as `staminad run` says it."""
+    found = leaves(exc)
+    text = "; ".join(describe(leaf) for leaf in found[:REASON_CAUSES])
+    if len(found) > REASON_CAUSES:
+        text += f"; and {len(found) - REASON_CAUSES} more"
     line = " ".join(text.split()) or type(exc).__name__
     return line if len(line) <= REASON_LIMIT else line[: REASON_LIMIT - 3] + "..."
 

@@ -26,6 +26,12 @@ from staminad.sandbox.enginespec import EngineSpec, check_spec
 # A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
 MAX_SWEEP_BYTES = 1024 * 1024  # a sweep file is a few hundred bytes of TOML
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+MAX_SECONDS = 7 * 86400  # the longest timeout taken, from a sweep file or a flag: more is a typo
+
+
+def positive_seconds(value: float) -> bool:
+    """Whether a timeout is a positive number of seconds up to MAX_SECONDS (so never NaN or infinite)."""
+    return 0 < value <= MAX_SECONDS
 
 
 class SweepError(UsageError, ValueError):
@@ -190,7 +196,7 @@ def _check(sweep: SweepFile, path: Path) -> None:
         raise bad("run.parallel must be 1..1024")
     _check_engines(r, path)
     for key in ("turn_timeout", "server_start_timeout", "request_timeout"):
-        if not 0 < getattr(r, key) <= 7 * 86400:
+        if not positive_seconds(getattr(r, key)):
             raise bad(f"run.{key} must be a positive number of seconds")
     if not 0 <= r.infra_retries <= 100:
         raise bad("run.infra_retries must be 0..100")

@@ -7,8 +7,8 @@ the daemon was down), and otherwise sleeps until inotify reports the file or the
 Every marker, however it was read (a host file here, the in-container launcher's answer for a volume
 sandbox), goes through `check_marker`: on the local runtime an agent can write its own control
 directory, so a marker with a field of the wrong type or out of range (an exit of 10**23, a signal
-no kernel sends, an `ended` of 1e999) is an unusable one, which the engine records as the harness's
-crash of that attempt, exactly like an unreadable one, and nothing from it reaches the store.
+no kernel sends, an `ended` of 1e999 or before `started`) is an unusable one, which the engine records
+as the harness's crash of that attempt, exactly like an unreadable one, and nothing from it reaches the store.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ def _bad_field(data: dict[str, Any]) -> str | None:
             type(value) not in (int, float) or not math.isfinite(value) or not 0 <= value <= MAX_TIME
         ):
             return f"{key} {_shown(value)} is not null or a time in Unix seconds"
+    started, ended = data.get("started"), data.get("ended")
+    if started is not None and ended is not None and ended < started:  # a negative harness time
+        return f"ended {_shown(ended)} is before started {_shown(started)}"
     return None
 
 

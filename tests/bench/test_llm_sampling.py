@@ -74,7 +74,7 @@ def test_llm_sampler_rejects_invalid_proposals_and_writes_a_replayable_pack(tmp_
 
 
 def test_llm_sampler_needs_an_endpoint_and_says_so(tmp_path: Path) -> None:
-    """Missing model settings, or an endpoint that is down, end in one clear line (exit 2)."""
+    """Missing model settings (exit 2), or an endpoint that is down (a runtime error, exit 1), end in one line."""
     missing = subprocess.run(
         [sys.executable, "-m", "staminad.cli", "scenario", "generate", "--sampler", "llm", "-o", str(tmp_path / "p")],
         capture_output=True,
@@ -102,4 +102,4 @@ def test_llm_sampler_needs_an_endpoint_and_says_so(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert down.returncode == 2 and "unreachable" in down.stderr and len(down.stderr.strip().splitlines()) == 1
+    assert down.returncode == 1 and "unreachable" in down.stderr and len(down.stderr.strip().splitlines()) == 1

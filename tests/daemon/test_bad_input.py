@@ -222,3 +222,39 @@ def test_report_checks_every_figure_file_like_the_report(finished: tuple[Path, P
     (rep / "survival.png").write_text("mine\n")
     forced = _cli("report", "--state-dir", str(state), "--out", str(rep), "--force")
     assert forced.returncode == 0 and (rep / "survival.png").read_bytes().startswith(b"\x89PNG"), forced.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scenario", "show", "p1", "--seed", "0", "--turn", "1_0"],
+        ["scenario", "generate", "--seeds", "0", "--turns", " 5", "--out", "x"],
+        ["view", "--port", "8_570"],
+        ["logs", "--count", "+1"],
+        ["start", "--metrics-port", "9_090"],
+        ["start", "--suite-parallel", "\u0663"],
+        ["done", "--marker", "m", "--exit", "1_0"],
+    ],
+)
+def test_integer_flags_take_ascii_digits_only(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`int()` alone takes `1_0`, ` 5` and other scripts' digits; every integer flag refuses them, exit 2."""
+    from staminad.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and "is not an integer (digits 0-9 only)" in err, err
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_report_and_export_on_a_store_with_no_tables_call_it_empty_not_older(tmp_path: Path, command: str) -> None:
+    """A store file holding only SQLite's header (a copy without its -wal) is empty or truncated: exit 1."""
+    import sqlite3
+
+    state = tmp_path / "st"
+    state.mkdir()
+    sqlite3.connect(state / "staminad.db").execute("PRAGMA journal_mode=WAL").connection.close()
+    assert (state / "staminad.db").stat().st_size > 0
+    extra = ("--out", str(tmp_path / "a.csv")) if command == "export" else ()
+    line = _one_line(_cli(command, "--state-dir", str(state), *extra), 1)
+    assert "is empty or truncated" in line and "older" not in line and not (tmp_path / "a.csv").exists()

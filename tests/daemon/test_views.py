@@ -8,7 +8,19 @@ from pathlib import Path
 import anyio
 import pytest
 
-from protocol import Cancel, ErrorReply, ListScenarios, Ok, Ping, RetryScenario, ScenarioList, Subscribe
+from protocol import (
+    Cancel,
+    ErrorReply,
+    GetAttempt,
+    GetScenario,
+    ListScenarios,
+    Ok,
+    Ping,
+    RetryScenario,
+    ScenarioList,
+    Submit,
+    Subscribe,
+)
 from protocol.client import Client
 from protocol.events import ScenarioFinished
 from staminad.daemon.views import scenario_row
@@ -128,9 +140,42 @@ async def test_a_subscription_that_could_match_nothing_is_refused(
     state = tmp_path / "st"
     async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
         reply = await client.request(subscribe)
-        assert isinstance(reply, ErrorReply) and reply.message.startswith(refusal)
+        assert isinstance(reply, ErrorReply) and reply.message.startswith(refusal) and reply.usage
         pong = await client.request(Ping())
         assert isinstance(pong, Ok) and pong.detail == "pong"
+
+
+@pytest.mark.parametrize(
+    ("message", "refusal"),
+    [
+        (GetAttempt(attempt_id=2**63), f"no attempt {2**63}: attempt ids are 1..{2**63 - 1}"),
+        (GetAttempt(attempt_id=-(2**63)), f"no attempt {-(2**63)}: attempt ids are 1.."),
+        (GetScenario(sweep="w", configuration="c", seed=2**64 - 1), f"no scenario with seed {2**64 - 1}: seeds are"),
+        (RetryScenario(sweep="w", configuration="c", seed=-1), "no scenario with seed -1: seeds are 0..1000000000"),
+        (Submit(sweep_toml='name = "w"', base_dir="relative/dir"), "base_dir 'relative/dir' is relative; send"),
+    ],
+)
+async def test_an_id_or_path_the_daemon_cannot_use_is_the_requests_fault(
+    tmp_path: Path, message: object, refusal: str
+) -> None:
+    """Ids and seeds outside what SQLite stores, and a relative base_dir, are refused as usage errors up front."""
+    state = tmp_path / "st"
+    async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
+        reply = await client.request(message)
+        assert isinstance(reply, ErrorReply) and reply.usage and reply.message.startswith(refusal), reply
+        assert "OverflowError" not in reply.message and "could not answer" not in reply.message
+        assert isinstance(await client.request(Ping()), Ok)
+
+
+async def test_an_error_reply_quoting_the_clients_text_stays_one_line(tmp_path: Path) -> None:
+    """Newlines and escapes in a request's `source` or event kinds come back escaped, in one line."""
+    state = tmp_path / "st"
+    async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
+        bad_toml = await client.request(Submit(sweep_toml="name = [", base_dir=str(tmp_path), source="a\nb\x1b[2Jc"))
+        kinds = await client.request(Subscribe(kinds=("x\r\ny",)))
+    assert isinstance(bad_toml, ErrorReply) and "a\\nb\\x1b[2Jc is not valid TOML" in bad_toml.message
+    assert isinstance(kinds, ErrorReply) and "unknown event kind x\\r\\ny;" in kinds.message
+    assert all(r.message.isprintable() for r in (bad_toml, kinds))
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,8 @@ def test_a_usable_marker_is_read_exactly_as_written(tmp_path: Path, text: str) -
         ('{"exit": 0, "started": 1, "ended": NaN}', "ended NaN"),
         ('{"exit": 0, "started": 1, "ended": 1e12}', "ended 1000000000000.0"),
         ('{"exit": 0, "started": -5, "ended": 1}', "started -5"),
+        ('{"exit": 0, "signal": null, "started": 1e10, "ended": 1}', "ended 1 is before started 10000000000.0"),
+        ('{"exit": 0, "started": 1796155934.5, "ended": 1796155934.25}', "ended 1796155934.25 is before started"),
         ('{"exit": 0, "started": "' + "x" * 5000 + '"}', '"xxxxxxxx'),
     ],
 )

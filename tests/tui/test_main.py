@@ -48,7 +48,8 @@ def taken_port() -> Iterator[int]:
     ("args", "says"),
     [
         (["--bogus"], "unrecognized arguments: --bogus"),
-        (["--port", "abc"], "invalid int value: 'abc'"),
+        (["--port", "abc"], "argument --port: 'abc' is not an integer"),
+        (["--port", "8_566"], "argument --port: '8_566' is not an integer"),
         (["--socket", "x", "--state-dir", "y"], "not allowed with argument --socket"),
         (["--serve", "--port", "0"], "--port 0 is not a port number"),
         (["--serve", "--port", "70000"], "--port 70000 is not a port number"),
