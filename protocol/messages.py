@@ -15,7 +15,7 @@ import msgspec
 
 from protocol.events import EventData, kind_of
 
-PROTOCOL_VERSION = 4  # 4: events carry typed data (protocol.events)
+PROTOCOL_VERSION = 5  # 4: events carry typed data (protocol.events); 5: SweepInfo.reason, ErrorReply.usage
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.paths import resolve_state_dir, state_dir_flag
+from protocol.usage import integer
 from staminad.analysis.data import ConfigData
 from staminad.commands.args import CommandError, UsageError, check_store
 from state.lock import LOCK_NAME
@@ -23,7 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--out", type=Path, help="directory for the report file and figures (default: print table)")
     r.add_argument("--force", action="store_true", help="write over a report already in --out")
     r.add_argument("--state-dir", type=state_dir_flag)
-    r.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for RMST CIs (100..100000)")
+    r.add_argument("--bootstrap", type=integer, default=2000, help="bootstrap resamples for RMST CIs (100..100000)")
     r.add_argument(
         "--html",
         action="store_true",

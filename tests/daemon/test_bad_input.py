@@ -234,6 +234,7 @@ def test_report_checks_every_figure_file_like_the_report(finished: tuple[Path, P
         ["start", "--metrics-port", "9_090"],
         ["start", "--suite-parallel", "\u0663"],
         ["done", "--marker", "m", "--exit", "1_0"],
+        ["report", "--bootstrap", "1_000"],
     ],
 )
 def test_integer_flags_take_ascii_digits_only(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
