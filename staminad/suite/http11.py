@@ -153,14 +153,20 @@ class Http11Transport:
             if self._sock is not None and not self._reusable():
                 self._drop()  # closed while idle (or sent bytes nobody asked for): dial afresh
             for attempt in (0, 1):
-                # A spare dialled earlier is an idle connection too: the server may drop it unanswered.
-                reused = self._sock is not None or self._take_spare()
-                if self._sock is None:
+                # A kept-alive connection that already carried an answer may have been dropped while idle: an
+                # idempotent request on it is retried. A spare earns a retry only when the server provably never
+                # read the request (it reset the connection), as when it was closed before ours arrived; one that
+                # read it and closed unanswered fails it, as a fresh connection would, so that dialling ahead never
+                # changes a test's verdict.
+                reused = self._sock is not None
+                spare = not reused and self._take_spare()
+                if not reused and not spare:
                     self._connect()
                 try:
                     return self._exchange(data, method)
                 except _Closed as closed:
-                    if reused and attempt == 0 and (method in _IDEMPOTENT or closed.args[0] or self._reset_soon()):
+                    idle_drop = reused and method in _IDEMPOTENT
+                    if attempt == 0 and (idle_drop or ((reused or spare) and (closed.args[0] or self._reset_soon()))):
                         self.close()
                         continue  # dropped while idle, nothing answered: once more on a fresh connection
                     self.close()

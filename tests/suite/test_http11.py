@@ -180,6 +180,21 @@ def test_a_spare_the_server_dropped_unused_costs_a_fresh_connection() -> None:
     assert 3 not in server.served
 
 
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_request_the_server_drops_on_the_spare_fails_as_on_a_fresh_connection(method: str) -> None:
+    """A server that reads a request on the spare and closes unanswered is failed for it, never retried."""
+
+    def serve(conn: Conn) -> None:
+        if conn.read_request() is not None and conn.index != 3:  # the spare, dialled during request 2, drops its one
+            conn.write(*answer(200, BODY, "Connection: close"))
+
+    with RawServer(serve).running() as server, Http11Transport.for_url(server.url) as t:
+        assert [t.request(method, f"/{i}", b"{}") for i in range(2)] == [(200, BODY)] * 2
+        with pytest.raises(TransportError, match="closed before any response"):
+            t.request(method, "/2", b"{}")
+    assert server.requests.count(f"{method} /2 {{}}".encode()) == 1
+
+
 def test_a_server_gone_between_answers_is_refused_despite_the_spare() -> None:
     """A server that stops after an answer is refused at the next request (the engine's sign of a dead server)."""
     listener_closed = threading.Event()
@@ -191,7 +206,8 @@ def test_a_server_gone_between_answers_is_refused_despite_the_spare() -> None:
         if conn.read_request() is not None:
             if conn.index == 2:
                 conn.server.wait_accepted(3, timeout=5.0)  # the spare is in; now the server goes away
-                conn.server.listener.close()
+                conn.server.listener.shutdown(socket.SHUT_RDWR)  # stops listening at once (a close alone would not
+                conn.server.listener.close()  # while the accept loop's thread is blocked in accept)
                 listener_closed.set()
             conn.write(*answer(200, BODY, "Connection: close"))
 
