@@ -99,6 +99,12 @@ class Http11Transport:
     def close(self) -> None:
         """Close the connection and the spare, if any (the transport stays usable: a request dials afresh)."""
         self._drop()
+        self._drop_spare()
+
+    def _drop_spare(self) -> None:
+        """Close the spare, if any (only the owning thread sets it, so an unlocked look decides there is none)."""
+        if self._spare is None:
+            return
         with self._guard:
             spare, self._spare = self._spare, None
         if spare is not None:
@@ -208,11 +214,7 @@ class Http11Transport:
             self._sock_timeout = left
 
     def _connect(self) -> None:
-        if self._spare is not None:  # never a fresh dial behind a spare's back (see `_spare`)
-            with self._guard:
-                spare, self._spare = self._spare, None
-            assert spare is not None
-            spare.close()
+        self._drop_spare()  # never a fresh dial behind a spare's back (see `_spare`)
         try:
             if self._address is None:
                 self._address = self._resolve()
@@ -432,11 +434,8 @@ class Http11Transport:
         if close or self._buf:  # bytes beyond the answer: the framing cannot be trusted for the next one
             self._drop()
         self._closes = close
-        if not close and self._spare is not None:  # the server keeps connections now: the spare is not needed
-            with self._guard:
-                spare, self._spare = self._spare, None
-            if spare is not None:
-                spare.close()
+        if not close:
+            self._drop_spare()  # the server keeps connections now: the spare is not needed
         return status, body
 
     def _line(self, limit: int) -> bytes:
