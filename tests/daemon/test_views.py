@@ -127,27 +127,10 @@ async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("subscribe", "refusal"),
+    ("message", "refusal"),
     [
         (Subscribe(kinds=("attempt_tested", "no_such_kind")), "unknown event kind no_such_kind; known: "),
         (Subscribe(replay=-1), "replay -1 is negative"),
-    ],
-)
-async def test_a_subscription_that_could_match_nothing_is_refused(
-    tmp_path: Path, subscribe: Subscribe, refusal: str
-) -> None:
-    """An unknown kind or a negative replay gets an error reply, not "subscribed"; the connection stays usable."""
-    state = tmp_path / "st"
-    async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
-        reply = await client.request(subscribe)
-        assert isinstance(reply, ErrorReply) and reply.message.startswith(refusal) and reply.usage
-        pong = await client.request(Ping())
-        assert isinstance(pong, Ok) and pong.detail == "pong"
-
-
-@pytest.mark.parametrize(
-    ("message", "refusal"),
-    [
         (GetAttempt(attempt_id=2**63), f"no attempt {2**63}: attempt ids are 1..{2**63 - 1}"),
         (GetAttempt(attempt_id=-(2**63)), f"no attempt {-(2**63)}: attempt ids are 1.."),
         (GetScenario(sweep="w", configuration="c", seed=2**64 - 1), f"no scenario with seed {2**64 - 1}: seeds are"),
@@ -155,16 +138,18 @@ async def test_a_subscription_that_could_match_nothing_is_refused(
         (Submit(sweep_toml='name = "w"', base_dir="relative/dir"), "base_dir 'relative/dir' is relative; send"),
     ],
 )
-async def test_an_id_or_path_the_daemon_cannot_use_is_the_requests_fault(
+async def test_a_request_the_daemon_cannot_use_is_refused_as_the_requests_fault(
     tmp_path: Path, message: object, refusal: str
 ) -> None:
-    """Ids and seeds outside what SQLite stores, and a relative base_dir, are refused as usage errors up front."""
+    """A subscription that could match nothing, ids and seeds outside what SQLite stores, and a relative base_dir get
+    a usage error up front (never "subscribed" nor a daemon fault); the connection stays usable."""
     state = tmp_path / "st"
     async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
         reply = await client.request(message)
         assert isinstance(reply, ErrorReply) and reply.usage and reply.message.startswith(refusal), reply
         assert "OverflowError" not in reply.message and "could not answer" not in reply.message
-        assert isinstance(await client.request(Ping()), Ok)
+        pong = await client.request(Ping())
+        assert isinstance(pong, Ok) and pong.detail == "pong"
 
 
 async def test_an_error_reply_quoting_the_clients_text_stays_one_line(tmp_path: Path) -> None:
