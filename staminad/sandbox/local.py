@@ -66,7 +66,7 @@ SERVER_TAG = "STAMINABENCH_SERVER_OF"
 
 def _tagged(tag: str) -> Iterator[Path]:
     """/proc entries of the processes whose environment carries `tag` (NAME=value)."""
-    needle = tag.encode() + b"\0"
+    needle = tag.encode()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -74,17 +74,26 @@ def _tagged(tag: str) -> Iterator[Path]:
             environ = (proc / "environ").read_bytes()
         except OSError:  # gone, or another user's
             continue
-        if needle in environ + b"\0":
+        if needle in environ.split(b"\0"):  # a whole entry: another variable's value that mentions it is not ours
             yield proc
 
 
-def _kill_tagged(tag: str) -> int:
-    """SIGKILL every process carrying `tag`; returns how many."""
+def _kill_tagged(tag: str, passes: int = 10) -> int:
+    """SIGKILL every process carrying `tag`; returns how many.
+
+    A pass that killed something is followed by another (at most `passes`): a child its victim forked
+    just before may have been mid-exec, when /proc shows no environment yet.
+    """
     killed = 0
-    for proc in _tagged(tag):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(proc.name), signal.SIGKILL)
-            killed += 1
+    for _ in range(passes):
+        found = 0
+        for proc in _tagged(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGKILL)
+                found += 1
+        killed += found
+        if not found:
+            break
     return killed
 
 

@@ -142,15 +142,34 @@ async def test_prepare_kills_a_server_left_by_a_killed_daemon(tmp_path: Path) ->
 
     box = LocalSandbox(tmp_path / "box", PortAllocator(31100, 31110))
     await box.prepare()
-    orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, SERVER_TAG: str(box.root)}, start_new_session=True)
-    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    # Popen returns once exec has begun, before the kernel publishes the new environment in /proc; a child
+    # that says so itself is past that point (a killed daemon's orphans are long past it).
+    running = "import time; print('up', flush=True); time.sleep(300)"
+    orphan = subprocess.Popen(
+        [sys.executable, "-c", running],
+        env={**os.environ, SERVER_TAG: str(box.root)},
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    # The bystander only mentions the tag inside another variable's value.
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", running],
+        env={**os.environ, "NOTE": f"{SERVER_TAG}={box.root}"},
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
+        assert orphan.stdout is not None and bystander.stdout is not None
+        assert orphan.stdout.readline() == bystander.stdout.readline() == b"up\n"
         await box.prepare()
         assert orphan.wait(timeout=10) == -9
         assert bystander.poll() is None
     finally:
-        bystander.kill()
-        bystander.wait()
+        for child in (orphan, bystander):
+            child.kill()
+            child.wait()
+            assert child.stdout is not None
+            child.stdout.close()
 
 
 async def test_a_port_answered_by_a_program_outside_the_sandbox_is_not_tested(tmp_path: Path) -> None:
