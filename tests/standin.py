@@ -2,8 +2,8 @@
 
 It replays a script of assistant turns in order, streamed (server-sent events, usage in the last chunk
 when asked) or whole, and reports token usage computed from the request and reply sizes. Faults can be
-queued ahead of replies: an HTTP status (with Retry-After), a reset connection, a stall before the
-answer, or a stream that stops half-way. Every request is kept, so a test can check what a harness
+queued ahead of replies: an HTTP status (with Retry-After), a reset connection, a stall that never
+answers, or a stream that stops half-way. Every request is kept, so a test can check what a harness
 sent (its whole conversation so far, for one). This is the only fake in the tests: no LLM runs here.
 """
 
@@ -121,8 +121,11 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 self._drop(reset=True)
                 return True
             if fault.kind == "stall":
-                time.sleep(fault.seconds)  # the stand-in is slow to answer, on purpose
-                return False
+                # Silent on purpose, then gone: the client gave up long ago, and answering now would take a
+                # reply (or a fault) queued for a later request.
+                time.sleep(fault.seconds)
+                self._drop(reset=False)
+                return True
             if fault.kind == "cut":
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")

@@ -76,6 +76,19 @@ def attempt_rows(state: Path) -> list[tuple[int, int, int, str, str | None]]:
         return db.execute("SELECT turn, attempt, infra_try, outcome, infra_kind FROM attempts ORDER BY id").fetchall()
 
 
+def started_outcomes(state: Path, agent: str | None = None) -> list[tuple[int, int, str]]:
+    """(turn, attempt, outcome) of every attempt in order, less those whose harness crashed before it made a
+    single model call: a harness failing to start (vibe's app-server on a busy machine) is the infra retry the
+    engine gives it, not part of the conversation a test checks. A crash after a call stays in."""
+    query = (
+        "SELECT a.turn, a.attempt, a.outcome FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
+        "JOIN configurations c ON c.id = s.config_id WHERE NOT (a.infra_kind IS 'harness_crash' AND NOT EXISTS "
+        "(SELECT 1 FROM llm_calls l WHERE l.attempt_id = a.id)) AND (? IS NULL OR c.agent = ?) ORDER BY a.id"
+    )
+    with contextlib.closing(sqlite3.connect(state / "staminad.db")) as db:
+        return db.execute(query, (agent, agent)).fetchall()
+
+
 def scenario_end(state: Path) -> tuple[str, int, str | None]:
     """(status, turns_passed, reason) of the run's one scenario."""
     with contextlib.closing(sqlite3.connect(state / "staminad.db")) as db:

@@ -24,7 +24,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, write_sweep
+from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.skipif(shutil.which("docker") is None, reason="needs Docker")
@@ -131,12 +131,7 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
     assert [r[:3] for r in rows] == [("claude-code", "done", 2), ("reference", "done", 2)], done.stdout
     images = {r[0]: json.loads(r[3])["image"] for r in rows}
     assert images == {"claude-code": claude_image, "reference": "staminabench/sandbox:latest"}
-    outcomes = db.execute(
-        "SELECT a.turn, a.attempt, a.outcome FROM attempts a JOIN scenarios s ON s.id = "
-        "a.scenario_id JOIN configurations c ON c.id = s.config_id WHERE c.agent = "
-        "'claude-code' ORDER BY a.id"
-    ).fetchall()
-    assert outcomes == [(0, 1, "pass"), (1, 1, "fail"), (1, 2, "pass")]
+    assert started_outcomes(state, "claude-code") == [(0, 1, "pass"), (1, 1, "fail"), (1, 2, "pass")]
     calls = db.execute(
         "SELECT a.turn, a.attempt, l.api, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "
         "JOIN attempts a ON a.id = l.attempt_id ORDER BY l.id"

@@ -23,7 +23,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, write_sweep
+from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
@@ -127,7 +127,7 @@ def test_codex_passes_two_turns_and_a_feedback_retry_in_one_session(tmp_path: Pa
         assert done.returncode == 0, done.stdout + done.stderr
         requests = list(standin.requests)
     db = sqlite3.connect(state / "staminad.db")
-    outcomes = db.execute("SELECT turn, attempt, outcome FROM attempts ORDER BY id").fetchall()
+    outcomes = started_outcomes(state)
     assert [o[:2] for o in outcomes] == [(0, 1), (1, 1), (1, 2)], (outcomes, done.stdout)
     assert outcomes[0][2] == "pass" and outcomes[1][2] != "pass" and outcomes[2][2] == "pass", outcomes
     calls = db.execute(

@@ -22,7 +22,7 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, write_sweep
+from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
 from tests.standin import Fault, Reply, StandIn
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
@@ -76,7 +76,7 @@ def test_mini_swe_agent_passes_two_turns_through_the_gateway(tmp_path: Path, min
         assert done.returncode == 0, done.stdout + done.stderr
         requests = list(standin.requests)
     db = sqlite3.connect(state / "staminad.db")
-    outcomes = db.execute("SELECT turn, outcome FROM attempts ORDER BY id").fetchall()
+    outcomes = [(turn, outcome) for turn, _, outcome in started_outcomes(state)]
     assert outcomes == [(0, "pass"), (1, "pass")], (outcomes, done.stdout)
     calls = db.execute(
         "SELECT a.turn, l.input_tokens, l.output_tokens, l.cost FROM llm_calls l "

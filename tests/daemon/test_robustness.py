@@ -115,7 +115,8 @@ async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_p
     """After the hello, a connection that says nothing for the idle timeout is closed; a client that is only
     idle (it pings) keeps its connection through the same time and is still answered."""
     state = tmp_path / "st"
-    async with running_daemon(state, idle_timeout=1.0), Client(state / "staminad.sock", keepalive=0.05) as patient:
+    # 3 s: a stall of the one process both sides share must not make the pinging client look silent too.
+    async with running_daemon(state, idle_timeout=3.0), Client(state / "staminad.sock", keepalive=0.05) as patient:
         silent = await connect_unix(state / "staminad.sock")
         async with silent:
             await silent.send(_hello())
@@ -123,7 +124,7 @@ async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_p
             with anyio.fail_after(30):
                 hello = msgspec.msgpack.decode(await frames.read())
                 assert hello["type"] == "hello_reply"
-                with pytest.raises(anyio.IncompleteRead):  # the daemon closes it after 1 s of silence
+                with pytest.raises(anyio.IncompleteRead):  # the daemon closes it after 3 s of silence
                     await frames.read()
         assert isinstance(await patient.request(ListSweeps()), SweepList)
 

@@ -55,7 +55,9 @@ async def _appears(path: Path, timeout: float = 60) -> None:
                 return
 
 
-def _docker_sweep(tmp: Path, name: str, agent: str, image: str, retries: int = 0, extra: str = "") -> Path:
+def _docker_sweep(
+    tmp: Path, name: str, agent: str, image: str, retries: int = 0, extra: str = "", turn_timeout: int = 10
+) -> Path:
     path = write_sweep(
         tmp,
         name,
@@ -68,7 +70,7 @@ def _docker_sweep(tmp: Path, name: str, agent: str, image: str, retries: int = 0
     # Bounds a loaded machine keeps with margin: the slow-start server takes 3 s to listen.
     path.write_text(
         path.read_text()
-        .replace("turn_timeout = 20", "turn_timeout = 10")
+        .replace("turn_timeout = 20", f"turn_timeout = {turn_timeout}")
         .replace("server_start_timeout = 5", "server_start_timeout = 15")
     )
     return path
@@ -83,7 +85,8 @@ async def test_a_lost_container_is_one_sandbox_lost_retry(
     exactly one sandbox_lost, then the scenario ends as an undisturbed reference run does."""
     agent = {"harness": "fault:hang:once", "server": "fault:slow-start", "suite": "reference"}[phase]
     name = f"lost-{phase}-{action}"
-    path = _docker_sweep(tmp_path, name, agent, sandbox_image)
+    # The retry's turn includes re-creating the container; only a pause waits the whole timeout out.
+    path = _docker_sweep(tmp_path, name, agent, sandbox_image, turn_timeout=20 if action == "pause" else 30)
     state = tmp_path / "state"
     root = (state / "sandboxes" / name / "c1-s0").resolve()
     box = container_name(name, root)

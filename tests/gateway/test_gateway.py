@@ -123,13 +123,14 @@ async def test_a_long_outage_marks_the_attempt_llm_unavailable() -> None:
 async def test_slow_first_byte_is_retried_and_a_stalled_stream_is_cut() -> None:
     """No answer within first_byte_timeout is retried; a stream silent past its idle timeout is cut."""
     with StandIn([Reply(content="late but fine")]) as standin:
-        standin.faults.extend([Fault("stall", seconds=1.0)])
-        limits = Limits(backoff_start=0.05, outage_timeout=5, first_byte_timeout=0.3, stream_idle_timeout=0.3)
+        # Each bound is a few times what the stand-in, a thread of this process, needs on a busy machine.
+        standin.faults.extend([Fault("stall", seconds=4.0)])
+        limits = Limits(backoff_start=0.05, outage_timeout=10, first_byte_timeout=1.5, stream_idle_timeout=1.5)
         async with gateway(standin, limits) as (gw, route, events, _), httpx.AsyncClient(timeout=30) as client:
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
             assert r.status_code == 200 and route.unavailable == ""
             assert "no answer in time" in next(d.reason for d in events.seen if isinstance(d, LlmWait))
-            standin.faults.append(Fault("cut", seconds=2.0))
+            standin.faults.append(Fault("cut", seconds=5.0))
             with pytest.raises(httpx.RemoteProtocolError):
                 async with client.stream(
                     "POST", f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat(stream=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import ssl
@@ -140,12 +141,26 @@ class SecondEngine:
     def _kill_leftovers(self) -> None:
         """SIGKILL every process whose command line names this engine's directory (containerd, shims)."""
         mark = str(self.root).encode()
+        deaths = []  # pidfds: readable once the process has died (a SIGKILLed one still runs until scheduled)
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
-            with contextlib.suppress(OSError):
-                if mark in (entry / "cmdline").read_bytes():
-                    os.kill(int(entry.name), signal.SIGKILL)
+            try:
+                fd = os.pidfd_open(int(entry.name))
+            except OSError:  # gone already
+                continue
+            try:
+                if mark in (entry / "cmdline").read_bytes():  # read after the pidfd: the same process
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    deaths.append(fd)
+                    continue
+            except OSError:
+                pass
+            os.close(fd)
+        deadline = time.monotonic() + 10
+        for fd in deaths:
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            os.close(fd)
 
     def _network_ids(self) -> list[str]:
         """Ids of this engine's bridge networks (each a `br-<id>` interface on the host)."""

@@ -54,7 +54,6 @@ async def _open(app: StaminaApp, pilot: object, screen: str) -> type:
     return SweepScreen
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("screen", ["overview", "sweep", "scenario", "events"])
 async def test_each_screen_stays_up_while_events_for_it_arrive(tmp_path: Path, screen: str) -> None:
     """Three attempts end while the screen is open; it is still there and shows the daemon's latest state."""
