@@ -79,7 +79,8 @@ def _tagged(tag: str) -> Iterator[Path]:
 
 
 def _kill_tagged(tag: str, passes: int = 10) -> int:
-    """SIGKILL every process carrying `tag`; returns how many.
+    """SIGKILL every process carrying `tag`; returns how many signals that took (one still dying when the
+    next pass looks is signalled again).
 
     A pass that killed something is followed by another (at most `passes`): a child its victim forked
     just before may have been mid-exec, when /proc shows no environment yet.
