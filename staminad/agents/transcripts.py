@@ -26,6 +26,7 @@ import msgspec
 
 from protocol.messages import TranscriptItem
 from staminad.agents.harnesses import HARNESSES
+from staminad.sandbox.beneath import WalkBudget, glob
 from staminad.viewer.logs import bounded_tail
 
 READ_LIMIT = 256 * 1024  # bytes read from the end of a session file
@@ -39,31 +40,35 @@ class Transcript(msgspec.Struct, frozen=True, kw_only=True):
     cut: bool  # True when the file was larger than what was read
 
 
+GLOB_ENTRIES = 20_000  # directory entries looked at per pattern (an agent can make HOME as large as it likes)
+GLOB_SECONDS = 5.0
+
+
 def newest(home: Path, patterns: Iterable[str]) -> Path | None:
-    """The most recently written regular file (links are not followed) matching any pattern under `home`."""
+    """The most recently written regular file matching any pattern under `home`, found without following a link at
+    any component, `home` itself included (it is `<workspace>/.home`: the agent's; the workspace is the root)."""
     best: tuple[float, Path] | None = None
     for pattern in patterns:
-        for path in home.glob(pattern):
-            try:
-                st = path.lstat()
-            except OSError:
-                continue
-            if path.is_symlink() or not path.is_file():
-                continue
+        budget = WalkBudget(GLOB_ENTRIES, GLOB_SECONDS)
+        try:
+            found = glob(home.parent, f"{home.name}/{pattern}", budget)
+        except OSError:
+            continue
+        for rel, st in found:
             if best is None or st.st_mtime > best[0]:
-                best = (st.st_mtime, path)
+                best = (st.st_mtime, home.parent / rel)
     return None if best is None else best[1]
 
 
 def read_transcript(home: Path, harness: str) -> Transcript | None:
     """The transcript the harness left under `home`, or None (no such harness, parser or file)."""
     h, parse = HARNESSES.get(harness), PARSERS.get(harness)
-    if h is None or parse is None or not home.is_dir():
+    if h is None or parse is None:
         return None
     path = newest(home, h.transcript)
     if path is None:
         return None
-    read = READERS.get(harness, _tail)(path)
+    read = READERS.get(harness, _tail)(home.parent, path)
     if read is None:
         return None
     text, cut = read
@@ -71,9 +76,10 @@ def read_transcript(home: Path, harness: str) -> Transcript | None:
     return Transcript(path=str(path), items=tuple(items[-MAX_ITEMS:]), cut=cut)
 
 
-def _tail(path: Path) -> tuple[str, bool] | None:
-    """The file's last READ_LIMIT bytes (from a whole line when cut), and whether it was cut."""
-    tail = bounded_tail(path, READ_LIMIT)
+def _tail(root: Path, path: Path) -> tuple[str, bool] | None:
+    """The file's last READ_LIMIT bytes (from a whole line when cut), and whether it was cut; `path` is read beneath
+    `root` without following links."""
+    tail = bounded_tail(path, READ_LIMIT, beneath=root)
     return None if tail is None else (tail.text, tail.cut)
 
 
@@ -227,8 +233,8 @@ _GENERATION = re.compile(r"^[0-9]{16}$")
 POINTER_LIMIT = 64 * 1024  # bytes of CURRENT or a manifest read (they are small; a larger one is not read)
 
 
-def _small_json(path: Path) -> Any:
-    tail = bounded_tail(path, POINTER_LIMIT)
+def _small_json(root: Path, path: Path) -> Any:
+    tail = bounded_tail(path, POINTER_LIMIT, beneath=root)
     if tail is None or tail.cut:
         return None
     try:
@@ -237,18 +243,18 @@ def _small_json(path: Path) -> Any:
         return None
 
 
-def _vibe_store(current: Path) -> tuple[str, bool] | None:
+def _vibe_store(root: Path, current: Path) -> tuple[str, bool] | None:
     """The latest generation's context messages, one a line, from its last chunks up to READ_LIMIT bytes."""
     store = current.parent
-    generation = _str(_dict(_small_json(current)).get("generation"))
+    generation = _str(_dict(_small_json(root, current)).get("generation"))
     if not _GENERATION.match(generation):
         return None
-    chunks = _dict(_dict(_small_json(store / "generations" / generation / "manifest.json")).get("checkpoint"))
+    chunks = _dict(_dict(_small_json(root, store / "generations" / generation / "manifest.json")).get("checkpoint"))
     digests = [d for d in chunks.get("chunks") or [] if isinstance(d, str) and _DIGEST.match(d)]
     lines: list[str] = []
     budget, cut = READ_LIMIT, False
     for digest in reversed(digests):
-        tail = bounded_tail(store / "chunks" / f"{digest}.json", budget) if budget > 0 else None
+        tail = bounded_tail(store / "chunks" / f"{digest}.json", budget, beneath=root) if budget > 0 else None
         if tail is None or tail.cut:
             cut = True  # out of budget (or a chunk gone): the earlier messages are left out
             break
@@ -283,6 +289,6 @@ PARSERS: dict[str, Callable[[str, bool], Iterable[TranscriptItem]]] = {
     "mistral-vibe": _vibe,
 }
 # How a harness's transcript file is read, where it is not the tail of that one file.
-READERS: dict[str, Callable[[Path], tuple[str, bool] | None]] = {"mistral-vibe": _vibe_store}
+READERS: dict[str, Callable[[Path, Path], tuple[str, bool] | None]] = {"mistral-vibe": _vibe_store}
 
 __all__ = ["MAX_ITEMS", "PARSERS", "READERS", "READ_LIMIT", "TEXT_LIMIT", "Transcript", "newest", "read_transcript"]

@@ -8,6 +8,7 @@ can be `/dev/zero` or a FIFO as easily as a typo.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -16,9 +17,23 @@ SMALL = 4096  # pid files, exit codes
 MARKER = 64 * 1024  # a completion marker is about 100 bytes
 
 
+_REGULAR = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor of `path` if it is a regular file, not a link (raises OSError otherwise, like `open`): opened
+    non-blocking, so a FIFO put where a file is expected is refused at once instead of hanging the reader."""
+    fd = os.open(path, _REGULAR)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"{path} is not a regular file")
+    return fd
+
+
 def read_head(path: Path, limit: int) -> bytes:
-    """At most `limit` bytes from the start of `path` (raises OSError like `open`)."""
-    with open(path, "rb") as fh:
+    """At most `limit` bytes from the start of the regular file `path` (raises OSError like `open`, and for a link,
+    FIFO, device or socket)."""
+    with os.fdopen(_open_regular(path), "rb") as fh:
         return fh.read(limit)
 
 
@@ -52,11 +67,13 @@ def read_int(path: Path) -> int | None:
 
 
 def read_tail(path: Path, limit: int) -> str:
-    """The last `limit` bytes of a log, decoded leniently ("" when it is missing)."""
+    """The last `limit` bytes of a log, decoded leniently, "..." first when cut ("" when it is missing or not a
+    regular file)."""
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(_open_regular(path), "rb") as fh:
             size = fh.seek(0, 2)
             fh.seek(max(0, size - limit))
-            return fh.read(limit).decode(errors="replace")
+            text = fh.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""
+    return ("..." if size > limit else "") + text

@@ -61,6 +61,7 @@ from staminad.sandbox.base import (
     SandboxFactory,
     write_job,
 )
+from staminad.sandbox.beneath import ensure_dir
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.channel import Channel
 from staminad.sandbox.container import (
@@ -137,6 +138,7 @@ class DockerSandbox(HostFiles, SealedContainer):
         self.host_layer = self.root / "layer"
         self.ports = ports
         self.channel = Channel(self.host_control)
+        self.seed_owner = agent_ids() if os.getuid() == 0 else None  # seeded files are the agent's to edit
         self._launcher_started = -RESTART_EVERY  # monotonic time a launcher found gone was last restarted
 
     def _mounts(self) -> dict[str, Any]:
@@ -150,11 +152,19 @@ class DockerSandbox(HostFiles, SealedContainer):
         }
 
     def _host_dirs(self) -> None:
-        """Workspace for the agent; control and layer for the root side (the agent reads only the prompts)."""
+        """Workspace for the agent; control and layer for the root side (the agent reads only the prompts).
+
+        The workspace and `.home` are the agent's: whatever it left there (a link to a host directory, a file where
+        `.home` belongs) is never followed or chowned through (`beneath.ensure_dir`). Files the engine seeds are
+        created owned by the agent (`seed_owner`), so nothing in the workspace is ever chowned by path.
+        """
         uid, gid = agent_ids()
+        self.host_workspace.mkdir(parents=True, exist_ok=True)  # the sandbox directory's own: the daemon's
+        agent = (uid, gid) if os.getuid() == 0 else None
+        if agent is not None:
+            os.chown(self.host_workspace, uid, gid, follow_symlinks=False)
+        ensure_dir(self.host_workspace, ".home", 0o755, agent)
         for d in (
-            self.host_workspace,
-            self.host_workspace / ".home",
             self.host_control / "markers",
             self.host_control / "jobs",
             self.host_control / "prompts",
@@ -165,10 +175,7 @@ class DockerSandbox(HostFiles, SealedContainer):
         if not fifo.is_fifo():
             fifo.unlink(missing_ok=True)
             os.mkfifo(fifo, 0o600)
-        if os.getuid() == 0:
-            for d in (self.host_workspace, self.host_workspace / ".home"):
-                os.chown(d, uid, gid)
-        else:
+        if agent is None:
             # The root side inside is not this user and holds no DAC_OVERRIDE: it needs the mode bits. The
             # agent never reaches these directories (mounted below /opt/stamina, which is root's, 0700).
             for d in (
@@ -181,19 +188,9 @@ class DockerSandbox(HostFiles, SealedContainer):
             fifo.chmod(0o666)
         stage_layer(self.host_layer, self.grant.layer)
 
-    def _hand_over(self) -> None:
-        """Give the agent the files the engine wrote into its workspace (README, spec), so it may edit them."""
-        if os.getuid() != 0:
-            return  # the agent runs as the daemon's user: they are its own already
-        uid, gid = agent_ids()
-        with os.scandir(self.host_workspace) as entries:
-            for entry in entries:
-                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == 0:
-                    os.chown(entry.path, uid, gid, follow_symlinks=False)
-
     async def prepare(self) -> None:
         """Create (or recreate after a loss) and start the scenario's container, sealed."""
-        self._host_dirs()
+        await anyio.to_thread.run_sync(self._host_dirs)
         await ensure_network(self.docker)
         container = await self._container()
         if container is None:
@@ -273,7 +270,6 @@ class DockerSandbox(HostFiles, SealedContainer):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
-        self._hand_over()
         await self._op(
             "spawn",
             {

@@ -14,18 +14,21 @@ from pathlib import Path
 import anyio
 
 from staminad.sandbox.base import HostView, JobState, SandboxPaths, Snapshot
+from staminad.sandbox.beneath import create_file
 from staminad.sandbox.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
 from staminad.sandbox.readiness import log_tail
 
 
-def _seed(workspace: Path, files: dict[str, str]) -> None:
-    """Write each file that is absent (an agent's edits to one it was given are kept on resume)."""
+def _seed(workspace: Path, files: dict[str, str], owner: tuple[int, int] | None) -> None:
+    """Create each file that is absent, owned by `owner` (an agent's edits to one it was given are kept on resume).
+
+    Anything already at a name (the agent's file, or a link it left there, dangling or not) counts as present and is
+    never written through (see `beneath`).
+    """
     workspace.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
-        path = workspace / name
-        if not path.exists():
-            path.write_text(text)
+        create_file(workspace, name, text.encode(), owner=owner)
 
 
 def _extract(src: Path, workspace: Path) -> None:
@@ -48,8 +51,10 @@ class HostFiles:
     def host_files(self) -> HostView | None:
         return HostView(workspace=self.host_workspace, control=self.host_control)
 
+    seed_owner: tuple[int, int] | None = None  # who the seeded files belong to (the agent's ids in a container)
+
     async def seed(self, files: dict[str, str]) -> None:
-        _seed(self.host_workspace, files)
+        await anyio.to_thread.run_sync(_seed, self.host_workspace, files, self.seed_owner)
 
     async def put_prompt(self, job_id: str, text: str) -> str:
         prompt = self.host_control / "prompts" / f"{job_id}.md"

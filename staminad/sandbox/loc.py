@@ -8,8 +8,15 @@ fixed-size chunks, so a sparse one-line 1 GiB file costs one chunk of memory, no
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import BinaryIO
+
+if __name__ == "__main__":  # inside a container (`python3 -I -S loc.py`): the layer's beneath.py sits beside it
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from beneath import WalkBudget, walk_files  # type: ignore[import-not-found,unused-ignore]
+else:
+    from staminad.sandbox.beneath import WalkBudget, walk_files
 
 CODE_SUFFIXES = frozenset(
     {
@@ -51,6 +58,8 @@ SKIP_DIRS = frozenset(
     }
 )
 MAX_FILES = 20_000
+MAX_ENTRIES = 200_000  # directory entries looked at in all (a million empty files is not a reason to wait)
+MAX_SECONDS = 20.0  # a walk that takes longer stops and counts what it saw
 MAX_FILE_BYTES = 8 << 20  # no hand-written source file is this large; beyond it is not code worth counting
 MAX_TOTAL_BYTES = 256 << 20
 CHUNK = 64 << 10
@@ -76,27 +85,28 @@ def _count_file(fh: BinaryIO, budget: int) -> tuple[int, int]:
 
 
 def count_loc(workspace: Path) -> int:
-    """Non-blank lines in code files, skipping dependency and cache directories (bounded files and bytes)."""
+    """Non-blank lines in code files, skipping dependency and cache directories (bounded files, bytes, entries and
+    time); no link is followed and nothing but a regular file is read (see `beneath.walk_files`)."""
     total = files = used = 0
-    for root, dirs, names in os.walk(workspace):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
-        for name in names:
-            if Path(name).suffix not in CODE_SUFFIXES:
-                continue
-            files += 1
-            if files > MAX_FILES or used >= MAX_TOTAL_BYTES:
-                return total
-            try:
-                with (Path(root) / name).open("rb") as fh:
-                    lines, n = _count_file(fh, min(MAX_FILE_BYTES, MAX_TOTAL_BYTES - used))
-            except OSError:
-                continue
-            total += lines
-            used += n
+    budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
+    for rel, _st, fd in walk_files(workspace, budget, SKIP_DIRS):
+        name = rel.rsplit("/", 1)[-1]
+        if fd is None or name.startswith(".") or Path(name).suffix not in CODE_SUFFIXES:
+            continue
+        if any(part.startswith(".") for part in rel.split("/")[:-1]):
+            continue  # hidden directories hold tools' state, not the agent's code
+        files += 1
+        if files > MAX_FILES or used >= MAX_TOTAL_BYTES:
+            return total
+        try:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                lines, n = _count_file(fh, min(MAX_FILE_BYTES, MAX_TOTAL_BYTES - used))
+        except OSError:
+            continue
+        total += lines
+        used += n
     return total
 
 
 if __name__ == "__main__":  # inside a container, run from the agent layer: `python3 -I -S loc.py WORKSPACE`
-    import sys
-
     print(count_loc(Path(sys.argv[1])))

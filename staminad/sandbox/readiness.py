@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from staminad.sandbox.base import NotReady
+from staminad.sandbox.bounded import read_tail
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.offload import run_in_thread
 from staminad.suite.runner import TransportError
@@ -93,13 +94,6 @@ async def wait_ready(
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
-    """The last `limit` bytes of a server log, decoded leniently (the log is the agent's output: bounded)."""
-    try:
-        with path.open("rb") as f:
-            size = f.seek(0, 2)
-            f.seek(max(0, size - limit))
-            data = f.read(limit)
-    except OSError:
-        return ""
-    text = data.decode("utf-8", "replace")
-    return ("..." if size > limit else "") + text
+    """The last `limit` bytes of a server log, decoded leniently (the log is the agent's output: bounded, and only
+    ever a regular file)."""
+    return read_tail(path, limit)

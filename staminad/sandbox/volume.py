@@ -76,7 +76,7 @@ PARTS = {  # volume part -> (its writable mount, its read-only mount for the age
     "prompts": (f"{PRIVATE_DIR}/prompts", "/stamina/prompts"),
 }
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
-STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
+STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py", "sandbox/beneath.py")
 STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 

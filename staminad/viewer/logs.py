@@ -8,6 +8,8 @@ from pathlib import Path
 
 import msgspec
 
+from staminad.sandbox.beneath import open_regular
+
 
 class LogTail(msgspec.Struct, frozen=True, kw_only=True):
     path: str
@@ -16,11 +18,15 @@ class LogTail(msgspec.Struct, frozen=True, kw_only=True):
     cut: bool  # True when only the tail is shown
 
 
-def bounded_tail(path: Path, limit: int) -> LogTail | None:
-    """The file's last `limit` bytes as text (None when there is no such regular file)."""
+def bounded_tail(path: Path, limit: int, beneath: Path | None = None) -> LogTail | None:
+    """The file's last `limit` bytes as text (None when there is no such regular file). With `beneath`, a directory
+    above `path` that the agent does not control, no link is followed below it either (`sandbox.beneath`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        if beneath is None:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        else:
+            fd = open_regular(beneath, path.relative_to(beneath).as_posix())
+    except (OSError, ValueError):
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())

@@ -80,8 +80,20 @@ def test_control_files_and_logs_are_read_within_their_bounds(tmp_path: Path) -> 
         fh.seek(0, os.SEEK_END)
         fh.write(b"Traceback: the end\n")
     tail, peak = _peak(lambda: read_tail(log, 8))
-    assert tail == "the end\n"
+    assert tail == "...the end\n"
     assert peak < 1 << 20
+
+
+def test_control_reads_refuse_fifos_and_links_at_once(tmp_path: Path) -> None:
+    """A FIFO or a link where a pid file, marker or log is expected is no value, read without waiting for a writer."""
+    fifo, target, link = tmp_path / "fifo", tmp_path / "target", tmp_path / "link"
+    os.mkfifo(fifo)
+    target.write_text("42\n")
+    link.symlink_to(target)
+    assert read_int(fifo) is None and read_int(link) is None and read_int(target) == 42
+    assert read_tail(fifo, 100) == "" and read_tail(link, 100) == ""
+    marker = read_marker(fifo)
+    assert marker is not None and "unreadable" in marker["error"]  # type: ignore[index]
 
 
 def test_a_small_file_read_refuses_fifos_devices_and_oversized_files(tmp_path: Path) -> None:
