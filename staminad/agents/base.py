@@ -5,7 +5,8 @@ prompt of the same session, which environment it needs and what state to keep. B
 `reference`, `mutant:<bug>` (optionally `+fix` to repair after feedback), `fault:<kind>[:once]`
 (harness faults: self-kill, hang, crash, hostile; server faults: no-server, server-crash,
 accept-close, trickle, slow, huge-response, forked-server; and slow-start, a correct server that
-is slow to listen; see `scripts/fault.py`) and `manual`
+is slow to listen; leftover faults, a correct agent leaving hostile things behind as its harness ends:
+pid-filler, memory-hog, disk-writer, plant-links, plant-specials; see `scripts/fault.py`) and `manual`
 (a person, or an outside agent, answers each prompt and runs `staminad done`).
 """
 
@@ -30,6 +31,11 @@ FAULTS = (
     "huge-response",
     "forked-server",
     "slow-start",
+    "pid-filler",
+    "memory-hog",
+    "disk-writer",
+    "plant-links",
+    "plant-specials",
 )
 # The files (below staminad/) each kind of agent runs inside its sandbox: its agent layer, mounted read-only
 # at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a

@@ -30,6 +30,7 @@ ServerKind = Literal[
     "server_too_slow",
     "server_bad_response",
     "server_left_running",
+    "server_exhausted",
 ]
 SERVER_KINDS: tuple[str, ...] = ServerKind.__args__  # type: ignore[attr-defined]
 

@@ -540,7 +540,7 @@ class ScenarioRunner:
                 raise SandboxError(f"{loss.detail} while the server started", loss.kind) from None
             await self._server_failed(scenario_id, row, exc, len(suite.tests), time.monotonic() - t0)
             return
-        t1 = time.monotonic()
+        t1, suite_began = time.monotonic(), time.time()
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
             async with Http11Transport.for_url(handle.url, self.settings.request_timeout) as transport:
@@ -553,6 +553,9 @@ class ScenarioRunner:
         loss = await self._loss(row)
         if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
             raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
+        if result.failures and (why := await self.sandbox.frozen(suite_began)):
+            # Paused and resumed while tested: requests that timed out meanwhile are not the server's failures.
+            raise SandboxError(f"{why} while the suite ran", "sandbox_lost")
         server_log = await self._server_log()
         failures = result.failures
         categories = ",".join(sorted({f.category for f in failures}))

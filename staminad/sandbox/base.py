@@ -56,7 +56,7 @@ class SandboxPaths(msgspec.Struct, frozen=True):
 
 
 # What every sandbox's layer carries (below staminad/): the runtime's own in-container programs.
-RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh", "sandbox/launcher.py")
+RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh", "sandbox/launcher.py", "sandbox/logcap.py")
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,6 +122,7 @@ class Sandbox(Protocol):
     async def kill_job(self, job_id: str) -> None: ...
     async def job_alive(self, job_id: str) -> bool: ...
     async def health(self, since: float) -> Loss | None: ...  # None while up; `since`: the attempt's start
+    async def frozen(self, since: float) -> str: ...  # why it was paused from outside since then ("" if it was not)
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle: ...
     async def stop_server(self, handle: ServerHandle) -> None: ...
     async def close(self) -> None: ...

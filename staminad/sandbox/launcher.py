@@ -19,7 +19,11 @@ Operations (the same for both ways in):
 - `listeners` port, leader, as: the listening sockets on the port and who holds them, read as the agent
   (`as`, "uid:gid"): root here has neither CAP_SYS_PTRACE nor CAP_DAC_OVERRIDE, so it cannot see the
   agent's file descriptors, while the agent's own user can;
-- `stop` pgid, port, as: TERM then KILL the server's group, then kill whatever still holds the port.
+- `stop` pgid, port, as: TERM then KILL the server's group, then kill whatever still holds the port;
+- `usage` path, as: the disk a tree takes, walked as the agent (who alone can read all of its workspace);
+- `end_agent` uid: end every process of the agent's user (run at each phase's end, so nothing the agent
+  left, a detached pid filler, memory hog or disk writer, outlives its phase). It runs in the launcher
+  itself, forking nothing, so a container whose pid limit the agent holds can still be cleared.
 
 Every operation that takes time runs in a detached grandchild, so the loop never waits on one.
 
@@ -43,6 +47,9 @@ AS_AGENT_TIMEOUT = 30.0  # seconds for a check run as the agent (a /proc scan, a
 STOP_CHECK = 0.1  # seconds between looks at whether the agent stopped that check
 STOP_GRACE = 5.0  # seconds a server gets after TERM
 PORT_FREE_TIMEOUT = 10.0  # seconds to clear the port of what the server left holding it
+USAGE_ENTRIES = 500_000  # entries a workspace size walk looks at
+USAGE_TIMEOUT = 20.0  # seconds it may take
+END_AGENT_TIMEOUT = 10.0  # seconds to end every process of the agent's user
 _held: list[int] = []  # the FIFO's descriptor in the serving launcher, which no detached operation keeps open
 
 
@@ -178,6 +185,71 @@ def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
         time.sleep(0.05)  # the kernel closes a killed holder's socket on its own time
 
 
+def _uids(pid: str) -> set[int]:
+    """The real, effective, saved and file-system uids of a process (empty when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("Uid:"):
+                    return {int(x) for x in line.split()[1:]}
+    except (OSError, ValueError):
+        pass
+    return set()
+
+
+def _of_user(uid: int) -> list[int]:
+    """Every process that runs with `uid` among its uids (a non-dumpable one too: /proc/PID/status stays readable)."""
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me and uid in _uids(p)]
+
+
+def end_user(uid: int) -> dict[str, Any]:
+    """Stop, then kill, every process of `uid` until a pass finds none (bounded); forks nothing.
+
+    Stopping first keeps a fork loop from replacing what is killed: a stopped process forks no more, and the
+    next pass catches any child forked before its parent stopped.
+    """
+    if uid == 0:
+        raise ValueError("refusing to end root's processes")
+    ended: set[int] = set()
+    deadline = time.monotonic() + END_AGENT_TIMEOUT
+    while time.monotonic() < deadline:
+        pids = [p for p in _of_user(uid) if _state(p) != "Z"]  # a zombie holds its pid until init reaps it
+        if not pids:
+            return {"ended": len(ended), "left": 0}
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+        ended.update(pids)
+        time.sleep(0.005)  # the kernel removes killed processes on its own time; a zombie waits for init
+    left = [p for p in _of_user(uid) if _state(p) != "Z"]
+    return {"ended": len(ended), "left": len(left)}
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            s = fh.read()
+        return s[s.rindex(")") + 2 :].split()[0]
+    except (OSError, ValueError, IndexError):
+        return "Z"
+
+
+def _usage(path: str) -> dict[str, Any]:
+    """KiB of disk the tree at `path` takes (allocated blocks: a sparse file counts what it holds), links never
+    followed; bounded in entries and time (`partial` says the walk stopped early, so the figure is a floor)."""
+    total, entries, deadline = 0, 0, time.monotonic() + USAGE_TIMEOUT
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            entries += 1
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+        if entries > USAGE_ENTRIES or time.monotonic() > deadline:
+            return {"kb": total // 1024, "partial": True}
+    return {"kb": total // 1024, "partial": False}
+
+
 def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
     """One operation (see the module docstring); its answer as a JSON-able dict."""
     if op == "alive":
@@ -191,6 +263,10 @@ def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
         return _stop(int(args["pgid"]), int(args["port"]), args["as"])
     if op == "ping":
         return {"pid": os.getpid()}
+    if op == "usage":
+        return _as_agent(args["as"], lambda: _usage(str(args["path"])))
+    if op == "end_agent":
+        return end_user(int(args["uid"]))
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -249,7 +325,7 @@ def handle(control: str, line: str) -> None:
             _detached(lambda: _spawn(argv))
     elif _valid_id(rid):
         replies = os.path.join(control, "replies")
-        if op in ("alive", "kill", "ping"):  # immediate: answered by the loop itself
+        if op in ("alive", "kill", "ping", "end_agent"):  # immediate: answered by the loop itself, forking nothing
             _answer(replies, rid, op, args)
         else:
             _detached(lambda: _answer(replies, rid, op, args))

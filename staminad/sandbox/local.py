@@ -188,6 +188,10 @@ class LocalSandbox(HostFiles):
         if pid is not None:
             _kill_group(pid)
 
+    async def frozen(self, since: float) -> str:
+        """Local processes have no engine to pause them."""
+        return ""
+
     async def health(self, since: float) -> Loss | None:
         """Local processes have no container to lose; only the sandbox directory itself can go."""
         if not self.host_workspace.is_dir():

@@ -199,6 +199,9 @@ class PlacedSandbox:
                 return Loss(kind=exc.kind, detail=str(exc))
             raise
 
+    async def frozen(self, since: float) -> str:
+        return await self._guard(lambda: self.inner.frozen(since))
+
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
         set_current(self.root, False)  # an attempt is being tested: its snapshot is not taken yet
         return await self._guard(lambda: self.inner.start_server(timeout, request_timeout))

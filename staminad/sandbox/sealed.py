@@ -49,11 +49,16 @@ from staminad.sandbox.container import (
     TMP_MB,
     _agent,
     _started,
+    agent_ids,
     container_name,
     firewall,
     judge,
 )
 from staminad.sandbox.readiness import wait_ready
+
+SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
+PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
+MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
 
 
 def _holder(holder: dict[str, Any]) -> str:
@@ -294,6 +299,17 @@ class SealedContainer:
             actions = await self._actions(since)
         return judge(self.name, state, actions)
 
+    async def frozen(self, since: float) -> str:
+        """Why the container was paused from outside since `since` ("" if it was not, or the engine cannot say).
+
+        A pause that ends within a suite leaves it running, so `health` sees nothing; requests that timed out
+        meanwhile are the platform's doing, never the server's: the engine's event log says so.
+        """
+        actions = await self._actions(since)
+        if actions is not None and "pause" in actions:
+            return f"container {self.name} was paused from outside"
+        return ""
+
     async def _actions(self, since: float) -> set[str] | None:
         """The engine's lifecycle events for the container since `since` (see `EVENTS`); None if unknown."""
         params = {
@@ -344,21 +360,100 @@ class SealedContainer:
         """What holds the server port inside the container, read as the agent (see `launcher`)."""
         return await self._op("listeners", {"port": SERVER_PORT_IN_CONTAINER, "leader": leader, "as": _agent()})
 
+    async def end_agent(self) -> int:
+        """End every process of the agent's user in the container (see `launcher.end_user`): how many were ended.
+
+        Run at the end of each phase, so nothing of the agent outlives it: whatever the harness left (a server
+        it tried, a detached pid filler, memory hog or disk writer) is gone before the server starts, and
+        whatever the server left before the next harness call.
+        """
+        uid = agent_ids()[0]
+        if uid == 0:
+            return 0
+        return int((await self._op("end_agent", {"uid": uid}))["ended"])
+
+    async def _over_quota(self) -> str:
+        """Why the workspace is over its quota now that nothing of the agent runs ("" when it is not): a writer the
+        harness detached from the wrapper's watchdog does not get to keep what it wrote past the quota."""
+        found = await self._op("usage", {"path": self.paths.workspace, "as": _agent()})
+        used = found.get("kb")
+        if isinstance(used, int) and used > self.quota_kb:
+            return (
+                f"the workspace holds {used / 1024 / 1024:.1f} GiB, over its quota of "
+                f"{self.quota_kb / 1024 / 1024:.1f} GiB: delete what the server does not need"
+            )
+        return ""
+
+    async def exhausted(self) -> str:
+        """Why the container cannot run more of anything by its own contents' doing (its pid limit or memory held),
+        or "" when it is not so: the engine's own statistics, which the agent cannot write."""
+        container = await self._container()
+        if container is None:
+            return ""
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                stats = await container.stats(stream=False)
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
+            return ""
+        stat = stats[0] if isinstance(stats, list) and stats else stats
+        if not isinstance(stat, dict):
+            return ""
+        pids = stat.get("pids_stats") or {}
+        current, limit = int(pids.get("current") or 0), int(pids.get("limit") or 0)
+        if limit and current >= limit - PIDS_SPARE:
+            return f"the sandbox's process limit was exhausted ({current} of {limit} processes)"
+        memory = stat.get("memory_stats") or {}
+        used, cap = int(memory.get("usage") or 0), int(memory.get("limit") or 0)
+        if cap and used >= cap * MEMORY_FULL:
+            return f"the sandbox's memory limit was exhausted ({used >> 20} of {cap >> 20} MiB)"
+        return ""
+
+    async def _judged(self, exc: SandboxError) -> NotReady | SandboxError:
+        """An operation of the server start that failed: the agent's (`server_exhausted`) when the container runs and
+        its own processes hold its limits, else the platform fault it was raised as."""
+        if exc.kind != "engine_error":
+            return exc
+        loss = await self.health(time.time() - OP_TIMEOUT)
+        if loss is not None:
+            return SandboxError(loss.detail, loss.kind)
+        why = await self.exhausted()
+        return NotReady("server_exhausted", f"{why}, so the server could not be started or checked") if why else exc
+
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
         """Start `bash run_server.sh` in its own process group and wait until it answers.
 
-        The port inside is fixed, so whatever answers there is checked to be the server just started:
-        every process holding the listening socket must be in the new server's process group. An earlier
-        server (or a child it detached) still holding the port is the agent's failure, `server_left_running`.
+        Every process the harness left is ended first (`end_agent`). The port inside is fixed, so whatever
+        answers there is checked to be the server just started: every process holding the listening socket
+        must be in the new server's process group. A child the server detached holding the port is the agent's
+        failure, `server_left_running`; a server that exhausts its sandbox's limits, `server_exhausted`.
         """
+        try:
+            return await self._start_server(timeout, request_timeout)
+        except SandboxError as exc:
+            raise await self._judged(exc) from None
+
+    async def _start_server(self, timeout: float, request_timeout: float) -> ServerHandle:
         if await self._server_pgid() is not None:  # left running by a daemon killed mid-suite
             await self.stop_server(ServerHandle(url="", port=self.port or 0))
+        await self.end_agent()
+        if over := await self._over_quota():
+            raise NotReady("server_exhausted", over)
         await self._clear_server_files()
         if self.port is None:
             raise SandboxError("the container has no published server port")
         started = time.time()
         await self._op(
-            "spawn", {"argv": ["sh", "/harness/sandbox/server.sh", CONTROL, str(SERVER_PORT_IN_CONTAINER), _agent()]}
+            "spawn",
+            {
+                "argv": [
+                    "sh",
+                    "/harness/sandbox/server.sh",
+                    CONTROL,
+                    str(SERVER_PORT_IN_CONTAINER),
+                    _agent(),
+                    str(SERVER_LOG_LIMIT),
+                ]
+            },
         )
         with anyio.move_on_after(PID_TIMEOUT):
             while await self._server_pgid() is None:
@@ -428,7 +523,7 @@ class SealedContainer:
         """TERM then KILL the server's process group, then whatever still holds the server port (a process
         the server or the harness detached); wait until nothing listens there."""
         pgid = await self._server_pgid()
-        if pgid is None:
-            return
-        await self._op("stop", {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}, timeout=30)
-        await self._clear_server_files()
+        if pgid is not None:
+            await self._op("stop", {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}, timeout=30)
+            await self._clear_server_files()
+        await self.end_agent()  # whatever the server left (detached, or a writer) goes before the next harness call

@@ -12,6 +12,14 @@ budget of 5 s), huge-response (a 100 KiB header), forked-server (the server deta
 run_server.sh's process group, so it would be left running). Not a fault: slow-start (a correct
 server that listens only after 3 s, for exercising a sandbox lost while its server starts).
 
+Leftover faults (the agent's code is the reference's, correct; what it leaves behind when its harness
+ends is hostile to the host side and must not change the verdict nor reach the host): pid-filler (a
+detached process holding the container's whole pid limit), memory-hog (a detached process holding most of
+its memory), disk-writer (a detached writer that puts 3 GiB of allocated blocks in the workspace, past the
+2 GiB quota, and keeps writing), plant-links (`.home` becomes a link to the workspace's host directory's
+parent, read from /proc/self/mountinfo, and `initial_specification.md` a dangling link to a host path),
+plant-specials (`.home` a plain file, a FIFO and a sparse 1 GiB file among the sources).
+
 With --once the fault happens on the first call only (a transient failure that an infra retry, or
 a feedback retry for server faults, recovers from); the state of that lives in the workspace, like
 a harness session. Standard library only.
@@ -20,6 +28,7 @@ a harness session. Standard library only.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,6 +52,8 @@ SERVER_FAULTS = (
     "forked-server",
     "slow-start",
 )
+
+LEFTOVER_FAULTS = ("pid-filler", "memory-hog", "disk-writer", "plant-links", "plant-specials")
 
 # A misbehaving server: python3 fault_server.py SHAPE PORT. Each connection gets its own thread, so a
 # slow answer to one probe never hides how the server treats the next.
@@ -93,6 +104,113 @@ def write_server(workspace: Path, fault: str) -> None:
     (workspace / "run_server.sh").write_text("#!/usr/bin/env bash\n" + body)
 
 
+def _detach(fn: Callable[[], object]) -> None:
+    """Run fn() in a grandchild in a session of its own, stdio closed: it outlives the harness (until the engine
+    ends every process of the agent's user at the phase's end)."""
+    if os.fork():
+        return
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    try:
+        fn()
+    finally:
+        os._exit(0)
+
+
+def _fill_pids() -> None:
+    """Fork sleeping children until the kernel refuses (the pid limit), then keep trying."""
+    while True:
+        try:
+            if os.fork() == 0:
+                while True:
+                    time.sleep(3600)
+        except OSError:
+            time.sleep(0.05)
+
+
+def _hog_memory() -> None:
+    """Hold nearly all the memory the container may use (touched, so it is really resident), short of the limit
+    so the kernel's OOM killer is not what ends it."""
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = int(fh.read().strip())
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            room = limit - int(fh.read().strip()) - (96 << 20)
+    except (OSError, ValueError):
+        room = 1 << 30
+    held = []
+    while room > 0:
+        held.append(bytearray(min(room, 16 << 20)))
+        room -= 16 << 20
+    while True:
+        time.sleep(3600)
+
+
+def _write_disk(workspace: Path) -> None:
+    """Allocate 3 GiB in the workspace at once (past its 2 GiB quota; in parts, as no file may pass the `fsize`
+    limit of 1 GiB), then keep appending."""
+    for i in range(3):
+        with open(workspace / f"ballast-{i}.bin", "wb") as fh:
+            os.posix_fallocate(fh.fileno(), 0, 1000 << 20)
+    with open(workspace / "ballast-0.bin", "ab") as fh:
+        while True:
+            fh.write(b"x" * (1 << 20))
+            fh.flush()
+            time.sleep(0.01)
+
+
+def _host_path_of_workspace() -> str | None:
+    """The host directory bind-mounted at /workspace, as the container's mount table shows it (or None)."""
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) > 4 and fields[4] == "/workspace":
+                    return fields[3]
+    except OSError:
+        pass
+    return None
+
+
+def leave(workspace: Path, fault: str) -> None:
+    """Leave behind, as the harness ends, what the leftover fault names (see the module docstring)."""
+    if fault == "pid-filler":
+        _detach(_fill_pids)
+    elif fault == "memory-hog":
+        _detach(_hog_memory)
+    elif fault == "disk-writer":
+        _detach(lambda: _write_disk(workspace))
+        deadline = time.monotonic() + 10
+        while not (workspace / "ballast-2.bin").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the harness ends once the ballast is in place, as an agent's writer would be
+    elif fault == "plant-links":
+        host = _host_path_of_workspace() or "/etc"
+        parent = os.path.dirname(host.rstrip("/")) or "/"
+        home = workspace / ".home"
+        if home.is_dir() and not home.is_symlink():
+            shutil.rmtree(home)
+        home.unlink(missing_ok=True)
+        home.symlink_to(parent)
+        spec = workspace / "initial_specification.md"
+        spec.unlink(missing_ok=True)
+        spec.symlink_to(os.path.join(parent, "planted-by-the-agent"))
+    elif fault == "plant-specials":
+        home = workspace / ".home"
+        if home.is_dir() and not home.is_symlink():
+            shutil.rmtree(home)
+        home.unlink(missing_ok=True)
+        home.write_text("not a directory\n")
+        fifo = workspace / "zz.py"
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+        with open(workspace / "huge.py", "wb") as fh:
+            fh.truncate((1 << 30) - 1)  # sparse, as large as the `fsize` limit lets any file be
+
+
 def _attempt(fn: Callable[[], object]) -> str:
     try:
         fn()
@@ -132,7 +250,7 @@ def hostile(workspace: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fault", required=True, choices=[*HARNESS_FAULTS, *SERVER_FAULTS])
+    ap.add_argument("--fault", required=True, choices=[*HARNESS_FAULTS, *SERVER_FAULTS, *LEFTOVER_FAULTS])
     ap.add_argument("--once", action="store_true")
     ap.add_argument("--workspace", type=Path, required=True)
     ap.add_argument("--prompt-file", type=Path, required=True)
@@ -161,6 +279,8 @@ def main() -> int:
     run(args.workspace, prompt, None, False)
     if inject and args.fault in SERVER_FAULTS:
         write_server(args.workspace, args.fault)
+    if inject and args.fault in LEFTOVER_FAULTS:
+        leave(args.workspace, args.fault)
     return 0
 
 
