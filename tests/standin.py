@@ -42,6 +42,7 @@ class StandIn:
         self.faults: deque[Fault] = deque()
         self.requests: list[dict[str, Any]] = []
         self.gets: list[str] = []  # paths asked for with GET (model lists), kept apart from the model calls
+        self.seen: list[tuple[str, str]] = []  # (method, path) of every request that arrived, any method
         self.model = model
         self.lock = threading.Lock()
         self.server = _Quiet(("127.0.0.1", 0), _handler(self))
@@ -82,6 +83,13 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, *args: Any) -> None:
             pass
+
+        def parse_request(self) -> bool:
+            parsed = super().parse_request()
+            if parsed:  # every method is kept, also one the stand-in then answers 501 (DELETE, PUT, ...)
+                with standin.lock:
+                    standin.seen.append((self.command, self.path))
+            return parsed
 
         def do_GET(self) -> None:
             with standin.lock:

@@ -46,8 +46,11 @@ from state.lock import lock_holder
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s = sub.add_parser("start", help="run the daemon in the foreground (systemd-friendly)")
     _state(s)
-    s.add_argument("--socket-mode", default="600", help="octal mode of the control socket (default 600)")
-    s.add_argument("--socket-group", help="group that may use the control socket")
+    s.add_argument("--socket-mode", help="octal mode of the control socket (default 600, or 660 with --socket-group)")
+    s.add_argument(
+        "--socket-group",
+        help="group that may use the daemon: it gets the control socket and the state directory (mode 2750)",
+    )
     s.add_argument("--runtime", choices=("auto", "local", "docker"), help="override every sweep's runtime")
     s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
     s.add_argument(
@@ -153,9 +156,16 @@ def start_cmd(args: argparse.Namespace) -> int:
     from staminad.daemon.service import Daemon, DaemonError
 
     try:
-        mode = int(args.socket_mode, 8)
+        mode = int(args.socket_mode, 8) if args.socket_mode else 0o660 if args.socket_group else 0o600
     except ValueError:
         raise UsageError(f"--socket-mode {args.socket_mode!r} is not an octal mode such as 600") from None
+    if not 0 <= mode <= 0o777:
+        raise UsageError(f"--socket-mode {args.socket_mode} is not a file mode such as 600 (at most 777)")
+    if args.socket_group and not mode & 0o020:
+        raise UsageError(
+            f"--socket-mode {args.socket_mode} gives group {args.socket_group!r} no way in (connecting takes write "
+            "permission on the socket): use 660, or leave it out"
+        )
     if args.metrics_port is not None and not 1 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port {args.metrics_port} is not a port number")
     if args.suite_parallel is not None and args.suite_parallel < 1:

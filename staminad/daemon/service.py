@@ -2,7 +2,8 @@
 
 Start-up takes an exclusive lock on `staminad.lock` (so replacing a stale socket file is safe),
 opens the store, resumes every sweep recorded as running or paused, binds the Unix socket (mode
-0600 unless configured) and only then reports ready. A graceful stop lets detached harnesses run
+0600 unless configured; with a socket group the state directory is shared with it, see `access.py`)
+and only then reports ready. A graceful stop lets detached harnesses run
 on, so a restart picks them up from their markers; `drain` first lets running attempts finish.
 """
 
@@ -28,6 +29,7 @@ from protocol.paths import clear_stale_socket, socket_path
 from protocol.stream import connection_cap, serve_unix
 from staminad.bench.pack import Pack, PackError
 from staminad.daemon import resubmit, views
+from staminad.daemon.access import share_socket, share_state_dir
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.logs import daemon_logging, log
@@ -125,6 +127,8 @@ class Daemon:
 
                 self.metrics = Metrics()
                 self.metrics.serve(self.metrics_port)
+            if self.socket_group:  # before the log and the store are made in it: they take its group
+                share_state_dir(self.state_dir, self.socket_group)
             logs.enter_context(daemon_logging(self.state_dir, stderr=self.log_to_stderr))
             log.info("starting on %s (pid %d)", self.state_dir, os.getpid())
             self.store = await Store.open(self.state_dir / "staminad.db")
@@ -152,11 +156,7 @@ class Daemon:
                     )
                 finally:
                     os.umask(umask)
-                self.socket_path.chmod(self.socket_mode)
-                if self.socket_group:
-                    import grp
-
-                    os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
+                share_socket(self.socket_path, self.socket_mode, self.socket_group)
                 tg.start_soon(self.watcher.serve)
                 tg.start_soon(watchdog)
                 for sweep_id, status, config in await self._unfinished():

@@ -2,7 +2,8 @@
 
 Each scenario gets a route token; its harness's base URL is `http://<gateway>/g/<token>/v1`, and the
 gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` with the real API key (the sandbox never
-sees it). Per call it records tokens and cost against sweep / scenario / turn / attempt.
+sees it), for model inference only (`allow.py`: anything else is refused with a 403 and logged, never
+forwarded). Per call it records tokens and cost against sweep / scenario / turn / attempt.
 
 Upstream trouble (429, 5xx, refused or reset connections, no first byte in time) is waited out with
 exponential backoff, honouring Retry-After, while the harness's request simply takes longer; the wait
@@ -15,6 +16,7 @@ over its cost cap gets a clear error and is stopped by the engine with status `c
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +28,7 @@ import httpx
 
 from protocol.errors import UsageError
 from protocol.events import EventData, LlmCall, LlmCapped, LlmUnavailable, LlmWait
+from staminad.gateway.allow import SUMMARY, upstream_target
 from staminad.gateway.http import Request, Response, serve_connection
 from staminad.gateway.pricing import Price, cost, price_for
 from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, from_body, with_stream_usage
@@ -33,6 +36,9 @@ from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, from_body, w
 RETRY_STATUSES = frozenset((408, 409, 425, 429, 500, 502, 503, 504, 529))
 FORWARD_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
 MAX_RESPONSE = 64 * 1024 * 1024
+REFUSALS_LOGGED = 20  # per route (and for unknown routes together): a probing agent cannot flood the daemon's log
+
+log = logging.getLogger(__name__)
 
 Sink = Callable[[EventData], None]
 Recorder = Callable[["Call"], Any]  # awaitable: persists one call
@@ -62,6 +68,7 @@ class Route:
     waited: float = 0.0  # seconds of upstream trouble waited out during the current attempt
     unavailable: str = ""  # why the current attempt lost its model (set once, taken by the engine)
     capped: str = ""
+    refused: int = 0  # requests for anything but model inference, never forwarded
 
 
 @dataclass
@@ -96,6 +103,7 @@ class Gateway:
         self.routes: dict[str, Route] = {}
         self.by_scenario: dict[int, Route] = {}
         self.sweep_spent = 0.0
+        self.unrouted = 0  # requests for no known route
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0), follow_redirects=False, trust_env=False
         )
@@ -158,21 +166,38 @@ class Gateway:
         parts = request.path.split("/", 4)  # "", "g", token, "v1", rest
         route = self.routes.get(parts[2]) if len(parts) >= 4 and parts[1] == "g" else None
         if route is None or parts[3] != "v1":
+            self.unrouted += 1
+            self._log_refusal(self.unrouted, "no known route", request.method, request.path, "unknown route")
             return _error(404, "unknown gateway route (each scenario has its own base URL)")
         rest = parts[4] if len(parts) > 4 else ""
+        target = upstream_target(request.method, rest)
+        if target is None:  # never forwarded: the real key must reach nothing but model inference
+            route.refused += 1
+            where = f"sweep {route.sweep}, scenario {route.scenario_id}"
+            self._log_refusal(route.refused, where, request.method, f"/v1/{rest}", "not model inference")
+            return _error(403, f"{request.method} /v1/{rest[:200]} is not forwarded: only model inference ({SUMMARY})")
         refusal = self._over_cap(route)
         if refusal:
             return _error(402, refusal)
         if route.unavailable:  # this attempt already lost its model and will be retried: fail fast, spend nothing
             return _error(503, f"model endpoint unavailable earlier in this attempt: {route.unavailable}")
-        api = api_of(rest)
-        body = with_stream_usage(api, request.body) if request.method == "POST" else request.body
+        api = api_of(target)
+        body = with_stream_usage(api, request.body) if request.method == "POST" else b""
         headers = {k: v for k, v in request.headers.items() if k in FORWARD_HEADERS}
-        if self.api_key and api == "anthropic":
+        # Anthropic's key header for its endpoints (count_tokens too) and for a client that speaks its API.
+        if self.api_key and (target.startswith("messages") or "anthropic-version" in request.headers):
             headers["x-api-key"] = self.api_key
         elif self.api_key:  # a local endpoint may need no key at all
             headers["authorization"] = f"Bearer {self.api_key}"
-        return await self._forward(route, api, request.method, f"{self.endpoint}/{rest}", headers, body)
+        return await self._forward(route, api, request.method, f"{self.endpoint}/{target}", headers, body)
+
+    @staticmethod
+    def _log_refusal(count: int, where: str, method: str, path: str, why: str) -> None:
+        """One line per refused request, up to REFUSALS_LOGGED of them per route; then one saying so."""
+        if count <= REFUSALS_LOGGED:
+            log.warning("gateway refused %.20r %.300r (%s): %s", method, path, where, why)
+        if count == REFUSALS_LOGGED:
+            log.warning("gateway: further refused requests (%s) are not logged", where)
 
     def _over_cap(self, route: Route) -> str:
         """Why the route may spend no more ('' while it may); the event is sent once, when it becomes capped."""

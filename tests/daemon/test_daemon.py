@@ -26,8 +26,8 @@ from tests.engine.conftest import write_sweep
 CLI = [sys.executable, "-m", "staminad.cli"]
 
 
-def _start(state: Path, runtime: str | None = "local") -> subprocess.Popen[bytes]:
-    override = ["--runtime", runtime] if runtime else []
+def _start(state: Path, runtime: str | None = "local", extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    override = [*(["--runtime", runtime] if runtime else []), *extra]
     # stderr goes to a file: a pipe nobody reads would fill and block the daemon's logging.
     log = state.parent / f"{state.name}.stderr"
     with log.open("ab") as err:
@@ -49,8 +49,10 @@ def _start(state: Path, runtime: str | None = "local") -> subprocess.Popen[bytes
 
 
 @contextlib.contextmanager
-def daemon(state: Path, runtime: str | None = "local") -> Iterator[subprocess.Popen[bytes]]:
-    proc = _start(state, runtime)
+def daemon(
+    state: Path, runtime: str | None = "local", extra: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen[bytes]]:
+    proc = _start(state, runtime, extra)
     try:
         yield proc
     finally:

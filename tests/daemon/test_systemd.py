@@ -26,6 +26,24 @@ def test_unit_file_verifies(tmp_path: Path) -> None:
     assert done.returncode == 0 and not problems, done.stderr
 
 
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
+def test_unit_runs_as_its_own_user_with_a_low_exposure(tmp_path: Path) -> None:
+    """`systemd-analyze security --offline` finds a static non-root user, no capabilities, and rates it at most 3.0."""
+    exe = Path(sys.executable).with_name("staminad")
+    unit = tmp_path / "staminad.service"
+    unit.write_text(UNIT.read_text().replace("/opt/staminabench/.venv/bin/staminad", str(exe)))
+    done = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", "--threshold=30", "--no-pager", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    passed = {line.split()[1] for line in report.splitlines() if line.startswith("✓")}
+    assert {"User=/DynamicUser=", "CapabilityBoundingSet=~CAP_SYS_ADMIN", "NoNewPrivileges="} <= passed, report
+
+
 def test_daemon_notifies_systemd_when_ready(tmp_path: Path) -> None:
     """With NOTIFY_SOCKET set (Type=notify), the daemon sends READY=1 once its socket serves."""
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
