@@ -12,11 +12,19 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-if __name__ == "__main__":  # inside a container (`python3 -I -S loc.py`): the layer's beneath.py sits beside it
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from beneath import WalkBudget, walk_files  # type: ignore[import-not-found,unused-ignore]
-else:
+try:
     from staminad.sandbox.beneath import WalkBudget, walk_files
+except ImportError:  # inside a container, from the agent layer (no package): the layer's beneath.py sits beside it
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "beneath", os.path.join(os.path.dirname(os.path.abspath(__file__)), "beneath.py")
+    )
+    assert _spec is not None and _spec.loader is not None
+    _beneath = importlib.util.module_from_spec(_spec)
+    sys.modules["beneath"] = _beneath
+    _spec.loader.exec_module(_beneath)
+    WalkBudget, walk_files = _beneath.WalkBudget, _beneath.walk_files
 
 CODE_SUFFIXES = frozenset(
     {

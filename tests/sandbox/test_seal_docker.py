@@ -278,7 +278,7 @@ async def test_the_agent_runs_unprivileged_and_cannot_touch_the_control_files(
     box = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "h", Grant())
     await box.prepare()
     (box.host_control / "prompts" / "t0000-a01-i00.md").write_text("build the server")
-    (box.host_workspace / "README.md").write_text("the rules")  # as the engine writes it, after prepare
+    await box.seed({"README.md": "the rules"})  # as the engine writes it, after prepare: the agent's to edit
     marker, out = await as_agent(box, watcher, "hostile", HOSTILE)
     got = json.loads(out.strip().splitlines()[-1])
     assert marker["exit"] == 0 and marker["signal"] is None
