@@ -40,6 +40,7 @@ async def _attempts(state: Path, sweep_id: str) -> list[AttemptRow]:
         ("trickle", "server_too_slow", "no complete response"),
         ("slow", "server_too_slow", "no complete response"),
         ("huge-response", "server_bad_response", "broke the limits"),
+        ("nested-json", "server_bad_response", "nested deeper than 64 levels"),  # past the probe, failed by the suite
         ("forked-server", "server_left_running", "left running"),
     ],
 )
