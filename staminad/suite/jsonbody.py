@@ -41,7 +41,10 @@ def nested_deeper_than(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     """
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False  # most bodies: too few brackets to nest that deep
-    marks = _STRING.sub(b"", raw).translate(_SAME, _NOT_BRACKET)
+    # Without an escaped quote every `"` opens or closes a string, so splitting at them leaves the text between
+    # strings at C speed; the regex, which also reads escapes, costs a few times more on a typical list.
+    outside = b"".join(raw.split(b'"')[::2]) if b'\\"' not in raw else _STRING.sub(b"", raw)
+    marks = outside.translate(_SAME, _NOT_BRACKET)
     if b"[" * (limit + 1) in marks:
         return True  # the hostile case, found without a pass
     for passes in range(limit + 1):
