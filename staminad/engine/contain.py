@@ -16,6 +16,7 @@ import logging
 
 import anyio
 
+from protocol.errors import leaves
 from protocol.events import InfraFailure, ScenarioFinished
 from staminad.engine.scenario import EventSink
 from state.store import Store
@@ -33,7 +34,8 @@ async def end_scenario(
     """Log `exc` with its traceback and end the scenario `infra_failed` with an `internal_error` (see module)."""
     who = f"scenario {configuration}/{seed} (id {scenario_id})"
     log.error("internal error in %s: it ends as infra_failed; `staminad retry` runs it again", who, exc_info=exc)
-    detail = f"{type(exc).__name__}: {exc}"
+    first = leaves(exc)[0]  # raised through a task group: say what was raised, not "unhandled errors"
+    detail = f"{type(first).__name__}: {first}"
     detail = detail if len(detail) <= DETAIL else detail[:DETAIL] + "..."
     try:
         with anyio.CancelScope(shield=True), anyio.fail_after(RECORD_TIMEOUT):
