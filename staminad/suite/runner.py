@@ -11,7 +11,7 @@ returns once the thread has stopped, so the caller can stop the server and close
 Nothing a server sends raises out of a suite: an answer the runner cannot use (malformed HTTP, a body
 that is not JSON, nested too deep, a number too long: `jsonbody`) fails that test as
 `server_bad_response`, with a short message; every message quoting the server's data is bounded.
-An exception that still escapes is a bug of ours, for the engine to contain (see `engine.sweep`).
+An exception that still escapes is a bug of ours, for the engine to contain (see `engine.contain`).
 """
 
 from __future__ import annotations
