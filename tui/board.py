@@ -52,6 +52,7 @@ INFRA_TEXT = {
     "engine_error": "the container engine failed",
     "port_taken": "a program outside the sandbox holds the server port",
     "llm_unavailable": "the LLM endpoint was unavailable",
+    "internal_error": "a bug in the benchmark itself (its traceback is in the daemon log)",
 }
 
 

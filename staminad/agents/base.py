@@ -4,9 +4,10 @@ An adapter says how to run its harness inside a sandbox for a turn-0 prompt and 
 prompt of the same session, which environment it needs and what state to keep. Built-ins:
 `reference`, `mutant:<bug>` (optionally `+fix` to repair after feedback), `fault:<kind>[:once]`
 (harness faults: self-kill, hang, crash, hostile; server faults: no-server, server-crash,
-accept-close, trickle, slow, huge-response, forked-server; and slow-start, a correct server that
-is slow to listen; leftover faults, a correct agent leaving hostile things behind as its harness ends:
-pid-filler, memory-hog, disk-writer, plant-links, plant-specials; see `scripts/fault.py`) and `manual`
+accept-close, trickle, slow, huge-response, nested-json, forked-server; and slow-start, a correct
+server that is slow to listen; leftover faults, a correct agent leaving hostile things behind as its
+harness ends: pid-filler, memory-hog, disk-writer, plant-links, plant-specials; see `scripts/fault.py`)
+and `manual`
 (a person, or an outside agent, answers each prompt and runs `staminad done`).
 """
 
@@ -29,6 +30,7 @@ FAULTS = (
     "trickle",
     "slow",
     "huge-response",
+    "nested-json",
     "forked-server",
     "slow-start",
     "pid-filler",

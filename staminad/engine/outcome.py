@@ -7,7 +7,8 @@
   `HARNESS_KINDS`, the harness process failing (crash, self-kill, stuck): when the retries run out
   the scenario ends and is scored with the turns it passed, as in the paper; and `PLATFORM_KINDS`,
   faults of the benchmark's own machinery (a lost container, an engine error, a port held from
-  outside the sandbox, a model endpoint outage): never scored against the agent, and re-runnable.
+  outside the sandbox, a model endpoint outage, a bug in our own code): never scored against the
+  agent, and re-runnable.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import signal
 from typing import Literal
 
 HarnessKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "sandbox_exited"]
-PlatformKind = Literal["sandbox_lost", "engine_error", "port_taken", "llm_unavailable"]
+# internal_error: a bug of the benchmark's own code ended the scenario (see `engine.contain`).
+PlatformKind = Literal["sandbox_lost", "engine_error", "port_taken", "llm_unavailable", "internal_error"]
 InfraKind = HarnessKind | PlatformKind
 HARNESS_KINDS: tuple[str, ...] = HarnessKind.__args__  # type: ignore[attr-defined]
 PLATFORM_KINDS: tuple[str, ...] = PlatformKind.__args__  # type: ignore[attr-defined]

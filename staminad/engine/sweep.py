@@ -1,7 +1,8 @@
 """Runs a sweep in process: every configuration x scenario, `parallel` at a time, recorded in the store.
 
 A sweep that is run again with the same name and configuration resumes: finished scenarios are
-skipped and unfinished ones continue from their last recorded step.
+skipped and unfinished ones continue from their last recorded step. A bug of ours inside one
+scenario ends that scenario (`internal_error`, re-runnable), never its neighbours (`engine.contain`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from staminad.bench.pack import Pack
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import Scenario, ScenarioParams, generate
 from staminad.bench.seeds import seed_list
+from staminad.engine import contain
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
@@ -250,33 +252,43 @@ async def _requeued(requeue: MemoryObjectReceiveStream[int], starter: _Starter, 
 
 
 async def _one(parts: _Parts, job: _Job) -> None:
-    shared = parts.shared
-    async with shared.limiter.slot(job.root.parent.name):
-        adapter = adapter_for(job.config.agent)
-        sandbox = parts.make_sandbox(
-            job.root,
-            f"{job.config.name}/{job.spec.scenario.seed}",
-            Grant(layer=adapter.layer(), llm=job.llm is not None, image=adapter.image),
-        )
-        await shared.store.set_sandbox(job.scenario_id, sandbox.describe())
-        runner = ScenarioRunner(
-            job.spec,
-            shared.store,
-            sandbox,
-            adapter,
-            shared.watcher,
-            parts.settings,
-            parts.emit,
-            shared.gate,
-            shared.suites,
-            job.llm,
-        )
+    """One scenario job in its slot; a bug of ours inside it ends this scenario alone (`engine.contain`)."""
+    async with parts.shared.limiter.slot(job.root.parent.name):
         try:
-            await runner.run(job.scenario_id, job.infra_grant)
-        finally:
-            if not shared.detach.is_set():  # a graceful daemon stop leaves detached harnesses running
-                with anyio.CancelScope(shield=True):
-                    await sandbox.close()
+            await _scenario(parts, job)
+        except Exception as exc:  # not a cancel (BaseException): raised here, it would cancel every neighbour
+            seed = job.spec.scenario.seed
+            await contain.end_scenario(parts.shared.store, parts.emit, job.scenario_id, job.spec.config_name, seed, exc)
+
+
+async def _scenario(parts: _Parts, job: _Job) -> None:
+    """Run the scenario in its sandbox, closed after unless a graceful daemon stop detaches it."""
+    shared = parts.shared
+    adapter = adapter_for(job.config.agent)
+    sandbox = parts.make_sandbox(
+        job.root,
+        f"{job.config.name}/{job.spec.scenario.seed}",
+        Grant(layer=adapter.layer(), llm=job.llm is not None, image=adapter.image),
+    )
+    await shared.store.set_sandbox(job.scenario_id, sandbox.describe())
+    runner = ScenarioRunner(
+        job.spec,
+        shared.store,
+        sandbox,
+        adapter,
+        shared.watcher,
+        parts.settings,
+        parts.emit,
+        shared.gate,
+        shared.suites,
+        job.llm,
+    )
+    try:
+        await runner.run(job.scenario_id, job.infra_grant)
+    finally:
+        if not shared.detach.is_set():  # a graceful daemon stop leaves detached harnesses running
+            with anyio.CancelScope(shield=True):
+                await sandbox.close()
 
 
 async def _start_gateway(

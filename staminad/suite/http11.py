@@ -413,7 +413,7 @@ class Http11Transport:
             if status >= 200 or status == 101:
                 break
         else:
-            raise TransportError(f"more than {MAX_INTERIM} interim (1xx) answers")
+            raise TransportError(f"more than {MAX_INTERIM} interim (1xx) answers", bad=True)
         te = headers.get("transfer-encoding", "").lower()
         # After a 101 the connection speaks another protocol; with both a length and chunking the
         # framing was ambiguous (RFC 9112 6.3): neither connection can carry another request.
@@ -424,7 +424,7 @@ class Http11Transport:
             body = b""
         elif te:
             if te.replace(" ", "").split(",")[-1] != "chunked":
-                raise TransportError(f"unsupported Transfer-Encoding {te!r}")
+                raise TransportError(f"unsupported Transfer-Encoding {te[:40]!r}", bad=True)
             body = self._chunked()
         elif "content-length" in headers:
             body = self._exactly(_length(headers["content-length"], self.max_bytes))
@@ -443,11 +443,11 @@ class Http11Transport:
         start = 0
         while (end := self._buf.find(b"\r\n", start)) < 0:
             if len(self._buf) > limit:
-                raise TransportError(f"a response line is longer than {limit} bytes")
+                raise TransportError(f"a response line is longer than {limit} bytes", bad=True)
             start = max(len(self._buf) - 1, 0)
             self._fill()
         if end > limit:
-            raise TransportError(f"a response line is longer than {limit} bytes")
+            raise TransportError(f"a response line is longer than {limit} bytes", bad=True)
         line = bytes(self._buf[:end])
         del self._buf[: end + 2]
         return line
@@ -457,12 +457,12 @@ class Http11Transport:
         end = self._buf.find(b"\r\n\r\n")
         while end < 0:
             if len(self._buf) > MAX_HEAD:
-                raise TransportError(f"response headers larger than {MAX_HEAD} bytes")
+                raise TransportError(f"response headers larger than {MAX_HEAD} bytes", bad=True)
             seen = len(self._buf)
             self._fill()
             end = self._buf.find(b"\r\n\r\n", max(seen - 3, 0))
         if end > MAX_HEAD:
-            raise TransportError(f"response headers larger than {MAX_HEAD} bytes")
+            raise TransportError(f"response headers larger than {MAX_HEAD} bytes", bad=True)
         lines = bytes(self._buf[:end]).split(b"\r\n")
         del self._buf[: end + 4]
         version, status = _status(lines[0])
@@ -470,7 +470,7 @@ class Http11Transport:
         for line in lines[1:]:
             name, sep, value = line.partition(b":")
             if not sep or len(line) > MAX_LINE:
-                raise TransportError(f"bad response header line {line[:60]!r}")
+                raise TransportError(f"bad response header line {line[:60]!r}", bad=True)
             key = name.strip().lower().decode("latin-1")
             text = value.strip().decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
@@ -494,21 +494,21 @@ class Http11Transport:
                 line = self._line(MAX_LINE)
                 digits = line.split(b";", 1)[0].strip()
                 if not digits or digits.strip(_HEX):  # int(..., 16) would also take "+1_0" or "0x1"
-                    raise TransportError(f"bad chunk size {line[:40]!r}")
+                    raise TransportError(f"bad chunk size {line[:40]!r}", bad=True)
                 n = int(digits, 16)
                 if n == 0:
                     trailers = 0
                     while trailer := self._line(MAX_LINE):
                         trailers += len(trailer)
                         if trailers > MAX_HEAD:
-                            raise TransportError(f"response trailers larger than {MAX_HEAD} bytes")
+                            raise TransportError(f"response trailers larger than {MAX_HEAD} bytes", bad=True)
                     return b"".join(parts)
                 size += n
                 if size > self.max_bytes:
-                    raise TransportError(f"response larger than {self.max_bytes} bytes")
+                    raise TransportError(f"response larger than {self.max_bytes} bytes", bad=True)
                 parts.append(self._exactly(n))
                 if self._exactly(2) != b"\r\n":
-                    raise TransportError("chunk data not followed by CRLF")
+                    raise TransportError("chunk data not followed by CRLF", bad=True)
         except _EOF:
             raise TransportError("connection closed inside a chunked body") from None
 
@@ -520,13 +520,13 @@ class Http11Transport:
                 body = bytes(self._buf)
                 self._buf.clear()
                 return body
-        raise TransportError(f"response larger than {self.max_bytes} bytes")
+        raise TransportError(f"response larger than {self.max_bytes} bytes", bad=True)
 
 
 def _status(line: bytes) -> tuple[bytes, int]:
     parts = line.split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit() or len(parts[1]) != 3:
-        raise TransportError(f"not an HTTP/1.x response: {line[:60]!r}")
+        raise TransportError(f"not an HTTP/1.x response: {line[:60]!r}", bad=True)
     return parts[0], int(parts[1])
 
 
@@ -542,8 +542,11 @@ def _length(value: str, cap: int) -> int:
     values = {v.strip() for v in value.split(",")}
     # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
     if len(values) != 1 or not (text := values.pop()).isascii() or not text.isdigit():
-        raise TransportError(f"bad Content-Length {value!r}")
-    length = int(text)
+        raise TransportError(f"bad Content-Length {value[:40]!r}", bad=True)
+    # Past the cap's digits it is too large whatever it says, and int() refuses 5,000 digits (ValueError),
+    # leading zeros included.
+    digits = text.lstrip("0") or "0"
+    length = int(digits) if len(digits) <= len(str(cap)) else cap + 1
     if length > cap:
-        raise TransportError(f"response larger than {cap} bytes")
+        raise TransportError(f"response larger than {cap} bytes", bad=True)
     return length

@@ -3,7 +3,8 @@
 Tests are data, not code, so one suite can be run by the async runner, written out as a pytest
 file for comparison, or stored with its results. Every test names the README rule it checks and
 a failure category from the paper's taxonomy (appendix G.2, plus `business_logic` for guards and
-effects, which the paper folds into other buckets).
+effects, which the paper folds into other buckets, and `server_bad_response`, which only the runner
+gives: an answer it cannot use, such as malformed HTTP or a body that is not JSON or nests too deep).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ Category = Literal[
     "type_error",
     "missing_feature",
     "server_crash",
+    "server_bad_response",
     "wrong_response_format",
     "business_logic",
 ]

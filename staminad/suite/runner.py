@@ -7,6 +7,11 @@ each, while its event loop stays free (why blocking: `http11`). A dead server is
 (connection refused, or the caller's `alive` probe) and the remaining tests are failed at once
 instead of each waiting out a timeout. Cancelling `run_suite` interrupts the request in flight and
 returns once the thread has stopped, so the caller can stop the server and close the connection.
+
+Nothing a server sends raises out of a suite: an answer the runner cannot use (malformed HTTP, a body
+that is not JSON, nested too deep, a number too long: `jsonbody`) fails that test as
+`server_bad_response`, with a short message; every message quoting the server's data is bounded.
+An exception that still escapes is a bug of ours, for the engine to contain (see `engine.contain`).
 """
 
 from __future__ import annotations
@@ -21,21 +26,24 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import anyio.from_thread
 import msgspec
 
+from staminad.suite.jsonbody import Unusable, decode, screen
 from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
 from staminad.suite.offload import GRACE, run_in_thread
 
 MAX_RESPONSE_BYTES = 1 << 20
 EXCERPT = 300
+QUOTED = 200  # characters of a server's value quoted in a message
 _DEAD_AFTER_TIMEOUTS = 2
 
 
 class TransportError(Exception):
-    """The request got no HTTP response (refused, reset, timed out, or too large)."""
+    """The request got no usable HTTP response: refused, reset, timed out, or `bad` (malformed or too large)."""
 
-    def __init__(self, message: str, *, refused: bool = False, timeout: bool = False) -> None:
+    def __init__(self, message: str, *, refused: bool = False, timeout: bool = False, bad: bool = False) -> None:
         super().__init__(message)
         self.refused = refused
         self.timeout = timeout
+        self.bad = bad
 
 
 class Transport(Protocol):
@@ -88,7 +96,10 @@ def _same(actual: Any, expected: Any) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, int | float) and isinstance(actual, int | float):
-        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
+        try:
+            return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
+        except OverflowError:  # an integer too large for a float (a server's 10**400): only equal is close
+            return actual == expected
     if isinstance(expected, list) and isinstance(actual, list):
         return len(actual) == len(expected) and all(_same(a, e) for a, e in zip(actual, expected, strict=True))
     return bool(actual == expected) and type(actual) is type(expected)
@@ -118,8 +129,8 @@ def check_failure(check: Check, doc: Any) -> tuple[str, bool] | None:
             return None  # the common case: nothing to word
         where = ".".join(map(str, check.path))
         if got is _MISSING:
-            return f"`{where}` is missing, expected {json.dumps(check.value)}", True
-        return f"`{where}` is {json.dumps(got)}, expected {json.dumps(check.value)}", False
+            return f"`{where}` is missing, expected {_quote(check.value)}", True
+        return f"`{where}` is {_quote(got)}, expected {_quote(check.value)}", False
     if isinstance(check, Absent):
         if isinstance(doc, dict) and check.key in doc:
             return f"`{check.key}` must not be in the response any more", False
@@ -127,23 +138,36 @@ def check_failure(check: Check, doc: Any) -> tuple[str, bool] | None:
     if isinstance(check, IsInteger):
         got = _at(doc, check.path)
         if isinstance(got, bool) or not isinstance(got, int):
-            return f"`{'.'.join(map(str, check.path))}` must be an integer, got {json.dumps(got)}", False
+            return f"`{'.'.join(map(str, check.path))}` must be an integer, got {_quote(got)}", False
         return None
     assert isinstance(check, ListIds)
     if not isinstance(doc, list) or not all(isinstance(o, dict) for o in doc):
         return "expected a JSON array of objects", False
     ids = sorted(str(o.get("id")) for o in doc)
     if ids != sorted(check.ids):
-        return f"listed ids {ids}, expected {sorted(check.ids)}", False
+        return f"listed ids {_clip(str(ids), QUOTED)}, expected {_clip(str(sorted(check.ids)), QUOTED)}", False
     return None
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with any lone surrogate (a server's escaped `\\ud800`) made printable."""
+    text = text if len(text) <= limit else text[:limit] + "..."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _quote(value: Any) -> str:
+    """A JSON value as a message quotes it: bounded however large the server's value (its depth is bounded)."""
+    return _clip(json.dumps(value), QUOTED)
 
 
 def _excerpt(data: bytes | str) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+    return _clip(text, EXCERPT)
 
 
-def _category(test: Test, step: Step, status: int | None, missing_key: bool) -> str:
+def _category(test: Test, step: Step, status: int | None, missing_key: bool, unusable: bool) -> str:
+    if unusable:
+        return "server_bad_response"
     if status is None or status >= 500:
         return "server_crash"
     if status in (404, 405) and not set(step.expect) & {404, 405}:
@@ -165,6 +189,24 @@ def _shown(step: Step, body: bytes | None) -> str:
     return f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
 
 
+def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool] | None:
+    """Why an answer fails `step` (and whether a key was missing, whether it was unusable); None when it passes."""
+    try:
+        if status not in step.expect or not step.checks:
+            screen(raw)  # a bound every answer keeps, read or not (see `jsonbody.screen`); `decode` screens too
+            if status not in step.expect:
+                return f"returned {status}, expected {' or '.join(map(str, step.expect))}", False, False
+            return None
+        doc = decode(raw)
+    except Unusable as exc:
+        return f"returned a response that cannot be used: {exc}", False, True
+    for check in step.checks:
+        found = check_failure(check, doc)
+        if found:
+            return found[0], found[1], False
+    return None
+
+
 def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
     """One test: reset, then each step; the first failing step decides the result."""
     for index, step in enumerate((_RESET, *test.steps)):
@@ -175,35 +217,22 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
         except TransportError as exc:
             result = TestResult(
                 name=test.name,
-                category="server_crash",
+                category="server_bad_response" if exc.bad else "server_crash",
                 rule=test.rule,
                 passed=False,
                 step=index - 1,
                 request=_shown(step, body),
-                message=f"{step.why}: {exc}",
+                message=f"{step.why}: {_clip(str(exc), EXCERPT)}",
             )
             if exc.refused or exc.timeout:
                 raise _Dead(result, exc.refused) from None
             return result
-        fail = None
-        missing = False
-        if status not in step.expect:
-            fail = f"returned {status}, expected {' or '.join(map(str, step.expect))}"
-        elif step.checks:
-            try:
-                doc = json.loads(raw) if raw else None
-            except ValueError:
-                fail = "response is not JSON"
-            else:
-                for check in step.checks:
-                    found = check_failure(check, doc)
-                    if found:
-                        fail, missing = found
-                        break
-        if fail is not None:
+        judged = _judge(step, status, raw)
+        if judged is not None:
+            fail, missing, unusable = judged
             return TestResult(
                 name=test.name,
-                category=_category(test, step, status, missing),
+                category=_category(test, step, status, missing, unusable),
                 rule=test.rule,
                 passed=False,
                 step=index - 1,

@@ -40,6 +40,7 @@ async def _attempts(state: Path, sweep_id: str) -> list[AttemptRow]:
         ("trickle", "server_too_slow", "no complete response"),
         ("slow", "server_too_slow", "no complete response"),
         ("huge-response", "server_bad_response", "broke the limits"),
+        ("nested-json", "server_bad_response", "nested deeper than 64 levels"),  # past the probe, failed by the suite
         ("forked-server", "server_left_running", "left running"),
     ],
 )
@@ -107,7 +108,7 @@ def test_harness_and_platform_faults_have_separate_infra_budgets() -> None:
     assert harness_out.final == "infra_failed" and "scored with the turns passed" in harness_out.reason
     platform_out = position([*rows, _row(1, 1, 4, "infra", "port_taken")], 3, 0, 2)
     assert platform_out.final == "infra_failed" and "not scored" in platform_out.reason
-    assert {"sandbox_lost", "engine_error", "port_taken", "llm_unavailable"} == set(PLATFORM_KINDS)
+    assert {"sandbox_lost", "engine_error", "port_taken", "llm_unavailable", "internal_error"} == set(PLATFORM_KINDS)
 
 
 def test_a_server_failure_consumes_the_retry_budget() -> None:

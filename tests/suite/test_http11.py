@@ -317,22 +317,31 @@ def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY"), "CRLF"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"), "bad Content-Length"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n"), "bad Content-Length"),
+        # more digits than int() converts (ValueError): too large, whatever it says
+        (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n"), "larger than"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+1_0\r\n"), "bad chunk size"),
         (lambda c, r: c.write(b"SSH-2.0-OpenSSH\r\n\r\n"), "not an HTTP"),
         (lambda c, r: c.write(b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"), "bad response header"),
     ],
 )
 def test_bad_answers_fail_with_one_clear_line(script: Callable[[Conn, bytes], None], message: str) -> None:
-    """Oversized heads and bodies, endless 1xx, broken chunking and non-HTTP answers are TransportErrors."""
+    """Oversized heads and bodies, endless 1xx, broken chunking and non-HTTP answers are TransportErrors marked
+    `bad` (an answer that cannot be used, not a server gone), with one short line."""
     with (
         RawServer(keep_alive(script)).running() as server,
-        Http11Transport.for_url(
-            server.url,
-            timeout=5.0,
-        ) as t,
-        pytest.raises(TransportError, match=message),
+        Http11Transport.for_url(server.url, timeout=5.0) as t,
+        pytest.raises(TransportError, match=message) as caught,
     ):
         t.request("GET", "/", None)
+    assert caught.value.bad and not (caught.value.refused or caught.value.timeout)
+    assert len(str(caught.value)) < 200
+
+
+def test_a_length_padded_with_thousands_of_zeros_is_the_number_it_spells() -> None:
+    """A Content-Length of 5,000 zeros and a 2 (more digits than int() converts) is read as 2."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: " + b"0" * 5000 + b"2\r\n\r\n"
+    with RawServer(keep_alive(lambda c, r: c.write(head, b"{}"))).running() as server:
+        assert _requests(server, 2) == [(200, b"{}")] * 2
 
 
 def test_body_cut_short_is_an_error() -> None:

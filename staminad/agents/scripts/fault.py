@@ -11,6 +11,8 @@ accept-close, trickle (a byte at a time), slow (every answer after 6 s, past the
 budget of 5 s), huge-response (a 100 KiB header), forked-server (the server detaches from
 run_server.sh's process group, so it would be left running). Not a fault: slow-start (a correct
 server that listens only after 3 s, for exercising a sandbox lost while its server starts).
+Server fault nested-json: every answer is a 200 whose body is valid JSON nested 100,000 deep (200 KB,
+under the size cap, so the suite has to read it).
 
 Leftover faults (the agent's code is the reference's, correct; what it leaves behind when its harness
 ends is hostile to the host side and must not change the verdict nor reach the host): pid-filler (a
@@ -49,6 +51,7 @@ SERVER_FAULTS = (
     "trickle",
     "slow",
     "huge-response",
+    "nested-json",
     "forked-server",
     "slow-start",
 )
@@ -76,6 +79,10 @@ def serve(conn):
             conn.sendall(RESPONSE)
         elif shape == "huge-response":
             conn.sendall(b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * (100 * 1024) + b"\r\nContent-Length: 2\r\n\r\n{}")
+        elif shape == "nested-json":
+            body = b"[" * 100000 + b"]" * 100000
+            head = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+            conn.sendall(head.encode() + body)
 
 with socket.create_server(("0.0.0.0", port)) as server:
     while True:
