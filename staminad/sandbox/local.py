@@ -78,16 +78,30 @@ def _carries(proc: Path, tag: str) -> bool:
         return False
 
 
-def _tagged(tag: str) -> Iterator[Path]:
-    """/proc entries of the processes whose environment carries `tag` (NAME=value)."""
+def _group_and_session(proc: Path) -> tuple[int, int] | None:
+    """A process's group and session ids; None when it is gone."""
+    try:
+        stat = (proc / "stat").read_text()
+        group, session = (int(x) for x in stat[stat.rindex(")") + 2 :].split()[2:4])
+    except (OSError, ValueError):
+        return None
+    return group, session
+
+
+def _tagged(tag: str, session: int | None = None) -> Iterator[Path]:
+    """/proc entries of the processes whose environment carries `tag` (NAME=value), or that are in `session`."""
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and _carries(proc, tag):
+        if not proc.name.isdigit():
+            continue
+        ids = _group_and_session(proc) if session is not None else None
+        if (ids is not None and ids[1] == session) or _carries(proc, tag):
             yield proc
 
 
-def _kill_tagged(tag: str, passes: int = 10) -> int:
-    """SIGKILL every process carrying `tag`; returns how many signals that took (one still dying when the
-    next pass looks is signalled again).
+def _kill_tagged(tag: str, session: int | None = None, passes: int = 10) -> int:
+    """SIGKILL every process carrying `tag` (and every one in `session`: the server's, which a process that
+    dropped the tag but not the session is still in); returns how many signals that took (one still dying
+    when the next pass looks is signalled again).
 
     A pass that killed something is followed by another (at most `passes`): a child its victim forked
     just before may have been mid-exec, when /proc shows no environment yet.
@@ -95,7 +109,7 @@ def _kill_tagged(tag: str, passes: int = 10) -> int:
     killed = 0
     for _ in range(passes):
         found = 0
-        for proc in _tagged(tag):
+        for proc in _tagged(tag, session):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(proc.name), signal.SIGKILL)
                 found += 1
@@ -179,11 +193,10 @@ def port_blame(port: int, tag: str, pgid: int | None, connected: bool) -> Sandbo
     for proc in Path("/proc").iterdir() if live else ():
         if not proc.name.isdigit():
             continue
-        try:
-            stat = (proc / "stat").read_text()
-            group, session = (int(x) for x in stat[stat.rindex(")") + 2 :].split()[2:4])
-        except (OSError, ValueError):
+        ids = _group_and_session(proc)
+        if ids is None:
             continue  # gone meanwhile
+        group, session = ids
         ours = (pgid is not None and pgid in (group, session)) or _carries(proc, tag)
         try:
             fds = list((proc / "fd").iterdir())
@@ -370,7 +383,7 @@ class LocalSandbox(HostFiles):
 
     async def stop_server(self, handle: ServerHandle) -> None:
         """Stop the server's whole process group (TERM, then KILL), then any process it detached (found by
-        the sandbox's tag in its environment); wait until its port is free."""
+        the sandbox's tag in its environment, or in the server's session); wait until its port is free."""
         server, self._server = self._server, None
         if handle.pgid is not None:
             _kill_group(handle.pgid, signal.SIGTERM)
@@ -379,7 +392,7 @@ class LocalSandbox(HostFiles):
             _kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
-        await anyio.to_thread.run_sync(_kill_tagged, self._tag())
+        await anyio.to_thread.run_sync(_kill_tagged, self._tag(), handle.pgid)
         (self.host_control / "server.pgid").unlink(missing_ok=True)
         with anyio.move_on_after(5):
             while not port_is_free(handle.port):
