@@ -135,3 +135,37 @@ async def test_the_agents_own_leftover_on_the_port_stays_the_agents_failure(tmp_
     assert info.value.kind == "server_left_running"
     assert "of this sandbox outside the process group" in str(info.value)
     assert box.ports.held == set()
+
+
+async def test_a_published_port_taken_before_its_container_starts_is_port_taken(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    """Docker: another program's connection on the published port makes the start `port_taken`; a fresh port then."""
+    import aiodocker
+
+    from staminad.engine.config import load_sweep
+    from staminad.sandbox.base import SandboxError
+    from staminad.sandbox.docker import DockerSandbox
+
+    path = write_sweep(tmp_path, "published", ["reference"], runtime="docker")
+    path.write_text(path.read_text() + f'image = "{sandbox_image}"\n')
+    sw, _ = load_sweep(path)
+    held: list[socket.socket] = []
+    async with aiodocker.Docker() as client:
+        allocator = PortAllocator(31340, 31344, lock_dir=tmp_path / "locks")
+        box = DockerSandbox(client, tmp_path / "published" / "c1-s0", "published", "x", sw.run, allocator)
+        try:
+            await box.prepare()
+            port = box.port
+            assert port is not None
+            await (await client.containers.get(box.name)).stop()  # its published port is free until it starts again
+            _take(port, "connection", held)
+            with pytest.raises(SandboxError) as info:
+                await box.prepare()
+            assert info.value.kind == "port_taken" and port not in allocator.held
+            await box.prepare()  # the retry: a new container on a fresh port
+            assert box.port not in (None, port) and box.port in allocator.held
+        finally:
+            for s in held:
+                s.close()
+            await box.close()
