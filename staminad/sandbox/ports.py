@@ -204,7 +204,8 @@ class PortAllocator:
     """Ports from `low`-`high`; with neither given, from `$STAMINAD_PORTS`, else the default range (see above).
 
     A range given here or in `$STAMINAD_PORTS` that overlaps the kernel's outgoing ports is refused in one line
-    (PortRangeError); `lock_dir` replaces the lock directories (tests; `$STAMINAD_PORT_LOCKS` for everything).
+    (PortRangeError), as is a lock directory that cannot be used (PortLockError); `lock_dir` replaces the lock
+    directories (tests; `$STAMINAD_PORT_LOCKS` for everything).
     """
 
     def __init__(self, low: int | None = None, high: int | None = None, lock_dir: Path | None = None) -> None:
@@ -221,6 +222,7 @@ class PortAllocator:
         self._locks: dict[int, list[int]] = {}  # port -> descriptors holding its flocks, one per lock directory
         self._dirs: dict[Path, int] = {}  # lock directory -> its descriptor, once opened
         self._next = self.low
+        self._open_dirs()  # a lock directory that cannot be used is refused now, not at the first server start
 
     def allocate(self) -> int:
         span = self.high - self.low + 1

@@ -233,7 +233,8 @@ def test_a_lock_file_one_user_made_is_locked_by_another(tmp_path: Path) -> None:
 
 
 def test_a_symlink_in_place_of_a_lock_file_or_directory_is_never_followed(tmp_path: Path) -> None:
-    """A planted symlink is no lock: its port is skipped (the target untouched); a symlinked directory is refused."""
+    """A planted symlink is no lock: its port is skipped (the target untouched); a symlinked directory is refused
+    when the allocator is made (at start, not at the first server start)."""
     locks = tmp_path / "locks"
     locks.mkdir(mode=0o1777)
     target = tmp_path / "precious"
@@ -243,4 +244,4 @@ def test_a_symlink_in_place_of_a_lock_file_or_directory_is_never_followed(tmp_pa
     assert target.read_text() == "keep"
     (tmp_path / "link").symlink_to(locks)
     with pytest.raises(PortLockError, match="not a directory"):
-        PortAllocator(31240, 31241, lock_dir=tmp_path / "link").allocate()
+        PortAllocator(31240, 31241, lock_dir=tmp_path / "link")
