@@ -186,8 +186,10 @@ class NotReady(Exception):
     """The agent's server did not start or answer within the bounds: the agent's failure (scored, consumes R).
 
     `kind` is one of `engine.outcome.SERVER_KINDS`; the message says what the probe saw, for feedback.
+    `connected`: whether any probe reached a listener on the port (False: every connection was refused).
     """
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, connected: bool = True) -> None:
         super().__init__(message)
         self.kind = kind
+        self.connected = connected

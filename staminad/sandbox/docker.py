@@ -225,7 +225,9 @@ class DockerSandbox(HostFiles, SealedContainer):
             if self.port is not None:
                 self.ports.release(self.port)
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            kind = "port_taken" if "address already in use" in str(message) else "engine_error"
+            # "port is already allocated": another container (say, one a dead daemon left) publishes it.
+            taken = any(s in str(message) for s in ("address already in use", "port is already allocated"))
+            kind = "port_taken" if taken else "engine_error"
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
         await self._seal(container)  # idempotent: iptables-restore replaces the whole table
         await self._ensure_launcher()

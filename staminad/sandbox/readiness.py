@@ -3,7 +3,9 @@
 The server is ready once `GET /` gets a complete HTTP response within the bounds every suite
 request has (the per-request budget, the response-size cap). When it never does, the probe says
 what the server did instead (`NotReady.kind`: exited, never listened, closed connections, too slow,
-a malformed or oversized answer): the agent's code failing, never an infrastructure fault.
+a malformed or oversized answer), and whether any probe reached a listener (`NotReady.connected`).
+Whose fault that was (the agent's code, or another program holding the port) is the runtime's to
+judge by who holds the port (see `local.port_blame`), never by what the server's log says.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ async def wait_ready(
     deadline = time.monotonic() + timeout
     probe_timeout = min(FIRST_PROBE, request_timeout)
     last: TransportError | None = None
+    connected = False  # whether any probe got past connect: a listener was there (the runtime's evidence)
     while True:
         with Http11Transport.for_url(url, timeout=probe_timeout) as probe:
             try:
@@ -78,8 +81,9 @@ async def wait_ready(
                 return
             except TransportError as exc:
                 last = exc
+                connected = connected or not exc.refused
         if not await still_running():
-            raise NotReady("server_exited", "`bash run_server.sh` exited before the server answered")
+            raise NotReady("server_exited", "`bash run_server.sh` exited before the server answered", connected)
         if time.monotonic() >= deadline:
             break
         if last.timeout and probe_timeout < request_timeout:
@@ -90,7 +94,7 @@ async def wait_ready(
     if kind != "server_not_listening" and listening is not None and not await listening():
         kind = "server_not_listening"  # through Docker's proxy a closed port looks like a closed connection
     detail = _SAYS[kind] if kind == "server_not_listening" else f"{_SAYS[kind]} ({last})"
-    raise NotReady(kind, f"the server did not answer GET / within {timeout:.0f} s: {detail}")
+    raise NotReady(kind, f"the server did not answer GET / within {timeout:.0f} s: {detail}", connected)
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:

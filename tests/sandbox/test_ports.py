@@ -1,14 +1,30 @@
-"""Port allocation: unique within a process and across every staminabench process on the machine."""
+"""Port allocation: unique within a process and across every staminabench process and user on the machine, and
+never a port the kernel may give to an outgoing connection."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from staminad.sandbox.ports import PortAllocator, PortsExhausted, port_is_free
+from staminad.sandbox.ports import (
+    LOCK_DIR_ENV,
+    RANGE_ENV,
+    RUN_LOCK_DIR,
+    TMP_LOCK_DIR,
+    PortAllocator,
+    PortLockError,
+    PortRangeError,
+    PortsExhausted,
+    is_outgoing,
+    outgoing_ports,
+    port_is_free,
+)
 
 
 def test_port_allocator_never_hands_out_a_port_twice(tmp_path: Path) -> None:
@@ -50,3 +66,182 @@ def test_a_port_another_process_reserved_is_skipped_until_that_process_dies(tmp_
         holder.wait()
     assert PortAllocator(31210, 31210, lock_dir=locks).allocate() == 31210
     assert (locks.stat().st_mode & 0o7777) == 0o1777  # every user's processes share the directory
+
+
+def _outgoing_block(size: int) -> tuple[int, int]:
+    """`size` consecutive ports the kernel may give to outgoing connections on this host (none reserved)."""
+    ephemeral, reserved = outgoing_ports()
+    assert ephemeral is not None, "this host's /proc says nothing of its outgoing port range"
+    usable = (p for p in range(*ephemeral) if all(is_outgoing(p + i, ephemeral, reserved) for i in range(size)))
+    low = next(usable)
+    return low, low + size - 1
+
+
+def test_a_range_overlapping_the_kernels_outgoing_ports_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A configured range reaching into ip_local_port_range is refused at once, in one line naming both ranges."""
+    low, _ = _outgoing_block(5)
+    with pytest.raises(PortRangeError) as info:
+        PortAllocator(low - 5, low + 4, lock_dir=tmp_path / "locks")
+    message = str(info.value)
+    assert "\n" not in message and f"{low - 5}-{low + 4}" in message and "ip_local_port_range" in message
+    assert "5 ports" in message  # only the overlap counts: the five below the kernel's range are fine
+
+
+def test_staminad_ports_is_checked_when_a_run_starts(tmp_path: Path) -> None:
+    """`staminad run` with STAMINAD_PORTS inside the kernel's outgoing range exits 2 with one line, running nothing."""
+    low, high = _outgoing_block(10)
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('name = "ports"\n[matrix]\nagents = ["reference"]\n[run]\nruntime = "local"\n')
+    env = {**os.environ, RANGE_ENV: f"{low}-{high}", "STAMINAD_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run(
+        [sys.executable, "-m", "staminad.cli", "run", str(sweep)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{RANGE_ENV} {low}-{high} overlaps" in lines[0]
+    assert "runtime:" not in done.stdout  # refused before any sandbox
+
+
+UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]  # a network namespace, its sysctls this test's own
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+_IN_NETNS = """
+import sys
+from pathlib import Path
+from staminad.sandbox.ports import PortAllocator, PortRangeError
+Path("/proc/sys/net/ipv4/ip_local_port_range").write_text(sys.argv[2])
+Path("/proc/sys/net/ipv4/ip_local_reserved_ports").write_text(sys.argv[3])
+try:
+    if sys.argv[4]:
+        low, high = (int(x) for x in sys.argv[4].split("-"))
+        ports = PortAllocator(low, high, lock_dir=Path(sys.argv[1]))
+    else:
+        ports = PortAllocator(lock_dir=Path(sys.argv[1]))
+except PortRangeError as exc:
+    sys.exit(f"refused: {exc}")
+seen = set()
+for _ in range(ports.high - ports.low + 1):  # each port handed out and given back: the round covers every usable one
+    port = ports.allocate()
+    seen.add(port)
+    ports.release(port)
+print(len(seen), min(seen), max(seen))
+"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "reserved", "configured", "says"),
+    [
+        ("25000 60999", "", "", "5000 20000 24999"),  # the default range less the outgoing ports
+        ("20011 60999", "20000-20010,20020-20029", "", "21 20000 20029"),  # reserved ports are never outgoing
+        ("1024 65535", "", "", "refused: the default port range 20000-29999 overlaps"),
+        ("1024 65535", "20000-29999", "", "10000 20000 29999"),
+        ("1024 65535", "40000-40009", "40000-40009", "10 40000 40009"),  # a configured range the kernel reserves
+        ("1024 65535", "40000-40008", "40000-40009", "refused: port range 40000-40009 overlaps"),
+    ],
+)
+def test_only_ports_no_outgoing_connection_can_take_are_handed_out(
+    tmp_path: Path, kernel: str, reserved: str, configured: str, says: str
+) -> None:
+    """The default range is used less the kernel's outgoing ports (ports it reserves are safe), refused when none is
+    left; a configured one must avoid them all. Each case runs in a network namespace with sysctls of its own."""
+    done = subprocess.run(
+        [*UNSHARE, sys.executable, "-c", _IN_NETNS, str(tmp_path / "locks"), kernel, reserved, configured],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = (done.stdout + done.stderr).strip()
+    assert out.startswith(says) and len(out.splitlines()) == 1, out
+    assert done.returncode == (1 if says.startswith("refused") else 0)
+
+
+_TMPDIR_HOLDER = """
+import sys, tempfile
+from staminad.sandbox.ports import PortAllocator, lock_dirs
+ports = PortAllocator(31220, 31221)
+print(tempfile.gettempdir(), [str(p) for p, _ in lock_dirs()], ports.allocate(), flush=True)
+sys.stdin.read()  # holds its port until the test closes its stdin
+"""
+
+
+def test_the_lock_directories_do_not_depend_on_tmpdir(tmp_path: Path) -> None:
+    """Two allocators whose TMPDIRs differ lock in the same machine-wide directories and never share a port."""
+    env = {k: v for k, v in os.environ.items() if k != LOCK_DIR_ENV}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    holders, lines = [], []
+    try:
+        for name in ("a", "b"):
+            (tmp_path / name).mkdir()
+            holder = subprocess.Popen(
+                [sys.executable, "-c", _TMPDIR_HOLDER],
+                env={**env, "TMPDIR": str(tmp_path / name)},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            holders.append(holder)
+            assert holder.stdout is not None
+            lines.append(holder.stdout.readline().split(" ", 1))
+    finally:
+        for holder in holders:
+            assert holder.stdin is not None and holder.stdout is not None
+            holder.stdin.close()
+            holder.wait(timeout=60)
+            holder.stdout.close()
+    (tmp_a, rest_a), (tmp_b, rest_b) = lines
+    assert (tmp_a, tmp_b) == (str(tmp_path / "a"), str(tmp_path / "b"))  # each sees its own TMPDIR
+    dirs_a, port_a = rest_a.rsplit(" ", 1)
+    dirs_b, port_b = rest_b.rsplit(" ", 1)
+    assert dirs_a == dirs_b == str([str(RUN_LOCK_DIR), str(TMP_LOCK_DIR)])
+    assert {int(port_a), int(port_b)} == {31220, 31221}
+
+
+_OTHER_USER = """
+import sys
+from pathlib import Path
+from staminad.sandbox.ports import PortAllocator
+print(PortAllocator(31230, 31232, lock_dir=Path(sys.argv[1])).allocate())
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
+def test_a_lock_file_one_user_made_is_locked_by_another(tmp_path: Path) -> None:
+    """User A's lock files (made under umask 077) still lock for user B, and A's held port is never B's."""
+    shared = Path(tempfile.mkdtemp(prefix="staminabench-test-", dir="/tmp"))  # tmp_path is root's alone (0700)
+    try:
+        shared.chmod(0o755)
+        old = os.umask(0o077)
+        try:
+            ours = PortAllocator(31230, 31232, lock_dir=shared / "locks")
+            assert [ours.allocate(), ours.allocate()] == [31230, 31231]
+        finally:
+            os.umask(old)
+        ours.release(31231)  # its file stays, root's, made under umask 077
+        assert (shared / "locks" / "31231.lock").stat().st_mode & 0o777 == 0o644
+        done = subprocess.run(
+            [*AS_NOBODY, sys.executable, "-c", _OTHER_USER, str(shared / "locks")],
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (done.returncode, done.stdout) == (0, "31231\n"), done.stderr  # 31230 is root's, held
+        ours.release(31230)
+    finally:
+        shutil.rmtree(shared)
+
+
+def test_a_symlink_in_place_of_a_lock_file_or_directory_is_never_followed(tmp_path: Path) -> None:
+    """A planted symlink is no lock: its port is skipped (the target untouched); a symlinked directory is refused
+    when the allocator is made (at start, not at the first server start)."""
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o1777)
+    target = tmp_path / "precious"
+    target.write_text("keep")
+    (locks / "31240.lock").symlink_to(target)
+    assert PortAllocator(31240, 31241, lock_dir=locks).allocate() == 31241
+    assert target.read_text() == "keep"
+    (tmp_path / "link").symlink_to(locks)
+    with pytest.raises(PortLockError, match="not a directory"):
+        PortAllocator(31240, 31241, lock_dir=tmp_path / "link")
