@@ -24,7 +24,7 @@ except ImportError:  # inside a container, from the agent layer (no package): th
     _beneath = importlib.util.module_from_spec(_spec)
     sys.modules["beneath"] = _beneath
     _spec.loader.exec_module(_beneath)
-    WalkBudget, walk_files = _beneath.WalkBudget, _beneath.walk_files
+    WalkBudget, walk_files = _beneath.WalkBudget, _beneath.walk_files  # type: ignore[misc]
 
 CODE_SUFFIXES = frozenset(
     {
