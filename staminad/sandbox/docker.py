@@ -85,7 +85,7 @@ from staminad.sandbox.container import (
 )
 from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.sealed import SealedContainer
+from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
 RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
@@ -283,6 +283,7 @@ class DockerSandbox(HostFiles, SealedContainer):
                     _agent(),
                     str(self.quota_kb),
                     "/workspace",
+                    str(HARNESS_LOG_LIMIT),
                 ]
             },
         )

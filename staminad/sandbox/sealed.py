@@ -57,6 +57,7 @@ from staminad.sandbox.container import (
 from staminad.sandbox.readiness import wait_ready
 
 SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
+HARNESS_LOG_LIMIT = 4 << 20  # bytes of a harness's output its job log keeps
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
 MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
 

@@ -1,21 +1,31 @@
 #!/bin/sh
-# Harness wrapper: sh wrapper.sh JOBDIR MARKER [UID:GID QUOTA_KB WORKSPACE]
+# Harness wrapper: sh wrapper.sh JOBDIR MARKER [UID:GID QUOTA_KB WORKSPACE [LOG_LIMIT]]
 # Runs JOBDIR/cmd detached from the daemon, then writes MARKER (JSON: exit, signal, started, ended,
 # over_quota) atomically. The harness command lives in a file, not in this script's argv, so a broad
 # `pkill -f <harness words>` by the agent cannot match (and kill) the wrapper itself.
 # In a container the wrapper runs as root and the harness as UID:GID (setpriv): the agent can neither
 # read JOBDIR, write MARKER nor signal the wrapper. With QUOTA_KB, a watchdog kills the harness once
-# WORKSPACE holds more than that (the marker then says how much it held).
+# WORKSPACE holds more than that (the marker then says how much it held). With LOG_LIMIT, the harness's output
+# reaches JOBDIR/log through logcap.py (beside this script), which keeps the log within twice that many bytes.
 job="$1"
 marker="$2"
 as="${3:-}"
 quota="${4:-0}"
 ws="${5:-}"
+limit="${6:-0}"
 echo $$ > "$job/pid"
 start=$(date +%s.%N)
+out="$job/log"
+if [ "$limit" -gt 0 ]; then
+    rm -f "$job/log.pipe"
+    mkfifo -m 600 "$job/log.pipe"
+    python3 -I -S "$(dirname "$0")/logcap.py" "$job/log" "$limit" < "$job/log.pipe" &
+    capper=$!
+    out="$job/log.pipe"
+fi
 if [ -n "$as" ]; then
     setpriv --reuid="${as%%:*}" --regid="${as##*:}" --clear-groups sh -c "$(cat "$job/cmd")" \
-        < /dev/null > "$job/log" 2>&1 &
+        < /dev/null > "$out" 2>&1 &
 else
     sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
 fi
@@ -29,6 +39,12 @@ fi
 wait "$harness"
 code=$?
 end=$(date +%s.%N)
+if [ -n "${capper:-}" ]; then
+    # The log's last lines are still in the pipe: let the copy drain it (bounded: a process the harness detached
+    # may hold the pipe open, and it goes with the phase anyway).
+    i=0
+    while kill -0 "$capper" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.05; i=$((i + 1)); done
+fi
 sig=null
 if [ "$code" -gt 128 ]; then sig=$((code - 128)); fi
 over=$(cat "$job/over_quota" 2>/dev/null || echo null)

@@ -25,6 +25,7 @@ from staminad.engine.markers import MarkerWatcher
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Grant, marker_path
 from staminad.sandbox.docker import FSIZE, LABEL_SANDBOXES, TMP_MB, DockerFactory, DockerSandbox
 from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SERVER_LOG_LIMIT
 
 pytestmark = pytest.mark.anyio
 
@@ -324,3 +325,35 @@ async def test_a_workspace_past_its_quota_ends_the_harness(
     """,
     )
     assert marker["signal"] == 9 and marker["over_quota"] >= 4096
+
+
+SERVE = """
+import http.server
+sys.stdout.flush()
+http.server.HTTPServer(("0.0.0.0", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()
+"""
+CHATTY = """
+import sys
+for i in range(40 * 1024):
+    sys.stdout.write("y" * 1000 + f" line {i}\\n")
+print("harness done")
+"""
+
+
+async def test_what_a_harness_and_a_server_print_is_bounded_on_the_host(
+    tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
+) -> None:
+    """40 MB printed by the harness and by the server reach the host as logs of a few MiB holding the latest lines."""
+    box = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "h", Grant())
+    await box.prepare()
+    marker, out = await as_agent(box, watcher, "chatty", CHATTY)
+    assert marker["exit"] == 0
+    assert len(out.encode()) <= 2 * HARNESS_LOG_LIMIT + 100 and out.endswith("harness done\n")
+    (box.host_workspace / "chatty_server.py").write_text(textwrap.dedent(CHATTY) + SERVE)
+    (box.host_workspace / "run_server.sh").write_text('exec python3 chatty_server.py "$1"\n')
+    handle = await box.start_server(30, 5)
+    try:
+        log = (box.host_control / "server.log").read_bytes()
+        assert len(log) <= 2 * SERVER_LOG_LIMIT + 100 and b"harness done" in log[-4000:]
+    finally:
+        await box.stop_server(handle)
