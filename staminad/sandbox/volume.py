@@ -28,6 +28,8 @@ on an engine port Docker picks, reached at `server_host`.
 from __future__ import annotations
 
 import contextlib
+import json
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -79,6 +81,12 @@ PARTS = {  # volume part -> (its writable mount, its read-only mount for the age
 STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
 STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
+LABEL_VOLUME = "staminabench.volume"  # a token each volume gets when made (see `_volumes`)
+STAMP = "prepared.json"  # in the control volume: the tokens of the volume set `_populate` finished
+
+
+def _stamp(tokens: dict[str, str]) -> str:
+    return json.dumps({"volumes": tokens}, sort_keys=True)
 
 
 class VolumeSandbox(SealedContainer):
@@ -138,18 +146,29 @@ class VolumeSandbox(SealedContainer):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"{what} ({self.name}): {type(exc).__name__}: {exc}", "engine_error") from None
 
-    async def _volumes(self) -> bool:
-        """Create the volumes that are missing; True when the workspace's is new (its root is root's yet)."""
-        found = await self._engine(
-            "list volumes",
-            lambda: self._vols.list(filters={"label": [f"{LABEL_SANDBOXES}={self.root.parent}"]}),
-        )
-        have = {v["Name"] for v in found.get("Volumes") or []}
+    async def _volumes(self) -> dict[str, str]:
+        """Each part's volume, made when missing: part -> its token (a label given at creation, so a volume
+        removed and made again under the same name is told apart from the one populated before)."""
+
+        async def listed() -> dict[str, Any]:
+            label = f"{LABEL_SANDBOXES}={self.root.parent}"
+            found = await self._engine("list volumes", lambda: self._vols.list(filters={"label": [label]}))
+            return {v["Name"]: v for v in found.get("Volumes") or []}
+
+        have = await listed()
+        missing = [part for part in PARTS if self.volume(part) not in have]
+        for part in missing:
+            config = {"Name": self.volume(part), "Labels": {**self._labels(), LABEL_VOLUME: secrets.token_hex(8)}}
+            await self._engine("create volume", lambda c=config: self._vols.create(c))  # type: ignore[misc]
+        if missing:
+            have = await listed()  # the engine answers a create of a name it holds with that volume, as it is
+        tokens = {}
         for part in PARTS:
             if self.volume(part) not in have:
-                config = {"Name": self.volume(part), "Labels": self._labels()}
-                await self._engine("create volume", lambda c=config: self._vols.create(c))  # type: ignore[misc]
-        return self.volume("workspace") not in have
+                raise SandboxError(f"volume {self.volume(part)} exists without this sweep's label", "engine_error")
+            labels = have[self.volume(part)].get("Labels") or {}
+            tokens[part] = labels.get(LABEL_VOLUME) or f"made {have[self.volume(part)].get('CreatedAt')}"
+        return tokens
 
     async def _hand_workspace(self) -> None:
         """Give the new workspace volume's root to the agent: a helper with CAP_CHOWN alone, nothing else."""
@@ -196,17 +215,46 @@ class VolumeSandbox(SealedContainer):
     async def prepare(self) -> None:
         """Create (or recreate on the same volumes) and start the container, sealed, its layer in place.
 
-        A new workspace volume of a scenario that has a snapshot (its volumes were reaped, say by a cancel
-        before a resume, or lost with an engine) gets that snapshot back, and `restored` says so."""
+        Safe to cut off anywhere (a daemon killed -9) and run again: the layer goes in before the launcher
+        (part of it) is asked anything, every prepare; the rest of a volume set's population (the workspace
+        handed to the agent, the control directories, a snapshot put back) is done until the stamp written
+        last in the control volume names these very volumes (`_populate`). A launcher that does not come up
+        gets the container made anew, once, before the failure is the attempt's. New volumes of a scenario
+        that has a snapshot (its volumes were reaped, say by a cancel before a resume, or lost with an
+        engine) get that snapshot back, and `restored` says so."""
         self.restored = False
         if self.grant.llm and self.llm is None:
             # Its engine gave the gateway no address (it did not answer when the sweep began): sealed with no way
             # to the model, the harness would fail for the platform's reason and be scored for it.
             raise SandboxError(f"no LLM gateway address for {self.name}'s engine", "engine_error")
-        fresh = await self._volumes()
+        tokens = await self._volumes()
         await ensure_network(self.docker)
+        booted = await self._boot()
+        try:
+            stamp = await self._read(STAMP, 4096)  # the first request: the launcher comes up, or this fails
+        except SandboxError as exc:
+            # Nothing the daemon put there is missing now, so what failed is the container (its pids used up by
+            # leftovers, say): the same again and again until it is made anew, so make it anew here, once.
+            await self.close()
+            await self._boot()
+            try:
+                stamp = await self._read(STAMP, 4096)
+            except SandboxError as again:
+                why = f"{again} (also after its container was made anew; before: {exc})"
+                raise SandboxError(why, again.kind) from None
+            booted = True
+        if stamp != _stamp(tokens):
+            await self._populate(tokens)
+        # The agent may have removed its HOME; ours again every time (the harness's session lives there).
+        await self._put("/workspace", tar_bytes([(".home", None, agent_ids()[0], 0o755)]))
+        if booted:
+            await self._clear_server_files()
+
+    async def _boot(self) -> bool:
+        """The container made if missing, started if stopped, sealed and its layer put in; True if (re)started
+        (a new pid namespace: pids recorded in the control volume mean nothing now)."""
         container = await self._container()
-        booted = container is None  # a new pid namespace: pids recorded in the control volume mean nothing now
+        booted = container is None
         if container is None:
             async with self.creations:
                 container = await self._engine(
@@ -222,28 +270,33 @@ class VolumeSandbox(SealedContainer):
         binding = ports.get(f"{SERVER_PORT_IN_CONTAINER}/tcp") or []
         self.port = int(binding[0]["HostPort"]) if binding else None
         await self._seal(container)
-        uid = agent_ids()[0]
-        # Asked each time, not only for a new volume: a daemon killed before handing it over left it root's.
-        if fresh or (await self._op("owner", {}))["uid"] != uid:
-            await self._hand_workspace()
+        # Put in whole every time, before the launcher (one of its files) is asked anything: a daemon killed
+        # between making the volumes and filling them left it empty, and only what is put in is known to be there.
         layer = [(rel, (HARNESS_DIR / rel).read_bytes(), 0, 0o644) for rel in self.layer]
         dirs = sorted({str(Path(rel).parents[i]) for rel in self.layer for i in range(len(Path(rel).parts) - 1)})
         await self._put(PARTS["layer"][0], tar_bytes([*((d, None, 0, 0o755) for d in dirs), *layer]))
+        return booted
+
+    async def _populate(self, tokens: dict[str, str]) -> None:
+        """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written
+        last, so a prepare cut off before it finds no stamp (or another set's) and does it all again."""
+        if (await self._op("owner", {}))["uid"] != agent_ids()[0]:
+            await self._hand_workspace()
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
-        await self._put("/workspace", tar_bytes([(".home", None, uid, 0o755)]))
-        if booted:
-            await self._clear_server_files()
         snapshot = self.root / SNAPSHOT
-        if fresh and snapshot.exists():
+        if snapshot.exists():
+            # No harness ran on volumes never stamped: the snapshot (or a part of it put in by a prepare cut off)
+            # is all their workspace holds, so putting it in whole again loses nothing.
             await self.restore(snapshot)
             self.restored = True
+        await self._op("write", {"under": "control", "path": STAMP, "text": _stamp(tokens), "mode": 0o600})
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
         if container is None:
             raise SandboxError(f"container {self.name} is gone")
         cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
-        return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
+        return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=True, workdir="/workspace")
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
         return await self.stream.call(op, args, timeout, self._usable)
