@@ -82,11 +82,18 @@ STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
 STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 LABEL_VOLUME = "staminabench.volume"  # a token each volume gets when made (see `_volumes`)
-STAMP = "prepared.json"  # in the control volume: the tokens of the volume set `_populate` finished
+STAMP = "prepared.json"  # in the control volume: the volume set `_populate` finished, and whether it restored
 
 
-def _stamp(tokens: dict[str, str]) -> str:
-    return json.dumps({"volumes": tokens}, sort_keys=True)
+def _stamp(tokens: dict[str, str], restored: bool) -> str:
+    return json.dumps({"volumes": tokens, "restored": restored}, sort_keys=True)
+
+
+def _stamped(text: str | None) -> dict[str, Any]:
+    with contextlib.suppress(ValueError):
+        found = json.loads(text or "")
+        return found if isinstance(found, dict) else {}
+    return {}
 
 
 class VolumeSandbox(SealedContainer):
@@ -111,6 +118,7 @@ class VolumeSandbox(SealedContainer):
         self.layer = tuple(dict.fromkeys((*grant.layer, *STREAM_FILES)))
         self.stream = LauncherStream(self.name, self._open_launcher)
         self.restored = False  # see `prepare`
+        self._tokens: dict[str, str] = {}  # the volumes' tokens as the last `prepare` found them
 
     @property
     def host_files(self) -> HostView | None:
@@ -221,7 +229,8 @@ class VolumeSandbox(SealedContainer):
         last in the control volume names these very volumes (`_populate`). A launcher that does not come up
         gets the container made anew, once, before the failure is the attempt's. New volumes of a scenario
         that has a snapshot (its volumes were reaped, say by a cancel before a resume, or lost with an
-        engine) get that snapshot back, and `restored` says so."""
+        engine) get that snapshot back, and `restored` says so until a harness is launched on them (the stamp
+        keeps it, so a daemon killed before the engine acted on it does not lose it)."""
         self.restored = False
         if self.grant.llm and self.llm is None:
             # Its engine gave the gateway no address (it did not answer when the sweep began): sealed with no way
@@ -243,8 +252,12 @@ class VolumeSandbox(SealedContainer):
                 why = f"{again} (also after its container was made anew; before: {exc})"
                 raise SandboxError(why, again.kind) from None
             booted = True
-        if stamp != _stamp(tokens):
+        self._tokens = tokens
+        found = _stamped(stamp)
+        if found.get("volumes") != tokens:
             await self._populate(tokens)
+        else:
+            self.restored = found.get("restored") is True
         # The agent may have removed its HOME; ours again every time (the harness's session lives there).
         await self._put("/workspace", tar_bytes([(".home", None, agent_ids()[0], 0o755)]))
         if booted:
@@ -289,7 +302,11 @@ class VolumeSandbox(SealedContainer):
             # is all their workspace holds, so putting it in whole again loses nothing.
             await self.restore(snapshot)
             self.restored = True
-        await self._op("write", {"under": "control", "path": STAMP, "text": _stamp(tokens), "mode": 0o600})
+        await self._write_stamp()
+
+    async def _write_stamp(self) -> None:
+        text = _stamp(self._tokens, self.restored)
+        await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600})
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
@@ -314,6 +331,9 @@ class VolumeSandbox(SealedContainer):
             dest.write_text(text)
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
+        if self.restored:  # a harness works on the restored files from now: a later loss is a loss of its work
+            self.restored = False
+            await self._write_stamp()
         cmd = job_script(self.paths, argv, env)
         await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600})
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
