@@ -238,20 +238,21 @@ class VolumeSandbox(SealedContainer):
             raise SandboxError(f"no LLM gateway address for {self.name}'s engine", "engine_error")
         tokens = await self._volumes()
         await ensure_network(self.docker)
-        booted = await self._boot()
         try:
-            stamp = await self._read(STAMP, 4096)  # the first request: the launcher comes up, or this fails
+            booted, stamp = await self._boot()
         except SandboxError as exc:
-            # Nothing the daemon put there is missing now, so what failed is the container (its pids used up by
-            # leftovers, say): the same again and again until it is made anew, so make it anew here, once.
-            await self.close()
-            await self._boot()
+            # What the daemon puts in went in, or failed to, on a container found there, so the container is what
+            # fails (made by an older daemon with other mounts, its pids used up by leftovers): the same on every
+            # retry until it is made anew, so it is made anew here, once.
             try:
-                stamp = await self._read(STAMP, 4096)
+                await self.close()
+            except SandboxError:
+                raise exc from None  # the engine does not answer: nothing here to make anew
+            try:
+                booted, stamp = await self._boot()
             except SandboxError as again:
                 why = f"{again} (also after its container was made anew; before: {exc})"
                 raise SandboxError(why, again.kind) from None
-            booted = True
         self._tokens = tokens
         found = _stamped(stamp)
         if found.get("volumes") != tokens:
@@ -263,9 +264,10 @@ class VolumeSandbox(SealedContainer):
         if booted:
             await self._clear_server_files()
 
-    async def _boot(self) -> bool:
-        """The container made if missing, started if stopped, sealed and its layer put in; True if (re)started
-        (a new pid namespace: pids recorded in the control volume mean nothing now)."""
+    async def _boot(self) -> tuple[bool, str | None]:
+        """The container made if missing, started if stopped, sealed, its layer put in and its launcher asked for
+        the stamp: whether it was (re)started (a new pid namespace: pids recorded in the control volume mean
+        nothing now), and the stamp."""
         container = await self._container()
         booted = container is None
         if container is None:
@@ -288,7 +290,7 @@ class VolumeSandbox(SealedContainer):
         layer = [(rel, (HARNESS_DIR / rel).read_bytes(), 0, 0o644) for rel in self.layer]
         dirs = sorted({str(Path(rel).parents[i]) for rel in self.layer for i in range(len(Path(rel).parts) - 1)})
         await self._put(PARTS["layer"][0], tar_bytes([*((d, None, 0, 0o755) for d in dirs), *layer]))
-        return booted
+        return booted, await self._read(STAMP, 4096)  # the first request: the launcher comes up, or this fails
 
     async def _populate(self, tokens: dict[str, str]) -> None:
         """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written

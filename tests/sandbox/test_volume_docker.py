@@ -262,3 +262,18 @@ async def test_a_prepare_cut_off_after_any_step_is_completed_by_the_next(tmp_pat
             assert log.split() == ["print(3)", "1000", "agent", "1000", "agent", "1000", "agent"], after
         finally:
             await factory.aclose(sandboxes)
+
+
+async def test_a_container_that_cannot_be_used_is_made_anew_by_prepare(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """A container found under the sandbox's name that fails the same way every time (here one without its volumes,
+    as an older daemon might have left) is replaced within one prepare, instead of failing every retry."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    async with aiodocker.Docker() as client:
+        config = {"Image": box.image, "Cmd": ["sleep", "3600"], "Labels": box._labels()}
+        config["HostConfig"] = {"NetworkMode": "none"}
+        decoy = await client.containers.create(config=config, name=box.name)
+        await decoy.start()
+        await box.prepare()
+        assert (await (await client.containers.get(box.name)).show())["Id"] != decoy.id
+    _, log = await run_job(box, "t0", "id -u; stat -c %u /workspace\n")
+    assert log.split() == ["1000", "1000"]
