@@ -11,7 +11,9 @@ engine, so it may run on any engine the daemon reaches by its API:
 - `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
   where their files are put, and read-only at /harness and /stamina/prompts for the agent.
 
-Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Files go in by
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part (`volset`: the volumes,
+and the stamp by which a prepare cut off anywhere, say by a daemon killed -9, is known and done
+again; the layer, which holds the launcher, goes in on every prepare). Files go in by
 `put_archive` (the layer, root's; README and specification, the agent's; a restored snapshot) or,
 for the root-owned prompt and job command of every turn, by the container's launcher, reached over
 one attached `docker exec` (`streamer`; a `put_archive` costs 65-135 ms on this engine, a launcher
@@ -28,8 +30,6 @@ on an engine port Docker picks, reached at `server_host`.
 from __future__ import annotations
 
 import contextlib
-import json
-import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +54,6 @@ from staminad.sandbox.base import (
 from staminad.sandbox.container import (
     CONTROL,
     HARNESS_DIR,
-    LABEL_SANDBOXES,
     OP_TIMEOUT,
     ROOT,
     ContainerFactory,
@@ -64,36 +63,17 @@ from staminad.sandbox.container import (
     reap,
     reap_volumes,
 )
-from staminad.sandbox.image import PRIVATE_DIR
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
+from staminad.sandbox.volset import PARTS, STAMP, VolumeSet, stamp, stamped
 
-PARTS = {  # volume part -> (its writable mount, its read-only mount for the agent or "")
-    "workspace": ("/workspace", ""),
-    "control": (CONTROL, ""),
-    "layer": (f"{PRIVATE_DIR}/layer", "/harness"),
-    "prompts": (f"{PRIVATE_DIR}/prompts", "/stamina/prompts"),
-}
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
 STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
 STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
-LABEL_VOLUME = "staminabench.volume"  # a token each volume gets when made (see `_volumes`)
-STAMP = "prepared.json"  # in the control volume: the volume set `_populate` finished, and whether it restored
-
-
-def _stamp(tokens: dict[str, str], restored: bool) -> str:
-    return json.dumps({"volumes": tokens, "restored": restored}, sort_keys=True)
-
-
-def _stamped(text: str | None) -> dict[str, Any]:
-    with contextlib.suppress(ValueError):
-        found = json.loads(text or "")
-        return found if isinstance(found, dict) else {}
-    return {}
 
 
 class VolumeSandbox(SealedContainer):
@@ -117,6 +97,7 @@ class VolumeSandbox(SealedContainer):
         self.host_control = self.root / "control"  # only mirrors of logs, for the daemon's views
         self.layer = tuple(dict.fromkeys((*grant.layer, *STREAM_FILES)))
         self.stream = LauncherStream(self.name, self._open_launcher)
+        self.volumes = VolumeSet(docker, self.name, self._labels(), self._engine)
         self.restored = False  # see `prepare`
         self._tokens: dict[str, str] = {}  # the volumes' tokens as the last `prepare` found them
 
@@ -124,24 +105,15 @@ class VolumeSandbox(SealedContainer):
     def host_files(self) -> HostView | None:
         return None
 
-    @property
-    def _vols(self) -> Any:
-        return self.docker.volumes  # aiodocker's volume calls are untyped
-
     def volume(self, part: str) -> str:
-        return f"{self.name}-{part}"
+        return self.volumes.name(part)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "workspace": "volume", "volumes": [self.volume(p) for p in PARTS]}
 
     def _mounts(self) -> dict[str, Any]:
-        mounts = []
-        for part, (rw, ro) in PARTS.items():
-            mounts.append({"Type": "volume", "Source": self.volume(part), "Target": rw, "ReadOnly": False})
-            if ro:
-                mounts.append({"Type": "volume", "Source": self.volume(part), "Target": ro, "ReadOnly": True})
         # The port stays unset: the engine picks the published one (a remote engine's ports are not ours to probe).
-        return {"Mounts": mounts}
+        return {"Mounts": self.volumes.mounts()}
 
     async def _engine(self, what: str, op: Callable[[], Any]) -> Any:
         """One engine API call under OP_TIMEOUT, its failures as SandboxError (`sandbox_lost` for 404/409)."""
@@ -153,66 +125,6 @@ class VolumeSandbox(SealedContainer):
             raise SandboxError(f"{what} ({self.name}): {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"{what} ({self.name}): {type(exc).__name__}: {exc}", "engine_error") from None
-
-    async def _volumes(self) -> dict[str, str]:
-        """Each part's volume, made when missing: part -> its token (a label given at creation, so a volume
-        removed and made again under the same name is told apart from the one populated before)."""
-
-        async def listed() -> dict[str, Any]:
-            label = f"{LABEL_SANDBOXES}={self.root.parent}"
-            found = await self._engine("list volumes", lambda: self._vols.list(filters={"label": [label]}))
-            return {v["Name"]: v for v in found.get("Volumes") or []}
-
-        have = await listed()
-        missing = [part for part in PARTS if self.volume(part) not in have]
-        for part in missing:
-            config = {"Name": self.volume(part), "Labels": {**self._labels(), LABEL_VOLUME: secrets.token_hex(8)}}
-            await self._engine("create volume", lambda c=config: self._vols.create(c))  # type: ignore[misc]
-        if missing:
-            have = await listed()  # the engine answers a create of a name it holds with that volume, as it is
-        tokens = {}
-        for part in PARTS:
-            if self.volume(part) not in have:
-                raise SandboxError(f"volume {self.volume(part)} exists without this sweep's label", "engine_error")
-            labels = have[self.volume(part)].get("Labels") or {}
-            tokens[part] = labels.get(LABEL_VOLUME) or f"made {have[self.volume(part)].get('CreatedAt')}"
-        return tokens
-
-    async def _hand_workspace(self) -> None:
-        """Give the new workspace volume's root to the agent: a helper with CAP_CHOWN alone, nothing else."""
-        uid, gid = agent_ids()
-        config: dict[str, Any] = {
-            "Image": self.image,
-            "User": ROOT,
-            "Cmd": ["chown", f"{uid}:{gid}", "/workspace"],
-            "Labels": self._labels(),
-            "NetworkDisabled": True,
-            "HostConfig": {
-                "Mounts": [{"Type": "volume", "Source": self.volume("workspace"), "Target": "/workspace"}],
-                "CapDrop": ["ALL"],
-                "CapAdd": ["CHOWN"],
-                "ReadonlyRootfs": True,
-                "SecurityOpt": ["no-new-privileges"],
-                "NetworkMode": "none",
-                "Memory": 64 << 20,
-            },
-        }
-        name = f"{self.name}-chown"
-        with contextlib.suppress(SandboxError):
-            await self._engine("remove helper", lambda: self._remove(name))
-        helper = await self._engine("create helper", lambda: self.docker.containers.create(config=config, name=name))
-        try:
-            await self._engine("start helper", helper.start)
-            code = (await self._engine("wait for helper", helper.wait)).get("StatusCode")
-            if code != 0:
-                raise SandboxError(f"cannot hand the workspace of {self.name} to the agent (exit {code})")
-        finally:
-            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
-                await self._engine("remove helper", lambda: helper.delete(force=True))
-
-    async def _remove(self, name: str) -> None:
-        with contextlib.suppress(aiodocker.exceptions.DockerError):
-            await (await self.docker.containers.get(name)).delete(force=True)
 
     async def _put(self, path: str, data: bytes) -> None:
         container = await self._container()
@@ -236,10 +148,10 @@ class VolumeSandbox(SealedContainer):
             # Its engine gave the gateway no address (it did not answer when the sweep began): sealed with no way
             # to the model, the harness would fail for the platform's reason and be scored for it.
             raise SandboxError(f"no LLM gateway address for {self.name}'s engine", "engine_error")
-        tokens = await self._volumes()
+        tokens = await self.volumes.ensure()
         await ensure_network(self.docker)
         try:
-            booted, stamp = await self._boot()
+            booted, text = await self._boot()
         except SandboxError as exc:
             # What the daemon puts in went in, or failed to, on a container found there, so the container is what
             # fails (made by an older daemon with other mounts, its pids used up by leftovers): the same on every
@@ -249,12 +161,12 @@ class VolumeSandbox(SealedContainer):
             except SandboxError:
                 raise exc from None  # the engine does not answer: nothing here to make anew
             try:
-                booted, stamp = await self._boot()
+                booted, text = await self._boot()
             except SandboxError as again:
                 why = f"{again} (also after its container was made anew; before: {exc})"
                 raise SandboxError(why, again.kind) from None
         self._tokens = tokens
-        found = _stamped(stamp)
+        found = stamped(text)
         if found.get("volumes") != tokens:
             await self._populate(tokens)
         else:
@@ -296,7 +208,7 @@ class VolumeSandbox(SealedContainer):
         """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written
         last, so a prepare cut off before it finds no stamp (or another set's) and does it all again."""
         if (await self._op("owner", {}))["uid"] != agent_ids()[0]:
-            await self._hand_workspace()
+            await self.volumes.hand_workspace(self.image)
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         snapshot = self.root / SNAPSHOT
         if snapshot.exists():
@@ -307,7 +219,7 @@ class VolumeSandbox(SealedContainer):
         await self._write_stamp()
 
     async def _write_stamp(self) -> None:
-        text = _stamp(self._tokens, self.restored)
+        text = stamp(self._tokens, self.restored)
         await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600})
 
     async def _open_launcher(self) -> Any:
