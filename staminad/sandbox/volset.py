@@ -32,6 +32,7 @@ PARTS = {  # volume part -> (its writable mount, its read-only mount for the age
 LABEL_VOLUME = "staminabench.volume"  # the token a volume gets when made
 STAMP = "prepared.json"  # in the control volume: the set whose population finished, and whether it restored
 
+UNTOKENED = "made "  # how a token of a volume made before volumes got tokens starts (its creation time follows)
 Engine = Callable[[str, Callable[[], Any]], Awaitable[Any]]  # one engine call, its failures as SandboxError
 
 
@@ -86,7 +87,7 @@ class VolumeSet:
             if found is None:
                 raise SandboxError(f"volume {self.name(part)} exists without this sweep's label", "engine_error")
             # A volume made before tokens were given: its creation time tells it from one made again later.
-            tokens[part] = (found.get("Labels") or {}).get(LABEL_VOLUME) or f"made {found.get('CreatedAt')}"
+            tokens[part] = (found.get("Labels") or {}).get(LABEL_VOLUME) or f"{UNTOKENED}{found.get('CreatedAt')}"
         return tokens
 
     async def hand_workspace(self, image: str) -> None:
@@ -126,4 +127,4 @@ class VolumeSet:
             await (await self.docker.containers.get(name)).delete(force=True)
 
 
-__all__ = ["LABEL_VOLUME", "PARTS", "STAMP", "VolumeSet", "stamp", "stamped"]
+__all__ = ["LABEL_VOLUME", "PARTS", "STAMP", "UNTOKENED", "VolumeSet", "stamp", "stamped"]

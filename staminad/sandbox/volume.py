@@ -68,7 +68,7 @@ from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
-from staminad.sandbox.volset import PARTS, STAMP, VolumeSet, stamp, stamped
+from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
 
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
 STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py")
@@ -211,9 +211,10 @@ class VolumeSandbox(SealedContainer):
             await self.volumes.hand_workspace(self.image)
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         snapshot = self.root / SNAPSHOT
-        if snapshot.exists():
-            # No harness ran on volumes never stamped: the snapshot (or a part of it put in by a prepare cut off)
-            # is all their workspace holds, so putting it in whole again loses nothing.
+        # No harness ran on a workspace never stamped: the snapshot (or a part of it put in by a prepare cut off)
+        # is all it holds, so putting it in whole again loses nothing. One an older daemon made (no token, never
+        # stamped) was given the snapshot, if at all, when made: the work in it may be newer.
+        if snapshot.exists() and not tokens["workspace"].startswith(UNTOKENED):
             await self.restore(snapshot)
             self.restored = True
         await self._write_stamp()

@@ -277,3 +277,22 @@ async def test_a_container_that_cannot_be_used_is_made_anew_by_prepare(tmp_path:
         assert (await (await client.containers.get(box.name)).show())["Id"] != decoy.id
     _, log = await run_job(box, "t0", "id -u; stat -c %u /workspace\n")
     assert log.split() == ["1000", "1000"]
+
+
+async def test_volumes_an_older_daemon_made_keep_their_workspace(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """Volumes made with no token (by a daemon from before stamps) are populated and stamped on the next prepare,
+    but never get the snapshot put over their workspace, whose work may be newer than it."""
+    root = tmp_path / "sandboxes" / "vol" / "c1-s0"
+    (root / SNAPSHOT).parent.mkdir(parents=True)
+    (root / SNAPSHOT).write_bytes(gzip.compress(tar_bytes([("old.py", b"print(0)\n", 1000, 0o644)])))
+    box = volumes(root, "reference/0")
+    async with aiodocker.Docker() as client:
+        for part in PARTS:
+            await client.volumes.create({"Name": box.volume(part), "Labels": box._labels()})  # type: ignore[no-untyped-call]
+    await box.prepare()
+    assert not box.restored
+    _, log = await run_job(box, "t0", "ls; stat -c %u .\n")
+    assert log.split() == ["t0.sh", "1000"]
+    await box.close()
+    await box.prepare()  # stamped now: nothing to do again
+    assert not box.restored
