@@ -5,7 +5,8 @@ with request ids on the exec's stdin; answers come back as JSON lines on its std
 in flight at a time (a scenario drives its sandbox serially), every read is bounded in size and every
 wait in time; an answer left over from a request that timed out is recognised by its id and dropped.
 When the stream breaks (the container was lost or restarted, the engine hung up) it is closed, and
-the next call opens a new one.
+the next call opens a new one; a launcher that ends says how (its exit status and the end of what it
+wrote to stderr), so a launcher that cannot run is told apart from a lost container.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from staminad.sandbox.base import SandboxError
 LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
 OPEN_TIMEOUT = 30.0
 CHECK_INTERVAL = 1.0  # seconds between looks at the container while an answer is late
+STDERR_LIMIT = 2048  # bytes of the launcher's stderr kept (its end) to say why it ended
+EXIT_TIMEOUT = 5.0  # seconds to ask the engine how an ended launcher exited
 
 Opener = Callable[[], Awaitable[Any]]  # creates the launcher's exec (aiodocker Exec), stdin attached
 Check = Callable[[], Awaitable[None]]
@@ -37,7 +40,9 @@ class LauncherStream:
         self.name = name
         self._opener = opener
         self._stream: Any = None
+        self._exec: Any = None
         self._buffer = bytearray()
+        self._stderr = bytearray()
         self._lock = anyio.Lock()
 
     async def _ensure(self) -> Any:
@@ -52,7 +57,7 @@ class LauncherStream:
                 raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc.message}", kind) from None
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc!r}", "engine_error") from None
-            self._stream, self._buffer = stream, bytearray()
+            self._stream, self._exec, self._buffer, self._stderr = stream, ex, bytearray(), bytearray()
         return self._stream
 
     async def close(self) -> None:
@@ -62,11 +67,24 @@ class LauncherStream:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5), contextlib.suppress(Exception):
                 await stream.close()
 
+    async def _ended(self) -> str:
+        """How the launcher's exec ended, as far as the engine says within a few seconds ("" if it cannot)."""
+        how = ""
+        with anyio.move_on_after(EXIT_TIMEOUT), contextlib.suppress(Exception):
+            code = (await self._exec.inspect()).get("ExitCode")
+            how = f"exit {code}" if code is not None else ""
+        err = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
+        return "; ".join(filter(None, [how, err[-1][-300:] if err else ""]))
+
     async def _line(self, stream: Any) -> bytes:
         while b"\n" not in self._buffer:
             msg = await stream.read_out()
             if msg is None:
-                raise SandboxError(f"the launcher of {self.name} hung up", "sandbox_lost")
+                how = await self._ended()
+                raise SandboxError(f"the launcher of {self.name} hung up{f' ({how})' if how else ''}", "sandbox_lost")
+            if msg.stream == 2:
+                self._stderr = (self._stderr + msg.data)[-STDERR_LIMIT:]
+                continue
             self._buffer += msg.data
             if len(self._buffer) > LINE_LIMIT and b"\n" not in self._buffer:
                 raise SandboxError(f"the launcher of {self.name} sent an oversized answer", "engine_error")

@@ -11,7 +11,9 @@ engine, so it may run on any engine the daemon reaches by its API:
 - `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
   where their files are put, and read-only at /harness and /stamina/prompts for the agent.
 
-Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part. Files go in by
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part (`volset`: the volumes,
+and the stamp by which a prepare cut off anywhere, say by a daemon killed -9, is known and done
+again; the layer, which holds the launcher, goes in on every prepare). Files go in by
 `put_archive` (the layer, root's; README and specification, the agent's; a restored snapshot) or,
 for the root-owned prompt and job command of every turn, by the container's launcher, reached over
 one attached `docker exec` (`streamer`; a `put_archive` costs 65-135 ms on this engine, a launcher
@@ -52,7 +54,6 @@ from staminad.sandbox.base import (
 from staminad.sandbox.container import (
     CONTROL,
     HARNESS_DIR,
-    LABEL_SANDBOXES,
     OP_TIMEOUT,
     ROOT,
     ContainerFactory,
@@ -62,19 +63,13 @@ from staminad.sandbox.container import (
     reap,
     reap_volumes,
 )
-from staminad.sandbox.image import PRIVATE_DIR
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.sealed import SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
+from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
 
-PARTS = {  # volume part -> (its writable mount, its read-only mount for the agent or "")
-    "workspace": ("/workspace", ""),
-    "control": (CONTROL, ""),
-    "layer": (f"{PRIVATE_DIR}/layer", "/harness"),
-    "prompts": (f"{PRIVATE_DIR}/prompts", "/stamina/prompts"),
-}
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
 STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py", "sandbox/beneath.py")
 STREAMER = "/harness/sandbox/streamer.py"
@@ -102,30 +97,23 @@ class VolumeSandbox(SealedContainer):
         self.host_control = self.root / "control"  # only mirrors of logs, for the daemon's views
         self.layer = tuple(dict.fromkeys((*grant.layer, *STREAM_FILES)))
         self.stream = LauncherStream(self.name, self._open_launcher)
+        self.volumes = VolumeSet(docker, self.name, self._labels(), self._engine)
         self.restored = False  # see `prepare`
+        self._tokens: dict[str, str] = {}  # the volumes' tokens as the last `prepare` found them
 
     @property
     def host_files(self) -> HostView | None:
         return None
 
-    @property
-    def _vols(self) -> Any:
-        return self.docker.volumes  # aiodocker's volume calls are untyped
-
     def volume(self, part: str) -> str:
-        return f"{self.name}-{part}"
+        return self.volumes.name(part)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "workspace": "volume", "volumes": [self.volume(p) for p in PARTS]}
 
     def _mounts(self) -> dict[str, Any]:
-        mounts = []
-        for part, (rw, ro) in PARTS.items():
-            mounts.append({"Type": "volume", "Source": self.volume(part), "Target": rw, "ReadOnly": False})
-            if ro:
-                mounts.append({"Type": "volume", "Source": self.volume(part), "Target": ro, "ReadOnly": True})
         # The port stays unset: the engine picks the published one (a remote engine's ports are not ours to probe).
-        return {"Mounts": mounts}
+        return {"Mounts": self.volumes.mounts()}
 
     async def _engine(self, what: str, op: Callable[[], Any]) -> Any:
         """One engine API call under OP_TIMEOUT, its failures as SandboxError (`sandbox_lost` for 404/409)."""
@@ -138,55 +126,6 @@ class VolumeSandbox(SealedContainer):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"{what} ({self.name}): {type(exc).__name__}: {exc}", "engine_error") from None
 
-    async def _volumes(self) -> bool:
-        """Create the volumes that are missing; True when the workspace's is new (its root is root's yet)."""
-        found = await self._engine(
-            "list volumes",
-            lambda: self._vols.list(filters={"label": [f"{LABEL_SANDBOXES}={self.root.parent}"]}),
-        )
-        have = {v["Name"] for v in found.get("Volumes") or []}
-        for part in PARTS:
-            if self.volume(part) not in have:
-                config = {"Name": self.volume(part), "Labels": self._labels()}
-                await self._engine("create volume", lambda c=config: self._vols.create(c))  # type: ignore[misc]
-        return self.volume("workspace") not in have
-
-    async def _hand_workspace(self) -> None:
-        """Give the new workspace volume's root to the agent: a helper with CAP_CHOWN alone, nothing else."""
-        uid, gid = agent_ids()
-        config: dict[str, Any] = {
-            "Image": self.image,
-            "User": ROOT,
-            "Cmd": ["chown", f"{uid}:{gid}", "/workspace"],
-            "Labels": self._labels(),
-            "NetworkDisabled": True,
-            "HostConfig": {
-                "Mounts": [{"Type": "volume", "Source": self.volume("workspace"), "Target": "/workspace"}],
-                "CapDrop": ["ALL"],
-                "CapAdd": ["CHOWN"],
-                "ReadonlyRootfs": True,
-                "SecurityOpt": ["no-new-privileges"],
-                "NetworkMode": "none",
-                "Memory": 64 << 20,
-            },
-        }
-        name = f"{self.name}-chown"
-        with contextlib.suppress(SandboxError):
-            await self._engine("remove helper", lambda: self._remove(name))
-        helper = await self._engine("create helper", lambda: self.docker.containers.create(config=config, name=name))
-        try:
-            await self._engine("start helper", helper.start)
-            code = (await self._engine("wait for helper", helper.wait)).get("StatusCode")
-            if code != 0:
-                raise SandboxError(f"cannot hand the workspace of {self.name} to the agent (exit {code})")
-        finally:
-            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
-                await self._engine("remove helper", lambda: helper.delete(force=True))
-
-    async def _remove(self, name: str) -> None:
-        with contextlib.suppress(aiodocker.exceptions.DockerError):
-            await (await self.docker.containers.get(name)).delete(force=True)
-
     async def _put(self, path: str, data: bytes) -> None:
         container = await self._container()
         if container is None:
@@ -196,17 +135,53 @@ class VolumeSandbox(SealedContainer):
     async def prepare(self) -> None:
         """Create (or recreate on the same volumes) and start the container, sealed, its layer in place.
 
-        A new workspace volume of a scenario that has a snapshot (its volumes were reaped, say by a cancel
-        before a resume, or lost with an engine) gets that snapshot back, and `restored` says so."""
+        Safe to cut off anywhere (a daemon killed -9) and run again: the layer goes in before the launcher
+        (part of it) is asked anything, every prepare; the rest of a volume set's population (the workspace
+        handed to the agent, the control directories, a snapshot put back) is done until the stamp written
+        last in the control volume names these very volumes (`_populate`). A launcher that does not come up
+        gets the container made anew, once, before the failure is the attempt's. New volumes of a scenario
+        that has a snapshot (its volumes were reaped, say by a cancel before a resume, or lost with an
+        engine) get that snapshot back, and `restored` says so until a harness is launched on them (the stamp
+        keeps it, so a daemon killed before the engine acted on it does not lose it)."""
         self.restored = False
         if self.grant.llm and self.llm is None:
             # Its engine gave the gateway no address (it did not answer when the sweep began): sealed with no way
             # to the model, the harness would fail for the platform's reason and be scored for it.
             raise SandboxError(f"no LLM gateway address for {self.name}'s engine", "engine_error")
-        fresh = await self._volumes()
+        tokens = await self.volumes.ensure()
         await ensure_network(self.docker)
+        try:
+            booted, text = await self._boot()
+        except SandboxError as exc:
+            # What the daemon puts in went in, or failed to, on a container found there, so the container is what
+            # fails (made by an older daemon with other mounts, its pids used up by leftovers): the same on every
+            # retry until it is made anew, so it is made anew here, once.
+            try:
+                await self.close()
+            except SandboxError:
+                raise exc from None  # the engine does not answer: nothing here to make anew
+            try:
+                booted, text = await self._boot()
+            except SandboxError as again:
+                why = f"{again} (also after its container was made anew; before: {exc})"
+                raise SandboxError(why, again.kind) from None
+        self._tokens = tokens
+        found = stamped(text)
+        if found.get("volumes") != tokens:
+            await self._populate(tokens)
+        else:
+            self.restored = found.get("restored") is True
+        # The agent may have removed its HOME; ours again every time (the harness's session lives there).
+        await self._put("/workspace", tar_bytes([(".home", None, agent_ids()[0], 0o755)]))
+        if booted:
+            await self._clear_server_files()
+
+    async def _boot(self) -> tuple[bool, str | None]:
+        """The container made if missing, started if stopped, sealed, its layer put in and its launcher asked for
+        the stamp: whether it was (re)started (a new pid namespace: pids recorded in the control volume mean
+        nothing now), and the stamp."""
         container = await self._container()
-        booted = container is None  # a new pid namespace: pids recorded in the control volume mean nothing now
+        booted = container is None
         if container is None:
             async with self.creations:
                 container = await self._engine(
@@ -222,28 +197,38 @@ class VolumeSandbox(SealedContainer):
         binding = ports.get(f"{SERVER_PORT_IN_CONTAINER}/tcp") or []
         self.port = int(binding[0]["HostPort"]) if binding else None
         await self._seal(container)
-        uid = agent_ids()[0]
-        # Asked each time, not only for a new volume: a daemon killed before handing it over left it root's.
-        if fresh or (await self._op("owner", {}))["uid"] != uid:
-            await self._hand_workspace()
+        # Put in whole every time, before the launcher (one of its files) is asked anything: a daemon killed
+        # between making the volumes and filling them left it empty, and only what is put in is known to be there.
         layer = [(rel, (HARNESS_DIR / rel).read_bytes(), 0, 0o644) for rel in self.layer]
         dirs = sorted({str(Path(rel).parents[i]) for rel in self.layer for i in range(len(Path(rel).parts) - 1)})
         await self._put(PARTS["layer"][0], tar_bytes([*((d, None, 0, 0o755) for d in dirs), *layer]))
+        return booted, await self._read(STAMP, 4096)  # the first request: the launcher comes up, or this fails
+
+    async def _populate(self, tokens: dict[str, str]) -> None:
+        """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written
+        last, so a prepare cut off before it finds no stamp (or another set's) and does it all again."""
+        if (await self._op("owner", {}))["uid"] != agent_ids()[0]:
+            await self.volumes.hand_workspace(self.image)
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
-        await self._put("/workspace", tar_bytes([(".home", None, uid, 0o755)]))
-        if booted:
-            await self._clear_server_files()
         snapshot = self.root / SNAPSHOT
-        if fresh and snapshot.exists():
+        # No harness ran on a workspace never stamped: the snapshot (or a part of it put in by a prepare cut off)
+        # is all it holds, so putting it in whole again loses nothing. One an older daemon made (no token, never
+        # stamped) was given the snapshot, if at all, when made: the work in it may be newer.
+        if snapshot.exists() and not tokens["workspace"].startswith(UNTOKENED):
             await self.restore(snapshot)
             self.restored = True
+        await self._write_stamp()
+
+    async def _write_stamp(self) -> None:
+        text = stamp(self._tokens, self.restored)
+        await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600})
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
         if container is None:
             raise SandboxError(f"container {self.name} is gone")
         cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
-        return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=False, workdir="/workspace")
+        return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=True, workdir="/workspace")
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
         return await self.stream.call(op, args, timeout, self._usable)
@@ -261,6 +246,9 @@ class VolumeSandbox(SealedContainer):
             dest.write_text(text)
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
+        if self.restored:  # a harness works on the restored files from now: a later loss is a loss of its work
+            self.restored = False
+            await self._write_stamp()
         cmd = job_script(self.paths, argv, env)
         await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600})
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]

@@ -4,22 +4,27 @@ logs back on the daemon's disk, and a daemon killed -9 mid-harness whose success
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiodocker
+import aiohttp
 import anyio
 import pytest
 
 from staminad.engine.config import RunSettings, load_sweep
 from staminad.engine.runtime import RuntimeUnavailable, choose_runtime
 from staminad.sandbox.base import Grant
-from staminad.sandbox.container import reap_volumes
+from staminad.sandbox.container import container_name, reap_volumes
 from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
@@ -243,3 +248,132 @@ async def test_faults_on_volumes_are_blamed_as_on_bind_mounts(tmp_path: Path, sa
     assert [(s.mean_turns, s.statuses, s.infra) for s in volumed.values()] == [
         (s.mean_turns, s.statuses, s.infra) for s in mounted.values()
     ]
+
+
+def _results(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Each scenario's (configuration, seed, status, turns passed), each scored attempt's (configuration, seed,
+    turn, attempt, outcome, failure categories, tests passed): what a sweep's results are, infra retries aside."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        scenarios = conn.execute(
+            "SELECT c.name, s.seed, s.status, s.turns_passed FROM scenarios s "
+            "JOIN configurations c ON c.id = s.config_id ORDER BY 1, 2"
+        ).fetchall()
+        attempts = conn.execute(
+            "SELECT c.name, s.seed, a.turn, a.attempt, a.outcome, a.categories, a.passed_tests FROM attempts a "
+            "JOIN scenarios s ON s.id = a.scenario_id JOIN configurations c ON c.id = s.config_id "
+            "WHERE a.outcome != 'infra' ORDER BY 1, 2, 3, 4"
+        ).fetchall()
+    return scenarios, attempts
+
+
+Trigger = Callable[[dict[str, Any]], bool]
+
+
+def _early_points(names: set[str]) -> list[tuple[str, Trigger]]:
+    """The engine events, in the order a first prepare makes them, at which a daemon is killed: a volume made, the
+    container made, its seal's helper made, its launcher started, the workspace's hand-over helper made."""
+
+    def attrs(e: dict[str, Any]) -> dict[str, Any]:
+        return dict((e.get("Actor") or {}).get("Attributes") or {})
+
+    def made(e: dict[str, Any], suffix: str) -> bool:
+        return (
+            e.get("Type") == "container"
+            and e.get("Action") == "create"
+            and attrs(e).get("name") in {n + suffix for n in names}
+        )
+
+    return [
+        (
+            "volume made",
+            lambda e: (
+                e.get("Type") == "volume"
+                and e.get("Action") == "create"
+                and str((e.get("Actor") or {}).get("ID", "")).rpartition("-")[0] in names
+            ),
+        ),
+        ("container made", lambda e: made(e, "")),
+        ("seal helper made", lambda e: made(e, "-seal")),
+        (
+            "launcher started",
+            lambda e: (
+                str(e.get("Action", "")).startswith("exec_start")
+                and "streamer.py" in str(e.get("Action"))
+                and attrs(e).get("name") in names
+            ),
+        ),
+        ("hand-over helper made", lambda e: made(e, "-chown")),
+    ]
+
+
+async def _run_until(cmd: list[str], triggers: list[tuple[str, Trigger]], log: Path) -> str | int:
+    """Run `cmd` (a `staminad run`) and kill -9 it at the first engine event one of `triggers` matches: the name of
+    that trigger, or the exit status of `cmd` when it ended first."""
+    hit: str | None = None
+    async with aiodocker.Docker() as client:
+        since = f"{time.time() - 1:.3f}"  # events are replayed from here: none is missed while the query opens
+        params = {"since": since, "filters": json.dumps({"type": ["container", "volume"]})}
+        with log.open("ab") as err:
+            proc = await anyio.open_process(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=Path(__file__).parents[2])
+        try:
+            async with client._query("events", params=params) as response, anyio.create_task_group() as tg:
+
+                async def ended() -> None:
+                    await proc.wait()
+                    response.close()  # the reader below sees the end of the events
+
+                tg.start_soon(ended)
+                with contextlib.suppress(aiohttp.ClientError):
+                    while hit is None and (line := await response.content.readline()):
+                        event = json.loads(line)
+                        hit = next((name for name, match in triggers if match(event)), None)
+                if hit is not None:
+                    proc.kill()  # SIGKILL
+        finally:
+            with anyio.CancelScope(shield=True):
+                if proc.returncode is None:
+                    proc.kill()
+                await proc.wait()
+                await proc.aclose()
+    return hit if hit is not None else int(proc.returncode or 0)
+
+
+async def test_kill_9_at_early_points_of_a_volume_sweep_changes_no_result(tmp_path: Path, sandbox_image: str) -> None:
+    """`staminad run` killed -9 at each early point of preparing its volume sandboxes in turn (a volume made, the
+    container made, the seal, the launcher, the workspace's hand-over), run again each time, then to the end: the
+    same scenarios, turns, attempts and verdicts as an undisturbed run, and no scenario ends infra_failed."""
+    extra = f'image = "{sandbox_image}"\nworkspace = "volume"\n'
+    agents = ["reference", "mutant:no-cascade"]
+    path = write_sweep(tmp_path, "kvol", agents, seeds="0-1", retries=1, runtime="docker", extra=extra)
+    base = [sys.executable, "-m", "staminad.cli", "run", str(path), "--quiet", "--state-dir"]
+    calm, killed, log = tmp_path / "calm", tmp_path / "killed", tmp_path / "runs.err"
+    sandboxes = (killed / "sandboxes" / "kvol").resolve()
+    try:
+        with anyio.fail_after(600):
+            assert await _run_until([*base, str(calm)], [], log) == 0
+            names = {container_name("kvol", sandboxes / f"c{c}-s{s}") for c in (1, 2) for s in (0, 1)}
+            points = _early_points(names)
+            hits: list[str] = []
+            for i in range(len(points)):  # each run is killed at the next point it reaches, or a later one
+                hit = await _run_until([*base, str(killed)], points[i:], log)
+                if not isinstance(hit, str):
+                    assert hit == 0
+                    break
+                hits.append(hit)
+            else:
+                assert await _run_until([*base, str(killed)], [], log) == 0
+        # Every run prepares its unfinished scenarios' sandboxes first, and each prepare seals and starts a launcher.
+        order = [name for name, _ in points]
+        assert hits[0] == "volume made" and len(hits) >= 4 and hits == sorted(hits, key=order.index), hits
+        scenarios, attempts = _results(killed / "staminad.db")
+        assert (scenarios, attempts) == _results(calm / "staminad.db"), hits
+        assert "infra_failed" not in {status for _, _, status, _ in scenarios}
+        async with aiodocker.Docker() as client:  # the sweep's end removed what the killed runs left
+            label = f"{LABEL_SANDBOXES}={sandboxes}"
+            assert await client.containers.list(all=True, filters={"label": [label]}) == []
+            assert not (await client.volumes.list(filters={"label": [label]})).get("Volumes")  # type: ignore[no-untyped-call]
+    finally:
+        async with aiodocker.Docker() as docker:
+            for state in (calm, killed):
+                await reap(docker, (state / "sandboxes" / "kvol").resolve())
+                await reap_volumes(docker, (state / "sandboxes" / "kvol").resolve())

@@ -3,15 +3,20 @@ the agent unable to touch the layer, prompts or markers, snapshots that restore,
 
 from __future__ import annotations
 
+import gzip
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiodocker
+import aiohttp
 import pytest
 
 from staminad.engine.config import RunSettings
 from staminad.sandbox.markers import MarkerWatcher
+from staminad.sandbox.placement import SNAPSHOT
+from staminad.sandbox.snapshot import tar_bytes
 from staminad.sandbox.volume import PARTS, VolumeFactory, VolumeSandbox
 
 pytestmark = pytest.mark.anyio
@@ -177,3 +182,117 @@ async def test_a_paused_container_is_waited_for_and_its_marker_read_after(
     await box.seed({"go": ""})
     marker = await box.wait_marker("job", 60, NO_WATCHER)
     assert marker is not None and marker["exit"] == 0
+
+
+class Crash(BaseException):
+    """The daemon died here: nothing of it runs on (a BaseException, so no handler of the sandbox takes it)."""
+
+
+class DyingDocker(aiodocker.Docker):
+    """An engine client whose daemon dies once its `after`-th step has been done: a request that changes something
+    on the engine (any but a GET) or a launcher request answered. Every request after that fails too."""
+
+    def __init__(self, after: int | None) -> None:
+        super().__init__()
+        self.after, self.steps, self.dead = after, 0, False
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps == self.after:
+            self.dead = True
+        if self.dead:
+            raise Crash
+
+    async def _do_query(self, path: Any, method: str, **kwargs: Any) -> aiohttp.ClientResponse:
+        if self.dead:
+            raise Crash
+        response = await super()._do_query(path, method, **kwargs)
+        if method != "GET":
+            try:
+                self.step()
+            except Crash:
+                response.release()
+                raise
+        return response
+
+
+def dying_box(client: DyingDocker, image: str, root: Path) -> VolumeSandbox:
+    """A volume sandbox on `client` whose launcher requests count as its steps too."""
+    box = VolumeFactory(RunSettings(image=image, workspace="volume"), connect=lambda: client)(root, "reference/0")
+    call = box.stream.call
+
+    async def counted(op: str, args: dict[str, Any], timeout: float, check: Any) -> dict[str, Any]:
+        if client.dead:
+            raise Crash
+        found = await call(op, args, timeout, check)
+        client.step()
+        return found
+
+    box.stream.call = counted  # type: ignore[method-assign]
+    return box
+
+
+async def test_a_prepare_cut_off_after_any_step_is_completed_by_the_next(tmp_path: Path, sandbox_image: str) -> None:
+    """A daemon killed after any engine change or launcher request of the first prepare of a scenario whose volumes
+    were reaped: the next prepare gives a working sandbox, the snapshot back in an agent-owned workspace, and says
+    it restored (the engine must redo the attempt), since no harness ran on those volumes yet."""
+    sandboxes = tmp_path / "sandboxes" / "vol"
+    root = sandboxes / "c1-s0"
+    (root / SNAPSHOT).parent.mkdir(parents=True)
+    (root / SNAPSHOT).write_bytes(gzip.compress(tar_bytes([("server.py", b"print(3)\n", 1000, 0o644)])))
+    run = RunSettings(image=sandbox_image, workspace="volume")
+    whole = DyingDocker(None)
+    try:
+        await dying_box(whole, sandbox_image, root).prepare()
+    finally:
+        await whole.close()
+    assert whole.steps >= 15  # volumes, container, seal, layer, launcher, owner, control, restore, stamp, home
+    for after in range(1, whole.steps + 1):
+        await VolumeFactory(run).aclose(sandboxes)  # the volumes reaped: the snapshot is all that is left
+        client = DyingDocker(after)
+        with pytest.raises(Crash):
+            await dying_box(client, sandbox_image, root).prepare()
+        await client.close()  # its connections go with it: the launcher reads the end of its stdin
+        factory = VolumeFactory(run)
+        try:
+            box = factory(root, "reference/0")
+            await box.prepare()
+            assert box.restored, f"cut off after step {after}"
+            _, log = await run_job(box, "t0", "cat server.py; stat -c '%u %U' server.py . .home; touch new\n")
+            assert log.split() == ["print(3)", "1000", "agent", "1000", "agent", "1000", "agent"], after
+        finally:
+            await factory.aclose(sandboxes)
+
+
+async def test_a_container_that_cannot_be_used_is_made_anew_by_prepare(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """A container found under the sandbox's name that fails the same way every time (here one without its volumes,
+    as an older daemon might have left) is replaced within one prepare, instead of failing every retry."""
+    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    async with aiodocker.Docker() as client:
+        config = {"Image": box.image, "Cmd": ["sleep", "3600"], "Labels": box._labels()}
+        config["HostConfig"] = {"NetworkMode": "none"}
+        decoy = await client.containers.create(config=config, name=box.name)
+        await decoy.start()
+        await box.prepare()
+        assert (await (await client.containers.get(box.name)).show())["Id"] != decoy.id
+    _, log = await run_job(box, "t0", "id -u; stat -c %u /workspace\n")
+    assert log.split() == ["1000", "1000"]
+
+
+async def test_volumes_an_older_daemon_made_keep_their_workspace(tmp_path: Path, volumes: VolumeFactory) -> None:
+    """Volumes made with no token (by a daemon from before stamps) are populated and stamped on the next prepare,
+    but never get the snapshot put over their workspace, whose work may be newer than it."""
+    root = tmp_path / "sandboxes" / "vol" / "c1-s0"
+    (root / SNAPSHOT).parent.mkdir(parents=True)
+    (root / SNAPSHOT).write_bytes(gzip.compress(tar_bytes([("old.py", b"print(0)\n", 1000, 0o644)])))
+    box = volumes(root, "reference/0")
+    async with aiodocker.Docker() as client:
+        for part in PARTS:
+            await client.volumes.create({"Name": box.volume(part), "Labels": box._labels()})  # type: ignore[no-untyped-call]
+    await box.prepare()
+    assert not box.restored
+    _, log = await run_job(box, "t0", "ls; stat -c %u .\n")
+    assert log.split() == ["t0.sh", "1000"]
+    await box.close()
+    await box.prepare()  # stamped now: nothing to do again
+    assert not box.restored
