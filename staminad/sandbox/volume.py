@@ -65,7 +65,7 @@ from staminad.sandbox.container import (
 )
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
-from staminad.sandbox.sealed import SealedContainer
+from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
 from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
@@ -252,7 +252,8 @@ class VolumeSandbox(SealedContainer):
         cmd = job_script(self.paths, argv, env)
         await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600})
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
-        await self._op("spawn", {"argv": [*wrapper, _agent(), str(self.quota_kb), "/workspace"]})
+        limits = [str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT)]
+        await self._op("spawn", {"argv": [*wrapper, _agent(), *limits]})
 
     async def job_state(self, job_id: str) -> JobState:
         found = await self._op("state", {"job": job_id})
