@@ -67,6 +67,7 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
 
 
 SERVER_TAG = "STAMINABENCH_SERVER_OF"
+AGENT_TAG = "STAMINABENCH_AGENT_OF"  # in a harness's environment: what it leaves running is ended with its phase
 
 
 def _carries(proc: Path, tag: str) -> bool:
@@ -284,12 +285,19 @@ class LocalSandbox(HostFiles):
     def _tag(self) -> str:
         return f"{SERVER_TAG}={self.root}"
 
+    def _agent_tag(self) -> str:
+        return f"{AGENT_TAG}={self.root}"
+
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
         proc = await anyio.open_process(
-            argv_, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=base_env()
+            argv_,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**base_env(), AGENT_TAG: str(self.root)},
         )
         with anyio.fail_after(10):
             await proc.wait()
@@ -329,6 +337,9 @@ class LocalSandbox(HostFiles):
         left = read_int(pid_file)
         if left is not None:
             _kill_group(left)  # left by a daemon killed mid-suite
+        # Nothing the harness left running (a server it tried, a detached writer) outlives its phase: whatever kept
+        # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
+        await anyio.to_thread.run_sync(_kill_tagged, self._agent_tag())
         port = self.ports.allocate()
         log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
