@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from protocol.paths import resolve_state_dir, state_dir_flag
+from protocol.usage import hint
 from staminad.commands.args import (
     CommandError,
     UsageError,
@@ -99,8 +100,8 @@ def _lock_state_dir(state_dir: Path) -> int:
     """Take the state directory's lock, as the daemon does: one process runs sweeps on a state dir at a time."""
     return lock_state_dir(
         state_dir,
-        f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit "
-        "the sweep to the daemon with `staminad submit FILE`, or pass another --state-dir",
+        f"a staminad daemon (or another `{hint('run')}`) is using {state_dir}; submit "
+        f"the sweep to the daemon with `{hint('submit FILE')}`, or pass another --state-dir",
         "run",
     )
 
