@@ -37,6 +37,7 @@ from protocol.messages import (
     encoder,
 )
 from protocol.stream import UnixStream, connect_unix
+from protocol.usage import hint
 
 TIMEOUT = 30.0
 KEEPALIVE = 60.0  # seconds of silence before an idle request connection pings (the daemon waits 300)
@@ -90,7 +91,7 @@ class Client:
                 self.stream = await connect_unix(self.path)
         except (FileNotFoundError, ConnectionRefusedError):
             raise ClientError(
-                f"staminad is not running (no daemon at {self.path}); start it with `staminad start`"
+                f"staminad is not running (no daemon at {self.path}); start it with `{hint('start')}`"
             ) from None
         except PermissionError:
             raise ClientError(f"no permission to use {self.path}") from None

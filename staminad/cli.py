@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 
 from protocol.errors import ExpectedError, describe, leaves
-from protocol.usage import OneLineParser
+from protocol.usage import OneLineParser, options_after_command, program
 from staminad.commands import daemon, image, oracle, report, run, scenario, view
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="staminad", description="StaminaBench: how long do coding agents stay correct?")
+    parser = OneLineParser(prog=program(), description="StaminaBench: how long do coding agents stay correct?")
     parser.add_argument("--version", action="version", version=f"staminad {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     scenario.add_parsers(sub)
@@ -40,21 +40,23 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(options_after_command(parser, given))  # global options taken before the subcommand too
     try:
         return int(args.func(args))
     except BaseException as raised:  # sorted below; anything unexpected is re-raised whole
         found = leaves(raised)  # a task group's one failure is the failure
         exc = found[0] if len(found) == 1 else raised
         if isinstance(exc, ExpectedError):  # every failure a user can meet, whichever layer raised it
-            print(f"staminad: error: {describe(exc)}", file=sys.stderr)
+            print(f"{program()}: error: {describe(exc)}", file=sys.stderr)
             return exc.exit_status
         if isinstance(exc, OSError):
-            print(f"staminad: error: {describe(exc)}", file=sys.stderr)
+            print(f"{program()}: error: {describe(exc)}", file=sys.stderr)
             return 1
         if isinstance(exc, sqlite3.DatabaseError):
             print(
-                f"staminad: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "
+                f"{program()}: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "
                 "aside and run again)",
                 file=sys.stderr,
             )

@@ -248,7 +248,14 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
                 " (resumed)" if d.resumed else ""
             ), "info"
         case HarnessDone():
-            return f"{who} {where}: harness ended (exit {d.exit}, signal {d.signal})", "info"
+            how = (
+                f"signal {d.signal}"
+                if d.signal is not None
+                else f"exit {d.exit}"
+                if d.exit is not None
+                else "no status"
+            )
+            return f"{who} {where}: harness ended ({how})", "info"
         case SuiteStarted():
             return f"{who} {where}: server ready, testing", "info"
         case ManualPrompt():

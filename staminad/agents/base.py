@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import msgspec
 
+from protocol.usage import close_match, did_you_mean, hint
 from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.sandbox.base import RUNTIME_FILES, SandboxPaths
@@ -130,18 +131,32 @@ def adapter_for(name: str) -> Adapter:
             env={"PYTHONPATH": f"{HARNESS_ROOT}/{name}", "STAMINA_HARNESS_BIN": f"{HARNESS_ROOT}/{name}/bin"},
         )
     if name == "manual":
-        return Adapter(name=name, manual=True, description="a person or outside agent; finish with `staminad done`")
+        return Adapter(name=name, manual=True, description=f"a person or outside agent; finish with `{hint('done')}`")
     kind, _, rest = name.partition(":")
     if kind == "mutant":
         bug, fix = (rest[:-4], True) if rest.endswith("+fix") else (rest, False)
         if bug not in MUTANT_BY_BUG:
+            if (near := close_match(bug, MUTANT_BY_BUG)) is not None:  # a typo: the one name, not all of them
+                raise UnknownAgent(
+                    f"unknown mutant {bug!r}; did you mean {near!r}? (`{hint('agents list')}` lists all)"
+                )
             raise UnknownAgent(f"unknown mutant {bug!r}; known: {', '.join(MUTANT_BY_BUG)}")
         return Adapter(name=name, bug=bug, fix_on_feedback=fix, description=MUTANT_BY_BUG[bug].description)
     if kind == "fault":
         fault, _, once = rest.partition(":")
         if fault not in FAULTS or once not in ("", "once"):
-            raise UnknownAgent(f"unknown fault agent {name!r}; use fault:<{'|'.join(FAULTS)}>[:once]")
+            near = did_you_mean(name, [f"fault:{f}{o}" for f in FAULTS for o in ("", ":once")])
+            raise UnknownAgent(f"unknown fault agent {name!r}{near} (use fault:<{'|'.join(FAULTS)}>[:once])")
         return Adapter(name=name, fault=fault, once=bool(once), description=f"injects {fault}")
+    names = [
+        *HARNESSES,
+        "reference",
+        "manual",
+        *(f"mutant:{b}" for b in MUTANT_BY_BUG),
+        *(f"fault:{f}" for f in FAULTS),
+    ]
+    if (near := close_match(name, names)) is not None:
+        raise UnknownAgent(f"unknown agent {name!r}; did you mean {near!r}? (`{hint('agents list')}` lists all)")
     raise UnknownAgent(
         f"unknown agent {name!r}: use a harness ({', '.join(HARNESSES)}), reference, manual, "
         "mutant:<bug>[+fix] or fault:<kind>[:once]"

@@ -30,6 +30,7 @@ from protocol import (
 from protocol.events import KIND_NAMES
 from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.paths import socket_path as _socket_path
+from protocol.usage import hint
 from staminad.commands.args import (
     CommandError,
     UsageError,
@@ -328,7 +329,7 @@ def client_cmd(args: argparse.Namespace) -> int:
         holder = lock_holder(state_dir)
         if holder is not None and holder[1] == "run":  # no daemon to ask: a `staminad run` works on the dir
             raise CommandError(
-                f"a `staminad run` (pid {holder[0]}) holds {state_dir}, not a daemon: it answers no `staminad "
-                f"{name}`; its own output shows its progress, `staminad report` its results"
+                f"a `{hint('run')}` (pid {holder[0]}) holds {state_dir}, not a daemon: it answers no "
+                f"`{hint(name)}`; its own output shows its progress, `{hint('report')}` its results"
             ) from None
         raise CommandError(str(exc)) from None

@@ -9,7 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from protocol.events import AttemptTested, EventData, InfraFailure, ManualPrompt, ScenarioFinished, SweepStarted
+from protocol.events import (
+    AttemptTested,
+    EventData,
+    HarnessDone,
+    InfraFailure,
+    ManualPrompt,
+    ScenarioFinished,
+    SweepStarted,
+)
 
 
 def clock(seconds: float) -> str:
@@ -31,8 +39,16 @@ class Progress:
         self.total = 0
         self.ended_before = 0  # scenarios already ended when this run began (a resumed sweep)
         self.ended_now = 0
+        self.manual: set[tuple[str, int]] = set()  # (configuration, seed) whose prompts a person answers
 
     def __call__(self, data: EventData) -> None:
+        if isinstance(data, ManualPrompt):
+            self.manual.add((data.configuration, data.seed))
+        elif isinstance(data, HarnessDone) and (data.configuration, data.seed) in self.manual:
+            # A person's `done`: the verdict takes a server start and a suite run, tens of seconds; say so.
+            who = f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}"
+            self.out(f"[{self.header()}] {who}: marked done; testing...")
+            return
         if isinstance(data, ScenarioFinished):
             self.ended_now += 1
         elif isinstance(data, SweepStarted):

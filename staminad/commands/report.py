@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.paths import resolve_state_dir, state_dir_flag
-from protocol.usage import integer
+from protocol.usage import hint, integer
 from staminad.analysis.data import ConfigData
 from staminad.commands.args import CommandError, UsageError, check_store
 from state.lock import LOCK_NAME
@@ -70,7 +70,7 @@ def _check_schema(db: Path) -> None:
     if version < browse.LATEST:
         raise UsageError(
             f"{db} was written by an older staminad (schema version {version} of {browse.LATEST}): "
-            "`staminad view` shows it as it is; `staminad start` or `staminad run` on this state dir "
+            f"`{hint('view')}` shows it as it is; `{hint('start')}` or `{hint('run')}` on this state dir "
             "migrates it, then report"
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from protocol.paths import resolve_state_dir, state_dir_flag
+from protocol.usage import hint
 from staminad.commands.args import (
     CommandError,
     UsageError,
@@ -20,6 +21,7 @@ from staminad.commands.args import (
     engine,
     integer,
     lock_state_dir,
+    seconds,
 )
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
@@ -53,6 +55,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     d = sub.add_parser("done", help="finish a manual attempt: write its completion marker")
     d.add_argument("--marker", type=Path, required=True, help="the marker path the engine printed")
     d.add_argument("--exit", type=integer, default=0, help="the exit status to record (0..255; 0: done)")
+    d.add_argument(
+        "--wait",
+        action="store_true",
+        help="then wait until the attempt is tested: print its outcome and the next prompt's path",
+    )
+    d.add_argument(
+        "--timeout", type=seconds, default=1800.0, help="with --wait: give up after this many seconds (default 1800)"
+    )
     d.set_defaults(func=done_cmd)
 
 
@@ -99,8 +109,8 @@ def _lock_state_dir(state_dir: Path) -> int:
     """Take the state directory's lock, as the daemon does: one process runs sweeps on a state dir at a time."""
     return lock_state_dir(
         state_dir,
-        f"a staminad daemon (or another `staminad run`) is using {state_dir}; submit "
-        "the sweep to the daemon with `staminad submit FILE`, or pass another --state-dir",
+        f"a staminad daemon (or another `{hint('run')}`) is using {state_dir}; submit "
+        f"the sweep to the daemon with `{hint('submit FILE')}`, or pass another --state-dir",
         "run",
     )
 
@@ -133,6 +143,10 @@ def done_cmd(args: argparse.Namespace) -> int:
         )
     if marker.exists():
         raise UsageError(f"{marker} already exists: that attempt is already finished")
+    if args.wait:
+        from staminad.commands import donewait
+
+        donewait.locate(marker)  # a path --wait cannot follow is refused before the attempt is marked
     now = time.time()
     tmp = marker.with_suffix(".tmp")
     try:
@@ -142,4 +156,8 @@ def done_cmd(args: argparse.Namespace) -> int:
         tmp.unlink(missing_ok=True)
         raise CommandError(f"cannot write {marker}: {exc.strerror or exc}") from None
     print(f"marked {marker.stem} finished", file=sys.stderr)
+    if args.wait:
+        from staminad.commands import donewait
+
+        return donewait.wait(marker, args.timeout, _say)
     return 0

@@ -11,11 +11,12 @@ import hashlib
 import itertools
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import msgspec
 
 from protocol.errors import UsageError
+from protocol.usage import did_you_mean
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.seeds import seed_list
@@ -122,7 +123,7 @@ def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
     try:
         sweep = msgspec.toml.decode(data, type=SweepFile)
     except msgspec.ValidationError as exc:
-        raise SweepError(f"{path}: {exc}") from None
+        raise SweepError(f"{path}: {exc}{_near_miss(str(exc))}") from None
     except msgspec.DecodeError as exc:
         raise SweepError(f"{path} is not valid TOML: {exc}") from None
     _check(sweep, path)
@@ -130,6 +131,32 @@ def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
         pack = str((path.parent / sweep.scenarios.pack).resolve())
         sweep = msgspec.structs.replace(sweep, scenarios=msgspec.structs.replace(sweep.scenarios, pack=pack))
     return sweep, fingerprint(sweep)
+
+
+_ENUM = re.compile(r"Invalid enum value '(.*)' - at `\$\.(\w+)\.(\w+)(?:\[\d+\])?`")
+_FIELD = re.compile(r"Object contains unknown field `([^`]*)`(?: - at `\$(?:\.(\w+))?`)?$")
+
+
+def _near_miss(message: str) -> str:
+    """`; did you mean 'docker'?` for msgspec's error on a misspelt choice (`run.runtime = "dokcer"`) or key."""
+    sections: dict[str, Any] = {"scenarios": ScenarioSource, "matrix": Matrix, "run": RunSettings, "llm": LLMSettings}
+    if (enum := _ENUM.match(message)) is not None:
+        value, section, field = enum.groups()
+        struct = sections.get(section)
+        if struct is None or field not in struct.__struct_fields__:
+            return ""
+        return did_you_mean(value, _literals(get_type_hints(struct)[field]))
+    if (key := _FIELD.match(message)) is not None:
+        struct = SweepFile if key.group(2) is None else sections.get(key.group(2))
+        return "" if struct is None else did_you_mean(key.group(1), struct.__struct_fields__)
+    return ""
+
+
+def _literals(annotation: Any) -> list[str]:
+    """The strings of the `Literal`s in an annotation, through `list[...]` and unions."""
+    if get_origin(annotation) is Literal:
+        return [str(a) for a in get_args(annotation)]
+    return [v for arg in get_args(annotation) for v in _literals(arg)]
 
 
 # Fields added to `[run]` after sweeps were stored, with the default that means what those sweeps did: left at
@@ -162,7 +189,10 @@ def _check(sweep: SweepFile, path: Path) -> None:
         )
     s, r, m = sweep.scenarios, sweep.run, sweep.matrix
     if s.language not in LANGUAGE_NAMES:
-        raise bad(f"scenarios.language {s.language!r} is not one of {', '.join(sorted(LANGUAGE_NAMES))}")
+        raise bad(
+            f"scenarios.language {s.language!r} is not one of {', '.join(sorted(LANGUAGE_NAMES))}"
+            f"{did_you_mean(s.language, LANGUAGE_NAMES)}"
+        )
     try:
         seed_list(s.seeds)
     except Exception as exc:

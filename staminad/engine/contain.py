@@ -18,6 +18,7 @@ import anyio
 
 from protocol.errors import leaves
 from protocol.events import InfraFailure, ScenarioFinished
+from protocol.usage import hint
 from staminad.engine.scenario import EventSink
 from state.store import Store
 
@@ -33,7 +34,7 @@ async def end_scenario(
 ) -> None:
     """Log `exc` with its traceback and end the scenario `infra_failed` with an `internal_error` (see module)."""
     who = f"scenario {configuration}/{seed} (id {scenario_id})"
-    log.error("internal error in %s: it ends as infra_failed; `staminad retry` runs it again", who, exc_info=exc)
+    log.error("internal error in %s: it ends as infra_failed; `%s` runs it again", who, hint("retry"), exc_info=exc)
     first = leaves(exc)[0]  # raised through a task group: say what was raised, not "unhandled errors"
     detail = f"{type(first).__name__}: {first}"
     detail = detail if len(detail) <= DETAIL else detail[:DETAIL] + "..."
@@ -46,7 +47,7 @@ async def end_scenario(
             passed = await store.turns_passed(scenario_id)
             reason = (
                 f"{KIND} on turn {turn}: {detail} (a bug in the benchmark, not the agent's: not scored; "
-                "`staminad retry` runs it again from its last step)"
+                f"`{hint('retry')}` runs it again from its last step)"
             )
             await store.set_scenario_status(scenario_id, "infra_failed", turns_passed=passed, reason=reason)
         emit(

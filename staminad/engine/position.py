@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
+from protocol.usage import hint
 from staminad.engine.blame import infra_tries
 from staminad.engine.outcome import is_platform
 from state.store import AttemptRow
@@ -58,7 +59,7 @@ def position(
         platform = is_platform(last.infra_kind)
         if infra_tries(rows, last.turn, last.attempt, platform) > infra_retries:
             why = (
-                "a platform fault, not scored; `staminad retry` runs it again"
+                f"a platform fault, not scored; `{hint('retry')}` runs it again"
                 if platform
                 else "the harness failed: scored with the turns passed"
             )

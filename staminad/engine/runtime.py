@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protocol.errors import UsageError
+from protocol.usage import hint
 from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.enginespec import EngineSpec
@@ -29,7 +30,7 @@ async def docker_available(image: str) -> str | None:
     try:
         info = await docker.images.inspect(image)
     except aiodocker.exceptions.DockerError as exc:
-        return f"image {image} is not built ({exc.message}); run `staminad image build{_harness_flag(image)}`"
+        return f"image {image} is not built ({exc.message}); run `{hint('image build')}{_harness_flag(image)}`"
     except Exception as exc:
         return f"no Docker engine ({type(exc).__name__}: {exc})"
     finally:
@@ -38,7 +39,7 @@ async def docker_available(image: str) -> str | None:
     if labels.get(LAYOUT_LABEL) != LAYOUT:
         return (
             f"image {image} predates the sealed sandbox (label {LAYOUT_LABEL}={LAYOUT} missing); "
-            "run `staminad image build`"
+            f"run `{hint('image build')}`"
         )
     return None
 

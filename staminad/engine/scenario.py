@@ -27,6 +27,7 @@ from protocol.events import (
     SuiteStarted,
     watchdog_deadline,
 )
+from protocol.usage import hint
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -424,7 +425,7 @@ class ScenarioRunner:
                 **self._names(scenario_id),
                 prompt=str(view.control / "prompts" / f"{job}.md"),
                 workspace=str(view.workspace),
-                done=f"staminad done --marker {marker_path(view.control, job)}",
+                done=f"{hint('done')} --marker {marker_path(view.control, job)}",
             )
         )
 

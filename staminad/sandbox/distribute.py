@@ -18,6 +18,8 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.usage import hint
+
 LOAD_TIMEOUT = 900.0  # seconds for one image to go across (a few hundred MB here; a slow link takes longer)
 MAX_IMAGE_BYTES = 16 << 30  # an image archive past this is refused, not streamed on
 CHUNK = 1 << 20
@@ -64,7 +66,7 @@ async def distribute(
     """Make `target` hold `name` with the ID it has on `source`; returns the bytes copied (0: it had it)."""
     want = await image_id(source, name)
     if want is None:
-        raise DistributionError(f"image {name} is not on the local engine; run `staminad image build`")
+        raise DistributionError(f"image {name} is not on the local engine; run `{hint('image build')}`")
     if await image_id(target, name) == want:
         return 0
     copied = 0

@@ -22,10 +22,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+
+from staminad.sandbox.buildshow import Tail, say_stderr, step, tag_lock
 
 if TYPE_CHECKING:
     from staminad.agents.harnesses import Harness
@@ -107,10 +110,24 @@ def build(
     mirror: str | None = None,
     latest: bool = True,
     timeout: float = 1800,
+    say: Callable[[str], None] = say_stderr,
 ) -> tuple[str, bool]:
-    """Build (or find) the image; returns (tag, built_now)."""
+    """Build (or find) the image; returns (tag, built_now). One build per tag machine-wide (`tag_lock`), its
+    steps' progress said through `say`."""
     r = recipe(layer, suite)
     tag = r.tag()
+    with tag_lock(tag, say):
+        built = _build(r, tag, suite, mirror, timeout, say)
+    if latest:
+        name = f"{REPO}:latest" if layer == "base" else f"{REPO}:{layer}"
+        if suite != DEFAULT_SUITE:  # `latest` and the layer names stay the default suite's
+            name = f"{REPO}:{suite}" if layer == "base" else f"{REPO}:{layer}-{suite}"
+        subprocess.run(["docker", "tag", tag, name], check=True, capture_output=True)
+    return tag, built
+
+
+def _build(r: Recipe, tag: str, suite: str, mirror: str | None, timeout: float, say: Callable[[str], None]) -> bool:
+    """Build the image `tag` from the recipe unless it is there; whether it was built now."""
     if not image_exists(tag):
         for tool in ("mmdebstrap", "docker"):
             if shutil.which(tool) is None:
@@ -125,29 +142,35 @@ def build(
         ]
         if mirror:
             cmd.append(mirror)
+        say(f"building {tag}: mmdebstrap {suite} ({len(r.packages)} packages) into docker import; minutes")
         debootstrap = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert debootstrap.stdout is not None
-        imported = subprocess.run(
-            ["docker", "import", "--change", 'CMD ["sh"]', "--change", f"LABEL {LAYOUT_LABEL}={r.layout}", "-", tag],
-            stdin=debootstrap.stdout,
-            capture_output=True,
-            timeout=timeout,
-        )
-        debootstrap.stdout.close()
-        _, err = debootstrap.communicate(timeout=timeout)
+        assert debootstrap.stdout is not None and debootstrap.stderr is not None
+        tail = Tail(debootstrap.stderr)
+        with step(say, "mmdebstrap | docker import", lambda: tail.last):
+            imported = subprocess.run(
+                [
+                    "docker",
+                    "import",
+                    "--change",
+                    'CMD ["sh"]',
+                    "--change",
+                    f"LABEL {LAYOUT_LABEL}={r.layout}",
+                    "-",
+                    tag,
+                ],
+                stdin=debootstrap.stdout,
+                capture_output=True,
+                timeout=timeout,
+            )
+            debootstrap.stdout.close()
+            debootstrap.wait(timeout=timeout)
+        err = tail.text()
         if debootstrap.returncode != 0:
-            raise ImageError(f"mmdebstrap failed: {err.decode(errors='replace').strip().splitlines()[-1:]}")
+            raise ImageError(f"mmdebstrap failed: {err.strip().splitlines()[-1:]}")
         if imported.returncode != 0:
             raise ImageError(f"docker import failed: {imported.stderr.decode(errors='replace').strip()}")
-        built = True
-    else:
-        built = False
-    if latest:
-        name = f"{REPO}:latest" if layer == "base" else f"{REPO}:{layer}"
-        if suite != DEFAULT_SUITE:  # `latest` and the layer names stay the default suite's
-            name = f"{REPO}:{suite}" if layer == "base" else f"{REPO}:{layer}-{suite}"
-        subprocess.run(["docker", "tag", tag, name], check=True, capture_output=True)
-    return tag, built
+        return True
+    return False
 
 
 def _harness(name: str) -> Harness:
@@ -167,7 +190,9 @@ def harness_tag(name: str) -> str:
     return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
-def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str, bool]:
+def build_harness(
+    name: str, workdir: Path, timeout: float = 1800, say: Callable[[str], None] = say_stderr
+) -> tuple[str, bool]:
     """Build (or find) a harness layer: packages fetched on this host, installed into the image offline.
 
     PyPI harnesses are installed with pip into a staging tree for the Python and platform of the base
@@ -177,25 +202,32 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
     harnesses need `npm pack` tarballs from a host that reaches the npm registry; this machine's image
     builds say so in one line.
     """
+    tag = harness_tag(name)
+    with tag_lock(tag, say):
+        built = _build_harness(name, tag, workdir, timeout, say)
+    subprocess.run(["docker", "tag", tag, f"{REPO}:{name}"], check=True, capture_output=True)
+    return tag, built
+
+
+def _build_harness(name: str, tag: str, workdir: Path, timeout: float, say: Callable[[str], None]) -> bool:
+    """`build_harness` under the tag's lock: whether the layer was built now."""
     from staminad.agents.harnesses import HARNESS_ROOT
 
     h = _harness(name)
-    tag = harness_tag(name)
-    alias = f"{REPO}:{name}"
     if image_exists(tag):
-        subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
-        return tag, False
+        return False
     kind, _, packages = h.install.partition(":")
     if kind != "pypi":
         raise ImageError(
             f"{name} installs from {kind} ({packages}); build its layer on a host that reaches that "
             "registry (npm pack, then the same docker cp + commit)"
         )
-    base, _ = build(suite=h.base)
+    base, _ = build(suite=h.base, say=say)
     tree = workdir / "harnesses"  # copied to /opt, giving HARNESS_ROOT/NAME
     stage = tree / name
     shutil.rmtree(tree, ignore_errors=True)
-    _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
+    with step(say, f"fetching {name}'s packages with pip ({packages})"):
+        _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
     if h.carry:
         _keep_only(stage, h.carry)
     _commands(stage, HARNESS_BINS.get(name, {}))
@@ -215,14 +247,14 @@ def build_harness(name: str, workdir: Path, timeout: float = 1800) -> tuple[str,
                 tag,
             ],
         ):
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            with step(say, " ".join(cmd[:2])):
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             if done.returncode != 0:
                 raise ImageError(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()}")
     finally:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True)
         shutil.rmtree(tree, ignore_errors=True)
-    subprocess.run(["docker", "tag", tag, alias], check=True, capture_output=True)
-    return tag, True
+    return True
 
 
 def _keep_only(stage: Path, carry: tuple[tuple[str, str], ...]) -> None:

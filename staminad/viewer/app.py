@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from protocol.usage import hint
 from staminad.viewer import model
 from staminad.viewer.render import STATIC, LiveLinks, render
 from state import browse
@@ -47,7 +48,7 @@ def _page(db: Path, build: Callable[[sqlite3.Connection], tuple[str, dict[str, A
             LINKS,
             heading="No results yet",
             message=f"There is no state database at {db} yet: it appears when the first sweep "
-            "starts (staminad run or staminad submit with this --state-dir).",
+            f"starts ({hint('run')} or {hint('submit')} with this --state-dir).",
         )
     try:
         template, context = build(conn)

@@ -149,3 +149,19 @@ def test_a_retried_scenario_drops_its_final_letter_when_it_starts_again() -> Non
     assert s is not None and (s.status, s.history, s.phase) == ("running", "P", "infra retry")
     board.apply(_event(_tested(1, 1), 2))
     assert s.history == "PP"
+
+
+def test_a_harness_end_names_its_exit_or_its_signal_never_none() -> None:
+    """`harness ended (exit 0)` or `(signal 9)`: the missing half of exit/signal is not printed as `None`."""
+    from protocol.events import HarnessDone
+    from tui.board import describe
+
+    ended = [
+        describe(_event(HarnessDone(**WHO, turn=1, attempt=1, exit=e, signal=s, harness_seconds=1.0), 1), None)[0]
+        for e, s in ((0, None), (None, 9), (None, None))
+    ]
+    assert [text.rsplit(": ", 1)[1] for text in ended] == [
+        "harness ended (exit 0)",
+        "harness ended (signal 9)",
+        "harness ended (no status)",
+    ]

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
 from protocol import Cancel, Pause, Resume, SweepInfo
+from protocol.usage import hint
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
 from tui.components.table import RowCursorTable
@@ -70,7 +71,7 @@ class OverviewScreen(MonitorScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Banner(id="banner")
-        yield Static("no sweeps yet: submit one with `staminad submit SWEEP.toml`", id="empty")
+        yield Static(f"no sweeps yet: submit one with `{hint('submit SWEEP.toml')}`", id="empty")
         table = RowCursorTable(id="sweeps")
         for column in COLUMNS:
             table.add_column(column, key=column)
