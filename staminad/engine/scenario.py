@@ -179,7 +179,7 @@ class ScenarioRunner:
         self._histories: list[History | None] = []
         self._states: list[Any] = []
         self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
-        self._suite: tuple[int, Suite] | None = None  # the latest turn's suite: every attempt of a turn runs it
+        self._suite: tuple[int, int, Suite] | None = None  # the latest (turn, attempt)'s suite
 
     # --- texts and suites per turn ------------------------------------------------------------
 
@@ -200,17 +200,21 @@ class ScenarioRunner:
             histories.append(history)
         self._states, self._histories, self._prompts = states, histories, prompts  # all at once, or not at all
 
-    async def _suite_for(self, turn: int) -> Suite:
-        """The turn's suite, generated once per turn in a worker thread (it is pure: the same for every attempt).
+    async def _suite_for(self, turn: int, attempt: int) -> Suite:
+        """The attempt's suite, generated once per (turn, attempt) in a worker thread; it is pure, so an infra
+        retry, or a resume after a restart, gets the same. Each attempt has data of its own (a server
+        cannot pass a retry by replaying the answers of the attempt before); a later attempt costs twice
+        the first.
 
         Generation grows with the design (~7 ms at turn 0, ~270 ms at turn 100 of seed 0), so it never
         runs on the event loop, which every other scenario shares; `_execute` starts it while the
         harness works, so that it is off the turn's critical path too.
         """
-        if self._suite is None or self._suite[0] != turn:
+        if self._suite is None or self._suite[:2] != (turn, attempt):
             state, history, seed = self._states[turn], self._histories[turn], self.spec.scenario.seed
-            self._suite = (turn, await anyio.to_thread.run_sync(generate_suite, state, seed, turn, history))
-        return self._suite[1]
+            suite = await anyio.to_thread.run_sync(generate_suite, state, seed, turn, history, attempt)
+            self._suite = (turn, attempt, suite)
+        return self._suite[2]
 
     def _job_id(self, pos: Position) -> str:
         return f"t{pos.turn:04d}-a{pos.attempt:02d}-i{pos.infra_try:02d}"
@@ -322,7 +326,7 @@ class ScenarioRunner:
         """`_harness`, with the turn's suite generated meanwhile (so it is ready when the marker comes)."""
         lost: SandboxError | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._suite_for, row.turn)
+            tg.start_soon(self._suite_for, row.turn, row.attempt)
             try:
                 infra = await self._harness(scenario_id, row, job)
             except SandboxError as exc:  # raised below, not as a group of one
@@ -531,7 +535,7 @@ class ScenarioRunner:
             await self.store.snapshot_taken(row.id, snap.size, snap.skipped)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
-        suite = await self._suite_for(row.turn)
+        suite = await self._suite_for(row.turn, row.attempt)
         t0 = time.monotonic()
         try:
             handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)

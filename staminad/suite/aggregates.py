@@ -14,6 +14,7 @@ from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
 from staminad.suite.data import scalar_body, scalar_value
+from staminad.suite.draws import ident
 from staminad.suite.model import Check, Equals, IsInteger, Step, req
 from staminad.suite.plans import can_be_null, set_null
 
@@ -64,7 +65,7 @@ def _data(
     rng: random.Random, state: State, e: Entity, f: Field | None, op: str, label: str, n: int
 ) -> tuple[list[dict[str, Any]], Any]:
     """`n` valid bodies (the last one null in `f` where it can be) and the aggregate they must give."""
-    bodies = [scalar_body(rng, state, e, f"{e.endpoint}-{label}{i}") for i in range(n)]
+    bodies = [scalar_body(rng, state, e, ident(rng, f"{e.endpoint}-{label}{i}")) for i in range(n)]
     if f is None:  # count: entities with null fields count like any other
         for g in e.fields:
             if n > 1 and can_be_null(g) and g.kind not in ("ref", "ref_list"):

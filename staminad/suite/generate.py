@@ -2,13 +2,13 @@
 
 Each test checks one stated rule on one entity or field and starts from an empty store. Where the
 texts allow several answers (200 or 201, 400 or 422) every allowed answer passes. The suite is
-seeded by (scenario seed, turn), so it is the same on every run.
+seeded by (scenario seed, turn, attempt), so it is the same on every run; each attempt of a turn runs
+the same tests on data of its own (`draws`), so answers replayed from an earlier attempt fail.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
@@ -25,6 +25,7 @@ from staminad.suite.data import (
     wide_string,
     wrong_type_values,
 )
+from staminad.suite.draws import SuiteRandom, ident, pick
 from staminad.suite.history import History
 from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Check, Equals, ListIds, Suite, Test, req
 from staminad.suite.plans import fixture_steps
@@ -56,7 +57,7 @@ def _create(entity: Entity, body: dict[str, Any], state: State, why: str = "") -
 
 
 class _Builder:
-    def __init__(self, state: State, rng: random.Random) -> None:
+    def __init__(self, state: State, rng: SuiteRandom) -> None:
         self.state = state
         self.rng = rng
         self.tests: list[Test] = []
@@ -73,7 +74,7 @@ class _Builder:
 
     def entity(self, e: Entity) -> None:
         rng, st, ep = self.rng, self.state, e.endpoint
-        full = scalar_body(rng, st, e, f"{ep}-1")
+        full = scalar_body(rng, st, e, ident(rng, f"{ep}-1"))
         fix, full = fixture_steps(rng, st, e, full)
         self.add(
             f"{ep}_create_and_read",
@@ -81,14 +82,14 @@ class _Builder:
             "create",
             fix + _create(e, full, st, f"POST /{ep} with every field set must succeed"),
         )
-        minimal = scalar_body(rng, st, e, f"{ep}-min", full=False)
+        minimal = scalar_body(rng, st, e, ident(rng, f"{ep}-min"), full=False)
         self.add(
             f"{ep}_create_minimal",
             "default_value",
             "default",
             _create(e, minimal, st, f"POST /{ep} with only the required fields must succeed"),
         )
-        a, b = scalar_body(rng, st, e, f"{ep}-a"), scalar_body(rng, st, e, f"{ep}-b")
+        a, b = scalar_body(rng, st, e, ident(rng, f"{ep}-a")), scalar_body(rng, st, e, ident(rng, f"{ep}-b"))
         self.add(
             f"{ep}_list",
             "wrong_response_format",
@@ -103,7 +104,7 @@ class _Builder:
             f"{ep}_read_unknown",
             "wrong_response_format",
             "read",
-            [req("GET", f"/{ep}/no-such-id", expect=(404,), why="an unknown id must answer 404")],
+            [req("GET", f"/{ep}/{ident(rng, 'no-such-id')}", expect=(404,), why="an unknown id must answer 404")],
         )
         self.add(
             f"{ep}_delete",
@@ -153,7 +154,7 @@ class _Builder:
             "client-id",
             [req("POST", f"/{ep}", {**a, "id": 12345}, expect=REJECTED, why="a number is not a string id")],
         )
-        odd = f"Id-0_{ep}.x~"
+        odd = ident(rng, f"Id-0_{ep}.x~")
         self.add(
             f"{ep}_id_characters",
             "wrong_response_format",
@@ -200,7 +201,9 @@ class _Builder:
             "wrong_response_format",
             "update",
             [
-                req("PATCH", f"/{ep}/no-such-id", {}, expect=(404,), why="PATCH of an unknown id is 404"),
+                req(
+                    "PATCH", f"/{ep}/{ident(rng, 'no-such-id')}", {}, expect=(404,), why="PATCH of an unknown id is 404"
+                ),
                 req("GET", f"/{ep}", checks=(ListIds(()),), why="a PATCH of an unknown id must create nothing"),
             ],
         )
@@ -213,7 +216,7 @@ class _Builder:
         if not e.fields:
             return
         picked = [f for f in e.fields if constrained(f)] or list(e.fields)
-        f = rng.choice(picked)
+        f = pick(rng, f"{ep}_patch_invalid", picked, _name)
         before = stored(self.state, e, a)
         self.add(
             f"{ep}_patch_invalid",
@@ -233,7 +236,7 @@ class _Builder:
         )
         strict = [x for x in e.fields if not x.nullable]
         if strict:
-            nn = rng.choice(strict)
+            nn = pick(rng, f"{ep}_patch_null", strict, _name)
             self.add(
                 f"{ep}_patch_null",
                 "validation",
@@ -261,8 +264,8 @@ class _Builder:
         ]
         if not changeable or len(e.fields) < 2:
             return
-        g, new = rng.choice(changeable)
-        bad = rng.choice([x for x in e.fields if x.name != g.name])
+        g, new = pick(rng, f"{ep}_patch_atomic", changeable, lambda c: c[0].name)
+        bad = pick(rng, f"{ep}_patch_atomic/invalid", [x for x in e.fields if x.name != g.name], _name)
         self.add(
             f"{ep}_patch_atomic",
             "validation",
@@ -307,7 +310,7 @@ class _Builder:
         scalars = [f for f in e.fields if f.kind not in ("ref", "ref_list")]
         if not scalars:
             return
-        f = self.rng.choice(scalars)
+        f = pick(self.rng, f"{ep}_update", scalars, _name)
         new = other_value(self.rng, self.state, f, a[f.name])
         if new is None:
             return
@@ -348,7 +351,7 @@ class _Builder:
 
     def field(self, e: Entity, f: Field) -> None:
         rng, st, ep, name = self.rng, self.state, e.endpoint, f"{e.endpoint}_{f.name}"
-        base = scalar_body(rng, st, e, f"{ep}-f")
+        base = scalar_body(rng, st, e, ident(rng, f"{ep}-f"))
         fix: list[Any] = []
         if f.kind in ("ref", "ref_list"):
             fix, base = fixture_steps(rng, st, e, base, only=f.name)
@@ -494,7 +497,7 @@ class _Builder:
             req(
                 "POST",
                 f"/{ep}",
-                {**without, "id": f"{ep}-v{i}", f.name: v},
+                {**without, "id": ident(self.rng, f"{ep}-v{i}"), f.name: v},
                 checks=(Equals((f.name,), v),),
                 why=f"enum value {v!r} must be accepted",
             )
@@ -586,7 +589,8 @@ class _Builder:
         assert target is not None
         many = f.kind == "ref_list"
         rule = "reference-list" if many else "reference"
-        bad = ["no-such-id"] if many else "no-such-id"
+        unknown = ident(self.rng, "no-such-id")
+        bad = [unknown] if many else unknown
         self.add(
             f"{name}_unknown_reference",
             "validation",
@@ -604,7 +608,7 @@ class _Builder:
         value = base[f.name]
         other = next((x for x in self.state.entities if x.name != target.name), None)
         if other is not None:
-            ob = scalar_body(self.rng, self.state, other, f"{other.endpoint}-x9")
+            ob = scalar_body(self.rng, self.state, other, ident(self.rng, f"{other.endpoint}-x9"))
             self.add(
                 f"{name}_reference_other_type",
                 "validation",
@@ -677,7 +681,8 @@ class _Builder:
     def reset(self) -> None:
         steps: list[Any] = []
         for e in self.state.entities[:3]:
-            steps.append(req("POST", f"/{e.endpoint}", scalar_body(self.rng, self.state, e, f"{e.endpoint}-r")))
+            body = scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-r"))
+            steps.append(req("POST", f"/{e.endpoint}", body))
         steps.append(req("POST", "/reset", expect=OK_OR_EMPTY, why="POST /reset must succeed"))
         steps += [
             req("GET", f"/{e.endpoint}", checks=(ListIds(()),), why="reset must empty every collection")
@@ -693,13 +698,18 @@ class _Builder:
                 "unknown-path",
                 [
                     req("GET", f"/{old}", expect=(404,), why=f"/{old} no longer exists and must answer 404"),
-                    req("GET", f"/{old}/some-id", expect=(404,), why=f"/{old}/{{id}} must answer 404"),
+                    req(
+                        "GET",
+                        f"/{old}/{ident(self.rng, 'some-id')}",
+                        expect=(404,),
+                        why=f"/{old}/{{id}} must answer 404",
+                    ),
                 ],
             )
         for entity, field, why in h.removed_fields:
             e = self.state.entity(entity)
             assert e is not None
-            body = scalar_body(self.rng, self.state, e, f"{e.endpoint}-gone")
+            body = scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-gone"))
             category = "rename" if why == "renamed" else "missing_feature"
             rule = {"renamed": "rename-field", "deleted": "delete-field", "dropped": "delete-entity"}[why]
             what = "field of a deleted reference" if why == "dropped" else f"{why} field"
@@ -729,7 +739,7 @@ class _Builder:
         for entity, action in h.removed_actions:
             e = self.state.entity(entity)
             assert e is not None
-            body = scalar_body(self.rng, self.state, e, f"{e.endpoint}-gone")
+            body = scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-gone"))
             self.add(
                 f"{e.endpoint}_{action}_gone",
                 "missing_feature",
@@ -750,7 +760,11 @@ class _Builder:
             f = e.field(field) if e else None
             assert e is not None and f is not None
             fix, body = fixture_steps(
-                self.rng, self.state, e, scalar_body(self.rng, self.state, e, f"{e.endpoint}-k"), only=field
+                self.rng,
+                self.state,
+                e,
+                scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-k")),
+                only=field,
             )
             self.add(
                 f"{e.endpoint}_{field}_keeps_name",
@@ -817,9 +831,12 @@ def _shift(stamp: str, seconds: int) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def generate_suite(state: State, seed: int, turn: int, history: History | None = None) -> Suite:
-    """T's test list for one turn; deterministic in (state, seed, turn, history)."""
-    b = _Builder(state, random.Random(f"suite/{seed}/{turn}"))
+def _name(f: Field) -> str:
+    return f.name
+
+
+def _build(state: State, rng: SuiteRandom, history: History | None) -> _Builder:
+    b = _Builder(state, rng)
     b.reset()
     for e in state.entities:
         b.entity(e)
@@ -832,4 +849,18 @@ def generate_suite(state: State, seed: int, turn: int, history: History | None =
             b.add(name, category, rule, steps)
     if history is not None:
         b.history(history)
+    return b
+
+
+def generate_suite(state: State, seed: int, turn: int, history: History | None = None, attempt: int = 1) -> Suite:
+    """T's test list for one attempt of a turn (counted from 1, as the engine does); deterministic in
+    (state, seed, turn, history, attempt).
+
+    Every attempt has the same tests with data and ids of its own (see `draws`). A later attempt builds
+    the first attempt's suite too, to learn what each of its tests picked, so it costs twice as much.
+    """
+    replay = None
+    if attempt > 1:
+        replay = _build(state, SuiteRandom(seed, turn), history).rng.picks
+    b = _build(state, SuiteRandom(seed, turn, attempt, replay), history)
     return Suite(seed=seed, turn=turn, tests=tuple(b.tests))
