@@ -304,6 +304,10 @@ class Daemon:
                 await self.store.set_sweep_status(sweep.name, "error", reason=reason)
                 await self._stopped_scenarios(sweep.name, f"sweep error: {type(leaves(exc)[0]).__name__}")
         finally:
+            disconnect = getattr(run.factory, "disconnect", None)
+            if self.detach.is_set() and disconnect is not None:  # the sweep's end reaped nothing: close its connections
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                    await disconnect()
             run.done.set()
             self.running.pop(sweep.name, None)
             self.limiter.caps.pop(sweep.name, None)
