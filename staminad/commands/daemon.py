@@ -41,6 +41,7 @@ from staminad.commands.args import (
     integer,
     one_seed,
 )
+from staminad.commands.eventlines import event_line
 from state.lock import lock_holder
 
 
@@ -283,10 +284,15 @@ def client_cmd(args: argparse.Namespace) -> int:
                     raise UsageError(reply.message)
                 seen = 0
                 async for event in client.events():
-                    if args.json:
-                        print(json.dumps({**msgspec.to_builtins(event), "kind": event.kind}), flush=True)
-                    else:
-                        print(f"{event.sweep} {event.kind} {msgspec.json.encode(event.data).decode()}", flush=True)
+                    try:
+                        if args.json:
+                            print(json.dumps({**msgspec.to_builtins(event), "kind": event.kind}), flush=True)
+                        else:
+                            print(event_line(event), flush=True)
+                    except BrokenPipeError:  # `logs | head`: the reader has all it wanted
+                        # Python flushes stdout once more at exit: point it at nothing so that says nothing either.
+                        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                        return 0
                     seen += 1
                     if args.count and seen >= args.count:
                         break

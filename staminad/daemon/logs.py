@@ -2,7 +2,9 @@
 
 Two handlers on the `staminad` logger while a daemon serves: stderr (the systemd journal) and a
 rotating file `staminad.log` in the state directory, bounded to `MAX_BYTES` x (`BACKUPS` + 1). Events
-stay on the bus for monitors; this log is what survives the process for a post-mortem.
+stay on the bus for monitors; this log is what survives the process for a post-mortem. An operator
+reads one line per sweep start (or resume) and finish, per infra failure (`log_event`) and per change
+of an engine's health (`EngineHealth`).
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from protocol.events import EventData, InfraFailure, SweepStarted
 
 LOGGER = "staminad"
 FILE = "staminad.log"
@@ -47,4 +54,69 @@ def daemon_logging(state_dir: Path, stderr: bool = True) -> Iterator[Path]:
             handler.close()
 
 
-__all__ = ["BACKUPS", "FILE", "MAX_BYTES", "daemon_logging", "log"]
+def log_event(sweep: str, data: EventData) -> None:
+    """The operator's line for an event that deserves one (a sweep started or resumed, an infra failure)."""
+    match data:
+        case SweepStarted():
+            # `resumed` is true for a submitted sweep too (the daemon records it first): the daemon's own line
+            # says whether it submitted or resumed it; this one says how much is left.
+            log.info(
+                "sweep %s started: %d configurations x %d scenarios, %d already finished",
+                sweep,
+                data.configurations,
+                data.scenarios,
+                data.finished,
+            )
+        case InfraFailure():
+            log.warning(
+                "infra failure in sweep %s, %s seed %d turn %d attempt %d (try %d): %s: %.300s",
+                sweep,
+                data.configuration,
+                data.seed,
+                data.turn,
+                data.attempt,
+                data.infra_try,
+                data.infra_kind,
+                data.detail,
+            )
+        case _:
+            pass
+
+
+class _Engine(Protocol):
+    @property
+    def url(self) -> str: ...
+    @property
+    def healthy(self) -> bool: ...
+    @property
+    def detail(self) -> str: ...
+
+
+HEALTH_EVERY = 5.0  # seconds between two looks at the engines' health (their pings are bounded themselves)
+
+
+class EngineHealth:
+    """Logs one line each time an engine's health changes (and when it is first seen unhealthy)."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, bool] = {}
+
+    def look(self, engines: Sequence[_Engine]) -> None:
+        for e in engines:
+            before = self.known.get(e.url)
+            if before is None and e.healthy:
+                self.known[e.url] = True  # healthy when first seen: nothing to tell
+            elif before != e.healthy:
+                self.known[e.url] = e.healthy
+                if e.healthy:
+                    log.info("engine %s is healthy again", e.url)
+                else:
+                    log.warning("engine %s is not answering%s", e.url, f": {e.detail}" if e.detail else "")
+
+    async def watch(self, engines: Callable[[], Sequence[_Engine]]) -> None:
+        while True:
+            self.look(engines())
+            await anyio.sleep(HEALTH_EVERY)  # a periodic look, not a wait for something to happen
+
+
+__all__ = ["BACKUPS", "FILE", "MAX_BYTES", "EngineHealth", "daemon_logging", "log", "log_event"]

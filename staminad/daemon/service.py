@@ -32,7 +32,7 @@ from staminad.daemon import resubmit, views
 from staminad.daemon.access import share_socket, share_state_dir
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
-from staminad.daemon.logs import daemon_logging, log
+from staminad.daemon.logs import EngineHealth, daemon_logging, log, log_event
 from staminad.daemon.notify import notify, watchdog
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
@@ -125,7 +125,7 @@ class Daemon:
             if self.metrics_port:  # first: a port taken refuses the start, in one line, before anything is served
                 from staminad.daemon.metrics import Metrics
 
-                self.metrics = Metrics()
+                self.metrics = Metrics(self)
                 self.metrics.serve(self.metrics_port)
             if self.socket_group:  # before the log and the store are made in it: they take its group
                 share_state_dir(self.state_dir, self.socket_group)
@@ -159,7 +159,9 @@ class Daemon:
                 share_socket(self.socket_path, self.socket_mode, self.socket_group)
                 tg.start_soon(self.watcher.serve)
                 tg.start_soon(watchdog)
+                tg.start_soon(EngineHealth().watch, self.engine_status)
                 for sweep_id, status, config in await self._unfinished():
+                    log.info("resuming sweep %s (%s when the daemon last stopped)", sweep_id, status)
                     await self._start(sweep_id, config, paused=status == "paused")
                 notify("READY=1")
                 print(f"staminad: serving {self.socket_path}", file=sys.stderr, flush=True)
@@ -258,8 +260,7 @@ class Daemon:
 
         def emit(data: EventData) -> None:
             self.bus.publish(sweep.name, data)
-            if self.metrics is not None:
-                self.metrics.observe(data)
+            log_event(sweep.name, data)
 
         try:
             with run.scope:
@@ -303,6 +304,10 @@ class Daemon:
                 await self.store.set_sweep_status(sweep.name, "error", reason=reason)
                 await self._stopped_scenarios(sweep.name, f"sweep error: {type(leaves(exc)[0]).__name__}")
         finally:
+            disconnect = getattr(run.factory, "disconnect", None)
+            if self.detach.is_set() and disconnect is not None:  # the sweep's end reaped nothing: close its connections
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                    await disconnect()
             run.done.set()
             self.running.pop(sweep.name, None)
             self.limiter.caps.pop(sweep.name, None)
@@ -355,6 +360,15 @@ class Daemon:
             await self.store.set_sweep_status(sweep_id, "running")
             await self._start(sweep_id, found.config.encode(), paused=False)
         return f"retrying {configuration}/{seed} with {extra} more infra retries"
+
+    def engine_status(self) -> list[EngineInfo]:
+        """Every engine the running sweeps are spread over, once each, as their pools see it now."""
+        seen: dict[str, EngineInfo] = {}
+        for run in list(self.running.values()):
+            status = getattr(run.factory, "status", None)
+            for e in status() if status is not None else ():
+                seen.setdefault(e.url, EngineInfo(**msgspec.structs.asdict(e)))
+        return list(seen.values())
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
         """The sweep's figures with its limit, the scenarios holding and awaiting a slot now, and the engines

@@ -31,6 +31,7 @@ from protocol.events import EventData, LlmCall, LlmCapped, LlmUnavailable, LlmWa
 from staminad.gateway.allow import SUMMARY, upstream_target
 from staminad.gateway.http import Request, Response, serve_connection
 from staminad.gateway.pricing import Price, cost, price_for
+from staminad.gateway.stats import LIVE, EndpointStats
 from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, from_body, with_stream_usage
 
 RETRY_STATUSES = frozenset((408, 409, 425, 429, 500, 502, 503, 504, 529))
@@ -108,6 +109,7 @@ class Gateway:
             timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0), follow_redirects=False, trust_env=False
         )
         self.port: int | None = None
+        self.stats = EndpointStats(endpoint=self.endpoint, cap=limits.sweep_cost_cap)
 
     # --- routes -------------------------------------------------------------------------------
 
@@ -120,6 +122,7 @@ class Gateway:
         self.routes[route.token] = route
         self.by_scenario[scenario_id] = route
         self.sweep_spent += spent
+        self.stats.sweep, self.stats.spent = sweep, self.sweep_spent
         return route
 
     def begin_attempt(self, route: Route, attempt_id: int, turn: int) -> None:
@@ -152,11 +155,13 @@ class Gateway:
                     ) from None
                 port = port or int(listeners[0].extra(anyio.abc.SocketAttribute.local_port))
             self.port = port
+            LIVE[id(self)] = self.stats
             async with anyio.create_task_group() as tg:
                 for listener in listeners:
                     tg.start_soon(listener.serve, lambda s: serve_connection(s, self.handle))
                 task_status.started()
         finally:
+            LIVE.pop(id(self), None)
             with anyio.CancelScope(shield=True):
                 for listener in listeners:
                     await listener.aclose()
@@ -218,6 +223,15 @@ class Gateway:
         self, route: Route, api: Api, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> Response:
         t0 = time.monotonic()
+        self.stats.in_flight += 1
+        try:
+            return await self._forward_counted(route, api, method, url, headers, body, t0)
+        finally:
+            self.stats.in_flight -= 1  # a stream is still relayed after this: `_relay` counts itself
+
+    async def _forward_counted(
+        self, route: Route, api: Api, method: str, url: str, headers: dict[str, str], body: bytes, t0: float
+    ) -> Response:
         waited, delay = 0.0, self.limits.backoff_start
         while True:
             reason, retry_after, upstream = "", None, None
@@ -228,12 +242,15 @@ class Gateway:
                 if upstream.status_code not in RETRY_STATUSES:
                     break
                 reason = f"upstream answered {upstream.status_code}"
+                self.stats.error("429" if upstream.status_code == 429 else f"{upstream.status_code // 100}xx")
                 retry_after = _retry_after(upstream.headers.get("retry-after"))
                 await upstream.aclose()
             except httpx.TimeoutException:
                 reason = "upstream gave no answer in time"
+                self.stats.error("timeout")
             except httpx.TransportError as exc:
                 reason = f"upstream unreachable ({type(exc).__name__})"
+                self.stats.error("unreachable")
             pause = min(retry_after if retry_after is not None else delay, self.limits.backoff_max)
             if waited + pause > self.limits.outage_timeout:
                 return self._unavailable(route, f"{reason}; gave up after waiting {waited:.0f} s")
@@ -246,7 +263,11 @@ class Gateway:
                     waited=round(waited, 2),
                 )
             )
-            await anyio.sleep(pause)  # backoff before retrying the upstream
+            self.stats.retrying += 1
+            try:
+                await anyio.sleep(pause)  # backoff before retrying the upstream
+            finally:
+                self.stats.retrying -= 1
             waited += pause
             route.waited += pause
             delay = min(delay * 2, self.limits.backoff_max)
@@ -261,8 +282,10 @@ class Gateway:
         try:
             data = await _read_all(upstream, self.limits.stream_idle_timeout)
         except (httpx.HTTPError, TimeoutError, ValueError) as exc:
+            self.stats.error("broken")
             return self._unavailable(route, f"upstream response broke off: {type(exc).__name__}")
         usage, model = from_body(api, data)
+        self.stats.first_token.observe(time.monotonic() - t0)  # whole answers: the first token came with the rest
         await self._account(route, api, model, usage, upstream.status_code, t0, waited, streamed=False)
         return Response(upstream.status_code, out_headers, data)
 
@@ -270,14 +293,21 @@ class Gateway:
         self, route: Route, api: Api, upstream: httpx.Response, t0: float, waited: float
     ) -> AsyncIterator[bytes]:
         meter = StreamMeter(api)
+        first = True
+        self.stats.in_flight += 1
         try:
             async for chunk in _chunks(upstream, self.limits.stream_idle_timeout):
+                if first:
+                    self.stats.first_token.observe(time.monotonic() - t0)
+                    first = False
                 meter.feed(chunk)
                 yield chunk
         except (httpx.HTTPError, TimeoutError) as exc:
+            self.stats.error("broken")
             self._unavailable(route, f"stream broke off: {type(exc).__name__}")
             raise StreamBroken() from exc
         finally:
+            self.stats.in_flight -= 1
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
                 await self._account(
@@ -291,6 +321,12 @@ class Gateway:
         spent = cost(usage, price)
         route.spent += spent
         self.sweep_spent += spent
+        stats = self.stats
+        stats.spent = self.sweep_spent
+        stats.tokens_in, stats.tokens_out = stats.tokens_in + usage.input, stats.tokens_out + usage.output
+        stats.tokens_cached += usage.cached
+        stats.responses[status] = stats.responses.get(status, 0) + 1
+        stats.latency.observe(time.monotonic() - t0)
         call = Call(
             sweep=route.sweep,
             scenario_id=route.scenario_id,

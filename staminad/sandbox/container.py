@@ -206,6 +206,12 @@ class ContainerFactory:
             self._client = self.connect()
         return self._client
 
+    async def disconnect(self) -> None:
+        """Close the engine connection and leave every container running (a graceful daemon stop)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
     def llm(self) -> tuple[str, int] | None:
         """Where granted sandboxes reach the gateway, once it serves."""
         return (self.bridge_ip, self.llm_port) if self.bridge_ip and self.llm_port else None

@@ -233,6 +233,15 @@ class EnginePool:
             await e.endpoint.aclose()
         await self.source.aclose()
 
+    async def disconnect(self) -> None:
+        """Close every connection (and SSH tunnel), leaving the sandboxes running (a graceful daemon stop)."""
+        for e in self.engines:
+            disconnect = getattr(e.factory, "disconnect", None)
+            if disconnect is not None:
+                await disconnect()
+            await e.endpoint.aclose()
+        await self.source.aclose()
+
     def status(self) -> list[EngineStatus]:
         return [
             EngineStatus(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import anyio
 import pytest
 
 from protocol import Cancel, ErrorReply, Ok, Pause, Resume
@@ -64,3 +66,71 @@ def test_the_log_file_rotates_within_its_bound(tmp_path: Path, monkeypatch: pyte
     assert all((tmp_path / f).stat().st_size <= 2000 for f in files)
     assert "line 499 of a long day" in path.read_text()
     assert not logs.log.handlers  # nothing left attached once the daemon is gone
+
+
+async def test_a_sweeps_start_infra_failure_and_finish_are_one_line_each(tmp_path: Path) -> None:
+    """The operator's log names the sweep's start, each infra failure with its kind, and the finish."""
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "ops", ["reference", "fault:crash:once"], turns=1)
+    async with running_daemon(state, log_to_stderr=False), events(state, ("ops",)) as stream:
+        await submit(state, path)
+        await until(stream, "sweep_finished")
+    lines = (state / logs.FILE).read_text().splitlines()
+    assert sum("sweep ops started: 2 configurations x 1 scenarios, 0 already finished" in x for x in lines) == 1
+    crash = [x for x in lines if "infra failure in sweep ops" in x]
+    assert len(crash) == 1 and "WARNING" in crash[0] and "harness_crash" in crash[0] and "seed 0 turn 0" in crash[0]
+    assert sum(x.endswith("sweep ops finished") for x in lines) == 1
+
+
+async def test_logs_reads_as_text_and_ends_quietly_when_its_reader_goes(tmp_path: Path) -> None:
+    """`staminad logs` prints `time sweep: what happened`, and exits 0 with nothing on stderr once its pipe closes."""
+    import subprocess
+    import sys
+
+    state = tmp_path / "st"
+    first = write_sweep(tmp_path, "one", ["reference"], turns=1)
+    second = write_sweep(tmp_path, "two", ["reference"], seeds="0-3", turns=1)
+    async with running_daemon(state, log_to_stderr=False), events(state) as stream:
+        await submit(state, first)
+        await until(stream, "sweep_finished")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "staminad.cli", "logs", "--state-dir", str(state), "--replay", "1000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        line = await anyio.to_thread.run_sync(proc.stdout.readline)
+        proc.stdout.close()  # what `| head -1` does once it has its line
+        await submit(state, second)  # more events: the next write meets the closed pipe
+        with anyio.fail_after(120):
+            code = await anyio.to_thread.run_sync(proc.wait)
+        err = proc.stderr.read().decode()
+    assert re.fullmatch(r"\d\d:\d\d:\d\d one: runs on local\n", line.decode()), line
+    assert code == 0 and err == "", err
+
+
+def test_a_sigterm_leaves_no_library_noise_on_stderr(tmp_path: Path) -> None:
+    """A daemon stopped by SIGTERM mid-sweep on Docker closes its engine connections: no `Unclosed connector`."""
+    import signal
+    import subprocess
+    import sys
+
+    state = tmp_path / "st"
+    path = write_sweep(tmp_path, "dk", ["reference"], seeds="0-1", turns=4, runtime="docker")
+    cli = [sys.executable, "-m", "staminad.cli"]
+    proc = subprocess.Popen([*cli, "start", "--state-dir", str(state)], stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the daemon says when it serves
+            if "staminad: serving" in line:
+                break
+        assert subprocess.run([*cli, "submit", str(path), "--state-dir", str(state)], timeout=60).returncode == 0
+        tested = [*cli, "logs", "--state-dir", str(state), "--replay", "1000", "--count", "1", "--kinds"]
+        subprocess.run([*tested, "attempt_tested"], timeout=300, check=True, capture_output=True)
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "stopped" in rest and "Unclosed" not in rest and "Traceback" not in rest, rest
