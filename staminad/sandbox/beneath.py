@@ -75,27 +75,31 @@ def _refuse_link(exc: OSError, rel: object) -> OSError:
     return exc
 
 
-def open_regular(root: Path, rel: str | PurePosixPath) -> int:
-    """A read-only descriptor of the regular file `rel` beneath `root` (UnsafePathError for a link on the way or a
-    file that is not regular, FileNotFoundError when absent); a FIFO is opened non-blocking and refused."""
+def _parent(root: Path, rel: str | PurePosixPath) -> tuple[int, str]:
+    """(a descriptor of the directory holding `rel` beneath `root`, reached without following a link; the last name).
+    UnsafePathError for a link or non-directory on the way."""
     parts = _parts(rel)
     if not parts:
         raise UnsafePathError(errno.EISDIR, f"{rel}: the root itself is not a file")
     root_fd = open_root(root)
     try:
-        try:
-            dir_fd = _walk_dirs(root_fd, parts[:-1])
-        except OSError as exc:
-            raise _refuse_link(exc, rel) from None
-        try:
-            try:
-                fd = os.open(parts[-1], _READ, dir_fd=dir_fd)
-            except OSError as exc:
-                raise _refuse_link(exc, rel) from None
-        finally:
-            os.close(dir_fd)
+        return _walk_dirs(root_fd, parts[:-1]), parts[-1]
+    except OSError as exc:
+        raise _refuse_link(exc, rel) from None
     finally:
         os.close(root_fd)
+
+
+def open_regular(root: Path, rel: str | PurePosixPath) -> int:
+    """A read-only descriptor of the regular file `rel` beneath `root` (UnsafePathError for a link on the way or a
+    file that is not regular, FileNotFoundError when absent); a FIFO is opened non-blocking and refused."""
+    dir_fd, name = _parent(root, rel)
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _refuse_link(exc, rel) from None
+    finally:
+        os.close(dir_fd)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise UnsafePathError(errno.EINVAL, f"{rel}: not a regular file (not read)")
@@ -154,20 +158,11 @@ def create_file(
 ) -> bool:
     """Create `rel` beneath `root` holding `data` unless something (anything, a dangling link included) is there
     already: True when written. The parent directories must be real ones (UnsafePathError otherwise)."""
-    parts = _parts(rel)
-    root_fd = open_root(root)
+    dir_fd, name = _parent(root, rel)
     try:
-        try:
-            dir_fd = _walk_dirs(root_fd, parts[:-1])
-        except OSError as exc:
-            raise _refuse_link(exc, rel) from None
-    finally:
-        os.close(root_fd)
-    try:
-        try:
-            fd = os.open(parts[-1], _CREATE, mode, dir_fd=dir_fd)
-        except FileExistsError:
-            return False
+        fd = os.open(name, _CREATE, mode, dir_fd=dir_fd)
+    except FileExistsError:
+        return False
     finally:
         os.close(dir_fd)
     with os.fdopen(fd, "wb", closefd=True) as fh:
