@@ -46,7 +46,7 @@ async def end_scenario(
             await store.infra_event(scenario_id, turn, attempt, KIND, detail)
             passed = await store.turns_passed(scenario_id)
             reason = (
-                f"{KIND} on turn {turn}: {detail} (a bug in the benchmark, not the agent's: not scored; "
+                f"{KIND} on turn {turn}: {detail} (the benchmark failed here, not the agent: not scored; "
                 f"`{hint('retry')}` runs it again from its last step)"
             )
             await store.set_scenario_status(scenario_id, "infra_failed", turns_passed=passed, reason=reason)

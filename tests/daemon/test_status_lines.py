@@ -65,17 +65,20 @@ def test_a_failed_sweeps_reason_is_each_cause_inside_a_task_groups_wrapper() -> 
 
 
 @pytest.mark.anyio
-async def test_a_daemon_sweep_that_fails_in_its_task_group_stores_the_cause(tmp_path: Path) -> None:
-    """A sandbox dir that is a file fails the sweep; `status` then shows the OS error, not the group's wrapper."""
+async def test_a_sandbox_the_daemon_cannot_make_ends_its_scenario_with_the_cause(tmp_path: Path) -> None:
+    """A sandbox dir that is a file ends that scenario (not the sweep, not the daemon): its reason shows the OS error."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "bad", ["reference"], turns=1)
     (state / "sandboxes").mkdir(parents=True)
     (state / "sandboxes" / "bad").write_text("not a directory")
     async with running_daemon(state) as daemon, events(state, sweeps=("bad",)) as stream:
         await submit(state, path)
-        failed = await until(stream, "sweep_error")
+        ended = await until(stream, "scenario_finished")
+        await until(stream, "sweep_finished")
         assert daemon.store is not None
         info = await sweep_info(daemon.store, "bad")
-    assert info.reason == failed.data.error  # type: ignore[union-attr]
-    assert info.reason.startswith("Not a directory (") and "workspace" in info.reason, info.reason
+    assert ended.data.status == "infra_failed"  # type: ignore[union-attr]
+    reason = ended.data.reason  # type: ignore[union-attr]
+    assert "internal_error" in reason and "Not a directory" in reason and "workspace" in reason, reason
+    assert info.status != "error", info
     assert "ExceptionGroup" not in info.reason and "TaskGroup" not in info.reason
