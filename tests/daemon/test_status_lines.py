@@ -66,7 +66,7 @@ def test_a_failed_sweeps_reason_is_each_cause_inside_a_task_groups_wrapper() -> 
 
 @pytest.mark.anyio
 async def test_a_sandbox_the_daemon_cannot_make_ends_its_scenario_with_the_cause(tmp_path: Path) -> None:
-    """A sandbox dir that is a file ends that scenario (not the sweep, not the daemon): its reason shows the OS error."""
+    """A sandbox dir that is a file ends that scenario (not the sweep or the daemon): its reason shows the OS error."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "bad", ["reference"], turns=1)
     (state / "sandboxes").mkdir(parents=True)
