@@ -56,6 +56,9 @@ class StandIn:
         self.gets: list[str] = []  # paths asked for with GET (model lists), kept apart from the model calls
         self.seen: list[tuple[str, str]] = []  # (method, path) of every request that arrived, any method
         self.model = model
+        self.delay = 0.0  # seconds every model call takes before its answer starts (a busy server)
+        self.active = 0  # model calls being answered now
+        self.peak = 0  # the most model calls answered at once
         self.lock = threading.Lock()
         self.server = _Quiet(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -116,6 +119,17 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?", 1)[0].endswith("/messages/count_tokens"):
                 self._json(200, _anthropic_count(body))  # no model reply: the script and the faults wait
                 return
+            with standin.lock:
+                standin.active += 1
+                standin.peak = max(standin.peak, standin.active)
+            try:
+                time.sleep(standin.delay)
+                self._answer(body)
+            finally:
+                with standin.lock:
+                    standin.active -= 1
+
+        def _answer(self, body: dict[str, Any]) -> None:
             path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
             api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else "chat"
             fault, reply = standin.next()

@@ -326,8 +326,9 @@ class Gateway:
         usage, model = from_body(api, data)
         if not usage.reported and upstream.is_success and api != "other":  # listings, counts: free
             usage = estimate(len(body), len(data))
+        requested = _model_of(body)
         await self._account(
-            route, api, model or _model_of(body), usage, upstream.status_code, t0, waited, streamed=False
+            route, api, model or requested, usage, upstream.status_code, t0, waited, streamed=False, requested=requested
         )
         return Response(upstream.status_code, out_headers, data)
 
@@ -355,7 +356,8 @@ class Gateway:
                 if not usage.reported and upstream.is_success and api != "other":  # listings, counts: free
                     usage = estimate(sent, meter.size)
                 model = meter.model or requested
-                await self._account(route, api, model, usage, upstream.status_code, t0, waited, streamed=True)
+                status = upstream.status_code
+                await self._account(route, api, model, usage, status, t0, waited, streamed=True, requested=requested)
 
     def _exhausted(self, route: Route, words: str) -> None:
         """A call was over the model's context window: the harness hears it; the engine judges what follows."""
@@ -365,9 +367,19 @@ class Gateway:
         route.exhausted = route.exhausted or words
 
     async def _account(
-        self, route: Route, api: Api, model: str, usage: Usage, status: int, t0: float, waited: float, streamed: bool
+        self,
+        route: Route,
+        api: Api,
+        model: str,
+        usage: Usage,
+        status: int,
+        t0: float,
+        waited: float,
+        streamed: bool,
+        requested: str = "",
     ) -> None:
-        price = price_for(self.pricing, model)
+        # A server may name its model otherwise than the request did (a local path, a provider prefix).
+        price = price_for(self.pricing, model) or price_for(self.pricing, requested)
         if price is None and model not in self._unpriced:  # counted in tokens, but no cap can see it
             self._unpriced.add(model)
             log.warning("gateway: model %.200r has no price in [llm.pricing]: its calls are recorded at $0", model)
