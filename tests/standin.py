@@ -344,12 +344,16 @@ def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[
     events = [delta({"role": "assistant", "reasoning_content": p}) for p in _pieces(reply.reasoning, size) if p]
     if reply.content or not reply.reasoning:
         events += [delta({"role": "assistant", "content": p}) for p in _pieces(reply.content, size)]
-    for i, call in enumerate(_tool_calls(reply)):  # the head, then the arguments a few characters at a time
+    calls = _tool_calls(reply)
+    if calls and not reply.fragment:  # every call whole, in one delta
+        events.append(delta({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}))
+        calls = []
+    for i, call in enumerate(calls):  # the head, then the arguments a few characters at a time
         head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
         events.append(delta({"tool_calls": [{"index": i, **head}]}))
         events += [
             delta({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
-            for p in _pieces(call["function"]["arguments"], reply.fragment or 1 << 30)
+            for p in _pieces(call["function"]["arguments"], reply.fragment)
             if p
         ]
     events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": _chat_finish(reply)}]})

@@ -122,3 +122,17 @@ async def test_a_model_the_answer_names_without_a_price_is_priced_as_requested()
         async with gateway(standin) as (gw, route, _, calls), httpx.AsyncClient(timeout=30) as client:
             assert (await _call(client, gw.base_url(route, "127.0.0.1"), "chat", False))[0] == 200
     assert calls[0].model == "vendor/served-name" and calls[0].cost > 0
+
+
+async def test_the_stand_in_spreads_malformed_arguments_over_deltas_and_cuts_at_length() -> None:
+    """Scripted misbehaviour reaches the harness through the gateway intact: fragments, raw arguments, length."""
+    reply = Reply(reasoning="hmm", tool_calls=[{"name": "sh", "raw": '{"cmd": "ls -'}], fragment=3, finish="length")
+    with StandIn([reply]) as standin:
+        async with gateway(standin) as (gw, route, _, _), httpx.AsyncClient(timeout=30) as client:
+            status, text = await _call(client, gw.base_url(route, "127.0.0.1"), "chat", True)
+    chunks = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data: {")]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c.get("choices")]
+    args = [d["tool_calls"][0]["function"]["arguments"] for d in deltas if "tool_calls" in d]
+    assert status == 200 and len(args) > 3 and "".join(args) == '{"cmd": "ls -'
+    assert deltas[0].get("reasoning_content") == "hmm"
+    assert [c["choices"][0].get("finish_reason") for c in chunks if c.get("choices")][-1] == "length"
