@@ -382,12 +382,13 @@ class Store:
         seconds: float,
         waited: float,
         streamed: bool,
+        estimated: bool = False,
     ) -> None:
-        """Record one model call; `tokens` is (input, output, cached input)."""
+        """Record one model call; `tokens` is (input, output, cached input), `estimated` when counted from bytes."""
         await self.db.execute(
             "INSERT INTO llm_calls (scenario_id, attempt_id, turn, api, model, input_tokens, output_tokens, "
-            "cached_tokens, cost, status, seconds, waited, streamed, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?)",
+            "cached_tokens, cost, status, seconds, waited, streamed, at, estimated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?)",
             (
                 scenario_id,
                 attempt_id,
@@ -401,6 +402,7 @@ class Store:
                 waited,
                 int(streamed),
                 time.time(),
+                int(estimated),
             ),
         )
         await self.db.commit()

@@ -1,9 +1,14 @@
 """A stand-in model server: OpenAI-compatible (chat completions, responses) and Anthropic messages, over real HTTP.
 
 It replays a script of assistant turns in order, streamed (server-sent events, usage in the last chunk
-when asked) or whole, and reports token usage computed from the request and reply sizes. Faults can be
-queued ahead of replies: an HTTP status (with Retry-After), a reset connection, a stall that never
-answers, or a stream that stops half-way. Every request is kept, so a test can check what a harness
+when asked) or whole, and reports token usage computed from the request and reply sizes. A reply can act
+out what real models do to harnesses: reasoning before the answer, tool-call arguments spread over many
+small deltas, malformed or truncated arguments (`raw`), a `length` finish, prompt-cache hits, no usage
+report at all. Faults can be queued ahead of replies: an HTTP status (with Retry-After), a reset
+connection, a stall that never answers, a stream that stops half-way, a reply slower than the client
+waits (`slow`), a context-length refusal in the provider's own words (`context`), or a provider error
+inside a 200 stream (`stream_error`: Anthropic's overloaded `event: error`, the Responses API's
+`response.failed`, a chat server's error chunk). Every request is kept, so a test can check what a harness
 sent (its whole conversation so far, for one). This is the only fake in the tests: no LLM runs here.
 """
 
@@ -25,12 +30,19 @@ from typing import Any
 @dataclass
 class Reply:
     content: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name": ..., "arguments": {...}}]
+    # [{"name": ..., "arguments": {...}}]; `"raw": "..."` instead sends that exact arguments string (malformed,
+    # truncated); `"input": "..."` a Responses custom tool call.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str = ""  # thinking before the answer: chat `reasoning_content`, Anthropic thinking, a reasoning item
+    finish: str = ""  # "length": the model ran out of output tokens (the reply is cut where it stands)
+    fragment: int = 0  # characters per streamed delta of text and tool-call arguments (0: 16 for text, calls whole)
+    cached: int = 0  # prompt tokens served from the provider's cache
+    usage: bool = True  # False: the provider reports no usage at all (no usage field, no usage chunk)
 
 
 @dataclass
 class Fault:
-    kind: str  # status | reset | stall | cut
+    kind: str  # status | reset | stall | cut | slow | context | stream_error
     status: int = 500
     retry_after: float | None = None
     seconds: float = 0.0
@@ -44,6 +56,9 @@ class StandIn:
         self.gets: list[str] = []  # paths asked for with GET (model lists), kept apart from the model calls
         self.seen: list[tuple[str, str]] = []  # (method, path) of every request that arrived, any method
         self.model = model
+        self.delay = 0.0  # seconds every model call takes before its answer starts (a busy server)
+        self.active = 0  # model calls being answered now
+        self.peak = 0  # the most model calls answered at once
         self.lock = threading.Lock()
         self.server = _Quiet(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -104,23 +119,52 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?", 1)[0].endswith("/messages/count_tokens"):
                 self._json(200, _anthropic_count(body))  # no model reply: the script and the faults wait
                 return
+            with standin.lock:
+                standin.active += 1
+                standin.peak = max(standin.peak, standin.active)
+            try:
+                time.sleep(standin.delay)
+                self._answer(body)
+            finally:
+                with standin.lock:
+                    standin.active -= 1
+
+        def _answer(self, body: dict[str, Any]) -> None:
+            path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
+            api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else "chat"
             fault, reply = standin.next()
             if fault is not None:
-                if self._fault(fault):
+                if self._fault(fault, api):
                     return
                 fault, reply = None, standin.next()[1]
             assert reply is not None
-            path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
-            api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else "chat"
             prompt_tokens = _tokens(json.dumps(body.get("messages", body.get("input", ""))))
-            out_tokens = _tokens(reply.content + json.dumps(reply.tool_calls))
+            out_tokens = _tokens(reply.reasoning + reply.content + json.dumps(reply.tool_calls))
             if body.get("stream"):
                 self._stream(api, reply, prompt_tokens, out_tokens, body, cut=False)
             else:
                 self._json(200, _whole(api, standin.model, reply, prompt_tokens, out_tokens))
 
-        def _fault(self, fault: Fault) -> bool:
+        def _fault(self, fault: Fault, api: str) -> bool:
             """Acts out a fault; True when the request is finished with it."""
+            if fault.kind == "slow":
+                time.sleep(fault.seconds)
+                return False  # then the next reply, late
+            if fault.kind == "context":
+                self._json(400, _context_error(api))
+                return True
+            if fault.kind == "stream_error":
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                for name, event in _failing_events(api, standin.model):
+                    self._chunk(
+                        (f"event: {name}\n" if name else "").encode() + f"data: {json.dumps(event)}\n\n".encode()
+                    )
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return True
             if fault.kind == "status":
                 headers = {"retry-after": str(fault.retry_after)} if fault.retry_after is not None else {}
                 self._json(fault.status, {"error": {"message": "injected", "type": "server_error"}}, headers)
@@ -193,9 +237,74 @@ def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
         {
             "id": f"call_{n:06d}_{i}",
             "type": "function",
-            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            "function": {"name": c["name"], "arguments": _arguments(c)},
         }
         for i, c in enumerate(reply.tool_calls)
+    ]
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    """A tool call's arguments as sent: its `raw` string verbatim (malformed on purpose), else its JSON."""
+    return str(call["raw"]) if "raw" in call else json.dumps(call.get("arguments", {}))
+
+
+def _chat_usage(reply: Reply, pin: int, pout: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": pin,
+        "completion_tokens": pout,
+        "total_tokens": pin + pout,
+        "prompt_tokens_details": {"cached_tokens": min(reply.cached, pin)},
+    }
+
+
+def _chat_finish(reply: Reply) -> str:
+    return reply.finish or ("tool_calls" if reply.tool_calls else "stop")
+
+
+def _context_error(api: str) -> dict[str, Any]:
+    """A context-length refusal (HTTP 400) in the words each provider uses."""
+    if api == "anthropic":
+        return {
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": "prompt is too long: 213762 tokens > 200000 maximum"},
+        }
+    message = (
+        "This model's maximum context length is 131072 tokens. However, you requested 140211 tokens "
+        "(132211 in the messages, 8000 in the completion). Please reduce the length of the messages or completion."
+    )
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def _failing_events(api: str, model: str) -> list[tuple[str, dict[str, Any]]]:
+    """A 200 stream that starts well and then carries the provider's error: (event name, data) pairs."""
+    if api == "anthropic":
+        start = _anthropic_whole(model, Reply(), 10, 1)
+        return [
+            ("message_start", {"type": "message_start", "message": {**start, "content": [], "stop_reason": None}}),
+            ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ]
+    if api == "responses":
+        ident = f"resp_{next(_serial):06d}"
+        failed = _response(model, "failed", [], None, ident)
+        failed["error"] = {"code": "server_error", "message": "The model failed to generate a response."}
+        return [
+            (
+                "response.created",
+                {"type": "response.created", "response": _response(model, "in_progress", [], None, ident)},
+            ),
+            ("response.failed", {"type": "response.failed", "response": failed}),
+        ]
+    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
+    return [
+        ("", {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me"}}]}),
+        ("", {"error": {"message": "upstream model worker died", "type": "server_error", "code": 500}}),
     ]
 
 
@@ -205,21 +314,20 @@ def _whole(api: str, model: str, reply: Reply, pin: int, pout: int) -> dict[str,
     if api == "responses":
         return responses_whole(model, reply, pin, pout)
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning  # as vLLM and SGLang reasoning parsers send it
     if reply.tool_calls:
         message["tool_calls"] = _tool_calls(reply)
-    return {
+    whole: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": {
-            "prompt_tokens": pin,
-            "completion_tokens": pout,
-            "total_tokens": pin + pout,
-            "prompt_tokens_details": {"cached_tokens": 0},
-        },
+        "choices": [{"index": 0, "message": message, "finish_reason": _chat_finish(reply)}],
     }
+    if reply.usage:
+        whole["usage"] = _chat_usage(reply, pin, pout)
+    return whole
 
 
 def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -228,24 +336,29 @@ def _events(api: str, model: str, reply: Reply, pin: int, pout: int, body: dict[
     if api == "responses":
         return responses_events(model, reply, pin, pout)
     base: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model}
-    events = [
-        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
-        for piece in _pieces(reply.content)
-    ]
-    if reply.tool_calls:
-        calls = [{"index": i, **c} for i, c in enumerate(_tool_calls(reply))]
-        events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls}}]})
-    events.append(
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}]}
-    )
-    if (body.get("stream_options") or {}).get("include_usage"):
-        events.append(
-            {
-                **base,
-                "choices": [],
-                "usage": {"prompt_tokens": pin, "completion_tokens": pout, "total_tokens": pin + pout},
-            }
-        )
+
+    def delta(d: dict[str, Any]) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": d}]}
+
+    size = reply.fragment or 16
+    events = [delta({"role": "assistant", "reasoning_content": p}) for p in _pieces(reply.reasoning, size) if p]
+    if reply.content or not reply.reasoning:
+        events += [delta({"role": "assistant", "content": p}) for p in _pieces(reply.content, size)]
+    calls = _tool_calls(reply)
+    if calls and not reply.fragment:  # every call whole, in one delta
+        events.append(delta({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}))
+        calls = []
+    for i, call in enumerate(calls):  # the head, then the arguments a few characters at a time
+        head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
+        events.append(delta({"tool_calls": [{"index": i, **head}]}))
+        events += [
+            delta({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+            for p in _pieces(call["function"]["arguments"], reply.fragment)
+            if p
+        ]
+    events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": _chat_finish(reply)}]})
+    if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
+        events.append({**base, "choices": [], "usage": _chat_usage(reply, pin, pout)})
     return events
 
 
@@ -263,21 +376,30 @@ _tool_ids = itertools.count(1)
 
 
 def _anthropic_blocks(reply: Reply) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": reply.content}] if reply.content else []
+    blocks: list[dict[str, Any]] = []
+    if reply.reasoning:
+        blocks.append({"type": "thinking", "thinking": reply.reasoning, "signature": "standin-signature"})
+    if reply.content:
+        blocks.append({"type": "text", "text": reply.content})
     for call in reply.tool_calls:
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": f"toolu_standin{next(_tool_ids):06d}",
-                "name": call["name"],
-                "input": call["arguments"],
-            }
-        )
+        block = {"type": "tool_use", "id": f"toolu_standin{next(_tool_ids):06d}", "name": call["name"]}
+        block["input"] = call.get("arguments", {})
+        if "raw" in call:  # whole, a malformed input cannot be sent; streamed, its raw fragments are (see events)
+            block["raw"] = call["raw"]
+            with contextlib.suppress(ValueError):
+                block["input"] = json.loads(call["raw"])
+        blocks.append(block)
     return blocks or [{"type": "text", "text": ""}]
 
 
-def _anthropic_usage(pin: int, pout: int) -> dict[str, Any]:
-    return {"input_tokens": pin, "output_tokens": pout, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+def _anthropic_usage(pin: int, pout: int, cached: int = 0) -> dict[str, Any]:
+    cached = min(cached, pin)
+    return {
+        "input_tokens": pin - cached,
+        "output_tokens": pout,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+    }
 
 
 def _anthropic_count(body: dict[str, Any]) -> dict[str, Any]:
@@ -285,34 +407,47 @@ def _anthropic_count(body: dict[str, Any]) -> dict[str, Any]:
     return {"input_tokens": _tokens(json.dumps([body.get("system"), body.get("messages"), body.get("tools")]))}
 
 
-def _anthropic_whole(model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
-    return {
+def _anthropic_whole(model: str, reply: Reply, pin: int, pout: int, keep_raw: bool = False) -> dict[str, Any]:
+    stop = "max_tokens" if reply.finish == "length" else "tool_use" if reply.tool_calls else "end_turn"
+    whole: dict[str, Any] = {
         "id": f"msg_standin{next(_tool_ids):06d}",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": _anthropic_blocks(reply),
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "content": [b if keep_raw else {k: v for k, v in b.items() if k != "raw"} for b in _anthropic_blocks(reply)],
+        "stop_reason": stop,
         "stop_sequence": None,
-        "usage": _anthropic_usage(pin, pout),
+        "usage": _anthropic_usage(pin, pout, reply.cached),
     }
+    if not reply.usage:
+        del whole["usage"]
+    return whole
 
 
 def _anthropic_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict[str, Any]]:
-    whole = _anthropic_whole(model, reply, pin, pout)
-    start = {**whole, "content": [], "stop_reason": None, "usage": _anthropic_usage(pin, 1)}
+    whole = _anthropic_whole(model, reply, pin, pout, keep_raw=True)
+    start = {**whole, "content": [], "stop_reason": None, "usage": _anthropic_usage(pin, 1, reply.cached)}
+    if not reply.usage:
+        del start["usage"]
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    size = reply.fragment or 16
     for index, block in enumerate(whole["content"]):
         if block["type"] == "text":
             events.append(
                 {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
             )
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"], size)]
+        elif block["type"] == "thinking":
+            empty = {"type": "thinking", "thinking": "", "signature": ""}
+            events.append({"type": "content_block_start", "index": index, "content_block": empty})
+            deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _pieces(block["thinking"], size)]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
         else:
-            events.append({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
-            raw = json.dumps(block["input"])
+            head = {k: v for k, v in block.items() if k != "raw"}
+            events.append({"type": "content_block_start", "index": index, "content_block": {**head, "input": {}}})
+            raw = block.get("raw", json.dumps(block["input"]))
             deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
-                {"type": "input_json_delta", "partial_json": piece} for piece in _pieces(raw, 64)
+                {"type": "input_json_delta", "partial_json": piece} for piece in _pieces(raw, reply.fragment or 64)
             ]
         if index == 0:
             events.append({"type": "ping"})
@@ -322,7 +457,7 @@ def _anthropic_events(model: str, reply: Reply, pin: int, pout: int) -> list[dic
         {
             "type": "message_delta",
             "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
-            "usage": {"output_tokens": pout},
+            **({"usage": {"output_tokens": pout}} if reply.usage else {}),
         }
     )
     events.append({"type": "message_stop"})
@@ -343,6 +478,10 @@ def _responses_items(reply: Reply) -> list[dict[str, Any]]:
     """The reply as completed output items; a tool call with `input` (a string) is a custom tool call."""
     n = next(_serial)
     items: list[dict[str, Any]] = []
+    if reply.reasoning:
+        items.append(
+            {"id": f"rs_{n:06d}", "type": "reasoning", "summary": [{"type": "summary_text", "text": reply.reasoning}]}
+        )
     if reply.content:
         items.append(
             {
@@ -374,7 +513,7 @@ def _responses_items(reply: Reply) -> list[dict[str, Any]]:
                     "status": "completed",
                     "call_id": f"call_{ident}",
                     "name": call["name"],
-                    "arguments": json.dumps(call["arguments"]),
+                    "arguments": _arguments(call),
                 }
             )
     return items
@@ -398,10 +537,10 @@ def _response(
     }
 
 
-def _responses_usage(pin: int, pout: int) -> dict[str, Any]:
+def _responses_usage(pin: int, pout: int, cached: int = 0) -> dict[str, Any]:
     return {
         "input_tokens": pin,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": min(cached, pin)},
         "output_tokens": pout,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": pin + pout,
@@ -409,22 +548,35 @@ def _responses_usage(pin: int, pout: int) -> dict[str, Any]:
 
 
 def responses_whole(model: str, reply: Reply, pin: int, pout: int) -> dict[str, Any]:
-    """A non-streamed Responses API reply: the completed response object."""
-    return _response(
-        model, "completed", _responses_items(reply), _responses_usage(pin, pout), f"resp_{next(_serial):06d}"
-    )
+    """A non-streamed Responses API reply: the completed (or, cut at its length, incomplete) response object."""
+    usage = _responses_usage(pin, pout, reply.cached) if reply.usage else None
+    return _finished(_response(model, "completed", _responses_items(reply), usage, f"resp_{next(_serial):06d}"), reply)
 
 
-def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+def _finished(response: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    if reply.finish == "length":
+        return {**response, "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
+    return response
+
+
+def _item_events(index: int, item: dict[str, Any], size: int = 16) -> list[dict[str, Any]]:
     """The events that build one output item: added (empty), its deltas and done events, done (complete)."""
     ref = {"item_id": item["id"], "output_index": index}
-    if item["type"] == "message":
+    if item["type"] == "reasoning":
+        text = item["summary"][0]["text"]
+        at = {**ref, "summary_index": 0}
+        middle = [
+            *({"type": "response.reasoning_summary_text.delta", **at, "delta": p} for p in _pieces(text, size)),
+            {"type": "response.reasoning_summary_text.done", **at, "text": text},
+        ]
+        added = {**item, "summary": []}
+    elif item["type"] == "message":
         text = item["content"][0]["text"]
         part = {"type": "output_text", "text": "", "annotations": []}
         at = {**ref, "content_index": 0}
         middle = [
             {"type": "response.content_part.added", **at, "part": part},
-            *({"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text)),
+            *({"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text, size)),
             {"type": "response.output_text.done", **at, "text": text},
             {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
         ]
@@ -432,7 +584,7 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     elif item["type"] == "function_call":
         args = item["arguments"]
         middle = [
-            *({"type": "response.function_call_arguments.delta", **ref, "delta": p} for p in _pieces(args)),
+            *({"type": "response.function_call_arguments.delta", **ref, "delta": p} for p in _pieces(args, size)),
             {"type": "response.function_call_arguments.done", **ref, "arguments": args},
         ]
         added = {**item, "status": "in_progress", "arguments": ""}
@@ -459,11 +611,8 @@ def responses_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict
         {"type": "response.in_progress", "response": _response(model, "in_progress", [], None, ident)},
     ]
     for index, item in enumerate(items):
-        events += _item_events(index, item)
-    events.append(
-        {
-            "type": "response.completed",
-            "response": _response(model, "completed", items, _responses_usage(pin, pout), ident),
-        }
-    )
+        events += _item_events(index, item, reply.fragment or 16)
+    usage = _responses_usage(pin, pout, reply.cached) if reply.usage else None
+    final = _finished(_response(model, "completed", items, usage, ident), reply)
+    events.append({"type": f"response.{final['status']}", "response": final})
     return [{**e, "sequence_number": n} for n, e in enumerate(events)]

@@ -46,6 +46,7 @@ INFRA_TEXT = {
     "self_kill": "the agent killed its own harness (a broad pkill)",
     "stuck": "no marker within the turn timeout (hang)",
     "harness_crash": "the harness crashed",
+    "context_exhausted": "the model's context window ran out (the harness failed after a context-length refusal)",
     "harness_killed": "the harness was killed by a signal",
     "sandbox_exited": "the container was ended from inside",
     "sandbox_lost": "the sandbox was lost (removed, killed or paused)",

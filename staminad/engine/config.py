@@ -20,7 +20,7 @@ from protocol.usage import did_you_mean
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.seeds import seed_list
-from staminad.gateway.pricing import Price
+from staminad.gateway.pricing import Price, price_for
 from staminad.sandbox.bounded import NotSmallFileError, read_small_file
 from staminad.sandbox.enginespec import EngineSpec, check_spec
 
@@ -83,6 +83,8 @@ class LLMSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     sweep_cost_cap: float | None = None
     outage_timeout: float = 600.0  # seconds of upstream trouble waited out before an infra retry
     stream_idle_timeout: float = 120.0
+    first_byte_timeout: float = 300.0  # seconds to a reply's head; a request past it is never sent again
+    concurrency: int = 8  # calls in flight at once at the endpoint (adapted down on 429s and latency)
     pricing: dict[str, Price] = {}
 
 
@@ -162,16 +164,19 @@ def _literals(annotation: Any) -> list[str]:
 # Fields added to `[run]` after sweeps were stored, with the default that means what those sweeps did: left at
 # it, a field is not in the fingerprint, so a sweep stored before the field existed still resumes.
 LATER_RUN_FIELDS = {"workspace": "mount"}
+LLM_OPERATIONAL = ("first_byte_timeout", "concurrency")
 
 
 def fingerprint(sweep: SweepFile) -> str:
     """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with.
 
     `run.engines` is left out: where the sandboxes run changes no row, so a sweep may resume on other engines
-    (and a sweep stored before engines existed keeps its fingerprint).
+    (and a sweep stored before engines existed keeps its fingerprint); so are `LLM_OPERATIONAL`.
     """
     data = msgspec.to_builtins(sweep, order="sorted")
     data["run"].pop("engines", None)
+    for key in LLM_OPERATIONAL:  # how patiently and how many at once the model is called changes no row
+        (data.get("llm") or {}).pop(key, None)
     for key, default in LATER_RUN_FIELDS.items():
         if data["run"].get(key) == default:
             del data["run"][key]
@@ -216,8 +221,14 @@ def _check(sweep: SweepFile, path: Path) -> None:
             raise bad("llm.endpoint must be an http(s) URL and llm.model a model name")
         if any(c is not None and c <= 0 for c in (llm.scenario_cost_cap, llm.sweep_cost_cap)):
             raise bad("llm cost caps must be positive numbers of dollars")
-        if not 0 < llm.outage_timeout <= 7 * 86400 or not 0 < llm.stream_idle_timeout <= 86400:
-            raise bad("llm.outage_timeout and llm.stream_idle_timeout must be positive numbers of seconds")
+        timeouts = (llm.stream_idle_timeout, llm.first_byte_timeout)
+        if not 0 < llm.outage_timeout <= 7 * 86400 or not all(0 < t <= 86400 for t in timeouts):
+            raise bad("llm.outage_timeout, llm.stream_idle_timeout and llm.first_byte_timeout must be positive seconds")
+        if not 1 <= llm.concurrency <= 1024:
+            raise bad("llm.concurrency must be 1..1024 calls in flight at once")
+        capped = llm.scenario_cost_cap is not None or llm.sweep_cost_cap is not None
+        if capped and price_for(llm.pricing, llm.model) is None:
+            raise bad(f"llm: a cost cap is set but {llm.model!r} has no price: add it to [llm.pricing] or drop the cap")
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
     if r.workspace == "volume" and r.runtime == "local":

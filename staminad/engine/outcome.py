@@ -5,7 +5,9 @@
   these are the agent's code failing its tests, so they consume the retry budget R and are scored;
 - an infrastructure failure, retried without touching R (the paper's infra retries), of two sides:
   `HARNESS_KINDS`, the harness process failing (crash, self-kill, stuck): when the retries run out
-  the scenario ends and is scored with the turns it passed, as in the paper; and `PLATFORM_KINDS`,
+  the scenario ends and is scored with the turns it passed, as in the paper (`context_exhausted`, a
+  harness that failed after its model refused a context over its window, ends it at once: the same
+  context cannot fit on a retry; the paper's long-horizon failure); and `PLATFORM_KINDS`,
   faults of the benchmark's own machinery (a lost container, an engine error, a port held from
   outside the sandbox, a model endpoint outage, a bug in our own code): never scored against the
   agent, and re-runnable.
@@ -16,7 +18,9 @@ from __future__ import annotations
 import signal
 from typing import Literal
 
-HarnessKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "sandbox_exited"]
+HarnessKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "sandbox_exited", "context_exhausted"]
+# Harness kinds a retry cannot help: the scenario ends at once, scored with the turns it passed.
+FINAL_KINDS: tuple[str, ...] = ("context_exhausted",)
 # internal_error: a bug of the benchmark's own code ended the scenario (see `engine.contain`).
 PlatformKind = Literal["sandbox_lost", "engine_error", "port_taken", "llm_unavailable", "internal_error"]
 InfraKind = HarnessKind | PlatformKind

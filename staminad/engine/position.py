@@ -9,7 +9,7 @@ import msgspec
 
 from protocol.usage import hint
 from staminad.engine.blame import infra_tries
-from staminad.engine.outcome import is_platform
+from staminad.engine.outcome import FINAL_KINDS, is_platform
 from state.store import AttemptRow
 
 
@@ -57,6 +57,13 @@ def position(
         return Position(turns_passed=passed, turn=last.turn + 1)
     if last.outcome == "infra":
         platform = is_platform(last.infra_kind)
+        if last.infra_kind in FINAL_KINDS:
+            return Position(
+                turns_passed=passed,
+                final="infra_failed",
+                reason=f"{last.infra_kind} on turn {last.turn}: the model's context window ran out (scored with "
+                "the turns passed; a retry would send the same context)",
+            )
         if infra_tries(rows, last.turn, last.attempt, platform) > infra_retries:
             why = (
                 f"a platform fault, not scored; `{hint('retry')}` runs it again"

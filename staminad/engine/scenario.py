@@ -153,8 +153,13 @@ class ModelAccess:
 
     @property
     def waited(self) -> float:
-        """Seconds of upstream trouble the gateway waited out during the current attempt."""
+        """Seconds of upstream trouble the gateway waited out (or queued for the model) during the current attempt."""
         return self._route.waited
+
+    @property
+    def exhausted(self) -> str:
+        """The model's words when a call of the current attempt was over its context window ("" if none was)."""
+        return self._route.exhausted
 
 
 class ScenarioRunner:
@@ -399,6 +404,8 @@ class ScenarioRunner:
         if self.llm is not None and (reason := self.llm.take_unavailable()):
             # The model, not the agent, failed this attempt: whatever the harness did after is not its fault.
             return "llm_unavailable", reason
+        if kind is not None and self.llm is not None and self.llm.exhausted:
+            return "context_exhausted", f"harness exit {exit_code}, signal {sig} after: {self.llm.exhausted[:300]}"
         if kind == "harness_crash" and self.llm is not None and self.llm.capped:
             kind = None  # the cost cap cut the harness off: score what it built; the scenario then ends capped
         self.emit(

@@ -312,6 +312,7 @@ async def _start_gateway(
             call.seconds,
             call.waited,
             call.streamed,
+            call.estimated,
         )
 
     limits = Limits(
@@ -319,6 +320,8 @@ async def _start_gateway(
         sweep_cost_cap=llm.sweep_cost_cap,
         outage_timeout=llm.outage_timeout,
         stream_idle_timeout=llm.stream_idle_timeout,
+        first_byte_timeout=llm.first_byte_timeout,
+        concurrency=llm.concurrency,
     )
     gateway = Gateway(llm.endpoint, os.environ.get(llm.api_key_env, ""), dict(llm.pricing), limits, emit, record)
     await tg.start(gateway.serve, ["127.0.0.1", *await make_sandbox.llm_hosts()], 0)

@@ -131,11 +131,17 @@ async def _send_whole(stream: SocketStream, conn: h11.Connection, response: Resp
 
 async def _send_stream(stream: SocketStream, conn: h11.Connection, response: Response) -> None:
     assert response.stream is not None
-    await _send(stream, conn, _head(response, chunked=True))
-    async for chunk in response.stream:
-        if chunk:
-            await _send(stream, conn, h11.Data(data=chunk))
-    await _send(stream, conn, h11.EndOfMessage())
+    try:
+        await _send(stream, conn, _head(response, chunked=True))
+        async for chunk in response.stream:
+            if chunk:
+                await _send(stream, conn, h11.Data(data=chunk))
+        await _send(stream, conn, h11.EndOfMessage())
+    finally:  # closed now, also when the client went away: what it holds upstream is given back at once
+        aclose = getattr(response.stream, "aclose", None)
+        if aclose is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
 
 
 __all__ = ["Handler", "Request", "Response", "serve_connection"]

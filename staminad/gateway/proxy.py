@@ -5,22 +5,35 @@ gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` with the real API
 sees it), for model inference only (`allow.py`: anything else is refused with a 403 and logged, never
 forwarded). Per call it records tokens and cost against sweep / scenario / turn / attempt.
 
-Upstream trouble (429, 5xx, refused or reset connections, no first byte in time) is waited out with
-exponential backoff, honouring Retry-After, while the harness's request simply takes longer; the wait
-is reported (`llm_wait` events) and given back to the turn's watchdog. An outage longer than
-`outage_timeout`, or a stream that dies or stalls mid-way, marks the attempt `llm_unavailable`: the
-engine then counts it as an infrastructure failure (infra retry), never against R. A scenario or sweep
-over its cost cap gets a clear error and is stopped by the engine with status `capped`.
+Each endpoint admits a bounded number of calls at once (`limit.py`, adapted to overload and latency);
+the rest queue, and time queued is the platform's: it is booked as waited, like an outage's backoff.
+
+Upstream trouble that provably did not reach the model (429, 5xx answers, refused connections) is waited
+out with jittered exponential backoff, honouring Retry-After, while the harness's request simply takes
+longer; the wait is reported (`llm_wait` events) and given back to the turn's watchdog. A request the
+upstream may still be processing (no first byte within `first_byte_timeout`, a connection lost after the
+request went out, a 504) is never sent again. That, an outage longer than `outage_timeout`, a stream that
+dies or stalls mid-way, or a provider error inside a 200 stream (`errors.py`) marks the attempt
+`llm_unavailable`: the engine then counts it as an infrastructure failure (infra retry), never against R.
+
+A refusal because the request is over the model's context window is passed to the harness (it may compact
+and go on) and noted on the route (`exhausted`): if the harness then fails, the engine ends the scenario as
+`context_exhausted`, the agent's long-horizon failure. The same oversized request sent again is answered
+from the route without reaching the upstream. A scenario or sweep over its cost cap gets a clear error and
+is stopped by the engine with status `capped`. Every call is metered; when the provider does not report
+its usage, the gateway estimates it and marks the call so (`usage.estimate`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import random
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -29,12 +42,17 @@ import httpx
 from protocol.errors import UsageError
 from protocol.events import EventData, LlmCall, LlmCapped, LlmUnavailable, LlmWait
 from staminad.gateway.allow import SUMMARY, upstream_target
+from staminad.gateway.errors import context_refusal, is_context_error
 from staminad.gateway.http import Request, Response, serve_connection
+from staminad.gateway.limit import EndpointLimiter, LimiterStats
 from staminad.gateway.pricing import Price, cost, price_for
 from staminad.gateway.stats import LIVE, EndpointStats
-from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, from_body, with_stream_usage
+from staminad.gateway.usage import Api, StreamMeter, Usage, api_of, estimate, from_body, with_stream_usage
 
-RETRY_STATUSES = frozenset((408, 409, 425, 429, 500, 502, 503, 504, 529))
+# Answers that say the request was not (or not wholly) processed: sent again after a pause. Not 504: a
+# proxy in front of the model gave up waiting, and the model may still be working on it.
+RETRY_STATUSES = frozenset((408, 409, 425, 429, 500, 502, 503, 529))
+OVERSIZED_KEPT = 16  # per route: context refusals answered again without reaching the upstream
 FORWARD_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
 MAX_RESPONSE = 64 * 1024 * 1024
 REFUSALS_LOGGED = 20  # per route (and for unknown routes together): a probing agent cannot flood the daemon's log
@@ -50,10 +68,11 @@ class Limits:
     scenario_cost_cap: float | None = None
     sweep_cost_cap: float | None = None
     outage_timeout: float = 600.0  # seconds of upstream trouble one request waits out before giving up
-    first_byte_timeout: float = 300.0  # seconds to the response head (a slow model is not an outage)
+    first_byte_timeout: float = 300.0  # seconds to the response head; past it the attempt lost its model
     stream_idle_timeout: float = 120.0  # seconds between two chunks of a stream
     backoff_start: float = 1.0
     backoff_max: float = 60.0
+    concurrency: int = 8  # calls in flight at once per endpoint (the ceiling of the adaptive limit)
 
 
 @dataclass
@@ -66,8 +85,10 @@ class Route:
     attempt_id: int | None = None
     turn: int = 0
     spent: float = 0.0
-    waited: float = 0.0  # seconds of upstream trouble waited out during the current attempt
+    waited: float = 0.0  # seconds of upstream trouble waited out (or queued) during the current attempt
     unavailable: str = ""  # why the current attempt lost its model (set once, taken by the engine)
+    exhausted: str = ""  # the upstream's words when a call of the current attempt was over the context window
+    oversized: dict[bytes, Response] = field(default_factory=dict)  # digest of a refused request -> the refusal
     capped: str = ""
     refused: int = 0  # requests for anything but model inference, never forwarded
 
@@ -86,6 +107,7 @@ class Call:
     seconds: float
     waited: float
     streamed: bool
+    estimated: bool = False  # the provider reported no usage: tokens counted from bytes
 
 
 class Gateway:
@@ -105,8 +127,14 @@ class Gateway:
         self.by_scenario: dict[int, Route] = {}
         self.sweep_spent = 0.0
         self.unrouted = 0  # requests for no known route
+        self.limiter = EndpointLimiter(self.endpoint, limits.concurrency)
+        self._unpriced: set[str] = set()
+        # No pool bound or pool timeout: the limiter bounds connections, and a queued call is no outage.
         self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0), follow_redirects=False, trust_env=False
+            timeout=httpx.Timeout(limits.first_byte_timeout, connect=10.0, pool=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=limits.concurrency),
+            follow_redirects=False,
+            trust_env=False,
         )
         self.port: int | None = None
         self.stats = EndpointStats(endpoint=self.endpoint, cap=limits.sweep_cost_cap)
@@ -126,13 +154,17 @@ class Gateway:
         return route
 
     def begin_attempt(self, route: Route, attempt_id: int, turn: int) -> None:
-        """Calls from now on are this attempt's: its waits and model loss start from nothing."""
-        route.attempt_id, route.turn, route.waited, route.unavailable = attempt_id, turn, 0.0, ""
+        """Calls from now on are this attempt's: its waits, model loss and context refusal start from nothing."""
+        route.attempt_id, route.turn, route.waited, route.unavailable, route.exhausted = attempt_id, turn, 0.0, "", ""
 
     def take_unavailable(self, route: Route) -> str:
         """Why the current attempt lost its model ("" if it did not), cleared as it is read."""
         reason, route.unavailable = route.unavailable, ""
         return reason
+
+    def endpoint_stats(self) -> list[LimiterStats]:
+        """Each endpoint's adaptive limit, calls in flight and calls queued (for a metrics collector)."""
+        return [self.limiter.stats()]
 
     def base_url(self, route: Route, host: str) -> str:
         assert self.port is not None, "the gateway is not serving"
@@ -194,7 +226,15 @@ class Gateway:
             headers["x-api-key"] = self.api_key
         elif self.api_key:  # a local endpoint may need no key at all
             headers["authorization"] = f"Bearer {self.api_key}"
-        return await self._forward(route, api, request.method, f"{self.endpoint}/{target}", headers, body)
+        digest = hashlib.sha256(body).digest()
+        if (oversized := route.oversized.get(digest)) is not None:  # sent again as it was: it cannot fit now either
+            self._exhausted(route, context_refusal(oversized.status, oversized.body))
+            return Response(oversized.status, dict(oversized.headers), oversized.body)
+        response = await self._forward(route, api, request.method, f"{self.endpoint}/{target}", headers, body)
+        kept = len(route.oversized) < OVERSIZED_KEPT
+        if response.stream is None and kept and context_refusal(response.status, response.body):
+            route.oversized[digest] = response
+        return response
 
     @staticmethod
     def _log_refusal(count: int, where: str, method: str, path: str, why: str) -> None:
@@ -234,24 +274,39 @@ class Gateway:
     ) -> Response:
         waited, delay = 0.0, self.limits.backoff_start
         while True:
+            queued = await self.limiter.acquire()
+            route.waited += queued  # waiting for the model's turn is the platform's time, never the agent's
             reason, retry_after, upstream = "", None, None
+            sent = time.monotonic()
             try:
                 upstream = await self.client.send(
                     self.client.build_request(method, url, headers=headers, content=body), stream=True
                 )
+                self.limiter.answered(upstream.status_code, time.monotonic() - sent)
                 if upstream.status_code not in RETRY_STATUSES:
-                    break
+                    break  # the slot stays held until the answer is read (or relayed)
                 reason = f"upstream answered {upstream.status_code}"
                 self.stats.error("429" if upstream.status_code == 429 else f"{upstream.status_code // 100}xx")
                 retry_after = _retry_after(upstream.headers.get("retry-after"))
                 await upstream.aclose()
-            except httpx.TimeoutException:
-                reason = "upstream gave no answer in time"
-                self.stats.error("timeout")
-            except httpx.TransportError as exc:
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # it never reached the upstream
                 reason = f"upstream unreachable ({type(exc).__name__})"
                 self.stats.error("unreachable")
-            pause = min(retry_after if retry_after is not None else delay, self.limits.backoff_max)
+            except httpx.TransportError as exc:  # the request went out: the upstream may still be processing it
+                self.limiter.release()
+                self.stats.error("timeout" if isinstance(exc, httpx.TimeoutException) else "broken")
+                lost = (
+                    f"no answer within the first-byte timeout of {self.limits.first_byte_timeout:.0f} s"
+                    if isinstance(exc, httpx.TimeoutException)
+                    else f"connection lost after the request was sent ({type(exc).__name__})"
+                )
+                return self._unavailable(route, f"upstream {lost}; not sent again, it may still be processing it")
+            except BaseException:
+                self.limiter.release()
+                raise
+            self.limiter.release()  # nobody holds a slot through a backoff
+            jittered = delay * random.uniform(0.5, 1.0)  # spreads retries; no secret
+            pause = min(retry_after if retry_after is not None else jittered, self.limits.backoff_max)
             if waited + pause > self.limits.outage_timeout:
                 return self._unavailable(route, f"{reason}; gave up after waiting {waited:.0f} s")
             self.emit(
@@ -278,24 +333,36 @@ class Gateway:
             if k.lower() in ("content-type", "x-request-id", "request-id", "openai-processing-ms")
         }
         if "text/event-stream" in upstream.headers.get("content-type", ""):
-            return Response(upstream.status_code, out_headers, stream=self._relay(route, api, upstream, t0, waited))
+            stream = self._relay(route, api, upstream, t0, waited, len(body), _model_of(body))
+            await anext(stream)  # started, so that closing it (the server always does) releases its slot
+            return Response(upstream.status_code, out_headers, stream=stream)
         try:
             data = await _read_all(upstream, self.limits.stream_idle_timeout)
         except (httpx.HTTPError, TimeoutError, ValueError) as exc:
             self.stats.error("broken")
             return self._unavailable(route, f"upstream response broke off: {type(exc).__name__}")
+        finally:
+            self.limiter.release()
+        if refusal := context_refusal(upstream.status_code, data):
+            self._exhausted(route, refusal)
         usage, model = from_body(api, data)
         self.stats.first_token.observe(time.monotonic() - t0)  # whole answers: the first token came with the rest
-        await self._account(route, api, model, usage, upstream.status_code, t0, waited, streamed=False)
+        if not usage.reported and upstream.is_success and api != "other":  # listings, counts: free
+            usage = estimate(len(body), len(data))
+        requested = _model_of(body)
+        await self._account(
+            route, api, model or requested, usage, upstream.status_code, t0, waited, streamed=False, requested=requested
+        )
         return Response(upstream.status_code, out_headers, data)
 
     async def _relay(
-        self, route: Route, api: Api, upstream: httpx.Response, t0: float, waited: float
-    ) -> AsyncIterator[bytes]:
+        self, route: Route, api: Api, upstream: httpx.Response, t0: float, waited: float, sent: int, requested: str
+    ) -> AsyncGenerator[bytes]:
         meter = StreamMeter(api)
         first = True
         self.stats.in_flight += 1
         try:
+            yield b""  # the priming step (an empty chunk is not sent)
             async for chunk in _chunks(upstream, self.limits.stream_idle_timeout):
                 if first:
                     self.stats.first_token.observe(time.monotonic() - t0)
@@ -309,15 +376,43 @@ class Gateway:
         finally:
             self.stats.in_flight -= 1
             with anyio.CancelScope(shield=True):
+                self.limiter.release()
                 await upstream.aclose()
-                await self._account(
-                    route, api, meter.model, meter.usage, upstream.status_code, t0, waited, streamed=True
-                )
+                if meter.error and is_context_error(meter.error):
+                    self._exhausted(route, meter.error)
+                elif meter.error:  # the provider failed inside its 200 stream: an outage, not the harness's crash
+                    self._unavailable(route, f"provider error inside the stream: {meter.error}")
+                usage = meter.usage
+                if not usage.reported and upstream.is_success and api != "other":  # listings, counts: free
+                    usage = estimate(sent, meter.size)
+                model = meter.model or requested
+                status = upstream.status_code
+                await self._account(route, api, model, usage, status, t0, waited, streamed=True, requested=requested)
+
+    def _exhausted(self, route: Route, words: str) -> None:
+        """A call was over the model's context window: the harness hears it; the engine judges what follows."""
+        if not route.exhausted:
+            where = f"scenario {route.scenario_id}, turn {route.turn}"
+            log.info("%s: a call was over the model's context window: %.300s", where, words)
+        route.exhausted = route.exhausted or words
 
     async def _account(
-        self, route: Route, api: Api, model: str, usage: Usage, status: int, t0: float, waited: float, streamed: bool
+        self,
+        route: Route,
+        api: Api,
+        model: str,
+        usage: Usage,
+        status: int,
+        t0: float,
+        waited: float,
+        streamed: bool,
+        requested: str = "",
     ) -> None:
-        price = price_for(self.pricing, model)
+        # A server may name its model otherwise than the request did (a local path, a provider prefix).
+        price = price_for(self.pricing, model) or price_for(self.pricing, requested)
+        if price is None and model not in self._unpriced:  # counted in tokens, but no cap can see it
+            self._unpriced.add(model)
+            log.warning("gateway: model %.200r has no price in [llm.pricing]: its calls are recorded at $0", model)
         spent = cost(usage, price)
         route.spent += spent
         self.sweep_spent += spent
@@ -340,6 +435,7 @@ class Gateway:
             seconds=time.monotonic() - t0,
             waited=waited,
             streamed=streamed,
+            estimated=usage.estimated,
         )
         if self.record is not None:
             await self.record(call)
@@ -369,6 +465,16 @@ class StreamBroken(Exception):
 def _error(status: int, message: str) -> Response:
     body = json.dumps({"error": {"message": f"staminabench gateway: {message}", "type": "gateway_error"}})
     return Response(status, {"content-type": "application/json"}, body.encode())
+
+
+def _model_of(body: bytes) -> str:
+    """The model a request asks for ('' when it names none): the price of a call whose answer does not say."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ""
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else ""
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -4,6 +4,10 @@ OpenAI chat completions (`usage.prompt_tokens` / `completion_tokens`, cached und
 `prompt_tokens_details`), OpenAI responses (`usage.input_tokens` / `output_tokens`, final
 `response.completed` event when streamed) and Anthropic messages (`message_start` and
 `message_delta` events when streamed, cache reads counted as cached input). Pure: bytes in, counts out.
+
+When the provider reports nothing (a chat stream without its usage chunk, a failed response without
+usage, a body that is not JSON), `estimate` counts a token per four bytes of request and answer and marks
+the usage `estimated`: a call is never recorded as free because its provider kept quiet.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from staminad.gateway.errors import stream_error
+
 Api = Literal["chat", "responses", "anthropic", "other"]
 
 
@@ -20,9 +26,24 @@ class Usage(msgspec.Struct, frozen=True):
     input: int = 0
     output: int = 0
     cached: int = 0  # part of `input` served from a prompt cache
+    estimated: bool = False  # the provider reported nothing: counted from bytes (`estimate`)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input + other.input, self.output + other.output, self.cached + other.cached)
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cached + other.cached,
+            self.estimated or other.estimated,
+        )
+
+    @property
+    def reported(self) -> bool:
+        return self.input > 0 or self.output > 0
+
+
+def estimate(request_bytes: int, answer_bytes: int) -> Usage:
+    """What a call probably cost when its provider did not say: about four bytes a token, marked as estimated."""
+    return Usage(max(request_bytes // 4, 1), answer_bytes // 4, 0, estimated=True)
 
 
 def api_of(path: str) -> Api:
@@ -98,9 +119,12 @@ class StreamMeter:
         self.api = api
         self.usage = Usage()
         self.model = ""
+        self.error = ""  # the provider's error inside the stream (the first one), '' while none came
+        self.size = 0  # bytes relayed
         self._buffer = b""
 
     def feed(self, chunk: bytes) -> None:
+        self.size += len(chunk)
         self._buffer += chunk
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
@@ -119,14 +143,17 @@ class StreamMeter:
             return
         if not isinstance(data, dict):
             return
+        self.error = self.error or stream_error(self.api, data)
         if self.api == "chat":
             self.model = str(data.get("model") or self.model)
             if isinstance(data.get("usage"), dict):
                 self.usage = from_usage("chat", data["usage"])
         elif self.api == "responses":
             response = data.get("response")
-            if data.get("type") in ("response.completed", "response.incomplete") and isinstance(response, dict):
-                self.usage = from_usage("responses", response.get("usage"))
+            final = data.get("type") in ("response.completed", "response.incomplete", "response.failed")
+            if final and isinstance(response, dict):
+                if isinstance(response.get("usage"), dict):  # a failed response may still say what it cost
+                    self.usage = from_usage("responses", response["usage"])
                 self.model = str(response.get("model") or self.model)
         elif self.api == "anthropic":
             kind = data.get("type")

@@ -95,18 +95,46 @@ async def test_anthropic_and_responses_formats_are_metered() -> None:
     ]
 
 
-async def test_upstream_429_500_and_resets_become_waits_not_failures() -> None:
-    """Rate limits (Retry-After honoured), server errors and reset connections are waited out."""
+async def test_upstream_429_and_500_become_waits_not_failures() -> None:
+    """Rate limits (Retry-After honoured) and server errors are waited out, then the call goes through."""
     with StandIn([Reply(content="finally")]) as standin:
-        standin.faults.extend([Fault("status", 429, retry_after=0.1), Fault("status", 500), Fault("reset")])
+        standin.faults.extend([Fault("status", 429, retry_after=0.1), Fault("status", 500)])
         async with gateway(standin) as (gw, route, events, calls), httpx.AsyncClient(timeout=30) as client:
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "finally"
     waits = [d for d in events.seen if isinstance(d, LlmWait)]
-    assert [w.reason for w in waits][:2] == ["upstream answered 429", "upstream answered 500"]
-    assert "unreachable" in waits[2].reason
+    assert [w.reason for w in waits] == ["upstream answered 429", "upstream answered 500"]
     assert waits[0].wait_seconds == 0.1 and route.waited > 0.1
     assert route.unavailable == "" and len(calls) == 1
+
+
+async def test_a_connection_lost_after_sending_is_never_sent_again() -> None:
+    """A reset after the request went out may hide a model still at work: one upstream request, the attempt
+    marked llm_unavailable, nothing re-sent."""
+    with StandIn([Reply(content="never asked for")]) as standin:
+        standin.faults.append(Fault("reset"))
+        async with gateway(standin) as (gw, route, events, _), httpx.AsyncClient(timeout=30) as client:
+            r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
+        assert len(standin.requests) == 1
+    assert r.status_code == 503 and "not sent again" in route.unavailable
+    assert "llm_wait" not in events.kinds() and "llm_unavailable" in events.kinds()
+
+
+async def test_an_endpoint_refusing_connections_is_waited_out_then_unavailable() -> None:
+    """A refused connection provably never reached the model: retried with backoff until outage_timeout."""
+    port = free_port()  # nothing listens there
+    gw = Gateway(f"http://127.0.0.1:{port}/v1", "", PRICES, Limits(backoff_start=0.05, outage_timeout=0.6), Events())
+    events = gw.emit
+    assert isinstance(events, Events)
+    async with anyio.create_task_group() as tg:
+        await tg.start(gw.serve, ["127.0.0.1"], free_port())
+        route = gw.route("sw", 1)
+        async with httpx.AsyncClient(timeout=30) as client:
+            r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
+        tg.cancel_scope.cancel()
+    waits = [d for d in events.seen if isinstance(d, LlmWait)]
+    assert r.status_code == 503 and len(waits) >= 2 and all("unreachable (ConnectError)" in w.reason for w in waits)
+    assert "gave up after waiting" in route.unavailable
 
 
 async def test_a_long_outage_marks_the_attempt_llm_unavailable() -> None:
@@ -120,16 +148,18 @@ async def test_a_long_outage_marks_the_attempt_llm_unavailable() -> None:
     assert "503" in route.unavailable and "llm_unavailable" in events.kinds()
 
 
-async def test_slow_first_byte_is_retried_and_a_stalled_stream_is_cut() -> None:
-    """No answer within first_byte_timeout is retried; a stream silent past its idle timeout is cut."""
-    with StandIn([Reply(content="late but fine")]) as standin:
+async def test_a_slow_first_byte_is_not_sent_again_and_a_stalled_stream_is_cut() -> None:
+    """No answer within first_byte_timeout loses the attempt's model without a second upstream request; a
+    stream silent past its idle timeout is cut."""
+    with StandIn([Reply(content="late")]) as standin:
         # Each bound is a few times what the stand-in, a thread of this process, needs on a busy machine.
-        standin.faults.extend([Fault("stall", seconds=4.0)])
+        standin.faults.extend([Fault("slow", seconds=4.0)])
         limits = Limits(backoff_start=0.05, outage_timeout=10, first_byte_timeout=1.5, stream_idle_timeout=1.5)
         async with gateway(standin, limits) as (gw, route, events, _), httpx.AsyncClient(timeout=30) as client:
             r = await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=_chat())
-            assert r.status_code == 200 and route.unavailable == ""
-            assert "no answer in time" in next(d.reason for d in events.seen if isinstance(d, LlmWait))
+            assert r.status_code == 503 and "first-byte timeout of 2 s" in route.unavailable
+            assert len(standin.requests) == 1 and "llm_wait" not in events.kinds()
+            gw.begin_attempt(route, 71, 3)
             standin.faults.append(Fault("cut", seconds=5.0))
             with pytest.raises(httpx.RemoteProtocolError):
                 async with client.stream(
