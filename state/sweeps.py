@@ -68,27 +68,29 @@ async def sweep_ids(store: Store) -> list[str]:
 
 async def release_running(store: Store, sweep_id: str, reason: str) -> None:
     """Scenarios of the sweep left `running` go back to `pending`, with `reason`."""
-    await store.db.execute(
-        "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
-        "(SELECT id FROM configurations WHERE sweep_id = ?)",
-        (reason, sweep_id),
+    await store.write_all(
+        [
+            (
+                "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
+                "(SELECT id FROM configurations WHERE sweep_id = ?)",
+                (reason, sweep_id),
+            )
+        ]
     )
-    await store.db.commit()
 
 
 async def delete_sweep(store: Store, sweep_id: str) -> None:
     """Remove the sweep and everything recorded under it (a --force-new resubmit)."""
     scenarios = "SELECT s.id FROM scenarios s JOIN configurations c ON s.config_id = c.id WHERE c.sweep_id = ?"
-    for statement in (
+    statements = (
         f"DELETE FROM llm_calls WHERE scenario_id IN ({scenarios})",
         f"DELETE FROM infra_events WHERE scenario_id IN ({scenarios})",
         f"DELETE FROM attempts WHERE scenario_id IN ({scenarios})",
         "DELETE FROM scenarios WHERE config_id IN (SELECT id FROM configurations WHERE sweep_id = ?)",
         "DELETE FROM configurations WHERE sweep_id = ?",
         "DELETE FROM sweeps WHERE id = ?",
-    ):
-        await store.db.execute(statement, (sweep_id,))
-    await store.db.commit()
+    )
+    await store.write_all([(statement, (sweep_id,)) for statement in statements])
 
 
 class AttemptPrompt(msgspec.Struct, frozen=True, kw_only=True):

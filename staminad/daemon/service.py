@@ -44,6 +44,7 @@ from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator
 from state import sweeps
 from state.lock import StateDirError, lock_state_dir
+from state.space import writer
 from state.store import Store
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ class Daemon:
             if self.metrics is not None:
                 self.metrics.observe(data)
 
+        writer.set(sweep.name)  # this task's (and its children's) store writes are the sweep's: see `with_slots`
         try:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
@@ -358,11 +360,14 @@ class Daemon:
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
         """The sweep's figures with its limit, the scenarios holding and awaiting a slot now, and the engines
-        it is spread over (their slots and health)."""
+        it is spread over (their slots and health); a sweep whose writes wait on the state disk is `paused`."""
         parallel = self.limiter.caps.get(info.sweep, 0)
         run = self.running.get(info.sweep)
         status = getattr(run.factory, "status", None) if run is not None else None
         engines = tuple(EngineInfo(**msgspec.structs.asdict(e)) for e in status()) if status is not None else ()
+        if run is not None and self.store is not None and self.store.space.stalled(info.sweep):
+            # Its writes wait on a full (or read-only) state disk: paused until space returns, and why.
+            info = msgspec.structs.replace(info, status="paused", reason=self.store.space.stall)
         return msgspec.structs.replace(
             info,
             parallel=parallel,

@@ -18,6 +18,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from protocol.errors import leaves
 from protocol.events import FINAL, SweepStarted
 from protocol.messages import ConfigStatus
 from staminad.agents.base import adapter_for
@@ -33,6 +34,7 @@ from staminad.engine.outcome import is_scored
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
 from staminad.sandbox.base import Grant, SandboxFactory
+from state.space import disk_problem
 from state.store import Store
 
 # One shape for a configuration's figures: what the engine summarises is what the socket sends.
@@ -252,13 +254,36 @@ async def _requeued(requeue: MemoryObjectReceiveStream[int], starter: _Starter, 
 
 
 async def _one(parts: _Parts, job: _Job) -> None:
-    """One scenario job in its slot; a bug of ours inside it ends this scenario alone (`engine.contain`)."""
+    """One scenario job in its slot; a bug of ours inside it ends this scenario alone (`engine.contain`). A full
+    (or read-only) state disk under its sandbox is not a bug: the job waits for space and takes the scenario up
+    again from its last recorded step, as a restarted daemon would."""
+    store = parts.shared.store
     async with parts.shared.limiter.slot(job.root.parent.name):
-        try:
-            await _scenario(parts, job)
-        except Exception as exc:  # not a cancel (BaseException): raised here, it would cancel every neighbour
-            seed = job.spec.scenario.seed
-            await contain.end_scenario(parts.shared.store, parts.emit, job.scenario_id, job.spec.config_name, seed, exc)
+        while True:
+            try:
+                await _scenario(parts, job)
+                return
+            except Exception as exc:  # not a cancel (BaseException): raised here, it would cancel every neighbour
+                problem = _disk_problem(exc, job.root, store.space.path)
+                if problem is not None:
+                    await store.space.wait(problem)
+                    continue
+                seed = job.spec.scenario.seed
+                await contain.end_scenario(store, parts.emit, job.scenario_id, job.spec.config_name, seed, exc)
+                return
+
+
+def _disk_problem(exc: Exception, root: Path, state_dir: Path) -> str | None:
+    """ "disk full" / "disk read-only" when every cause of `exc` is the state disk refusing a write (the sandbox
+    `root` on the state directory's file system), else None."""
+    found = [disk_problem(leaf, state_dir) for leaf in leaves(exc)]
+    if not found or None in found:
+        return None
+    try:
+        same = (root.parent if root.parent.exists() else state_dir).stat().st_dev == state_dir.stat().st_dev
+    except OSError:
+        return None
+    return found[0] if same else None
 
 
 async def _scenario(parts: _Parts, job: _Job) -> None:

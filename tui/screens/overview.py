@@ -186,7 +186,9 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
         if info.parallel and info.status in LIVE
         else ""
     )
-    status = Text(info.status + slots, style=STATUS_STYLE.get(info.status, ""))
+    # A pause with a reason is the daemon's (a full state disk): its first words say which.
+    why = f" ({info.reason.split(':')[0]})" if info.status == "paused" and info.reason else ""
+    status = Text(info.status + why + slots, style=STATUS_STYLE.get(info.status, ""))
     if not info.configurations:
         return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
     rows = []
