@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
-from protocol import EngineInfo, ErrorReply, SweepInfo, encoder
+from protocol import EngineInfo, ErrorReply, OpsReport, SweepInfo, encoder
 from protocol.errors import ExpectedError, describe, leaves
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
@@ -34,6 +34,7 @@ from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.logs import daemon_logging, log
 from staminad.daemon.notify import notify, watchdog
+from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
@@ -102,6 +103,9 @@ class Daemon:
         self.store: Store | None = None
         self._lock_fd: int | None = None
         self.watcher: MarkerWatcher | None = None
+        docker = Path("/var/lib/docker")  # Docker's usual data root: where sandbox images and layers fill up
+        self.ops = OpsRing({"state": state_dir, **({"docker": docker} if docker.is_dir() else {})})
+        self.expanding: dict[str, tuple[int, int]] = {}  # sweeps still being laid out: (recorded, total)
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -160,6 +164,7 @@ class Daemon:
                 share_socket(self.socket_path, self.socket_mode, self.socket_group)
                 tg.start_soon(self.watcher.serve)
                 tg.start_soon(watchdog)
+                tg.start_soon(self.ops.serve, lambda: self.limiter.in_use)
                 for sweep_id, status, config in await self._unfinished():
                     await self._start(sweep_id, config, paused=status == "paused")
                 notify("READY=1")
@@ -376,6 +381,12 @@ class Daemon:
             queued=self.limiter.waiting(info.sweep),
             engines=engines,
         )
+
+    async def ops_report(self, history: int) -> OpsReport:
+        """The box at a glance (`staminad.daemon.ops`), with up to `history` points of its recent past."""
+        assert self.store is not None
+        infos = await sweep_infos(self.store, await self.sweep_ids(), self.with_slots)
+        return await report(self.store, self.ops, infos, self.limiter, history, self.expanding)
 
     async def _status(self, sweep_id: str) -> str | None:
         assert self.store is not None
