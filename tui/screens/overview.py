@@ -57,6 +57,7 @@ class OverviewScreen(MonitorScreen):
         Binding("r", "resume", "Resume"),
         Binding("c", "cancel", "Cancel"),
         Binding("e", "events", "Event log"),
+        Binding("b", "box", "Box", show=False),
         Binding("question_mark", "help", "Help"),
     ]
     HELP_TITLE = "Sweeps overview"
@@ -65,7 +66,13 @@ class OverviewScreen(MonitorScreen):
         ("p", "pause the sweep (running attempts finish)"),
         ("r", "resume a paused sweep"),
         ("c", "cancel the sweep"),
+        ("b", "the box: load, memory, disks, GPUs, endpoints, history"),
     ]
+
+    def action_box(self) -> None:
+        from tui.screens.box import BoxScreen
+
+        self.app.push_screen(BoxScreen())
 
     def compose(self) -> ComposeResult:
         yield Header()
