@@ -181,6 +181,9 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     paused_seconds: float = 0.0  # of the time since then, how long it was paused (the pause under way included)
     engines: tuple[EngineInfo, ...] = ()  # the engines a running sweep is spread over (none: one engine)
     reason: str = ""  # why the sweep ended in `error`, in one line ("" otherwise)
+    # While a large sweep is still laid out lazily: scenarios recorded so far of its total (0, 0 otherwise).
+    expanding: int = 0
+    expand_total: int = 0
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):

@@ -290,6 +290,7 @@ class Daemon:
                     suites=self.suites,
                     detach=self.detach,
                     requeue=run.requeued,
+                    expanding=self.expanding,
                 )
                 while True:
                     await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
@@ -380,6 +381,8 @@ class Daemon:
             active=max(0, self.limiter.held.get(info.sweep, 0) - (run.gate.held if run is not None else 0)),
             queued=self.limiter.waiting(info.sweep),
             engines=engines,
+            expanding=self.expanding.get(info.sweep, (0, 0))[0],
+            expand_total=self.expanding.get(info.sweep, (0, 0))[1],
         )
 
     async def ops_report(self, history: int) -> OpsReport:
