@@ -15,7 +15,7 @@ import msgspec
 
 from protocol.events import EventData, kind_of
 
-PROTOCOL_VERSION = 5  # 4: events carry typed data (protocol.events); 5: SweepInfo.reason, ErrorReply.usage
+PROTOCOL_VERSION = 6  # 4: events carry typed data (protocol.events); 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
@@ -120,6 +120,13 @@ class Subscribe(_Msg, tag="subscribe", frozen=True):
     replay: int = 0
 
 
+class GetOps(_Msg, tag="get_ops", frozen=True):
+    """The box at a glance (`OpsReport`): sweeps, engines, endpoints, load, memory, disks, GPUs, and up to
+    `history` of the daemon's recent samples of them (oldest first)."""
+
+    history: int = 360
+
+
 class Ok(_Msg, tag="ok", frozen=True):
     detail: str = ""
 
@@ -174,6 +181,9 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     paused_seconds: float = 0.0  # of the time since then, how long it was paused (the pause under way included)
     engines: tuple[EngineInfo, ...] = ()  # the engines a running sweep is spread over (none: one engine)
     reason: str = ""  # why the sweep ended in `error`, in one line ("" otherwise)
+    # While a large sweep is still laid out lazily: scenarios recorded so far of its total (0, 0 otherwise).
+    expanding: int = 0
+    expand_total: int = 0
 
 
 class SweepList(_Msg, tag="sweeps", frozen=True):
@@ -299,9 +309,99 @@ class Event(_Msg, tag="event", frozen=True):
         return kind_of(self.data)
 
 
+class DiskUsage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One file system the daemon writes to: what it is for (`role`), its path, its size and free bytes."""
+
+    role: str
+    path: str
+    total: int
+    free: int
+    readonly: bool = False
+
+
+class GpuInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One GPU as NVML reports it: utilisation (percent), memory, and the processes holding it."""
+
+    index: int
+    name: str
+    util: float
+    memory_used: int
+    memory_total: int
+    processes: tuple[str, ...] = ()  # "pid name (MiB)" of each process on it
+
+
+class BoxSample(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The machine at one moment: load averages, memory, the disks, and the GPUs (or why none are shown)."""
+
+    at: float
+    load: tuple[float, float, float]
+    cpus: int
+    memory_total: int
+    memory_available: int
+    disks: tuple[DiskUsage, ...] = ()
+    gpus: tuple[GpuInfo, ...] = ()
+    gpu_note: str = ""  # why no GPU is listed ("no NVML", "NVML: no driver"), "" when NVML answered
+
+
+class OpsSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A sweep on the ops view: progress, slots, time left (-1: unknowable), and why it is paused or failed.
+    `expanding` counts scenarios recorded of `expand_total` while a large sweep is still being laid out."""
+
+    sweep: str
+    status: str
+    finished: int
+    scenarios: int
+    active: int
+    queued: int
+    parallel: int
+    eta: float = -1.0
+    reason: str = ""
+    expanding: int = 0
+    expand_total: int = 0
+
+
+class OpsEndpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A model endpoint as a sweep used it (recorded gateway calls): calls, errors, latency, dollars, cap."""
+
+    sweep: str
+    model: str
+    calls: int
+    errors: int  # answered 429, 5xx or not at all
+    latency: float  # mean seconds per call
+    spend: float
+    cap: float = 0.0  # the sweep's dollar cap (0: none)
+
+
+class OpsPoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One sample of the daemon's history ring: what the sparklines draw."""
+
+    at: float
+    load: float  # 1-minute load average
+    memory_used: float  # fraction of memory in use
+    state_free: int  # bytes free on the state disk
+    active: int  # scenarios holding a slot
+    gpu_util: float = -1.0  # mean GPU utilisation in percent (-1: no GPU seen)
+
+
+class OpsReport(_Msg, tag="ops", frozen=True):
+    """The box at a glance: what `staminad view`'s /ops page and the TUI's box screen show."""
+
+    at: float
+    sweeps: tuple[OpsSweep, ...]
+    engines: tuple[EngineInfo, ...]
+    limit: int
+    in_use: int
+    endpoints: tuple[OpsEndpoint, ...]
+    box: BoxSample
+    history: tuple[OpsPoint, ...] = ()
+    sample_every: float = 0.0  # seconds between history points
+    stall: str = ""  # why the store's writes wait (a full or read-only state disk), "" when they do not
+
+
 Request = (
     Hello
     | Ping
+    | GetOps
     | Submit
     | ListSweeps
     | GetSweep
@@ -316,7 +416,17 @@ Request = (
     | Subscribe
 )
 Message = (
-    Request | HelloReply | Ok | ErrorReply | SweepInfo | SweepList | ScenarioList | ScenarioInfo | AttemptTexts | Event
+    Request
+    | HelloReply
+    | Ok
+    | ErrorReply
+    | SweepInfo
+    | SweepList
+    | ScenarioList
+    | ScenarioInfo
+    | AttemptTexts
+    | OpsReport
+    | Event
 )
 
 

@@ -54,6 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError):
             print(f"{program()}: error: {describe(exc)}", file=sys.stderr)
             return 1
+        if isinstance(exc, sqlite3.DatabaseError) and "disk" in str(exc) and ("full" in str(exc) or "I/O" in str(exc)):
+            print(f"staminad: error: the state disk is full ({exc}): free space on it and run again", file=sys.stderr)
+            return 1
+        if isinstance(exc, sqlite3.DatabaseError) and "readonly" in str(exc):
+            print(
+                f"staminad: error: the state disk is read-only ({exc}): make it writable and run again", file=sys.stderr
+            )
+            return 1
         if isinstance(exc, sqlite3.DatabaseError):
             print(
                 f"{program()}: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "

@@ -2,11 +2,15 @@
 
 One aiosqlite connection in WAL mode; each write commits at once, so a daemon killed at any
 moment loses at most the step it was in. Per-test results are stored as zlib-compressed JSON.
+Every write goes through `Store._write`: one the disk refuses (full, read-only) is rolled back and
+waits for space (`state.space`), then is made again, so a full disk pauses the writer, never fails it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import time
 import zlib
 from pathlib import Path
@@ -18,6 +22,7 @@ import msgspec
 
 from protocol.errors import UsageError
 from state.schema import MIGRATIONS
+from state.space import DiskWatch, disk_problem
 
 
 class SweepChanged(UsageError, ValueError):
@@ -113,8 +118,30 @@ _ATTEMPT_COLUMNS = [f for f in AttemptRow.__struct_fields__]
 class Store:
     """Async access to the database at `path`. Use `async with Store.open(path) as store:`."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(self, db: aiosqlite.Connection, space: DiskWatch) -> None:
         self.db = db
+        self.space = space  # the writes waiting on a full or read-only disk, and why
+
+    async def _write(self, sql: str, params: Any = ()) -> aiosqlite.Cursor:
+        """Execute one statement and commit it; a refusal of the disk's waits for space, then retries it."""
+        return await self.write_all([(sql, params)])
+
+    async def write_all(self, statements: list[tuple[str, Any]]) -> aiosqlite.Cursor:
+        """Statements committed together (the last one's cursor); a write the disk refuses (full, read-only)
+        is rolled back whole, waits for space (`state.space`) and is made again."""
+        while True:
+            try:
+                for sql, params in statements:
+                    cur = await self.db.execute(sql, params)
+                await self.db.commit()
+                return cur
+            except (sqlite3.OperationalError, OSError) as exc:
+                problem = disk_problem(exc, self.space.path)
+                if problem is None:
+                    raise
+                with contextlib.suppress(sqlite3.Error, OSError):
+                    await self.db.rollback()
+                await self.space.wait(problem)
 
     @classmethod
     async def open(cls, path: Path) -> Store:
@@ -123,7 +150,7 @@ class Store:
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute("PRAGMA synchronous=NORMAL")
         await db.execute("PRAGMA foreign_keys=ON")
-        store = cls(db)
+        store = cls(db, DiskWatch(path.parent))
         await store._migrate()
         return store
 
@@ -160,16 +187,14 @@ class Store:
                     "name, or replace the stored one with --force-new"
                 )
             return True
-        await self.db.execute(
+        await self._write(
             "INSERT INTO sweeps (id, name, fingerprint, config, status, created_at) VALUES (?, ?, ?, ?, 'running', ?)",
             (sweep_id, name, fingerprint, config, time.time()),
         )
-        await self.db.commit()
         return False
 
     async def set_sweep_turns(self, sweep_id: str, turns: int) -> None:
-        await self.db.execute("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
-        await self.db.commit()
+        await self._write("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
 
     async def set_sweep_status(self, sweep_id: str, status: str, now: float | None = None, reason: str = "") -> None:
         """The sweep's status at `now` (default: the clock) and why it is so (`reason`: one line, for `error`);
@@ -187,15 +212,13 @@ class Store:
                 "UPDATE sweeps SET status = ?, reason = ?, "
                 "paused_seconds = paused_seconds + COALESCE(MAX(0, ? - paused_at), 0), paused_at = NULL WHERE id = ?"
             )
-        await self.db.execute(sql, (status, reason, at, sweep_id))
-        await self.db.commit()
+        await self._write(sql, (status, reason, at, sweep_id))
 
     async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:
-        await self.db.execute(
+        await self._write(
             "INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback) VALUES (?, ?, ?, ?, ?)",
             (sweep_id, name, agent, retries, feedback),
         )
-        await self.db.commit()
         async with self.db.execute(
             "SELECT id FROM configurations WHERE sweep_id = ? AND name = ?", (sweep_id, name)
         ) as cur:
@@ -204,11 +227,10 @@ class Store:
         return int(row[0])
 
     async def ensure_scenario(self, config_id: int, seed: int) -> StoredScenario:
-        await self.db.execute(
+        await self._write(
             "INSERT OR IGNORE INTO scenarios (config_id, seed, status, updated_at) VALUES (?, ?, 'pending', ?)",
             (config_id, seed, time.time()),
         )
-        await self.db.commit()
         async with self.db.execute(
             "SELECT id, config_id, seed, status, turns_passed, reason, sandbox, infra_grant "
             "FROM scenarios WHERE config_id = ? AND seed = ?",
@@ -236,10 +258,9 @@ class Store:
         # Column names come from the typed methods above, never from a caller.
         given = {k: v for k, v in fields.items() if v is not None}
         sets = ", ".join(f"{k} = ?" for k in given)
-        await self.db.execute(
+        await self._write(
             f"UPDATE scenarios SET {sets}, updated_at = ? WHERE id = ?", (*given.values(), time.time(), scenario_id)
         )
-        await self.db.commit()
 
     async def scenarios(self, sweep_id: str) -> list[tuple[str, StoredScenario]]:
         """(configuration name, scenario) for every scenario of the sweep."""
@@ -254,12 +275,11 @@ class Store:
 
     async def grant_infra_retries(self, scenario_id: int, extra: int) -> None:
         """Give an `infra_failed` scenario `extra` more infra retries and mark it pending again."""
-        await self.db.execute(
+        await self._write(
             "UPDATE scenarios SET infra_grant = infra_grant + ?, status = 'pending', reason = '', "
             "updated_at = ? WHERE id = ?",
             (extra, time.time(), scenario_id),
         )
-        await self.db.commit()
 
     async def configuration_retries(self, sweep_id: str) -> dict[str, int]:
         async with self.db.execute(
@@ -274,12 +294,11 @@ class Store:
     ) -> AttemptRow:
         """Record a new attempt as launched and return its row."""
         now = time.time()
-        cur = await self.db.execute(
+        cur = await self._write(
             "INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, launched_at) "
             "VALUES (?, ?, ?, ?, 'launched', ?, ?, ?)",
             (scenario_id, turn, attempt, infra_try, prompt_kind, prompt, now),
         )
-        await self.db.commit()
         assert cur.lastrowid is not None
         return AttemptRow(
             id=int(cur.lastrowid),
@@ -320,8 +339,7 @@ class Store:
         # caller.
         given = {k: v for k, v in fields.items() if v is not None}
         sets = ", ".join(f"{k} = ?" for k in given)
-        await self.db.execute(f"UPDATE attempts SET {sets} WHERE id = ?", (*given.values(), attempt_id))
-        await self.db.commit()
+        await self._write(f"UPDATE attempts SET {sets} WHERE id = ?", (*given.values(), attempt_id))
 
     async def attempts(self, scenario_id: int) -> list[AttemptRow]:
         cols = ", ".join(_ATTEMPT_COLUMNS)
@@ -385,7 +403,7 @@ class Store:
         estimated: bool = False,
     ) -> None:
         """Record one model call; `tokens` is (input, output, cached input), `estimated` when counted from bytes."""
-        await self.db.execute(
+        await self._write(
             "INSERT INTO llm_calls (scenario_id, attempt_id, turn, api, model, input_tokens, output_tokens, "
             "cached_tokens, cost, status, seconds, waited, streamed, at, estimated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?, ?, ?, ?, ?)",
@@ -405,7 +423,6 @@ class Store:
                 int(estimated),
             ),
         )
-        await self.db.commit()
 
     async def llm_spend(self, sweep_id: str) -> dict[int, float]:
         """Dollars spent so far per scenario of the sweep (restores the gateway's caps after a restart)."""
@@ -432,11 +449,10 @@ class Store:
         return None if row is None or row[0] is None else msgspec.json.decode(zlib.decompress(row[0]))
 
     async def infra_event(self, scenario_id: int, turn: int, attempt: int, kind: str, detail: str) -> None:
-        await self.db.execute(
+        await self._write(
             "INSERT INTO infra_events (scenario_id, turn, attempt, kind, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
             (scenario_id, turn, attempt, kind, detail, time.time()),
         )
-        await self.db.commit()
 
     async def infra_counts(self, sweep_id: str) -> dict[tuple[str, str], int]:
         sql = (

@@ -68,27 +68,29 @@ async def sweep_ids(store: Store) -> list[str]:
 
 async def release_running(store: Store, sweep_id: str, reason: str) -> None:
     """Scenarios of the sweep left `running` go back to `pending`, with `reason`."""
-    await store.db.execute(
-        "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
-        "(SELECT id FROM configurations WHERE sweep_id = ?)",
-        (reason, sweep_id),
+    await store.write_all(
+        [
+            (
+                "UPDATE scenarios SET status = 'pending', reason = ? WHERE status = 'running' AND config_id IN "
+                "(SELECT id FROM configurations WHERE sweep_id = ?)",
+                (reason, sweep_id),
+            )
+        ]
     )
-    await store.db.commit()
 
 
 async def delete_sweep(store: Store, sweep_id: str) -> None:
     """Remove the sweep and everything recorded under it (a --force-new resubmit)."""
     scenarios = "SELECT s.id FROM scenarios s JOIN configurations c ON s.config_id = c.id WHERE c.sweep_id = ?"
-    for statement in (
+    statements = (
         f"DELETE FROM llm_calls WHERE scenario_id IN ({scenarios})",
         f"DELETE FROM infra_events WHERE scenario_id IN ({scenarios})",
         f"DELETE FROM attempts WHERE scenario_id IN ({scenarios})",
         "DELETE FROM scenarios WHERE config_id IN (SELECT id FROM configurations WHERE sweep_id = ?)",
         "DELETE FROM configurations WHERE sweep_id = ?",
         "DELETE FROM sweeps WHERE id = ?",
-    ):
-        await store.db.execute(statement, (sweep_id,))
-    await store.db.commit()
+    )
+    await store.write_all([(statement, (sweep_id,)) for statement in statements])
 
 
 class AttemptPrompt(msgspec.Struct, frozen=True, kw_only=True):
@@ -161,13 +163,47 @@ async def outage_waits(store: Store, sweep_id: str) -> dict[tuple[int, int, int,
         return {(int(r[0]), int(r[1]), int(r[2]), int(r[3])): float(r[4] or 0.0) for r in await cur.fetchall()}
 
 
+class EndpointFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """A sweep's recorded model calls to one model: how many, how many failed, their mean latency, the dollars."""
+
+    sweep: str
+    model: str
+    calls: int
+    errors: int
+    latency: float
+    spend: float
+
+
+async def endpoint_figures(store: Store) -> list[EndpointFigures]:
+    """Per sweep and model, the gateway's recorded calls: an error is a 429, a 5xx or no answer (status 0)."""
+    sql = (
+        "SELECT c.sweep_id, l.model, COUNT(*), SUM(l.status = 0 OR l.status = 429 OR l.status >= 500), "
+        "AVG(l.seconds), SUM(l.cost) FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id "
+        "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id, l.model ORDER BY c.sweep_id, l.model"
+    )
+    async with store.db.execute(sql) as cur:
+        return [
+            EndpointFigures(
+                sweep=str(r[0]),
+                model=str(r[1]),
+                calls=int(r[2]),
+                errors=int(r[3] or 0),
+                latency=float(r[4] or 0.0),
+                spend=float(r[5] or 0.0),
+            )
+            for r in await cur.fetchall()
+        ]
+
+
 __all__ = [
     "AttemptPrompt",
+    "EndpointFigures",
     "StoredSweep",
     "attempt_prompt",
     "attempt_usage",
     "configuration_agent",
     "delete_sweep",
+    "endpoint_figures",
     "find_sweep",
     "outage_waits",
     "release_running",

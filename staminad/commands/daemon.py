@@ -237,7 +237,8 @@ def info_lines(info: SweepInfo) -> list[str]:
     """
     slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
     reason = f": {info.reason}" if info.reason else ""
-    lines = [f"sweep {info.sweep}: {info.status}{slots}{reason}"]
+    expanding = f", expanding: {info.expanding} of {info.expand_total}" if info.expand_total else ""
+    lines = [f"sweep {info.sweep}: {info.status}{slots}{expanding}{reason}"]
     for e in info.engines:
         health = "healthy" if e.healthy else f"not answering ({e.detail})" if e.detail else "not answering"
         lines.append(f"  engine {e.url}: {health}; {e.scenarios} of this sweep's scenarios, {e.used}/{e.slots} slots")

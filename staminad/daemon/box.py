@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ class Disk(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     total_bytes: int
     free_bytes: int
+    readonly: bool = False
 
 
 class GpuProcess(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,10 +105,16 @@ def _memory() -> tuple[int, int]:
 
 def _disk(name: str, path: Path) -> Disk | None:
     try:
-        usage = shutil.disk_usage(path)
+        st = os.statvfs(path)
     except OSError:  # not there (yet), or not ours to read: left out rather than reported as empty
         return None
-    return Disk(name=name, path=str(path), total_bytes=usage.total, free_bytes=usage.free)
+    return Disk(
+        name=name,
+        path=str(path),
+        total_bytes=st.f_blocks * st.f_frsize,
+        free_bytes=st.f_bavail * st.f_frsize,
+        readonly=bool(st.f_flag & os.ST_RDONLY),
+    )
 
 
 def gpus() -> Gpus:
@@ -117,11 +123,11 @@ def gpus() -> Gpus:
         # nvidia-ml-py: optional (a GPU box's package), imported by name so the type checker needs no stubs
         pynvml: Any = importlib.import_module("pynvml")
     except ImportError:
-        return Gpus(available=False, reason="nvidia-ml-py is not installed (pip install nvidia-ml-py)")
+        return Gpus(available=False, reason="no NVML: nvidia-ml-py is not installed (pip install nvidia-ml-py)")
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...: no GPU driver here
-        return Gpus(available=False, reason=f"NVML cannot start: {exc}")
+        return Gpus(available=False, reason=f"no NVML: it cannot start ({exc})")
     try:
         devices = []
         for index in range(pynvml.nvmlDeviceGetCount()):

@@ -23,6 +23,7 @@ from protocol import (
     FrameError,
     FrameReader,
     GetAttempt,
+    GetOps,
     GetScenario,
     GetSweep,
     Hello,
@@ -30,6 +31,7 @@ from protocol import (
     ListScenarios,
     ListSweeps,
     Ok,
+    OpsReport,
     Pause,
     Ping,
     Request,
@@ -88,6 +90,7 @@ class Daemon(Protocol):
     async def retry_scenario(self, sweep_id: str, configuration: str, seed: int) -> str: ...
     async def cancel(self, sweep_id: str) -> None: ...
     async def pause(self, sweep_id: str, paused: bool) -> None: ...
+    async def ops_report(self, history: int) -> OpsReport: ...
 
 
 async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
@@ -177,6 +180,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:
                 return Ok(detail="stopping" + (" after running attempts finish" if drain else ""))
             case Ping():
                 return Ok(detail="pong")
+            case GetOps(history=history):
+                return await daemon.ops_report(history)
             case Hello():
                 return ErrorReply(message="already said hello", usage=True)
     except ExpectedError as exc:  # a failure the user can fix (a bad sweep, an unknown name): one line
@@ -208,6 +213,8 @@ def _refusal(request: Any) -> str | None:
             return f"base_dir {base!r} is relative; send the sweep file's directory as an absolute path"
         case Subscribe(kinds=kinds) if unknown := sorted(set(kinds) - KIND_NAMES):
             return f"unknown event kind {', '.join(unknown)}; known: {', '.join(sorted(KIND_NAMES))}"
+        case GetOps(history=history) if history < 0:
+            return f"history {history} is negative; ask for 0 or more points"
         case Subscribe(replay=replay) if replay < 0:
             return f"replay {replay} is negative; ask for 0 or more recent events"
     return None

@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteStream, TaskStatus
 
-from protocol import EngineInfo, ErrorReply, SweepInfo, encoder
+from protocol import EngineInfo, ErrorReply, OpsReport, SweepInfo, encoder
 from protocol.errors import ExpectedError, describe, leaves
 from protocol.events import FINAL, EventData, SweepFailed, SweepFinished, SweepRuntime
 from protocol.framing import frame
@@ -34,6 +34,7 @@ from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.logs import EngineHealth, daemon_logging, log, log_event
 from staminad.daemon.notify import notify, watchdog
+from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
@@ -44,6 +45,7 @@ from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator
 from state import sweeps
 from state.lock import StateDirError, lock_state_dir
+from state.space import writer
 from state.store import Store
 
 if TYPE_CHECKING:
@@ -101,6 +103,9 @@ class Daemon:
         self.store: Store | None = None
         self._lock_fd: int | None = None
         self.watcher: MarkerWatcher | None = None
+        docker = Path("/var/lib/docker")  # Docker's usual data root: where sandbox images and layers fill up
+        self.ops = OpsRing({"state": state_dir, **({"docker": docker} if docker.is_dir() else {})})
+        self.expanding: dict[str, tuple[int, int]] = {}  # sweeps still being laid out: (recorded, total)
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -160,6 +165,7 @@ class Daemon:
                 tg.start_soon(self.watcher.serve)
                 tg.start_soon(watchdog)
                 tg.start_soon(EngineHealth().watch, self.engine_status)
+                tg.start_soon(self.ops.serve, lambda: self.limiter.in_use)
                 for sweep_id, status, config in await self._unfinished():
                     log.info("resuming sweep %s (%s when the daemon last stopped)", sweep_id, status)
                     await self._start(sweep_id, config, paused=status == "paused")
@@ -262,6 +268,7 @@ class Daemon:
             self.bus.publish(sweep.name, data)
             log_event(sweep.name, data)
 
+        writer.set(sweep.name)  # this task's (and its children's) store writes are the sweep's: see `with_slots`
         try:
             with run.scope:
                 pack = await _read_pack(Path(sweep.scenarios.pack)) if sweep.scenarios.pack else None
@@ -284,6 +291,7 @@ class Daemon:
                     suites=self.suites,
                     detach=self.detach,
                     requeue=run.requeued,
+                    expanding=self.expanding,
                 )
                 while True:
                     await run_sweep(sweep, fingerprint(sweep), self.state_dir, factory, emit, pack, shared)
@@ -372,11 +380,14 @@ class Daemon:
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
         """The sweep's figures with its limit, the scenarios holding and awaiting a slot now, and the engines
-        it is spread over (their slots and health)."""
+        it is spread over (their slots and health); a sweep whose writes wait on the state disk is `paused`."""
         parallel = self.limiter.caps.get(info.sweep, 0)
         run = self.running.get(info.sweep)
         status = getattr(run.factory, "status", None) if run is not None else None
         engines = tuple(EngineInfo(**msgspec.structs.asdict(e)) for e in status()) if status is not None else ()
+        if run is not None and self.store is not None and self.store.space.stalled(info.sweep):
+            # Its writes wait on a full (or read-only) state disk: paused until space returns, and why.
+            info = msgspec.structs.replace(info, status="paused", reason=self.store.space.stall)
         return msgspec.structs.replace(
             info,
             parallel=parallel,
@@ -384,7 +395,15 @@ class Daemon:
             active=max(0, self.limiter.held.get(info.sweep, 0) - (run.gate.held if run is not None else 0)),
             queued=self.limiter.waiting(info.sweep),
             engines=engines,
+            expanding=self.expanding.get(info.sweep, (0, 0))[0],
+            expand_total=self.expanding.get(info.sweep, (0, 0))[1],
         )
+
+    async def ops_report(self, history: int) -> OpsReport:
+        """The box at a glance (`staminad.daemon.ops`), with up to `history` points of its recent past."""
+        assert self.store is not None
+        infos = await sweep_infos(self.store, await self.sweep_ids(), self.with_slots)
+        return await report(self.store, self.ops, infos, self.limiter, history, self.expanding)
 
     async def _status(self, sweep_id: str) -> str | None:
         assert self.store is not None

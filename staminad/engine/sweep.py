@@ -18,6 +18,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from protocol.errors import leaves
 from protocol.events import FINAL, SweepStarted
 from protocol.messages import ConfigStatus
 from staminad.agents.base import adapter_for
@@ -33,6 +34,7 @@ from staminad.engine.outcome import is_scored
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.gateway.proxy import Call, Gateway, Limits
 from staminad.sandbox.base import Grant, SandboxFactory
+from state.space import disk_problem
 from state.store import Store
 
 # One shape for a configuration's figures: what the engine summarises is what the socket sends.
@@ -51,17 +53,22 @@ class Shared(msgspec.Struct, kw_only=True):
     detach: anyio.Event = msgspec.field(default_factory=anyio.Event)
     # Scenario ids an operator retried while the sweep runs (see `Daemon.retry_scenario`).
     requeue: MemoryObjectReceiveStream[int] | None = None
+    # Sweeps still being laid out: (scenarios recorded, total), kept current here for the daemon's status.
+    expanding: dict[str, tuple[int, int]] = msgspec.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class _Plan:
-    """What the sweep file (or its pack) says to run, generated once before anything starts."""
+    """What the sweep file (or its pack) says to run; each scenario is generated (`make`) only as it starts."""
 
     params: ScenarioParams
     seeds: list[int]
-    scenarios: dict[int, Scenario]
+    pack: Pack | None
     readme: str
     settings: EngineSettings
+
+    def make(self, seed: int) -> Scenario:
+        return self.pack.scenario(seed) if self.pack else generate(seed, self.params)
 
 
 @dataclass(frozen=True)
@@ -128,19 +135,13 @@ async def _plan(sweep: SweepFile, pack: Pack | None) -> _Plan:
         )
     )
     seeds = list(pack.manifest.seeds) if pack else seed_list(src.seeds)
-    # Off the event loop: a large sweep takes minutes to generate, and the loop must keep serving meanwhile.
-    scenarios = await anyio.to_thread.run_sync(
-        lambda: {s: (pack.scenario(s) if pack else generate(s, params)) for s in seeds}, abandon_on_cancel=True
-    )
     settings = EngineSettings(
         turn_timeout=sweep.run.turn_timeout,
         request_timeout=sweep.run.request_timeout,
         server_start_timeout=sweep.run.server_start_timeout,
         infra_retries=sweep.run.infra_retries,
     )
-    return _Plan(
-        params=params, seeds=seeds, scenarios=scenarios, readme=render_readme(params.language), settings=settings
-    )
+    return _Plan(params=params, seeds=seeds, pack=pack, readme=render_readme(params.language), settings=settings)
 
 
 async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: _Plan, parts: _Parts) -> list[ConfigSummary]:
@@ -189,10 +190,26 @@ class _Starter:
     ) -> None:
         self.sweep, self.parts, self.gateway, self.jobs, self.spend = sweep, parts, gateway, jobs, spend
         self.live = _Live()
-        self.prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
+        # Per recorded scenario: its configuration id, configuration, seed and sandbox root (a few hundred
+        # bytes); the scenario itself (~100 KB) is generated only when its job starts, and dropped when it ends.
+        self.prepared: dict[int, tuple[int, Configuration, int, Path]] = {}
+        self.plan: _Plan | None = None
 
-    def start(self, scenario_id: int, infra_grant: int) -> None:
-        spec, config, root = self.prepared[scenario_id]
+    async def start(self, scenario_id: int, infra_grant: int) -> None:
+        config_id, config, seed, root = self.prepared[scenario_id]
+        assert self.plan is not None
+        plan = self.plan
+        # Off the event loop: generating a scenario of many turns takes a while.
+        scenario = await anyio.to_thread.run_sync(plan.make, seed, abandon_on_cancel=True)
+        spec = ScenarioSpec(
+            config_id=config_id,
+            config_name=config.name,
+            retries=config.retries,
+            feedback=config.feedback,
+            scenario=scenario,
+            language=plan.params.language,
+            readme=plan.readme,
+        )
         self.live.count += 1
         llm = None
         if self.gateway is not None and self.sweep.llm is not None and adapter_for(config.agent).harness:
@@ -202,26 +219,36 @@ class _Starter:
         self.jobs.start_soon(self.live.track, _one(self.parts, job))
 
 
+def window(parallel: int) -> int:
+    """Scenario jobs a sweep holds at once (running or awaiting a slot): what bounds its memory while it expands."""
+    return max(2 * parallel, 8)
+
+
 async def _prepare(sweep: SweepFile, state_dir: Path, plan: _Plan, store: Store, starter: _Starter) -> None:
-    """Record every configuration x seed and start the scenarios not yet finished."""
-    for config in configurations(sweep):
-        config_id = await store.ensure_configuration(
-            sweep.name, config.name, config.agent, config.retries, config.feedback
-        )
-        for seed in plan.seeds:
-            row = await store.ensure_scenario(config_id, seed)
-            spec = ScenarioSpec(
-                config_id=config_id,
-                config_name=config.name,
-                retries=config.retries,
-                feedback=config.feedback,
-                scenario=plan.scenarios[seed],
-                language=plan.params.language,
-                readme=plan.readme,
+    """Record every configuration x seed and start the scenarios not yet finished, lazily: a scenario is recorded
+    and generated only once fewer than `window` jobs are live, so a sweep of 100,000 holds `window` scenarios in
+    memory, not 100,000; `Shared.expanding` says how far it got meanwhile."""
+    configs = configurations(sweep)
+    total, done = len(configs) * len(plan.seeds), 0
+    expanding = starter.parts.shared.expanding
+    starter.plan = plan
+    limit = window(sweep.run.parallel)
+    try:
+        for config in configs:
+            config_id = await store.ensure_configuration(
+                sweep.name, config.name, config.agent, config.retries, config.feedback
             )
-            starter.prepared[row.id] = (spec, config, state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}")
-            if row.status not in FINAL:
-                starter.start(row.id, row.infra_grant)
+            for seed in plan.seeds:
+                expanding[sweep.name] = (done, total)
+                await starter.live.below(limit)
+                row = await store.ensure_scenario(config_id, seed)
+                done += 1
+                root = state_dir / "sandboxes" / sweep.name / f"c{config_id}-s{seed}"
+                starter.prepared[row.id] = (config_id, config, seed, root)
+                if row.status not in FINAL:
+                    await starter.start(row.id, row.infra_grant)
+    finally:
+        expanding.pop(sweep.name, None)
 
 
 class _Live:
@@ -230,12 +257,20 @@ class _Live:
     def __init__(self) -> None:
         self.count = 0
         self.listener = anyio.CancelScope()
+        self.freed = anyio.Event()
+
+    async def below(self, limit: int) -> None:
+        """Wait until fewer than `limit` jobs are live."""
+        while self.count >= limit:
+            self.freed = anyio.Event()
+            await self.freed.wait()
 
     async def track(self, job: Awaitable[None]) -> None:
         try:
             await job
         finally:
             self.count -= 1
+            self.freed.set()
             if self.count == 0:
                 self.listener.cancel()
 
@@ -245,20 +280,43 @@ async def _requeued(requeue: MemoryObjectReceiveStream[int], starter: _Starter, 
     with starter.live.listener:
         async for scenario_id in requeue:
             if scenario_id in starter.prepared:
-                spec, _, _ = starter.prepared[scenario_id]
-                row = await store.ensure_scenario(spec.config_id, spec.scenario.seed)
+                config_id, _, seed, _ = starter.prepared[scenario_id]
+                row = await store.ensure_scenario(config_id, seed)
                 if row.status not in FINAL and row.status != "running":
-                    starter.start(scenario_id, row.infra_grant)
+                    await starter.start(scenario_id, row.infra_grant)
 
 
 async def _one(parts: _Parts, job: _Job) -> None:
-    """One scenario job in its slot; a bug of ours inside it ends this scenario alone (`engine.contain`)."""
+    """One scenario job in its slot; a bug of ours inside it ends this scenario alone (`engine.contain`). A full
+    (or read-only) state disk under its sandbox is not a bug: the job waits for space and takes the scenario up
+    again from its last recorded step, as a restarted daemon would."""
+    store = parts.shared.store
     async with parts.shared.limiter.slot(job.root.parent.name):
-        try:
-            await _scenario(parts, job)
-        except Exception as exc:  # not a cancel (BaseException): raised here, it would cancel every neighbour
-            seed = job.spec.scenario.seed
-            await contain.end_scenario(parts.shared.store, parts.emit, job.scenario_id, job.spec.config_name, seed, exc)
+        while True:
+            try:
+                await _scenario(parts, job)
+                return
+            except Exception as exc:  # not a cancel (BaseException): raised here, it would cancel every neighbour
+                problem = _disk_problem(exc, job.root, store.space.path)
+                if problem is not None:
+                    await store.space.wait(problem)
+                    continue
+                seed = job.spec.scenario.seed
+                await contain.end_scenario(store, parts.emit, job.scenario_id, job.spec.config_name, seed, exc)
+                return
+
+
+def _disk_problem(exc: Exception, root: Path, state_dir: Path) -> str | None:
+    """ "disk full" / "disk read-only" when every cause of `exc` is the state disk refusing a write (the sandbox
+    `root` on the state directory's file system), else None."""
+    found = [disk_problem(leaf, state_dir) for leaf in leaves(exc)]
+    if not found or None in found:
+        return None
+    try:
+        same = (root.parent if root.parent.exists() else state_dir).stat().st_dev == state_dir.stat().st_dev
+    except OSError:
+        return None
+    return found[0] if same else None
 
 
 async def _scenario(parts: _Parts, job: _Job) -> None:

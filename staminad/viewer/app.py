@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from protocol.usage import hint
 from staminad.viewer import model
+from staminad.viewer.ops import ops_context
 from staminad.viewer.render import STATIC, LiveLinks, render
 from state import browse
 from state.queries import connect_readonly
@@ -92,6 +93,9 @@ def create_app(state_dir: Path, token: str | None = None, allowed_hosts: list[st
         sid, q = _param(request, "sweep"), request.query_params
         return await respond(lambda c: ("compare.html", model.compare_page(c, sid, q.get("a"), q.get("b"))))
 
+    async def ops(request: Request) -> Response:
+        return HTMLResponse(render("ops.html", LINKS, **await ops_context(state_dir)))
+
     async def mark(request: Request) -> Response:
         def read() -> str:
             try:
@@ -114,6 +118,7 @@ def create_app(state_dir: Path, token: str | None = None, allowed_hosts: list[st
         Route("/sweep", sweep),
         Route("/compare", compare),
         Route("/scenario", scenario),
+        Route("/ops", ops),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_security(token))]

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 import jinja2
 
-from staminad.viewer.svg import survival_svg
+from staminad.viewer.svg import sparkline_svg, survival_svg
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -40,6 +40,9 @@ class LiveLinks:
 
     def asset(self, name: str) -> str:
         return f"/static/{name}"
+
+    def ops(self) -> str:
+        return "/ops"
 
 
 def slug(*parts: str | int) -> str:
@@ -84,6 +87,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["fmt"] = _fmt
     env.globals["survival_svg"] = survival_svg
+    env.globals["sparkline_svg"] = sparkline_svg
     return env
 
 

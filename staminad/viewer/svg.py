@@ -84,3 +84,24 @@ def _at(curve: dict[str, Any], t: float) -> float:
         if time <= t:
             s = value
     return s
+
+
+SPARK_W, SPARK_H = 240, 36
+
+
+def sparkline_svg(values: list[float], label: str) -> Markup:
+    """A small line of `values` (oldest left), scaled to its own range, as inline SVG."""
+    if not values:
+        return Markup("")
+    lo, hi = min(values), max(values)
+    scale = (hi - lo) or 1.0
+    n = len(values)
+    step = SPARK_W / max(n - 1, 1)
+    coords = " ".join(
+        f"{i * step:.1f},{SPARK_H - 2 - (v - lo) / scale * (SPARK_H - 4):.1f}" for i, v in enumerate(values)
+    )
+    return Markup(
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" viewBox="0 0 {SPARK_W} {SPARK_H}" role="img" '
+        f'aria-label="{escape(label)}"><polyline fill="none" stroke="#0072B2" stroke-width="1.5" '
+        f'points="{coords}"/></svg>'
+    )

@@ -192,3 +192,75 @@ def test_daemon_not_running(snap_compare: Any, tmp_path: Path) -> None:
 
     app = make_app(Path("/nonexistent/staminabench/staminad.sock"))
     assert snap_compare(app, terminal_size=SIZE, run_before=down)
+
+
+def test_box_screen(snap_compare: Any, socket_path: Path) -> None:
+    """`b` opens the box screen: sweeps, slots, endpoints, load, memory, disks, GPUs and sparklines (one fixed
+    report shown, since the machine's figures move; the live fetch is pinned in tests/tui/test_box.py)."""
+    from protocol import OpsReport
+    from protocol.messages import BoxSample, DiskUsage, GpuInfo, OpsEndpoint, OpsPoint, OpsSweep
+    from tui.screens.box import BoxScreen
+
+    points = tuple(
+        OpsPoint(
+            at=AT + 10 * i, load=1 + (i % 7) / 2, memory_used=0.3 + i / 100, state_free=(40 - i) << 30, active=i % 5
+        )
+        for i in range(30)
+    )
+    fixed = OpsReport(
+        at=AT + 300,
+        sweeps=(
+            OpsSweep(sweep="snap", status="done", finished=6, scenarios=6, active=0, queued=0, parallel=4, eta=0),
+            OpsSweep(
+                sweep="big",
+                status="paused",
+                finished=12,
+                scenarios=100_000,
+                active=4,
+                queued=96,
+                parallel=4,
+                eta=7300,
+                reason="state disk full: /st has 0 B free",
+                expanding=4096,
+                expand_total=100_000,
+            ),
+        ),
+        engines=(),
+        limit=64,
+        in_use=4,
+        endpoints=(
+            OpsEndpoint(sweep="big", model="qwen3-coder", calls=420, errors=3, latency=1.75, spend=2.5, cap=10),
+        ),
+        box=BoxSample(
+            at=AT + 300,
+            load=(3.5, 2.25, 1.0),
+            cpus=16,
+            memory_total=64 << 30,
+            memory_available=40 << 30,
+            disks=(DiskUsage(role="state", path="/var/lib/staminabench", total=100 << 30, free=10 << 30),),
+            gpus=(
+                GpuInfo(
+                    index=0,
+                    name="H200",
+                    util=87,
+                    memory_used=120 << 30,
+                    memory_total=141 << 30,
+                    processes=("4242 vllm (122880 MiB)",),
+                ),
+            ),
+        ),
+        history=points,
+        sample_every=10,
+        stall="state disk full: /st has 0 B free; writes to the store wait",
+    )
+
+    async def box(app: StaminaApp, pilot: Pilot[None]) -> None:
+        await _press(app, pilot, "b")
+        screen = app.screen
+        assert isinstance(screen, BoxScreen)
+        await settle(pilot, lambda: screen.report is not None)  # the live report came once
+        screen.frozen = True
+        screen.show(fixed)
+        await pilot.pause()
+
+    assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before(box))

@@ -233,3 +233,36 @@ def test_tui_served_to_a_browser_loads_nothing_from_the_internet(page: Any, tmp_
         assert fonts and all(status == 200 and urlsplit(u).hostname == "127.0.0.1" for u, status in fonts)
     finally:
         _stop(proc)
+
+
+def test_the_ops_page_shows_a_live_sweep_and_refreshes_itself(page: Any, tmp_path: Path) -> None:
+    """`staminad start` runs a sweep: /ops shows it with its slots, the box, GPUs (or why none), sparklines,
+    and refetches itself in place."""
+    path = write_sweep(tmp_path, "opslive", ["manual"], seeds="0-2", turns=1)
+    path.write_text(path.read_text().replace("turn_timeout = 20", "turn_timeout = 600"))
+    state = tmp_path / "state"
+    daemon, lines = _spawn("start", "--state-dir", str(state), "--runtime", "local", "--parallel", "2")
+    try:
+        lines.wait_for("staminad: serving")
+        submitted = subprocess.run(  # its own process: Playwright's loop already runs in this thread
+            [sys.executable, "-m", "staminad.cli", "submit", str(path), "--state-dir", str(state)],
+            cwd=Path(__file__).resolve().parents[2],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert submitted.returncode == 0, submitted.stderr
+        with _viewer(state) as base:
+            from playwright.sync_api import expect
+
+            page.goto(base + "/ops")
+            assert page.locator("h1").inner_text() == "Ops: the box at a glance"
+            row = page.locator("#ops-sweeps tr", has_text="opslive")
+            expect(row).to_contain_text("running", timeout=WAIT_MS)
+            expect(page.locator("#ops-slots")).to_contain_text("2 daemon-wide scenario slots", timeout=WAIT_MS)
+            assert "CPUs" in page.locator("#ops-box").inner_text()
+            assert page.locator("#ops-gpus").count() + page.locator("#ops-gpu-note").count() == 1
+            assert page.locator("#ops-history svg.spark polyline").count() >= 4
+            expect(page.locator("main#live")).to_have_attribute("data-refreshed", "1", timeout=WAIT_MS)
+    finally:
+        _stop(daemon)

@@ -58,6 +58,7 @@ class OverviewScreen(MonitorScreen):
         Binding("r", "resume", "Resume"),
         Binding("c", "cancel", "Cancel"),
         Binding("e", "events", "Event log"),
+        Binding("b", "box", "Box", show=False),
         Binding("question_mark", "help", "Help"),
     ]
     HELP_TITLE = "Sweeps overview"
@@ -66,7 +67,13 @@ class OverviewScreen(MonitorScreen):
         ("p", "pause the sweep (running attempts finish)"),
         ("r", "resume a paused sweep"),
         ("c", "cancel the sweep"),
+        ("b", "the box: load, memory, disks, GPUs, endpoints, history"),
     ]
+
+    def action_box(self) -> None:
+        from tui.screens.box import BoxScreen
+
+        self.app.push_screen(BoxScreen())
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -187,7 +194,9 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
         if info.parallel and info.status in LIVE
         else ""
     )
-    status = Text(info.status + slots, style=STATUS_STYLE.get(info.status, ""))
+    # A pause with a reason is the daemon's (a full state disk): its first words say which.
+    why = f" ({info.reason.split(':')[0]})" if info.status == "paused" and info.reason else ""
+    status = Text(info.status + why + slots, style=STATUS_STYLE.get(info.status, ""))
     if not info.configurations:
         return [(f"{info.sweep}\t", info.sweep, status, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")]
     rows = []

@@ -272,8 +272,8 @@ class SweepScreen(MonitorScreen):
 
 
 def state_words(info: SweepInfo) -> str:
-    """The sweep's status, with the daemon's one-line reason when it ended in `error`."""
-    return f"{info.status}: {info.reason}" if info.status == "error" and info.reason else info.status
+    """The sweep's status, with the daemon's one-line reason when it ended in `error` or waits on a full disk."""
+    return f"{info.status}: {info.reason}" if info.status in ("error", "paused") and info.reason else info.status
 
 
 def _engine(e: EngineInfo) -> str:

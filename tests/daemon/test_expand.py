@@ -1,0 +1,45 @@
+"""A large sweep is laid out lazily: only a window of its scenarios is recorded and held in memory at a time,
+and status says how far the expansion got."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from protocol import Cancel, GetSweep, ListScenarios, ScenarioList, SweepInfo
+from staminad.commands.daemon import info_lines
+from staminad.engine.sweep import window
+from tests.daemon.inprocess import events, request, running_daemon, submit, until
+from tests.engine.conftest import write_sweep
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_large_sweep_materialises_only_its_window(tmp_path: Path) -> None:
+    """200 scenarios with parallel 2, agents that never answer: 8 are recorded and started, status says
+    "expanding: 8 of 200", and a cancel ends the expansion."""
+    path = write_sweep(tmp_path, "wide", ["manual"], seeds="0-199", turns=1)
+    path.write_text(path.read_text().replace("parallel = 4", "parallel = 2"))
+    state = tmp_path / "st"
+    limit = window(2)
+    async with running_daemon(state, max_parallel=64) as daemon, events(state, ("wide",)) as stream:
+        await submit(state, path)
+        await until(stream, "manual_prompt")
+        with anyio.fail_after(120):  # status is asked until the expansion waits for a job to end
+            while True:
+                info = await request(state, GetSweep(sweep="wide"))
+                assert isinstance(info, SweepInfo)
+                if info.expanding == limit:
+                    break
+                await anyio.sleep(0.05)
+        assert daemon.expanding["wide"] == (limit, 200)
+        assert (info.expanding, info.expand_total, info.active, info.queued) == (limit, 200, 2, limit - 2)
+        assert f"expanding: {limit} of 200" in info_lines(info)[0]
+        listed = await request(state, ListScenarios(sweep="wide"))
+        assert isinstance(listed, ScenarioList) and len(listed.scenarios) == limit  # recorded as they start
+        await request(state, Cancel(sweep="wide"))
+        assert "wide" not in daemon.expanding
+        after = await request(state, GetSweep(sweep="wide"))
+        assert after.status == "cancelled" and after.expand_total == 0
