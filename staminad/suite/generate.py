@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
+from staminad.suite import rawbody
 from staminad.suite.actions import action_tests
 from staminad.suite.aggregates import analytics_tests
 from staminad.suite.data import (
@@ -849,6 +850,13 @@ def _build(state: State, rng: SuiteRandom, history: History | None) -> _Builder:
             b.add(name, category, rule, steps)
     if history is not None:
         b.history(history)
+    # Drawn last, so that the data of every test above stays what it was before raw bodies were tested.
+    for e in state.entities:
+        for test in (*rawbody.create_tests(b.rng, state, e), *rawbody.patch_tests(b.rng, state, e)):
+            b.add(*test)
+    for action in state.actions:
+        for test in rawbody.action_tests(b.rng, state, action):
+            b.add(*test)
     return b
 
 

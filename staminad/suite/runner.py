@@ -27,7 +27,7 @@ import anyio.from_thread
 import msgspec
 
 from staminad.suite.jsonbody import Unusable, decode, screen
-from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
+from staminad.suite.model import JSON_TYPE, Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
 from staminad.suite.offload import GRACE, run_in_thread
 
 MAX_RESPONSE_BYTES = 1 << 20
@@ -49,7 +49,9 @@ class TransportError(Exception):
 class Transport(Protocol):
     """Sends one request and returns (status, body), blocking; raises TransportError when no response came."""
 
-    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]: ...
+    def request(
+        self, method: str, path: str, body: bytes | None, content_type: str | None = JSON_TYPE
+    ) -> tuple[int, bytes]: ...
 
 
 @runtime_checkable
@@ -210,10 +212,14 @@ def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool] | None
 def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
     """One test: reset, then each step; the first failing step decides the result."""
     for index, step in enumerate((_RESET, *test.steps)):
-        body = json.dumps(step.body).encode() if step.has_body else None
+        body: bytes | None
+        if step.raw is not None:
+            body, content_type = step.raw, step.content_type
+        else:
+            body, content_type = (json.dumps(step.body).encode() if step.has_body else None), JSON_TYPE
         counter[0] += 1
         try:
-            status, raw = transport.request(step.method, step.path, body)
+            status, raw = transport.request(step.method, step.path, body, content_type)
         except TransportError as exc:
             result = TestResult(
                 name=test.name,
