@@ -23,17 +23,16 @@ from staminad.suite.data import (
     other_value,
     scalar_body,
     stored,
+    stored_checks,
     wide_string,
     wrong_type_values,
 )
 from staminad.suite.draws import SuiteRandom, ident, pick
 from staminad.suite.history import History
-from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Check, Equals, ListIds, Suite, Test, req
+from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Equals, ListIds, Suite, Test, req
 from staminad.suite.plans import fixture_steps
 
-
-def _equal_checks(obj: dict[str, Any]) -> tuple[Check, ...]:
-    return tuple(Equals((k,), v) for k, v in obj.items())
+_equal_checks = stored_checks
 
 
 def _create(entity: Entity, body: dict[str, Any], state: State, why: str = "") -> list[Any]:

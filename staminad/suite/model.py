@@ -40,11 +40,16 @@ JSON_TYPE = "application/json"
 JSONPath = tuple[str | int, ...]
 
 
-class Equals(msgspec.Struct, frozen=True, tag="equals"):
-    """The JSON value at `path` equals `value` (numbers compared up to float rounding)."""
+class Equals(msgspec.Struct, frozen=True, tag="equals", omit_defaults=True):
+    """The JSON value at `path` equals `value` (numbers compared up to float rounding).
+
+    `rule` names the README rule this check pins when it is not its test's rule (a list field read
+    back in an update test, an effect's result in an action test), so a failure cites the rule broken.
+    """
 
     path: JSONPath
     value: Any
+    rule: str = ""
 
 
 class Absent(msgspec.Struct, frozen=True, tag="absent"):

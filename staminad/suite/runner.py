@@ -191,21 +191,22 @@ def _shown(step: Step, body: bytes | None) -> str:
     return f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
 
 
-def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool] | None:
-    """Why an answer fails `step` (and whether a key was missing, whether it was unusable); None when it passes."""
+def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool, str] | None:
+    """Why an answer fails `step` (and whether a key was missing, whether it was unusable, the rule of the failing
+    check when it names one); None when it passes."""
     try:
         if status not in step.expect or not step.checks:
             screen(raw)  # a bound every answer keeps, read or not (see `jsonbody.screen`); `decode` screens too
             if status not in step.expect:
-                return f"returned {status}, expected {' or '.join(map(str, step.expect))}", False, False
+                return f"returned {status}, expected {' or '.join(map(str, step.expect))}", False, False, ""
             return None
         doc = decode(raw)
     except Unusable as exc:
-        return f"returned a response that cannot be used: {exc}", False, True
+        return f"returned a response that cannot be used: {exc}", False, True, ""
     for check in step.checks:
         found = check_failure(check, doc)
         if found:
-            return found[0], found[1], False
+            return found[0], found[1], False, check.rule if isinstance(check, Equals) else ""
     return None
 
 
@@ -235,11 +236,11 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
             return result
         judged = _judge(step, status, raw)
         if judged is not None:
-            fail, missing, unusable = judged
+            fail, missing, unusable, rule = judged
             return TestResult(
                 name=test.name,
                 category=_category(test, step, status, missing, unusable),
-                rule=test.rule,
+                rule=rule or test.rule,
                 passed=False,
                 step=index - 1,
                 request=_shown(step, body),
