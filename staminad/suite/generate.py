@@ -781,6 +781,39 @@ class _Builder:
                     ),
                 ],
             )
+        for entity, old, new in h.renamed_fields:  # last: the data drawn above stays as it was
+            self._old_key_ignored(entity, old, new)
+
+    def _old_key_ignored(self, entity: str, old: str, new: str) -> None:
+        """After `old` was renamed to `new`, a PATCH holding only the old key changes nothing (it is not an alias)."""
+        e = self.state.entity(entity)
+        f = e.field(new) if e else None
+        assert e is not None and f is not None
+        body = scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-old-key"))
+        if f.kind in ("ref", "ref_list") or body.get(new) is None:
+            return
+        other = other_value(self.rng, self.state, f, body[new])
+        if other is None:
+            return
+        before = stored(self.state, e, body)
+        path = f"/{e.endpoint}/{body['id']}"
+        self.add(
+            f"{e.endpoint}_{old}_old_key_ignored",
+            "rename",
+            "rename-field",
+            [
+                req("POST", f"/{e.endpoint}", body),
+                req(
+                    "PATCH",
+                    path,
+                    {old: other},
+                    expect=OK,
+                    checks=(Equals((new,), before[new]), Absent(old)),
+                    why=f"{old} was renamed to {new}: the old key is ignored, not written to {new}",
+                ),
+                req("GET", path, checks=_equal_checks(before), why=f"the old key {old} must change nothing"),
+            ],
+        )
 
 
 def _whole_number(f: Field) -> int:

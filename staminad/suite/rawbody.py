@@ -24,7 +24,7 @@ from typing import Any
 
 from staminad.bench.schema import Action, Entity, State
 from staminad.suite.data import scalar_body, stored, stored_checks
-from staminad.suite.draws import SuiteRandom, ident
+from staminad.suite.draws import SuiteRandom, ident, pick
 from staminad.suite.model import OK, ListIds, Step, raw_req, req
 
 RawTest = tuple[str, str, str, list[Step]]
@@ -159,6 +159,8 @@ def action_tests(rng: SuiteRandom, state: State, action: Action) -> list[RawTest
     assert e is not None
     ep = e.endpoint
     a = scalar_body(rng, state, e, ident(rng, f"{ep}-rawa"))
+    # The state it starts in is a pick, so every attempt of the turn calls the action from the same state.
+    a[action.field] = pick(rng, f"{ep}_{action.name}_bad_body", action.sources)
     path = f"/{ep}/{a['id']}/{action.name}"
     steps: list[Step] = [req("POST", f"/{ep}", a)]
     steps += [
