@@ -103,9 +103,11 @@ class Recording:
         self.inner = inner
         self.sent: list[Request] = []
 
-    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None, content_type: str | None = "application/json"
+    ) -> tuple[int, bytes]:
         self.sent.append((method, path, body))
-        return self.inner.request(method, path, body)
+        return self.inner.request(method, path, body, content_type)
 
 
 async def ours(suite: Suite, base: str, quickack: bool, record: list[Request] | None = None) -> tuple[float, int]:

@@ -513,6 +513,20 @@ MUTANTS += (
         lambda s, c: _fields(s, lambda f: f.has_default or not f.required),
     ),
     Mutant(
+        "malformed-json-500",
+        "json",
+        "server_crash",
+        "parses request bodies without handling the parser's error: malformed JSON answers 500",
+        _any_entity,
+    ),
+    Mutant(
+        "non-object-body-500",
+        "json",
+        "server_crash",
+        "uses any parsed body as an object: a JSON array, string, number or null answers 500",
+        _any_entity,
+    ),
+    Mutant(
         "duplicate-overwrites", "client-id", "validation", "a POST with a used id overwrites that entity", _any_entity
     ),
     Mutant("missing-id-generated", "client-id", "validation", "generates an id when the POST has none", _any_entity),

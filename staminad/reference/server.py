@@ -46,6 +46,8 @@ SERVER_BUGS = frozenset(
         "required-not-enforced",
         "null-means-default",
         "create-echoes-body",
+        "malformed-json-500",
+        "non-object-body-500",
         "integral-float-rejected",
         "bool-is-number",
         "numeric-strings",
@@ -181,16 +183,18 @@ class App:
             return {k: v for k, v in obj.items() if v is not None}
         return obj
 
-    @staticmethod
-    def _json(raw: bytes) -> Any:
+    def _json(self, raw: bytes) -> Any:
         def no_constants(name: str) -> Any:
             raise ValueError(f"{name} is not valid JSON")
 
-        try:
+        if "malformed-json-500" in self.bugs:  # parses without a try: the parser's error escapes as a 500
             body = json.loads(raw.decode("utf-8") or "null", parse_constant=no_constants)
-        except (ValueError, UnicodeDecodeError):
-            raise Reject(400, "body is not valid JSON") from None
-        if not isinstance(body, dict):
+        else:
+            try:
+                body = json.loads(raw.decode("utf-8") or "null", parse_constant=no_constants)
+            except (ValueError, UnicodeDecodeError):
+                raise Reject(400, "body is not valid JSON") from None
+        if not isinstance(body, dict) and "non-object-body-500" not in self.bugs:  # the mutant calls .get on it
             raise Reject(400, "body must be a JSON object")
         return body
 

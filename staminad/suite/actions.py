@@ -71,8 +71,17 @@ def _plan(
     return None
 
 
-def _checks(obj: dict[str, Any]) -> tuple[Check, ...]:
-    return tuple(Equals((k,), v) for k, v in obj.items())
+def _checks(obj: dict[str, Any], before: dict[str, Any] | None = None, own: str = "") -> tuple[Check, ...]:
+    """Every key of `obj`; a key an effect changed from `before` (all but the action's own enum field `own`)
+    cites the effects rule, so a wrong effect result is reported under it, not under the action's; a list
+    read back unchanged cites the list-of-references rule (`data.stored_checks`)."""
+
+    def rule(k: str, v: Any) -> str:
+        if before is not None and k != own and before.get(k) != v:
+            return "effects"
+        return "reference-list" if isinstance(v, list) else ""
+
+    return tuple(Equals((k,), v, rule(k, v)) for k, v in obj.items())
 
 
 def _steps(state: State, entity: Entity, action: Action, plan: Plan, world: World, why: str) -> list[Step]:
@@ -93,7 +102,17 @@ def _steps(state: State, entity: Entity, action: Action, plan: Plan, world: Worl
             )
         )
         return steps
-    steps.append(req("POST", call, expect=(200,), action=True, checks=_checks(after[entity.name][oid]), why=why))
+    mine = after[entity.name][oid]
+    steps.append(
+        req(
+            "POST",
+            call,
+            expect=(200,),
+            action=True,
+            checks=_checks(mine, world[entity.name][oid], action.field),
+            why=why,
+        )
+    )
     for e_name, table in after.items():
         e = state.entity(e_name)
         assert e is not None
@@ -103,7 +122,9 @@ def _steps(state: State, entity: Entity, action: Action, plan: Plan, world: Worl
                 if obj != world[e_name][obj_id] or obj_id == oid
                 else "the action must leave unchanged"
             )
-            steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=_checks(obj), why=f"{what} {e.name} {obj_id}"))
+            own = action.field if obj_id == oid else ""
+            checks = _checks(obj, world[e_name][obj_id], own)
+            steps.append(req("GET", f"/{e.endpoint}/{obj_id}", checks=checks, why=f"{what} {e.name} {obj_id}"))
     return steps
 
 

@@ -12,6 +12,7 @@ import string
 from typing import Any
 
 from staminad.bench.schema import DATETIME_MAX, DATETIME_MIN, Entity, Field, State
+from staminad.suite.model import Check, Equals
 
 _FMT = "%Y-%m-%d %H:%M:%S"
 
@@ -180,3 +181,9 @@ def stored(state: State, entity: Entity, body: dict[str, Any]) -> dict[str, Any]
         else:
             out[f.name] = [] if f.kind == "ref_list" else None
     return out
+
+
+def stored_checks(obj: dict[str, Any]) -> tuple[Check, ...]:
+    """Every key of a stored entity; a list (only list-of-references fields hold one) cites the rule of such
+    fields: a list answered as null breaks that rule whichever test reads it back."""
+    return tuple(Equals((k,), v, "reference-list" if isinstance(v, list) else "") for k, v in obj.items())

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
+from staminad.suite import rawbody
 from staminad.suite.actions import action_tests
 from staminad.suite.aggregates import analytics_tests
 from staminad.suite.data import (
@@ -22,17 +23,16 @@ from staminad.suite.data import (
     other_value,
     scalar_body,
     stored,
+    stored_checks,
     wide_string,
     wrong_type_values,
 )
 from staminad.suite.draws import SuiteRandom, ident, pick
 from staminad.suite.history import History
-from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Check, Equals, ListIds, Suite, Test, req
+from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Equals, ListIds, Suite, Test, req
 from staminad.suite.plans import fixture_steps
 
-
-def _equal_checks(obj: dict[str, Any]) -> tuple[Check, ...]:
-    return tuple(Equals((k,), v) for k, v in obj.items())
+_equal_checks = stored_checks
 
 
 def _create(entity: Entity, body: dict[str, Any], state: State, why: str = "") -> list[Any]:
@@ -781,6 +781,39 @@ class _Builder:
                     ),
                 ],
             )
+        for entity, old, new in h.renamed_fields:  # last: the data drawn above stays as it was
+            self._old_key_ignored(entity, old, new)
+
+    def _old_key_ignored(self, entity: str, old: str, new: str) -> None:
+        """After `old` was renamed to `new`, a PATCH holding only the old key changes nothing (it is not an alias)."""
+        e = self.state.entity(entity)
+        f = e.field(new) if e else None
+        assert e is not None and f is not None
+        body = scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-old-key"))
+        if f.kind in ("ref", "ref_list") or body.get(new) is None:
+            return
+        other = other_value(self.rng, self.state, f, body[new])
+        if other is None:
+            return
+        before = stored(self.state, e, body)
+        path = f"/{e.endpoint}/{body['id']}"
+        self.add(
+            f"{e.endpoint}_{old}_old_key_ignored",
+            "rename",
+            "rename-field",
+            [
+                req("POST", f"/{e.endpoint}", body),
+                req(
+                    "PATCH",
+                    path,
+                    {old: other},
+                    expect=OK,
+                    checks=(Equals((new,), before[new]), Absent(old)),
+                    why=f"{old} was renamed to {new}: the old key is ignored, not written to {new}",
+                ),
+                req("GET", path, checks=_equal_checks(before), why=f"the old key {old} must change nothing"),
+            ],
+        )
 
 
 def _whole_number(f: Field) -> int:
@@ -849,6 +882,13 @@ def _build(state: State, rng: SuiteRandom, history: History | None) -> _Builder:
             b.add(name, category, rule, steps)
     if history is not None:
         b.history(history)
+    # Drawn last, so that the data of every test above stays what it was before raw bodies were tested.
+    for e in state.entities:
+        for test in (*rawbody.create_tests(b.rng, state, e), *rawbody.patch_tests(b.rng, state, e)):
+            b.add(*test)
+    for action in state.actions:
+        for test in rawbody.action_tests(b.rng, state, action):
+            b.add(*test)
     return b
 
 

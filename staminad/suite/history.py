@@ -30,6 +30,7 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     removed_analytics: tuple[str, ...] = ()  # paths
     removed_actions: tuple[tuple[str, str], ...] = ()  # (entity, action)
     renamed_targets: tuple[tuple[str, str], ...] = ()  # (entity, ref field) whose target was renamed this turn
+    renamed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, old field, its current name) renamed this turn
 
 
 def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:
@@ -47,13 +48,14 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
     analytics: list[list[str | None]] = []  # [entity, field, op, path when removed]
     actions: list[list[str]] = []  # [entity, action]
     renamed: list[list[str]] = []  # [entity]
+    moves: list[list[str]] = []  # [entity, old field, current name]
     cur = before
     for change in changes:
         nxt = transition(cur, [change])
         match change:
             case RenameEntity(old=old, new=new):
                 retired.add(endpoint_of(old))
-                for record in (*fields, *actions, *renamed):
+                for record in (*fields, *actions, *renamed, *moves):
                     if record[0] == old:
                         record[0] = new
                 for arecord in analytics:
@@ -61,6 +63,10 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
                         arecord[0] = new
                 renamed.append([new])
             case RenameField(entity=entity, old=old, new=new):
+                for move in moves:
+                    if move[0] == entity and move[2] == old:
+                        move[2] = new
+                moves.append([entity, old, new])
                 for arecord in analytics:
                     if arecord[0] == entity and arecord[1] == old:
                         arecord[1] = new
@@ -100,6 +106,11 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
         removed_analytics=tuple(p for p in dict.fromkeys(paths) if p not in live_paths),
         removed_actions=tuple(dict.fromkeys(kept_actions)),
         renamed_targets=tuple(targets),
+        renamed_fields=tuple(
+            (e.name, old, new)
+            for entity, old, new in moves
+            if (e := after.entity(entity)) is not None and e.field(new) is not None and e.field(old) is None
+        ),
     )
 
 

@@ -143,14 +143,17 @@ class Http11Transport:
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None, content_type: str | None = "application/json"
+    ) -> tuple[int, bytes]:
+        """Send one request (`content_type` goes with a body, unless None) and return (status, body)."""
         payload = body or b""
         head = (
             f"{method} {path} HTTP/1.1\r\n{self._host_header}Accept: application/json\r\n"
             f"Content-Length: {len(payload)}\r\n"
         )
-        if body is not None:
-            head += "Content-Type: application/json\r\n"
+        if body is not None and content_type is not None:
+            head += f"Content-Type: {content_type}\r\n"
         data = head.encode("latin-1") + b"\r\n" + payload
         self._deadline = time.monotonic() + self.timeout
         try:

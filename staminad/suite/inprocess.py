@@ -14,7 +14,10 @@ class AppTransport:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None, content_type: str | None = "application/json"
+    ) -> tuple[int, bytes]:
+        """The reference logic's answer; it reads every body as JSON whatever its Content-Type, as many servers do."""
         import json
 
         status, payload = self.app.handle(method, path, body or b"")

@@ -34,16 +34,22 @@ Method = Literal["GET", "POST", "PATCH", "DELETE"]
 OK = (200, 201)
 OK_OR_EMPTY = (200, 204)
 REJECTED = (400, 422)
+JSON_TYPE = "application/json"
 
 # Marks a body key whose value is deliberately absent (the field is omitted), distinct from null.
 JSONPath = tuple[str | int, ...]
 
 
-class Equals(msgspec.Struct, frozen=True, tag="equals"):
-    """The JSON value at `path` equals `value` (numbers compared up to float rounding)."""
+class Equals(msgspec.Struct, frozen=True, tag="equals", omit_defaults=True):
+    """The JSON value at `path` equals `value` (numbers compared up to float rounding).
+
+    `rule` names the README rule this check pins when it is not its test's rule (a list field read
+    back in an update test, an effect's result in an action test), so a failure cites the rule broken.
+    """
 
     path: JSONPath
     value: Any
+    rule: str = ""
 
 
 class Absent(msgspec.Struct, frozen=True, tag="absent"):
@@ -78,6 +84,11 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     checks: tuple[Check, ...] = ()
     why: str = ""
     action: bool = False  # an action call: a 404 where success is expected means a wrong endpoint
+    # A raw step sends `raw` as the body byte for byte, with `content_type` as its Content-Type header
+    # (None: no such header), instead of `json.dumps(body)` as JSON: malformed or non-object bodies,
+    # non-standard number tokens, duplicate keys, a missing or wrong Content-Type, an empty body.
+    raw: bytes | None = None
+    content_type: str | None = JSON_TYPE
 
 
 class Test(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,3 +113,8 @@ def req(method: Method, path: str, body: Any = msgspec.UNSET, **kw: Any) -> Step
     if body is msgspec.UNSET:
         return Step(method=method, path=path, **kw)
     return Step(method=method, path=path, body=body, has_body=True, **kw)
+
+
+def raw_req(method: Method, path: str, raw: bytes, content_type: str | None = JSON_TYPE, **kw: Any) -> Step:
+    """A step whose body is `raw` exactly, sent with `content_type` (None: without a Content-Type header)."""
+    return Step(method=method, path=path, raw=raw, content_type=content_type, **kw)

@@ -27,7 +27,7 @@ import anyio.from_thread
 import msgspec
 
 from staminad.suite.jsonbody import Unusable, decode, screen
-from staminad.suite.model import Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
+from staminad.suite.model import JSON_TYPE, Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
 from staminad.suite.offload import GRACE, run_in_thread
 
 MAX_RESPONSE_BYTES = 1 << 20
@@ -49,7 +49,9 @@ class TransportError(Exception):
 class Transport(Protocol):
     """Sends one request and returns (status, body), blocking; raises TransportError when no response came."""
 
-    def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]: ...
+    def request(
+        self, method: str, path: str, body: bytes | None, content_type: str | None = JSON_TYPE
+    ) -> tuple[int, bytes]: ...
 
 
 @runtime_checkable
@@ -189,31 +191,36 @@ def _shown(step: Step, body: bytes | None) -> str:
     return f"{step.method} {step.path}" + (f" {_excerpt(body)}" if body is not None else "")
 
 
-def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool] | None:
-    """Why an answer fails `step` (and whether a key was missing, whether it was unusable); None when it passes."""
+def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool, str] | None:
+    """Why an answer fails `step` (and whether a key was missing, whether it was unusable, the rule of the failing
+    check when it names one); None when it passes."""
     try:
         if status not in step.expect or not step.checks:
             screen(raw)  # a bound every answer keeps, read or not (see `jsonbody.screen`); `decode` screens too
             if status not in step.expect:
-                return f"returned {status}, expected {' or '.join(map(str, step.expect))}", False, False
+                return f"returned {status}, expected {' or '.join(map(str, step.expect))}", False, False, ""
             return None
         doc = decode(raw)
     except Unusable as exc:
-        return f"returned a response that cannot be used: {exc}", False, True
+        return f"returned a response that cannot be used: {exc}", False, True, ""
     for check in step.checks:
         found = check_failure(check, doc)
         if found:
-            return found[0], found[1], False
+            return found[0], found[1], False, check.rule if isinstance(check, Equals) else ""
     return None
 
 
 def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
     """One test: reset, then each step; the first failing step decides the result."""
     for index, step in enumerate((_RESET, *test.steps)):
-        body = json.dumps(step.body).encode() if step.has_body else None
+        body: bytes | None
+        if step.raw is not None:
+            body, content_type = step.raw, step.content_type
+        else:
+            body, content_type = (json.dumps(step.body).encode() if step.has_body else None), JSON_TYPE
         counter[0] += 1
         try:
-            status, raw = transport.request(step.method, step.path, body)
+            status, raw = transport.request(step.method, step.path, body, content_type)
         except TransportError as exc:
             result = TestResult(
                 name=test.name,
@@ -229,11 +236,11 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
             return result
         judged = _judge(step, status, raw)
         if judged is not None:
-            fail, missing, unusable = judged
+            fail, missing, unusable, rule = judged
             return TestResult(
                 name=test.name,
                 category=_category(test, step, status, missing, unusable),
-                rule=test.rule,
+                rule=rule or test.rule,
                 passed=False,
                 step=index - 1,
                 request=_shown(step, body),

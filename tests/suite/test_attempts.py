@@ -21,7 +21,10 @@ def _suite(seed: int, turn: int, attempt: int = 1) -> Suite:
 
 
 def _requests(test: Test) -> list[tuple[str, str, bytes]]:
-    return [(s.method, s.path, msgspec.json.encode(s.body) if s.has_body else b"") for s in test.steps]
+    return [
+        (s.method, s.path, s.raw if s.raw is not None else msgspec.json.encode(s.body) if s.has_body else b"")
+        for s in test.steps
+    ]
 
 
 def _dataless(test: Test) -> bool:
@@ -38,7 +41,7 @@ def _picks(state: State, test: Test) -> list[object]:
     """What a test picked: the fields its PATCHes send, and the state the entity an action is called on starts in."""
     out: list[object] = [sorted(s.body) for s in test.steps if s.method == "PATCH" and isinstance(s.body, dict)]
     for k, s in enumerate(test.steps):
-        if s.action and k and test.steps[k - 1].method == "POST":
+        if s.action and k and test.steps[k - 1].method == "POST" and test.steps[k - 1].has_body:
             called = [a for a in state.actions if s.path.endswith(f"/{a.name}") and _on(state, a.entity, s.path)]
             out += [test.steps[k - 1].body.get(a.field) for a in called]  # none for a removed action
     return out

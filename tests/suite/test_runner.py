@@ -178,7 +178,9 @@ async def test_the_suite_runs_off_the_event_loop_thread() -> None:
     seen: set[int] = set()
 
     class Recording:
-        def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        def request(
+            self, method: str, path: str, body: bytes | None, content_type: str | None = None
+        ) -> tuple[int, bytes]:
             seen.add(threading.get_ident())
             return 200, b"{}"
 
