@@ -38,7 +38,8 @@ COLUMNS: dict[str, str] = {
     "passed_tests": "tests passed; empty unless the suite ran (pass or fail)",
     "launched_at": "when the attempt was launched, Unix seconds (UTC)",
     "finished_at": "when its outcome was recorded, Unix seconds (UTC); empty while it runs",
-    "harness_seconds": "harness wall time from its completion marker (the turn timeout when stuck)",
+    "harness_seconds": "harness wall time from its completion marker (the turn timeout when stuck; a manual "
+    "attempt: from the prompt's delivery to `done`)",
     "marker_latency": "seconds from the harness's end to the engine noticing its marker",
     "server_start_seconds": "seconds from starting `run_server.sh` to the server answering; empty if never ready",
     "suite_seconds": "seconds the test suite ran",
