@@ -18,7 +18,7 @@ from typing import Any
 from protocol.events import FINAL
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.daemon.views import scenario_row
-from staminad.engine.score import Standing, counts_text, not_final, standing, tally, turns_words
+from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
 from staminad.viewer.logs import bounded_tail
 from state import browse
 from state.store import Progress, StoredScenario
@@ -238,8 +238,10 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
                 "anchor": f"a{a['id']}",
             }
         )
+    sw = browse.sweep(conn, sweep_id)
     return {
         "sweep_id": sweep_id,
+        "best_score": best_score(int(sw["turns"] or 0)) if sw else None,
         "scenario": sc,
         "sandbox": sandbox,
         "attempts": attempts,

@@ -17,7 +17,7 @@ from staminad.analysis import export, report
 from staminad.analysis.data import load
 from staminad.commands.daemon import info_lines
 from staminad.daemon.views import sweep_info
-from staminad.viewer.model import sweep_page, sweeps_page
+from staminad.viewer.model import scenario_page, sweep_page, sweeps_page
 from state.store import Store, Verdict
 from tui.screens.overview import COLUMNS, _rows
 
@@ -89,13 +89,14 @@ def test_every_view_scores_the_same_scenarios_and_says_the_figures_are_not_final
     try:
         page = sweep_page(conn, "mix")
         listed = sweeps_page(conn)["sweeps"][0]["headline"][0]
+        best = scenario_page(conn, "mix", CONFIG, 5)["best_score"]
     finally:
         conn.close()
     (v,) = page["configs"]
     assert (v["scored"], v["mean"], round(v["se"], 1), v["pass_rate"], v["counts"]) == (3, 2.0, 1.2, 1 / 3, COUNTS)
     assert listed["counts"] == COUNTS and listed["mean"] == 2.0
     assert page["not_final"] == [f"{CONFIG}: {v['not_final']}"] and words in v["not_final"]
-    assert page["turns_words"] == "turns = 3: turn 0 + 3 changes (best score 4)"
+    assert page["turns_words"] == "turns = 3: turn 0 + 3 changes (best score 4)" and best == 4
     assert len(page["curves"][0]["censored"]) == 1  # the survival curve is over the 3 scored: 1 survivor
 
     # `report`
