@@ -32,7 +32,7 @@ from staminad.analysis.metrics import (
     views_differ,
 )
 from staminad.analysis.stats import holm, kaplan_meier, logrank, rmst_bootstrap, wilcoxon_paired
-from staminad.engine.score import Tally, counts_text, not_final, standing, tally, turns_words
+from staminad.engine.score import Standing, Tally, counts_text, not_final, standing, tally, turns_words
 
 ALPHA = 0.05
 # The paper's rule for its main table (Table 3), used by Markdown and LaTeX alike.
@@ -58,16 +58,25 @@ def scored(s: ScenarioData) -> bool:
     return _standing(s) == "scored"
 
 
-def _standing(s: ScenarioData) -> str:
+def _standing(s: ScenarioData) -> Standing:
     return standing(s.status, end_kind(s), bool(agent_attempts(s)))
 
 
 def tally_of(c: ConfigData) -> Tally:
     """The configuration's figures and denominators by the shared rule (`staminad.engine.score.tally`)."""
-    return tally(
-        (standing(s.status, end_kind(s), bool(agent_attempts(s))), s.turns_passed, s.status == "done")
-        for s in c.scenarios
-    )
+    return tally((_standing(s), s.turns_passed, s.status == "done") for s in c.scenarios)
+
+
+def _not_final(configs: list[ConfigData]) -> list[str]:
+    """One line per sweep whose numbers are not final (some scenario unfinished or never run), with its counts."""
+    out = []
+    for sweep in dict.fromkeys(c.sweep for c in configs):
+        mine = [c for c in configs if c.sweep == sweep]
+        everything = tally((_standing(s), s.turns_passed, s.status == "done") for c in mine for s in c.scenarios)
+        note = not_final(everything, mine[0].sweep_status or None)
+        if note:
+            out.append(f"{sweep}: {note}")
+    return out
 
 
 def _where(t: Tally) -> dict[str, int]:
@@ -92,7 +101,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     configs = _keyed(configs)
     tallies = {c.name: tally_of(c) for c in configs}
     where = {name: _where(t) for name, t in tallies.items()}
-    notes = [f"{c.sweep}: {note}" for c in configs if (note := not_final(tallies[c.name], c.sweep_status or None))]
+    notes = _not_final(configs)
     everything = configs
     configs = [msgspec.structs.replace(c, scenarios=tuple(s for s in c.scenarios if scored(s))) for c in configs]
     rows = list(dict.fromkeys(c.agent for c in configs))
@@ -155,7 +164,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
         survival[c.name] = entry
     return {
         "final": not notes,
-        "not_final": list(dict.fromkeys(notes)),  # one line per sweep whose numbers may still change
+        "not_final": notes,  # one line per sweep whose numbers may still change
         "turns": sorted({turns_words(c.n_turns) for c in configs}),
         "configurations": [
             {

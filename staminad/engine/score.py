@@ -140,7 +140,8 @@ def not_final(t: Tally, sweep_status: str | None = None) -> str:
         return ""
     left = ", ".join(f"{n} {word}" for n, word in ((t.unfinished, "unfinished"), (t.never_run, "never run")) if n)
     if sweep_status is None or sweep_status in LIVE:
-        return f"not final: the sweep is still running ({left}); these numbers will change"
+        how = "paused" if sweep_status == "paused" else "still running"
+        return f"not final: the sweep is {how} ({left}); these numbers will change"
     return f"incomplete: the sweep is {sweep_status} with {left}; these numbers leave them out"
 
 
