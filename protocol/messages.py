@@ -152,7 +152,13 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     infra: dict[str, int]
     cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
     tokens: int = 0  # input + output tokens through the gateway
-    unscored: int = 0  # scenarios saying nothing of the agent yet (a platform fault, nothing tested): left out
+    # Where the scenarios stand for scoring (`staminad.engine.score.standing`): the figures are over `scored`
+    # only; `unscored` ended saying nothing of the agent (a platform fault, nothing tested); `unfinished`
+    # started and has not ended; `never_run` never started. With `scored == 0` the figures are no score: `-`.
+    unscored: int = 0
+    scored: int = 0
+    unfinished: int = 0
+    never_run: int = 0
 
 
 class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

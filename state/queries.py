@@ -31,6 +31,11 @@ def sweep_turns(conn: sqlite3.Connection, sweep_id: str) -> int:
     return int(row["turns"] or 0) if row else 0
 
 
+def sweep_status(conn: sqlite3.Connection, sweep_id: str) -> str:
+    row = conn.execute("SELECT status FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+    return str(row["status"] or "") if row else ""
+
+
 def sweep_config(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT config FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
     return None if row is None else dict(msgspec.json.decode(row["config"]))

@@ -34,8 +34,9 @@ class ConfigData(msgspec.Struct, frozen=True, kw_only=True):
     agent: str
     retries: int
     feedback: str
-    n_turns: int  # N: turns 0..N exist
+    n_turns: int  # N: turns 0..N exist (turn 0 and N change requests; the best score is N+1)
     scenarios: tuple[ScenarioData, ...]
+    sweep_status: str = ""  # the sweep's status when loaded (running, paused, finished, cancelled, error)
 
     def by_seed(self) -> dict[int, ScenarioData]:
         return {s.seed: s for s in self.scenarios}
@@ -53,6 +54,7 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
         out = []
         for sweep in wanted:
             n_turns = queries.sweep_turns(conn, sweep)
+            sweep_status = queries.sweep_status(conn, sweep)
             for c in queries.configurations(conn, sweep):
                 scenarios = []
                 for s in queries.scenarios(conn, c["id"]):
@@ -86,6 +88,7 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
                         feedback=c["feedback"],
                         n_turns=n_turns,
                         scenarios=tuple(scenarios),
+                        sweep_status=sweep_status,
                     )
                 )
         return out

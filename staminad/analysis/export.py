@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from staminad.analysis.data import ConfigData
+from staminad.analysis.metrics import agent_attempts, end_kind
+from staminad.engine.score import standing
 from state import browse, queries
 
 COLUMNS: dict[str, str] = {
@@ -22,7 +24,9 @@ COLUMNS: dict[str, str] = {
     "feedback": "feedback level: detailed | medium | minimal",
     "seed": "the scenario's seed",
     "scenario_status": "where the scenario ended: done | failed | infra_failed | capped (or still running)",
-    "turns_passed": "turns the scenario passed (its score)",
+    "turns_passed": "turns the scenario passed, turn 0 included (its score once it is scored; best N+1)",
+    "scenario_standing": "whether its score counts: scored | unfinished | never_run | unscored (the rule every "
+    "view counts by; only scored scenarios enter a mean or a pass rate)",
     "turn": "turn t of this attempt (0 = initial implementation)",
     "attempt": "agent call within the turn: 1, then up to R feedback retries",
     "infra_try": "re-run of the same attempt after an infrastructure failure (0 = first run)",
@@ -34,7 +38,8 @@ COLUMNS: dict[str, str] = {
     "passed_tests": "tests passed; empty unless the suite ran (pass or fail)",
     "launched_at": "when the attempt was launched, Unix seconds (UTC)",
     "finished_at": "when its outcome was recorded, Unix seconds (UTC); empty while it runs",
-    "harness_seconds": "harness wall time from its completion marker (the turn timeout when stuck)",
+    "harness_seconds": "harness wall time from its completion marker (the turn timeout when stuck; a manual "
+    "attempt: from the prompt's delivery to `done`)",
     "marker_latency": "seconds from the harness's end to the engine noticing its marker",
     "server_start_seconds": "seconds from starting `run_server.sh` to the server answering; empty if never ready",
     "suite_seconds": "seconds the test suite ran",
@@ -94,6 +99,7 @@ def rows(configs: list[ConfigData], db: Path | None = None) -> list[dict[str, An
     out = []
     for c in configs:
         for s in c.scenarios:
+            where = standing(s.status, end_kind(s), bool(agent_attempts(s)))
             for a in s.attempts:
                 tested = a.outcome in ("pass", "fail")
                 out.append(
@@ -106,6 +112,7 @@ def rows(configs: list[ConfigData], db: Path | None = None) -> list[dict[str, An
                         "seed": s.seed,
                         "scenario_status": s.status,
                         "turns_passed": s.turns_passed,
+                        "scenario_standing": where,
                         "turn": a.turn,
                         "attempt": a.attempt,
                         "infra_try": a.infra_try,

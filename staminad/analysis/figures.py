@@ -2,9 +2,11 @@
 
 Each figure is written as vector PDF and SVG with editable text (TrueType in the PDF, real text in the
 SVG) and a 300 dpi PNG. Curves differ in colour (Okabe-Ito, safe for colour-blind readers), marker and
-line style, so they stay apart in greyscale; legends sit outside the axes; turn axes have integer ticks;
-every figure carries a caption line saying N, the turns, R and what its error bars or bands are. A figure
-that would carry no information is skipped with a line saying why.
+line style, so they stay apart in greyscale, and no two of the first 32 configurations share all three
+(`style`); legends sit outside the axes; turn axes have integer ticks. Each figure has a caption saying N,
+the turns, R and what its error bars or bands are; it is not drawn into the image (a paper sets its own)
+but written beside it: under the figure in report.md and the static site, as the caption of a figure float
+in report.tex. A figure that would carry no information is skipped with a line saying why.
 """
 
 from __future__ import annotations
@@ -66,6 +68,25 @@ class FigureSet(msgspec.Struct, kw_only=True):
         out += [f"- {line}" for line in self.skipped]
         return "\n".join(out).rstrip() + "\n"
 
+    def latex(self) -> str:
+        """The figures as LaTeX floats (PDF, needs `\\usepackage{graphicx}`), each with its caption and a label."""
+        from staminad.analysis.latex import esc
+
+        out = ["% StaminaBench figures; needs \\usepackage{graphicx}", ""]
+        for f in self.figures:
+            pdf = next(Path(p).name for p in f.paths if p.endswith(".pdf"))
+            out += [
+                r"\begin{figure}[t]",
+                r"\centering",
+                rf"\includegraphics[width=\linewidth]{{{pdf}}}",
+                rf"\caption{{{esc(f.caption)}}}",
+                rf"\label{{fig:{f.name.replace('_', '-')}}}",
+                r"\end{figure}",
+                "",
+            ]
+        out += [f"% {line}" for line in self.skipped]
+        return "\n".join(out).rstrip() + "\n"
+
 
 def open_output(path: Path) -> IO[bytes]:
     """`path` opened to be written over, never through a symbolic link (that raises OSError: ELOOP)."""
@@ -73,7 +94,15 @@ def open_output(path: Path) -> IO[bytes]:
 
 
 def style(i: int) -> dict[str, Any]:
-    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)], "linestyle": LINES[i % len(LINES)]}
+    """The i-th curve's colour, marker and line style. Each round of 8 colours shifts the line style by one and
+    the marker by three, so colour and line style (all a survival curve shows) differ for any two of the first
+    32 curves, and the three together for any two of the first 64."""
+    lap = i // len(COLOURS)
+    return {
+        "color": COLOURS[i % len(COLOURS)],
+        "marker": MARKERS[(i + 3 * lap) % len(MARKERS)],
+        "linestyle": LINES[(i + lap) % len(LINES)],
+    }
 
 
 def _scope(report: dict[str, Any]) -> str:
@@ -83,19 +112,18 @@ def _scope(report: dict[str, Any]) -> str:
     turns = sorted({c["n_turns"] for c in cs})
     rs = sorted({c["retries"] for c in cs})
     n = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
-    t = ", ".join(f"0-{x}" for x in turns)
-    return f"N = {n} scenarios per configuration, turns {t}, R = {', '.join(str(r) for r in rs)}"
+    t = ", ".join(str(x) for x in turns)
+    changes = ", ".join(str(x) for x in turns)
+    return (
+        f"K = {n} scored scenarios per configuration, turns = {t} (turn 0 + {changes} changes), "
+        f"R = {', '.join(str(r) for r in rs)}"
+    )
 
 
 def _save(fig: Any, out: Path, name: str, caption: str, legend: bool = True) -> Figure:
     if legend and fig.axes and fig.axes[0].get_legend_handles_labels()[0]:
         fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
-    # The caption goes under everything the axes draw (rotated tick labels included), left-aligned with them.
-    renderer = fig.canvas.get_renderer()
-    boxes = [ax.get_tightbbox(renderer).transformed(fig.transFigure.inverted()) for ax in fig.axes]
-    fig.text(
-        min(b.x0 for b in boxes), min(b.y0 for b in boxes) - 0.03, caption, ha="left", va="top", fontsize=7, wrap=True
-    )
+    # The caption is not drawn: it goes beside the image (report.md, report.tex, the site), where a paper sets it.
     paths = []
     for fmt in FORMATS:
         p = out / f"{name}.{fmt}"
@@ -162,7 +190,7 @@ def survival(report: dict[str, Any], out: Path) -> Figure:
     _turn_axis(ax.xaxis)
     caption = (
         f"Kaplan-Meier survival over turns. {_scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
-        "| marks right-censored scenarios (all turns passed, or ended by infrastructure)."
+        "| marks right-censored scenarios (all turns passed, or a cost cap)."
     )
     return _save(fig, out, "survival", caption)
 

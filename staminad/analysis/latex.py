@@ -1,7 +1,9 @@
 """LaTeX tables for a paper: main table, retry budget, feedback ablation, failure categories.
 
-Each is a `table` float with a caption and a label, booktabs rules, and bold for the best value in each
-column (every tied value is bold). Text from configuration names is escaped.
+Each is a `table` float with a caption and a label and booktabs rules. The main table follows the paper's
+rule (bold: the best of each row; dagger: not significantly worse than it), as the Markdown report does; the
+retry, feedback and failure tables bold the best of each column, as their captions say (every tied value
+is bold). Text from configuration names is escaped. A report whose numbers are not final says so first.
 """
 
 from __future__ import annotations
@@ -57,24 +59,29 @@ def _bold(text: str, on: bool) -> str:
 
 
 def main_table(report: dict[str, Any]) -> str:
+    """The paper's main table, by its rule (as the Markdown report): bold is the best of each row (ties all
+    bold), $^\\dagger$ not significantly worse than it (uncorrected paired Wilcoxon, as the paper's Table 3)."""
     t = report["table"]
-    grid = [[t["cells"][r].get(col) for col in t["columns"]] for r in t["rows"]]
-    best = [_best([row[j]["mean"] if row[j] else None for row in grid]) for j in range(len(t["columns"]))]
     rows = []
-    for i, r in enumerate(t["rows"]):
+    for r in t["rows"]:
         cells = []
-        for j, v in enumerate(grid[i]):
+        for col in t["columns"]:
+            v = t["cells"][r].get(col)
             if v is None:
                 cells.append("--")
                 continue
+            if not v["n"]:
+                cells.append("n/a")
+                continue
             text = rf"{v['mean']:.1f} $\pm$ {v['se']:.1f} ({v['pass_rate'] * 100:.0f}\%)"
-            mark = r"$^\dagger$" if not v["best"] and v["not_worse"] else ""
-            cells.append(_bold(text, i in best[j]) + mark)
+            bold = v.get("bold", v["best"])
+            mark = r"$^\dagger$" if not bold and v["not_worse"] else ""
+            cells.append(_bold(text, bold) + mark)
         rows.append([esc(r), *cells])
     caption = (
-        r"Average turns passed $\pm$ SE (pass rate). Bold: best in its column (ties all bold); "
-        r"$^\dagger$: not significantly worse than the best setting of its row (paired Wilcoxon, "
-        r"$p > 0.05$)."
+        r"Average turns passed $\pm$ SE (pass rate). Bold: best in its row (ties all bold); "
+        r"$^\dagger$: not significantly worse than the best of its row (paired Wilcoxon signed-rank, "
+        r"$p > 0.05$, uncorrected)."
     )
     return _table("main", caption, ["agent", *[esc(c) for c in t["columns"]]], rows)
 
@@ -146,7 +153,12 @@ def failure_table(report: dict[str, Any]) -> str:
 
 def document(report: dict[str, Any]) -> str:
     """Every table, in order; needs `\\usepackage{booktabs}`."""
-    parts = ["% StaminaBench tables; needs \\usepackage{booktabs}", "", main_table(report), retry_table(report)]
+    parts = ["% StaminaBench tables; needs \\usepackage{booktabs}", ""]
+    for note in report.get("not_final", []):
+        parts.append(f"% NOT FINAL - {note}")
+    if report.get("not_final"):
+        parts += [r"\textbf{NOT FINAL: these tables are from sweeps that have not ended.}", ""]
+    parts += [main_table(report), retry_table(report)]
     fb = feedback_table(report)
     parts.append(fb if fb is not None else "% feedback ablation left out: one feedback level only\n")
     parts.append(failure_table(report))

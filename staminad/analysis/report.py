@@ -3,10 +3,11 @@ Markdown, LaTeX, JSON or CSV; figures are drawn by `figures.py` from the same re
 
 Configurations are keyed by (sweep, configuration): when a report spans several sweeps, each row and
 configuration is labelled `sweep/name`, so two sweeps' configurations of one name never merge.
-A scenario that says nothing about its agent (ended by a platform fault, or no attempt the suite tested
-and no harness out of infra retries: cancelled before it started) is left out of every figure and counted
-as unscored;
-every table says how many scenarios were scored and how many were not.
+Which scenarios a figure is over is `staminad.engine.score`'s rule, the one every view counts by: only
+scenarios that ended and say something about their agent are scored; unfinished (running, or stopped by a
+cancel), never-run and unscored ones (a platform fault, nothing tested) are left out of every figure and
+counted apart. Every table says how many scenarios were scored and where the others stand, and a report
+over a sweep that has not ended says, first, that its numbers are not final.
 """
 
 from __future__ import annotations
@@ -31,9 +32,15 @@ from staminad.analysis.metrics import (
     views_differ,
 )
 from staminad.analysis.stats import holm, kaplan_meier, logrank, rmst_bootstrap, wilcoxon_paired
-from staminad.engine.outcome import is_scored
+from staminad.engine.score import Standing, Tally, counts_text, not_final, standing, tally, turns_words
 
 ALPHA = 0.05
+# The paper's rule for its main table (Table 3), used by Markdown and LaTeX alike.
+TABLE_RULE = (
+    "Average turns passed ± SE (pass rate). **Bold**: best in its row (ties all bold); † not significantly "
+    f"worse than the best of its row (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, "
+    "uncorrected, as the paper's Table 3; Holm-corrected p in the CSV and JSON)."
+)
 
 
 def _column(c: ConfigData) -> str:
@@ -47,9 +54,34 @@ def _paired(a: ConfigData, b: ConfigData) -> tuple[list[float], list[float]]:
 
 
 def scored(s: ScenarioData) -> bool:
-    """Whether a scenario says anything about its agent (`staminad.engine.outcome.is_scored`, which `staminad
-    status` counts by too): an attempt the suite tested, or a harness that ran out of infra retries."""
-    return is_scored(s.status, end_kind(s), bool(agent_attempts(s)))
+    """Whether a scenario is scored, by `staminad.engine.score.standing` (which every view counts by)."""
+    return _standing(s) == "scored"
+
+
+def _standing(s: ScenarioData) -> Standing:
+    return standing(s.status, end_kind(s), bool(agent_attempts(s)))
+
+
+def tally_of(c: ConfigData) -> Tally:
+    """The configuration's figures and denominators by the shared rule (`staminad.engine.score.tally`)."""
+    return tally((_standing(s), s.turns_passed, s.status == "done") for s in c.scenarios)
+
+
+def _not_final(configs: list[ConfigData]) -> list[str]:
+    """One line per sweep whose numbers are not final (some scenario unfinished or never run), with its counts."""
+    out = []
+    for sweep in dict.fromkeys(c.sweep for c in configs):
+        mine = [c for c in configs if c.sweep == sweep]
+        everything = tally((_standing(s), s.turns_passed, s.status == "done") for c in mine for s in c.scenarios)
+        note = not_final(everything, mine[0].sweep_status or None)
+        if note:
+            out.append(f"{sweep}: {note}")
+    return out
+
+
+def _where(t: Tally) -> dict[str, int]:
+    """The denominators a report entry carries."""
+    return {"unscored": t.unscored, "unfinished": t.unfinished, "never_run": t.never_run}
 
 
 def _keyed(configs: list[ConfigData]) -> list[ConfigData]:
@@ -67,7 +99,9 @@ def _mean_key(c: ConfigData) -> float:
 def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     """Everything a report shows, as plain data (also the JSON format)."""
     configs = _keyed(configs)
-    unscored = {c.name: sum(not scored(s) for s in c.scenarios) for c in configs}
+    tallies = {c.name: tally_of(c) for c in configs}
+    where = {name: _where(t) for name, t in tallies.items()}
+    notes = _not_final(configs)
     everything = configs
     configs = [msgspec.structs.replace(c, scenarios=tuple(s for s in c.scenarios if scored(s))) for c in configs]
     rows = list(dict.fromkeys(c.agent for c in configs))
@@ -78,6 +112,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     for r in rows:
         present = [cell[(r, col)] for col in cols if (r, col) in cell]
         best = max(present, key=_mean_key)
+        top = round(_mean_key(best), 1)  # every cell showing the best mean (as printed) is bold
         table[r] = {}
         for c in present:
             s = summary(c)
@@ -89,8 +124,9 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
                 "se": s.se_turns,
                 "pass_rate": s.pass_rate,
                 "n": s.scenarios,
-                "unscored": unscored[c.name],
+                **where[c.name],
                 "best": c is best,
+                "bold": bool(c.scenarios) and round(_mean_key(c), 1) == top,
                 "p_vs_best": p,
                 "not_worse": c is best or p > ALPHA,
             }
@@ -103,7 +139,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     for c in configs:
         d, e = survival_data(c)
         tau = float(c.n_turns + 1)
-        entry: dict[str, Any] = {"tau": tau, "scored": len(d), "unscored": unscored[c.name]}
+        entry: dict[str, Any] = {"tau": tau, "scored": len(d), **where[c.name]}
         if not d:  # nothing observed: no curve, rather than a survivor's full RMST
             entry.update(rmst=math.nan, rmst_ci=[math.nan, math.nan], km_times=[], km_survival=[], events=0, censored=0)
             survival[c.name] = entry
@@ -127,6 +163,9 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
             entry["logrank_vs_best"] = {"against": reference.name, "chi2": chi2, "p": p}
         survival[c.name] = entry
     return {
+        "final": not notes,
+        "not_final": notes,  # one line per sweep whose numbers may still change
+        "turns": sorted({turns_words(c.n_turns) for c in configs}),
         "configurations": [
             {
                 "name": c.name,
@@ -135,13 +174,13 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
                 "retries": c.retries,
                 "feedback": c.feedback,
                 "n_turns": c.n_turns,
-                "unscored": unscored[c.name],
+                **where[c.name],
                 **{k: v for k, v in msgspec.structs.asdict(summary(c)).items() if k != "name"},
             }
             for c in configs
         ],
         "scenarios": {
-            c.name: {"scored": len(c.scenarios), "unscored": unscored[c.name], "total": len(full.scenarios)}
+            c.name: {"scored": len(c.scenarios), **where[c.name], "total": len(full.scenarios)}
             for c, full in zip(configs, everything, strict=True)
         },
         "table": {"rows": rows, "columns": cols, "cells": table},
@@ -165,34 +204,40 @@ def _one(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.1f}"
 
 
-def _counted(scored_n: int, unscored_n: int) -> str:
-    return f"n={scored_n}" + (f", {unscored_n} unscored" if unscored_n else "")
+def _counted(scored_n: int, entry: dict[str, Any]) -> str:
+    """`n=3; 1 unfinished, 2 never run` from a report entry's denominators (`staminad.engine.score.counts_text`)."""
+    return counts_text(
+        Tally(
+            scored=scored_n,
+            unscored=entry.get("unscored", 0),
+            unfinished=entry.get("unfinished", 0),
+            never_run=entry.get("never_run", 0),
+        )
+    )
 
 
 def _fmt(cellv: dict[str, Any] | None, bold: tuple[str, str], mark: str) -> str:
     if cellv is None:
         return "-"
     if not cellv["n"]:
-        return f"- ({_counted(0, cellv['unscored'])})"
-    text = (
-        f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%, "
-        f"{_counted(cellv['n'], cellv['unscored'])})"
-    )
-    if cellv["best"]:
+        return f"- ({_counted(0, cellv)})"
+    text = f"{cellv['mean']:.1f} ± {cellv['se']:.1f} ({cellv['pass_rate'] * 100:.0f}%, {_counted(cellv['n'], cellv)})"
+    if cellv.get("bold", cellv["best"]):
         return f"{bold[0]}{text}{bold[1]}"
     return text + (mark if cellv["not_worse"] else "")
 
 
 def markdown(report: dict[str, Any]) -> str:
     t = report["table"]
-    out = [
-        "# StaminaBench report",
-        "",
-        "Average turns passed ± SE (pass rate). **Bold**: best in its row; † not significantly worse than the "
-        f"best (paired Wilcoxon signed-rank over shared scenarios, p > {ALPHA}, uncorrected). n: scenarios "
-        "scored; unscored ones (ended by a platform fault, or never tested: cancelled before a test ran) are "
-        "left out of every figure. A harness that ran out of infra retries ends its scenario, which counts "
-        "(paper).",
+    out = ["# StaminaBench report", ""]
+    for note in report.get("not_final", []):
+        out += [f"**NOT FINAL** - {note}.", ""]
+    out += [
+        f"{TABLE_RULE} n: scenarios scored; unfinished (running, or stopped by a cancel), never-run and unscored "
+        "ones (ended by a platform fault, or with nothing tested) are left out of every figure. A harness that "
+        "ran out of infra retries ends its scenario, which counts (paper). "
+        + "; ".join(report.get("turns", []))
+        + (": turns passed counts turn 0, the initial implementation." if report.get("turns") else ""),
         "",
         "| agent | " + " | ".join(t["columns"]) + " |",
         "|---|" + "---|" * len(t["columns"]),
@@ -227,7 +272,7 @@ def markdown(report: dict[str, Any]) -> str:
     for name, s in report["survival"].items():
         lr = s.get("logrank_vs_best")
         p = "-" if lr is None else f"{lr['p']:.3g}"
-        counted = _counted(s["scored"], s["unscored"])
+        counted = _counted(s["scored"], s)
         if s["rmst"] is None or not s["scored"]:
             out.append(f"| {name} | {counted} | - | - | - | - |")
             continue
@@ -239,7 +284,7 @@ def markdown(report: dict[str, Any]) -> str:
     for name, curve in report["retry_curves"].items():
         n = report["scenarios"][name]
         out.append(
-            f"- {name} ({_counted(n['scored'], n['unscored'])}): "
+            f"- {name} ({_counted(n['scored'], n)}): "
             + ", ".join("-" if m is None else f"R'={b}: {m:.1f} ± {se:.1f}" for b, m, se in curve)
         )
     out += [
@@ -255,8 +300,7 @@ def markdown(report: dict[str, Any]) -> str:
         reg = report["regressions"][name]
         n = report["scenarios"][name]
         out.append(
-            f"| {name} | {_counted(n['scored'], n['unscored'])} | {first} | {every} | "
-            f"{reg['regression']} / {reg['new_feature']} |"
+            f"| {name} | {_counted(n['scored'], n)} | {first} | {every} | {reg['regression']} / {reg['new_feature']} |"
         )
     out += ["", f"Cost: {report['cost']}.", ""]
     return "\n".join(out)

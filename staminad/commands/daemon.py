@@ -231,10 +231,13 @@ def _print_info(info: SweepInfo) -> None:
 def info_lines(info: SweepInfo) -> list[str]:
     """`staminad status` for one sweep: a line for the sweep, one per configuration with its denominators.
 
-    The mean and pass rate leave out the `unscored` scenarios (by the report's rule: ended by a platform fault,
-    or nothing tested yet), which are counted apart; a configuration with nothing to count shows `-`. A sweep
-    that failed says why on its line.
+    The figures are over the scored scenarios only (`staminad.engine.score`, the rule every view counts by);
+    unfinished, never-run and unscored ones are counted apart, and a configuration with none scored shows `-`.
+    Before the sweep ends, each configuration whose figures may still change says so. A sweep that failed
+    says why on its line.
     """
+    from staminad.engine.score import config_tally, counts_text, not_final, score_text
+
     slots = f" ({info.active} running of its parallel {info.parallel}, {info.queued} queued)" if info.parallel else ""
     reason = f": {info.reason}" if info.reason else ""
     expanding = f", expanding: {info.expanding} of {info.expand_total}" if info.expand_total else ""
@@ -243,18 +246,14 @@ def info_lines(info: SweepInfo) -> list[str]:
         health = "healthy" if e.healthy else f"not answering ({e.detail})" if e.detail else "not answering"
         lines.append(f"  engine {e.url}: {health}; {e.scenarios} of this sweep's scenarios, {e.used}/{e.slots} slots")
     for c in info.configurations:
+        t = config_tally(c)
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
         spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
-        counted = c.scenarios - c.unscored  # what the engine's summary averages over
-        figures = (
-            f"{c.mean_turns:.1f} +- {c.se_turns:.1f} turns, pass rate {c.pass_rate:.0%}"
-            if counted > 0
-            else "- turns, pass rate -"
-        )
+        note = not_final(t, info.status)
         lines.append(
-            f"  {c.name}: {figures} over {counted} counted, {c.unscored} unscored; "
-            f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}"
+            f"  {c.name}: turns passed {score_text(t, '+-')}, {counts_text(t)}; "
+            f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}" + (f" [{note}]" if note else "")
         )
     return lines
 

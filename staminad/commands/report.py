@@ -219,6 +219,8 @@ def report_cmd(args: argparse.Namespace) -> int:
     drawn = figures.draw(data, args.out)
     if args.format == "md":
         text += "\n" + drawn.markdown()
+    elif args.format == "latex":
+        text += "\n" + drawn.latex()
     with figures.open_output(args.out / f"report.{ext}") as fh:
         fh.write(text.encode())
     for line in drawn.skipped:

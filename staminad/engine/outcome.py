@@ -52,16 +52,6 @@ def platform_ended(status: str, end_kind: str | None) -> bool:
     return status == "infra_failed" and (end_kind is None or is_platform(end_kind))
 
 
-def is_scored(status: str, end_kind: str | None, tested: bool) -> bool:
-    """Whether a scenario says anything about its agent: an attempt the suite tested (`tested`), or a harness that
-    ran out of infra retries (scored with the turns passed so far, 0 included, as in the paper). A platform fault
-    never is, nor a scenario with nothing tested yet (pending, running its first attempt, cancelled before it
-    started). The one rule the report and `staminad status` both count by."""
-    if platform_ended(status, end_kind):
-        return False
-    return tested or status == "infra_failed"
-
-
 def classify_harness(exit_code: int | None, sig: int | None, killed_by_engine: bool) -> InfraKind | None:
     """None when the harness ended normally; else why it is an infrastructure failure."""
     if killed_by_engine:

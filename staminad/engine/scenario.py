@@ -387,6 +387,8 @@ class ScenarioRunner:
         exit_code, sig = marker.get("exit"), marker.get("signal")
         started, ended = marker.get("started"), marker.get("ended")
         harness_s = float(ended) - float(started) if started and ended else None
+        if self.adapter.manual and ended:  # `done` knows only its own time: a person's attempt runs from delivery
+            harness_s = max(0.0, float(ended) - row.launched_at)
         latency = marker["seen_at"] - float(ended) if ended else None
         try:
             loc: int | None = await self.sandbox.count_loc()

@@ -7,9 +7,7 @@ scenario ends that scenario (`internal_error`, re-runnable), never its neighbour
 
 from __future__ import annotations
 
-import math
 import os
-import statistics
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +28,8 @@ from staminad.engine import contain
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.outcome import is_scored
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
+from staminad.engine.score import config_tally, counts_text, score_text, standing, tally
 from staminad.gateway.proxy import Call, Gateway, Limits
 from staminad.sandbox.base import Grant, SandboxFactory
 from state.space import disk_problem
@@ -389,9 +387,8 @@ async def _start_gateway(
 
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
-    """Per configuration: turns passed over the scored scenarios, by the report's rule (`is_scored`): one ended
-    by a platform fault, or with nothing tested yet (pending, on its first attempt, cancelled before it began),
-    says nothing about its agent and is left out; one whose harness ran out of infra retries counts (paper)."""
+    """Per configuration: turns passed over the scored scenarios, by the one rule every view counts by
+    (`staminad.engine.score`): unfinished, never-run and unscored scenarios are counted apart, never averaged."""
     rows = await store.scenarios(sweep_id)
     infra = await store.infra_counts(sweep_id)
     usage = await store.llm_usage(sweep_id)
@@ -401,46 +398,49 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     out = []
     for name in dict.fromkeys(n for n, _ in rows):
         mine = [r for n, r in rows if n == name]
-        counted = [r for r in mine if is_scored(r.status, last_kind.get(r.id), r.id in tested)]
-        unscored = [r for r in mine if r not in counted]
+        t = tally(
+            (standing(r.status, last_kind.get(r.id), r.id in tested), r.turns_passed, r.status == "done") for r in mine
+        )
         cost, tokens = usage.get(name, (0.0, 0))
-        turns = [r.turns_passed for r in counted]
         statuses: dict[str, int] = {}
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
-        se = statistics.stdev(turns) / math.sqrt(len(turns)) if len(turns) > 1 else 0.0
         out.append(
             ConfigSummary(
                 name=name,
                 scenarios=len(mine),
                 finished=sum(r.status in FINAL for r in mine),
-                mean_turns=statistics.fmean(turns) if turns else 0.0,
-                se_turns=se,
-                pass_rate=sum(r.status == "done" for r in counted) / len(counted) if counted else 0.0,
+                mean_turns=t.mean or 0.0,
+                se_turns=t.se or 0.0,
+                pass_rate=t.pass_rate or 0.0,
                 statuses=statuses,
                 infra={k: v for (n, k), v in infra.items() if n == name},
                 cost=cost,
                 tokens=tokens,
-                unscored=len(unscored),
+                unscored=t.unscored,
+                scored=t.scored,
+                unfinished=t.unfinished,
+                never_run=t.never_run,
             )
         )
     return out
 
 
 def format_summary(summaries: list[ConfigSummary]) -> str:
+    """The end-of-run table: each configuration's score over its scored scenarios (`-` with none), and where
+    the rest stand, by the one rule every view counts by (`staminad.engine.score`)."""
     width = max([len(s.name) for s in summaries] + [13])
     metered = any(s.tokens for s in summaries)
     lines = [
-        f"{'configuration':<{width}}  turns passed   pass rate  scenarios (status)            infra failures"
+        f"{'configuration':<{width}}  {'turns passed (pass rate)':<24}  scenarios (status)            infra failures"
         + ("   tokens      cost" if metered else "")
     ]
     for s in summaries:
-        status = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
-        if s.unscored:
-            status += f"; {s.unscored} unscored"
+        t = config_tally(s)
+        status = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items())) + f"; {counts_text(t)}"
         infra = ", ".join(f"{k} {v}" for k, v in sorted(s.infra.items())) or "-"
         line = (
-            f"{s.name:<{width}}  {s.mean_turns:5.1f} +- {s.se_turns:4.1f}  {s.pass_rate:8.0%}  "
+            f"{s.name:<{width}}  {score_text(t, '+-'):<24}  "
             f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}"
         )
         if metered:

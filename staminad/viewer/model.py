@@ -2,7 +2,8 @@
 
 Pure functions over a read-only sqlite3 connection, shared by the live server (`app`) and the static site
 (`site`), so both show the same numbers. Where a scenario stands (its P/R/F/I history) comes from the
-daemon's own `scenario_row`, the one definition the TUI also shows.
+daemon's own `scenario_row`, the one definition the TUI also shows; which scenarios a figure is over, and the
+figures, from `staminad.engine.score`, the rule `status`, the TUI and `report` count by.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from protocol.events import FINAL
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.daemon.views import scenario_row
+from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
 from staminad.viewer.logs import bounded_tail
 from state import browse
 from state.store import Progress, StoredScenario
@@ -60,7 +62,10 @@ def sweeps_page(conn: sqlite3.Connection) -> dict[str, Any]:
         r["scenarios"] = total
         r["finished"] = sum(n for s, n in r["statuses"].items() if s in FINAL)
         r["created"] = when(r["created_at"])
-        r["headline"] = [_config_summary(c, ss, r["turns"] or 0, {}) for c, ss in _by_config(conn, r["id"])]
+        where = _standings(conn, r["id"])
+        r["headline"] = [
+            _config_summary(c, ss, r["turns"] or 0, {}, where, r["status"]) for c, ss in _by_config(conn, r["id"])
+        ]
     return {"sweeps": rows, "version": version, "latest": browse.LATEST}
 
 
@@ -69,15 +74,33 @@ def _by_config(conn: sqlite3.Connection, sweep_id: str) -> list[tuple[dict[str, 
     return [(c, [s for s in scen if s["config_id"] == c["id"]]) for c in browse.configurations(conn, sweep_id)]
 
 
-def _num(x: float) -> float | None:
+def _standings(conn: sqlite3.Connection, sweep_id: str) -> dict[int, Standing]:
+    """Where each scenario of the sweep stands for scoring (`staminad.engine.score.standing`), by scenario id."""
+    last_kind: dict[int, str | None] = {}
+    tested: set[int] = set()
+    for p in browse.progress(conn, sweep_id):  # in attempt order: the last one's kind is kept
+        last_kind[p["scenario_id"]] = p["infra_kind"]
+        if p["outcome"] in ("pass", "fail"):
+            tested.add(p["scenario_id"])
+    return {
+        s["id"]: standing(s["status"], last_kind.get(s["id"]), s["id"] in tested)
+        for s in browse.scenarios(conn, sweep_id)
+    }
+
+
+def _num(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
 def _config_summary(
-    c: dict[str, Any], scen: list[dict[str, Any]], n_turns: int, usage: dict[int, tuple[float, int]]
+    c: dict[str, Any],
+    scen: list[dict[str, Any]],
+    n_turns: int,
+    usage: dict[int, tuple[float, int]],
+    where: dict[int, Standing],
+    sweep_status: str,
 ) -> dict[str, Any]:
-    turns = [s["turns_passed"] for s in scen]
-    mean, se = mean_se(turns)
+    t = tally((where[s["id"]], s["turns_passed"], s["status"] == "done") for s in scen)
     statuses: dict[str, int] = {}
     for s in scen:
         statuses[s["status"]] = statuses.get(s["status"], 0) + 1
@@ -90,10 +113,15 @@ def _config_summary(
         "feedback": c["feedback"],
         "scenarios": len(scen),
         "finished": sum(s["status"] in FINAL for s in scen),
-        "mean": _num(mean),
-        "se": _num(se),
-        "pass_rate": sum(s["status"] == "done" for s in scen) / len(scen) if scen else None,
-        "unscored": statuses.get("infra_failed", 0),
+        "mean": t.mean,
+        "se": t.se,
+        "pass_rate": t.pass_rate,
+        "scored": t.scored,
+        "unscored": t.unscored,
+        "unfinished": t.unfinished,
+        "never_run": t.never_run,
+        "counts": counts_text(t),
+        "not_final": not_final(t, sweep_status),
         "statuses": statuses,
         "cost": cost if tokens or cost else None,
         "tokens": tokens or None,
@@ -113,11 +141,15 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
     for p in browse.progress(conn, sweep_id):
         progress.setdefault(p["scenario_id"], []).append(Progress(**p))
     configs, curves, grid = [], [], []
+    where = _standings(conn, sweep_id)
     for c, scen in groups:
-        configs.append(_config_summary(c, scen, n_turns, usage))
-        durations = [float(s["turns_passed"]) for s in scen]
-        observed = [s["status"] == "failed" for s in scen]
-        km = kaplan_meier(durations, observed) if scen else None
+        configs.append(_config_summary(c, scen, n_turns, usage, where, sw["status"]))
+        # The survival curve is over the scored scenarios, as the report's: a harness out of infra retries
+        # is an event there (paper), an unfinished or never-run scenario is not in it.
+        counted = [s for s in scen if where[s["id"]] == "scored"]
+        durations = [float(s["turns_passed"]) for s in counted]
+        observed = [s["status"] in ("failed", "infra_failed") for s in counted]
+        km = kaplan_meier(durations, observed) if counted else None
         curves.append(
             {
                 "name": c["name"],
@@ -143,10 +175,15 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
                     "last_failure": row.last_failure,
                 }
             )
+    notes = [f"{c['name']}: {c['not_final']}" for c in configs if c["not_final"]]
     return {
         "sweep": sw,
         "sweep_id": sweep_id,
         "n_turns": n_turns,
+        "turns_words": turns_words(n_turns),
+        "not_final": notes,
+        "all_infra": any(c["finished"] for c in configs)
+        and all(c["statuses"].get("infra_failed", 0) == c["finished"] for c in configs),
         "configs": configs,
         "curves": curves,
         "grid": grid,
@@ -201,8 +238,10 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
                 "anchor": f"a{a['id']}",
             }
         )
+    sw = browse.sweep(conn, sweep_id)
     return {
         "sweep_id": sweep_id,
+        "best_score": best_score(int(sw["turns"] or 0)) if sw else None,
         "scenario": sc,
         "sandbox": sandbox,
         "attempts": attempts,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -123,15 +124,71 @@ def test_text_stays_editable_in_svg_and_pdf(report_dir: Path) -> None:
     assert b"/FontFile2" in pdf and b"/Type3" not in pdf
 
 
-def test_captions_say_n_turns_r_and_the_error_bars(report_dir: Path) -> None:
-    """Each figure carries a caption line with N scenarios, the turns, R and what its bars or bands are."""
+def test_captions_say_n_turns_r_and_the_error_bars_beside_the_image_not_in_it(
+    report_dir: Path, metered: Path, tmp_path: Path
+) -> None:
+    """Each figure's caption (K scenarios, the turns, R, what its bars or bands are) is in report.md and, as a
+    figure float's caption, in report.tex; the images carry none (a paper sets its own)."""
+    scope = "K = 3 scored scenarios per configuration, turns = 3 (turn 0 + 3 changes), R = 1"
+    md = (report_dir / "report.md").read_text()
+    assert (
+        main(
+            [
+                "report",
+                "fig",
+                "--state-dir",
+                str(metered),
+                "--out",
+                str(tmp_path),
+                "--bootstrap",
+                "200",
+                "--format",
+                "latex",
+            ]
+        )
+        == 0
+    )
+    tex = (tmp_path / "report.tex").read_text()
     for name, bars in (
         ("survival", "95% CI"),
         ("turns_vs_retry_budget", "±1 SE"),
         ("turns_within_cost_budget", "±1 SE"),
     ):
         svg = (report_dir / f"{name}.svg").read_text()
-        assert "N = 3 scenarios per configuration, turns 0-3, R = 1" in svg and bars in svg, name
+        assert scope not in svg and bars not in svg, name
+        caption = next(line for line in md.splitlines() if line.startswith("*") and f"[PDF]({name}.pdf)" in line)
+        assert scope in caption and bars in caption, name
+        float_ = tex.split(rf"\includegraphics[width=\linewidth]{{{name}.pdf}}")[1].split(r"\end{figure}")[0]
+        assert r"\caption{" in float_ and scope in float_ and rf"\label{{fig:{name.replace('_', '-')}}}" in float_
+
+
+def test_twelve_configurations_have_twelve_distinct_legend_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With 12 configurations no two legend entries look alike: colour, marker and line style (retry figure),
+    colour and line style (survival, which has no markers); `style` keeps 32 apart."""
+    names = [f"agent{i} R=1 detailed" for i in range(12)]
+    report = {
+        "configurations": [{"scenarios": 3, "n_turns": 3, "retries": 1} for _ in names],
+        "retry_curves": {n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(names)},
+        "survival": {
+            n: {"scored": 3, "tau": 4.0, "rmst": 2.0, "km_times": [1.0, 2.0], "km_survival": [0.7, 0.3]} for n in names
+        },
+    }
+    drawn: list[Any] = []
+    close = figures.plt.close
+    monkeypatch.setattr(figures.plt, "close", lambda fig: (drawn.append(fig), close(fig)))
+    figures.retry_budget(report, tmp_path)
+    figures.survival(report, tmp_path)
+    (retry, labels), (surv, _) = (fig.axes[0].get_legend_handles_labels() for fig in drawn)
+    assert all(fig.axes[0].get_legend() is not None for fig in drawn)
+    lines = [h[0] for h in retry]  # an error bar's entry is drawn as its data line, with its marker
+    looks = [(h.get_color(), h.get_marker(), h.get_linestyle()) for h in lines]
+    assert labels == names and len(set(looks)) == 12
+    curves = [(h.get_color(), h.get_linestyle()) for h in surv]
+    assert len(curves) == 12 and len(set(curves)) == 12
+    assert len({(s["color"], s["linestyle"]) for s in map(figures.style, range(32))}) == 32
+    assert len({tuple(figures.style(i).values()) for i in range(64)}) == 64
 
 
 def test_turn_axes_have_integer_ticks(report_dir: Path) -> None:

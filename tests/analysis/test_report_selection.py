@@ -74,8 +74,20 @@ def test_a_harness_crashing_before_any_test_is_scored_zero_as_in_the_paper(
     assert (crash["scored"], crash["unscored"], crash["rmst"]) == (2, 0, 0.0)
     assert data["table"]["cells"]["fault:crash"]["R=2 detailed"]["n"] == 2
     assert data["table"]["cells"]["fault:crash"]["R=2 detailed"]["mean"] == 0.0
-    assert data["scenarios"]["fault:crash R=2 detailed"] == {"scored": 2, "unscored": 0, "total": 2}
-    assert data["scenarios"]["reference R=2 detailed"] == {"scored": 2, "unscored": 0, "total": 2}
+    assert data["scenarios"]["fault:crash R=2 detailed"] == {
+        "scored": 2,
+        "unscored": 0,
+        "unfinished": 0,
+        "never_run": 0,
+        "total": 2,
+    }
+    assert data["scenarios"]["reference R=2 detailed"] == {
+        "scored": 2,
+        "unscored": 0,
+        "unfinished": 0,
+        "never_run": 0,
+        "total": 2,
+    }
     assert main(["report", "long", "--state-dir", str(state), "--bootstrap", "100"]) == 0
     text = capsys.readouterr().out
     assert "| reference R=2 detailed | n=2 | 6.00 |" in text

@@ -1,4 +1,5 @@
-"""`staminad status` says how many scenarios its figures count and how many it left out as unscored."""
+"""`staminad status` says how many scenarios its figures count and where the others stand, and that figures of a
+sweep still running are not final."""
 
 from __future__ import annotations
 
@@ -14,17 +15,20 @@ from tests.daemon.inprocess import events, running_daemon, submit, until
 from tests.engine.conftest import write_sweep
 
 
-def _config(name: str, scenarios: int, unscored: int) -> ConfigStatus:
+def _config(name: str, scenarios: int, unscored: int, unfinished: int = 0) -> ConfigStatus:
+    scored = scenarios - unscored - unfinished
     return ConfigStatus(
         name=name,
         scenarios=scenarios,
-        finished=scenarios,
-        mean_turns=4.0,
-        se_turns=0.5,
-        pass_rate=0.25,
-        statuses={"failed": scenarios - unscored, "infra_failed": unscored},
+        finished=scenarios - unfinished,
+        mean_turns=4.0 if scored else 0.0,
+        se_turns=0.5 if scored else 0.0,
+        pass_rate=0.25 if scored else 0.0,
+        statuses={"failed": scored, "infra_failed": unscored, "running": unfinished},
         infra={"stuck": unscored},
         unscored=unscored,
+        scored=scored,
+        unfinished=unfinished,
     )
 
 
@@ -35,8 +39,16 @@ def test_status_names_counted_and_unscored_scenarios_and_shows_a_dash_when_none_
     )
     head, ref, broken = info_lines(info)
     assert head == "sweep w: finished"
-    assert "4.0 +- 0.5 turns, pass rate 25% over 3 counted, 1 unscored" in ref
-    assert "- turns, pass rate - over 0 counted, 2 unscored" in broken and "4.0" not in broken
+    assert "turns passed 4.0 +- 0.5 (25%), n=3; 1 unscored" in ref and "not final" not in ref
+    assert "turns passed -, n=0; 2 unscored" in broken and "4.0" not in broken
+
+
+def test_status_of_a_running_sweep_says_its_figures_are_not_final() -> None:
+    """Running scenarios are counted apart, never scored, and the line says the figures will change."""
+    info = SweepInfo(sweep="w", status="running", fingerprint="f", configurations=(_config("ref", 4, 0, unfinished=2),))
+    _, ref = info_lines(info)
+    assert "turns passed 4.0 +- 0.5 (25%), n=2; 2 unfinished" in ref
+    assert "[not final: the sweep is still running (2 unfinished); these numbers will change]" in ref
 
 
 def test_a_failed_sweep_says_why_on_its_line() -> None:

@@ -84,17 +84,20 @@ async def test_permanent_fault_ends_the_scenario_as_infra_not_agent_failure(tmp_
 
 
 async def test_manual_agent_waits_for_staminad_done(tmp_path: Path) -> None:
-    """`manual`: the engine announces the prompt and waits; a person answers and runs `staminad done`."""
+    """`manual`: the engine announces the prompt and waits; a person answers and runs `staminad done`; the
+    attempt's harness time runs from the prompt's delivery to `done`, not `done`'s instant."""
     path = write_sweep(tmp_path, "human", ["manual"], turns=1, retries=0)
     rec = Recorder()
     agent = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
     answered: list[str] = []
+    before_done: list[float] = []
 
     def play(data: EventData) -> None:
         if not isinstance(data, ManualPrompt):
             return
         ws, prompt, marker = data.workspace, data.prompt, data.done.split()[-1]
         subprocess.run([sys.executable, str(agent), "--workspace", ws, "--prompt-file", prompt], check=True)
+        before_done.append(time.time())
         subprocess.run(
             [sys.executable, "-m", "staminad.cli", "done", "--marker", marker], check=True, env={**os.environ}
         )
@@ -104,6 +107,11 @@ async def test_manual_agent_waits_for_staminad_done(tmp_path: Path) -> None:
     res = await sweep(path, tmp_path / "state", recorder=rec)
     assert res["manual R=0 detailed"].statuses == {"done": 1}
     assert len(answered) == 2
+    async with await Store.open(tmp_path / "state" / "staminad.db") as store:
+        ((_, row),) = await store.scenarios("human")
+        attempts = await store.attempts(row.id)
+    for a, done_after in zip(attempts, before_done, strict=True):
+        assert a.harness_seconds is not None and a.harness_seconds >= done_after - a.launched_at > 0
 
 
 async def test_interrupted_sweep_resumes_to_the_same_results(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A sweep's summary (what `staminad status` shows) counts scenarios by the report's scored/unscored rule, and a
+"""A sweep's summary (what `staminad status` shows) counts scenarios by the one rule every view counts by, and a
 bug of ours inside one scenario ends that scenario alone."""
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ SCENARIOS: dict[int, tuple[str, int, list[tuple[int, str | None, str | None]]]] 
     3: ("failed", 1, [(0, "pass", None), (1, "fail", None)]),
     4: ("infra_failed", 0, [(0, "infra", "stuck")]),  # the harness ran out of infra retries: scored (paper)
     5: ("infra_failed", 1, [(0, "pass", None), (1, "infra", "sandbox_lost")]),  # a platform fault: unscored
-    6: ("running", 1, [(0, "pass", None), (1, None, None)]),  # under way, one turn passed so far
+    6: ("running", 1, [(0, "pass", None), (1, None, None)]),  # under way, one turn passed so far: unfinished
 }
 
 
 async def test_status_counts_scored_scenarios_by_the_reports_rule(tmp_path: Path) -> None:
-    """Pending, first-attempt, cancelled-before-start and platform-ended scenarios are unscored, as the report
-    says; the mean is over the others (a harness out of infra retries counts with its turns)."""
+    """Never-run (pending, cancelled before start), unfinished (running) and platform-ended scenarios are left out,
+    as the report leaves them out; the mean is over the ended others (a harness out of infra retries counts)."""
     db = tmp_path / "staminad.db"
     async with await Store.open(db) as store:
         await store.ensure_sweep("w", "w", "f", "{}")
@@ -51,9 +51,15 @@ async def test_status_counts_scored_scenarios_by_the_reports_rule(tmp_path: Path
         (summary,) = await summarize(store, "w")
     (data,) = load(db)
     by_report = {s.seed for s in data.scenarios if scored(s)}
-    assert by_report == {3, 4, 6}
-    assert (summary.scenarios, summary.unscored) == (7, 7 - len(by_report))
-    assert summary.mean_turns == pytest.approx(2 / 3) and summary.pass_rate == 0.0
+    assert by_report == {3, 4}
+    assert (summary.scenarios, summary.scored, summary.unfinished, summary.never_run, summary.unscored) == (
+        7,
+        2,
+        2,
+        2,
+        1,
+    )
+    assert summary.mean_turns == pytest.approx(1 / 2) and summary.pass_rate == 0.0
 
 
 class _BuggySandbox(LocalSandbox):

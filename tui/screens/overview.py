@@ -1,7 +1,8 @@
 """Sweeps overview: one row per sweep and configuration with its progress and figures so far.
 
 Shows each configuration's progress bar, the sweep's ETA (from its pace since it was submitted), turns
-passed (mean +- SE) and pass rate once a scenario has finished (`-` before), scenarios running /
+passed (mean +- SE over the n scored scenarios, marked `so far` while some are unfinished or never ran) and
+pass rate once a scenario is scored (`-` before, never zeros), scenarios running /
 failed and infra failures by kind. A sweep that no longer runs shows no running scenarios. Pause,
 resume and cancel act on the highlighted sweep after a confirmation that names it.
 """
@@ -202,7 +203,10 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
     rows = []
     for n, c in enumerate(info.configurations):
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
-        scored = c.finished > 0  # a configuration with nothing finished has no figures yet, not zeros
+        # Figures are over the scored scenarios only (the daemon's one rule): none scored is `-`, not zeros;
+        # before the sweep ends they are marked as not final.
+        scored = c.scored > 0
+        so_far = " so far" if scored and (c.unfinished or c.never_run) else ""
         running = c.statuses.get("running", 0) if info.status in LIVE else 0  # stale rows of a cancelled sweep
         rows.append(
             (
@@ -212,7 +216,9 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
                 c.name,
                 bar(c.finished, c.scenarios),
                 eta(info, now) if n == 0 else "",
-                f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f}" if scored else "-",
+                Text.assemble(f"{c.mean_turns:5.1f} ± {c.se_turns:4.1f} n={c.scored}", (so_far, "yellow"))
+                if scored
+                else "-",
                 f"{c.pass_rate:4.0%}" if scored else "-",
                 str(running) if running else "-",
                 str(c.statuses.get("failed", 0)),

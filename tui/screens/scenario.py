@@ -62,7 +62,8 @@ class ScenarioScreen(MonitorScreen):
         self.EVENT_FILTER = sweep
         self.info: ScenarioInfo | None = None
         self._stale = False
-        self._shown_attempt: int | None = None
+        self._shown_attempt: int | None = None  # the attempt whose texts the detail pane shows
+        self._asked_attempt: int | None = None  # the attempt fetched last (its answer may still be on its way)
         self._texts: AttemptTexts | None = None
         self._transcript: tuple[TranscriptItem, ...] | None = None  # the transcript shown
 
@@ -154,14 +155,27 @@ class ScenarioScreen(MonitorScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value
-        if key is not None and int(key) != self._shown_attempt:
+        # Compared with the attempt asked for last, not the one shown last: a fetch still under way for
+        # another row must not be left to land after the cursor came back here.
+        if key is not None and int(key) != self._asked_attempt:
             self.show_attempt(int(key))
+
+    def _highlighted(self) -> int | None:
+        """The attempt id of the highlighted row (None with no rows)."""
+        table = self.query_one("#attempts", RowCursorTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return None if key is None else int(key)
 
     @work(exclusive=True, group="attempt")
     async def show_attempt(self, attempt_id: int) -> None:
+        self._asked_attempt = attempt_id
         texts = await self.stamina.ask(GetAttempt(attempt_id=attempt_id))
         if texts is None or self.info is None or texts.id != attempt_id:
             return
+        if attempt_id != self._highlighted():
+            return  # an answer for a row the cursor has left: the highlighted row's own fetch shows it
         summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
         self._shown_attempt, self._texts = attempt_id, texts
         self.query_one("#attempt", Static).update(render_attempt(texts, summary))
