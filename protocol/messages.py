@@ -15,7 +15,7 @@ import msgspec
 
 from protocol.events import EventData, kind_of
 
-PROTOCOL_VERSION = 6  # 4: events carry typed data (protocol.events); 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps
+PROTOCOL_VERSION = 7  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
