@@ -26,7 +26,7 @@ from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Grant, marker_path
 from staminad.sandbox.docker import FSIZE, LABEL_SANDBOXES, TMP_MB, DockerFactory, DockerSandbox
 from staminad.sandbox.ports import PortAllocator
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
 PACKAGE = Path(staminad.__file__).parent
 GRADER = ("reference", "suite", "bench")  # packages no real harness's sandbox may carry

@@ -14,7 +14,7 @@ from staminad.engine.config import RunSettings
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.volume import PARTS, VolumeFactory, VolumeSandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
 NO_WATCHER = MarkerWatcher()  # volume sandboxes never use the daemon's inotify watcher
 
