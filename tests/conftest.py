@@ -1,11 +1,33 @@
-"""Shared pytest configuration: anyio runs on asyncio only (aiodocker, aiosqlite and Textual need it)."""
+"""Shared pytest configuration: anyio runs on asyncio only (aiodocker, aiosqlite and Textual need it), the Docker
+fixtures, and the tier checks of tests/helpers/tiers.py (a test needing Docker, a sweep or a daemon is marked so)."""
 
 import subprocess
 from typing import Any
 
 import pytest
 
+from tests.helpers import tiers
+
 _DOCKER_USED: list[bool] = []  # set once a test asks for the sandbox image
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Stop before running anything if a test uses a fixture of tiers.FIXTURES without its marker (before `-m`
+    deselects, so the fast tier checks every test it leaves out too)."""
+    wrong = [f"{item.nodeid}: mark it {', '.join(m)}" for item in items if (m := tiers.missing_markers(item))]
+    if wrong:
+        raise pytest.UsageError("tests using a fixture that needs a marker lack it:\n" + "\n".join(wrong))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    """Make `item` the running test for tiers.needs() during its setup, call and teardown."""
+    tiers.RUNNING.append(item)
+    try:
+        return (yield)
+    finally:
+        tiers.RUNNING.pop()
 
 
 @pytest.fixture
@@ -63,7 +85,7 @@ def second_engine(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) 
 
     from staminad.sandbox.endpoint import Endpoint, local_socket
     from staminad.sandbox.enginespec import EngineSpec
-    from tests.sandbox.dockerd import SecondEngine
+    from tests.helpers.dockerd import SecondEngine
 
     engine = SecondEngine()
     try:

@@ -23,6 +23,7 @@ from staminad.validate import (
 
 
 # ~6 min of CPU: on a busy 2-core machine (two CPU burners beside it) past the default 300 s bound, never a hang.
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_reference_passes_and_every_rule_is_caught_at_its_first_exercisable_turn() -> None:
     """`staminad validate --seeds 0-9 --turns 100`: reference 100%, every mutant caught on time, right category."""

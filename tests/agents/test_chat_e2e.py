@@ -21,10 +21,14 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, scenario_end, started_outcomes
-from tests.agents.test_claude_e2e import _OutageAt
-from tests.agents.test_codex_e2e import PARAMS, _rewrite, _run, _sweep
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.e2e import PARAMS, attempt_rows, scenario_end, started_outcomes
+from tests.helpers.e2e import codex_sweep as _sweep
+from tests.helpers.e2e import rewrite_files as _rewrite
+from tests.helpers.e2e import run_sweep as _run
+from tests.helpers.standin import Fault, Reply, StandIn
+from tests.helpers.standin import OutageAt as _OutageAt
+
+pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
 MODEL = "standin-1"
 

@@ -24,10 +24,16 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
+from tests.helpers.standin import Fault, Reply, StandIn
+from tests.helpers.standin import OutageAt as _OutageAt
 
-pytestmark = pytest.mark.skipif(shutil.which("docker") is None, reason="needs Docker")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("docker") is None, reason="needs Docker"),
+    pytest.mark.docker,
+    pytest.mark.e2e,
+    pytest.mark.sweep,
+]
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
 FILES = ("server.py", "config.json", "run_server.sh")
@@ -150,21 +156,6 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
     assert any("The change is made." in t for t in retry)  # the retry carries the failed attempt's exchange
     assert len(retry) > len(turn1) and retry[: len(turn1) - 1] == turn1[:-1]  # the same history, grown
     assert any("make the following changes" in t for t in retry[len(turn1) - 1 : len(turn1) + 1])
-
-
-class _OutageAt(StandIn):
-    """The stand-in whose upstream fails (`faults`) once only `left` scripted replies remain: a later turn's outage."""
-
-    def __init__(self, replies: list[Reply], left: int, faults: list[Fault]) -> None:
-        super().__init__(replies)
-        self.left, self.pending = left, faults
-
-    def next(self) -> tuple[Fault | None, Reply | None]:
-        with self.lock:
-            if self.pending and len(self.replies) == self.left:
-                self.faults.extend(self.pending)
-                self.pending = []
-        return super().next()
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 60)

@@ -12,7 +12,7 @@ import json
 
 import httpx
 
-from tests.standin import Reply, StandIn
+from tests.helpers.standin import Reply, StandIn
 
 CALL = {"name": "Write", "arguments": {"file_path": "/workspace/a.py", "content": "print('hi')\n" * 20}}
 

@@ -10,7 +10,6 @@ each request carries the whole exchange before it (checked at the stand-in).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sqlite3
@@ -20,16 +19,25 @@ from pathlib import Path
 import pytest
 
 from staminad.bench.readme import render_readme
-from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.e2e import (
+    CODEX_MODEL as MODEL,
+)
+from tests.helpers.e2e import (
+    FILES,
+    PARAMS,
+    attempt_rows,
+    run_sweep,
+    scenario_end,
+    started_outcomes,
+)
+from tests.helpers.e2e import codex_sweep as _sweep
+from tests.helpers.e2e import rewrite_files as _rewrite
+from tests.helpers.standin import Fault, Reply, StandIn
 
-PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
-MODEL = "gpt-5.5"  # a model codex knows, so it declares its real tools (apply_patch among them)
-FILES = ("server.py", "config.json", "run_server.sh")
-RECORDINGS = Path(__file__).parent / "recordings"
+pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
 
 @pytest.fixture(scope="session")
@@ -48,12 +56,6 @@ def _add_patch(workspace: Path) -> str:
         lines.append(f"*** Add File: {name}")
         lines += [f"+{line}" for line in (workspace / name).read_text().splitlines()]
     return "\n".join([*lines, "*** End Patch"]) + "\n"
-
-
-def _rewrite(workspace: Path) -> str:
-    """A shell command that rewrites the reference agent's files exactly."""
-    parts = [f"echo {base64.b64encode((workspace / n).read_bytes()).decode()} | base64 -d > {n}" for n in FILES]
-    return " && ".join(parts) + " && chmod +x run_server.sh && python3 -m py_compile server.py && echo rewritten"
 
 
 def _script(tmp: Path) -> list[Reply]:
@@ -83,29 +85,6 @@ def _script(tmp: Path) -> list[Reply]:
         Reply(tool_calls=[{"name": "exec_command", "arguments": {"cmd": _rewrite(work)}}]),
         Reply(content="Applied the changes."),
     ]
-
-
-def _sweep(
-    tmp: Path,
-    standin: StandIn,
-    image: str,
-    extra_llm: str = "",
-    infra_retries: int = 2,
-    agent: str = "codex",
-    model: str = MODEL,
-) -> Path:
-    return write_sweep(
-        tmp,
-        "codex-e2e",
-        [agent],
-        standin.url,
-        model,
-        PARAMS,
-        retries=1,
-        image=image,
-        infra_retries=infra_retries,
-        extra_llm=extra_llm,
-    )
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:

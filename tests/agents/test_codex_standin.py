@@ -6,7 +6,7 @@ import json
 import urllib.request
 from typing import Any
 
-from tests.standin import Reply, StandIn
+from tests.helpers.standin import Reply, StandIn
 
 REPLY = Reply(
     content="Patching.",

@@ -22,8 +22,10 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
+from tests.helpers.standin import Fault, Reply, StandIn
+
+pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
 

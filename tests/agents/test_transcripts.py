@@ -11,8 +11,8 @@ import pytest
 
 from staminad.agents.harnesses import HARNESSES
 from staminad.agents.transcripts import MAX_ITEMS, READ_LIMIT, TEXT_LIMIT, read_transcript
+from tests.helpers.e2e import RECORDINGS
 
-RECORDINGS = Path(__file__).parent / "recordings"
 # Where each harness leaves its session under HOME (its declared pattern, filled in) and the real capture put there.
 PLACED = {
     "claude-code": (".claude/projects/-workspace/a89d.jsonl", "claude-code-project.jsonl"),

@@ -13,7 +13,9 @@ from PIL import Image
 from staminad.analysis import cost, figures
 from staminad.cli import main
 from state import Store
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
+
+pytestmark = pytest.mark.sweep
 
 NAMES = (
     "survival",

@@ -12,11 +12,11 @@ import pytest
 from staminad.analysis.data import load
 from staminad.analysis.metrics import regressions, retry_curve, summary
 from staminad.cli import main
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
 
 # The module's sweep (48 scenarios x 7 turns) is set up inside the first test's bound: on a busy 2-core machine
 # (two CPU burners beside it) it takes longer than the default 300 s.
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.sweep]
 
 
 @pytest.fixture(scope="module")

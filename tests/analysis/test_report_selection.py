@@ -10,7 +10,9 @@ import pytest
 
 from staminad.cli import main
 from state.store import Store
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
+
+pytestmark = pytest.mark.sweep
 
 
 @pytest.fixture(scope="module")

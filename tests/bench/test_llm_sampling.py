@@ -12,7 +12,7 @@ import msgspec
 from staminad.bench.naming import Namer
 from staminad.bench.sampler import initial_state, sample_turn, weights_for
 from staminad.packio import read_pack
-from tests.standin import Reply, StandIn
+from tests.helpers.standin import Reply, StandIn
 
 
 def test_llm_sampler_rejects_invalid_proposals_and_writes_a_replayable_pack(tmp_path: Path) -> None:

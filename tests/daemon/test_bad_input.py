@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.conftest import write_sweep
+from tests.helpers.sweeps import write_sweep
+
+pytestmark = pytest.mark.sweep
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 

@@ -10,63 +10,21 @@ import socket
 import sqlite3
 import struct
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import msgspec
+import pytest
 
 from protocol import PROTOCOL_VERSION, Hello, ListSweeps, SweepInfo, SweepList, encoder
 from protocol.client import Client
-from tests.engine.conftest import sweep as run_in_process
-from tests.engine.conftest import write_sweep
+from tests.helpers.daemon import CLI, cli, daemon
+from tests.helpers.daemon import start as _start
+from tests.helpers.sweeps import sweep as run_in_process
+from tests.helpers.sweeps import write_sweep
 
-CLI = [sys.executable, "-m", "staminad.cli"]
-
-
-def _start(state: Path, runtime: str | None = "local", extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
-    override = [*(["--runtime", runtime] if runtime else []), *extra]
-    # stderr goes to a file: a pipe nobody reads would fill and block the daemon's logging.
-    log = state.parent / f"{state.name}.stderr"
-    with log.open("ab") as err:
-        proc = subprocess.Popen(
-            [*CLI, "start", "--state-dir", str(state), *override],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text(errors="replace")[-4000:] or "daemon exited")
-        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
-            s.connect(str(state / "staminad.sock"))
-            return proc
-        time.sleep(0.05)  # waiting for another process to bind its socket
-    raise TimeoutError("daemon did not start")
-
-
-@contextlib.contextmanager
-def daemon(
-    state: Path, runtime: str | None = "local", extra: tuple[str, ...] = ()
-) -> Iterator[subprocess.Popen[bytes]]:
-    proc = _start(state, runtime, extra)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args, "--state-dir", str(state)], capture_output=True, text=True, timeout=120)
+pytestmark = [pytest.mark.sweep, pytest.mark.docker]
 
 
 async def _request(state: Path, message: object) -> object:

@@ -21,8 +21,8 @@ import pytest
 
 from protocol import GetSweep, ListScenarios, ScenarioList, SweepInfo
 from state.space import DiskWatch
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,8 @@ import pytest
 from protocol import Cancel, GetSweep, ListScenarios, ScenarioList, SweepInfo
 from staminad.commands.daemon import info_lines
 from staminad.engine.sweep import window
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
 pytestmark = pytest.mark.anyio
 

@@ -29,7 +29,7 @@ import pytest
 
 from staminad.cli import main
 from staminad.daemon.access import AccessError, share_state_dir
-from tests.daemon.test_daemon import CLI, cli, daemon
+from tests.helpers.daemon import CLI, cli, daemon
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None,

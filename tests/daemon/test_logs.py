@@ -10,10 +10,10 @@ import pytest
 
 from protocol import Cancel, ErrorReply, Ok, Pause, Resume
 from staminad.daemon import logs, service
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_submit_pause_resume_cancel_and_a_failed_sweep_are_logged(

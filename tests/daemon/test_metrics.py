@@ -13,9 +13,9 @@ import pytest
 from protocol import Cancel, EngineInfo, Ok
 from staminad.daemon import box
 from staminad.daemon.logs import EngineHealth
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
 from tests.helpers import free_port
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
 pytestmark = pytest.mark.anyio
 

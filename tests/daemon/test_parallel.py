@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from protocol import GetSweep, ListSweeps, SweepInfo, SweepList
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_a_sweeps_parallel_holds_under_the_daemon(tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ async def test_a_sweeps_parallel_holds_under_the_daemon(tmp_path: Path) -> None:
 
 async def test_the_overview_shows_a_sweeps_slots_and_queue(tmp_path: Path) -> None:
     """The monitor's status cell of a running sweep says how many of its slots are used and how many wait."""
-    from tests.tui.conftest import settle
+    from tests.helpers.tui import settle
     from tui.app import make_app
 
     path = write_sweep(tmp_path, "queued", ["manual"], seeds="0-2", turns=1)

@@ -11,9 +11,9 @@ import anyio
 import httpx
 import pytest
 
-from tests.daemon.inprocess import events, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
 from tests.helpers import free_port
+from tests.helpers.inprocess import events, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
 pytestmark = pytest.mark.anyio
 OPS = Path(__file__).resolve().parents[2] / "ops"

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from staminad.daemon.resubmit import differences
-from tests.daemon.test_daemon import CLI, cli, daemon
-from tests.engine.conftest import write_sweep
+from tests.helpers.daemon import CLI, cli, daemon
+from tests.helpers.sweeps import write_sweep
+
+pytestmark = pytest.mark.sweep
 
 
 def _edit(path: Path) -> None:

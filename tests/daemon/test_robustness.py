@@ -21,8 +21,10 @@ import pytest
 from protocol import PROTOCOL_VERSION, FrameReader, GetSweep, Hello, ListSweeps, SweepList, encoder
 from protocol.client import Client
 from protocol.stream import connect_unix
-from tests.daemon.inprocess import request, running_daemon, submit
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import request, running_daemon, submit
+from tests.helpers.sweeps import write_sweep
+
+pytestmark = pytest.mark.sweep
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 

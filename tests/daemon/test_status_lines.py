@@ -11,8 +11,10 @@ from protocol import SweepInfo
 from protocol.messages import ConfigStatus
 from staminad.commands.daemon import info_lines
 from staminad.daemon.views import sweep_info
-from tests.daemon.inprocess import events, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
+
+pytestmark = pytest.mark.sweep
 
 
 def _config(name: str, scenarios: int, unscored: int, unfinished: int = 0) -> ConfigStatus:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.sweep
+
 UNIT = Path(__file__).parents[2] / "systemd" / "staminad.service"
 
 
@@ -74,8 +76,8 @@ def test_metrics_endpoint_counts_attempts(tmp_path: Path) -> None:
 
     import httpx
 
-    from tests.engine.conftest import write_sweep
     from tests.helpers import free_port
+    from tests.helpers.sweeps import write_sweep
 
     port = free_port()
     state = tmp_path / "st"

@@ -26,10 +26,10 @@ from protocol.events import ScenarioFinished
 from staminad.daemon.views import scenario_row
 from state.store import Progress
 from state.store import StoredScenario as Stored
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 def _p(

@@ -15,7 +15,7 @@ from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
 from staminad.suite.model import Suite
 from state.store import AttemptRow, Store
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
 
 pytestmark = pytest.mark.anyio
 

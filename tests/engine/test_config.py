@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from staminad.engine.config import MAX_SWEEP_BYTES, SweepError, configurations, load_sweep, parse_sweep
-from tests.engine.conftest import write_sweep
+from tests.helpers.sweeps import write_sweep
 
 BAD = {
     "not toml": "name = \n[[[",

@@ -10,9 +10,9 @@ import pytest
 from staminad.engine.config import load_sweep
 from staminad.sandbox.docker import LABEL_SANDBOXES, LABEL_SWEEP, DockerSandbox, docker_factory
 from staminad.sandbox.ports import PortAllocator
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
 
 
 async def test_docker_sweep_matches_local_results(tmp_path: Path, sandbox_image: str) -> None:

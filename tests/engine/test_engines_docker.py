@@ -26,10 +26,10 @@ from staminad.engine.config import load_sweep
 from staminad.sandbox.docker import LABEL_SANDBOXES
 from staminad.sandbox.endpoint import local_socket
 from staminad.sandbox.engines import PLACEMENT, EnginePool
-from tests.engine.conftest import Recorder, sweep, write_sweep
-from tests.sandbox.dockerd import SecondEngine
+from tests.helpers.dockerd import SecondEngine
+from tests.helpers.sweeps import Recorder, sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
 LOCAL = local_socket()
 
 

@@ -18,9 +18,9 @@ from staminad.reference.agent import run as reference_run
 from staminad.sandbox.base import NotReady
 from staminad.sandbox.readiness import log_tail, wait_ready
 from state.store import AttemptRow, Store
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 FAST = "request_timeout = 1\n"
 

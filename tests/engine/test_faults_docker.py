@@ -21,9 +21,9 @@ from staminad.sandbox.channel import Channel
 from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
 from staminad.sandbox.ports import PortAllocator
 from state.store import Store
-from tests.engine.conftest import Recorder, sweep, write_sweep
+from tests.helpers.sweeps import Recorder, sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
 
 # A server an earlier turn left behind: binds the port, then detaches into its own session and serves.
 STRAY = """

@@ -25,9 +25,9 @@ from staminad.sandbox.beneath import MOVED_ASIDE
 from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
 from staminad.sandbox.ports import PortAllocator
 from state.store import Store
-from tests.engine.conftest import Recorder, sweep, write_sweep
+from tests.helpers.sweeps import Recorder, sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
 
 
 def _sweep_file(tmp: Path, name: str, agents: list[str], image: str, retries: int = 0) -> Path:

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from staminad.engine.config import SweepError, SweepFile, load_sweep
-from staminad.engine.outcome import HARNESS_KINDS, is_scored
+from staminad.engine.outcome import HARNESS_KINDS
 from staminad.engine.position import position
+from staminad.engine.score import standing
 from tests.engine.test_faults import _row
 
 HEAD = 'name = "g"\n[matrix]\nagents = ["mini-swe-agent"]\n[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
@@ -46,6 +47,8 @@ def test_context_exhaustion_ends_the_scenario_at_once_and_is_scored() -> None:
     rows = [_row(0, 1, 0, "pass"), _row(1, 1, 0, "infra", "context_exhausted")]
     pos = position(rows, n_turns=5, retries=2, infra_retries=10)
     assert pos.final == "infra_failed" and pos.turns_passed == 1 and "context_exhausted on turn 1" in pos.reason
-    assert "context_exhausted" in HARNESS_KINDS and is_scored("infra_failed", "context_exhausted", tested=True)
+    assert (
+        "context_exhausted" in HARNESS_KINDS and standing("infra_failed", "context_exhausted", tested=True) == "scored"
+    )
     crash = position([_row(0, 1, 0, "infra", "harness_crash")], n_turns=5, retries=2, infra_retries=10)
     assert crash.final is None and crash.infra_try == 1

@@ -22,9 +22,9 @@ from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
 from state.store import AttemptRow, Store
-from tests.engine.conftest import Recorder, sweep, write_sweep
+from tests.helpers.sweeps import Recorder, sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
 

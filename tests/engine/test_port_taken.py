@@ -23,9 +23,9 @@ from staminad.sandbox.base import NotReady
 from staminad.sandbox.local import SERVER_TAG, LocalSandbox, local_factory
 from staminad.sandbox.ports import PortAllocator
 from state.store import Store
-from tests.engine.conftest import Recorder, sweep, write_sweep
+from tests.helpers.sweeps import Recorder, sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep, pytest.mark.docker]
 
 SHIM = """#!{real}
 import os, socket, sys

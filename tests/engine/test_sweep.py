@@ -17,7 +17,7 @@ from staminad.sandbox.local import LocalFactory, LocalSandbox, local_factory
 from staminad.sandbox.ports import PortAllocator
 from state import sweeps
 from state.store import Store, Verdict
-from tests.engine.conftest import Recorder, sweep, write_sweep
+from tests.helpers.sweeps import Recorder, sweep, write_sweep
 
 pytestmark = pytest.mark.anyio
 

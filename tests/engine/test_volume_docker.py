@@ -29,9 +29,9 @@ from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.volume import VolumeFactory, VolumeSandbox, volume_factory
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
 
 NO_WATCHER = MarkerWatcher()  # volume sandboxes never use the daemon's inotify watcher
 

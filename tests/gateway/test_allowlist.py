@@ -13,7 +13,7 @@ import pytest
 from staminad.gateway.allow import upstream_target
 from staminad.gateway.proxy import REFUSALS_LOGGED
 from tests.gateway.test_gateway import gateway
-from tests.standin import Reply, StandIn
+from tests.helpers.standin import Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 

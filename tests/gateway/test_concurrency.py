@@ -9,7 +9,7 @@ import pytest
 from staminad.gateway.limit import EndpointLimiter
 from staminad.gateway.proxy import Limits
 from tests.gateway.test_gateway import _chat, gateway
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 

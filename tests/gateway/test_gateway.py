@@ -15,7 +15,7 @@ from protocol.events import EventData, LlmWait, kind_of
 from staminad.gateway.pricing import Price
 from staminad.gateway.proxy import Call, Gateway, Limits, Route
 from tests.helpers import free_port
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 PRICES = {"standin-1": Price(input=2.0, output=10.0)}

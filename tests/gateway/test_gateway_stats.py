@@ -10,7 +10,7 @@ from staminad.gateway.proxy import Gateway, Limits
 from staminad.gateway.stats import LIVE
 from tests.gateway.test_gateway import PRICES, Events, _chat
 from tests.helpers import free_port
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 

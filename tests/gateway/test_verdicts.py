@@ -11,7 +11,7 @@ import pytest
 from protocol.events import LlmUnavailable
 from staminad.gateway.errors import context_refusal, stream_error
 from tests.gateway.test_gateway import gateway
-from tests.standin import Fault, Reply, StandIn
+from tests.helpers.standin import Fault, Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 PATHS = {"chat": "chat/completions", "responses": "responses", "anthropic": "messages"}

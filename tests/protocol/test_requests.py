@@ -24,10 +24,10 @@ from protocol import (
     write_frame,
 )
 from protocol.client import Client
-from tests.daemon.inprocess import running_daemon, submit
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import running_daemon, submit
+from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def _until(condition: object, limit: float = 10) -> None:

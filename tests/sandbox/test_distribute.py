@@ -10,9 +10,9 @@ import pytest
 from staminad.sandbox.distribute import DistributionError, distribute, image_id
 from staminad.sandbox.endpoint import Endpoint, local_socket
 from staminad.sandbox.enginespec import EngineSpec
-from tests.sandbox.dockerd import SecondEngine, make_tls
+from tests.helpers.dockerd import SecondEngine, make_tls
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
 
 async def test_an_engine_holding_the_image_is_not_copied_to_again(

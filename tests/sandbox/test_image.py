@@ -9,6 +9,8 @@ import pytest
 from staminad.agents.harnesses import HARNESSES
 from staminad.sandbox.image import SUITES, ImageError, build, harness_tag, recipe
 
+pytestmark = pytest.mark.docker
+
 
 def test_each_suite_has_its_own_content_addressed_tag() -> None:
     """bookworm and trixie differ only in the suite, and that alone changes the tag; the same recipe, the same."""

@@ -11,7 +11,11 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from staminad.sandbox.buildshow import LOCK_DIR_ENV, lock_name, step
+
+pytestmark = pytest.mark.docker
 
 
 def test_a_second_build_of_a_tag_waits_for_the_first_and_says_so(sandbox_image: str, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from staminad.sandbox.bounded import read_int
 from staminad.sandbox.docker import DockerSandbox, reap
 from staminad.sandbox.ports import PortAllocator
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
 # A daemon that prepares the sandbox, launches a job and is then killed -9 (by the test) while the job runs.
 DAEMON = """

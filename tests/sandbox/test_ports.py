@@ -63,7 +63,7 @@ def test_a_port_another_process_reserved_is_skipped_until_that_process_dies(tmp_
         assert ours.allocate() == 31211
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()  # reaps it and closes its stdout pipe
     assert PortAllocator(31210, 31210, lock_dir=locks).allocate() == 31210
     assert (locks.stat().st_mode & 0o7777) == 0o1777  # every user's processes share the directory
 

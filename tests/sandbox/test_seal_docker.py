@@ -27,7 +27,7 @@ from staminad.sandbox.docker import FSIZE, LABEL_SANDBOXES, TMP_MB, DockerFactor
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SERVER_LOG_LIMIT
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
 PACKAGE = Path(staminad.__file__).parent
 GRADER = ("reference", "suite", "bench")  # packages no real harness's sandbox may carry

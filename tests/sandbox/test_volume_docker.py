@@ -19,7 +19,7 @@ from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.snapshot import tar_bytes
 from staminad.sandbox.volume import PARTS, VolumeFactory, VolumeSandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
 NO_WATCHER = MarkerWatcher()  # volume sandboxes never use the daemon's inotify watcher
 

@@ -24,7 +24,7 @@ from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import CATEGORIES, Absent, Equals, IsInteger, ListIds, Suite, req
 from staminad.suite.model import Test as SuiteTest
 from staminad.suite.runner import EXCERPT, SuiteResult, run_suite
-from tests.suite.rawserver import Conn, RawServer
+from tests.helpers.rawserver import Conn, RawServer
 from tests.suite.test_runner import SCENARIO
 
 IDLE = 0.05  # seconds a scripted connection waits for the next request before closing (ends half-sent answers)

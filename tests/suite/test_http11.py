@@ -11,7 +11,7 @@ import pytest
 from staminad.suite import http11
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.runner import TransportError
-from tests.suite.rawserver import Conn, RawServer, answer
+from tests.helpers.rawserver import Conn, RawServer, answer
 
 BODY = b'{"a": 1}'
 

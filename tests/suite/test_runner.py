@@ -22,7 +22,7 @@ from staminad.suite.model import Equals, Suite, req
 from staminad.suite.model import Test as SuiteTest
 from staminad.suite.runner import SuiteResult, run_suite
 from tests.helpers import free_port, listening
-from tests.suite.rawserver import Conn, RawServer
+from tests.helpers.rawserver import Conn, RawServer
 
 pytestmark = pytest.mark.anyio
 BROKEN = Path(__file__).with_name("broken_server.py")

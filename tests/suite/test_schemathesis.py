@@ -25,6 +25,8 @@ from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.schema import State
 from staminad.reference.server import App, make_server
 
+pytestmark = pytest.mark.slow  # about a minute of CPU: schemathesis on 9 (seed, turn) pairs
+
 TURNS = (0, 10, 25)
 # Nine states keep CI's share near 3 min of CPU; the whole 5 x 3 grid passed too (9.5 min wall under load).
 STATES = [(seed, turn) for seed in range(4) for turn in (0, 25)] + [(4, 10)]

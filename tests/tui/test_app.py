@@ -8,9 +8,9 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from protocol import GetSweep, ListSweeps, SweepList
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
-from tests.tui.conftest import settle
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.tui import settle
 from tui.app import make_app
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
@@ -19,7 +19,7 @@ from tui.screens.events import EventLogScreen
 from tui.screens.scenario import ScenarioScreen
 from tui.screens.sweep import SweepScreen
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_overview_sweep_and_scenario_screens_follow_a_live_sweep(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ import pytest
 from textual.widgets import Static
 
 from protocol import GetAttempt
-from tests.daemon.inprocess import events, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
-from tests.tui.conftest import settle
+from tests.helpers.inprocess import events, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.tui import settle
 from tui.app import make_app
 from tui.components.rows import RowTable
 from tui.screens.scenario import ScenarioScreen

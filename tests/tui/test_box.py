@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.inprocess import events, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
-from tests.tui.conftest import settle
+from tests.helpers.inprocess import events, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.tui import settle
 from tui.app import make_app
 from tui.screens.box import BoxScreen
 

@@ -20,11 +20,11 @@ from protocol.events import AttemptStarted, HarnessDone, LlmWait, watchdog_deadl
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
 from state.store import Store, Verdict
-from tests.agents.test_transcripts import RECORDINGS
-from tests.daemon.inprocess import events, running_daemon, submit, until
-from tests.engine.conftest import sweep as run_in_process
-from tests.engine.conftest import write_sweep
-from tests.tui.conftest import settle
+from tests.helpers.e2e import RECORDINGS
+from tests.helpers.inprocess import events, running_daemon, submit, until
+from tests.helpers.sweeps import sweep as run_in_process
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.tui import settle
 from tui.app import make_app
 from tui.board import Board
 from tui.components.confirm import Confirm
@@ -33,7 +33,7 @@ from tui.screens.overview import COLUMNS, _rows, bar, eta
 from tui.screens.scenario import ScenarioScreen
 from tui.screens.sweep import SweepScreen, span, state_words
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 CLOCK = re.compile(r"\d+s")
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from protocol import ListSweeps, SweepList
 from protocol.client import Client, ClientError
-from tests.daemon.inprocess import running_daemon
+from tests.helpers.inprocess import running_daemon
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_a_request_on_a_connection_closed_under_it_is_a_client_error(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from textual.widgets import DataTable, Static
 
 from protocol import Event, GetScenario, ScenarioInfo
 from protocol.events import AttemptTested, ManualPrompt
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
-from tests.tui.conftest import settle
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.tui import settle
 from tui.app import StaminaApp, make_app
 from tui.components.rows import RowTable
 from tui.screens.events import EventLogScreen
@@ -27,7 +27,7 @@ from tui.screens.overview import OverviewScreen
 from tui.screens.scenario import ScenarioScreen
 from tui.screens.sweep import SweepScreen
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 def _finish(prompt: Event) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.engine.conftest import write_sweep
 from tests.helpers import free_port, wait_listening
+from tests.helpers.sweeps import write_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,6 +26,8 @@ def _pane(session: str, window: str) -> str:
     return done.stdout
 
 
+@pytest.mark.tmux
+@pytest.mark.sweep
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_scripted_tmux_session_shows_the_sweep_finish(tmp_path: Path) -> None:
     """scripts/tmux-session.sh starts staminad, submits a sweep and opens stamina-tui, which shows it finish."""

@@ -21,11 +21,13 @@ from textual.pilot import Pilot
 
 from protocol import Event
 from protocol.events import AttemptStarted, AttemptTested, EventData, InfraFailure, ScenarioFinished
-from tests.daemon.test_daemon import daemon
-from tests.engine.conftest import sweep as run_in_process
-from tests.engine.conftest import write_sweep
-from tests.tui.conftest import settle
+from tests.helpers.daemon import daemon
+from tests.helpers.sweeps import sweep as run_in_process
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.tui import settle
 from tui.app import StaminaApp, make_app
+
+pytestmark = pytest.mark.sweep
 
 SIZE = (150, 40)
 AT = 1_790_000_000.0  # a fixed moment for every timestamp the screens show

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import anyio
 import pytest
 
 from state import Store
-from state.schema import MIGRATIONS
 from state.store import HarnessEnd, Verdict
-from tests.engine.conftest import sweep, write_sweep
-
-SCRIPT = '<script>document.title="pwned";window.__pwned=1</script>'
-XSS_SWEEP, XSS_CONFIG = "xss<b>", "agent<script>x</script> R=1 detailed"
+from tests.helpers.sweeps import sweep, write_sweep
+from tests.helpers.viewer import SCRIPT, XSS_CONFIG, XSS_SWEEP
 
 
 async def _agent_wrote_scripts(state: Path) -> None:
@@ -77,23 +73,3 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     anyio.run(sweep, infra, state)
     anyio.run(_agent_wrote_scripts, state)
     return state
-
-
-def old_store(path: Path) -> Path:
-    """A store written by the first schema version (no LoC, no horizon, no gateway table), with one attempt."""
-    path.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path / "staminad.db")
-    conn.executescript(MIGRATIONS[0])
-    conn.execute("PRAGMA user_version = 1")
-    conn.execute("INSERT INTO sweeps VALUES ('old', 'old', 'fp', '{}', 'finished', 0)")
-    conn.execute("INSERT INTO configurations VALUES (1, 'old', 'reference R=0 detailed', 'reference', 0, 'detailed')")
-    conn.execute(
-        "INSERT INTO scenarios (id, config_id, seed, status, turns_passed, updated_at) VALUES (1, 1, 0, 'done', 1, 0)"
-    )
-    conn.execute(
-        "INSERT INTO attempts (scenario_id, turn, attempt, infra_try, phase, prompt_kind, prompt, "
-        "launched_at, outcome) VALUES (1, 0, 1, 0, 'tested', 'turn', 'build it', 0, 'pass')"
-    )
-    conn.commit()
-    conn.close()
-    return path

@@ -21,8 +21,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from staminad.cli import main
-from tests.engine.conftest import write_sweep
-from tests.viewer.conftest import XSS_CONFIG, XSS_SWEEP
+from tests.helpers.sweeps import write_sweep
+from tests.helpers.viewer import XSS_CONFIG, XSS_SWEEP
+
+pytestmark = [pytest.mark.browser, pytest.mark.sweep]
 
 MUT = "mutant:500-on-wrong-type R=1 detailed"
 WAIT_MS = 60_000  # the longest any page wait may take

@@ -13,8 +13,8 @@ from protocol import GetOps, OpsReport
 from staminad.daemon.box import gpus
 from staminad.daemon.boxsample import sample_box
 from staminad.viewer.app import create_app
-from tests.daemon.inprocess import events, request, running_daemon, submit, until
-from tests.engine.conftest import write_sweep
+from tests.helpers.inprocess import events, request, running_daemon, submit, until
+from tests.helpers.sweeps import write_sweep
 
 
 def _text(html: str) -> str:

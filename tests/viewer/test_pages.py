@@ -17,7 +17,9 @@ from staminad.viewer.app import create_app
 from staminad.viewer.logs import bounded_tail
 from staminad.viewer.render import LiveLinks
 from staminad.viewer.serve import is_loopback
-from tests.viewer.conftest import SCRIPT, XSS_CONFIG, XSS_SWEEP, old_store
+from tests.helpers.viewer import SCRIPT, XSS_CONFIG, XSS_SWEEP, old_store
+
+pytestmark = pytest.mark.sweep
 
 REF, MUT, CRASH = "reference R=1 detailed", "mutant:500-on-wrong-type R=1 detailed", "fault:crash:once R=1 detailed"
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import free_port
+from tests.helpers.tiers import needs
 
 START_TIMEOUT = 60.0  # seconds for /_ping to answer after dockerd starts (about 2 s here when idle)
 STOP_TIMEOUT = 30.0  # seconds for a graceful stop (it stops its containers first) before SIGKILL
@@ -99,6 +100,7 @@ class SecondEngine:
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Start dockerd and return once /_ping answers (bounded); on failure everything started is stopped."""
+        needs("docker", "starts a second Docker engine")
         log = open(self.root / "dockerd.log", "ab")  # noqa: SIM115 - handed to the process, closed below
         t0 = time.monotonic()
         try:

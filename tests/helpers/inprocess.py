@@ -12,11 +12,13 @@ import anyio
 from protocol import Event, Ok, Submit, Subscribe
 from protocol.client import Client
 from staminad.daemon.service import Daemon
+from tests.helpers.tiers import needs
 
 
 @asynccontextmanager
 async def running_daemon(state: Path, **options: Any) -> AsyncIterator[Daemon]:
     """Serve a daemon on `state` until the block ends; ready (socket bound) when the block starts."""
+    needs("sweep", "runs a daemon")
     daemon = Daemon(state, runtime="local", **options)
     async with anyio.create_task_group() as tg:
         await tg.start(daemon.serve)

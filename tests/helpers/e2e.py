@@ -1,7 +1,9 @@
-"""What the end-to-end harness tests share: a one-seed Docker sweep through the stand-in, and `staminad run` on it."""
+"""What the harness tests share: captured harness outputs, and for the end-to-end ones a one-seed Docker sweep
+through the stand-in, `staminad run` on it, and what it stored."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import sqlite3
@@ -11,6 +13,13 @@ import textwrap
 from pathlib import Path
 
 from staminad.bench.scenario import ScenarioParams
+from tests.helpers.standin import StandIn
+from tests.helpers.tiers import needs
+
+PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
+CODEX_MODEL = "gpt-5.5"  # a model codex knows, so it declares its real tools (apply_patch among them)
+FILES = ("server.py", "config.json", "run_server.sh")  # what the reference agent writes
+RECORDINGS = Path(__file__).parents[1] / "agents" / "recordings"  # real harness outputs, captured
 
 
 def write_sweep(
@@ -62,6 +71,8 @@ def write_sweep(
 
 def run_sweep(sweep: Path, state: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """`staminad run SWEEP --state-dir STATE` to its end (bounded), its output captured."""
+    needs("e2e", "runs a real harness")
+    needs("sweep", "runs a sweep")
     return subprocess.run(
         [sys.executable, "-m", "staminad.cli", "run", str(sweep), "--state-dir", str(state)],
         capture_output=True,
@@ -94,3 +105,33 @@ def scenario_end(state: Path) -> tuple[str, int, str | None]:
     with contextlib.closing(sqlite3.connect(state / "staminad.db")) as db:
         row = db.execute("SELECT status, turns_passed, reason FROM scenarios").fetchone()
     return row[0], row[1], row[2]
+
+
+def rewrite_files(workspace: Path) -> str:
+    """A shell command that rewrites the reference agent's files exactly."""
+    parts = [f"echo {base64.b64encode((workspace / n).read_bytes()).decode()} | base64 -d > {n}" for n in FILES]
+    return " && ".join(parts) + " && chmod +x run_server.sh && python3 -m py_compile server.py && echo rewritten"
+
+
+def codex_sweep(
+    tmp: Path,
+    standin: StandIn,
+    image: str,
+    extra_llm: str = "",
+    infra_retries: int = 2,
+    agent: str = "codex",
+    model: str = CODEX_MODEL,
+) -> Path:
+    """The codex tests' sweep (PARAMS, R=1) of `agent` and `model` through the stand-in; the chat harnesses' too."""
+    return write_sweep(
+        tmp,
+        "codex-e2e",
+        [agent],
+        standin.url,
+        model,
+        PARAMS,
+        retries=1,
+        image=image,
+        infra_retries=infra_retries,
+        extra_llm=extra_llm,
+    )

@@ -1,4 +1,4 @@
-"""Engine fixtures: sweep files, a runner that records events, and the sandbox image for Docker tests."""
+"""Sweeps for tests: sweep files, a runner that records the engine's events, and a real sweep run in-process."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from staminad.engine.sweep import ConfigSummary, run_sweep
 from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
+from tests.helpers.tiers import needs
 
 E = TypeVar("E")
 
@@ -69,6 +70,8 @@ class Recorder:
 async def sweep(
     path: Path, state: Path, factory: SandboxFactory | None = None, recorder: Recorder | None = None
 ) -> dict[str, ConfigSummary]:
+    """Run the sweep file at `path` to its end on `state` (local processes unless `factory` says otherwise)."""
+    needs("sweep", "runs a sweep")
     sw, fp = load_sweep(path)
     summaries = await run_sweep(sw, fp, state, factory or local_factory(PortAllocator()), recorder or Recorder())
     return {s.name: s for s in summaries}

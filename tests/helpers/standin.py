@@ -616,3 +616,18 @@ def responses_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict
     final = _finished(_response(model, "completed", items, usage, ident), reply)
     events.append({"type": f"response.{final['status']}", "response": final})
     return [{**e, "sequence_number": n} for n, e in enumerate(events)]
+
+
+class OutageAt(StandIn):
+    """The stand-in whose upstream fails (`faults`) once only `left` scripted replies remain: a later turn's outage."""
+
+    def __init__(self, replies: list[Reply], left: int, faults: list[Fault]) -> None:
+        super().__init__(replies)
+        self.left, self.pending = left, faults
+
+    def next(self) -> tuple[Fault | None, Reply | None]:
+        with self.lock:
+            if self.pending and len(self.replies) == self.left:
+                self.faults.extend(self.pending)
+                self.pending = []
+        return super().next()

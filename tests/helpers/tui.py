@@ -1,4 +1,4 @@
-"""TUI fixtures: wait for a condition on the app while a real daemon works in the same event loop."""
+"""For TUI tests: wait for a condition on the app while a real daemon works in the same event loop."""
 
 from __future__ import annotations
 
