@@ -24,7 +24,7 @@ from state.space import DiskWatch
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 TMPFS = "8m"
 

@@ -14,7 +14,7 @@ from staminad.engine.sweep import window
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_a_large_sweep_materialises_only_its_window(tmp_path: Path) -> None:

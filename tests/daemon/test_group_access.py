@@ -31,6 +31,8 @@ from staminad.cli import main
 from staminad.daemon.access import AccessError, share_state_dir
 from tests.helpers.daemon import CLI, cli, daemon
 
+pytestmark = pytest.mark.sweep
+
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None,
     reason="making users and a group (useradd, groupadd) and changing to them needs root and the shadow tools",

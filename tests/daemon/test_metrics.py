@@ -17,7 +17,7 @@ from tests.helpers import free_port
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 class Scrape(dict[tuple[str, frozenset[tuple[str, str]]], float]):

@@ -15,7 +15,7 @@ from tests.helpers import free_port
 from tests.helpers.inprocess import events, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 OPS = Path(__file__).resolve().parents[2] / "ops"
 # Series this local sweep cannot make: no model gateway, no `--engine`, no GPU, no Docker sandboxes, and no
 # vLLM or SGLang server scraped. Their queries must still evaluate without error.

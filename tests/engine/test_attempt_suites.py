@@ -17,7 +17,7 @@ from staminad.suite.model import Suite
 from state.store import AttemptRow, Store
 from tests.helpers.sweeps import sweep, write_sweep
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 class _Suites:

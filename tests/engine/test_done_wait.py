@@ -16,6 +16,8 @@ import pytest
 from staminad.commands.args import CommandError
 from staminad.commands.donewait import locate
 
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
+
 CLI = [sys.executable, "-m", "staminad.cli"]
 AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
 

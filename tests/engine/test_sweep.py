@@ -87,6 +87,7 @@ class _BuggyFactory(LocalFactory):
         return _BuggySandbox(root, self.ports) if label == self.broken else super().__call__(root, label, grant)
 
 
+@pytest.mark.sweep
 async def test_a_bug_of_ours_in_one_scenario_ends_that_scenario_alone_and_a_retry_takes_it_up(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -64,5 +64,5 @@ async def test_secrets_in_the_daemon_environment_reach_neither_harness_nor_serve
     for env in (harness, server):
         assert SECRET not in json.dumps(env)
     allowed = set(PASSED_ENV) | {"HOME", "PWD", "SHLVL", "_", "OLDPWD"}
-    assert set(harness) - allowed == {"STAMINA_LLM_BASE_URL"}
+    assert set(harness) - allowed == {"STAMINA_LLM_BASE_URL", "STAMINABENCH_AGENT_OF"}  # the tag: no secret
     assert set(server) - allowed == {"STAMINABENCH_SERVER_OF"}

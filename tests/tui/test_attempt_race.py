@@ -21,7 +21,7 @@ from tui.app import make_app
 from tui.components.rows import RowTable
 from tui.screens.scenario import ScenarioScreen
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_a_slow_answer_for_a_row_left_never_replaces_the_highlighted_rows_detail(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from tests.helpers.tui import settle
 from tui.app import make_app
 from tui.screens.box import BoxScreen
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_the_box_screen_shows_a_running_sweep_and_the_machine(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ async def test_ops_page_without_a_daemon_shows_the_box_and_why(tmp_path: Path) -
 
 
 @pytest.mark.anyio
+@pytest.mark.sweep
 async def test_ops_page_shows_a_live_sweep_its_slots_and_history(tmp_path: Path) -> None:
     """A daemon running a sweep: /ops lists it with progress and slots, the daemon's slots, and sparklines."""
     path = write_sweep(tmp_path, "opsweep", ["manual"], seeds="0-2", turns=1)
