@@ -99,7 +99,17 @@ def suite_run_cmd(args: argparse.Namespace) -> int:
 
 
 def validate_cmd(args: argparse.Namespace) -> int:
-    from staminad.validate import ALL_AGENTS, render_gate, rule_gate, scenarios_for, validate, verdicts
+    from staminad.validate import (
+        ALL_AGENTS,
+        class_coverage,
+        class_gate,
+        render_class_gate,
+        render_gate,
+        rule_gate,
+        scenarios_for,
+        validate,
+        verdicts,
+    )
 
     agents = ALL_AGENTS if not args.agents else list(dict.fromkeys(a.strip() for a in args.agents.split(",")))
     unknown = [a for a in agents if a != "reference" and a not in MUTANT_BY_BUG]
@@ -108,15 +118,19 @@ def validate_cmd(args: argparse.Namespace) -> int:
     pack: Pack | None = read_pack(args.pack) if args.pack else None
     params = pack.params if pack else ScenarioParams(turns=args.turns, sampler=args.sampler, naming=args.naming)
     seeds = list(pack.manifest.seeds) if pack and args.seeds == seed_list("0-9") else args.seeds
-    outcomes = validate(scenarios_for(seeds, params, pack), params.language, agents, args.jobs)
+    scenarios = scenarios_for(seeds, params, pack)
+    outcomes = validate(scenarios, params.language, agents, args.jobs)
     table = verdicts(outcomes, params.turns)
     gate = rule_gate(outcomes, complete=set(ALL_AGENTS) <= set(agents))
+    classes = class_gate(class_coverage(scenarios, args.jobs))
+    ok = gate.ok and classes.ok and all(v.ok for v in table)
     if args.json:
         print(
             json.dumps(
                 {
-                    "ok": gate.ok and all(v.ok for v in table),
+                    "ok": ok,
                     "gate": msgspec.to_builtins(gate),
+                    "classes": msgspec.to_builtins(classes),
                     "verdicts": msgspec.to_builtins(table),
                     "outcomes": msgspec.to_builtins(outcomes),
                 }
@@ -129,4 +143,6 @@ def validate_cmd(args: argparse.Namespace) -> int:
             print(f"{'ok  ' if v.ok else 'FAIL'}  {v.agent:<{width}}  {v.summary}")
         print()
         print(render_gate(gate))
-    return 0 if gate.ok and all(v.ok for v in table) else 1
+        print()
+        print(render_class_gate(classes))
+    return 0 if ok else 1

@@ -9,12 +9,14 @@ the same tests on data of its own (`draws`), so answers replayed from an earlier
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 from staminad.bench.schema import Analytics, Entity, Field, State
 from staminad.suite import rawbody
 from staminad.suite.actions import action_tests
 from staminad.suite.aggregates import analytics_tests
+from staminad.suite.classes import EDGE_CLASSES, WRONG_TYPE_CLASSES, Ctx, class_tests, entity_class_tests
 from staminad.suite.data import (
     constrained,
     datetime_probe,
@@ -60,15 +62,24 @@ class _Builder:
     def __init__(self, state: State, rng: SuiteRandom) -> None:
         self.state = state
         self.rng = rng
+        # The input-class tests draw from a stream of their own, split off this one without drawing from it,
+        # so the data of every other test stays as it was before they existed.
+        split = random.Random()
+        split.setstate(rng.getstate())
+        self.class_rng = SuiteRandom(0, 0)
+        self.class_rng.attempt = rng.attempt
+        self.class_rng.seed(f"classes/{split.getrandbits(64)}")
         self.tests: list[Test] = []
         self.names: set[str] = set()
 
-    def add(self, name: str, category: str, rule: str, steps: list[Any]) -> None:
+    def add(self, name: str, category: str, rule: str, steps: list[Any], classes: tuple[str, ...] = ()) -> None:
         base, n = name, 2
         while name in self.names:
             name, n = f"{base}_{n}", n + 1
         self.names.add(name)
-        self.tests.append(Test(name=name, category=category, rule=rule, steps=tuple(steps)))  # type: ignore[arg-type]
+        self.tests.append(
+            Test(name=name, category=category, rule=rule, steps=tuple(steps), classes=classes)  # type: ignore[arg-type]
+        )
 
     # --- per entity ---------------------------------------------------------------------------
 
@@ -132,6 +143,7 @@ class _Builder:
                     why="a duplicate id must be rejected",
                 ),
             ],
+            ("duplicate",),
         )
         self.add(
             f"{ep}_missing_id",
@@ -153,6 +165,7 @@ class _Builder:
             "validation",
             "client-id",
             [req("POST", f"/{ep}", {**a, "id": 12345}, expect=REJECTED, why="a number is not a string id")],
+            ("number",),
         )
         odd = ident(rng, f"Id-0_{ep}.x~")
         self.add(
@@ -169,6 +182,7 @@ class _Builder:
                 ),
                 req("GET", f"/{ep}/{odd}", checks=(Equals(("id",), odd),), why=f"GET /{ep}/{odd} must read it back"),
             ],
+            ("every_allowed_character",),
         )
         self.add(
             f"{ep}_bad_ids",
@@ -178,6 +192,7 @@ class _Builder:
                 req("POST", f"/{ep}", {**a, "id": bad}, expect=REJECTED, why=f"the id {bad!r} must be rejected")
                 for bad in ("", "a b", f"{ep}/1")
             ],
+            ("empty", "other_characters"),
         )
         stray = next(k for k in ("note_not_in_design", "stray_key_x", "stray_key_y") if e.field(k) is None)
         self.add(
@@ -209,6 +224,8 @@ class _Builder:
         )
         self._update(e, a)
         self._patch_rejections(e, a)
+        for name, category, rule, classes, steps in entity_class_tests(st, self.class_rng, e):
+            self.add(name, category, rule, steps, classes)
 
     def _patch_rejections(self, e: Entity, a: dict[str, Any]) -> None:
         """A PATCH is validated like a POST, and a rejected one changes nothing (even its valid keys)."""
@@ -447,7 +464,8 @@ class _Builder:
                         why=f"{f.kind} field {f.name} must reject an object",
                     )
                 )
-            self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", steps)
+            kinds = WRONG_TYPE_CLASSES[f.kind][i : i + 1] + (("object_for_value",) if i == 0 else ())
+            self.add(f"{name}_wrong_type_{i + 1}", "validation", "types", steps, kinds)
         falsy = _falsy(f)
         if falsy is not _NONE:
             rule = "default" if f.has_default else "required" if f.required else "types"
@@ -481,6 +499,7 @@ class _Builder:
                         why=f"a float is any JSON number: {f.name}={whole} must be accepted",
                     )
                 ],
+                ("integer_for_float",),
             )
         if f.kind == "enum":
             self._enum(e, f, without)
@@ -488,6 +507,8 @@ class _Builder:
             self._bounds(e, f, without)
         elif f.kind in ("ref", "ref_list"):
             self._references(e, f, fix, base, without)
+        for tname, category, rule, classes, steps in class_tests(Ctx(st, self.class_rng, e, f, without, base, fix)):
+            self.add(tname, category, rule, steps, classes)
 
     def _enum(self, e: Entity, f: Field, without: dict[str, Any]) -> None:
         ep, name = e.endpoint, f"{e.endpoint}_{f.name}"
@@ -503,7 +524,7 @@ class _Builder:
             )
             for i, v in enumerate(enum.values)
         ]
-        self.add(f"{name}_enum_values", "enum_handling", "enum", steps)
+        self.add(f"{name}_enum_values", "enum_handling", "enum", steps, ("every_value",))
         self.add(
             f"{name}_enum_unknown",
             "enum_handling",
@@ -517,6 +538,7 @@ class _Builder:
                     why=f"{f.name} must reject a value outside {enum.name}",
                 )
             ],
+            ("unknown",),
         )
         cased = next((v.upper() for v in enum.values if v.upper() not in enum.values), None)
         if cased:
@@ -533,6 +555,7 @@ class _Builder:
                         why=f"enum values are case-sensitive: {cased!r} must be rejected",
                     )
                 ],
+                ("case_only",),
             )
 
     def _bounds(self, e: Entity, f: Field, without: dict[str, Any]) -> None:
@@ -581,7 +604,7 @@ class _Builder:
                 checks=(Equals((f.name,), value),) if accepted else (),
                 why=f"{f.name}={value!r} must be {'accepted' if accepted else 'rejected'} (bounds inclusive)",
             )
-            self.add(f"{name}_{label}", "validation", rule, [step_])
+            self.add(f"{name}_{label}", "validation", rule, [step_], (EDGE_CLASSES[label],))
 
     def _references(self, e: Entity, f: Field, fix: list[Any], base: dict[str, Any], without: dict[str, Any]) -> None:
         ep, name = e.endpoint, f"{e.endpoint}_{f.name}"
@@ -604,6 +627,7 @@ class _Builder:
                     why=f"{f.name} must reject an id that does not exist",
                 )
             ],
+            ("unknown_id",),
         )
         value = base[f.name]
         other = next((x for x in self.state.entities if x.name != target.name), None)
@@ -623,6 +647,7 @@ class _Builder:
                         why=f"{f.name} must reject the id of a {other.name}: it references {target.name}",
                     ),
                 ],
+                ("other_type",),
             )
         self.add(
             f"{name}_reference_reads_back",
@@ -641,6 +666,7 @@ class _Builder:
                     "GET", f"/{ep}/{base['id']}", checks=(Equals((f.name,), value),), why="references read back as ids"
                 ),
             ],
+            ("id_read_back",),
         )
         victim = value[0] if many else value
         left = [v for v in value if v != victim] if many else None

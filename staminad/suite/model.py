@@ -100,6 +100,7 @@ class Test(msgspec.Struct, frozen=True, kw_only=True):
     category: Category
     rule: str
     steps: tuple[Step, ...]
+    classes: tuple[str, ...] = ()  # the input classes of `rule` it covers (`classes.CATALOGUE`)
 
 
 class Suite(msgspec.Struct, frozen=True, kw_only=True):
