@@ -118,4 +118,6 @@ MIGRATIONS: tuple[str, ...] = (
     # 12: when an engine last took up the attempt again after a restart: its turn watchdog runs from then, since
     # the time no engine ran is not the agent's (no gateway to its model, nobody to read its marker).
     "ALTER TABLE attempts ADD COLUMN resumed_at REAL;",
+    # 13: the model a configuration runs on (models are a matrix axis); '' for one stored before, or none.
+    "ALTER TABLE configurations ADD COLUMN model TEXT NOT NULL DEFAULT '';",
 )

@@ -190,10 +190,13 @@ class Store:
         await self.db.execute(sql, (status, reason, at, sweep_id))
         await self.db.commit()
 
-    async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:
+    async def ensure_configuration(
+        self, sweep_id: str, name: str, agent: str, retries: int, feedback: str, model: str = ""
+    ) -> int:
         await self.db.execute(
-            "INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback) VALUES (?, ?, ?, ?, ?)",
-            (sweep_id, name, agent, retries, feedback),
+            "INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback, model) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (sweep_id, name, agent, retries, feedback, model),
         )
         await self.db.commit()
         async with self.db.execute(

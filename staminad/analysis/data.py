@@ -36,6 +36,7 @@ class ConfigData(msgspec.Struct, frozen=True, kw_only=True):
     feedback: str
     n_turns: int  # N: turns 0..N exist
     scenarios: tuple[ScenarioData, ...]
+    model: str = ""  # the model it ran on ("" when stored before models were an axis, or none)
 
     def by_seed(self) -> dict[int, ScenarioData]:
         return {s.seed: s for s in self.scenarios}
@@ -86,6 +87,8 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
                         feedback=c["feedback"],
                         n_turns=n_turns,
                         scenarios=tuple(scenarios),
+                        # a store not yet migrated has no model column; `in` on a Row tests values, not keys
+                        model=c["model"] if "model" in c.keys() else "",  # noqa: SIM118
                     )
                 )
         return out

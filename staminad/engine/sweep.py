@@ -29,9 +29,10 @@ from staminad.engine import contain
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
+from staminad.engine.models import ModelSpec, sweep_models
 from staminad.engine.outcome import is_scored
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
-from staminad.gateway.proxy import Call, Gateway, Limits
+from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
 from staminad.sandbox.base import Grant, SandboxFactory
 from state.store import Store
 
@@ -190,14 +191,17 @@ class _Starter:
         self.sweep, self.parts, self.gateway, self.jobs, self.spend = sweep, parts, gateway, jobs, spend
         self.live = _Live()
         self.prepared: dict[int, tuple[ScenarioSpec, Configuration, Path]] = {}
+        self.models = {m.name: m for m in sweep_models(sweep.llm)}
 
     def start(self, scenario_id: int, infra_grant: int) -> None:
         spec, config, root = self.prepared[scenario_id]
         self.live.count += 1
         llm = None
-        if self.gateway is not None and self.sweep.llm is not None and adapter_for(config.agent).harness:
-            route = self.gateway.route(self.sweep.name, scenario_id, self.spend.get(scenario_id, 0.0))
-            llm = ModelAccess(self.gateway, route, self.sweep.llm.model)
+        if self.gateway is not None and config.model in self.models and adapter_for(config.agent).harness:
+            model = self.models[config.model]
+            spent = self.spend.get(scenario_id, 0.0)
+            route = self.gateway.route(self.sweep.name, scenario_id, spent, upstream_of(model))
+            llm = ModelAccess(self.gateway, route, model.name)
         job = _Job(scenario_id=scenario_id, spec=spec, config=config, root=root, infra_grant=infra_grant, llm=llm)
         self.jobs.start_soon(self.live.track, _one(self.parts, job))
 
@@ -206,7 +210,7 @@ async def _prepare(sweep: SweepFile, state_dir: Path, plan: _Plan, store: Store,
     """Record every configuration x seed and start the scenarios not yet finished."""
     for config in configurations(sweep):
         config_id = await store.ensure_configuration(
-            sweep.name, config.name, config.agent, config.retries, config.feedback
+            sweep.name, config.name, config.agent, config.retries, config.feedback, config.model
         )
         for seed in plan.seeds:
             row = await store.ensure_scenario(config_id, seed)
@@ -291,6 +295,12 @@ async def _scenario(parts: _Parts, job: _Job) -> None:
                 await sandbox.close()
 
 
+def upstream_of(model: ModelSpec) -> Upstream:
+    """The gateway's way to a model: its endpoint, its key from the daemon's environment, its price and limit."""
+    key = os.environ.get(model.api_key_env, "") if model.api_key_env else ""
+    return Upstream(model.endpoint, key, model.price, model.concurrency)
+
+
 async def _start_gateway(
     sweep: SweepFile, store: Store, make_sandbox: SandboxFactory, emit: EventSink, tg: anyio.abc.TaskGroup
 ) -> Gateway | None:
@@ -320,7 +330,8 @@ async def _start_gateway(
         outage_timeout=llm.outage_timeout,
         stream_idle_timeout=llm.stream_idle_timeout,
     )
-    gateway = Gateway(llm.endpoint, os.environ.get(llm.api_key_env, ""), dict(llm.pricing), limits, emit, record)
+    first = upstream_of(sweep_models(llm)[0])  # each route names its own model's endpoint; this is a fallback
+    gateway = Gateway(first.endpoint, first.api_key, dict(llm.pricing), limits, emit, record)
     await tg.start(gateway.serve, ["127.0.0.1", *await make_sandbox.llm_hosts()], 0)
     if gateway.port is not None:
         make_sandbox.llm_serving(gateway.port)  # the runtime opens its sandboxes' way to this port only

@@ -1,7 +1,8 @@
 """The gateway: sandboxes talk to models through it, so every token is attributed and every outage contained.
 
 Each scenario gets a route token; its harness's base URL is `http://<gateway>/g/<token>/v1`, and the
-gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` with the real API key (the sandbox never
+gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` of the scenario's model (`Upstream`: a sweep
+may run several models, each on its own endpoint) with the real API key (the sandbox never
 sees it), for model inference only (`allow.py`: anything else is refused with a 403 and logged, never
 forwarded). Per call it records tokens and cost against sweep / scenario / turn / attempt.
 
@@ -55,6 +56,16 @@ class Limits:
     backoff_max: float = 60.0
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """Where a route's calls go: one model's endpoint, with its key and (when the sweep names one) its price."""
+
+    endpoint: str
+    api_key: str = ""
+    price: Price | None = None
+    concurrency: int | None = None  # calls in flight at once the model's endpoint takes (from the sweep file)
+
+
 @dataclass
 class Route:
     """One scenario's way out: where its calls go, what they cost so far, what went wrong."""
@@ -69,6 +80,7 @@ class Route:
     unavailable: str = ""  # why the current attempt lost its model (set once, taken by the engine)
     capped: str = ""
     refused: int = 0  # requests for anything but model inference, never forwarded
+    upstream: Upstream | None = None  # its model's endpoint; None: the gateway's own
 
 
 @dataclass
@@ -99,6 +111,7 @@ class Gateway:
     ) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.api_key = api_key
+        self.upstream = Upstream(self.endpoint, api_key)  # for a route given no model's endpoint of its own
         self.pricing, self.limits, self.emit, self.record = pricing, limits, emit, record
         self.routes: dict[str, Route] = {}
         self.by_scenario: dict[int, Route] = {}
@@ -111,12 +124,17 @@ class Gateway:
 
     # --- routes -------------------------------------------------------------------------------
 
-    def route(self, sweep: str, scenario_id: int, spent: float = 0.0) -> Route:
-        """The scenario's route (made on first use); `spent` restores its cost after a restart."""
+    def route(self, sweep: str, scenario_id: int, spent: float = 0.0, upstream: Upstream | None = None) -> Route:
+        """The scenario's route (made on first use) to its model's `upstream` (the gateway's own endpoint when
+        None); `spent` restores its cost after a restart."""
         existing = self.by_scenario.get(scenario_id)
         if existing is not None:
             return existing
-        route = Route(token=secrets.token_urlsafe(12), sweep=sweep, scenario_id=scenario_id, spent=spent)
+        if upstream is not None:
+            upstream = Upstream(upstream.endpoint.rstrip("/"), upstream.api_key, upstream.price, upstream.concurrency)
+        route = Route(
+            token=secrets.token_urlsafe(12), sweep=sweep, scenario_id=scenario_id, spent=spent, upstream=upstream
+        )
         self.routes[route.token] = route
         self.by_scenario[scenario_id] = route
         self.sweep_spent += spent
@@ -184,12 +202,13 @@ class Gateway:
         api = api_of(target)
         body = with_stream_usage(api, request.body) if request.method == "POST" else b""
         headers = {k: v for k, v in request.headers.items() if k in FORWARD_HEADERS}
+        upstream = route.upstream or self.upstream
         # Anthropic's key header for its endpoints (count_tokens too) and for a client that speaks its API.
-        if self.api_key and (target.startswith("messages") or "anthropic-version" in request.headers):
-            headers["x-api-key"] = self.api_key
-        elif self.api_key:  # a local endpoint may need no key at all
-            headers["authorization"] = f"Bearer {self.api_key}"
-        return await self._forward(route, api, request.method, f"{self.endpoint}/{target}", headers, body)
+        if upstream.api_key and (target.startswith("messages") or "anthropic-version" in request.headers):
+            headers["x-api-key"] = upstream.api_key
+        elif upstream.api_key:  # a local endpoint may need no key at all
+            headers["authorization"] = f"Bearer {upstream.api_key}"
+        return await self._forward(route, api, request.method, f"{upstream.endpoint}/{target}", headers, body)
 
     @staticmethod
     def _log_refusal(count: int, where: str, method: str, path: str, why: str) -> None:
@@ -287,7 +306,8 @@ class Gateway:
     async def _account(
         self, route: Route, api: Api, model: str, usage: Usage, status: int, t0: float, waited: float, streamed: bool
     ) -> None:
-        price = price_for(self.pricing, model)
+        own = route.upstream.price if route.upstream is not None else None
+        price = own if own is not None else price_for(self.pricing, model)
         spent = cost(usage, price)
         route.spent += spent
         self.sweep_spent += spent
@@ -366,4 +386,4 @@ async def _read_all(upstream: httpx.Response, idle: float) -> bytes:
     return bytes(data)
 
 
-__all__ = ["Call", "Gateway", "Limits", "Route", "StreamBroken"]
+__all__ = ["Call", "Gateway", "Limits", "Route", "StreamBroken", "Upstream"]
