@@ -146,6 +146,7 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cost: float = 0.0  # US dollars through the gateway (0 without an [llm] table or a price)
     tokens: int = 0  # input + output tokens through the gateway
     unscored: int = 0  # scenarios saying nothing of the agent yet (a platform fault, nothing tested): left out
+    model: str = ""  # the model it runs on ("" for built-in agents in a sweep without [llm])
 
 
 class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

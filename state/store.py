@@ -270,6 +270,11 @@ class Store:
         ) as cur:
             return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
 
+    async def configuration_models(self, sweep_id: str) -> dict[str, str]:
+        """Each configuration's model by name ('' for one with none)."""
+        async with self.db.execute("SELECT name, model FROM configurations WHERE sweep_id = ?", (sweep_id,)) as cur:
+            return {str(r[0]): str(r[1]) for r in await cur.fetchall()}
+
     # --- attempts -----------------------------------------------------------------------------
 
     async def begin_attempt(

@@ -346,6 +346,7 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     infra = await store.infra_counts(sweep_id)
     usage = await store.llm_usage(sweep_id)
     progress = await store.progress(sweep_id)
+    models = await store.configuration_models(sweep_id)
     last_kind = {p.scenario_id: p.infra_kind for p in progress}  # in attempt order: the last one's kind is kept
     tested = {p.scenario_id for p in progress if p.outcome in ("pass", "fail")}
     out = []
@@ -372,6 +373,7 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
                 cost=cost,
                 tokens=tokens,
                 unscored=len(unscored),
+                model=models.get(name, ""),
             )
         )
     return out

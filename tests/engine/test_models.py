@@ -118,6 +118,7 @@ async def test_three_agents_on_two_models_pair_in_the_reports_grid(tmp_path: Pat
     state = tmp_path / "st"
     summaries = await sweep(path, state)
     assert len(summaries) == 6
+    assert summaries["mutant:accept-null glm-local R=0 detailed"].model == "glm-local"  # what `status` sends
     with sqlite3.connect(state / "staminad.db") as db:
         rows = db.execute("SELECT agent, model, COUNT(s.id) FROM configurations c JOIN scenarios s "
                           "ON s.config_id = c.id GROUP BY c.id ORDER BY c.id").fetchall()  # fmt: skip
@@ -143,3 +144,14 @@ async def test_three_agents_on_two_models_pair_in_the_reports_grid(tmp_path: Pat
     from staminad.analysis.figures import file_names
 
     assert {"grid_mean_turns.svg", "survival_qwen-local.svg", "survival_glm-local.svg"} <= set(file_names(report))
+    from staminad.viewer.model import sweep_page
+    from staminad.viewer.render import environment
+    from state.queries import connect_readonly
+
+    conn = connect_readonly(state / "staminad.db")
+    try:
+        rows = sweep_page(conn, "grid")["configs"]
+    finally:
+        conn.close()
+    html = environment().get_template("_headline.html").render(rows=rows)
+    assert "<th>model</th>" in html and "<td>glm-local</td>" in html  # the viewer's model column
