@@ -159,6 +159,7 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     scored: int = 0
     unfinished: int = 0
     never_run: int = 0
+    model: str = ""  # the model it runs on ("" for built-in agents in a sweep without [llm])
 
 
 class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

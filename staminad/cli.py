@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from protocol.errors import ExpectedError, describe, leaves
 from protocol.usage import OneLineParser, options_after_command, program
-from staminad.commands import daemon, image, oracle, report, run, scenario, view
+from staminad.commands import daemon, image, llm, oracle, report, run, scenario, view
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_parsers(sub)
     run.add_parsers(sub)
     image.add_parsers(sub)
+    llm.add_parsers(sub)
     report.add_parsers(sub)
     daemon.add_parsers(sub)
     view.add_parsers(sub)

@@ -22,6 +22,7 @@ _LATE_COLUMNS = {
     "attempts": ("finished_at", "loc", "server_log"),
     "sweeps": ("turns", "paused_seconds", "paused_at", "reason"),
     "scenarios": ("infra_grant",),
+    "configurations": ("model",),
 }
 
 

@@ -120,4 +120,6 @@ MIGRATIONS: tuple[str, ...] = (
     "ALTER TABLE attempts ADD COLUMN resumed_at REAL;",
     # 13: a model call whose provider reported no usage: its tokens (and cost) were estimated from its bytes.
     "ALTER TABLE llm_calls ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0;",
+    # 14: the model a configuration runs on (models are a matrix axis); '' for one stored before, or none.
+    "ALTER TABLE configurations ADD COLUMN model TEXT NOT NULL DEFAULT '';",
 )

@@ -214,10 +214,13 @@ class Store:
             )
         await self._write(sql, (status, reason, at, sweep_id))
 
-    async def ensure_configuration(self, sweep_id: str, name: str, agent: str, retries: int, feedback: str) -> int:
+    async def ensure_configuration(
+        self, sweep_id: str, name: str, agent: str, retries: int, feedback: str, model: str = ""
+    ) -> int:
         await self._write(
-            "INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback) VALUES (?, ?, ?, ?, ?)",
-            (sweep_id, name, agent, retries, feedback),
+            "INSERT OR IGNORE INTO configurations (sweep_id, name, agent, retries, feedback, model) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (sweep_id, name, agent, retries, feedback, model),
         )
         async with self.db.execute(
             "SELECT id FROM configurations WHERE sweep_id = ? AND name = ?", (sweep_id, name)
@@ -286,6 +289,11 @@ class Store:
             "SELECT name, retries FROM configurations WHERE sweep_id = ? ORDER BY id", (sweep_id,)
         ) as cur:
             return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
+
+    async def configuration_models(self, sweep_id: str) -> dict[str, str]:
+        """Each configuration's model by name ('' for one with none)."""
+        async with self.db.execute("SELECT name, model FROM configurations WHERE sweep_id = ?", (sweep_id,)) as cur:
+            return {str(r[0]): str(r[1]) for r in await cur.fetchall()}
 
     # --- attempts -----------------------------------------------------------------------------
 

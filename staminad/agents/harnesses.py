@@ -50,6 +50,9 @@ class Harness:
     # HOME-relative glob patterns of the file the harness keeps its session or trajectory in (the newest is
     # the transcript the monitor shows; `staminad.agents.transcripts` reads each kind); () when none is read.
     transcript: tuple[str, ...] = field(default=())
+    # The one wire protocol it talks to its model in (`staminad.engine.models.PROTOCOLS`): a sweep pairing it
+    # with a model that does not serve this is refused before it starts.
+    protocol: str = "openai-chat"
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -148,6 +151,7 @@ CLAUDE = Harness(
     # The real `claude` binary (Claude Code 2.1.332) as bundled in the Agent SDK's manylinux wheel; checked
     # with `pip index versions claude-agent-sdk` on 2026-12-01 (0.2.189 newest).
     name="claude-code",
+    protocol="anthropic-messages",
     version="2.1.332",
     install="pypi:claude-agent-sdk==0.2.189",
     carry=(("claude_agent_sdk/_bundled/claude", "bin/claude"),),
@@ -225,6 +229,7 @@ def _codex_config(base: str, model: str) -> str:
 
 CODEX = Harness(
     name="codex",
+    protocol="openai-responses",
     version="0.163.0",
     install="pypi:openai-codex-cli-bin==0.163.0",
     first=lambda prompt, model: ["codex", "exec", *_CODEX_FLAGS, "-m", model, prompt],

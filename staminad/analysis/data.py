@@ -37,6 +37,7 @@ class ConfigData(msgspec.Struct, frozen=True, kw_only=True):
     n_turns: int  # N: turns 0..N exist (turn 0 and N change requests; the best score is N+1)
     scenarios: tuple[ScenarioData, ...]
     sweep_status: str = ""  # the sweep's status when loaded (running, paused, finished, cancelled, error)
+    model: str = ""  # the model it ran on ("" when stored before models were an axis, or none)
 
     def by_seed(self) -> dict[int, ScenarioData]:
         return {s.seed: s for s in self.scenarios}
@@ -89,6 +90,8 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
                         n_turns=n_turns,
                         scenarios=tuple(scenarios),
                         sweep_status=sweep_status,
+                        # a store not yet migrated has no model column; `in` on a Row tests values, not keys
+                        model=c["model"] if "model" in c.keys() else "",  # noqa: SIM118
                     )
                 )
         return out

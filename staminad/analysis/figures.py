@@ -167,8 +167,10 @@ def _steps(times: list[float], values: list[float], start: float, tau: float) ->
     return xs, ys
 
 
-def survival(report: dict[str, Any], out: Path) -> Figure:
+def survival(report: dict[str, Any], out: Path, file: str = "survival", title: str = "") -> Figure:
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    if title:
+        ax.set_title(title)
     for i, (name, s) in enumerate(report["survival"].items()):
         if not s.get("scored", True):  # no scored scenario: no curve to draw
             continue
@@ -192,7 +194,7 @@ def survival(report: dict[str, Any], out: Path) -> Figure:
         f"Kaplan-Meier survival over turns. {_scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
         "| marks right-censored scenarios (all turns passed, or a cost cap)."
     )
-    return _save(fig, out, "survival", caption)
+    return _save(fig, out, file, caption)
 
 
 def _value_at(times: list[float], values: list[float], t: float) -> float:
@@ -392,6 +394,10 @@ def plan(report: dict[str, Any]) -> tuple[list[tuple[str, Drawer]], list[str]]:
         drawers.append(("turns_vs_feedback", feedback))
     else:
         skipped.append("turns_vs_feedback left out: every configuration uses the same feedback level.")
+    if report.get("grid"):  # more than one model: the harness x model grid, and survival per model
+        from staminad.analysis.grid import grid_heatmap, survival_by_model
+
+        drawers += [("grid_mean_turns", grid_heatmap), *survival_by_model(report)]
     if report.get("cost_study"):
         drawers += [("cost_vs_turns", cost_vs_turns), ("turns_within_cost_budget", turns_within_budget)]
     else:

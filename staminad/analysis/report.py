@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from staminad.analysis.data import ConfigData, ScenarioData
+from staminad.analysis.grid import build_grid, markdown_grid
 from staminad.analysis.metrics import (
     agent_attempts,
     end_kind,
@@ -104,9 +105,12 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
     notes = _not_final(configs)
     everything = configs
     configs = [msgspec.structs.replace(c, scenarios=tuple(s for s in c.scenarios if scored(s))) for c in configs]
-    rows = list(dict.fromkeys(c.agent for c in configs))
+    grid = build_grid(configs)
+    # Rows are agents; on more than one model, each agent on each model (the grid below pairs across models).
+    row_of = {c.name: (f"{c.agent} @ {c.model}" if grid is not None else c.agent) for c in configs}
+    rows = list(dict.fromkeys(row_of[c.name] for c in configs))
     cols = list(dict.fromkeys(_column(c) for c in configs))
-    cell = {(c.agent, _column(c)): c for c in configs}
+    cell = {(row_of[c.name], _column(c)): c for c in configs}
     table: dict[str, dict[str, Any]] = {}
     tests: list[tuple[str, str, float]] = []
     for r in rows:
@@ -171,6 +175,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
                 "name": c.name,
                 "sweep": c.sweep,
                 "agent": c.agent,
+                "model": c.model,
                 "retries": c.retries,
                 "feedback": c.feedback,
                 "n_turns": c.n_turns,
@@ -184,6 +189,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> dict[str, Any]:
             for c, full in zip(configs, everything, strict=True)
         },
         "table": {"rows": rows, "columns": cols, "cells": table},
+        **({"grid": grid} if grid is not None else {}),  # on more than one model only
         "retry_curves": {c.name: retry_curve(c) for c in configs},
         "survival": survival,
         "failures_first": {c.name: dict(failure_counts(c, "first")) for c in configs},
@@ -245,6 +251,8 @@ def markdown(report: dict[str, Any]) -> str:
     for r in t["rows"]:
         cells = [_fmt(t["cells"][r].get(col), ("**", "**"), " †") for col in t["columns"]]
         out.append(f"| {r} | " + " | ".join(cells) + " |")
+    if report.get("grid"):
+        out += ["", *markdown_grid(report["grid"])]
     if report.get("views"):
         out += [
             "",

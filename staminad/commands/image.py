@@ -46,6 +46,7 @@ def build_cmd(args: argparse.Namespace) -> int:
 
 def agents_list_cmd(args: argparse.Namespace) -> int:
     from staminad.agents.base import list_adapters
+    from staminad.agents.harnesses import HARNESSES
     from staminad.sandbox.image import recipe
 
     base = recipe().tag()
@@ -67,6 +68,7 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
                 "image": tag,
                 "image_built": built,
                 "description": adapter.description,
+                "protocol": HARNESSES[adapter.harness].protocol if adapter.harness is not None else "",
             }
         )
     if args.json:
@@ -76,7 +78,9 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
     print(f"{'agent':<{width}}  {'kind':<8} {'version':<11} {'base image':<33} {'layer':<9}  description")
     for r in rows:
         state = "built" if r["image_built"] else "not built"
+        speaks = f"speaks {r['protocol']}; " if r["protocol"] else ""
         print(
-            f"{r['agent']:<{width}}  {r['kind']:<8} {r['version']:<11} {r['base']:<33} {state:<9}  {r['description']}"
+            f"{r['agent']:<{width}}  {r['kind']:<8} {r['version']:<11} {r['base']:<33} {state:<9}  "
+            f"{speaks}{r['description']}"
         )
     return 0

@@ -1,8 +1,9 @@
 """Sweep files: TOML decoded into msgspec Structs, with one-line errors for anything malformed.
 
 A sweep names its scenarios (a pack, or seeds and generation parameters), a matrix of
-configurations (agents x retry budgets R x feedback levels, all on the same scenarios so every
-comparison is paired) and how to run them (runtime, parallelism, bounds).
+configurations (agents x models x retry budgets R x feedback levels, all on the same scenarios so every
+comparison is paired) and how to run them (runtime, parallelism, bounds). Models are listed in `[llm]`
+(`staminad.engine.models`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from protocol.usage import did_you_mean
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
 from staminad.bench.seeds import seed_list
+from staminad.engine.models import ModelSpec, check_models, protocol_refusal, sweep_models
 from staminad.gateway.pricing import Price, price_for
 from staminad.sandbox.bounded import NotSmallFileError, read_small_file
 from staminad.sandbox.enginespec import EngineSpec, check_spec
@@ -74,10 +76,12 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 
 class LLMSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The model endpoint real harnesses use, reached only through the daemon's gateway."""
+    """The models real harnesses use, reached only through the daemon's gateway: one `endpoint` and `model`,
+    or a list of `models`, each a column of the grid."""
 
-    endpoint: str  # an OpenAI-compatible base URL such as http://127.0.0.1:8000/v1
-    model: str
+    endpoint: str = ""  # an OpenAI-compatible base URL such as http://127.0.0.1:8000/v1
+    model: str = ""
+    models: list[ModelSpec] = []
     api_key_env: str = "OPENAI_API_KEY"  # read from the daemon's environment, never written anywhere
     scenario_cost_cap: float | None = None  # US dollars; the scenario stops as `capped` once reached
     sweep_cost_cap: float | None = None
@@ -101,6 +105,7 @@ class Configuration(msgspec.Struct, frozen=True, kw_only=True):
     agent: str
     retries: int
     feedback: Literal["detailed", "medium", "minimal"]
+    model: str = ""  # the model it runs on ("" for a sweep without [llm])
 
 
 def load_sweep(path: Path) -> tuple[SweepFile, str]:
@@ -135,13 +140,19 @@ def parse_sweep(data: bytes, path: Path) -> tuple[SweepFile, str]:
     return sweep, fingerprint(sweep)
 
 
-_ENUM = re.compile(r"Invalid enum value '(.*)' - at `\$\.(\w+)\.(\w+)(?:\[\d+\])?`")
-_FIELD = re.compile(r"Object contains unknown field `([^`]*)`(?: - at `\$(?:\.(\w+))?`)?$")
+_ENUM = re.compile(r"Invalid enum value '(.*)' - at `\$(?:\.\w+)*\.(\w+)(?:\[\d+\])?\.(\w+)(?:\[\d+\])?`")
+_FIELD = re.compile(r"Object contains unknown field `([^`]*)`(?: - at `\$(?:\.\w+)*?(?:\.(\w+))?(?:\[\d+\])?`)?$")
 
 
 def _near_miss(message: str) -> str:
     """`; did you mean 'docker'?` for msgspec's error on a misspelt choice (`run.runtime = "dokcer"`) or key."""
-    sections: dict[str, Any] = {"scenarios": ScenarioSource, "matrix": Matrix, "run": RunSettings, "llm": LLMSettings}
+    sections: dict[str, Any] = {
+        "scenarios": ScenarioSource,
+        "matrix": Matrix,
+        "run": RunSettings,
+        "llm": LLMSettings,
+        "models": ModelSpec,
+    }
     if (enum := _ENUM.match(message)) is not None:
         value, section, field = enum.groups()
         struct = sections.get(section)
@@ -180,6 +191,8 @@ def fingerprint(sweep: SweepFile) -> str:
     for key, default in LATER_RUN_FIELDS.items():
         if data["run"].get(key) == default:
             del data["run"][key]
+    if data.get("llm") is not None and not data["llm"]["models"]:  # a single-model sweep stored before models
+        del data["llm"]["models"]
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 
@@ -217,8 +230,9 @@ def _check(sweep: SweepFile, path: Path) -> None:
             raise bad(f"matrix.agents: {agent} needs a model: add an [llm] table with endpoint and model")
     if sweep.llm is not None:
         llm = sweep.llm
-        if not llm.endpoint.startswith(("http://", "https://")) or not llm.model:
-            raise bad("llm.endpoint must be an http(s) URL and llm.model a model name")
+        if lines := check_models(llm):
+            raise SweepError("\n".join(f"{path}: {line}" for line in lines))
+        _check_protocols(m.agents, sweep_models(llm), path)
         if any(c is not None and c <= 0 for c in (llm.scenario_cost_cap, llm.sweep_cost_cap)):
             raise bad("llm cost caps must be positive numbers of dollars")
         timeouts = (llm.stream_idle_timeout, llm.first_byte_timeout)
@@ -250,6 +264,19 @@ def _check(sweep: SweepFile, path: Path) -> None:
         raise bad(f"run.pids must be 1..1000000 (got {r.pids})")
 
 
+def _check_protocols(agents: list[str], models: list[ModelSpec], path: Path) -> None:
+    """Each harness against each model: the first pair that cannot talk refuses the sweep, in one line."""
+    from staminad.agents.harnesses import HARNESSES
+
+    for agent in agents:
+        harness = adapter_for(agent).harness
+        if harness is None:
+            continue
+        for model in models:
+            if refusal := protocol_refusal(agent, HARNESSES[harness].protocol, model):
+                raise SweepError(f"{path}: {refusal}")
+
+
 def _check_engines(r: RunSettings, path: Path) -> None:
     """`run.engines`: one line per bad entry, all of them at once."""
     if not r.engines:
@@ -268,10 +295,13 @@ def _check_engines(r: RunSettings, path: Path) -> None:
 
 
 def configurations(sweep: SweepFile) -> list[Configuration]:
-    """The matrix, expanded; names are stable so a resumed sweep finds its rows again."""
+    """The matrix, expanded: every agent on every model, with every R and feedback level; names are stable so
+    a resumed sweep finds its rows again (a single-model `[llm]` keeps the names it had before models)."""
+    listed = sweep.llm is not None and bool(sweep.llm.models)
+    models = [m.name for m in sweep_models(sweep.llm)] or [""]
+    m = sweep.matrix
     out = []
-    for agent, retries, feedback in itertools.product(sweep.matrix.agents, sweep.matrix.retries, sweep.matrix.feedback):
-        out.append(
-            Configuration(name=f"{agent} R={retries} {feedback}", agent=agent, retries=retries, feedback=feedback)
-        )
+    for agent, model, retries, feedback in itertools.product(m.agents, models, m.retries, m.feedback):
+        name = f"{agent} {model} R={retries} {feedback}" if listed else f"{agent} R={retries} {feedback}"
+        out.append(Configuration(name=name, agent=agent, retries=retries, feedback=feedback, model=model))
     return out

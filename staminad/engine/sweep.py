@@ -28,9 +28,10 @@ from staminad.engine import contain
 from staminad.engine.config import Configuration, SweepFile, configurations
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
+from staminad.engine.models import ModelSpec, sweep_models
 from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAccess, ScenarioRunner, ScenarioSpec
 from staminad.engine.score import config_tally, counts_text, score_text, standing, tally
-from staminad.gateway.proxy import Call, Gateway, Limits
+from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
 from staminad.sandbox.base import Grant, SandboxFactory
 from state.space import disk_problem
 from state.store import Store
@@ -192,6 +193,7 @@ class _Starter:
         # bytes); the scenario itself (~100 KB) is generated only when its job starts, and dropped when it ends.
         self.prepared: dict[int, tuple[int, Configuration, int, Path]] = {}
         self.plan: _Plan | None = None
+        self.models = {m.name: m for m in sweep_models(sweep.llm)}
 
     async def start(self, scenario_id: int, infra_grant: int) -> None:
         config_id, config, seed, root = self.prepared[scenario_id]
@@ -210,9 +212,11 @@ class _Starter:
         )
         self.live.count += 1
         llm = None
-        if self.gateway is not None and self.sweep.llm is not None and adapter_for(config.agent).harness:
-            route = self.gateway.route(self.sweep.name, scenario_id, self.spend.get(scenario_id, 0.0))
-            llm = ModelAccess(self.gateway, route, self.sweep.llm.model)
+        if self.gateway is not None and config.model in self.models and adapter_for(config.agent).harness:
+            model = self.models[config.model]
+            spent = self.spend.get(scenario_id, 0.0)
+            route = self.gateway.route(self.sweep.name, scenario_id, spent, upstream_of(model))
+            llm = ModelAccess(self.gateway, route, model.name)
         job = _Job(scenario_id=scenario_id, spec=spec, config=config, root=root, infra_grant=infra_grant, llm=llm)
         self.jobs.start_soon(self.live.track, _one(self.parts, job))
 
@@ -234,7 +238,7 @@ async def _prepare(sweep: SweepFile, state_dir: Path, plan: _Plan, store: Store,
     try:
         for config in configs:
             config_id = await store.ensure_configuration(
-                sweep.name, config.name, config.agent, config.retries, config.feedback
+                sweep.name, config.name, config.agent, config.retries, config.feedback, config.model
             )
             for seed in plan.seeds:
                 expanding[sweep.name] = (done, total)
@@ -347,6 +351,12 @@ async def _scenario(parts: _Parts, job: _Job) -> None:
                 await sandbox.close()
 
 
+def upstream_of(model: ModelSpec) -> Upstream:
+    """The gateway's way to a model: its endpoint, its key from the daemon's environment, its price and limit."""
+    key = os.environ.get(model.api_key_env, "") if model.api_key_env else ""
+    return Upstream(model.endpoint, key, model.price, model.concurrency)
+
+
 async def _start_gateway(
     sweep: SweepFile, store: Store, make_sandbox: SandboxFactory, emit: EventSink, tg: anyio.abc.TaskGroup
 ) -> Gateway | None:
@@ -379,7 +389,8 @@ async def _start_gateway(
         first_byte_timeout=llm.first_byte_timeout,
         concurrency=llm.concurrency,
     )
-    gateway = Gateway(llm.endpoint, os.environ.get(llm.api_key_env, ""), dict(llm.pricing), limits, emit, record)
+    first = upstream_of(sweep_models(llm)[0])  # each route names its own model's endpoint; this is a fallback
+    gateway = Gateway(first.endpoint, first.api_key, dict(llm.pricing), limits, emit, record)
     await tg.start(gateway.serve, ["127.0.0.1", *await make_sandbox.llm_hosts()], 0)
     if gateway.port is not None:
         make_sandbox.llm_serving(gateway.port)  # the runtime opens its sandboxes' way to this port only
@@ -393,6 +404,7 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     infra = await store.infra_counts(sweep_id)
     usage = await store.llm_usage(sweep_id)
     progress = await store.progress(sweep_id)
+    models = await store.configuration_models(sweep_id)
     last_kind = {p.scenario_id: p.infra_kind for p in progress}  # in attempt order: the last one's kind is kept
     tested = {p.scenario_id for p in progress if p.outcome in ("pass", "fail")}
     out = []
@@ -421,6 +433,7 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
                 scored=t.scored,
                 unfinished=t.unfinished,
                 never_run=t.never_run,
+                model=models.get(name, ""),
             )
         )
     return out

@@ -1,7 +1,8 @@
 """The gateway: sandboxes talk to models through it, so every token is attributed and every outage contained.
 
 Each scenario gets a route token; its harness's base URL is `http://<gateway>/g/<token>/v1`, and the
-gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` with the real API key (the sandbox never
+gateway forwards `/g/<token>/v1/<rest>` to `<endpoint>/<rest>` of the scenario's model (`Upstream`: a sweep
+may run several models, each on its own endpoint) with the real API key (the sandbox never
 sees it), for model inference only (`allow.py`: anything else is refused with a 403 and logged, never
 forwarded). Per call it records tokens and cost against sweep / scenario / turn / attempt.
 
@@ -75,6 +76,16 @@ class Limits:
     concurrency: int = 8  # calls in flight at once per endpoint (the ceiling of the adaptive limit)
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """Where a route's calls go: one model's endpoint, with its key and (when the sweep names one) its price."""
+
+    endpoint: str
+    api_key: str = ""
+    price: Price | None = None
+    concurrency: int | None = None  # calls in flight at once the model's endpoint takes (from the sweep file)
+
+
 @dataclass
 class Route:
     """One scenario's way out: where its calls go, what they cost so far, what went wrong."""
@@ -91,6 +102,7 @@ class Route:
     oversized: dict[bytes, Response] = field(default_factory=dict)  # digest of a refused request -> the refusal
     capped: str = ""
     refused: int = 0  # requests for anything but model inference, never forwarded
+    upstream: Upstream | None = None  # its model's endpoint; None: the gateway's own
 
 
 @dataclass
@@ -122,12 +134,14 @@ class Gateway:
     ) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.api_key = api_key
+        self.upstream = Upstream(self.endpoint, api_key)  # for a route given no model's endpoint of its own
         self.pricing, self.limits, self.emit, self.record = pricing, limits, emit, record
         self.routes: dict[str, Route] = {}
         self.by_scenario: dict[int, Route] = {}
         self.sweep_spent = 0.0
         self.unrouted = 0  # requests for no known route
-        self.limiter = EndpointLimiter(self.endpoint, limits.concurrency)
+        self.limiter = EndpointLimiter(self.endpoint, limits.concurrency)  # the gateway's own endpoint's
+        self._limiters: dict[str, EndpointLimiter] = {self.endpoint: self.limiter}
         self._unpriced: set[str] = set()
         # No pool bound or pool timeout: the limiter bounds connections, and a queued call is no outage.
         self.client = httpx.AsyncClient(
@@ -141,12 +155,17 @@ class Gateway:
 
     # --- routes -------------------------------------------------------------------------------
 
-    def route(self, sweep: str, scenario_id: int, spent: float = 0.0) -> Route:
-        """The scenario's route (made on first use); `spent` restores its cost after a restart."""
+    def route(self, sweep: str, scenario_id: int, spent: float = 0.0, upstream: Upstream | None = None) -> Route:
+        """The scenario's route (made on first use) to its model's `upstream` (the gateway's own endpoint when
+        None); `spent` restores its cost after a restart."""
         existing = self.by_scenario.get(scenario_id)
         if existing is not None:
             return existing
-        route = Route(token=secrets.token_urlsafe(12), sweep=sweep, scenario_id=scenario_id, spent=spent)
+        if upstream is not None:
+            upstream = Upstream(upstream.endpoint.rstrip("/"), upstream.api_key, upstream.price, upstream.concurrency)
+        route = Route(
+            token=secrets.token_urlsafe(12), sweep=sweep, scenario_id=scenario_id, spent=spent, upstream=upstream
+        )
         self.routes[route.token] = route
         self.by_scenario[scenario_id] = route
         self.sweep_spent += spent
@@ -164,7 +183,17 @@ class Gateway:
 
     def endpoint_stats(self) -> list[LimiterStats]:
         """Each endpoint's adaptive limit, calls in flight and calls queued (for a metrics collector)."""
-        return [self.limiter.stats()]
+        return [limiter.stats() for limiter in self._limiters.values()]
+
+    def limiter_for(self, route: Route) -> EndpointLimiter:
+        """The limiter of the endpoint the route's calls go to: one per endpoint, however many models share it, with
+        the concurrency its model names (the sweep's `[llm] concurrency` otherwise)."""
+        upstream = route.upstream or self.upstream
+        limiter = self._limiters.get(upstream.endpoint)
+        if limiter is None:
+            limiter = EndpointLimiter(upstream.endpoint, upstream.concurrency or self.limits.concurrency)
+            self._limiters[upstream.endpoint] = limiter
+        return limiter
 
     def base_url(self, route: Route, host: str) -> str:
         assert self.port is not None, "the gateway is not serving"
@@ -221,16 +250,17 @@ class Gateway:
         api = api_of(target)
         body = with_stream_usage(api, request.body) if request.method == "POST" else b""
         headers = {k: v for k, v in request.headers.items() if k in FORWARD_HEADERS}
+        upstream = route.upstream or self.upstream
         # Anthropic's key header for its endpoints (count_tokens too) and for a client that speaks its API.
-        if self.api_key and (target.startswith("messages") or "anthropic-version" in request.headers):
-            headers["x-api-key"] = self.api_key
-        elif self.api_key:  # a local endpoint may need no key at all
-            headers["authorization"] = f"Bearer {self.api_key}"
+        if upstream.api_key and (target.startswith("messages") or "anthropic-version" in request.headers):
+            headers["x-api-key"] = upstream.api_key
+        elif upstream.api_key:  # a local endpoint may need no key at all
+            headers["authorization"] = f"Bearer {upstream.api_key}"
         digest = hashlib.sha256(body).digest()
         if (oversized := route.oversized.get(digest)) is not None:  # sent again as it was: it cannot fit now either
             self._exhausted(route, context_refusal(oversized.status, oversized.body))
             return Response(oversized.status, dict(oversized.headers), oversized.body)
-        response = await self._forward(route, api, request.method, f"{self.endpoint}/{target}", headers, body)
+        response = await self._forward(route, api, request.method, f"{upstream.endpoint}/{target}", headers, body)
         kept = len(route.oversized) < OVERSIZED_KEPT
         if response.stream is None and kept and context_refusal(response.status, response.body):
             route.oversized[digest] = response
@@ -273,8 +303,9 @@ class Gateway:
         self, route: Route, api: Api, method: str, url: str, headers: dict[str, str], body: bytes, t0: float
     ) -> Response:
         waited, delay = 0.0, self.limits.backoff_start
+        limiter = self.limiter_for(route)
         while True:
-            queued = await self.limiter.acquire()
+            queued = await limiter.acquire()
             route.waited += queued  # waiting for the model's turn is the platform's time, never the agent's
             reason, retry_after, upstream = "", None, None
             sent = time.monotonic()
@@ -282,7 +313,7 @@ class Gateway:
                 upstream = await self.client.send(
                     self.client.build_request(method, url, headers=headers, content=body), stream=True
                 )
-                self.limiter.answered(upstream.status_code, time.monotonic() - sent)
+                limiter.answered(upstream.status_code, time.monotonic() - sent)
                 if upstream.status_code not in RETRY_STATUSES:
                     break  # the slot stays held until the answer is read (or relayed)
                 reason = f"upstream answered {upstream.status_code}"
@@ -293,7 +324,7 @@ class Gateway:
                 reason = f"upstream unreachable ({type(exc).__name__})"
                 self.stats.error("unreachable")
             except httpx.TransportError as exc:  # the request went out: the upstream may still be processing it
-                self.limiter.release()
+                limiter.release()
                 self.stats.error("timeout" if isinstance(exc, httpx.TimeoutException) else "broken")
                 lost = (
                     f"no answer within the first-byte timeout of {self.limits.first_byte_timeout:.0f} s"
@@ -302,9 +333,9 @@ class Gateway:
                 )
                 return self._unavailable(route, f"upstream {lost}; not sent again, it may still be processing it")
             except BaseException:
-                self.limiter.release()
+                limiter.release()
                 raise
-            self.limiter.release()  # nobody holds a slot through a backoff
+            limiter.release()  # nobody holds a slot through a backoff
             jittered = delay * random.uniform(0.5, 1.0)  # spreads retries; no secret
             pause = min(retry_after if retry_after is not None else jittered, self.limits.backoff_max)
             if waited + pause > self.limits.outage_timeout:
@@ -342,7 +373,7 @@ class Gateway:
             self.stats.error("broken")
             return self._unavailable(route, f"upstream response broke off: {type(exc).__name__}")
         finally:
-            self.limiter.release()
+            limiter.release()
         if refusal := context_refusal(upstream.status_code, data):
             self._exhausted(route, refusal)
         usage, model = from_body(api, data)
@@ -376,7 +407,7 @@ class Gateway:
         finally:
             self.stats.in_flight -= 1
             with anyio.CancelScope(shield=True):
-                self.limiter.release()
+                self.limiter_for(route).release()
                 await upstream.aclose()
                 if meter.error and is_context_error(meter.error):
                     self._exhausted(route, meter.error)
@@ -409,7 +440,8 @@ class Gateway:
         requested: str = "",
     ) -> None:
         # A server may name its model otherwise than the request did (a local path, a provider prefix).
-        price = price_for(self.pricing, model) or price_for(self.pricing, requested)
+        own = route.upstream.price if route.upstream is not None else None
+        price = own if own is not None else price_for(self.pricing, model) or price_for(self.pricing, requested)
         if price is None and model not in self._unpriced:  # counted in tokens, but no cap can see it
             self._unpriced.add(model)
             log.warning("gateway: model %.200r has no price in [llm.pricing]: its calls are recorded at $0", model)
@@ -508,4 +540,4 @@ async def _read_all(upstream: httpx.Response, idle: float) -> bytes:
     return bytes(data)
 
 
-__all__ = ["Call", "Gateway", "Limits", "Route", "StreamBroken"]
+__all__ = ["Call", "Gateway", "Limits", "Route", "StreamBroken", "Upstream"]

@@ -109,6 +109,7 @@ def _config_summary(
     return {
         "name": c["name"],
         "agent": c["agent"],
+        "model": c.get("model") or "",
         "retries": c["retries"],
         "feedback": c["feedback"],
         "scenarios": len(scen),

@@ -8,8 +8,11 @@ report at all. Faults can be queued ahead of replies: an HTTP status (with Retry
 connection, a stall that never answers, a stream that stops half-way, a reply slower than the client
 waits (`slow`), a context-length refusal in the provider's own words (`context`), or a provider error
 inside a 200 stream (`stream_error`: Anthropic's overloaded `event: error`, the Responses API's
-`response.failed`, a chat server's error chunk). Every request is kept, so a test can check what a harness
-sent (its whole conversation so far, for one). This is the only fake in the tests: no LLM runs here.
+`response.failed`, a chat server's error chunk). Like a server started with some endpoints only, it can
+serve a subset of the three APIs (`apis`; the others answer 404), and refuse tool calling as vLLM does when
+started without `--enable-auto-tool-choice` (`tools=False`: a request with tools answers 400). Every request
+is kept, so a test can check what a harness sent (its whole conversation so far, for one). This is the only
+fake in the tests: no LLM runs here.
 """
 
 from __future__ import annotations
@@ -49,7 +52,14 @@ class Fault:
 
 
 class StandIn:
-    def __init__(self, replies: list[Reply] | None = None, model: str = "standin-1") -> None:
+    def __init__(
+        self,
+        replies: list[Reply] | None = None,
+        model: str = "standin-1",
+        apis: tuple[str, ...] = ("chat", "responses", "anthropic"),
+        tools: bool = True,
+    ) -> None:
+        self.apis, self.tools = apis, tools
         self.replies: deque[Reply] = deque(replies or [])
         self.faults: deque[Fault] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -116,7 +126,16 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             with standin.lock:
                 standin.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            if self.path.split("?", 1)[0].endswith("/messages/count_tokens"):
+            path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
+            api = "anthropic" if "/messages" in path else "responses" if path.endswith("/responses") else "chat"
+            if api not in standin.apis:
+                self._json(404, {"detail": "Not Found"})
+                return
+            if body.get("tools") and not standin.tools:  # vLLM's words, started without tool calling
+                message = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+                self._json(400, {"object": "error", "message": message, "type": "BadRequestError", "code": 400})
+                return
+            if path.endswith("/messages/count_tokens"):
                 self._json(200, _anthropic_count(body))  # no model reply: the script and the faults wait
                 return
             with standin.lock:

@@ -1,0 +1,170 @@
+"""The paper's grid: harness x model, for each retry budget R and feedback level, paired across models.
+
+Present when the selected configurations ran on more than one model. For each harness and setting, each
+model is compared with that harness's best model by the paired Wilcoxon signed-rank test over the scenarios
+both scored (every configuration of a sweep runs the same seeds), Holm-corrected over the whole grid. The
+figures are a heatmap of mean turns (harness x model, one panel per setting) and one survival figure per
+model.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from staminad.analysis.data import ConfigData
+from staminad.analysis.metrics import summary
+from staminad.analysis.stats import holm, wilcoxon_paired
+
+
+def _setting(c: ConfigData) -> str:
+    return f"R={c.retries} {c.feedback}"
+
+
+def _paired(a: ConfigData, b: ConfigData) -> tuple[list[float], list[float]]:
+    sa, sb = a.by_seed(), b.by_seed()
+    seeds = sorted(set(sa) & set(sb))
+    return [sa[s].turns_passed for s in seeds], [sb[s].turns_passed for s in seeds]
+
+
+def _mean(c: ConfigData) -> float:
+    m = summary(c).mean_turns
+    return -math.inf if math.isnan(m) else m
+
+
+def build_grid(configs: list[ConfigData]) -> dict[str, Any] | None:
+    """The grid's data from scored configurations (None when they ran on fewer than two models)."""
+    models = list(dict.fromkeys(c.model for c in configs))
+    if len(models) < 2:
+        return None
+    agents = list(dict.fromkeys(c.agent for c in configs))
+    settings = list(dict.fromkeys(_setting(c) for c in configs))
+    at = {(_setting(c), c.agent, c.model): c for c in configs}
+    cells: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    tests: list[tuple[str, str, str, float]] = []
+    for setting in settings:
+        cells[setting] = {}
+        for agent in agents:
+            present = [at[(setting, agent, m)] for m in models if (setting, agent, m) in at]
+            if not present:
+                continue
+            best = max(present, key=_mean)
+            row: dict[str, dict[str, Any]] = {}
+            for c in present:
+                s = summary(c)
+                a, b = _paired(c, best)
+                p = 1.0 if c is best or not a else wilcoxon_paired(a, b)
+                if c is not best:
+                    tests.append((setting, agent, c.model, p))
+                row[c.model] = {
+                    "mean": s.mean_turns,
+                    "se": s.se_turns,
+                    "pass_rate": s.pass_rate,
+                    "n": s.scenarios,
+                    "paired": len(a),
+                    "best": c is best,
+                    "p_vs_best": p,
+                }
+            cells[setting][agent] = row
+    for (setting, agent, model, _), adj in zip(tests, holm([t[3] for t in tests]), strict=True):
+        cells[setting][agent][model]["p_holm"] = adj
+    return {"agents": agents, "models": models, "settings": settings, "cells": cells}
+
+
+def markdown_grid(grid: dict[str, Any]) -> list[str]:
+    """The report's harness x model section: one table per setting."""
+    out = [
+        "## Harness x model",
+        "",
+        "Average turns passed ± SE (n scored). **Bold**: the harness's best model; p: paired Wilcoxon "
+        "signed-rank against that model over the scenarios both scored (Holm-corrected over the grid).",
+    ]
+    for setting in grid["settings"]:
+        out += ["", f"### {setting}", "", "| harness | " + " | ".join(grid["models"]) + " |"]
+        out.append("|---|" + "---|" * len(grid["models"]))
+        for agent, row in grid["cells"][setting].items():
+            out.append(f"| {agent} | " + " | ".join(_cell(row.get(m)) for m in grid["models"]) + " |")
+    return [*out, ""]
+
+
+def _cell(v: dict[str, Any] | None) -> str:
+    if v is None:
+        return "-"
+    if not v["n"]:
+        return "- (n=0)"
+    text = f"{v['mean']:.1f} ± {v['se']:.1f} (n={v['n']})"
+    if v["best"]:
+        return f"**{text}**"
+    return f"{text}, p={v.get('p_holm', v['p_vs_best']):.3g}"
+
+
+def grid_heatmap(report: dict[str, Any], out: Path) -> Any:
+    """Mean turns passed per harness x model, one panel per setting."""
+    from staminad.analysis.figures import _save, _scope
+
+    grid = report["grid"]
+    settings, agents, models = grid["settings"], grid["agents"], grid["models"]
+    fig, axes = plt.subplots(
+        1,
+        len(settings),
+        figsize=(max(4.5, (0.9 * len(models) + 2.5) * len(settings)), max(2.2, 0.4 * len(agents) + 1.4)),
+        squeeze=False,
+    )
+    top = max(
+        (v["mean"] for rows in grid["cells"].values() for row in rows.values() for v in row.values() if v["n"]),
+        default=1.0,
+    )
+    for ax, setting in zip(axes[0], settings, strict=True):
+        rows = grid["cells"][setting]
+        values = [[_value(rows.get(a, {}).get(m)) for m in models] for a in agents]
+        ax.imshow(
+            [[0.0 if math.isnan(v) else v for v in r] for r in values],
+            cmap="Blues",
+            vmin=0,
+            vmax=top or 1,
+            aspect="auto",
+        )
+        for i, r in enumerate(values):
+            for j, v in enumerate(r):
+                dark = not math.isnan(v) and v > top * 0.55
+                text = "-" if math.isnan(v) else f"{v:.1f}"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        ax.set_xticks(range(len(models)), models, rotation=35, ha="right")
+        ax.set_yticks(range(len(agents)), agents)
+        ax.set_title(setting)
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_visible(False)
+    caption = f"Mean turns passed, harness x model (scored scenarios only). {_scope(report)}."
+    return _save(fig, out, "grid_mean_turns", caption, legend=False)
+
+
+def _value(v: dict[str, Any] | None) -> float:
+    return math.nan if v is None or not v["n"] else float(v["mean"])
+
+
+def survival_by_model(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(figure name, drawer) for each model's survival figure."""
+    return [
+        (f"survival_{_file_part(m)}", lambda r, out, m=m: survival_for_model(m, r, out))
+        for m in report["grid"]["models"]
+    ]
+
+
+def survival_for_model(model: str, report: dict[str, Any], out: Path) -> Any:
+    """The survival figure of one model's configurations alone."""
+    from staminad.analysis.figures import survival
+
+    names = {c["name"] for c in report["configurations"] if c.get("model") == model}
+    mine = {**report, "survival": {n: s for n, s in report["survival"].items() if n in names}}
+    mine["configurations"] = [c for c in report["configurations"] if c["name"] in names]
+    return survival(mine, out, file=f"survival_{_file_part(model)}", title=model)
+
+
+def _file_part(model: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)[:80]
+
+
+__all__ = ["build_grid", "grid_heatmap", "markdown_grid", "survival_by_model", "survival_for_model"]
