@@ -17,9 +17,11 @@ import pytest
 
 from staminad.analysis.data import load
 from staminad.analysis.report import build, markdown
-from tests.agents.e2e import run_sweep
 from tests.agents.test_mini_e2e import PARAMS, _script
-from tests.standin import StandIn
+from tests.helpers.e2e import run_sweep
+from tests.helpers.standin import StandIn
+
+pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
 
 @pytest.fixture(scope="session")

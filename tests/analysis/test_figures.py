@@ -93,7 +93,7 @@ def test_each_figure_is_written_as_pdf_svg_and_300_dpi_png(report_dir: Path, nam
     """Every figure exists in all three formats; the PNG is 300 dpi and not blank."""
     png = Image.open(report_dir / f"{name}.png")
     assert png.info["dpi"] == pytest.approx((300, 300), abs=0.5) and png.width > 1200
-    assert len(set(png.convert("L").getdata())) > 10  # drawn, not one flat colour
+    assert len(set(png.convert("L").tobytes())) > 10  # drawn, not one flat colour
     assert (report_dir / f"{name}.pdf").read_bytes().startswith(b"%PDF")
     assert (report_dir / f"{name}.svg").read_text().lstrip().startswith("<?xml")
 

@@ -13,7 +13,7 @@ from staminad.analysis.data import load
 from staminad.analysis.report import build, markdown
 from staminad.engine.config import SweepError, configurations, load_sweep, parse_sweep
 from staminad.engine.models import sweep_models
-from tests.engine.conftest import sweep, write_sweep
+from tests.helpers.sweeps import sweep, write_sweep
 
 MODELS = """
 [llm]
@@ -102,6 +102,7 @@ def test_a_bad_model_table_is_refused_with_the_reason(llm: str, expected: str) -
 
 
 @pytest.mark.anyio
+@pytest.mark.sweep
 async def test_three_agents_on_two_models_pair_in_the_reports_grid(tmp_path: Path) -> None:
     """reference and two mutants on two models over the same four seeds: every configuration stores its model,
     the report has a harness x model grid with paired tests, and per-model survival figures are planned."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from staminad.cli import main
-from tests.standin import Reply, StandIn
+from tests.helpers.standin import Reply, StandIn
 
 PING = Reply(tool_calls=[{"name": "ping", "arguments": {"text": "pong"}}])
 

@@ -10,7 +10,7 @@ from protocol.events import EventData
 from staminad.gateway.pricing import Price
 from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
 from tests.helpers import free_port
-from tests.standin import Reply, StandIn
+from tests.helpers.standin import Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 
