@@ -302,6 +302,10 @@ def _answer(replies: str, rid: str, op: str, args: dict[str, Any]) -> None:
         result = {"ok": run_op(op, args)}
     except Exception as exc:  # the host reads the failure instead of waiting out its bound
         result = {"error": f"{type(exc).__name__}: {exc}"}
+    _reply(replies, rid, result)
+
+
+def _reply(replies: str, rid: str, result: dict[str, object]) -> None:
     tmp = os.path.join(replies, f".{rid}.tmp")
     with open(tmp, "w") as f:
         f.write(json.dumps(result))
@@ -322,13 +326,17 @@ def handle(control: str, line: str) -> None:
     if op == "spawn":
         argv = args.get("argv")
         if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
-            _detached(lambda: _spawn(argv))
+            with contextlib.suppress(OSError):  # no process to fork (the agent holds the pid limit): the host's
+                _detached(lambda: _spawn(argv))  # bounded wait for what it started judges that; we serve on
     elif _valid_id(rid):
         replies = os.path.join(control, "replies")
         if op in ("alive", "kill", "ping", "end_agent"):  # immediate: answered by the loop itself, forking nothing
             _answer(replies, rid, op, args)
         else:
-            _detached(lambda: _answer(replies, rid, op, args))
+            try:
+                _detached(lambda: _answer(replies, rid, op, args))
+            except OSError as exc:  # cannot fork: say so at once rather than leave the host to time out
+                _reply(replies, rid, {"error": f"the launcher could not fork: {exc}"})
 
 
 def serve(control: str) -> None:

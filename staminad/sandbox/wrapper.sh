@@ -13,6 +13,32 @@ as="${3:-}"
 quota="${4:-0}"
 ws="${5:-}"
 limit="${6:-0}"
+# end_agent UID: stop, then kill, every process of the agent's user that the harness left (a detached pid filler
+# would leave this wrapper no process to fork for its marker), forking nothing: globbing, read, case and kill
+# are the shell's own. Bounded passes; a zombie (state Z) is left to init.
+end_agent() {
+    pass=0
+    while [ "$pass" -lt 20 ]; do
+        pass=$((pass + 1))
+        found=
+        for d in /proc/[0-9]*; do
+            uid=
+            state=
+            while read -r key a rest; do
+                case "$key" in
+                    State:) state="$a" ;;
+                    Uid:) uid="$a"; break ;;
+                esac
+            done < "$d/status" 2>/dev/null
+            if [ "$uid" = "$1" ] && [ "$state" != "Z" ]; then
+                kill -STOP "${d#/proc/}" 2>/dev/null
+                kill -KILL "${d#/proc/}" 2>/dev/null
+                found=1
+            fi
+        done
+        [ -z "$found" ] && return 0
+    done
+}
 echo $$ > "$job/pid"
 start=$(date +%s.%N)
 out="$job/log"
@@ -38,7 +64,10 @@ if [ "$quota" -gt 0 ]; then
 fi
 wait "$harness"
 code=$?
-end=$(date +%s.%N)
+if [ -n "$as" ]; then
+    end_agent "${as%%:*}"
+fi
+end=$(date +%s.%N 2>/dev/null)
 if [ -n "${capper:-}" ]; then
     # The log's last lines are still in the pipe: let the copy drain it (bounded: a process the harness detached
     # may hold the pipe open, and it goes with the phase anyway).
