@@ -56,7 +56,13 @@ class SandboxPaths(msgspec.Struct, frozen=True):
 
 
 # What every sandbox's layer carries (below staminad/): the runtime's own in-container programs.
-RUNTIME_FILES = ("sandbox/wrapper.sh", "sandbox/server.sh", "sandbox/launcher.py", "sandbox/logcap.py")
+RUNTIME_FILES = (
+    "sandbox/wrapper.sh",
+    "sandbox/server.sh",
+    "sandbox/launcher.py",
+    "sandbox/logcap.py",
+    "sandbox/quota.py",
+)
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):

@@ -189,56 +189,71 @@ class WalkBudget:
         return not self.exhausted
 
 
+MAX_DEPTH = 64  # directories deep a walk goes (descriptors held: one per level of the current path only)
+
+
 def walk_files(
-    root: Path, budget: WalkBudget, skip_dir: frozenset[str] = frozenset()
+    root: Path, budget: WalkBudget, skip_dir: frozenset[str] = frozenset(), skip_hidden: bool = False
 ) -> Iterator[tuple[str, os.stat_result, int | None]]:
     """(relative path, lstat, descriptor or None) of every entry below `root`, depth first, links never followed.
 
     Regular files are yielded with a descriptor opened read-only for the caller to read (the walker closes it
-    once the caller moves on); other entries with None. Directories named in `skip_dir` are not entered.
+    once the caller moves on); other entries with None. Directories named in `skip_dir` (and, with `skip_hidden`,
+    those whose name starts with a dot) are not entered, nor any deeper than MAX_DEPTH. Only the directories on
+    the current path are held open, so a tree of many sibling directories costs no more descriptors than a deep
+    one.
     """
-    stack: list[tuple[int, str]] = [(open_root(root), "")]
+    root_fd = open_root(root)
     try:
-        while stack:
-            dir_fd, prefix = stack.pop()
-            try:
-                with os.scandir(dir_fd) as entries:
-                    names = []
-                    for entry in entries:
-                        if not budget.spend():
-                            return
-                        names.append(entry.name)
-                for name in names:
-                    try:
-                        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    except OSError:
-                        continue
-                    rel = f"{prefix}{name}"
-                    if stat.S_ISDIR(st.st_mode):
-                        if name in skip_dir:
-                            continue
-                        with contextlib.suppress(OSError):
-                            stack.append((os.open(name, _DIR, dir_fd=dir_fd), rel + "/"))
-                        yield rel, st, None
-                    elif stat.S_ISREG(st.st_mode):
-                        try:
-                            fd = os.open(name, _READ, dir_fd=dir_fd)
-                        except OSError:
-                            continue
-                        try:
-                            if stat.S_ISREG(os.fstat(fd).st_mode):  # still a file once opened
-                                yield rel, st, fd
-                        finally:
-                            os.close(fd)
-                    else:
-                        yield rel, st, None
-                    if budget.exhausted:
-                        return
-            finally:
-                os.close(dir_fd)
+        yield from _walk(root_fd, "", 0, budget, skip_dir, skip_hidden)
     finally:
-        for fd, _ in stack:
-            os.close(fd)
+        os.close(root_fd)
+
+
+def _walk(
+    dir_fd: int, prefix: str, depth: int, budget: WalkBudget, skip_dir: frozenset[str], skip_hidden: bool
+) -> Iterator[tuple[str, os.stat_result, int | None]]:
+    names = []
+    try:
+        with os.scandir(dir_fd) as entries:
+            for entry in entries:
+                if not budget.spend():
+                    break
+                names.append(entry.name)
+    except OSError:
+        return
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            continue
+        rel = f"{prefix}{name}"
+        if stat.S_ISDIR(st.st_mode):
+            yield rel, st, None
+            if name in skip_dir or (skip_hidden and name.startswith(".")) or depth >= MAX_DEPTH or budget.exhausted:
+                continue
+            try:
+                sub = os.open(name, _DIR, dir_fd=dir_fd)
+            except OSError:
+                continue
+            try:
+                yield from _walk(sub, rel + "/", depth + 1, budget, skip_dir, skip_hidden)
+            finally:
+                os.close(sub)
+        elif stat.S_ISREG(st.st_mode):
+            try:
+                fd = os.open(name, _READ, dir_fd=dir_fd)
+            except OSError:
+                continue
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):  # still a file once opened
+                    yield rel, st, fd
+            finally:
+                os.close(fd)
+        else:
+            yield rel, st, None
+        if budget.exhausted:
+            return
 
 
 def tree_bytes(root: Path, budget: WalkBudget) -> int:
@@ -260,9 +275,14 @@ def glob(root: Path, pattern: str, budget: WalkBudget) -> list[tuple[str, os.sta
     def visit(dir_fd: int, depth: int, prefix: str) -> None:
         want, last = parts[depth], depth == len(parts) - 1
         if any(c in want for c in "*?["):
+            names = []
             try:
                 with os.scandir(dir_fd) as entries:
-                    names = [e.name for e in entries if budget.spend() and fnmatch.fnmatchcase(e.name, want)]
+                    for e in entries:
+                        if not budget.spend():
+                            break
+                        if fnmatch.fnmatchcase(e.name, want):
+                            names.append(e.name)
             except OSError:
                 return
         else:

@@ -238,15 +238,18 @@ def _state(pid: int) -> str:
 
 def _usage(path: str) -> dict[str, Any]:
     """KiB of disk the tree at `path` takes (allocated blocks: a sparse file counts what it holds), links never
-    followed; bounded in entries and time (`partial` says the walk stopped early, so the figure is a floor)."""
-    total, entries, deadline = 0, 0, time.monotonic() + USAGE_TIMEOUT
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            entries += 1
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-        if entries > USAGE_ENTRIES or time.monotonic() > deadline:
-            return {"kb": total // 1024, "partial": True}
+    followed; bounded per entry in count and time (`partial` says the walk stopped early, so the figure is a floor)."""
+    total, entries, deadline, stack = 0, 0, time.monotonic() + USAGE_TIMEOUT, [path]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as found:
+            for entry in found:
+                entries += 1
+                if entries > USAGE_ENTRIES or time.monotonic() > deadline:
+                    return {"kb": total // 1024, "partial": True}
+                with contextlib.suppress(OSError):
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
     return {"kb": total // 1024, "partial": False}
 
 

@@ -97,12 +97,10 @@ def count_loc(workspace: Path) -> int:
     time); no link is followed and nothing but a regular file is read (see `beneath.walk_files`)."""
     total = files = used = 0
     budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
-    for rel, _st, fd in walk_files(workspace, budget, SKIP_DIRS):
+    for rel, _st, fd in walk_files(workspace, budget, SKIP_DIRS, skip_hidden=True):  # hidden: tools' state
         name = rel.rsplit("/", 1)[-1]
         if fd is None or name.startswith(".") or Path(name).suffix not in CODE_SUFFIXES:
             continue
-        if any(part.startswith(".") for part in rel.split("/")[:-1]):
-            continue  # hidden directories hold tools' state, not the agent's code
         files += 1
         if files > MAX_FILES or used >= MAX_TOTAL_BYTES:
             return total

@@ -7,6 +7,7 @@ log never holds more than twice LIMIT bytes, and its last LIMIT bytes are always
 all the engine reads (the tail shown in feedback). The copy never stops reading, so the server never blocks.
 """
 
+import contextlib
 import os
 import sys
 
@@ -19,17 +20,27 @@ def copy(src: int, dst: int, limit: int) -> None:
     twice that."""
     size = os.lseek(dst, 0, os.SEEK_END)
     while chunk := os.read(src, CHUNK):
-        os.write(dst, chunk)
-        size += len(chunk)
-        if size > 2 * limit:
-            os.lseek(dst, size - limit, os.SEEK_SET)
-            keep = b""
-            while len(keep) < limit and (part := os.read(dst, limit - len(keep))):
-                keep += part
-            os.ftruncate(dst, 0)
-            os.lseek(dst, 0, os.SEEK_SET)
-            os.write(dst, CUT + keep)
-            size = len(CUT) + len(keep)
+        try:
+            size += _write_all(dst, chunk)
+            if size > 2 * limit:
+                os.lseek(dst, size - limit, os.SEEK_SET)
+                keep = b""
+                while len(keep) < limit and (part := os.read(dst, limit - len(keep))):
+                    keep += part
+                os.ftruncate(dst, 0)
+                os.lseek(dst, 0, os.SEEK_SET)
+                size = _write_all(dst, CUT + keep)
+        except OSError:  # a full disk: the output is dropped, never the writer (it would die of SIGPIPE)
+            with contextlib.suppress(OSError):
+                size = os.fstat(dst).st_size
+
+
+def _write_all(fd: int, data: bytes) -> int:
+    """Write all of `data` (a short write is continued); how many bytes were written."""
+    view, done = memoryview(data), 0
+    while done < len(data):
+        done += os.write(fd, view[done:])
+    return done
 
 
 def main(argv: list[str]) -> int:

@@ -378,7 +378,9 @@ class SealedContainer:
         harness detached from the wrapper's watchdog does not get to keep what it wrote past the quota."""
         found = await self._op("usage", {"path": self.paths.workspace, "as": _agent()})
         used = found.get("kb")
-        if isinstance(used, int) and used > self.quota_kb:
+        if not isinstance(used, int):  # nothing of the agent runs now: only its tree can defeat the measurement
+            return f"the workspace could not be measured ({found.get('interfered') or 'no answer'})"
+        if used > self.quota_kb:
             return (
                 f"the workspace holds {used / 1024 / 1024:.1f} GiB, over its quota of "
                 f"{self.quota_kb / 1024 / 1024:.1f} GiB: delete what the server does not need"
@@ -404,7 +406,9 @@ class SealedContainer:
         if limit and current >= limit - PIDS_SPARE:
             return f"the sandbox's process limit was exhausted ({current} of {limit} processes)"
         memory = stat.get("memory_stats") or {}
-        used, cap = int(memory.get("usage") or 0), int(memory.get("limit") or 0)
+        detail = memory.get("stats") or {}
+        cache = int(detail.get("inactive_file", detail.get("total_inactive_file", 0)) or 0)  # reclaimable: not held
+        used, cap = int(memory.get("usage") or 0) - cache, int(memory.get("limit") or 0)
         if cap and used >= cap * MEMORY_FULL:
             return f"the sandbox's memory limit was exhausted ({used >> 20} of {cap >> 20} MiB)"
         return ""
@@ -491,9 +495,13 @@ class SealedContainer:
                 await self._check_holders(pgid, exc)
                 raise
             await self._check_holders(pgid, None)
-        except BaseException:
+        except BaseException as exc:
+            # Judged before the stop, which ends every process of the agent: a hog it ended would hide the cause.
+            verdict = await self._judged(exc) if isinstance(exc, SandboxError) else exc
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                 await self.stop_server(handle)
+            if verdict is not exc:
+                raise verdict from None
             raise
         return handle
 

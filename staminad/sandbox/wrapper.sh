@@ -20,23 +20,23 @@ end_agent() {
     pass=0
     while [ "$pass" -lt 20 ]; do
         pass=$((pass + 1))
-        found=
+        pids=
         for d in /proc/[0-9]*; do
             uid=
             state=
-            while read -r key a rest; do
+            { while read -r key a rest; do
                 case "$key" in
                     State:) state="$a" ;;
                     Uid:) uid="$a"; break ;;
                 esac
-            done < "$d/status" 2>/dev/null
+            done < "$d/status"; } 2>/dev/null
             if [ "$uid" = "$1" ] && [ "$state" != "Z" ]; then
-                kill -STOP "${d#/proc/}" 2>/dev/null
-                kill -KILL "${d#/proc/}" 2>/dev/null
-                found=1
+                kill -STOP "${d#/proc/}" 2>/dev/null  # stopped first: a stopped process forks no more
+                pids="$pids ${d#/proc/}"
             fi
         done
-        [ -z "$found" ] && return 0
+        [ -z "$pids" ] && return 0
+        kill -KILL $pids 2>/dev/null  # all at once, after every one is stopped: no slot is freed for a fork loop
     done
 }
 echo $$ > "$job/pid"
@@ -57,10 +57,8 @@ else
 fi
 harness=$!
 if [ "$quota" -gt 0 ]; then
-    (while sleep 2; do
-        used=$(du -sxk "$ws" 2>/dev/null | cut -f1)
-        if [ "${used:-0}" -gt "$quota" ]; then echo "$used" > "$job/over_quota"; kill -KILL "$harness"; exit 0; fi
-    done) &
+    # A watchdog that forks nothing once started: one the agent starves of pids cannot die and leave no bound.
+    python3 -I -S "$(dirname "$0")/quota.py" "$ws" "$quota" "$harness" "$job/over_quota" &
 fi
 wait "$harness"
 code=$?

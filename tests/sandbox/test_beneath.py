@@ -128,3 +128,16 @@ def test_glob_matches_per_component_without_following_links(host: tuple[Path, Pa
     (ws / ".home" / ".claude" / "projects" / "q").symlink_to(outside / "q")
     found = [rel for rel, _ in glob(ws, ".home/.claude/projects/*/*.jsonl", WalkBudget(100, 30))]
     assert found == [".home/.claude/projects/p/s.jsonl"]
+
+
+def test_a_walk_holds_descriptors_only_along_its_path(tmp_path: Path) -> None:
+    """Hundreds of sibling directories cost a walk no more open descriptors than one directory deep does."""
+    for i in range(300):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / "m.py").write_text("x = 1\n")
+    base = len(os.listdir("/proc/self/fd"))
+    most = 0
+    for _rel, _st, _fd in walk_files(tmp_path, WalkBudget(10_000, 30)):
+        most = max(most, len(os.listdir("/proc/self/fd")) - base)
+    assert most <= 6
+    assert count_loc(tmp_path) == 300
