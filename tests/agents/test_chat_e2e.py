@@ -112,7 +112,7 @@ def test_an_upstream_outage_is_an_infra_retry_that_resumes_the_session_clean(
     image = _layer(name, tmp_path_factory)
     script = _script(tmp_path, SHELL_TOOL[name], false_claim=False)
     with _OutageAt(script, 2, [Fault("status", 503)] * 2) as standin:  # turn 1's two replies left
-        sweep = _sweep(tmp_path, standin, image, extra_llm="outage_timeout = 2", agent=name, model=MODEL)
+        sweep = _sweep(tmp_path, standin, image, extra_llm="outage_timeout = 1", agent=name, model=MODEL)
         done = _run(sweep, tmp_path / "st")
         requests = list(standin.requests)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -148,7 +148,7 @@ def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, c
     own retries are off); the infra retry then passes turn 0 with the attempt number unchanged."""
     with StandIn(_script(tmp_path), model=MODEL) as standin:
         standin.faults.extend([Fault("status", 503)] * 2)
-        done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 2"), tmp_path / "st")
+        done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 1"), tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     _capture(tmp_path / "st", "outage")
     rows = attempt_rows(tmp_path / "st")

@@ -120,8 +120,10 @@ def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, m
     """Upstream 503s past the outage timeout make the attempt `llm_unavailable`; the infra retry then passes
     both turns with R=0, so the outage cost the agent nothing."""
     with StandIn(_script(tmp_path)) as standin:
-        standin.faults.extend([Fault("status", 503)] * 2)  # the gateway tries twice within 2 s, then gives up
-        sweep = _sweep(tmp_path, standin, mini_image, extra_llm="outage_timeout = 2")
+        standin.faults.extend(
+            [Fault("status", 503)] * 2
+        )  # the second 503 comes after 0.5-1 s of backoff; the next pause (1-2 s) would pass the 1 s timeout
+        sweep = _sweep(tmp_path, standin, mini_image, extra_llm="outage_timeout = 1")
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = attempt_rows(tmp_path / "st")

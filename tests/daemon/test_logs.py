@@ -109,6 +109,7 @@ async def test_logs_reads_as_text_and_ends_quietly_when_its_reader_goes(tmp_path
     assert code == 0 and err == "", err
 
 
+@pytest.mark.docker
 def test_a_sigterm_leaves_no_library_noise_on_stderr(tmp_path: Path) -> None:
     """A daemon stopped by SIGTERM mid-sweep on Docker closes its engine connections: no `Unclosed connector`."""
     import signal
@@ -133,4 +134,9 @@ def test_a_sigterm_leaves_no_library_noise_on_stderr(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+        # A stopped daemon leaves its sweep's containers for the next start to adopt: none comes, so they go here.
+        label = f"label=staminabench.sandboxes={(state / 'sandboxes' / 'dk').resolve()}"
+        found = subprocess.run(["docker", "ps", "-aq", "--filter", label], capture_output=True, text=True, timeout=60)
+        if found.stdout.split():
+            subprocess.run(["docker", "rm", "-f", *found.stdout.split()], capture_output=True, timeout=120)
     assert "stopped" in rest and "Unclosed" not in rest and "Traceback" not in rest, rest
