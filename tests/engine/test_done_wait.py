@@ -3,46 +3,21 @@ for the verdict and printing it with the next prompt's path; the run says `testi
 
 from __future__ import annotations
 
-import queue
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
-from typing import IO
 
 import pytest
 
 from staminad.commands.args import CommandError
 from staminad.commands.donewait import locate
+from tests.helpers.lines import Lines
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
-
-
-class Lines:
-    """A child's stdout read on a thread, so each wait for a line is bounded."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.q: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.q.put(line)
-
-    def wait_for(self, needle: str, timeout: float = 240) -> str:
-        while True:
-            try:
-                line = self.q.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no line with {needle!r} within {timeout} s; saw {self.seen[-5:]}") from None
-            self.seen.append(line)
-            if needle in line:
-                return line
 
 
 def _sweep(tmp: Path) -> Path:
@@ -81,7 +56,7 @@ def test_done_wait_prints_the_verdict_and_the_next_prompt(tmp_path: Path) -> Non
     )
     try:
         lines = Lines(run.stdout)  # type: ignore[arg-type]
-        first = lines.wait_for("your turn. Prompt: ")
+        first = lines.wait_for("your turn. Prompt: ", timeout=240)
         prompt = first.split("Prompt: ", 1)[1].split(";", 1)[0]
         workspace = first.split("work in ", 1)[1].split(";", 1)[0]
         marker = first.rsplit("--marker ", 1)[1].strip()
@@ -95,8 +70,8 @@ def test_done_wait_prints_the_verdict_and_the_next_prompt(tmp_path: Path) -> Non
         next_prompt = next(line for line in out if line.startswith("next prompt: "))
         assert next_prompt.endswith("/control/prompts/t0001-a01-i00.md") and Path(next_prompt[13:]).is_file()
         assert any(line.endswith("--marker " + marker.replace("t0000", "t0001")) for line in out)
-        lines.wait_for("turn 0 attempt 1: marked done; testing...")
-        second = lines.wait_for("your turn. Prompt: ")  # turn 1: not answered, so its tests fail
+        lines.wait_for("turn 0 attempt 1: marked done; testing...", timeout=240)
+        second = lines.wait_for("your turn. Prompt: ", timeout=240)  # turn 1: not answered, so its tests fail
         done = _done_wait(second.rsplit("--marker ", 1)[1].strip())
         assert done.returncode == 0, done.stderr
         out = done.stdout.splitlines()

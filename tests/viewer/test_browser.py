@@ -7,20 +7,19 @@ running sweep appears without a reload, and no request goes anywhere but 127.0.0
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from staminad.cli import main
+from tests.helpers.lines import Lines
 from tests.helpers.sweeps import write_sweep
 from tests.helpers.viewer import XSS_CONFIG, XSS_SWEEP
 
@@ -44,29 +43,6 @@ def chromium() -> str:
     if found is None:
         pytest.fail("the browser test needs Debian's chromium: apt-get install chromium")
     return found
-
-
-class Lines:
-    """A child's stdout read on a thread, so each wait for a line is bounded."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.q: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.q.put(line)
-
-    def wait_for(self, needle: str, timeout: float = 120) -> str:
-        while True:
-            try:
-                line = self.q.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no line with {needle!r} within {timeout} s; saw {self.seen[-5:]}") from None
-            self.seen.append(line)
-            if needle in line:
-                return line
 
 
 def _spawn(*args: str) -> tuple[subprocess.Popen[str], Lines]:
