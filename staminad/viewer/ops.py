@@ -15,6 +15,7 @@ from protocol import ErrorReply, GetOps, OpsReport
 from protocol.client import Client, ClientError
 from protocol.messages import OpsPoint
 from protocol.paths import socket_path
+from protocol.units import human_bytes, span
 from staminad.daemon.boxsample import sample_box
 
 TIMEOUT = 5.0
@@ -33,21 +34,6 @@ async def ask_daemon(state_dir: Path) -> OpsReport | str:
     if not isinstance(reply, OpsReport):
         return f"the daemon answered {type(reply).__name__}, not an ops report"
     return reply
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def span(seconds: float) -> str:
-    if seconds < 0:
-        return "-"
-    s = int(seconds)
-    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def series(points: tuple[OpsPoint, ...]) -> list[dict[str, Any]]:
@@ -83,4 +69,4 @@ async def ops_context(state_dir: Path) -> dict[str, Any]:
     }
 
 
-__all__ = ["ask_daemon", "human_bytes", "ops_context", "series", "span"]
+__all__ = ["ask_daemon", "ops_context", "series"]

@@ -14,26 +14,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Label, Sparkline, Static
 
 from protocol import GetOps, OpsReport
+from protocol.units import human_bytes, span
 from tui.components.banner import Banner
 from tui.screens.base import MonitorScreen
 
 EVERY = 2.0  # seconds between refetches of the report
 HISTORY = 120  # history points drawn (the sparklines' width)
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def _span(seconds: float) -> str:
-    if seconds < 0:
-        return "-"
-    s = int(seconds)
-    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def report_text(r: OpsReport) -> str:
@@ -49,7 +35,7 @@ def report_text(r: OpsReport) -> str:
         why = f"  [dim]{escape(s.reason)}[/dim]" if s.reason else ""
         lines.append(
             f"  {escape(s.sweep)}: {s.status}, {s.finished} of {s.scenarios} finished{expanding}, "
-            f"{s.active}/{s.parallel} slots, {s.queued} queued, left {_span(s.eta)}{why}"
+            f"{s.active}/{s.parallel} slots, {s.queued} queued, left {span(s.eta)}{why}"
         )
     if not r.sweeps:
         lines.append("  [dim]none[/dim]")
@@ -70,15 +56,15 @@ def report_text(r: OpsReport) -> str:
     b = r.box
     lines.append("[b]box[/b]")
     lines.append(f"  load {b.load[0]:.2f} {b.load[1]:.2f} {b.load[2]:.2f} on {b.cpus} CPUs")
-    lines.append(f"  memory {_bytes(b.memory_total - b.memory_available)} used of {_bytes(b.memory_total)}")
+    lines.append(f"  memory {human_bytes(b.memory_total - b.memory_available)} used of {human_bytes(b.memory_total)}")
     for d in b.disks:
         ro = " (read-only)" if d.readonly else ""
-        lines.append(f"  {d.role} disk {escape(d.path)}: {_bytes(d.free)} free of {_bytes(d.total)}{ro}")
+        lines.append(f"  {d.role} disk {escape(d.path)}: {human_bytes(d.free)} free of {human_bytes(d.total)}{ro}")
     for g in b.gpus:
         held = ", ".join(g.processes) or "-"
         lines.append(
-            f"  GPU {g.index} {escape(g.name)}: {g.util:.0f}%, {_bytes(g.memory_used)} of {_bytes(g.memory_total)}"
-            f", held by {escape(held)}"
+            f"  GPU {g.index} {escape(g.name)}: {g.util:.0f}%, "
+            f"{human_bytes(g.memory_used)} of {human_bytes(g.memory_total)}, held by {escape(held)}"
         )
     if not b.gpus:
         lines.append(f"  GPUs: {escape(b.gpu_note or 'none')}")
