@@ -16,10 +16,8 @@ from textual.widgets import Static
 from protocol import GetAttempt
 from tests.helpers.inprocess import events, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
-from tests.helpers.tui import settle
+from tests.helpers.tui import open_only_scenario, settle
 from tui.app import make_app
-from tui.components.rows import RowTable
-from tui.screens.scenario import ScenarioScreen
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
@@ -33,13 +31,7 @@ async def test_a_slow_answer_for_a_row_left_never_replaces_the_highlighted_rows_
         await until(stream, "sweep_finished")
         app = make_app(state / "staminad.sock")
         async with app.run_test(size=(160, 48)) as pilot:
-            await settle(pilot, lambda: "race" in app.board.scenarios)
-            await pilot.press("enter")
-            rows = app.screen.query_one("#scenarios", RowTable)
-            await settle(pilot, lambda: rows.row_count == 1)
-            await pilot.press("enter")
-            screen = app.screen
-            assert isinstance(screen, ScenarioScreen)
+            screen = await open_only_scenario(app, pilot, "race")
             await settle(pilot, lambda: screen.info is not None and screen._shown_attempt is not None)
             assert screen.info is not None
             _, second, third = (a.id for a in screen.info.attempts)

@@ -24,7 +24,7 @@ from tests.helpers.e2e import RECORDINGS
 from tests.helpers.inprocess import events, running_daemon, submit, until
 from tests.helpers.sweeps import sweep as run_in_process
 from tests.helpers.sweeps import write_sweep
-from tests.helpers.tui import settle
+from tests.helpers.tui import open_only_scenario, settle
 from tui.app import make_app
 from tui.board import Board
 from tui.components.confirm import Confirm
@@ -380,13 +380,7 @@ async def test_scenario_screen_shows_the_server_log_of_the_selected_attempt(tmp_
         await until(stream, "sweep_finished")
         app = make_app(state / "staminad.sock")
         async with app.run_test(size=(160, 48)) as pilot:
-            await settle(pilot, lambda: "crash" in app.board.scenarios)
-            await pilot.press("enter")
-            rows = app.screen.query_one("#scenarios", RowTable)
-            await settle(pilot, lambda: rows.row_count == 1)
-            await pilot.press("enter")
-            screen = app.screen
-            assert isinstance(screen, ScenarioScreen)
+            screen = await open_only_scenario(app, pilot, "crash")
             await settle(pilot, lambda: screen.info is not None and screen._shown_attempt is not None)
             assert screen.info is not None
             assert [(a.turn, a.attempt, a.outcome) for a in screen.info.attempts] == [

@@ -19,7 +19,7 @@ from protocol import Event, GetScenario, ScenarioInfo
 from protocol.events import AttemptTested, ManualPrompt
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
-from tests.helpers.tui import settle
+from tests.helpers.tui import open_only_scenario, settle
 from tui.app import StaminaApp, make_app
 from tui.components.rows import RowTable
 from tui.screens.events import EventLogScreen
@@ -105,13 +105,7 @@ async def test_moving_through_attempts_faster_than_replies_shows_the_highlighted
         await until(stream, "sweep_finished")
         app = make_app(state / "staminad.sock")
         async with app.run_test(size=(160, 48)) as pilot:
-            await settle(pilot, lambda: "walk" in app.board.scenarios)
-            await pilot.press("enter")
-            rows = app.screen.query_one("#scenarios", RowTable)
-            await settle(pilot, lambda: rows.row_count == 1)
-            await pilot.press("enter")
-            screen = app.screen
-            assert isinstance(screen, ScenarioScreen)
+            screen = await open_only_scenario(app, pilot, "walk")
             table = screen.query_one("#attempts", DataTable)
             await settle(pilot, lambda: table.row_count == 6 and screen._shown_attempt is not None)
             for keys in (["up"] * 5, ["down", "down"], ["up", "down", "up", "up"], ["down"] * 3):
