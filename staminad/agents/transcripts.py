@@ -27,7 +27,7 @@ import msgspec
 from protocol.messages import TranscriptItem
 from staminad.agents.harnesses import HARNESSES
 from staminad.sandbox.beneath import WalkBudget, glob
-from staminad.viewer.logs import bounded_tail
+from staminad.sandbox.bounded import bounded_tail
 
 READ_LIMIT = 256 * 1024  # bytes read from the end of a session file
 MAX_ITEMS = 40  # items kept, the latest

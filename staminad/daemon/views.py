@@ -20,7 +20,7 @@ from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioL
 from staminad.agents.transcripts import read_transcript
 from staminad.engine.config import SweepError
 from staminad.engine.sweep import summarize
-from staminad.viewer.logs import bounded_tail
+from staminad.sandbox.bounded import bounded_tail
 from state import sweeps
 from state.store import Progress, Store, StoredScenario
 

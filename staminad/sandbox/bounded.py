@@ -13,6 +13,10 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
+
+from staminad.sandbox.beneath import open_regular
+
 SMALL = 4096  # pid files, exit codes
 MARKER = 64 * 1024  # a completion marker is about 100 bytes
 
@@ -66,14 +70,41 @@ def read_int(path: Path) -> int | None:
         return None
 
 
+class LogTail(msgspec.Struct, frozen=True, kw_only=True):
+    """The end of a log file: at most the bound's bytes, decoded leniently."""
+
+    path: str
+    text: str
+    size: int  # the file's whole size in bytes
+    cut: bool  # True when only the tail is shown
+
+
+def bounded_tail(path: Path, limit: int, beneath: Path | None = None, *, whole_lines: bool = True) -> LogTail | None:
+    """The file's last `limit` bytes as text, starting at a whole line when cut unless `whole_lines` is False (None when there is no such regular
+    file). With `beneath`, a directory above `path` that the agent does not control, no link is followed below it
+    either (`sandbox.beneath`)."""
+    try:
+        fd = _open_regular(path) if beneath is None else open_regular(beneath, path.relative_to(beneath).as_posix())
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device an agent planted would block or never end
+            return None
+        size = st.st_size
+        if size > limit:
+            fh.seek(size - limit)
+        data = fh.read(limit)
+    text = data.decode("utf-8", errors="replace")
+    if whole_lines and size > limit and "\n" in text:
+        text = text[text.index("\n") + 1 :]  # start at a whole line
+    return LogTail(path=str(path), text=text, size=size, cut=size > limit)
+
+
 def read_tail(path: Path, limit: int) -> str:
     """The last `limit` bytes of a log, decoded leniently, "..." first when cut ("" when it is missing or not a
     regular file)."""
-    try:
-        with os.fdopen(_open_regular(path), "rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(0, size - limit))
-            text = fh.read(limit).decode("utf-8", "replace")
-    except OSError:
+    tail = bounded_tail(path, limit, whole_lines=False)
+    if tail is None:
         return ""
-    return ("..." if size > limit else "") + text
+    return ("..." if tail.cut else "") + tail.text

@@ -19,7 +19,7 @@ from protocol.events import FINAL
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.daemon.views import scenario_row
 from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
-from staminad.viewer.logs import bounded_tail
+from staminad.sandbox.bounded import bounded_tail
 from state import browse
 from state.store import Progress, StoredScenario
 

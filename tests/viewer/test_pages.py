@@ -13,8 +13,8 @@ import pytest
 from markupsafe import escape
 from starlette.testclient import TestClient
 
+from staminad.sandbox.bounded import bounded_tail
 from staminad.viewer.app import create_app
-from staminad.viewer.logs import bounded_tail
 from staminad.viewer.render import LiveLinks
 from staminad.viewer.serve import is_loopback
 from tests.helpers.viewer import SCRIPT, XSS_CONFIG, XSS_SWEEP, old_store
