@@ -25,9 +25,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from protocol.errors import ExpectedError
-from staminad.daemon.box import SandboxSampler, SandboxStats, box_snapshot
 from staminad.daemon.metrics_store import DURATIONS, StoreFigures, read_figures
 from staminad.gateway.stats import LIVE, EndpointStats
+from staminad.host.box import SandboxSampler, SandboxStats, box_snapshot
 
 if TYPE_CHECKING:
     from staminad.daemon.service import Daemon

@@ -1,6 +1,6 @@
 """The box at a glance for the ops views: a bounded history ring sampled in the daemon, and the `OpsReport`.
 
-`OpsRing.serve` samples the box (`boxsample`) and the daemon's slots every `every` seconds into a ring of
+`OpsRing.serve` samples the box (`host.sample`) and the daemon's slots every `every` seconds into a ring of
 at most `points` samples (default 10 s x 2,160 = the last 6 hours, about 100 bytes a point): the sparklines of
 `staminad view`'s /ops page and the TUI's box screen. `report` puts that history beside what is true now: the
 sweeps (progress, slots, time left, why one is paused), the engines, the model endpoints, the box.
@@ -20,8 +20,8 @@ import anyio
 from protocol import EngineInfo, SweepInfo
 from protocol.messages import BoxSample, OpsEndpoint, OpsPoint, OpsReport, OpsSweep
 from staminad.daemon import views
-from staminad.daemon.boxsample import sample_box
 from staminad.daemon.logs import log
+from staminad.host.sample import sample_box
 from state import sweeps
 
 if TYPE_CHECKING:

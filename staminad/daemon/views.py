@@ -1,12 +1,11 @@
 """Read-side answers of the control socket: the store's rows turned into protocol replies.
 
 Kept apart from `service` so the daemon's life cycle and its queries can each be read on their own;
-`scenario_rows` is pure, so where a scenario stands is defined (and tested) in one place.
+where a scenario stands is `engine.standing`'s, one definition for every view.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from itertools import groupby
 from pathlib import Path
@@ -15,14 +14,14 @@ from typing import Any
 import anyio
 
 from protocol import AttemptTexts, ScenarioInfo, SweepInfo
-from protocol.events import FINAL, Step, phase, watchdog_deadline
-from protocol.messages import HISTORY_END, AttemptSummary, FailedTest, ScenarioList, ScenarioRow
+from protocol.messages import AttemptSummary, FailedTest, ScenarioList
 from staminad.agents.transcripts import read_transcript
 from staminad.engine.config import SweepError
+from staminad.engine.standing import scenario_row, turn_timeout
 from staminad.engine.sweep import summarize
 from staminad.sandbox.bounded import bounded_tail
 from state import sweeps
-from state.store import Progress, Store, StoredScenario
+from state.store import Store, StoredScenario
 
 LOG_TAIL = 4000  # bytes of a harness log a reply carries (the engine bounds the stored server logs)
 
@@ -132,7 +131,7 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
     """Every scenario row of the sweep; `seq` is the last event published before the rows were read."""
     found = await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
-    timeout = _turn_timeout(found.config)
+    timeout = turn_timeout(found.config)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
     waits = await sweeps.outage_waits(store, sweep_id)
@@ -145,77 +144,4 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
     )
 
 
-def _turn_timeout(config: str) -> float:
-    """The sweep's turn watchdog in seconds, from the sweep file it was submitted with (0 if unreadable)."""
-    try:
-        value = json.loads(config)["run"]["turn_timeout"]
-    except (ValueError, KeyError, TypeError):
-        return 0.0
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
-def _step(last: Progress | None) -> Step | None:
-    return (
-        None
-        if last is None
-        else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase, outcome=last.outcome)
-    )
-
-
-def scenario_row(
-    configuration: str,
-    scenario: StoredScenario,
-    attempts: list[Progress],
-    turn_timeout: float = 0.0,
-    waits: dict[tuple[int, int, int, int], float] | None = None,
-) -> ScenarioRow:
-    """Where one scenario stands, from its attempts in order (the engine's phases, named for people).
-
-    `waits` holds the outage time recorded for running attempts (see `state.sweeps.outage_waits`): the
-    watchdog's deadline moves by it, as the engine's does.
-    """
-    history: list[str] = []
-    for _, rows in groupby(attempts, key=lambda p: p.turn):
-        passing = [p for p in rows if p.outcome == "pass"]
-        if passing:
-            history.append("P" if passing[0].attempt == 1 else "R")
-    history.append(HISTORY_END.get(scenario.status, ""))
-    last = attempts[-1] if attempts else None
-    running = last is not None and last.phase == "launched" and scenario.status not in FINAL
-    failures = [p for p in attempts if p.outcome in ("fail", "infra")]
-    last_failure = ""
-    if failures:
-        f = failures[-1]
-        last_failure = (f.infra_kind or "infra") if f.outcome == "infra" else (f.categories or "fail")
-    return ScenarioRow(
-        id=scenario.id,
-        configuration=configuration,
-        seed=scenario.seed,
-        status=scenario.status,
-        turns_passed=scenario.turns_passed,
-        turn=last.turn if last else 0,
-        attempt=last.attempt if last else 1,
-        infra_try=last.infra_try if last else 0,
-        phase=phase(scenario.status, _step(last)),
-        last_failure=last_failure,
-        history="".join(history),
-        reason=scenario.reason,
-        since=_since(last),
-        deadline=_deadline(last, turn_timeout, waits or {}) if last and running and turn_timeout else 0.0,
-        engine=str((scenario.sandbox or {}).get("engine") or ""),
-    )
-
-
-def _deadline(last: Progress, turn_timeout: float, waits: dict[tuple[int, int, int, int], float]) -> float:
-    waited = waits.get((last.scenario_id, last.turn, last.attempt, last.infra_try), 0.0)
-    return watchdog_deadline(last.launched_at, turn_timeout, waited, last.resumed_at)
-
-
-def _since(last: Progress | None) -> float:
-    """When the scenario's current phase began, as far as its attempt rows say."""
-    if last is None:
-        return 0.0
-    return last.finished_at or last.launched_at if last.phase == "tested" else last.launched_at
-
-
-__all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "scenario_row", "sweep_info"]
+__all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "sweep_info"]

@@ -80,9 +80,9 @@ class LogTail(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def bounded_tail(path: Path, limit: int, beneath: Path | None = None, *, whole_lines: bool = True) -> LogTail | None:
-    """The file's last `limit` bytes as text, starting at a whole line when cut unless `whole_lines` is False (None when there is no such regular
-    file). With `beneath`, a directory above `path` that the agent does not control, no link is followed below it
-    either (`sandbox.beneath`)."""
+    """The file's last `limit` bytes as text, from a whole line when cut unless `whole_lines` is False (None when
+    there is no such regular file). With `beneath`, a directory above `path` that the agent does not control, no
+    link is followed below it either (`sandbox.beneath`)."""
     try:
         fd = _open_regular(path) if beneath is None else open_regular(beneath, path.relative_to(beneath).as_posix())
     except (OSError, ValueError):

@@ -1,8 +1,8 @@
 """What each viewer page shows, as plain data read from the store: sweeps, a sweep, a scenario, a comparison.
 
 Pure functions over a read-only sqlite3 connection, shared by the live server (`app`) and the static site
-(`site`), so both show the same numbers. Where a scenario stands (its P/R/F/I history) comes from the
-daemon's own `scenario_row`, the one definition the TUI also shows; which scenarios a figure is over, and the
+(`site`), so both show the same numbers. Where a scenario stands (its P/R/F/I history) comes from
+`engine.standing.scenario_row`, the one definition the TUI also shows; which scenarios a figure is over, and the
 figures, from `staminad.engine.score`, the rule `status`, the TUI and `report` count by.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from protocol.events import FINAL
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
-from staminad.daemon.views import scenario_row
 from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
+from staminad.engine.standing import scenario_row
 from staminad.sandbox.bounded import bounded_tail
 from state import browse
 from state.store import Progress, StoredScenario

@@ -2,7 +2,7 @@
 
 The other pages read the store; this one needs what only a running daemon knows (slots, engines, its history
 ring, why writes wait). With no daemon answering, the page still shows this machine's load, memory, disks and
-GPUs (`boxsample`) and says why the rest is missing.
+GPUs (`host.sample`) and says why the rest is missing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from protocol.client import Client, ClientError
 from protocol.messages import OpsPoint
 from protocol.paths import socket_path
 from protocol.units import human_bytes, span
-from staminad.daemon.boxsample import sample_box
+from staminad.host.sample import sample_box
 
 TIMEOUT = 5.0
 HISTORY = 2160  # points asked for: the daemon's whole ring at its default period (6 hours)

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from protocol import Cancel, EngineInfo, Ok
-from staminad.daemon import box
 from staminad.daemon.logs import EngineHealth
+from staminad.host import box
 from tests.helpers import free_port
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep

@@ -23,7 +23,7 @@ from protocol import (
 )
 from protocol.client import Client
 from protocol.events import ScenarioFinished
-from staminad.daemon.views import scenario_row
+from staminad.engine.standing import scenario_row
 from state.store import Progress
 from state.store import StoredScenario as Stored
 from tests.helpers.inprocess import events, request, running_daemon, submit, until

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from protocol import GetOps, OpsReport
-from staminad.daemon.box import gpus
-from staminad.daemon.boxsample import sample_box
+from staminad.host.box import gpus
+from staminad.host.sample import sample_box
 from staminad.viewer.app import create_app
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep

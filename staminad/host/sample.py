@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from protocol.messages import BoxSample, DiskUsage, GpuInfo
-from staminad.daemon.box import Box, Gpus, box_snapshot
+from staminad.host.box import Box, Gpus, box_snapshot
 
 
 def _gpu_infos(found: Gpus) -> tuple[GpuInfo, ...]:

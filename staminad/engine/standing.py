@@ -1,0 +1,101 @@
+"""Where a scenario stands, from its stored attempt rows: the one definition the daemon's `status`, the TUI and the
+viewer all show (pure, so it is tested in one place)."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import msgspec
+
+from protocol.events import FINAL, Step, phase, watchdog_deadline
+from protocol.messages import HISTORY_END, ScenarioRow
+from state.store import Progress, StoredScenario
+
+
+class _Run(msgspec.Struct, frozen=True):
+    turn_timeout: float = 0.0
+
+
+class _Submitted(msgspec.Struct, frozen=True):
+    """The part of a stored sweep file (the JSON it was submitted as) that a scenario's standing reads."""
+
+    run: _Run = _Run()
+
+
+_SUBMITTED = msgspec.json.Decoder(_Submitted)
+
+
+def turn_timeout(config: str) -> float:
+    """The sweep's turn watchdog in seconds, from the sweep file it was submitted with (0 if unreadable: a store
+    written by another version still lists its scenarios, without deadlines)."""
+    try:
+        return _SUBMITTED.decode(config).run.turn_timeout
+    except msgspec.DecodeError:
+        return 0.0
+
+
+def _step(last: Progress | None) -> Step | None:
+    return (
+        None
+        if last is None
+        else Step(attempt=last.attempt, infra_try=last.infra_try, phase=last.phase, outcome=last.outcome)
+    )
+
+
+def scenario_row(
+    configuration: str,
+    scenario: StoredScenario,
+    attempts: list[Progress],
+    turn_timeout: float = 0.0,
+    waits: dict[tuple[int, int, int, int], float] | None = None,
+) -> ScenarioRow:
+    """Where one scenario stands, from its attempts in order (the engine's phases, named for people).
+
+    `waits` holds the outage time recorded for running attempts (see `state.sweeps.outage_waits`): the
+    watchdog's deadline moves by it, as the engine's does.
+    """
+    history: list[str] = []
+    for _, rows in groupby(attempts, key=lambda p: p.turn):
+        passing = [p for p in rows if p.outcome == "pass"]
+        if passing:
+            history.append("P" if passing[0].attempt == 1 else "R")
+    history.append(HISTORY_END.get(scenario.status, ""))
+    last = attempts[-1] if attempts else None
+    running = last is not None and last.phase == "launched" and scenario.status not in FINAL
+    failures = [p for p in attempts if p.outcome in ("fail", "infra")]
+    last_failure = ""
+    if failures:
+        f = failures[-1]
+        last_failure = (f.infra_kind or "infra") if f.outcome == "infra" else (f.categories or "fail")
+    return ScenarioRow(
+        id=scenario.id,
+        configuration=configuration,
+        seed=scenario.seed,
+        status=scenario.status,
+        turns_passed=scenario.turns_passed,
+        turn=last.turn if last else 0,
+        attempt=last.attempt if last else 1,
+        infra_try=last.infra_try if last else 0,
+        phase=phase(scenario.status, _step(last)),
+        last_failure=last_failure,
+        history="".join(history),
+        reason=scenario.reason,
+        since=_since(last),
+        deadline=_deadline(last, turn_timeout, waits or {}) if last and running and turn_timeout else 0.0,
+        engine=str((scenario.sandbox or {}).get("engine") or ""),
+    )
+
+
+def _deadline(last: Progress, turn_timeout: float, waits: dict[tuple[int, int, int, int], float]) -> float:
+    waited = waits.get((last.scenario_id, last.turn, last.attempt, last.infra_try), 0.0)
+    return watchdog_deadline(last.launched_at, turn_timeout, waited, last.resumed_at)
+
+
+def _since(last: Progress | None) -> float:
+    """When the scenario's current phase began, as far as its attempt rows say."""
+    if last is None:
+        return 0.0
+    return last.finished_at or last.launched_at if last.phase == "tested" else last.launched_at
+
+
+__all__ = ["scenario_row", "turn_timeout"]
