@@ -220,7 +220,7 @@ class Gate(msgspec.Struct, frozen=True, kw_only=True):
     failures: tuple[str, ...]  # one line each
 
 
-def rule_gate(outcomes: list[AgentOutcome], complete: bool = True) -> Gate:
+def rule_gate(outcomes: list[AgentOutcome], complete: bool = True) -> Gate:  # noqa: C901 - one verdict per way a rule can fail the gate
     """Per README rule: its mutants, where each is first exercisable and where it was caught.
 
     Fails for a testable rule without a mutant (only when `complete`, i.e. the whole catalogue ran),

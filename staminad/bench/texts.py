@@ -140,7 +140,7 @@ def _field_intro(c: AddField) -> str:
     return f"{enum}Add to `{c.entity}` the field {field_line(c.field)}."
 
 
-def describe_change(change: Change, before: State, after: State) -> list[str]:
+def describe_change(change: Change, before: State, after: State) -> list[str]:  # noqa: C901 - one case per change kind (a match over the Change union)
     """desc_action for one atomic change (`after` is its result), as the lines of one numbered item."""
     match change:
         case AddEntity(entity=e, new_enums=enums):

@@ -258,7 +258,7 @@ def info_lines(info: SweepInfo) -> list[str]:
     return lines
 
 
-def client_cmd(args: argparse.Namespace) -> int:
+def client_cmd(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per client subcommand
     from protocol.client import Client, ClientError
 
     state_dir = _state_dir(args)
@@ -273,7 +273,7 @@ def client_cmd(args: argparse.Namespace) -> int:
         except UnicodeDecodeError as exc:
             raise UsageError(f"{args.sweep} is not UTF-8 text (byte {exc.start}); a sweep is TOML") from None
 
-    async def main() -> int:
+    async def main() -> int:  # noqa: C901 - one branch per client subcommand
         async with Client(socket_path) as client:
             if name == "logs":
                 for sweep in args.sweeps:  # a typo would otherwise wait forever for events that never come

@@ -99,7 +99,7 @@ class DaemonCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         try:
             scheduler: Scheduler | None = anyio.from_thread.run(self._on_loop, token=self.token)
-        except Exception:  # the loop is stopping: the scrape still gets the store and the box
+        except Exception:  # noqa: BLE001 - the loop is stopping: the scrape still gets the store and the box
             scheduler = None
         try:
             figures: StoreFigures | None = read_figures(self.daemon.state_dir / "staminad.db")

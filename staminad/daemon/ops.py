@@ -62,7 +62,7 @@ class OpsRing:
         while True:
             try:
                 await anyio.to_thread.run_sync(self.sample, active())
-            except Exception:  # an odd /proc must never stop the daemon: the history just has a gap
+            except Exception:  # noqa: BLE001 - an odd /proc must never stop the daemon: the history just has a gap
                 log.exception("sampling the box failed")
             await anyio.sleep(self.every)  # the sampling period, not synchronisation
 

@@ -301,7 +301,7 @@ class Daemon:
                     await self.store.set_sweep_status(sweep.name, "running")
                 emit(SweepFinished())
                 log.info("sweep %s finished", sweep.name)
-        except Exception as exc:  # one sweep's failure (bad pack, no runtime) must not stop the daemon
+        except Exception as exc:  # noqa: BLE001 - one sweep's failure (bad pack, no runtime) must not stop the daemon
             if isinstance(exc, ExpectedError):
                 log.error("sweep %s failed: %s", sweep.name, exc)
             else:

@@ -20,7 +20,7 @@ from protocol.errors import UsageError
 from protocol.usage import did_you_mean
 from staminad.agents.base import UnknownAgent, adapter_for
 from staminad.bench.readme import LANGUAGE_NAMES
-from staminad.bench.seeds import seed_list
+from staminad.bench.seeds import SeedError, seed_list
 from staminad.engine.models import ModelSpec, check_models, protocol_refusal, sweep_models
 from staminad.gateway.pricing import Price, price_for
 from staminad.sandbox.bounded import NotSmallFileError, read_small_file
@@ -196,7 +196,7 @@ def fingerprint(sweep: SweepFile) -> str:
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 
-def _check(sweep: SweepFile, path: Path) -> None:
+def _check(sweep: SweepFile, path: Path) -> None:  # noqa: C901 - one branch per rule, each with its own one-line message
     def bad(msg: str) -> SweepError:
         return SweepError(f"{path}: {msg}")
 
@@ -213,7 +213,7 @@ def _check(sweep: SweepFile, path: Path) -> None:
         )
     try:
         seed_list(s.seeds)
-    except Exception as exc:
+    except SeedError as exc:
         raise bad(f"scenarios.seeds: {exc}") from None
     if not 0 <= s.turns <= 100_000 or not 1 <= s.changes_per_turn <= 50:
         raise bad("scenarios.turns must be 0..100000 and changes_per_turn 1..50")

@@ -25,13 +25,13 @@ async def docker_available(image: str) -> str | None:
         return "aiodocker is not installed"
     try:
         docker = aiodocker.Docker()
-    except Exception as exc:  # no socket, bad DOCKER_HOST
+    except Exception as exc:  # noqa: BLE001 - no socket, bad DOCKER_HOST
         return f"no Docker engine ({exc})"
     try:
         info = await docker.images.inspect(image)
     except aiodocker.exceptions.DockerError as exc:
         return f"image {image} is not built ({exc.message}); run `{hint('image build')}{_harness_flag(image)}`"
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the engine is the one-line answer
         return f"no Docker engine ({type(exc).__name__}: {exc})"
     finally:
         await docker.close()

@@ -351,7 +351,7 @@ class ScenarioRunner:
         except SandboxError as exc:
             return Loss(kind=exc.kind, detail=str(exc))
 
-    async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:
+    async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:  # noqa: C901 - the harness phase's states (fresh, re-attached, lost, timed out) in the order they happen
         """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
         if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
             self.llm.begin_attempt(row.id, row.turn)

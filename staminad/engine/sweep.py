@@ -298,7 +298,7 @@ async def _one(parts: _Parts, job: _Job) -> None:
             try:
                 await _scenario(parts, job)
                 return
-            except Exception as exc:  # not a cancel (BaseException): raised here, it would cancel every neighbour
+            except Exception as exc:  # noqa: BLE001 - not a cancel (BaseException): raised here, it would cancel every neighbour
                 problem = _disk_problem(exc, job.root, store.space.path)
                 if problem is not None:
                     await store.space.wait(problem)

@@ -59,14 +59,14 @@ async def serve_connection(stream: SocketStream, handler: Handler) -> None:
                 return
             try:
                 response = await handler(request)
-            except Exception as exc:  # a handler bug answers 500; it never takes the server down
+            except Exception as exc:  # noqa: BLE001 - a handler bug answers 500; it never takes the server down
                 response = Response(500, {"content-type": "text/plain"}, f"internal error: {exc}\n".encode())
             try:
                 if response.stream is None:
                     await _send_whole(stream, conn, response)
                 else:
                     await _send_stream(stream, conn, response)
-            except Exception:  # the client went away, or the stream broke off: close without a clean end
+            except Exception:  # noqa: BLE001 - the client went away, or the stream broke off: close without a clean end
                 return
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is not h11.DONE:
                 return

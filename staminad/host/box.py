@@ -126,7 +126,7 @@ def gpus() -> Gpus:
         return Gpus(available=False, reason="no NVML: nvidia-ml-py is not installed (pip install nvidia-ml-py)")
     try:
         pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...: no GPU driver here
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, _DriverNotLoaded, ...: no GPU driver here
         return Gpus(available=False, reason=f"no NVML: it cannot start ({exc})")
     try:
         devices = []
@@ -144,7 +144,7 @@ def gpus() -> Gpus:
                 )
             )
         return Gpus(available=True, devices=tuple(devices))
-    except Exception as exc:  # a device that vanished or errs mid-read: say so rather than half a picture
+    except Exception as exc:  # noqa: BLE001 - a device that vanished or errs mid-read: say so rather than half a picture
         return Gpus(available=False, reason=f"NVML failed: {exc}")
     finally:
         pynvml.nvmlShutdown()
@@ -193,7 +193,7 @@ class SandboxSampler:
             import aiodocker
 
             docker = aiodocker.Docker()
-        except Exception:  # no Docker here: no sandbox containers to report
+        except Exception:  # noqa: BLE001 - no Docker here: no sandbox containers to report
             return ()
         try:
             with anyio.fail_after(STATS_TIMEOUT):
@@ -215,7 +215,7 @@ class SandboxSampler:
                 for container in ours[:MAX_SANDBOXES]:
                     tg.start_soon(one, container)
             return tuple(sorted(found, key=lambda s: s.name))
-        except Exception:  # the engine went away mid-round: nothing this time, asked again next round
+        except Exception:  # noqa: BLE001 - the engine went away mid-round: nothing this time, asked again next round
             return ()
         finally:
             await docker.close()

@@ -96,7 +96,7 @@ class PlacedSandbox:
             tg.start_soon(watch, tg.cancel_scope)
             try:
                 done.append((await op(), None))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - carried back to the caller, which raises it
                 done.append((None, exc))
             tg.cancel_scope.cancel()
         if not done:  # the watch cancelled it: the engine stopped answering

@@ -160,7 +160,7 @@ def stream(control: str, workspace: str) -> None:
     def answer(rid: str, op: str, args: dict[str, Any]) -> None:
         try:
             result: dict[str, object] = {"id": rid, "ok": _stream_op(control, workspace, op, args)}
-        except Exception as exc:  # the host reads the failure instead of waiting out its bound
+        except Exception as exc:  # noqa: BLE001 - the host reads the failure instead of waiting out its bound
             result = {"id": rid, "error": f"{type(exc).__name__}: {exc}"}
         line = json.dumps(result).encode() + b"\n"
         with lock:

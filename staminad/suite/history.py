@@ -33,7 +33,7 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     renamed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, old field, its current name) renamed this turn
 
 
-def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:
+def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:  # noqa: C901 - one branch per change kind replayed
     """The history at a turn, from the previous turn's history and this turn's changes.
 
     Removals are found by replaying the batch one change at a time and comparing the states around

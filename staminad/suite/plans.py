@@ -144,7 +144,7 @@ def _compare_values(cands: list[Any], op: str, value: Any, want: bool) -> list[A
     return [v for v in cands if compare(v, op, value) == want]
 
 
-def shape(
+def shape(  # noqa: C901 - one case per condition operator
     rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Condition, want: bool, variant: str = "value"
 ) -> bool:
     """Adjust `plan` so `cond` should evaluate to `want`; False when no candidate fits.

@@ -70,7 +70,7 @@ def as_user(user: str, work: Callable[[], int]) -> tuple[int, str]:
             os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
             os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
             status = work()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the child process reports whatever stopped it
             traceback.print_exc()
         finally:
             sys.stdout.flush()

@@ -102,7 +102,7 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
+def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:  # noqa: C901 - one branch per scripted behaviour of the stand-in
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 

@@ -67,7 +67,7 @@ def main() -> int:
             agent.add_messages(*exc.messages)
         except InterruptAgentFlow as exc:
             agent.add_messages(*exc.messages)
-        except Exception as exc:  # the model or the loop failed: the launcher reports a harness failure
+        except Exception as exc:  # noqa: BLE001 - the model or the loop failed: the launcher reports a harness failure
             crashed = f"{type(exc).__name__}: {exc}"
             agent.add_messages({"role": "exit", "content": crashed, "extra": {"exit_status": type(exc).__name__}})
         finally:
