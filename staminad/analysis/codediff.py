@@ -113,6 +113,19 @@ def _why_not(f: KeptFile | None) -> str:
     return "its content was not kept"
 
 
+def _note(a: KeptFile | None, b: KeptFile | None) -> str:
+    """Why a file's lines are not compared, with its sizes before and after where it was there both times."""
+    if a is None or b is None:
+        return _why_not(a or b)
+    if a.kind == b.kind == "binary":
+        return f"binary, {a.size:,} -> {b.size:,} bytes"
+    if a.kind == b.kind == "large":
+        return f"{a.size:,} -> {b.size:,} bytes, over {MAX_FILE_BYTES >> 10} KiB: not compared"
+    if a.kind == b.kind:
+        return _why_not(b)
+    return f"was {_why_not(a) if a.kind != 'text' else 'text'}, now {_why_not(b) if b.kind != 'text' else 'text'}"
+
+
 def _same(a: KeptFile, b: KeptFile) -> bool:
     if a.kind != b.kind:
         return False
@@ -145,9 +158,7 @@ def _compare(
             continue
         before, after = texts.lines(a), texts.lines(b)
         if before is None or after is None:
-            notes = [n for n in (_why_not(a) if before is None else "", _why_not(b) if after is None else "") if n]
-            note = " -> ".join(dict.fromkeys(notes)) if status == "changed" and len(notes) == 2 else "; ".join(notes)
-            files.append(FileChange(path=path, status=status, note=note))
+            files.append(FileChange(path=path, status=status, note=_note(a, b)))
             continue
         lines = list(
             difflib.unified_diff(

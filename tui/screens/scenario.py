@@ -258,18 +258,27 @@ def _log(title: str, text: str) -> list[str]:
     return ["", f"[b u]{title}[/b u]", escape("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
 
 
+def _literal(text: str) -> str:
+    """`text` as it is, inside Textual markup. Rich's `escape` leaves a `[` that opens no tag (`"x": [` at a line's
+    end), which Textual's parser then reads up to the next line's tag; so every `[` is escaped, and a trailing
+    backslash is kept off the closing tag that follows it."""
+    text = text.replace("[", "\\[")
+    return text + " " if text.endswith("\\") else text
+
+
 def render_code(code: CodeChange) -> list[str]:
-    """An attempt's code change as Rich markup: the summary, each file, what was cut, the diff (clipped)."""
-    parts = ["", f"[b u]code change[/b u] {escape(code.summary)}"]
+    """An attempt's code change as markup: the summary, each file, what was cut, the diff (clipped); the agent's
+    paths and lines shown literally (`_literal`)."""
+    parts = ["", f"[b u]code change[/b u] {_literal(code.summary)}"]
     for f in code.files:
         lines = f" [green]+{f.added}[/green] [red]-{f.removed}[/red]" if f.added or f.removed else ""
-        note = f" [dim]({escape(f.note)})[/dim]" if f.note else ""
-        parts.append(f"  {f.status:<8} {escape(f.path)}{lines}{note}")
-    parts += [f"[yellow]cut: {escape(c)}[/yellow]" for c in code.cut]
+        note = f" [dim]({_literal(f.note)})[/dim]" if f.note else ""
+        parts.append(f"  {f.status:<8} {_literal(f.path)}{lines}{note}")
+    parts += [f"[yellow]cut: {_literal(c)}[/yellow]" for c in code.cut]
     diff = code.diff if len(code.diff) <= DIFF_LIMIT else code.diff[:DIFF_LIMIT]
     for line in diff.splitlines():
         style = "b" if line.startswith(("---", "+++", "@@")) else DIFF_STYLE.get(line[:1], "")
-        parts.append(f"[{style}]{escape(line)}[/{style}]" if style else escape(line))
+        parts.append(f"[{style}]{_literal(line)}[/{style}]" if style else _literal(line))
     if len(code.diff) > DIFF_LIMIT:
         parts.append(f"[dim]… ({len(code.diff) - DIFF_LIMIT} more characters of diff: see the viewer)[/dim]")
     return parts
