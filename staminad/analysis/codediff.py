@@ -53,22 +53,35 @@ def _missing(a: AttemptRef, listing: KeptCode | None) -> str:
 
 
 def code_change(
-    root: Path | None, attempts: Sequence[AttemptRef], attempt_id: int, limit: int = DIFF_CHARS
+    root: Path | None,
+    attempts: Sequence[AttemptRef],
+    attempt_id: int,
+    limit: int = DIFF_CHARS,
+    listings: dict[str, KeptCode | None] | None = None,
 ) -> CodeChange:
-    """Attempt `attempt_id`'s workspace against the one kept before it; `attempts` are the scenario's, in order."""
+    """Attempt `attempt_id`'s workspace against the one kept before it; `attempts` are the scenario's, in order.
+    `listings` caches the listings read, for a caller comparing every attempt of a scenario (the viewer's page)."""
+    cache: dict[str, KeptCode | None] = {} if listings is None else listings
+
+    def listing(a: AttemptRef) -> KeptCode | None:
+        job = job_id(a.turn, a.attempt, a.infra_try)
+        if job not in cache:
+            cache[job] = read_listing(root, job) if root is not None else None
+        return cache[job]
+
     index = next((i for i, a in enumerate(attempts) if a.id == attempt_id), None)
     if index is None:
         return CodeChange(id=attempt_id, missing=f"no attempt {attempt_id} in this scenario")
     target = attempts[index]
     if root is None:
         return CodeChange(id=attempt_id, missing="this scenario has no sandbox directory on this host")
-    new = read_listing(root, job_id(target.turn, target.attempt, target.infra_try))
+    new = listing(target)
     if why := _missing(target, new):
         return CodeChange(id=attempt_id, missing=why)
     assert new is not None
     old, base = KeptCode(taken_at=0.0), None
     for a in reversed(attempts[:index]):
-        found = read_listing(root, job_id(a.turn, a.attempt, a.infra_try))
+        found = listing(a)
         if found is not None and not found.skipped:
             old, base = found, a
             break

@@ -21,6 +21,7 @@ from staminad.analysis.codediff import AttemptRef, code_change
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.daemon.views import scenario_row
 from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
+from staminad.sandbox.codekeep import KeptCode
 from staminad.viewer.logs import bounded_tail
 from state import browse
 from state.store import Progress, StoredScenario
@@ -221,6 +222,7 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
     attempts = []
     rows = browse.attempts(conn, sc["id"])
     refs = [AttemptRef(a["id"], a["turn"], a["attempt"], a["infra_try"], a["phase"], a["outcome"]) for a in rows]
+    listings: dict[str, KeptCode | None] = {}  # each attempt's listing read once for the page
     for a in rows:
         prompt, prompt_cut = clip(a["prompt"])
         feedback, feedback_cut = clip(a["feedback"])
@@ -242,7 +244,7 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
                 "finished": when(a["finished_at"]),
                 "usage": u,
                 "anchor": f"a{a['id']}",
-                "code": code_view(code_change(root, refs, a["id"], CODE_LIMIT)),
+                "code": code_view(code_change(root, refs, a["id"], CODE_LIMIT, listings)),
             }
         )
     sw = browse.sweep(conn, sweep_id)
