@@ -15,7 +15,8 @@ import msgspec
 
 from protocol.events import EventData, kind_of
 
-PROTOCOL_VERSION = 7  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts
+PROTOCOL_VERSION = 8  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
+# 8: GetCodeChange
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True, kw_only=True):
@@ -70,6 +71,12 @@ class GetScenario(_Msg, tag="get_scenario", frozen=True):
 
 class GetAttempt(_Msg, tag="get_attempt", frozen=True):
     """An attempt's texts: the prompt it got, the feedback it produced, its failing tests."""
+
+    attempt_id: int
+
+
+class GetCodeChange(_Msg, tag="get_code_change", frozen=True):
+    """The agent's code change up to an attempt: its workspace against the attempt kept before it."""
 
     attempt_id: int
 
@@ -303,6 +310,40 @@ class AttemptTexts(_Msg, tag="attempt", frozen=True):
     server_log: str | None = None  # the tail of the log of the server start that tested it (None: no start yet)
 
 
+class FileChange(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One file that differs between two kept workspaces: `status` added, removed or changed; lines +/-."""
+
+    path: str
+    status: str
+    added: int = 0
+    removed: int = 0
+    note: str = ""  # why its lines are not compared (binary, too large, not kept), "" when they are
+
+
+class CodeChange(_Msg, tag="code_change", frozen=True):
+    """An attempt's workspace against the one kept before it (`base`, in words): the files that differ, their
+    lines added and removed, a unified diff (bounded: `cut` says what was left out), or why none can be shown."""
+
+    id: int  # the attempt
+    base: str = ""  # what it is compared with: "turn 2, attempt 1" or "an empty workspace"
+    base_id: int = 0  # that attempt's id (0: an empty workspace, or nothing to compare)
+    files: tuple[FileChange, ...] = ()
+    added: int = 0
+    removed: int = 0
+    diff: str = ""
+    cut: tuple[str, ...] = ()
+    missing: str = ""  # why there is no comparison ("" when there is one)
+
+    @property
+    def summary(self) -> str:
+        """One line: how many files changed and the lines added and removed."""
+        if self.missing:
+            return self.missing
+        n = len(self.files)
+        files = "no file changed" if n == 0 else f"{n} file{'s' if n != 1 else ''} changed"
+        return f"{files}, +{self.added} -{self.removed} lines, against {self.base}"
+
+
 class Event(_Msg, tag="event", frozen=True):
     """One thing that happened in a sweep: `data` is one of the typed kinds in `protocol.events`."""
 
@@ -415,6 +456,7 @@ Request = (
     | ListScenarios
     | GetScenario
     | GetAttempt
+    | GetCodeChange
     | RetryScenario
     | Cancel
     | Pause
@@ -432,6 +474,7 @@ Message = (
     | ScenarioList
     | ScenarioInfo
     | AttemptTexts
+    | CodeChange
     | OpsReport
     | Event
 )

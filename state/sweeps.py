@@ -132,6 +132,21 @@ async def attempt_prompt(store: Store, attempt_id: int) -> AttemptPrompt | None:
     )
 
 
+async def attempt_scenario(store: Store, attempt_id: int) -> tuple[int, dict[str, Any]] | None:
+    """The scenario an attempt belongs to: its id and where its sandbox is (None for no such attempt)."""
+    async with store.db.execute(
+        "SELECT s.id, s.sandbox FROM attempts a JOIN scenarios s ON s.id = a.scenario_id WHERE a.id = ?", (attempt_id,)
+    ) as cur:
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    try:
+        sandbox = json.loads(row[1] or "{}")
+    except ValueError:
+        sandbox = {}
+    return int(row[0]), sandbox if isinstance(sandbox, dict) else {}
+
+
 async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, float]]:
     """(tokens in + out, dollars) per attempt id of the scenario, from the gateway's recorded calls."""
     async with store.db.execute(

@@ -23,6 +23,7 @@ from protocol import (
     FrameError,
     FrameReader,
     GetAttempt,
+    GetCodeChange,
     GetOps,
     GetScenario,
     GetSweep,
@@ -165,6 +166,8 @@ async def _answer(daemon: Daemon, request: Any) -> Any:  # noqa: C901 - one case
                 return await views.scenario_info(store, name, config, seed)
             case GetAttempt(attempt_id=attempt_id):
                 return await views.attempt_texts(store, attempt_id)
+            case GetCodeChange(attempt_id=attempt_id):
+                return await views.code_change(store, attempt_id)
             case RetryScenario(sweep=name, configuration=config, seed=seed):
                 return Ok(detail=await daemon.retry_scenario(name, config, seed))
             case Cancel(sweep=name):
@@ -205,7 +208,7 @@ def _refusal(request: Any) -> str | None:
     subscribing before submitting is how a client sees a sweep's first event.
     """
     match request:
-        case GetAttempt(attempt_id=attempt_id) if not 1 <= attempt_id <= MAX_ID:
+        case GetAttempt(attempt_id=attempt_id) | GetCodeChange(attempt_id=attempt_id) if not 1 <= attempt_id <= MAX_ID:
             return f"no attempt {attempt_id}: attempt ids are 1..{MAX_ID}"
         case GetScenario(seed=seed) | RetryScenario(seed=seed) if not 0 <= seed <= MAX_SEED:
             return f"no scenario with seed {seed}: seeds are 0..{MAX_SEED}"

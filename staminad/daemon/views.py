@@ -13,9 +13,11 @@ from typing import Any
 
 import anyio
 
-from protocol import AttemptTexts, ScenarioInfo, SweepInfo
+from protocol import AttemptTexts, CodeChange, ScenarioInfo, SweepInfo
 from protocol.messages import AttemptSummary, FailedTest, ScenarioList
 from staminad.agents.transcripts import read_transcript
+from staminad.analysis import codediff
+from staminad.analysis.codediff import AttemptRef
 from staminad.engine.config import SweepError
 from staminad.engine.standing import scenario_row, turn_timeout
 from staminad.engine.sweep import summarize
@@ -126,6 +128,18 @@ async def attempt_texts(store: Store, attempt_id: int) -> AttemptTexts:
         harness_log=log,
         server_log=row.server_log,
     )
+
+
+async def code_change(store: Store, attempt_id: int) -> CodeChange:
+    """The agent's code change up to an attempt: its kept workspace against the one kept before it."""
+    found = await sweeps.attempt_scenario(store, attempt_id)
+    if found is None:
+        raise SweepError(f"no attempt {attempt_id}")
+    scenario_id, sandbox = found
+    refs = [
+        AttemptRef(a.id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome) for a in await store.attempts(scenario_id)
+    ]
+    return await anyio.to_thread.run_sync(codediff.code_change, _root(sandbox), refs, attempt_id)
 
 
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:

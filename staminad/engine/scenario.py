@@ -9,6 +9,7 @@ transition is committed before the next step starts, so nothing runs twice and n
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, TypedDict
@@ -37,6 +38,7 @@ from staminad.engine.outcome import classify_harness
 from staminad.engine.position import Position, position
 from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
+from staminad.sandbox.codekeep import job_id
 from staminad.suite.feedback import FeedbackLevel, render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
@@ -44,6 +46,8 @@ from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Suite
 from staminad.suite.runner import run_suite
 from state.store import AttemptRow, HarnessEnd, Store, Verdict
+
+log = logging.getLogger(__name__)
 
 EventSink = Callable[[EventData], None]
 
@@ -222,7 +226,7 @@ class ScenarioRunner:
         return self._suite[2]
 
     def _job_id(self, pos: Position) -> str:
-        return f"t{pos.turn:04d}-a{pos.attempt:02d}-i{pos.infra_try:02d}"
+        return job_id(pos.turn, pos.attempt, pos.infra_try)
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -534,14 +538,20 @@ class ScenarioRunner:
         await self._snapshot(row)
 
     async def _snapshot(self, row: AttemptRow) -> None:
-        """A sandbox off the daemon's disk sends its workspace back after each tested attempt (bounded)."""
+        """A sandbox off the daemon's disk sends its workspace back after each tested attempt (bounded); then
+        every sandbox keeps the attempt's code, which the diffs between attempts read (see `sandbox.codekeep`)."""
         try:
             snap = await self.sandbox.snapshot()
         except SandboxError as exc:
             await self.store.snapshot_taken(row.id, None, f"snapshot failed: {exc}"[:300])
-            return
-        if snap is not None:
-            await self.store.snapshot_taken(row.id, snap.size, snap.skipped)
+        else:
+            if snap is not None:
+                await self.store.snapshot_taken(row.id, snap.size, snap.skipped)
+        job = job_id(row.turn, row.attempt, row.infra_try)
+        try:
+            await self.sandbox.keep_code(job)
+        except (SandboxError, OSError) as exc:  # the diff then says none was kept; never the attempt's failure
+            log.warning("the code of %s (scenario %s) was not kept: %s", job, row.scenario_id, exc)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
         suite = await self._suite_for(row.turn, row.attempt)

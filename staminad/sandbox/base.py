@@ -6,7 +6,7 @@ uses are the sandbox-side ones (`SandboxPaths`): the host workspace for `local`,
 inside a container.
 
 The engine reaches a sandbox's files only through the `Sandbox` operations (seed, put_prompt,
-job_state, wait_marker, count_loc, server_log, snapshot, restore), never through a host path, so
+job_state, wait_marker, count_loc, server_log, snapshot, restore, keep_code), never through a host path, so
 a sandbox whose files live on another machine's Docker engine (`volume`) is driven like one on the
 daemon's disk (`local`, the bind-mounted `docker`). Only manual mode needs the files on the
 daemon's disk (`Sandbox.host_files`).
@@ -124,6 +124,7 @@ class Sandbox(Protocol):
     async def server_log(self, limit: int) -> str: ...  # the tail of the last server start's output
     async def snapshot(self, limit: int = SNAPSHOT_LIMIT) -> Snapshot | None: ...  # None: not needed
     async def restore(self, src: Path) -> None: ...  # a snapshot's workspace into this sandbox
+    async def keep_code(self, job_id: str) -> None: ...  # the workspace's code as the job's (see `codekeep`)
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None: ...
     async def kill_job(self, job_id: str) -> None: ...
     async def job_alive(self, job_id: str) -> bool: ...

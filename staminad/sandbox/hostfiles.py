@@ -15,6 +15,7 @@ import anyio
 
 from staminad.sandbox.base import HostView, JobState, SandboxPaths, Snapshot
 from staminad.sandbox.beneath import create_file
+from staminad.sandbox.codekeep import keep_from_dir
 from staminad.sandbox.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
 from staminad.sandbox.readiness import log_tail
@@ -86,3 +87,7 @@ class HostFiles:
 
     async def restore(self, src: Path) -> None:
         await anyio.to_thread.run_sync(_extract, src, self.host_workspace)
+
+    async def keep_code(self, job_id: str) -> None:
+        """The workspace's code as the job's, in `code/` beside the workspace (see `codekeep`)."""
+        await anyio.to_thread.run_sync(keep_from_dir, self.host_workspace, self.host_workspace.parent, job_id)

@@ -181,6 +181,9 @@ class PlacedSandbox:
     async def restore(self, src: Path) -> None:
         await self._guard(lambda: self.inner.restore(src))
 
+    async def keep_code(self, job_id: str) -> None:
+        await self.inner.keep_code(job_id)  # from the snapshot on this disk: the engine is not asked
+
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         await self._guard(lambda: self.inner.launch(job_id, argv, env))
 

@@ -51,6 +51,7 @@ from staminad.sandbox.base import (
     Snapshot,
     job_script,
 )
+from staminad.sandbox.codekeep import keep_from_archive, keep_nothing
 from staminad.sandbox.container import (
     CONTROL,
     HARNESS_DIR,
@@ -100,6 +101,7 @@ class VolumeSandbox(SealedContainer):
         self.volumes = VolumeSet(docker, self.name, self._labels(), self._engine)
         self.restored = False  # see `prepare`
         self._tokens: dict[str, str] = {}  # the volumes' tokens as the last `prepare` found them
+        self._snapped: Snapshot | None = None  # the last snapshot, until `keep_code` reads its code
 
     @property
     def host_files(self) -> HostView | None:
@@ -330,7 +332,17 @@ class VolumeSandbox(SealedContainer):
 
     async def snapshot(self, limit: int = 0) -> Snapshot | None:
         """The workspace as .tar.gz in `<sandbox>/snapshots/workspace.tar.gz` (the last one taken), or why not."""
-        return await take_snapshot(self.docker, self.name, self.root / "snapshots", limit or SNAPSHOT_LIMIT)
+        self._snapped = await take_snapshot(self.docker, self.name, self.root / "snapshots", limit or SNAPSHOT_LIMIT)
+        return self._snapped
+
+    async def keep_code(self, job_id: str) -> None:
+        """The code of the snapshot taken just before (see `codekeep`), or why there is none."""
+        snap, self._snapped = self._snapped, None
+        if snap is None or snap.skipped or not snap.path:
+            why = snap.skipped if snap is not None and snap.skipped else "no snapshot of this workspace was taken"
+            await anyio.to_thread.run_sync(keep_nothing, self.root, job_id, why)
+        else:
+            await anyio.to_thread.run_sync(keep_from_archive, Path(snap.path), self.root, job_id)
 
     async def restore(self, src: Path) -> None:
         """A snapshot's files into this sandbox's workspace (say, fresh volumes on another engine)."""

@@ -16,15 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from protocol.events import FINAL
+from protocol.messages import CodeChange
+from staminad.analysis.codediff import AttemptRef, code_change
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
 from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
 from staminad.engine.standing import scenario_row
 from staminad.sandbox.bounded import bounded_tail
+from staminad.sandbox.codekeep import KeptCode
 from state import browse
 from state.store import Progress, StoredScenario
 
 PROMPT_LIMIT = 200_000  # characters of a prompt or feedback shown; the rest is cut with a note
 LOG_LIMIT = 64 * 1024  # bytes of a log's tail shown
+CODE_LIMIT = 100_000  # characters of an attempt's code diff shown (every attempt's is on the page)
 
 
 class NotFound(Exception):
@@ -216,7 +220,10 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
     root = Path(sandbox["root"]) if isinstance(sandbox.get("root"), str) else None
     usage = browse.usage_by_attempt(conn, sc["id"])
     attempts = []
-    for a in browse.attempts(conn, sc["id"]):
+    rows = browse.attempts(conn, sc["id"])
+    refs = [AttemptRef(a["id"], a["turn"], a["attempt"], a["infra_try"], a["phase"], a["outcome"]) for a in rows]
+    listings: dict[str, KeptCode | None] = {}  # each attempt's listing read once for the page
+    for a in rows:
         prompt, prompt_cut = clip(a["prompt"])
         feedback, feedback_cut = clip(a["feedback"])
         failing = [t for t in a["tests"] if not t.get("passed")]
@@ -237,6 +244,7 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
                 "finished": when(a["finished_at"]),
                 "usage": u,
                 "anchor": f"a{a['id']}",
+                "code": code_view(code_change(root, refs, a["id"], CODE_LIMIT, listings)),
             }
         )
     sw = browse.sweep(conn, sweep_id)
@@ -250,6 +258,15 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
         "updated": when(sc["updated_at"]),
         "cost": sum(float(u["cost"] or 0) for u in usage.values()) or None,
     }
+
+
+def code_view(change: CodeChange) -> dict[str, Any]:
+    """An attempt's code change for the page: the change itself, and its diff as (kind, line) for colouring."""
+    lines = []
+    for line in change.diff.splitlines():
+        kind = "hdr" if line.startswith(("---", "+++", "@@")) else {"+": "add", "-": "del"}.get(line[:1], "ctx")
+        lines.append((kind, line))
+    return {"change": change, "lines": lines}
 
 
 def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str | None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 
 from staminad.engine.config import RunSettings
+from staminad.sandbox.codekeep import read_listing, read_text
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.snapshot import tar_bytes
@@ -86,13 +87,22 @@ async def test_the_agent_cannot_change_the_layer_prompts_or_markers(tmp_path: Pa
 
 
 async def test_a_snapshot_restores_the_workspace_into_fresh_volumes(tmp_path: Path, volumes: VolumeFactory) -> None:
-    """The workspace snapshot (bounded .tar.gz) put into a new sandbox's volumes gives the same files and owner."""
-    box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
+    """The workspace snapshot (bounded .tar.gz) put into a new sandbox's volumes gives the same files and owner; the
+    attempt's code is kept from it, and a skipped snapshot keeps none and says why."""
+    root = tmp_path / "sandboxes" / "vol" / "c1-s0"
+    box = volumes(root, "reference/0")
     await box.prepare()
     await run_job(box, "t0", "mkdir -p src; echo 'print(1)' > src/main.py; echo data > notes.txt\n")
     snap = await box.snapshot()
     assert snap is not None and snap.size and not snap.skipped and Path(snap.path).is_file()
+    await box.keep_code("t0000-a01-i00")
+    kept = read_listing(root, "t0000-a01-i00")
+    assert kept is not None and kept.files["src/main.py"].kept and kept.files["notes.txt"].kind == "text"
+    assert read_text(root, kept.files["src/main.py"].sha) == "print(1)\n"
     assert (await box.snapshot(limit=1)).skipped  # type: ignore[union-attr]
+    await box.keep_code("t0000-a02-i00")
+    skipped = read_listing(root, "t0000-a02-i00")
+    assert skipped is not None and skipped.skipped.startswith("the workspace archive is over")
     fresh = volumes(tmp_path / "sandboxes" / "vol" / "c1-s1", "reference/1")
     await fresh.prepare()
     await fresh.restore(Path(snap.path))

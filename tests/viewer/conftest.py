@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from staminad.sandbox.codekeep import keep_from_dir
 from state import Store
 from state.store import HarnessEnd, Verdict
 from tests.helpers.sweeps import sweep, write_sweep
@@ -19,6 +20,9 @@ async def _agent_wrote_scripts(state: Path) -> None:
     (root / "control" / "jobs" / "t0000-a01-i00").mkdir(parents=True)
     (root / "control" / "jobs" / "t0000-a01-i00" / "log").write_text(f"harness says {SCRIPT}\n")
     (root / "control" / "server.log").write_text(f"a later start {SCRIPT}\n" + "x" * 200_000 + "\nlast line\n")
+    (root / "workspace").mkdir()
+    (root / "workspace" / "index<b>.html").write_text(f"<p>code says {SCRIPT}</p>\n")
+    keep_from_dir(root / "workspace", root, "t0000-a01-i00")  # as the engine keeps a tested attempt's code
     async with await Store.open(state / "staminad.db") as store:
         await store.ensure_sweep(XSS_SWEEP, XSS_SWEEP, "fp", "{}")
         await store.set_sweep_turns(XSS_SWEEP, 1)

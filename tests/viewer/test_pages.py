@@ -101,6 +101,41 @@ def test_agent_markup_is_shown_as_text_everywhere(client: TestClient) -> None:
     assert "100 in / 20 out" in page and "$0.0125" in page
 
 
+def _code_sections(client: TestClient, configuration: str) -> list[tuple[str, str]]:
+    """(summary words, section HTML) of each attempt's code change on a scenario's page, in order."""
+    page = client.get(scenario_url("vw", configuration, 0)).text
+    out = []
+    for body in re.findall(r'<section class="attempt" id="a\d+">(.*?)</section>', page, re.S):
+        found = re.search(r'<details id="a\d+-code" class="code-change"><summary>code change: ([^<]*)', body)
+        assert found is not None, "every attempt has a code change section"
+        out.append((html.unescape(found.group(1)), body))
+    return out
+
+
+def test_each_attempt_shows_its_code_change_beside_its_failing_tests(client: TestClient) -> None:
+    """Every attempt of a real run has a collapsed "code change" after its failing tests: the first against an empty
+    workspace, a later turn against the turn before, a retry against the attempt it retries, as a coloured diff;
+    an infra attempt says why it has none."""
+    ref = _code_sections(client, REF)
+    assert len(ref) == 4 and ref[0][0].endswith("against an empty workspace (the first code kept)")
+    assert [w.rsplit("against ", 1)[1] for w, _ in ref[1:]] == [f"turn {t}, attempt 1" for t in range(3)]
+    assert '<span class="d-hdr">+++ b/server.py</span>' in ref[0][1] and '<span class="d-add">+' in ref[0][1]
+    mutant = _code_sections(client, MUT)
+    failed = next(body for _, body in mutant if "-failing" in body)
+    assert failed.index("-failing") < failed.index("-code") < failed.index("-log")  # next to the failing tests
+    assert any(w.endswith("against turn 0, attempt 1") for w, _ in mutant[1:2])
+    crash = _code_sections(client, CRASH)
+    assert "ended as an infrastructure failure" in crash[0][0]
+    assert crash[1][0].endswith("against an empty workspace (the first code kept)")
+
+
+def test_agent_code_in_a_diff_is_text(client: TestClient) -> None:
+    """Markup in the agent's file names and code shows escaped in the code change, never as markup."""
+    page = client.get(scenario_url(XSS_SWEEP, XSS_CONFIG, 0)).text
+    assert "+++ b/index&lt;b&gt;.html" in page and "<td>index&lt;b&gt;.html</td>" in page
+    assert "+&lt;p&gt;code says " + str(escape(SCRIPT)) in page and "<p>code says" not in page
+
+
 def test_each_attempt_shows_its_own_server_log(client: TestClient) -> None:
     """An attempt shows the stored log of the server start that tested it, not the file a later start rewrote."""
     page = client.get(scenario_url(XSS_SWEEP, XSS_CONFIG, 0)).text

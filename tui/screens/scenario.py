@@ -1,11 +1,12 @@
 """Scenario detail: the timeline of turns and attempts, and everything about the highlighted attempt.
 
 For an attempt it shows the prompt it got, the feedback it produced, the failing tests with their
-request and response, the harness exit status and durations, the model tokens and cost, the tails
-of the harness log and of the log of the server start that tested it, and the workspace path on the
-daemon's host; a collapsible pane holds the agent's transcript where its harness leaves one. The
-timeline (and the highlighted attempt's texts) are refetched, at most twice a second, while events for
-this scenario arrive.
+request and response, on `d` the agent's code change against the attempt before it (a diff), the
+harness exit status and durations, the model tokens and cost, the tails of the harness log and of
+the log of the server start that tested it, and the workspace path on the daemon's host; a
+collapsible pane holds the agent's transcript where its harness leaves one. The timeline (and the
+highlighted attempt's texts) are refetched, at most twice a second, while events for this scenario
+arrive.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible, DataTable, Footer, Header, Static
 
-from protocol import AttemptTexts, GetAttempt, GetScenario, ScenarioInfo
+from protocol import AttemptTexts, CodeChange, GetAttempt, GetCodeChange, GetScenario, ScenarioInfo
 from protocol.messages import AttemptSummary, TranscriptItem
 from tui.board import INFRA_TEXT, Change
 from tui.components.banner import Banner
@@ -44,6 +45,8 @@ OUTCOME_STYLE = {"pass": "green", "fail": "red", "infra": "bold magenta"}
 _RUNNING = {"launched": "agent working", "harness_done": "testing"}  # an attempt still in progress
 LOG_LINES = 40  # last lines of a log shown
 TEXT_LIMIT = 6000  # characters of a prompt or feedback shown; the rest is in the store
+DIFF_LIMIT = 40_000  # characters of a code diff shown; the viewer shows more
+DIFF_STYLE = {"+": "green", "-": "red"}
 
 
 class ScenarioScreen(MonitorScreen):
@@ -51,10 +54,14 @@ class ScenarioScreen(MonitorScreen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("e", "events", "Event log"),
+        Binding("d", "code_change", "Code change"),
         Binding("question_mark", "help", "Help"),
     ]
     HELP_TITLE = "Scenario detail"
-    KEY_HELP = [("up/down", "pick an attempt; its prompt, feedback and failing tests show below")]
+    KEY_HELP = [
+        ("up/down", "pick an attempt; its prompt, feedback and failing tests show below"),
+        ("d", "show or hide the attempt's code change against the attempt before it (a diff)"),
+    ]
 
     def __init__(self, sweep: str, configuration: str, seed: int) -> None:
         super().__init__()
@@ -66,6 +73,7 @@ class ScenarioScreen(MonitorScreen):
         self._asked_attempt: int | None = None  # the attempt fetched last (its answer may still be on its way)
         self._texts: AttemptTexts | None = None
         self._transcript: tuple[TranscriptItem, ...] | None = None  # the transcript shown
+        self._with_code = False  # the detail pane shows the attempt's code change too (`d`)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -174,13 +182,23 @@ class ScenarioScreen(MonitorScreen):
         texts = await self.stamina.ask(GetAttempt(attempt_id=attempt_id))
         if texts is None or self.info is None or texts.id != attempt_id:
             return
+        code = await self.stamina.ask(GetCodeChange(attempt_id=attempt_id)) if self._with_code else None
+        if code is not None and code.id != attempt_id:
+            return
         if attempt_id != self._highlighted():
             return  # an answer for a row the cursor has left: the highlighted row's own fetch shows it
         summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
         self._shown_attempt, self._texts = attempt_id, texts
-        self.query_one("#attempt", Static).update(render_attempt(texts, summary))
+        self.query_one("#attempt", Static).update(render_attempt(texts, summary, code))
 
     # --- actions ------------------------------------------------------------------------------
+
+    def action_code_change(self) -> None:
+        """Show (or hide) the highlighted attempt's code change below its failing tests."""
+        self._with_code = not self._with_code
+        attempt = self._highlighted()
+        if attempt is not None:
+            self.show_attempt(attempt)
 
 
 ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "yellow"}
@@ -240,8 +258,35 @@ def _log(title: str, text: str) -> list[str]:
     return ["", f"[b u]{title}[/b u]", escape("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
 
 
-def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
-    """The highlighted attempt as Rich markup: outcome, harness, usage, prompt, feedback, failing tests, logs."""
+def _literal(text: str) -> str:
+    """`text` as it is, inside Textual markup. Rich's `escape` leaves a `[` that opens no tag (`"x": [` at a line's
+    end), which Textual's parser then reads up to the next line's tag; so every `[` is escaped, and a trailing
+    backslash is kept off the closing tag that follows it."""
+    text = text.replace("[", "\\[")
+    return text + " " if text.endswith("\\") else text
+
+
+def render_code(code: CodeChange) -> list[str]:
+    """An attempt's code change as markup: the summary, each file, what was cut, the diff (clipped); the agent's
+    paths and lines shown literally (`_literal`)."""
+    parts = ["", f"[b u]code change[/b u] {_literal(code.summary)}"]
+    for f in code.files:
+        lines = f" [green]+{f.added}[/green] [red]-{f.removed}[/red]" if f.added or f.removed else ""
+        note = f" [dim]({_literal(f.note)})[/dim]" if f.note else ""
+        parts.append(f"  {f.status:<8} {_literal(f.path)}{lines}{note}")
+    parts += [f"[yellow]cut: {_literal(c)}[/yellow]" for c in code.cut]
+    diff = code.diff if len(code.diff) <= DIFF_LIMIT else code.diff[:DIFF_LIMIT]
+    for line in diff.splitlines():
+        style = "b" if line.startswith(("---", "+++", "@@")) else DIFF_STYLE.get(line[:1], "")
+        parts.append(f"[{style}]{_literal(line)}[/{style}]" if style else _literal(line))
+    if len(code.diff) > DIFF_LIMIT:
+        parts.append(f"[dim]… ({len(code.diff) - DIFF_LIMIT} more characters of diff: see the viewer)[/dim]")
+    return parts
+
+
+def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, code: CodeChange | None = None) -> str:
+    """The highlighted attempt as Rich markup: outcome, harness, usage, prompt, feedback, failing tests, its code
+    change (when asked for), logs."""
     parts = []
     if a is not None:
         line = (
@@ -270,6 +315,8 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None) -> str:
             ]
         if len(texts.failures) > 50:
             parts.append(f"… and {len(texts.failures) - 50} more")
+    if code is not None:
+        parts += render_code(code)
     parts += _log("harness log (tail)", texts.harness_log)
     if texts.server_log is not None:
         parts += _log("server log (tail, this attempt's start)", texts.server_log)

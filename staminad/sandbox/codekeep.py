@@ -1,0 +1,269 @@
+"""The agent's code after each tested attempt, kept on the daemon's disk so that two attempts can be compared.
+
+After an attempt is tested the engine asks its sandbox to keep the workspace's files (`Sandbox.keep_code`): a
+sandbox whose files are on this disk walks its workspace (`beneath.walk_files`: no link followed, only regular
+files read), a volume sandbox reads the snapshot it has just taken. Under the sandbox directory that gives
+
+- `code/<job>.json`: the attempt's listing (`KeptCode`): each path with its kind, size and, where it was read,
+  the SHA-256 of its content;
+- `code/blobs/<sha256>`: each distinct text content once, zlib-compressed, so a file left unchanged costs
+  nothing more per attempt.
+
+The workspace is the agent's, so all of it is bounded: directories of dependencies, caches and tool state
+(`loc.SKIP_DIRS`, and every hidden directory, `.home` among them) are not entered; a file over MAX_FILE_BYTES is
+listed with its size only; one with a NUL byte or not UTF-8 is binary (listed with its hash, its content not
+kept); past MAX_FILES files or MAX_KEPT_BYTES of text in one listing, or SCENARIO_BYTES of blobs for the
+scenario, the rest is listed without content (or not at all) and the listing says it was cut. Nothing here ever
+fails an attempt: what could not be kept is said in the listing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import re
+import stat
+import tarfile
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+import msgspec
+
+from staminad.sandbox.beneath import WalkBudget, read_file, walk_files
+from staminad.sandbox.loc import SKIP_DIRS
+
+CODE_DIR = "code"  # below the sandbox directory
+MAX_FILES = 2000  # files listed per attempt
+MAX_FILE_BYTES = 256 << 10  # a text file larger than this is listed by size only
+MAX_KEPT_BYTES = 8 << 20  # bytes of text read per attempt
+SCENARIO_BYTES = 256 << 20  # compressed bytes of blobs per scenario
+MAX_ENTRIES = 100_000  # directory entries (or archive members) looked at per attempt
+MAX_SECONDS = 20.0
+LISTING_LIMIT = 4 << 20  # bytes of a listing read back
+KINDS = ("text", "binary", "large", "link", "other")
+_JOB = re.compile(r"t\d{4}-a\d{2}-i\d{2}")
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+class KeptFile(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One workspace entry: `kind` (text, binary, large, link, other), its size, its content's hash where read,
+    and whether that content is in the blobs (only text is, within the bounds)."""
+
+    kind: str
+    size: int = 0
+    sha: str = ""
+    kept: bool = False
+
+
+class KeptCode(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An attempt's workspace as kept: its files by relative path, what was left out, or why nothing was kept."""
+
+    taken_at: float
+    files: dict[str, KeptFile] = {}
+    cut: str = ""  # why the listing or its contents are incomplete ("" when whole)
+    skipped: str = ""  # why no listing was taken at all ("" when one was)
+
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(KeptCode).decode
+
+
+def job_id(turn: int, attempt: int, infra_try: int) -> str:
+    """The name of an attempt's harness job (its directory under control/jobs, its listing here)."""
+    return f"t{turn:04d}-a{attempt:02d}-i{infra_try:02d}"
+
+
+def _skipped_dir(parts: tuple[str, ...]) -> bool:
+    """Whether a path lies inside a directory a listing does not enter (dependencies, caches, hidden ones)."""
+    return any(p in SKIP_DIRS or p.startswith(".") for p in parts[:-1])
+
+
+class _Keeper:
+    """Builds one listing, writing each new text content to the blobs as it goes (see the module docstring)."""
+
+    def __init__(self, code: Path) -> None:
+        self.blobs = code / "blobs"
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        self.files: dict[str, KeptFile] = {}
+        self.cuts: list[str] = []
+        self.read = 0
+        with os.scandir(self.blobs) as entries:  # what the scenario's earlier attempts kept
+            self.stored = sum(e.stat().st_size for e in entries if e.is_file(follow_symlinks=False))
+
+    def full(self) -> bool:
+        if len(self.files) >= MAX_FILES:
+            self._cut(f"only the first {MAX_FILES} files are listed")
+            return True
+        return False
+
+    def _cut(self, why: str) -> None:
+        if why not in self.cuts:
+            self.cuts.append(why)
+
+    def entry(self, rel: str, kind: str, size: int = 0) -> None:
+        self.files[rel] = KeptFile(kind=kind, size=size)
+
+    def file(self, rel: str, size: int, read: Callable[[int], bytes]) -> None:
+        """A regular file of `size` bytes (as listed); `read(n)` gives at most n bytes of it from its start."""
+        if size > MAX_FILE_BYTES:
+            self.entry(rel, "large", size)
+            return
+        if self.read + size > MAX_KEPT_BYTES:
+            self._cut(f"files past {MAX_KEPT_BYTES >> 20} MiB of text are listed by size only")
+            self.entry(rel, "large", size)
+            return
+        data = read(MAX_FILE_BYTES + 1)
+        self.read += len(data)
+        if len(data) > MAX_FILE_BYTES:  # it grew since it was listed
+            self.entry(rel, "large", len(data))
+            return
+        sha = hashlib.sha256(data).hexdigest()
+        if b"\0" in data or not _is_utf8(data):
+            self.files[rel] = KeptFile(kind="binary", size=len(data), sha=sha)
+            return
+        self.files[rel] = KeptFile(kind="text", size=len(data), sha=sha, kept=self._store(sha, data))
+
+    def _store(self, sha: str, data: bytes) -> bool:
+        blob = self.blobs / sha
+        if blob.exists():
+            return True
+        packed = zlib.compress(data, 6)
+        if self.stored + len(packed) > SCENARIO_BYTES:
+            self._cut(f"the scenario's kept code is over {SCENARIO_BYTES >> 20} MiB: new contents are not kept")
+            return False
+        tmp = self.blobs / f".{sha}.part"
+        try:
+            tmp.write_bytes(packed)
+            tmp.replace(blob)
+        except OSError as exc:
+            self._cut(f"a content could not be written: {exc}"[:200])
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return False
+        self.stored += len(packed)
+        return True
+
+    def listing(self, budget_exhausted: str) -> KeptCode:
+        if budget_exhausted:
+            self._cut(f"the walk stopped after {MAX_ENTRIES} entries or {MAX_SECONDS:.0f} s ({budget_exhausted})")
+        return KeptCode(taken_at=time.time(), files=self.files, cut="; ".join(self.cuts))
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    chunks, got = [], 0
+    while got < limit:
+        chunk = os.pread(fd, min(1 << 16, limit - got), got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def keep_from_dir(workspace: Path, root: Path, job: str) -> KeptCode:
+    """List (and keep the text of) `workspace` as attempt `job`'s code under `root/code`; links are never followed."""
+    keeper = _Keeper(root / CODE_DIR)
+    budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
+    try:
+        for rel, st, fd in walk_files(workspace, budget, SKIP_DIRS, skip_hidden=True):
+            if stat.S_ISDIR(st.st_mode) or _skipped_dir(tuple(rel.split("/"))):
+                continue
+            if keeper.full():
+                break
+            if stat.S_ISLNK(st.st_mode):
+                keeper.entry(rel, "link")
+            elif fd is None:
+                keeper.entry(rel, "other", st.st_size)
+            else:
+                keeper.file(rel, st.st_size, functools.partial(_read_fd, fd))
+    except OSError as exc:
+        return _write(root, job, KeptCode(taken_at=time.time(), skipped=f"the workspace could not be read: {exc}"))
+    return _write(root, job, keeper.listing(budget.exhausted))
+
+
+def keep_from_archive(archive: Path, root: Path, job: str) -> KeptCode:
+    """The same from a workspace snapshot (.tar.gz of its contents); members are read, never extracted."""
+    keeper = _Keeper(root / CODE_DIR)
+    budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
+    try:
+        with tarfile.open(archive, "r|gz") as tar:
+            for member in tar:
+                if not budget.spend():
+                    break
+                parts = tuple(p for p in PurePosixPath(member.name).parts if p not in ("", ".", "/"))
+                if not parts or ".." in parts or member.isdir() or _skipped_dir(parts):
+                    continue
+                if keeper.full():
+                    break
+                rel = "/".join(parts)
+                if member.issym() or member.islnk():
+                    keeper.entry(rel, "link")
+                elif not member.isreg():
+                    keeper.entry(rel, "other", member.size)
+                else:
+                    fh = tar.extractfile(member)
+                    if fh is not None:
+                        keeper.file(rel, member.size, fh.read)
+    except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+        return _write(root, job, KeptCode(taken_at=time.time(), skipped=f"the snapshot could not be read: {exc}"))
+    return _write(root, job, keeper.listing(budget.exhausted))
+
+
+def keep_nothing(root: Path, job: str, why: str) -> KeptCode:
+    """Record that attempt `job`'s code was not kept, and why (say, its snapshot was skipped)."""
+    return _write(root, job, KeptCode(taken_at=time.time(), skipped=why))
+
+
+def _write(root: Path, job: str, listing: KeptCode) -> KeptCode:
+    if not _JOB.fullmatch(job):
+        raise ValueError(f"not a job id: {job!r}")
+    code = root / CODE_DIR
+    code.mkdir(parents=True, exist_ok=True)
+    tmp = code / f".{job}.json.part"
+    tmp.write_bytes(_encode(listing))
+    tmp.replace(code / f"{job}.json")
+    return listing
+
+
+def read_listing(root: Path, job: str) -> KeptCode | None:
+    """Attempt `job`'s listing, or None when none was kept (or it cannot be read: on the local runtime the agent
+    could have written anything there, so it is read without following a link, bounded, and validated)."""
+    if not _JOB.fullmatch(job):
+        return None
+    try:
+        listing = _decode(read_file(root, f"{CODE_DIR}/{job}.json", LISTING_LIMIT))
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    files = {p: f for p, f in listing.files.items() if f.kind in KINDS and _safe_path(p)}
+    return msgspec.structs.replace(listing, files=files)
+
+
+def _safe_path(rel: str) -> bool:
+    return bool(rel) and not rel.startswith("/") and ".." not in rel.split("/")
+
+
+def read_text(root: Path, sha: str) -> str | None:
+    """A kept text content by its hash, or None when it is not there or is not what its hash says."""
+    if not _SHA.fullmatch(sha):
+        return None
+    try:
+        packed = read_file(root, f"{CODE_DIR}/blobs/{sha}", MAX_FILE_BYTES + 4096)
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(packed, MAX_FILE_BYTES + 1)
+    except (OSError, zlib.error):
+        return None
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None
+    return data.decode(errors="replace")
