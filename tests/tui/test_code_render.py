@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.markup import to_content
 
 from protocol import AttemptTexts, CodeChange
 from protocol.messages import FailedTest, FileChange
+from tui.markup import literal
 from tui.screens.scenario import render_attempt
 
 NASTY = ['"entities": [', "[red]not a tag[/red]", "path = C:\\temp\\", "x[0] = y[1]", "[/b]"]
@@ -35,3 +37,13 @@ def test_the_code_change_follows_the_failing_tests_and_shows_the_agents_lines_as
     assert "changed  app[1].py +5 -0" in plain and "(binary, 3 bytes)" in plain and "cut: the listing of [x]" in plain
     for line in NASTY:
         assert f"\n+{line}" in plain, line
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"entities": [', "\\[b]x", "[b]", "[/]", "[@click=app.quit]y[/]", "a\\", "a\\\\[b]c", "[[", "x [\n y [b]", "[/i]"],
+)
+def test_text_from_outside_shows_literally_inside_markup(text: str) -> None:
+    """Any string an agent or a sweep file wrote comes out of Textual's markup parser exactly as written."""
+    plain = to_content(f"[b]A[/b] {literal(text)} [i]B[/i]").plain
+    assert plain.replace("  B", " B") == f"A {text} B"

@@ -7,7 +7,6 @@ seconds while the screen is open.
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -16,6 +15,7 @@ from textual.widgets import Footer, Header, Label, Sparkline, Static
 from protocol import GetOps, OpsReport
 from protocol.units import human_bytes, span
 from tui.components.banner import Banner
+from tui.markup import literal
 from tui.screens.base import MonitorScreen
 
 EVERY = 2.0  # seconds between refetches of the report
@@ -26,15 +26,15 @@ def report_text(r: OpsReport) -> str:
     """Everything but the sparklines, as Rich markup (names escaped)."""
     lines = []
     if r.stall:
-        lines.append(f"[b red]paused:[/b red] {escape(r.stall)}")
+        lines.append(f"[b red]paused:[/b red] {literal(r.stall)}")
     lines.append(f"[b]sweeps[/b]  ({r.in_use} of {r.limit} daemon-wide slots in use)")
     for s in r.sweeps:
         expanding = (
             f", expanding: {s.expanding} of {s.expand_total}" if s.expand_total and s.expanding < s.expand_total else ""
         )
-        why = f"  [dim]{escape(s.reason)}[/dim]" if s.reason else ""
+        why = f"  [dim]{literal(s.reason)}[/dim]" if s.reason else ""
         lines.append(
-            f"  {escape(s.sweep)}: {s.status}, {s.finished} of {s.scenarios} finished{expanding}, "
+            f"  {literal(s.sweep)}: {s.status}, {s.finished} of {s.scenarios} finished{expanding}, "
             f"{s.active}/{s.parallel} slots, {s.queued} queued, left {span(s.eta)}{why}"
         )
     if not r.sweeps:
@@ -42,13 +42,13 @@ def report_text(r: OpsReport) -> str:
     if r.engines:
         lines.append("[b]engines[/b]")
         for e in r.engines:
-            health = "healthy" if e.healthy else f"[b red]not answering[/b red] {escape(e.detail)}"
-            lines.append(f"  {escape(e.url)}: {health}, {e.used}/{e.slots} slots")
+            health = "healthy" if e.healthy else f"[b red]not answering[/b red] {literal(e.detail)}"
+            lines.append(f"  {literal(e.url)}: {health}, {e.used}/{e.slots} slots")
     lines.append("[b]model endpoints[/b]")
     for p in r.endpoints:
         cap = f" of ${p.cap:.2f}" if p.cap else ""
         lines.append(
-            f"  {escape(p.sweep)} · {escape(p.model)}: {p.calls} calls, {p.errors} errors, "
+            f"  {literal(p.sweep)} · {literal(p.model)}: {p.calls} calls, {p.errors} errors, "
             f"{p.latency:.2f} s mean, ${p.spend:.2f}{cap}"
         )
     if not r.endpoints:
@@ -59,15 +59,15 @@ def report_text(r: OpsReport) -> str:
     lines.append(f"  memory {human_bytes(b.memory_total - b.memory_available)} used of {human_bytes(b.memory_total)}")
     for d in b.disks:
         ro = " (read-only)" if d.readonly else ""
-        lines.append(f"  {d.role} disk {escape(d.path)}: {human_bytes(d.free)} free of {human_bytes(d.total)}{ro}")
+        lines.append(f"  {d.role} disk {literal(d.path)}: {human_bytes(d.free)} free of {human_bytes(d.total)}{ro}")
     for g in b.gpus:
         held = ", ".join(g.processes) or "-"
         lines.append(
-            f"  GPU {g.index} {escape(g.name)}: {g.util:.0f}%, "
-            f"{human_bytes(g.memory_used)} of {human_bytes(g.memory_total)}, held by {escape(held)}"
+            f"  GPU {g.index} {literal(g.name)}: {g.util:.0f}%, "
+            f"{human_bytes(g.memory_used)} of {human_bytes(g.memory_total)}, held by {literal(held)}"
         )
     if not b.gpus:
-        lines.append(f"  GPUs: {escape(b.gpu_note or 'none')}")
+        lines.append(f"  GPUs: {literal(b.gpu_note or 'none')}")
     return "\n".join(lines)
 
 

@@ -103,7 +103,8 @@ class OverviewScreen(MonitorScreen):
         now = time.time()
         for info in self.stamina.board.sweeps.values():
             for row in _rows(info, now):
-                table.add_row(*row[1:], key=row[0])
+                # Names come from sweep files (a model id may hold brackets): cells are plain text, never markup.
+                table.add_row(*(Text(c) if isinstance(c, str) else c for c in row[1:]), key=row[0])
         self.query_one("#empty").display = not self.stamina.board.sweeps
         if table.row_count:
             table.move_cursor(row=min(keep, table.row_count - 1))

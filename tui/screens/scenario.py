@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -26,6 +25,7 @@ from protocol.messages import AttemptSummary, TranscriptItem
 from tui.board import INFRA_TEXT, Change
 from tui.components.banner import Banner
 from tui.components.table import RowCursorTable
+from tui.markup import literal
 from tui.screens.base import MonitorScreen
 
 COLUMNS = (
@@ -134,11 +134,11 @@ class ScenarioScreen(MonitorScreen):
 
     def _draw(self, info: ScenarioInfo) -> None:
         last_ok = max((a.turn for a in info.attempts if a.outcome == "pass"), default=-1)
-        reason = f" · {escape(info.reason)}" if info.reason else ""
+        reason = f" · {literal(info.reason)}" if info.reason else ""
         self.query_one("#summary", Static).update(
-            f"[b]{escape(self.configuration)}[/b] seed {self.seed} · {info.status} · {info.turns_passed} turns passed"
+            f"[b]{literal(self.configuration)}[/b] seed {self.seed} · {info.status} · {info.turns_passed} turns passed"
             f" (last passed turn {last_ok if last_ok >= 0 else '-'}) · {len(info.attempts)} attempts{reason}"
-            f"\nworkspace {escape(info.workspace or '-')}"
+            f"\nworkspace {literal(info.workspace or '-')}"
         )
         self.query_one("#transcript", Collapsible).title = transcript_title(info)
         if info.transcript != self._transcript:  # new items: show them, the latest in view
@@ -220,9 +220,9 @@ def render_transcript(info: ScenarioInfo) -> str:
 
 def _turn(item: TranscriptItem) -> str:
     style = ROLE_STYLE.get(item.role, "magenta")
-    tools = f" [dim]called {escape(', '.join(item.tools))}[/dim]" if item.tools else ""
-    text = f"\n{escape(item.text)}" if item.text else ""
-    return f"[b {style}]{escape(item.role)}[/b {style}]{tools}{text}"
+    tools = f" [dim]called {literal(', '.join(item.tools))}[/dim]" if item.tools else ""
+    text = f"\n{literal(item.text)}" if item.text else ""
+    return f"[b {style}]{literal(item.role)}[/b {style}]{tools}{text}"
 
 
 def _seconds(value: float | None) -> str:
@@ -250,35 +250,27 @@ def _cells(a: AttemptSummary) -> tuple[Any, ...]:
 
 def _clip(text: str) -> str:
     text = text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + f"\n… ({len(text) - TEXT_LIMIT} more characters)"
-    return escape(text)
+    return literal(text)
 
 
 def _log(title: str, text: str) -> list[str]:
     lines = text.rstrip("\n").splitlines()[-LOG_LINES:]
-    return ["", f"[b u]{title}[/b u]", escape("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
-
-
-def _literal(text: str) -> str:
-    """`text` as it is, inside Textual markup. Rich's `escape` leaves a `[` that opens no tag (`"x": [` at a line's
-    end), which Textual's parser then reads up to the next line's tag; so every `[` is escaped, and a trailing
-    backslash is kept off the closing tag that follows it."""
-    text = text.replace("[", "\\[")
-    return text + " " if text.endswith("\\") else text
+    return ["", f"[b u]{title}[/b u]", literal("\n".join(lines)) if lines else "[dim](empty)[/dim]"]
 
 
 def render_code(code: CodeChange) -> list[str]:
     """An attempt's code change as markup: the summary, each file, what was cut, the diff (clipped); the agent's
-    paths and lines shown literally (`_literal`)."""
-    parts = ["", f"[b u]code change[/b u] {_literal(code.summary)}"]
+    paths and lines shown literally (`literal`)."""
+    parts = ["", f"[b u]code change[/b u] {literal(code.summary)}"]
     for f in code.files:
         lines = f" [green]+{f.added}[/green] [red]-{f.removed}[/red]" if f.added or f.removed else ""
-        note = f" [dim]({_literal(f.note)})[/dim]" if f.note else ""
-        parts.append(f"  {f.status:<8} {_literal(f.path)}{lines}{note}")
-    parts += [f"[yellow]cut: {_literal(c)}[/yellow]" for c in code.cut]
+        note = f" [dim]({literal(f.note)})[/dim]" if f.note else ""
+        parts.append(f"  {f.status:<8} {literal(f.path)}{lines}{note}")
+    parts += [f"[yellow]cut: {literal(c)}[/yellow]" for c in code.cut]
     diff = code.diff if len(code.diff) <= DIFF_LIMIT else code.diff[:DIFF_LIMIT]
     for line in diff.splitlines():
         style = "b" if line.startswith(("---", "+++", "@@")) else DIFF_STYLE.get(line[:1], "")
-        parts.append(f"[{style}]{_literal(line)}[/{style}]" if style else _literal(line))
+        parts.append(f"[{style}]{literal(line)}[/{style}]" if style else literal(line))
     if len(code.diff) > DIFF_LIMIT:
         parts.append(f"[dim]… ({len(code.diff) - DIFF_LIMIT} more characters of diff: see the viewer)[/dim]")
     return parts
@@ -308,10 +300,10 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, code: CodeChan
         parts += ["", f"[b u]failing tests ({len(texts.failures)})[/b u]"]
         for f in texts.failures[:50]:
             parts += [
-                f"[red]✗ {escape(f.name)}[/red] [dim]({f.category}, rule {escape(f.rule)})[/dim]",
-                f"  {escape(f.message)}",
-                f"  [b]request[/b]  {escape(f.request)}",
-                f"  [b]response[/b] {f.status if f.status is not None else '-'} {escape(f.response[:500])}",
+                f"[red]✗ {literal(f.name)}[/red] [dim]({f.category}, rule {literal(f.rule)})[/dim]",
+                f"  {literal(f.message)}",
+                f"  [b]request[/b]  {literal(f.request)}",
+                f"  [b]response[/b] {f.status if f.status is not None else '-'} {literal(f.response[:500])}",
             ]
         if len(texts.failures) > 50:
             parts.append(f"… and {len(texts.failures) - 50} more")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -24,6 +23,7 @@ from tui.board import INFRA_TEXT, Change, Scenario, label
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
 from tui.components.rows import RowTable
+from tui.markup import literal
 from tui.screens.base import MonitorScreen
 
 # At 150 columns every column shows; narrower, the optional ones go (configuration then shrinks).
@@ -178,7 +178,7 @@ class SweepScreen(MonitorScreen):
         info = self.stamina.board.sweeps.get(self.sweep)
         everything = self.stamina.board.scenarios.get(self.sweep, {})
         shown = self.query_one("#scenarios", RowTable).row_count
-        status = escape(state_words(info)) if info else "?"
+        status = literal(state_words(info)) if info else "?"
         self.query_one("#summary", Static).update(
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
             f"{SORTS[self.sort_index][0]}"
@@ -279,7 +279,7 @@ def state_words(info: SweepInfo) -> str:
 def _engine(e: EngineInfo) -> str:
     """One engine of a sweep spread over several, in the summary line: its scenarios and slots, or that it is down."""
     health = f"{e.scenarios} here, {e.used}/{e.slots} slots" if e.healthy else "[b red]not answering[/b red]"
-    return f"\n[b]engine[/b] {escape(e.url)}: {health}"
+    return f"\n[b]engine[/b] {literal(e.url)}: {health}"
 
 
 def span(seconds: float) -> str:
