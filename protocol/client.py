@@ -16,7 +16,7 @@ import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anyio
 import msgspec
@@ -32,12 +32,16 @@ from protocol.messages import (
     HelloReply,
     Message,
     Ping,
+    RequestFor,
     Subscribe,
     decoder,
     encoder,
+    reply_type,
 )
 from protocol.stream import UnixStream, connect_unix
 from protocol.usage import hint
+
+R = TypeVar("R", bound=Message)
 
 TIMEOUT = 30.0
 KEEPALIVE = 60.0  # seconds of silence before an idle request connection pings (the daemon waits 300)
@@ -159,8 +163,9 @@ class Client:
                     pending.done.set()
                 self._events_in.close()
 
-    async def request(self, message: Any) -> Any:
-        """Send `message` numbered, and return the reply carrying its number."""
+    async def request(self, message: RequestFor[R]) -> R | ErrorReply:
+        """Send `message` numbered, and return the reply carrying its number: the type the request declares, or
+        an `ErrorReply` (any other answer is the daemon's fault, a `ClientError`)."""
         assert self.stream is not None
         if self._broken:
             raise ClientError(self._broken)
@@ -179,9 +184,12 @@ class Client:
             raise ClientError(self._broken or "the daemon closed the connection") from None
         finally:
             self._pending.pop(rid, None)
-        if pending.reply is None:
+        reply = pending.reply
+        if reply is None:
             raise ClientError(self._broken or "the daemon closed the connection")
-        return pending.reply
+        if not isinstance(reply, ErrorReply | reply_type(type(message))):
+            raise ClientError(f"the daemon answered {type(message).__name__} with {type(reply).__name__}")
+        return cast("R | ErrorReply", reply)  # its type is the request's declared reply, checked just above
 
     async def events(self) -> AsyncIterator[Event]:
         """The events the daemon streams after a `Subscribe`; ends when the connection does."""

@@ -9,7 +9,7 @@ timed out) is recognised and skipped, never taken as the answer to a later one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar, get_args
 
 import msgspec
 
@@ -23,13 +23,20 @@ class _Msg(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=
     rid: int = 0  # the request's number, repeated by its reply; 0 on events and unnumbered requests
 
 
+R_co = TypeVar("R_co", bound=_Msg, covariant=True)  # a request for an Ok is a request for an Ok or a SweepInfo
+
+
+class RequestFor(_Msg, Generic[R_co], frozen=True):
+    """A request whose answer is an `R_co` (or an `ErrorReply`): `Client.request` returns that type, checked."""
+
+
 class RequestId(msgspec.Struct):
     """Only a message's `rid`, read leniently, so a request that fails to decode still gets its reply matched."""
 
     rid: int = 0
 
 
-class Hello(_Msg, tag="hello", frozen=True):
+class Hello(RequestFor["HelloReply"], tag="hello", frozen=True):
     version: int
     client: str = ""
 
@@ -39,7 +46,7 @@ class HelloReply(_Msg, tag="hello_reply", frozen=True):
     daemon: str
 
 
-class Submit(_Msg, tag="submit", frozen=True):
+class Submit(RequestFor["Ok"], tag="submit", frozen=True):
     """A sweep file's TOML text; `base_dir` resolves relative pack paths, `source` names the file in errors.
 
     `force_new` replaces a stored sweep of the same name whose configuration differs; `paused` queues
@@ -53,15 +60,15 @@ class Submit(_Msg, tag="submit", frozen=True):
     paused: bool = False
 
 
-class ListSweeps(_Msg, tag="list", frozen=True):
+class ListSweeps(RequestFor["SweepList"], tag="list", frozen=True):
     pass
 
 
-class GetSweep(_Msg, tag="get", frozen=True):
+class GetSweep(RequestFor["SweepInfo"], tag="get", frozen=True):
     sweep: str
 
 
-class GetScenario(_Msg, tag="get_scenario", frozen=True):
+class GetScenario(RequestFor["ScenarioInfo"], tag="get_scenario", frozen=True):
     """One scenario's attempt timeline: `configuration` and `seed` pick it within the sweep."""
 
     sweep: str
@@ -69,25 +76,25 @@ class GetScenario(_Msg, tag="get_scenario", frozen=True):
     seed: int
 
 
-class GetAttempt(_Msg, tag="get_attempt", frozen=True):
+class GetAttempt(RequestFor["AttemptTexts"], tag="get_attempt", frozen=True):
     """An attempt's texts: the prompt it got, the feedback it produced, its failing tests."""
 
     attempt_id: int
 
 
-class GetCodeChange(_Msg, tag="get_code_change", frozen=True):
+class GetCodeChange(RequestFor["CodeChange"], tag="get_code_change", frozen=True):
     """The agent's code change up to an attempt: its workspace against the attempt kept before it."""
 
     attempt_id: int
 
 
-class ListScenarios(_Msg, tag="list_scenarios", frozen=True):
+class ListScenarios(RequestFor["ScenarioList"], tag="list_scenarios", frozen=True):
     """Every scenario of a sweep with where it stands now (the TUI's sweep view)."""
 
     sweep: str
 
 
-class RetryScenario(_Msg, tag="retry_scenario", frozen=True):
+class RetryScenario(RequestFor["Ok"], tag="retry_scenario", frozen=True):
     """Give a scenario that used up its infra retries another round of them, and run it again."""
 
     sweep: str
@@ -95,27 +102,27 @@ class RetryScenario(_Msg, tag="retry_scenario", frozen=True):
     seed: int
 
 
-class Cancel(_Msg, tag="cancel", frozen=True):
+class Cancel(RequestFor["Ok"], tag="cancel", frozen=True):
     sweep: str
 
 
-class Pause(_Msg, tag="pause", frozen=True):
+class Pause(RequestFor["Ok"], tag="pause", frozen=True):
     sweep: str
 
 
-class Resume(_Msg, tag="resume", frozen=True):
+class Resume(RequestFor["Ok"], tag="resume", frozen=True):
     sweep: str
 
 
-class Stop(_Msg, tag="stop", frozen=True):
+class Stop(RequestFor["Ok"], tag="stop", frozen=True):
     drain: bool = False
 
 
-class Ping(_Msg, tag="ping", frozen=True):
+class Ping(RequestFor["Ok"], tag="ping", frozen=True):
     """Answered with `Ok`: keeps an otherwise idle request connection inside the daemon's idle timeout."""
 
 
-class Subscribe(_Msg, tag="subscribe", frozen=True):
+class Subscribe(RequestFor["Ok"], tag="subscribe", frozen=True):
     """Events of the named sweeps (all when empty) and kinds (all when empty).
 
     `replay` first sends up to that many of the daemon's most recent matching events, oldest first,
@@ -127,7 +134,7 @@ class Subscribe(_Msg, tag="subscribe", frozen=True):
     replay: int = 0
 
 
-class GetOps(_Msg, tag="get_ops", frozen=True):
+class GetOps(RequestFor["OpsReport"], tag="get_ops", frozen=True):
     """The box at a glance (`OpsReport`): sweeps, engines, endpoints, load, memory, disks, GPUs, and up to
     `history` of the daemon's recent samples of them (oldest first)."""
 
@@ -464,6 +471,23 @@ Request = (
     | Stop
     | Subscribe
 )
+
+
+def reply_type(request: type[RequestFor[Any]]) -> type[_Msg]:
+    """The reply type `request` is answered with (besides `ErrorReply`), from its declaration."""
+    return _REPLY_TYPES[request]
+
+
+def _declared_reply(request: type[RequestFor[Any]]) -> type[_Msg]:
+    (base,) = (b for b in request.__orig_bases__ if getattr(b, "__origin__", None) is RequestFor)  # type: ignore[attr-defined]
+    (arg,) = get_args(base)
+    found = globals()[arg.__forward_arg__] if hasattr(arg, "__forward_arg__") else arg
+    assert isinstance(found, type) and issubclass(found, _Msg)
+    return found
+
+
+_REPLY_TYPES: dict[type[RequestFor[Any]], type[_Msg]] = {r: _declared_reply(r) for r in get_args(Request)}
+
 Message = (
     Request
     | HelloReply

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from textual import work
 from textual.app import App
@@ -19,6 +19,7 @@ from textual.binding import Binding
 
 from protocol import Event, ListScenarios, ListSweeps
 from protocol.client import ClientError
+from protocol.messages import Message, RequestFor
 from tui.board import Board
 from tui.components.banner import Banner
 from tui.link import Link, LinkDown
@@ -26,6 +27,7 @@ from tui.screens.base import MonitorScreen
 from tui.screens.events import EventLogScreen
 from tui.screens.overview import OverviewScreen
 
+R = TypeVar("R", bound=Message)
 BATCH_WINDOW = 0.04  # seconds events wait to be applied together
 REFETCH_EVERY = 1.0  # seconds between refetches of stale sweep figures (cheap rows move per event)
 
@@ -99,7 +101,7 @@ class StaminaApp(App[None]):
 
     # --- requests -----------------------------------------------------------------------------
 
-    async def ask(self, message: Any, quiet: bool = False) -> Any | None:
+    async def ask(self, message: RequestFor[R], quiet: bool = False) -> R | None:
         """A request to the daemon; None (and a notification unless quiet) if it failed."""
         try:
             return await self.link.request(message)

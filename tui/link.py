@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import anyio
 
 from protocol import ErrorReply, Event, Ok, Subscribe
 from protocol.client import Client, ClientError
+from protocol.messages import Message, RequestFor
+
+R = TypeVar("R", bound=Message)
 
 REQUEST_TIMEOUT = 10.0
 BACKOFF = (0.2, 0.5, 1.0, 2.0)  # seconds between reconnection attempts; stays at the last one
@@ -69,7 +72,7 @@ class Link:
             await anyio.sleep(BACKOFF[min(failures, len(BACKOFF) - 1)])  # retry delay, not synchronisation
             failures += 1
 
-    async def request(self, message: Any) -> Any:
+    async def request(self, message: RequestFor[R]) -> R:
         """One request and its reply; `ErrorReply` is raised as `ClientError` with the daemon's message."""
         client = self._requests
         if client is None:

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
@@ -28,6 +27,7 @@ from protocol import (
     SweepInfo,
 )
 from protocol.events import KIND_NAMES
+from protocol.messages import RequestFor, SweepList
 from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.paths import socket_path as _socket_path
 from protocol.usage import hint
@@ -258,6 +258,25 @@ def info_lines(info: SweepInfo) -> list[str]:
     return lines
 
 
+def _request(name: str, args: argparse.Namespace, text: str) -> RequestFor[Ok | SweepInfo | SweepList]:
+    """The request a one-answer client subcommand sends (`text`: the sweep file, for submit)."""
+    if name == "submit":
+        return Submit(
+            sweep_toml=text,
+            base_dir=str(args.sweep.resolve().parent),
+            source=str(args.sweep),
+            force_new=args.force_new,
+            paused=args.paused,
+        )
+    if name == "status":
+        return GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
+    if name == "stop":
+        return Stop(drain=args.drain)
+    if name == "retry":
+        return RetryScenario(sweep=args.sweep, configuration=args.configuration, seed=args.seed)
+    return {"cancel": Cancel, "pause": Pause, "resume": Resume}[name](sweep=args.sweep)
+
+
 def client_cmd(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per client subcommand
     from protocol.client import Client, ClientError
 
@@ -273,7 +292,7 @@ def client_cmd(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per 
         except UnicodeDecodeError as exc:
             raise UsageError(f"{args.sweep} is not UTF-8 text (byte {exc.start}); a sweep is TOML") from None
 
-    async def main() -> int:  # noqa: C901 - one branch per client subcommand
+    async def main() -> int:
         async with Client(socket_path) as client:
             if name == "logs":
                 for sweep in args.sweeps:  # a typo would otherwise wait forever for events that never come
@@ -297,36 +316,19 @@ def client_cmd(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per 
                     if args.count and seen >= args.count:
                         break
                 return 0
-            request: Any
-            if name == "submit":
-                request = Submit(
-                    sweep_toml=text,
-                    base_dir=str(args.sweep.resolve().parent),
-                    source=str(args.sweep),
-                    force_new=args.force_new,
-                    paused=args.paused,
-                )
-            elif name == "status":
-                request = GetSweep(sweep=args.sweep) if args.sweep else ListSweeps()
-            elif name == "stop":
-                request = Stop(drain=args.drain)
-            elif name == "retry":
-                request = RetryScenario(sweep=args.sweep, configuration=args.configuration, seed=args.seed)
-            else:
-                request = {"cancel": Cancel, "pause": Pause, "resume": Resume}[name](sweep=args.sweep)
-            reply = await client.request(request)
+            answer = await client.request(_request(name, args, text))
             if args.json:
-                print(json.dumps(msgspec.to_builtins(reply)))
-            elif isinstance(reply, Ok):
-                print(reply.detail)
-            elif isinstance(reply, SweepInfo):
-                _print_info(reply)
-            elif not isinstance(reply, ErrorReply):
-                print(f"daemon: {reply.active} of {reply.limit} scenario slots in use")
-                for info in reply.sweeps:
+                print(json.dumps(msgspec.to_builtins(answer)))
+            elif isinstance(answer, Ok):
+                print(answer.detail)
+            elif isinstance(answer, SweepInfo):
+                _print_info(answer)
+            elif not isinstance(answer, ErrorReply):
+                print(f"daemon: {answer.active} of {answer.limit} scenario slots in use")
+                for info in answer.sweeps:
                     _print_info(info)
-            if isinstance(reply, ErrorReply):  # the daemon says whether the request or the daemon was at fault
-                raise (UsageError if reply.usage else CommandError)(reply.message)
+            if isinstance(answer, ErrorReply):  # the daemon says whether the request or the daemon was at fault
+                raise (UsageError if answer.usage else CommandError)(answer.message)
             return 0
 
     try:

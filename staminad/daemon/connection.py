@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 import anyio
 import msgspec
@@ -31,6 +31,7 @@ from protocol import (
     HelloReply,
     ListScenarios,
     ListSweeps,
+    Message,
     Ok,
     OpsReport,
     Pause,
@@ -148,7 +149,7 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
             print(f"staminad: dropped a client after {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
-async def _answer(daemon: Daemon, request: Any) -> Any:  # noqa: C901 - one case per request type (a match over the request union)
+async def _answer(daemon: Daemon, request: Request) -> Message:  # noqa: C901 - one case per request type (a match over the request union)
     store = daemon.store
     assert store is not None
     try:
@@ -187,6 +188,10 @@ async def _answer(daemon: Daemon, request: Any) -> Any:  # noqa: C901 - one case
                 return await daemon.ops_report(history)
             case Hello():
                 return ErrorReply(message="already said hello", usage=True)
+            case Subscribe():  # `serve` streams events instead of asking for one answer
+                return ErrorReply(message="subscribe opens an event stream on its own connection", usage=True)
+            case _:
+                assert_never(request)
     except ExpectedError as exc:  # a failure the user can fix (a bad sweep, an unknown name): one line
         log.info("request %s refused: %s", type(request).__name__, one_line(str(exc)))
         return ErrorReply(message=str(exc), usage=exc.exit_status == UsageError.exit_status)
@@ -196,7 +201,6 @@ async def _answer(daemon: Daemon, request: Any) -> Any:  # noqa: C901 - one case
             message=f"staminad could not answer {type(request).__name__}: {type(exc).__name__}: {exc}"
             " (the daemon's log has the traceback)"
         )
-    return ErrorReply(message=f"unsupported request {type(request).__name__}", usage=True)
 
 
 def _refusal(request: Any) -> str | None:

@@ -1,9 +1,11 @@
-"""Requests cancelled mid-flight on one connection never shift the replies of later requests."""
+"""Requests cancelled mid-flight on one connection never shift the replies of later requests; a reply of another
+type than the request declares is refused."""
 
 from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any, get_args
 
 import anyio
 import anyio.lowlevel
@@ -12,6 +14,7 @@ from anyio.abc import SocketStream
 
 from protocol import (
     PROTOCOL_VERSION,
+    Cancel,
     ErrorReply,
     FrameReader,
     GetSweep,
@@ -23,7 +26,8 @@ from protocol import (
     encoder,
     write_frame,
 )
-from protocol.client import Client
+from protocol.client import Client, ClientError
+from protocol.messages import Request, reply_type
 from tests.helpers.inprocess import running_daemon, submit
 from tests.helpers.sweeps import write_sweep
 
@@ -41,7 +45,7 @@ class HeldServer:
     """A protocol peer that answers only when the test says so, and can send a reply's header alone."""
 
     def __init__(self) -> None:
-        self.requests: list[GetSweep] = []
+        self.requests: list[Any] = []
         self.stream: SocketStream | None = None
         self.frames: FrameReader | None = None
         self.enc, self.dec = encoder(), decoder(Message)
@@ -58,7 +62,7 @@ class HeldServer:
             while True:
                 self.requests.append(self.dec.decode(await self.frames.read()))
 
-    def reply(self, request: GetSweep) -> bytes:
+    def reply(self, request: Cancel) -> bytes:
         body = self.enc.encode(Ok(detail=request.sweep, rid=request.rid))
         return struct.pack(">I", len(body)) + body
 
@@ -73,7 +77,7 @@ async def test_a_reply_cut_between_header_and_body_by_a_cancel_is_skipped_whole(
             got: list[object] = []
 
             async def ask(name: str) -> None:
-                got.append(await client.request(GetSweep(sweep=name)))
+                got.append(await client.request(Cancel(sweep=name)))
 
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as inner:
@@ -103,14 +107,14 @@ async def test_a_reply_arriving_after_its_request_was_cancelled_is_not_the_next_
             for n in range(3):
                 with anyio.CancelScope() as scope:
                     async with anyio.create_task_group() as inner:
-                        inner.start_soon(client.request, GetSweep(sweep=f"dropped-{n}"))
+                        inner.start_soon(client.request, Cancel(sweep=f"dropped-{n}"))
                         await _until(lambda n=n: len(server.requests) == 2 * n + 1)  # type: ignore[misc]
                         scope.cancel()
                 await server.stream.send(server.reply(server.requests[-1]))  # late
                 answers: list[object] = []
 
                 async def ask(name: str, into: list[object] = answers) -> None:
-                    into.append(await client.request(GetSweep(sweep=name)))
+                    into.append(await client.request(Cancel(sweep=name)))
 
                 async with anyio.create_task_group() as inner:
                     inner.start_soon(ask, f"kept-{n}")
@@ -139,3 +143,34 @@ async def test_requests_cancelled_at_every_point_against_a_real_daemon_leave_lat
                 assert isinstance(mine, SweepInfo) and mine.sweep == "real"
                 other = await client.request(GetSweep(sweep=f"missing-{steps}"))
                 assert isinstance(other, ErrorReply) and other.message == f"no sweep missing-{steps}"
+
+
+async def test_a_reply_of_another_type_than_the_request_declares_is_the_daemons_fault(tmp_path: Path) -> None:
+    """`GetSweep` answered with `Ok` is a ClientError naming both, never handed to the caller as a sweep."""
+    server, path = HeldServer(), tmp_path / "held.sock"
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve, path)
+        async with Client(path, timeout=10) as client:
+            assert server.stream is not None
+            outcome: list[BaseException] = []
+
+            async def ask() -> None:
+                try:
+                    await client.request(GetSweep(sweep="x"))
+                except ClientError as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as inner:
+                inner.start_soon(ask)
+                await _until(lambda: len(server.requests) == 1)
+                await server.stream.send(server.reply(server.requests[0]))
+            assert [str(e) for e in outcome] == ["the daemon answered GetSweep with Ok"]
+        tg.cancel_scope.cancel()
+
+
+def test_every_request_declares_the_reply_it_is_answered_with() -> None:
+    """Each request type of the union names one reply type of the union, never `ErrorReply` (always possible)."""
+    replies = set(get_args(Message))
+    for request in get_args(Request):
+        declared = reply_type(request)
+        assert declared in replies and declared is not ErrorReply, request
