@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
+from typing import Any
 
 import msgspec
 import pytest
@@ -19,7 +20,7 @@ EMPTY: dict[object, object] = {str: "", int: 0, float: 0.0, bool: False}
 
 def _emptiest(kind: type[EventData]) -> EventData:
     """The event with every optional field None and every other one empty (zero, "", False)."""
-    values = {}
+    values: dict[str, Any] = {}
     for field in msgspec.structs.fields(kind):
         options = typing.get_args(field.type) if isinstance(field.type, types.UnionType) else (field.type,)
         values[field.encode_name] = None if type(None) in options else EMPTY[options[0]]

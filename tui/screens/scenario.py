@@ -54,7 +54,12 @@ class ScenarioScreen(MonitorScreen):
         Binding("question_mark", "help", "Help"),
     ]
     HELP_TITLE = "Scenario detail"
-    KEY_HELP = [("up/down", "pick an attempt; its prompt, feedback and failing tests show below")]
+    KEY_HELP = [
+        ("up/down", "pick an attempt; its prompt, feedback and failing tests show below"),
+        ("tab", "focus the detail pane: up/down, pgup/pgdn, home/end then scroll it (so does the mouse wheel)"),
+        ("tab tab", "focus the `agent transcript` title: enter (or a click) opens or closes it; tab again scrolls it"),
+        ("shift+tab", "focus back towards the attempts"),
+    ]
 
     def __init__(self, sweep: str, configuration: str, seed: int) -> None:
         super().__init__()
