@@ -35,7 +35,11 @@ class _OfAttempt(_OfRunner, frozen=True):
 
 
 class SweepStarted(_Data, tag="sweep_started", frozen=True):
-    """`scenarios` seeds x `configurations`; `finished` of those already ended before (a resumed sweep)."""
+    """`scenarios` seeds x `configurations`; `finished` of those already ended before (a resumed sweep).
+
+    `resumed`: an earlier run of this sweep got as far as recording scenarios (a daemon restart, a retry, a
+    second `run`); a first start, however long after its submission, is not resumed.
+    """
 
     sweep: str
     resumed: bool

@@ -177,7 +177,7 @@ class Store:
     # --- sweeps and scenarios -------------------------------------------------------------------
 
     async def ensure_sweep(self, sweep_id: str, name: str, fingerprint: str, config: str) -> bool:
-        """Create the sweep if new; return True if it already existed (a resume)."""
+        """Create the sweep if new; return True if it already existed (submitted before: not proof that it ever ran)."""
         async with self.db.execute("SELECT fingerprint FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
             row = await cur.fetchone()
         if row is not None:

@@ -219,11 +219,14 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
     )
     match d:
         case InfraFailure():
-            return f"{who} {where}: {d.infra_kind}: {INFRA_TEXT.get(d.infra_kind, d.infra_kind)} ({d.detail})", "infra"
+            return (
+                f"{who} {where}: {d.infra_kind}: {INFRA_TEXT.get(d.infra_kind, d.infra_kind)}{_aside(d.detail)}",
+                "infra",
+            )
         case AttemptTested() if d.passed:
             return f"{who} {where}: passed {d.tests} tests", "ok"
         case AttemptTested():
-            return f"{who} {where}: {d.failed_tests} of {d.tests} tests failed ({d.categories})", "fail"
+            return f"{who} {where}: {d.failed_tests} of {d.tests} tests failed{_aside(d.categories)}", "fail"
         case AttemptStarted():
             extra = f", infra retry {d.infra_try}" if d.infra_try else ""
             return f"{who} {where}: started{extra}", "info"
@@ -231,10 +234,11 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
             severity = {"done": "ok", "failed": "fail", "infra_failed": "infra", "capped": "error"}.get(
                 d.status, "info"
             )
-            return f"{who}: {d.status} after {d.turns_passed} turns ({d.reason})", severity
+            return f"{who}: {d.status} after {d.turns_passed} turns{_aside(d.reason)}", severity
         case LlmWait():
             return (
-                f"{who}: model endpoint trouble ({d.reason}); waiting {d.wait_seconds} s (waited {d.waited} s so far)"
+                f"{who}: model endpoint trouble{_aside(d.reason)}; "
+                f"waiting {d.wait_seconds} s (waited {d.waited} s so far)"
             ), "infra"
         case LlmUnavailable():
             return f"{who}: {INFRA_TEXT['llm_unavailable']}: {d.reason}", "infra"
@@ -262,8 +266,15 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
         case ManualPrompt():
             return f"{who}: waiting for a person: prompt {d.prompt}, workspace {d.workspace}; then {d.done}", "info"
         case _:
-            rest = ", ".join(f"{k}={v}" for k, v in msgspec.structs.asdict(d).items() if k != "scenario")
+            rest = ", ".join(
+                f"{k}={v}" for k, v in msgspec.structs.asdict(d).items() if k != "scenario" and v is not None
+            )
             return f"{who} {event.kind} {rest}".strip(), "info"
+
+
+def _aside(text: str | None) -> str:
+    """` (text)`, or nothing for an absent or empty text: no event line shows `None` or `()`."""
+    return f" ({text})" if text else ""
 
 
 __all__ = ["INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "label"]

@@ -3,10 +3,11 @@
 Each figure is written as vector PDF and SVG with editable text (TrueType in the PDF, real text in the
 SVG) and a 300 dpi PNG. Curves differ in colour (Okabe-Ito, safe for colour-blind readers), marker and
 line style, so they stay apart in greyscale, and no two of the first 32 configurations share all three
-(`style`); legends sit outside the axes; turn axes have integer ticks. Each figure has a caption saying N,
-the turns, R and what its error bars or bands are; it is not drawn into the image (a paper sets its own)
-but written beside it: under the figure in report.md and the static site, as the caption of a figure float
-in report.tex. A figure that would carry no information is skipped with a line saying why.
+(`style`); legends sit outside the axes, long labels wrapped (`labels.wrap`); turn axes have integer ticks.
+Each figure has a caption saying N, the turns, R and what its error bars or bands are; it is not drawn into
+the image (a paper sets its own) but written beside it: under the figure in report.md and the static site,
+as the caption of a figure float in report.tex. A figure that would carry no information is skipped with a
+line saying why.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import msgspec
 from matplotlib.ticker import MaxNLocator
+
+from staminad.analysis.labels import wrap
 
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -121,8 +124,16 @@ def _scope(report: dict[str, Any]) -> str:
 
 
 def _save(fig: Any, out: Path, name: str, caption: str, legend: bool = True) -> Figure:
-    if legend and fig.axes and fig.axes[0].get_legend_handles_labels()[0]:
-        fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
+    handles, labels = fig.axes[0].get_legend_handles_labels() if legend and fig.axes else ([], [])
+    if handles:  # outside the axes, each label wrapped (`labels.wrap`) and the whole kept in by bbox_inches="tight"
+        fig.axes[0].legend(
+            handles,
+            ["\n".join(wrap(label)) for label in labels],
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0,
+            frameon=False,
+        )
     # The caption is not drawn: it goes beside the image (report.md, report.tex, the site), where a paper sets it.
     paths = []
     for fmt in FORMATS:

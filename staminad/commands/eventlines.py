@@ -44,7 +44,13 @@ def describe_event(event: Event) -> str:
             again = " (taken up again after a restart)" if d.resumed else ""
             return f"{d.configuration} seed {d.seed} turn {d.turn} attempt {d.attempt}: started{again}"
         case HarnessDone() as d:
-            how = f"signal {d.signal}" if d.signal is not None else f"exit {d.exit}"
+            how = (
+                f"signal {d.signal}"
+                if d.signal is not None
+                else f"exit {d.exit}"
+                if d.exit is not None
+                else "no status"
+            )
             took = f" after {d.harness_seconds:.1f}s" if d.harness_seconds is not None else ""
             return f"{d.configuration} seed {d.seed} turn {d.turn} attempt {d.attempt}: harness ended ({how}){took}"
         case SuiteStarted() as d:

@@ -72,12 +72,13 @@ class Progress:
     def line(data: EventData) -> str | None:
         match data:
             case AttemptTested():
-                verdict = "passed" if data.passed else f"failed {data.failed_tests}/{data.tests} ({data.categories})"
+                why = f" ({data.categories})" if data.categories else ""
+                verdict = "passed" if data.passed else f"failed {data.failed_tests}/{data.tests}{why}"
                 return f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}: {verdict}"
             case InfraFailure():
                 return (
                     f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}: INFRA "
-                    f"{data.infra_kind} (try {data.infra_try}): {data.detail}"
+                    f"{data.infra_kind} (try {data.infra_try})" + (f": {data.detail}" if data.detail else "")
                 )
             case ScenarioFinished():
                 return f"{data.configuration} seed {data.seed} {data.status}: {data.turns_passed} turns passed"

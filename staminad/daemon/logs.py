@@ -68,11 +68,10 @@ def log_event(sweep: str, data: EventData) -> None:
     """The operator's line for an event that deserves one (a sweep started or resumed, an infra failure)."""
     match data:
         case SweepStarted():
-            # `resumed` is true for a submitted sweep too (the daemon records it first): the daemon's own line
-            # says whether it submitted or resumed it; this one says how much is left.
             log.info(
-                "sweep %s started: %d configurations x %d scenarios, %d already finished",
+                "sweep %s started%s: %d configurations x %d scenarios, %d already finished",
                 sweep,
+                " (resumed)" if data.resumed else "",
                 data.configurations,
                 data.scenarios,
                 data.finished,

@@ -147,9 +147,13 @@ async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: _Plan,
     """Record the sweep, start every unfinished scenario (and any an operator retries meanwhile), summarise."""
     store = parts.shared.store
     try:
-        resumed = await store.ensure_sweep(sweep.name, sweep.name, fingerprint, msgspec.json.encode(sweep).decode())
+        await store.ensure_sweep(sweep.name, sweep.name, fingerprint, msgspec.json.encode(sweep).decode())
         await store.set_sweep_turns(sweep.name, plan.params.turns)
-        finished = sum(r.status in FINAL for _, r in await store.scenarios(sweep.name)) if resumed else 0
+        # Resumed means an earlier run got as far as recording scenarios (a restart, a retry, a second run):
+        # the sweep row alone says nothing, as the daemon records it when the sweep is submitted.
+        recorded = await store.scenarios(sweep.name)
+        resumed = bool(recorded)
+        finished = sum(r.status in FINAL for _, r in recorded)
         parts.emit(
             SweepStarted(
                 sweep=sweep.name,

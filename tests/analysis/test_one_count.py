@@ -78,7 +78,7 @@ def test_every_view_scores_the_same_scenarios_and_says_the_figures_are_not_final
     assert f"turns passed {SCORE.replace('±', '+-')}, {COUNTS};" in line and words in line, line
 
     # the TUI's overview row, from the very reply the TUI receives
-    (row,) = _rows(info, now=0.0)
+    _, row = _rows(info, now=0.0)  # the sweep's row, then its configuration's
     turns = row[1 + COLUMNS.index("turns passed")]
     assert isinstance(turns, Text) and turns.plain == "  2.0 ±  1.2 n=3 so far"
     assert row[1 + COLUMNS.index("pass rate")] == " 33%"
@@ -138,7 +138,7 @@ def test_a_configuration_with_nothing_scored_shows_a_dash_never_zeros(tmp_path: 
     anyio.run(fill)
     got = anyio.run(info)
     assert "turns passed -, n=0; 1 unfinished, 1 never run;" in info_lines(got)[1]
-    (row,) = _rows(got, now=0.0)
+    _, row = _rows(got, now=0.0)
     assert (row[1 + COLUMNS.index("turns passed")], row[1 + COLUMNS.index("pass rate")]) == ("-", "-")
     built = report.clean(report.build(load(tmp_path / "staminad.db"), n_boot=50))
     assert "| - (n=0; 1 unfinished, 1 never run) |" in report.markdown(built)

@@ -9,9 +9,11 @@ import anyio
 import pytest
 
 from protocol import Cancel, ErrorReply, Ok, Pause, Resume
+from protocol.events import SweepStarted
 from staminad.daemon import logs, service
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
+from tui.board import describe
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
@@ -80,6 +82,25 @@ async def test_a_sweeps_start_infra_failure_and_finish_are_one_line_each(tmp_pat
     crash = [x for x in lines if "infra failure in sweep ops" in x]
     assert len(crash) == 1 and "WARNING" in crash[0] and "harness_crash" in crash[0] and "seed 0 turn 0" in crash[0]
     assert sum(x.endswith("sweep ops finished") for x in lines) == 1
+
+
+async def test_a_first_start_is_not_resumed_and_a_start_after_a_restart_is(tmp_path: Path) -> None:
+    """A submitted sweep starts unresumed (the daemon records it at submission); taken up after a restart, resumed."""
+    state = tmp_path / "st"
+    held = write_sweep(tmp_path, "held", ["manual"], turns=1)
+    async with running_daemon(state, log_to_stderr=False), events(state, ("held",)) as stream:
+        await submit(state, held)
+        first = await until(stream, "sweep_started")
+        await until(stream, "manual_prompt")  # scenarios recorded: the next start takes the sweep up again
+    async with running_daemon(state, log_to_stderr=False), events(state, ("held",), replay=100) as stream:
+        again = await until(stream, "sweep_started")
+        assert isinstance(await request(state, Cancel(sweep="held")), Ok)
+    assert isinstance(first.data, SweepStarted) and isinstance(again.data, SweepStarted)
+    assert (first.data.resumed, again.data.resumed) == (False, True)
+    lines = (state / logs.FILE).read_text().splitlines()
+    assert sum("sweep held started: 1 configurations x 1 scenarios" in x for x in lines) == 1
+    assert sum("sweep held started (resumed): 1 configurations x 1 scenarios" in x for x in lines) == 1
+    assert describe(first, None)[0].endswith("configurations") and describe(again, None)[0].endswith("(resumed)")
 
 
 async def test_logs_reads_as_text_and_ends_quietly_when_its_reader_goes(tmp_path: Path) -> None:

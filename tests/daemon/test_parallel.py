@@ -43,7 +43,7 @@ async def test_the_overview_shows_a_sweeps_slots_and_queue(tmp_path: Path) -> No
         app = make_app(state / "staminad.sock")
         async with app.run_test(size=(160, 48)) as pilot:
             table = app.screen.query_one("#sweeps")
-            await settle(pilot, lambda: table.row_count == 1)  # type: ignore[attr-defined]
+            await settle(pilot, lambda: table.row_count == 2)  # type: ignore[attr-defined]  # sweep, configuration
             assert str(table.get_row_at(0)[1]) == "running 1/1, 2 queued"  # type: ignore[attr-defined]
 
 

@@ -37,7 +37,7 @@ async def test_overview_sweep_and_scenario_screens_follow_a_live_sweep(tmp_path:
                 lambda: app.board.sweeps.get("live") is not None and app.board.sweeps["live"].status == "finished",
             )
             table = app.screen.query_one("#sweeps", DataTable)
-            await settle(pilot, lambda: table.row_count == 2)
+            await settle(pilot, lambda: table.row_count == 3)  # the sweep's row and its two configurations
             await pilot.press("enter")
             assert isinstance(app.screen, SweepScreen)
             rows = app.screen.query_one("#scenarios", RowTable)

@@ -209,8 +209,9 @@ def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say(
     )
     for status, running, label in (("running", "1", "running 1/4"), ("cancelled", "-", "cancelled")):
         info = SweepInfo(sweep="s", status=status, fingerprint="f", configurations=(stale,), parallel=4, active=1)
-        (row,) = _rows(info, now=0.0)
-        assert row[1 + COLUMNS.index("running")] == running and str(row[1 + COLUMNS.index("status")]) == label
+        head, row = _rows(info, now=0.0)  # the sweep's row, then its configuration's
+        assert str(head[1 + COLUMNS.index("status")]) == label and str(row[1 + COLUMNS.index("status")]) == ""
+        assert head[1 + COLUMNS.index("running")] == running and row[1 + COLUMNS.index("running")] == running
 
 
 async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_path: Path) -> None:
@@ -227,18 +228,17 @@ async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_
         async with app.run_test(size=(160, 48)) as pilot:
             table = app.screen.query_one("#sweeps", DataTable)
             await settle(
-                pilot, lambda: table.row_count == 2 and all(s.configurations for s in app.board.sweeps.values())
+                pilot, lambda: table.row_count == 4 and all(s.configurations for s in app.board.sweeps.values())
             )
-            held_row = next(i for i in range(2) if str(table.get_row_at(i)[0]) == "held")
-            cells = table.get_row_at(held_row)
+            held_row = next(i for i in range(4) if str(table.get_row_at(i)[0]) == "held")  # its configuration under it
+            cells = table.get_row_at(held_row + 1)
             assert str(cells[COLUMNS.index("progress")]).endswith(" 0/3")
             assert (cells[COLUMNS.index("turns passed")], cells[COLUMNS.index("pass rate")]) == ("-", "-")
             await pilot.press("end")
-            assert table.cursor_row == 1
+            assert table.cursor_row == 3
             await pilot.press("home")
             assert table.cursor_row == 0
-            if held_row:
-                await pilot.press("down")
+            await pilot.press(*["down"] * (held_row + 1))  # on the configuration's row: `c` acts on its sweep
             await pilot.press("c")
             assert isinstance(app.screen, Confirm)
             question = app.screen.query_one("#question", Static)
@@ -258,6 +258,7 @@ async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_
                 ),
             )
             assert table.get_row_at(held_row)[COLUMNS.index("running")] == "-"
+            assert table.get_row_at(held_row + 1)[COLUMNS.index("running")] == "-"
 
 
 async def test_sweep_screen_clocks_and_key_columns_at_100x30(tmp_path: Path) -> None:

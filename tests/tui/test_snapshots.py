@@ -77,7 +77,7 @@ async def _press(app: StaminaApp, pilot: Pilot[None], *keys: str) -> None:
 
 
 def test_overview(snap_compare: Any, socket_path: Path) -> None:
-    """The overview: one row per configuration with turns, pass rate and infra failures."""
+    """The overview: the sweep's row (state, ETA, totals) and its configurations under it, with their figures."""
     assert snap_compare(make_app(socket_path), terminal_size=SIZE, run_before=_run_before())
 
 

@@ -25,11 +25,11 @@ class Help(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         lines = [f"[b]{self.title_text}[/b]", ""]
-        seen = set()
+        rows: dict[str, str] = {}
         for key, text in [*self.bindings, *GENERAL]:
-            if key not in seen:
-                seen.add(key)
-                lines.append(f"  [b]{key:<8}[/b] {text}")
+            rows.setdefault(key, text)  # a key the screen names itself wins over the general one
+        width = max(len(key) for key in rows)
+        lines += [f"  [b]{key:<{width}}[/b] {text}" for key, text in rows.items()]
         lines += ["", "The monitor reconnects by itself when staminad restarts."]
         with VerticalScroll():
             yield Static("\n".join(lines))

@@ -61,6 +61,9 @@ class ScenarioScreen(MonitorScreen):
     KEY_HELP = [
         ("up/down", "pick an attempt; its prompt, feedback and failing tests show below"),
         ("d", "show or hide the attempt's code change against the attempt before it (a diff)"),
+        ("tab", "focus the detail pane: up/down, pgup/pgdn, home/end then scroll it (so does the mouse wheel)"),
+        ("tab tab", "focus the `agent transcript` title: enter (or a click) opens or closes it; tab again scrolls it"),
+        ("shift+tab", "focus back towards the attempts"),
     ]
 
     def __init__(self, sweep: str, configuration: str, seed: int) -> None:
