@@ -233,7 +233,7 @@ async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_
             held_row = next(i for i in range(4) if str(table.get_row_at(i)[0]) == "held")  # its configuration under it
             cells = table.get_row_at(held_row + 1)
             assert str(cells[COLUMNS.index("progress")]).endswith(" 0/3")
-            assert (cells[COLUMNS.index("turns passed")], cells[COLUMNS.index("pass rate")]) == ("-", "-")
+            assert (str(cells[COLUMNS.index("turns passed")]), str(cells[COLUMNS.index("pass rate")])) == ("-", "-")
             await pilot.press("end")
             assert table.cursor_row == 3
             await pilot.press("home")
@@ -257,8 +257,8 @@ async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_
                     and str(table.get_row_at(held_row)[1]).startswith("cancelled")
                 ),
             )
-            assert table.get_row_at(held_row)[COLUMNS.index("running")] == "-"
-            assert table.get_row_at(held_row + 1)[COLUMNS.index("running")] == "-"
+            assert str(table.get_row_at(held_row)[COLUMNS.index("running")]) == "-"
+            assert str(table.get_row_at(held_row + 1)[COLUMNS.index("running")]) == "-"
 
 
 async def test_sweep_screen_clocks_and_key_columns_at_100x30(tmp_path: Path) -> None:
@@ -313,7 +313,7 @@ async def test_scenario_screen_shows_logs_workspace_and_usage(tmp_path: Path) ->
             text = str(screen.query_one("#attempt", Static).render())
             assert "harness log (tail)" in text and "server log (tail" in text and "no model calls metered" in text
             table = screen.query_one("#attempts", DataTable)
-            assert list(table.get_row_at(0)[-2:]) == ["-", "-"]
+            assert [str(c) for c in table.get_row_at(0)[-2:]] == ["-", "-"]
 
 
 async def test_scenario_screen_shows_the_agents_transcript_in_its_pane(tmp_path: Path) -> None:
