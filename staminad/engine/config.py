@@ -58,7 +58,7 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    runtime: Literal["auto", "local", "docker"] = "auto"
+    runtime: str = "auto"  # "auto" or a name of `engine.runtime.RUNTIMES`, checked by `_check`
     # Where a Docker sandbox's files live: bind-mounted from the daemon's disk, or in the engine's volumes
     # (nothing shared with the daemon; see staminad/sandbox/volume.py).
     workspace: Literal["mount", "volume"] = "mount"
@@ -245,8 +245,10 @@ def _check(sweep: SweepFile, path: Path) -> None:  # noqa: C901 - one branch per
             raise bad(f"llm: a cost cap is set but {llm.model!r} has no price: add it to [llm.pricing] or drop the cap")
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
-    if r.workspace == "volume" and r.runtime == "local":
-        raise bad('run.workspace = "volume" needs a Docker engine: set run.runtime to "docker" (or "auto")')
+    from staminad.engine.runtime import runtime_problem  # the registry builds on this module's settings
+
+    if (problem := runtime_problem(r.runtime, r.workspace, bool(r.engines))) is not None:
+        raise bad(problem)
     if not 1 <= r.parallel <= 1024:
         raise bad("run.parallel must be 1..1024")
     _check_engines(r, path)
@@ -282,8 +284,6 @@ def _check_engines(r: RunSettings, path: Path) -> None:
     if not r.engines:
         return
     lines = []
-    if r.runtime == "local":
-        lines.append(f"{path}: run.engines needs the docker runtime (run.runtime is local)")
     seen: set[str] = set()
     for i, spec in enumerate(r.engines):
         lines += [f"{path}: run.engines[{i}]: {e}" for e in check_spec(spec)]

@@ -1,11 +1,15 @@
-"""Choosing the runtime: `docker` when the engine is reachable and the sandbox image exists, else `local`."""
+"""The runtimes a sweep's sandboxes can run on, one registry entry each (`RUNTIMES`), and choosing among them:
+`auto` takes `docker` when the engine is reachable and the sandbox image exists, else `local`."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from protocol.errors import UsageError
-from protocol.usage import hint
+from protocol.usage import did_you_mean, hint
 from staminad.engine.config import RunSettings, SweepFile, configurations
 from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.enginespec import EngineSpec
@@ -63,6 +67,107 @@ def sweep_images(sweep: SweepFile) -> list[str]:
     return list(dict.fromkeys(images))
 
 
+Made = tuple[SandboxFactory, str]  # the factory, and how the runtime chosen is described to the user
+
+
+class Placement(msgspec.Struct, frozen=True, kw_only=True):
+    """What a runtime gets to build a sweep's sandboxes: its settings, the daemon's port allocator, the engines
+    to spread over (none: the local machine) and the daemon's slots in use per engine, shared by its sweeps."""
+
+    run: RunSettings
+    ports: PortAllocator
+    engines: tuple[EngineSpec, ...] = ()
+    slots: dict[str, Slots] | None = None
+
+
+class Runtime(msgspec.Struct, frozen=True, kw_only=True):
+    """One way to run sandboxes: the one entry a new runtime adds (`RUNTIMES`), from which the sweep file's
+    check, the CLI's `--runtime` choices and `auto`'s pick are derived.
+
+    `probe` says why the runtime cannot run these images here (None: it can); `make` builds the sweep's sandbox
+    factory (the factory reaps what an earlier daemon left under its label when it starts); `isolates` says
+    whether it seals the agent in a container (`auto` prefers those); `remote`, whether it can keep workspaces
+    in volumes and spread sandboxes over several engines.
+    """
+
+    name: str
+    summary: str
+    probe: Callable[[Sequence[str]], Awaitable[str | None]]
+    make: Callable[[Placement], Made]
+    isolates: bool
+    remote: bool
+
+
+async def _probe_local(images: Sequence[str]) -> str | None:
+    return None  # processes on this machine: always there
+
+
+def _make_local(p: Placement) -> Made:
+    return local_factory(p.ports), "local"
+
+
+async def _probe_docker(images: Sequence[str]) -> str | None:
+    for image in images:
+        if (why := await docker_available(image)) is not None:
+            return why
+    return None
+
+
+def _make_docker(p: Placement) -> Made:
+    if p.engines:
+        from staminad.sandbox.engines import EnginePool
+
+        names = ", ".join(f"{s.url} ({s.slots} slots)" for s in p.engines)
+        pool = EnginePool(p.run, list(p.engines), slots=p.slots)
+        return pool, f"docker on {len(p.engines)} engines, workspace in volumes: {names}"
+    if p.run.workspace == "volume":
+        from staminad.sandbox.volume import volume_factory
+
+        return volume_factory(p.run), "docker (workspace in volumes)"
+    from staminad.sandbox.docker import docker_factory
+
+    return docker_factory(p.run, p.ports), "docker"
+
+
+RUNTIMES: dict[str, Runtime] = {
+    r.name: r
+    for r in (
+        Runtime(
+            name="docker",
+            summary="sealed containers on a Docker engine (the sandbox image built by `image build`)",
+            probe=_probe_docker,
+            make=_make_docker,
+            isolates=True,
+            remote=True,
+        ),
+        Runtime(
+            name="local",
+            summary="processes on this machine, no isolation (for trusted agents and tests)",
+            probe=_probe_local,
+            make=_make_local,
+            isolates=False,
+            remote=False,
+        ),
+    )
+}
+RUNTIME_CHOICES = ("auto", *RUNTIMES)  # `auto`: the first isolating runtime that can run here, else the others
+
+
+def runtime_problem(runtime: str, workspace: str, engines: bool) -> str | None:
+    """Why a sweep's `run.runtime` cannot be used with its workspace and engines, in one line (None if it can)."""
+    choices = ("auto", *RUNTIMES)
+    if runtime not in choices:
+        return f"run.runtime must be one of {', '.join(choices)}{did_you_mean(runtime, choices)}"
+    if runtime == "auto" or RUNTIMES[runtime].remote:
+        return None
+    remote = ", ".join(name for name, r in RUNTIMES.items() if r.remote)
+    if workspace == "volume":
+        return f'run.workspace = "volume" needs a runtime that keeps volumes ({remote}, or auto), not {runtime}'
+    if engines:
+        return f"run.engines needs a runtime that spreads over engines ({remote}, or auto), not {runtime}"
+    return None
+
+
 async def choose_runtime(
     runtime: str,
     run: RunSettings,
@@ -70,41 +175,36 @@ async def choose_runtime(
     images: list[str] | None = None,
     engines: list[EngineSpec] | None = None,
     slots: dict[str, Slots] | None = None,
-) -> tuple[SandboxFactory, str]:
-    """Docker when it can run every image the sweep needs (`images`, default `[run] image`), else local.
+) -> Made:
+    """The named runtime if it can run every image the sweep needs (`images`, default `[run] image`); `auto`
+    takes the first isolating runtime that can, else the first that can at all (saying why the others could not).
 
-    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) needs Docker: never local. With
-    engines (the sweep's `[run] engines`, else the daemon's `--engine`s for a sweep not run locally) the
-    sandboxes are spread over them in volume mode; the images must be on the local engine, which they are
-    copied from. `slots` is the daemon's count of slots in use per engine, shared by its sweeps.
+    A sweep whose workspace lives in volumes (`[run] workspace = "volume"`) or that is spread over engines (the
+    sweep's `[run] engines`, else the daemon's `--engine`s for a sweep not run locally) needs a remote-capable
+    runtime: never local.
     """
-    if runtime == "local" and (run.workspace == "volume" or run.engines):
-        raise RuntimeUnavailable(
-            "runtime local cannot keep a workspace in volumes or spread over engines: use --runtime docker or auto"
-        )
-    specs = run.engines or (engines if runtime != "local" else None) or []
-    if specs:
-        for image in images or [run.image]:
-            why = await docker_available(image)
-            if why is not None:
-                raise RuntimeUnavailable(f"cannot spread the sweep over its engines: {why}")
-        from staminad.sandbox.engines import EnginePool
+    need_remote = run.workspace == "volume" or bool(run.engines)
+    problem = runtime_problem(runtime, run.workspace, bool(run.engines))
+    if problem is not None:
+        raise RuntimeUnavailable(f"runtime {runtime}: {problem}")
+    wanted = list(images or [run.image])
+    names = [runtime] if runtime != "auto" else sorted(RUNTIMES, key=lambda n: not RUNTIMES[n].isolates)
+    why: list[str] = []
+    for name in names:
+        entry = RUNTIMES[name]
+        if need_remote and not entry.remote:
+            continue
+        specs = tuple(run.engines or (engines or [] if entry.remote else []))
+        problem = await entry.probe(wanted)
+        if problem is None:
+            factory, said = entry.make(Placement(run=run, ports=ports, engines=specs, slots=slots))
+            return factory, said if not why else f"{said} ({'; '.join(why)})"
+        if specs and entry.remote:
+            raise RuntimeUnavailable(f"cannot spread the sweep over its engines: {problem}")
+        if runtime != "auto" or need_remote:
+            raise RuntimeUnavailable(f"runtime {name} unavailable: {problem}")
+        why.append(f"{name} unavailable: {problem}")
+    raise RuntimeUnavailable(f"no runtime can run this sweep here: {'; '.join(why)}")
 
-        names = ", ".join(f"{s.url} ({s.slots} slots)" for s in specs)
-        return EnginePool(run, specs, slots=slots), f"docker on {len(specs)} engines, workspace in volumes: {names}"
-    if runtime in ("docker", "auto"):
-        why = None
-        for image in images or [run.image]:
-            why = why or await docker_available(image)
-        if why is None:
-            if run.workspace == "volume":
-                from staminad.sandbox.volume import volume_factory
 
-                return volume_factory(run), "docker (workspace in volumes)"
-            from staminad.sandbox.docker import docker_factory
-
-            return docker_factory(run, ports), "docker"
-        if runtime == "docker" or run.workspace == "volume":
-            raise RuntimeUnavailable(f"runtime docker unavailable: {why}")
-        return local_factory(ports), f"local (docker unavailable: {why})"
-    return local_factory(ports), "local"
+__all__ = ["RUNTIMES", "RUNTIME_CHOICES", "Runtime", "RuntimeUnavailable", "choose_runtime", "sweep_images"]
