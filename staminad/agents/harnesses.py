@@ -343,7 +343,7 @@ def _qwen_parse(out: str, err: str, code: int) -> Report:
         tokens = _dict(_dict(model).get("tokens"))
         tin += _int(tokens.get("prompt"))
         tout += _int(tokens.get("candidates"))
-    error = _dict(data.get("error")).get("message")
+    error = str(_dict(data.get("error")).get("message") or "")
     if not data:
         error = (err.strip().splitlines() or ["no JSON result"])[-1]
     return Report(
@@ -351,7 +351,7 @@ def _qwen_parse(out: str, err: str, code: int) -> Report:
         ok=code == 0 and not error and bool(data),
         input_tokens=tin,
         output_tokens=tout,
-        error=str(error or ""),
+        error=error,
     )
 
 
