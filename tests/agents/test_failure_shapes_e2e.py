@@ -5,7 +5,8 @@ makes of them: a context-length refusal (HTTP 400 in the provider's words) ends 
 `context_exhausted` (the agent's long-horizon failure, scored), a provider error inside a 200 stream is
 `llm_unavailable` (the platform's, never scored). The reply shapes a harness must survive (reasoning before the
 answer, tool-call arguments over many small deltas, prompt-cache hits, truncated arguments, a `length` finish)
-are run on mini-swe-agent, whose driver is ours: it passes, and the cache tokens are metered.
+are run on every harness in the well-formed case (turn 0 passes, the cache hit is metered), and the malformed
+ones (truncated arguments, a reply cut at its length) on mini-swe-agent, whose driver is ours: it gets past them.
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from staminad.bench.readme import render_readme
+from staminad.bench.scenario import ScenarioParams, generate
+from staminad.bench.texts import initial_prompt, render_spec
+from staminad.reference import agent as reference_agent
 from tests.agents.test_mini_e2e import _script as mini_script
-from tests.helpers.e2e import CODEX_MODEL, PARAMS, attempt_rows, run_sweep, scenario_end, write_sweep
+from tests.helpers.e2e import CODEX_MODEL, PARAMS, attempt_rows, rewrite_files, run_sweep, scenario_end, write_sweep
 from tests.helpers.standin import Fault, Reply, StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
@@ -31,6 +36,15 @@ EXECUTED = {
     "mistral-vibe": "standin-1",
 }
 VERDICTS = {"context": "context_exhausted", "stream_error": "llm_unavailable"}
+# Each harness's shell tool and the name of its command argument.
+SHELL = {
+    "mini-swe-agent": ("bash", "command"),
+    "claude-code": ("Bash", "command"),
+    "codex": ("exec_command", "cmd"),
+    "kimi-cli": ("Shell", "command"),
+    "mistral-vibe": ("bash", "command"),
+}
+TURN0 = ScenarioParams(turns=0, changes_per_turn=2)
 
 
 def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -90,3 +104,41 @@ def test_mini_swe_agent_survives_the_shapes_real_models_send(
     with contextlib.closing(sqlite3.connect(tmp_path / "st" / "staminad.db")) as db:
         assert db.execute("SELECT COUNT(*) FROM llm_calls").fetchone() == (6,)
         assert db.execute("SELECT cached_tokens FROM llm_calls ORDER BY id LIMIT 1").fetchone()[0] > 0
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(EXECUTED))
+def test_every_harness_passes_turn_0_through_reasoning_fragments_and_a_cache_hit(
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The model thinks first (reasoning), streams its tool call's arguments 7 characters at a time and its answer
+    5 at a time, and reports a prompt-cache hit: every harness runs the command, turn 0 passes with no infra retry,
+    and the cache hit is metered."""
+    image = _layer(name, tmp_path_factory)
+    work = tmp_path / "scripted"
+    work.mkdir()
+    scenario = generate(0, TURN0)
+    (work / "README.md").write_text(render_readme("python"))
+    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
+    reference_agent.run(work, initial_prompt("python"), None, False)
+    tool, argument = SHELL[name]
+    write = {"name": tool, "arguments": {argument: rewrite_files(work)}}
+    if name == "mini-swe-agent":  # mini ends a task by submitting, with its bash tool
+        done = Reply(
+            tool_calls=[{"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]
+        )
+    else:
+        done = Reply(reasoning="The files are written.", content="The server is written.", fragment=5)
+    script = [
+        Reply(reasoning="I will write the server from the spec.", fragment=7, cached=64, tool_calls=[write]),
+        done,
+    ]
+    with StandIn(script, model=EXECUTED[name]) as standin:
+        sweep = write_sweep(tmp_path, "shapes", [name], standin.url, EXECUTED[name], TURN0, retries=0, image=image)
+        finished = run_sweep(sweep, tmp_path / "st")
+        requests = list(standin.requests)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert attempt_rows(tmp_path / "st") == [(0, 1, 0, "pass", None)]
+    assert len([r for r in requests if not r["path"].endswith("count_tokens")]) >= 2
+    with contextlib.closing(sqlite3.connect(tmp_path / "st" / "staminad.db")) as db:
+        assert db.execute("SELECT MAX(cached_tokens) FROM llm_calls").fetchone()[0] > 0
