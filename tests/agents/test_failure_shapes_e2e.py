@@ -142,3 +142,53 @@ def test_every_harness_passes_turn_0_through_reasoning_fragments_and_a_cache_hit
     assert len([r for r in requests if not r["path"].endswith("count_tokens")]) >= 2
     with contextlib.closing(sqlite3.connect(tmp_path / "st" / "staminad.db")) as db:
         assert db.execute("SELECT MAX(cached_tokens) FROM llm_calls").fetchone()[0] > 0
+
+
+# What each harness makes of a truncated tool call followed by a reply cut at its length (found by running them).
+MALFORMED = {
+    "mini-swe-agent": [(0, 1, 0, "pass", None)],
+    "claude-code": [(0, 1, 0, "pass", None)],
+    "codex": [(0, 1, 0, "pass", None)],
+    "kimi-cli": [(0, 1, 0, "pass", None)],
+    "mistral-vibe": [(0, 1, 0, "pass", None)],
+}
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(EXECUTED))
+def test_a_truncated_tool_call_and_a_length_cut_are_the_agent_s_not_the_platform_s(
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The model's first tool call has its arguments cut short, it then writes the files, and its last reply is cut
+    at its length: whatever the harness makes of it, the attempt is never the platform's (`llm_unavailable`,
+    `context_exhausted`); each harness's verdict is pinned (MALFORMED)."""
+    image = _layer(name, tmp_path_factory)
+    work = tmp_path / "scripted"
+    work.mkdir()
+    scenario = generate(0, TURN0)
+    (work / "README.md").write_text(render_readme("python"))
+    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
+    reference_agent.run(work, initial_prompt("python"), None, False)
+    tool, argument = SHELL[name]
+    script = [
+        Reply(tool_calls=[{"name": tool, "raw": f'{{"{argument}": "ls -'}]),
+        Reply(tool_calls=[{"name": tool, "arguments": {argument: rewrite_files(work)}}]),
+    ]
+    if name == "mini-swe-agent":
+        script += [
+            Reply(content="I will now submit the", finish="length"),
+            Reply(
+                tool_calls=[{"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]
+            ),
+        ]
+    else:
+        script.append(Reply(content="The server is written and", finish="length"))
+    with StandIn(script, model=EXECUTED[name]) as standin:
+        sweep = write_sweep(
+            tmp_path, "shapes", [name], standin.url, EXECUTED[name], TURN0, retries=0, image=image, infra_retries=1
+        )
+        finished = run_sweep(sweep, tmp_path / "st")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    rows = attempt_rows(tmp_path / "st")
+    assert not any(kind in ("llm_unavailable", "context_exhausted") for *_, kind in rows), rows
+    assert rows == MALFORMED[name], rows
