@@ -44,7 +44,12 @@ FAULTS = (
 # at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a
 # real harness's sandbox gets its launcher and nothing of the oracle, the suite or the generators.
 REFERENCE_FILES = ("reference/agent.py", "reference/parse.py", "reference/server.py")
-HARNESS_FILES = ("agents/scripts/harness.py", "agents/harnesses.py", "agents/drivers/mini_driver.py")
+HARNESS_FILES = (
+    "agents/scripts/harness.py",
+    "agents/harnesses.py",
+    "agents/windows.py",
+    "agents/drivers/mini_driver.py",
+)
 VERSION = "builtin-1"
 
 

@@ -112,6 +112,7 @@ MINI = Harness(
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     },
     parse=_mini_parse,
+    history=lambda session: (".staminabench/mini",),  # the driver's whole session store, the first call's too
     transcript=(".staminabench/mini/session.json",),
     caveat="its CLI cannot continue a conversation, so a small driver keeps the agent's messages in HOME and "
     "resumes them on every call",
@@ -155,7 +156,7 @@ CLAUDE = Harness(
     version="2.1.332",
     install="pypi:claude-agent-sdk==0.2.189",
     carry=(("claude_agent_sdk/_bundled/claude", "bin/claude"),),
-    history=lambda session: (f".claude/projects/*/{session}.jsonl",),
+    history=lambda session: (f".claude/projects/*/{session}.jsonl",) if session else (),
     transcript=(".claude/projects/*/*.jsonl",),
     first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_CLAUDE_FLAGS],
     resume=lambda prompt, model, session: [
@@ -237,6 +238,8 @@ CODEX = Harness(
     env=lambda base, model: {"STAMINABENCH_KEY": "gateway", "CODEX_HOME": ".codex"},
     files=lambda base, model: {".codex/config.toml": _codex_config(base, model)},
     parse=_codex_parse,
+    # `exec resume` appends the call to the thread's rollout file (a failed first call's thread is never resumed).
+    history=lambda session: (f".codex/sessions/*/*/*/rollout-*-{session}.jsonl",) if session else (),
     transcript=(".codex/sessions/*/*/*/rollout-*.jsonl",),  # CODEX_HOME is HOME/.codex
     caveat="speaks the OpenAI Responses API (the gateway passes /v1/responses); a model name codex does not "
     "know runs on fallback metadata without its apply_patch tool",
@@ -263,9 +266,10 @@ def _opencode_parse(out: str, err: str, code: int) -> Report:
 
 
 OPENCODE = Harness(
+    # The paper's version (its table 9); npm only, so its layer cannot be built on this machine.
     name="opencode",
-    version="0.15.3",
-    install="npm:opencode-ai@0.15.3",
+    version="1.4.3",
+    install="npm:opencode-ai@1.4.3",
     first=lambda prompt, model: ["opencode", "run", "--format", "json", "-m", f"staminabench/{model}", prompt],
     resume=lambda prompt, model, session: [
         "opencode",
@@ -297,37 +301,65 @@ OPENCODE = Harness(
         )
     },
     parse=_opencode_parse,
+    # 1.x keeps every session in one store (opencode.db and storage/ under its data directory): put back whole.
+    history=lambda session: (".local/share/opencode",),
+    caveat="npm only (opencode-ai), unreachable here: its layer must be built on a host that reaches npm; "
+    "parser and command lines checked against its documented `run --format json` events",
 )
 
 
 # --- Qwen Code (a Gemini CLI fork) --------------------------------------------------------------
 
 
-def _qwen_parse(out: str, err: str, code: int) -> Report:
+def _qwen_messages(out: str) -> list[dict[str, object]]:
+    """Its `--output-format json` output: an array of messages (0.10 on; older releases printed one object)."""
+    start = min((k for k in (out.find("["), out.find("{")) if k >= 0), default=-1)
+    if start < 0:
+        return []
     try:
-        data = json.loads(out[out.index("{") :]) if "{" in out else {}
+        data = json.loads(out[start:])
     except ValueError:
-        data = {}
-    stats = _dict(_dict(data).get("stats"))
+        return _json_lines(out)
+    items = data if isinstance(data, list) else [data]
+    return [m for m in items if isinstance(m, dict)]
+
+
+def _qwen_parse(out: str, err: str, code: int) -> Report:
+    messages = _qwen_messages(out)
+    results = [m for m in messages if m.get("type") == "result"]
+    session = next((str(m["session_id"]) for m in messages if m.get("session_id")), "")
+    if results:  # the array: a result message like Claude Code's, usage in it
+        r = results[-1]
+        usage = _dict(r.get("usage"))
+        ok = code == 0 and not r.get("is_error") and r.get("subtype") == "success"
+        tin = _int(usage.get("input_tokens")) + _int(usage.get("cache_read_input_tokens"))
+        error = "" if ok else str(_dict(r.get("error")).get("message") or r.get("result") or f"exit {code}")[:300]
+        tout = _int(usage.get("output_tokens"))
+        return Report(session=session, ok=ok, input_tokens=tin, output_tokens=tout, error=error)
+    data = next((m for m in messages if "stats" in m or "response" in m or "error" in m), {})
+    stats = _dict(data.get("stats"))
     tin = tout = 0
     for model in _dict(stats.get("models")).values():
         tokens = _dict(_dict(model).get("tokens"))
         tin += _int(tokens.get("prompt"))
         tout += _int(tokens.get("candidates"))
-    error = _dict(data.get("error")).get("message") if isinstance(data, dict) else None
+    error = str(_dict(data.get("error")).get("message") or "")
+    if not data:
+        error = (err.strip().splitlines() or ["no JSON result"])[-1]
     return Report(
-        session=str(data.get("session_id", "")) if isinstance(data, dict) else "",
+        session=str(data.get("session_id", session)),
         ok=code == 0 and not error and bool(data),
         input_tokens=tin,
         output_tokens=tout,
-        error=str(error or ("" if data else "no JSON result")),
+        error=error,
     )
 
 
 QWEN = Harness(
+    # The paper's version (its table 9); npm only, so its layer cannot be built on this machine.
     name="qwen-code",
-    version="0.0.14",
-    install="npm:@qwen-code/qwen-code@0.0.14",
+    version="0.10.5",
+    install="npm:@qwen-code/qwen-code@0.10.5",
     first=lambda prompt, model: ["qwen", "-p", prompt, "-m", model, "--yolo", "--output-format", "json"],
     resume=lambda prompt, model, session: [
         "qwen",
@@ -338,11 +370,19 @@ QWEN = Harness(
         "--yolo",
         "--output-format",
         "json",
-        "--continue",
+        "--resume",
+        session,
     ],
     env=lambda base, model: {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "gateway", "OPENAI_MODEL": model},
+    # Headless, it must be told to use the OpenAI-compatible endpoint (no /auth dialogue can run).
+    files=lambda base, model: {
+        ".qwen/settings.json": json.dumps({"security": {"auth": {"selectedType": "openai"}}, "model": {"name": model}})
+    },
     parse=_qwen_parse,
-    caveat="continues the workspace's most recent session (`--continue`); one session per workspace",
+    # Sessions are JSONL under ~/.qwen/projects/<cwd>/chats, one file per session, appended to.
+    history=lambda session: (f".qwen/projects/*/chats/{session}.jsonl",) if session else (),
+    caveat="npm only (@qwen-code/qwen-code), unreachable here: its layer must be built on a host that reaches "
+    "npm; `--output-format json` prints an array of messages ending in a result message",
 )
 
 
@@ -392,6 +432,7 @@ KIMI = Harness(
     ],
     env=lambda base, model: {"KIMI_BASE_URL": base, "KIMI_API_KEY": "gateway", "KIMI_MODEL_NAME": model},
     parse=_kimi_parse,
+    history=lambda session: (f".kimi/sessions/*/{session}",) if session else (),
     transcript=(".kimi/sessions/*/*/context.jsonl",),  # <md5 of the work dir>/<session id>/
     caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
     "command (with no arguments it fetches an installer), so the last working release is pinned; its web "
@@ -420,7 +461,7 @@ VIBE = Harness(
     install="pypi:mistral-vibe==3.0.2",
     base="trixie",
     # Its session store is rewritten (snapshots, journal) on every call, a failed one too: kept and put back.
-    history=lambda session: (f".vibe/logs/session/unified/{session}",),
+    history=lambda session: (f".vibe/logs/session/unified/{session}",) if session else (),
     transcript=(".vibe/logs/session/unified/*/CURRENT",),  # the pointer to the session's latest generation
     first=lambda prompt, model: ["vibe", "-p", prompt, "--output", "streaming", "--auto-approve"],
     resume=lambda prompt, model, session: [
@@ -556,6 +597,7 @@ AIDER = Harness(
     # (prices do not matter here: the gateway meters every call).
     files=lambda base, model: {".aider/caches/model_prices_and_context_window.json": '{"staminabench": {}}'},
     parse=_aider_parse,
+    history=lambda session: ("../.aider.chat.history.md",),  # in the workspace, which HOME is below
     caveat="exits 0 when the model call fails, so success is read from its output; context continues through "
     "its chat history file in the workspace (--restore-chat-history)",
 )

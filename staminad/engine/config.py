@@ -83,6 +83,8 @@ class LLMSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     model: str = ""
     models: list[ModelSpec] = []
     api_key_env: str = "OPENAI_API_KEY"  # read from the daemon's environment, never written anywhere
+    context_window: int | None = None  # the one model's (`[[llm.models]]` give each model its own)
+    compact_at: float | None = None
     scenario_cost_cap: float | None = None  # US dollars; the scenario stops as `capped` once reached
     sweep_cost_cap: float | None = None
     outage_timeout: float = 600.0  # seconds of upstream trouble waited out before an infra retry
@@ -176,6 +178,9 @@ def _literals(annotation: Any) -> list[str]:
 # it, a field is not in the fingerprint, so a sweep stored before the field existed still resumes.
 LATER_RUN_FIELDS = {"workspace": "mount"}
 LLM_OPERATIONAL = ("first_byte_timeout", "concurrency")
+# Fields added to `[llm]` and its models after sweeps were stored: left unset, they are not in the fingerprint.
+LATER_LLM_FIELDS = ("context_window", "compact_at")
+LATER_MODEL_FIELDS = ("compact_at",)
 
 
 def fingerprint(sweep: SweepFile) -> str:
@@ -193,6 +198,14 @@ def fingerprint(sweep: SweepFile) -> str:
             del data["run"][key]
     if data.get("llm") is not None and not data["llm"]["models"]:  # a single-model sweep stored before models
         del data["llm"]["models"]
+    llm = data.get("llm") or {}
+    for key in LATER_LLM_FIELDS:
+        if key in llm and llm[key] is None:
+            del llm[key]
+    for model in llm.get("models") or ():
+        for key in LATER_MODEL_FIELDS:
+            if model.get(key) is None:
+                model.pop(key, None)
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 

@@ -2,7 +2,8 @@
 
 A sweep's `[llm]` names its models either the old way (one `endpoint` and one `model`), or as a list
 (`[[llm.models]]`): each model with its endpoint, the wire protocols that endpoint serves, the environment
-variable its key is read from, its price, context window and a concurrency limit. Every configuration runs
+variable its key is read from, its price, context window (and the share of it at which harnesses compact)
+and a concurrency limit. Every configuration runs
 one agent on one model, over the same scenarios as every other, so results pair across models too.
 
 A harness speaks exactly one protocol (`staminad.agents.harnesses.Harness.protocol`); a model that does not
@@ -38,7 +39,8 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     protocols: list[WireProtocol] = msgspec.field(default_factory=lambda: ["openai-chat"])
     api_key_env: str = ""  # "" sends no key (a local server); else read from the daemon's environment
     price: Price | None = None  # US dollars per million tokens; None: the [llm.pricing] table, if it names it
-    context_window: int | None = None  # tokens
+    context_window: int | None = None  # tokens; given to every harness that has such a setting
+    compact_at: float | None = None  # the share of the window at which harnesses compact (None: 0.8)
     concurrency: int | None = None  # calls in flight at once to this model's endpoint (the gateway's limit)
 
 
@@ -48,7 +50,16 @@ def sweep_models(llm: LLMSettings | None) -> list[ModelSpec]:
         return []
     if llm.models:
         return list(llm.models)
-    return [ModelSpec(name=llm.model, endpoint=llm.endpoint, protocols=list(PROTOCOLS), api_key_env=llm.api_key_env)]
+    return [
+        ModelSpec(
+            name=llm.model,
+            endpoint=llm.endpoint,
+            protocols=list(PROTOCOLS),
+            api_key_env=llm.api_key_env,
+            context_window=llm.context_window,
+            compact_at=llm.compact_at,
+        )
+    ]
 
 
 def check_models(llm: LLMSettings) -> list[str]:
@@ -58,7 +69,7 @@ def check_models(llm: LLMSettings) -> list[str]:
     if not llm.models:
         if not llm.endpoint.startswith(("http://", "https://")) or not llm.model:
             return ["llm.endpoint must be an http(s) URL and llm.model a model name (or list [[llm.models]])"]
-        return []
+        return _limits("llm", llm.context_window, llm.compact_at)
     lines, seen = [], set()
     for i, m in enumerate(llm.models):
         where = f"llm.models[{i}]"
@@ -71,10 +82,20 @@ def check_models(llm: LLMSettings) -> list[str]:
             lines.append(f"{where}: endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1")
         if not m.protocols or len(set(m.protocols)) != len(m.protocols):
             lines.append(f"{where}: protocols must list each of {', '.join(PROTOCOLS)} it serves, once")
-        if m.context_window is not None and m.context_window < 1:
-            lines.append(f"{where}: context_window must be a positive number of tokens")
+        lines += _limits(where, m.context_window, m.compact_at)
         if m.concurrency is not None and not 1 <= m.concurrency <= 10_000:
             lines.append(f"{where}: concurrency must be 1..10000 calls at once")
+    return lines
+
+
+def _limits(where: str, window: int | None, compact_at: float | None) -> list[str]:
+    lines = []
+    if window is not None and window < 1:
+        lines.append(f"{where}: context_window must be a positive number of tokens")
+    if compact_at is not None and not 0.05 <= compact_at <= 1.0:
+        lines.append(f"{where}: compact_at must be a share of the context window, 0.05..1.0")
+    if compact_at is not None and window is None:
+        lines.append(f"{where}: compact_at needs the model's context_window")
     return lines
 
 

@@ -138,11 +138,19 @@ class ModelAccess:
     the gateway alone writes what it records (cost, waits, model loss, the cap).
     """
 
-    def __init__(self, gateway: Gateway, route: Route, model: str) -> None:
+    def __init__(
+        self, gateway: Gateway, route: Route, model: str, window: int | None = None, compact_at: float | None = None
+    ) -> None:
         self.gateway, self._route, self.model = gateway, route, model
+        self.window, self.compact_at = window, compact_at
 
     def env(self, host: str) -> dict[str, str]:
-        return {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self._route, host), "STAMINA_LLM_MODEL": self.model}
+        env = {"STAMINA_LLM_BASE_URL": self.gateway.base_url(self._route, host), "STAMINA_LLM_MODEL": self.model}
+        if self.window:  # the launcher hands it to the harness's own settings (`staminad.agents.windows`)
+            env["STAMINA_LLM_CONTEXT_WINDOW"] = str(self.window)
+            if self.compact_at is not None:
+                env["STAMINA_LLM_COMPACT_AT"] = str(self.compact_at)
+        return env
 
     def begin_attempt(self, attempt_id: int, turn: int) -> None:
         self.gateway.begin_attempt(self._route, attempt_id, turn)

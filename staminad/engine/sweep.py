@@ -220,7 +220,7 @@ class _Starter:
             model = self.models[config.model]
             spent = self.spend.get(scenario_id, 0.0)
             route = self.gateway.route(self.sweep.name, scenario_id, spent, upstream_of(model))
-            llm = ModelAccess(self.gateway, route, model.name)
+            llm = ModelAccess(self.gateway, route, model.name, model.context_window, model.compact_at)
         job = _Job(scenario_id=scenario_id, spec=spec, config=config, root=root, infra_grant=infra_grant, llm=llm)
         self.jobs.start_soon(self.live.track, _one(self.parts, job))
 

@@ -35,7 +35,7 @@ from tests.helpers.e2e import (
 )
 from tests.helpers.e2e import codex_sweep as _sweep
 from tests.helpers.e2e import rewrite_files as _rewrite
-from tests.helpers.standin import Fault, Reply, StandIn
+from tests.helpers.standin import Fault, OutageAt, Reply, StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
@@ -166,3 +166,21 @@ def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, codex_ima
     status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.01 reached")
     assert "capped" in done.stdout
+
+
+@pytest.mark.timeout(900)
+def test_an_outage_at_turn_1_is_retried_on_the_thread_as_it_was(tmp_path: Path, codex_image: str) -> None:
+    """503s past the outage timeout at turn 1's first call (codex exits 1): `llm_unavailable`; the infra retry
+    resumes the thread with the turn-1 prompt once (the failed call was cut from its rollout), then the
+    feedback retry passes."""
+    with OutageAt(_script(tmp_path), 3, [Fault("status", 503)] * 2, model=MODEL) as standin:  # turn 1: 3 left
+        done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 1"), tmp_path / "st")
+        requests = list(standin.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = attempt_rows(tmp_path / "st")
+    assert rows[:2] == [(0, 1, 0, "pass", None), (1, 1, 0, "infra", "llm_unavailable")], rows
+    assert rows[-1] == (1, 2, 0, "pass", None), rows
+    retry = _texts(requests[-3])  # the infra retry's one call ("Nothing needs to change."), then attempt 2's two
+    assert sum("make the following changes" in t for t in retry) == 1, retry
+    assert any("The server is written and compiles." in t for t in retry)  # turn 0, still there
+    assert not any("staminabench gateway" in t for t in retry), retry

@@ -30,7 +30,7 @@ def test_every_harness_runs_unattended_and_continues_its_session(name: str) -> N
     first, again = h.first("PROMPT", "m-1"), h.resume("PROMPT", "m-1", "SESSION-9")
     assert ("PROMPT" in first and "PROMPT" in again and first != again) or name == "mini-swe-agent"
     assert any("m-1" in a for a in [*first, *h.env(BASE, "m-1").values(), *h.files(BASE, "m-1").values()])
-    if name not in ("mini-swe-agent", "aider", "qwen-code"):
+    if name not in ("mini-swe-agent", "aider"):
         assert "SESSION-9" in again
     unattended = {
         "--dangerously-skip-permissions",
@@ -93,6 +93,21 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
     broken = _parse("aider", "aider-apierror.txt", code=0)  # aider exits 0 here; the output says it failed
     assert not broken.ok and broken.error.startswith("litellm.APIConnectionError")
     assert not HARNESSES["qwen-code"].parse("", "boom", 1).ok
+
+
+def test_qwen_code_reads_its_json_array_and_the_older_single_object() -> None:
+    """Qwen Code's `--output-format json` is an array of messages ending in a result (session, usage, is_error);
+    the older single object (`stats`) is still read; a failed call is a harness failure with the model's words."""
+    session = "7b1e2c3d-4f5a-6b7c-8d9e-0f1a2b3c4d5e"
+    assert _parse("qwen-code", "qwen-code-array.json") == Report(
+        session=session, ok=True, input_tokens=41230, output_tokens=5120
+    )
+    noisy = "Loaded cached credentials.\n" + (REC / "qwen-code-array.json").read_text()  # a line before the JSON
+    assert HARNESSES["qwen-code"].parse(noisy, "", 0).session == session
+    failed = _parse("qwen-code", "qwen-code-array-error.json", code=1)
+    assert not failed.ok and failed.error == "503 staminabench gateway: model endpoint unavailable"
+    assert failed.session == "0c0ffee0-1111-2222-3333-444455556666"
+    assert not _parse("qwen-code", "qwen-code-array.json", code=1).ok  # a non-zero exit is never a success
 
 
 def test_adapters_launch_through_the_launcher_and_are_listed() -> None:

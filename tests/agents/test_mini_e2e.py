@@ -23,7 +23,7 @@ from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
 from tests.helpers.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
-from tests.helpers.standin import Fault, Reply, StandIn
+from tests.helpers.standin import Fault, OutageAt, Reply, StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
@@ -184,3 +184,51 @@ def test_a_harness_on_another_engine_reaches_the_gateway_at_its_entry_s_address(
         (sandbox,) = db.execute("SELECT sandbox FROM scenarios").fetchone()
         assert db.execute("SELECT COUNT(*) FROM llm_calls").fetchone() == (4,)
     assert second_engine.url in sandbox  # it ran there
+
+
+@pytest.mark.timeout(900)
+def test_an_outage_at_turn_1_is_retried_on_the_session_as_it_was(tmp_path: Path, mini_image: str) -> None:
+    """503s past the outage timeout at turn 1's first call: `llm_unavailable`; the infra retry's conversation has the
+    turn-1 prompt once (the failed call's prompt and error were put back out of the driver's store) and passes."""
+    with OutageAt(_script(tmp_path), 2, [Fault("status", 503)] * 2) as standin:  # turn 1's two replies left
+        sweep = _sweep(tmp_path, standin, mini_image, extra_llm="outage_timeout = 1")
+        done = _run(sweep, tmp_path / "st")
+        requests = list(standin.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = attempt_rows(tmp_path / "st")
+    assert rows == [(0, 1, 0, "pass", None), (1, 1, 0, "infra", "llm_unavailable"), (1, 1, 1, "pass", None)], rows
+    retry = [json.dumps(m) for m in requests[-2]["body"]["messages"]]
+    assert sum("make the following changes" in t for t in retry) == 1, retry
+    assert sum("initial_specification.md" in t for t in retry) >= 1  # turn 0 is still there, once
+    assert not any("staminabench gateway" in t or "ServiceUnavailable" in t for t in retry), retry
+
+
+@pytest.mark.timeout(900)
+def test_the_driver_compacts_its_context_past_the_model_s_window_share(tmp_path: Path, mini_image: str) -> None:
+    """With a 2000-token window compacted at half, turn 1 pushes the conversation over once it has steps older than
+    the recent ones: the driver asks the model for a summary (a metered call without tools), and the next request
+    carries the summary, the system prompt, the first task and the recent steps, without turn 0's big write;
+    both turns still pass."""
+    script = _script(tmp_path)
+    look = Reply(tool_calls=[{"name": "bash", "arguments": {"command": "ls -l"}}])
+    summary = Reply(content="SUMMARY-OF-EARLIER: turn 0 wrote server.py, config.json and run_server.sh.")
+    # turn 1: the rewrite, a look, then (compaction: turn 0's write is older than the 6 recent messages) the
+    # summary, then the submit
+    script[3:3] = [look, summary]
+    with StandIn(script) as standin:
+        sweep = _sweep(tmp_path, standin, mini_image, extra_llm="context_window = 2000\ncompact_at = 0.5")
+        done = _run(sweep, tmp_path / "st")
+        requests = list(standin.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert attempt_rows(tmp_path / "st") == [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
+    assert len(requests) == 6
+    asked = requests[4]["body"]
+    assert "tools" not in asked and "Summarise the conversation" in json.dumps(asked["messages"][-1])
+    after = [json.dumps(m) for m in requests[5]["body"]["messages"]]
+    assert sum("SUMMARY-OF-EARLIER" in t for t in after) == 1
+    assert "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in after[0] and "initial_specification.md" in after[1]
+    assert any("make the following changes" in t for t in after)  # the current prompt stays
+    first_write = script[0].tool_calls[0]["arguments"]["command"]  # turn 0's files, base64: gone after compaction
+    assert first_write in json.dumps(requests[3]["body"]) and first_write not in json.dumps(requests[5]["body"])
+    with contextlib.closing(sqlite3.connect(tmp_path / "st" / "staminad.db")) as db:
+        assert db.execute("SELECT COUNT(*) FROM llm_calls").fetchone() == (6,)  # the summary is metered too

@@ -52,3 +52,21 @@ def test_context_exhaustion_ends_the_scenario_at_once_and_is_scored() -> None:
     )
     crash = position([_row(0, 1, 0, "infra", "harness_crash")], n_turns=5, retries=2, infra_retries=10)
     assert crash.final is None and crash.infra_try == 1
+
+
+def test_a_context_window_and_compaction_share_reach_the_model_and_are_checked(tmp_path: Path) -> None:
+    """`context_window` and `compact_at` on the one-model `[llm]` (as on each `[[llm.models]]`) reach the model the
+    harnesses are told about; a share outside 0.05..1 or without a window is refused; unset, the fingerprint of a
+    sweep stored before them is unchanged."""
+    from staminad.engine.models import sweep_models
+
+    plain = _load(tmp_path, "")[1]
+    sweep, tuned = _load(tmp_path, "context_window = 32768\ncompact_at = 0.6\n")
+    (model,) = sweep_models(sweep.llm)
+    assert (model.context_window, model.compact_at) == (32768, 0.6) and tuned != plain
+    for bad, words in (
+        ("context_window = 32768\ncompact_at = 1.5\n", "compact_at must be a share"),
+        ("compact_at = 0.5\n", "compact_at needs the model's context_window"),
+    ):
+        with pytest.raises(SweepError, match=words):
+            _load(tmp_path, bad)

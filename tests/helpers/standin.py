@@ -640,8 +640,8 @@ def responses_events(model: str, reply: Reply, pin: int, pout: int) -> list[dict
 class OutageAt(StandIn):
     """The stand-in whose upstream fails (`faults`) once only `left` scripted replies remain: a later turn's outage."""
 
-    def __init__(self, replies: list[Reply], left: int, faults: list[Fault]) -> None:
-        super().__init__(replies)
+    def __init__(self, replies: list[Reply], left: int, faults: list[Fault], model: str = "standin-1") -> None:
+        super().__init__(replies, model=model)
         self.left, self.pending = left, faults
 
     def next(self) -> tuple[Fault | None, Reply | None]:

@@ -4,6 +4,12 @@ Runs inside the sandbox with mini-swe-agent importable. Each call loads the agen
 HOME, adds the new prompt as a user message (turn 0: the system and task messages), and runs the agent's
 loop until it submits or stops; the messages are saved after every step, so a killed call loses at most
 one step. Prints one JSON line for the launcher: session id, exit status and the call's token usage.
+
+Like the paper's modified mini-swe-agent, it compacts its context: when the conversation's estimated size
+passes a share (STAMINA_MINI_COMPACT_AT, 0.8) of the model's context window (STAMINA_MINI_CONTEXT_WINDOW, set
+from the sweep's model; no window, no compaction), the older steps are replaced by a summary the model writes
+(one call through the gateway, metered like the rest), keeping the system prompt, the first task, the current
+prompt and the most recent steps. If the summary call fails they are dropped with a note instead.
 """
 
 # mypy: ignore-errors
@@ -18,6 +24,46 @@ from pathlib import Path
 SYSTEM = """You are a careful software engineer working in a Linux shell. Every reply must call the `bash` tool
 exactly once with the next command to run. The working directory is the project. When the task is done, run
 `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` on its own; nothing after it runs."""
+
+
+SUMMARY = """Summarise the conversation so far for yourself, to continue the work after the older messages
+are removed: the task and every change requested, what was done and where (files, functions), how the project is
+run and tested, what is still open. Be specific and complete; do not call any tool."""
+RECENT = 6  # messages kept whole at the end of the conversation
+
+
+def estimate(messages: list[dict]) -> int:
+    """The conversation's size in tokens, estimated from its characters (about four a token)."""
+    return (
+        sum(
+            len(json.dumps(m.get("content"), default=str)) + len(json.dumps(m.get("tool_calls") or ""))
+            for m in messages
+        )
+        // 4
+    )
+
+
+def compact(messages: list[dict], current: int, summarise) -> list[dict]:
+    """The conversation with its older middle replaced by a summary (`summarise(middle) -> str`, which may raise).
+
+    Kept: the system prompt and first task (the first two messages), the current turn's prompt (`current`) and
+    the last RECENT messages, the tail never starting inside a tool call's results.
+    """
+    tail = max(2, len(messages) - RECENT)
+    while tail > 2 and messages[tail].get("role") == "tool":
+        tail -= 1  # a tool result belongs with the assistant message that called it
+    middle = [m for i, m in enumerate(messages[2:tail], start=2) if i != current]
+    if not middle:
+        return messages
+    try:
+        note = "Summary of the earlier conversation (older messages were removed to fit the context window):\n"
+        note += summarise(messages[:tail])
+    except Exception as exc:  # the summary is a help, not a must: drop the middle with a note
+        note = f"({len(middle)} earlier messages were removed to fit the context window; no summary: {exc})"
+    kept = [*messages[:2], {"role": "user", "content": note}]
+    if 2 <= current < tail:
+        kept.append(messages[current])
+    return [*kept, *messages[tail:]]
 
 
 def main() -> int:
@@ -51,8 +97,28 @@ def main() -> int:
     agent.messages = [m for m in saved["messages"] if m.get("role") != "exit"]
     if not agent.messages:
         agent.add_messages(model.format_message(role="system", content=SYSTEM))
-    start = len(agent.messages)
     agent.add_messages(model.format_message(role="user", content=args.task))
+    current = len(agent.messages) - 1
+    window = int(os.environ.get("STAMINA_MINI_CONTEXT_WINDOW") or 0)
+    limit = window * float(os.environ.get("STAMINA_MINI_COMPACT_AT") or 0.8)
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+
+    def count(reply: dict) -> None:
+        for key in usage:
+            usage[key] += int(reply.get(key) or 0)
+
+    def summarise(older: list[dict]) -> str:
+        import litellm
+
+        # Only what the API takes (mini keeps its own bookkeeping under `extra`), then the request for a summary.
+        plain = [{k: v for k, v in m.items() if k != "extra"} for m in older]
+        asked = [*plain, {"role": "user", "content": SUMMARY}]
+        reply = litellm.completion(
+            model=f"openai/{args.model}", messages=asked, api_base=base, api_key=os.environ.get("OPENAI_API_KEY")
+        )
+        used = getattr(reply, "usage", None)
+        count({key: getattr(used, key, 0) for key in usage})
+        return str(reply.choices[0].message.content or "")
 
     def save() -> None:
         tmp = state.with_suffix(".tmp")
@@ -61,6 +127,7 @@ def main() -> int:
 
     crashed = ""
     while True:
+        seen = len(agent.messages)
         try:
             agent.step()
         except FormatError as exc:
@@ -71,14 +138,17 @@ def main() -> int:
             crashed = f"{type(exc).__name__}: {exc}"
             agent.add_messages({"role": "exit", "content": crashed, "extra": {"exit_status": type(exc).__name__}})
         finally:
+            for message in agent.messages[seen:]:
+                count(((message.get("extra") or {}).get("response") or {}).get("usage") or {})
             save()
         if agent.messages[-1].get("role") == "exit":
             break
-    usage_in = usage_out = 0
-    for message in agent.messages[start:]:
-        usage = ((message.get("extra") or {}).get("response") or {}).get("usage") or {}
-        usage_in += usage.get("prompt_tokens") or 0
-        usage_out += usage.get("completion_tokens") or 0
+        if window and estimate(agent.messages) > limit:
+            prompt = agent.messages[current]
+            agent.messages = compact(agent.messages, current, summarise)
+            current = next((i for i, m in enumerate(agent.messages) if m is prompt), 1)
+            save()
+    usage_in, usage_out = usage["prompt_tokens"], usage["completion_tokens"]
     status = agent.messages[-1].get("extra", {}).get("exit_status", "")
     print(
         json.dumps(

@@ -7,8 +7,10 @@ harness's config files under HOME, runs the first command of a session or the on
 (the session id is kept in HOME), with stdin closed, and parses its output. Exit 0: the harness ran
 (whether or not the agent finished well: the tests judge that); exit 3: the harness itself failed
 (crashed, no result, API errors), which the engine counts as an infrastructure failure; such a call is cut
-from the session's history files (those the adapter names), and a history directory it names is put back as
-it was before the call, so the infra retry resumes the session as it was.
+from the session's history files (those the adapter names), a history directory it names is put back as
+it was before the call, and one the call created is removed, so the infra retry resumes the session as it
+was (at turn 0 as at any later turn). STAMINA_LLM_CONTEXT_WINDOW and STAMINA_LLM_COMPACT_AT, when set,
+reach the harness's own context-window and compaction settings (`windows.py`).
 Standard library only.
 """
 
@@ -24,6 +26,7 @@ HERE = Path(os.path.abspath(__file__)).parent
 sys.path.insert(0, str(HERE.parent))
 
 from harnesses import HARNESSES  # type: ignore[import-not-found]  # noqa: E402 - beside this script
+from windows import tune  # type: ignore[import-not-found]  # noqa: E402 - beside this script
 
 HARNESS_FAILED = 3
 
@@ -49,20 +52,23 @@ def main() -> int:
     own = home / ".staminabench"
     own.mkdir(parents=True, exist_ok=True)
     base, model = os.environ["STAMINA_LLM_BASE_URL"], os.environ["STAMINA_LLM_MODEL"]
-    for rel, text in harness.files(base, model).items():
+    tokens = int(os.environ.get("STAMINA_LLM_CONTEXT_WINDOW") or 0)
+    at = float(os.environ.get("STAMINA_LLM_COMPACT_AT") or 0.8)
+    settings, files = tune(harness.name, model, harness.env(base, model), harness.files(base, model), tokens, at)
+    for rel, text in files.items():
         path = home / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     env = dict(os.environ)
-    for key, value in harness.env(base, model).items():
+    for key, value in settings.items():
         # Relative paths in a harness's environment live under HOME, which persists with the workspace.
         env[key] = str(home / value) if value.startswith(".") else value
     session_file = own / f"{harness.name}.session"
     session = session_file.read_text().strip() if session_file.exists() else ""
     prompt = args.prompt_file.read_text()
     argv = harness.resume(prompt, model, session) if session else harness.first(prompt, model)
-    history = _sizes(home, harness.history(session)) if session else {}
-    kept = _keep(home, own / "kept", harness.history(session)) if session else {}
+    # Kept at every call, the first too: a failed first call must not leave its prompt for the retry.
+    before = History.take(home, own / "kept", harness.history(session))
     calls = len(list(own.glob(f"{harness.name}-*.out")))
     out_path, err_path = own / f"{harness.name}-{calls:04d}.out", own / f"{harness.name}-{calls:04d}.err"
     try:
@@ -83,8 +89,7 @@ def main() -> int:
     if not report.ok:
         # The harness failed (an infra failure, retried): the session stays as it was before this call, so
         # the retry does not see the failed prompt and its error in the history.
-        _cut(history)
-        _restore(kept)
+        before.put_back()
     elif report.session:
         session_file.write_text(report.session)
     shutil.rmtree(own / "kept", ignore_errors=True)
@@ -103,36 +108,55 @@ def main() -> int:
     return 0 if report.ok else HARNESS_FAILED
 
 
-def _sizes(home: Path, patterns: tuple[str, ...]) -> dict[Path, int]:
-    """The session history files and their sizes now."""
-    return {path: path.stat().st_size for pattern in patterns for path in home.glob(pattern) if path.is_file()}
+class History:
+    """A session's history as it was before a call, to put back when the harness itself failed the call.
 
+    Patterns are HOME-relative globs; `../` leads out of HOME into the workspace (a harness that keeps its
+    history there, aider). Files are cut back to their size (harnesses append to them), directories are copied
+    and put back whole (a session store the harness rewrites), and a pattern without wildcards that named
+    nothing before the call has what the call created removed.
+    """
 
-def _keep(home: Path, store: Path, patterns: tuple[str, ...]) -> dict[Path, Path]:
-    """Copies of the session history directories (a harness that rewrites its session store), by directory."""
-    shutil.rmtree(store, ignore_errors=True)
-    found = [path for pattern in patterns for path in home.glob(pattern) if path.is_dir()]
-    kept = {path: store / str(n) for n, path in enumerate(found)}
-    for path, copy in kept.items():
-        shutil.copytree(path, copy, symlinks=True)
-    return kept
+    def __init__(self, sizes: dict[Path, int], kept: dict[Path, Path], absent: list[Path]) -> None:
+        self.sizes, self.kept, self.absent = sizes, kept, absent
 
+    @classmethod
+    def take(cls, home: Path, store: Path, patterns: tuple[str, ...]) -> "History":
+        shutil.rmtree(store, ignore_errors=True)
+        sizes: dict[Path, int] = {}
+        kept: dict[Path, Path] = {}
+        absent: list[Path] = []
+        for pattern in patterns:
+            root, rest = home, pattern
+            while rest.startswith("../"):
+                root, rest = root.parent, rest[3:]
+            found = sorted(root.glob(rest))
+            if not found and not any(c in rest for c in "*?["):
+                absent.append(root / rest)
+            for path in found:
+                if path.is_dir() and not path.is_symlink():
+                    kept[path] = store / str(len(kept))
+                    shutil.copytree(path, kept[path], symlinks=True)
+                elif path.is_file():
+                    sizes[path] = path.stat().st_size
+        return cls(sizes, kept, absent)
 
-def _restore(kept: dict[Path, Path]) -> None:
-    """Put each kept history directory back as it was before the call."""
-    for path, copy in kept.items():
-        shutil.rmtree(path, ignore_errors=True)
-        shutil.copytree(copy, path, symlinks=True)
-
-
-def _cut(sizes: dict[Path, int]) -> None:
-    """Truncate each history file back to its size before the call (the harness appends to them)."""
-    for path, size in sizes.items():
-        try:
-            if path.stat().st_size > size:
-                os.truncate(path, size)
-        except OSError:
-            pass
+    def put_back(self) -> None:
+        """Cut each file back, put each directory back, remove what the failed call created."""
+        for path, size in self.sizes.items():
+            try:
+                if path.stat().st_size > size:
+                    os.truncate(path, size)
+            except OSError:
+                pass
+        for path, copy in self.kept.items():
+            shutil.rmtree(path, ignore_errors=True)
+            shutil.copytree(copy, path, symlinks=True)
+        for path in self.absent:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
 
 
 if __name__ == "__main__":
