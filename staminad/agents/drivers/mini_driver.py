@@ -58,7 +58,7 @@ def compact(messages: list[dict], current: int, summarise) -> list[dict]:
     try:
         note = "Summary of the earlier conversation (older messages were removed to fit the context window):\n"
         note += summarise(messages[:tail])
-    except Exception as exc:  # the summary is a help, not a must: drop the middle with a note
+    except Exception as exc:  # noqa: BLE001 - the summary is a help, not a must: drop the middle with a note
         note = f"({len(middle)} earlier messages were removed to fit the context window; no summary: {exc})"
     kept = [*messages[:2], {"role": "user", "content": note}]
     if 2 <= current < tail:
