@@ -63,6 +63,22 @@ def _stat(pid: int) -> tuple[int, int]:
     return int(rest[2]), int(rest[19])
 
 
+def _sockets(port: int) -> set[str]:
+    """The listening sockets on `port` (the socket tables are world-readable: any user sees them)."""
+    sockets: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                sockets.add(f"socket:[{f[9]}]")
+    return sockets
+
+
 def _scan(port: int, leader: int) -> dict[str, Any]:
     """The listening sockets on `port` and every readable process holding one; run as the agent."""
     sockets = _sockets(port)
@@ -158,22 +174,6 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _sockets(port: int) -> set[str]:
-    """The listening sockets on `port` (the socket tables are world-readable: any user sees them)."""
-    sockets: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                lines = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
-                sockets.add(f"socket:[{f[9]}]")
-    return sockets
-
-
 def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
     """TERM the server's group, KILL it after the grace, then kill every holder of the port until none."""
     _signal_group(pgid, signal.SIGTERM)
@@ -184,7 +184,7 @@ def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
         # Only who holds a socket needs the agent's eyes (a forked child): a free port is seen by root directly.
-        found = _as_agent(who, lambda: _scan(port, 0)) if _sockets(port) else {"sockets": 0}
+        found: dict[str, Any] = _as_agent(who, lambda: _scan(port, 0)) if _sockets(port) else {"sockets": 0}
         sockets = found.get("sockets", 1)  # interfered with: taken as still held, until the deadline
         if not sockets or time.monotonic() > deadline:
             return {"sockets": sockets}
