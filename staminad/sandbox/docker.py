@@ -47,7 +47,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -88,6 +87,7 @@ from staminad.sandbox.container import (
 )
 from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.reach import direct_address
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
@@ -116,16 +116,6 @@ def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
                 shutil.rmtree(path)
         elif path not in wanted:
             path.unlink()
-
-
-def _local_address(address: str) -> bool:
-    """Whether `address` is one of this host's own (a socket can be bound to it)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind((address, 0))
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 class DockerSandbox(HostFiles, SealedContainer):
@@ -268,31 +258,13 @@ class DockerSandbox(HostFiles, SealedContainer):
         await self._exec(["sh", "-c", serve], detach=True)
 
     async def _server_base(self) -> str:
-        """The container's own address on the project's network when this host is on that network (its bridge's
-        gateway is one of this host's addresses), else the published port.
-
-        The published port goes through Docker's userland proxy, a copy of every byte in another process: the
-        suite ran 30-50% slower through it than against a local server. The firewall already admits the server
-        port from anywhere; the published port stays for hosts that cannot route to the bridge (an engine in a VM).
-        """
+        """The container's own address on the project's network when this host is on it, else the published
+        port (see `reach`)."""
         if self._direct is None:
-            self._direct = await self._direct_address()
+            self._direct = await direct_address(self.docker, self.name) if self.direct else ""
         if self._direct:
             return f"http://{self._direct}:{SERVER_PORT_IN_CONTAINER}"
         return await super()._server_base()
-
-    async def _direct_address(self) -> str:
-        """The container's address on the project's network if this host reaches it directly, else ""."""
-        if not self.direct or not str(getattr(self.docker, "docker_host", "")).startswith("unix://"):
-            return ""
-        container = await self._container()
-        if container is None:
-            return ""
-        with anyio.fail_after(OP_TIMEOUT):
-            info = await container.show()
-        net = ((info.get("NetworkSettings") or {}).get("Networks") or {}).get(NETWORK) or {}
-        address, gateway = str(net.get("IPAddress") or ""), str(net.get("Gateway") or "")
-        return address if address and gateway and _local_address(gateway) else ""
 
     async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
         """One root-side operation (see `launcher`): through the container's launcher, or, when none reads
