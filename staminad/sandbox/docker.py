@@ -46,8 +46,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,37 +85,13 @@ from staminad.sandbox.container import (
     judge,
     reap,
 )
-from staminad.sandbox.hostfiles import HostFiles
+from staminad.sandbox.hostfiles import HostFiles, stage_layer
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.reach import direct_address
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
 RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
-
-
-def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
-    """Make `dest` hold exactly the layer's files (paths below staminad/), updated in place.
-
-    In place, because a running container (adopted after a daemon restart) has `dest` bind-mounted: a
-    replaced directory would leave it looking at the deleted one.
-    """
-    dest.mkdir(parents=True, exist_ok=True)
-    for rel in layer:
-        target, data = dest / rel, (HARNESS_DIR / rel).read_bytes()
-        if target.is_file() and target.read_bytes() == data:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".new")
-        tmp.write_bytes(data)
-        tmp.replace(target)
-    wanted = {dest / rel for rel in layer}
-    for path in sorted(dest.rglob("*"), reverse=True):  # files before their directories
-        if path.is_dir() and not path.is_symlink():
-            if not any(w.is_relative_to(path) for w in wanted):
-                shutil.rmtree(path)
-        elif path not in wanted:
-            path.unlink()
 
 
 class DockerSandbox(HostFiles, SealedContainer):
@@ -235,11 +211,29 @@ class DockerSandbox(HostFiles, SealedContainer):
             taken = any(s in str(message) for s in ("address already in use", "port is already allocated"))
             kind = "port_taken" if taken else "engine_error"
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
-        # The launcher (root's, which runs nothing of the agent's until asked after `prepare`) starts while the
-        # firewall is loaded: ready is the longer of the two, not their sum.
+        await self._seal_and_launch(container)
+
+    async def _seal_and_launch(self, container: Any) -> None:
+        """Load the firewall (idempotent: iptables-restore replaces the whole table) while the launcher starts.
+
+        The launcher is root's and runs nothing of the agent's until asked, after `prepare`: ready is the longer of
+        the two, not their sum. A failure of either is raised as itself (not in an exception group), the other
+        step cancelled (the seal's helper is removed all the same).
+        """
+        failures: list[Exception] = []
+
+        async def step(run: Callable[[], Awaitable[None]]) -> None:
+            try:
+                await run()
+            except Exception as exc:  # re-raised below, once the other step is cancelled and done
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._ensure_launcher)
-            await self._seal(container)  # idempotent: iptables-restore replaces the whole table
+            tg.start_soon(step, self._ensure_launcher)
+            tg.start_soon(step, lambda: self._seal(container))
+        if failures:
+            raise failures[0]
 
     async def _ensure_launcher(self) -> None:
         """Start the container's launcher unless one reads its FIFO (say, adopted after a daemon restart)."""

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from staminad.engine.config import RunSettings
-from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Grant, SandboxError
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.docker import NETWORK, DockerSandbox, reap
 from staminad.sandbox.ports import PortAllocator
@@ -73,3 +73,26 @@ async def test_a_server_stop_ends_what_the_agent_left_running(box: DockerSandbox
     await box.stop_server(handle)
     assert await box._server_pgid() is None
     assert await box.end_agent() == 0
+
+
+async def test_a_seal_that_fails_is_raised_as_itself_and_leaves_no_helper(tmp_path: Path, sandbox_image: str) -> None:
+    """Rules iptables refuses (a gateway address that is no address) fail `prepare` with one SandboxError, not an
+    exception group of the steps run beside the seal; the seal's helper container is gone."""
+    async with aiodocker.Docker() as docker:
+        box = DockerSandbox(
+            docker,
+            tmp_path / "sandboxes" / "badseal" / "c1-s0",
+            "badseal",
+            "x",
+            RunSettings(image=sandbox_image),
+            PortAllocator(),
+            grant=Grant(llm=True),
+            llm=("300.0.0.1", 80),
+        )
+        try:
+            with pytest.raises(SandboxError, match="cannot seal the network"):
+                await box.prepare()
+            left = await docker.containers.list(all=True, filters={"name": [f"{box.name}-seal"]})
+            assert left == []
+        finally:
+            await reap(docker, box.root.parent)
