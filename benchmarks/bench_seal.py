@@ -4,7 +4,7 @@ Per container: create + start (unsealed), the firewall helper (`_seal`), and, fo
 connecting and removing a bridge network of its own (what one-network-per-scenario would add to each
 scenario, besides drawing from Docker's ~30 default address pools).
 
-Run: python benchmarks/bench_seal.py [--image staminabench/sandbox:TAG] [--n 5]
+Run: python benchmarks/bench_seal.py [--image staminabench/sandbox:TAG] [--n 5] [--smoke]
 """
 
 from __future__ import annotations
@@ -68,5 +68,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--image", default=recipe().tag())
     ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: one container (checks it runs)")
     args = ap.parse_args()
+    if args.smoke:
+        args.n = 1
     anyio.run(main, args.image, args.n)

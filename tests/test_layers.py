@@ -44,4 +44,4 @@ def test_the_contracts_cover_each_documented_layer() -> None:
     forbidden = {tuple(c["source_modules"]): set(c["forbidden_modules"]) for c in contracts if c["type"] == "forbidden"}
     assert {"staminad", "state", "tui"} <= forbidden[("protocol",)]
     assert {"staminad", "state"} <= forbidden[("tui",)]
-    assert "textual" in forbidden[("staminad", "protocol", "state", "tui.board", "tui.link")]
+    assert "textual" in forbidden[("staminad", "protocol", "state", "tui.board", "tui.link", "tui.markup")]

@@ -3,11 +3,13 @@
 `local` and the bind-mounted `docker` runtime keep their files here and share these operations
 (`HostFiles`, a mixin over `host_workspace`, `host_control` and `paths`), so the engine never
 touches a host path itself: the same calls reach a sandbox whose files live only in an engine's
-volumes (`volume`). Markers are watched with the daemon's one inotify watcher.
+volumes (`volume`). Markers are watched with the daemon's one inotify watcher. `stage_layer` puts
+a bind-mounted sandbox's agent layer on that disk.
 """
 
 from __future__ import annotations
 
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import anyio
 from staminad.sandbox.base import HostView, JobState, SandboxPaths, Snapshot
 from staminad.sandbox.beneath import create_file
 from staminad.sandbox.codekeep import keep_from_dir
+from staminad.sandbox.container import HARNESS_DIR
 from staminad.sandbox.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
 from staminad.sandbox.readiness import log_tail
@@ -91,3 +94,27 @@ class HostFiles:
     async def keep_code(self, job_id: str) -> None:
         """The workspace's code as the job's, in `code/` beside the workspace (see `codekeep`)."""
         await anyio.to_thread.run_sync(keep_from_dir, self.host_workspace, self.host_workspace.parent, job_id)
+
+
+def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:
+    """Make `dest` hold exactly the layer's files (paths below staminad/), updated in place.
+
+    In place, because a running container (adopted after a daemon restart) has `dest` bind-mounted: a
+    replaced directory would leave it looking at the deleted one.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in layer:
+        target, data = dest / rel, (HARNESS_DIR / rel).read_bytes()
+        if target.is_file() and target.read_bytes() == data:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".new")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    wanted = {dest / rel for rel in layer}
+    for path in sorted(dest.rglob("*"), reverse=True):  # files before their directories
+        if path.is_dir() and not path.is_symlink():
+            if not any(w.is_relative_to(path) for w in wanted):
+                shutil.rmtree(path)
+        elif path not in wanted:
+            path.unlink()

@@ -19,7 +19,8 @@ Operations (the same for both ways in):
 - `listeners` port, leader, as: the listening sockets on the port and who holds them, read as the agent
   (`as`, "uid:gid"): root here has neither CAP_SYS_PTRACE nor CAP_DAC_OVERRIDE, so it cannot see the
   agent's file descriptors, while the agent's own user can;
-- `stop` pgid, port, as: TERM then KILL the server's group, then kill whatever still holds the port;
+- `stop` pgid, port, as[, uid]: TERM then KILL the server's group, then kill whatever still holds the port;
+  with `uid`, then end every process of that user as `end_agent` does (one round trip for a teardown);
 - `usage` path, as: the disk a tree takes, walked as the agent (who alone can read all of its workspace);
 - `end_agent` uid: end every process of the agent's user (run at each phase's end, so nothing the agent
   left, a detached pid filler, memory hog or disk writer, outlives its phase). It runs in the launcher
@@ -45,6 +46,7 @@ REQUEST_LIMIT = 4096  # bytes per request line: below PIPE_BUF, so concurrent wr
 HOLDERS_LIMIT = 20
 AS_AGENT_TIMEOUT = 30.0  # seconds for a check run as the agent (a /proc scan, a line count) to answer
 STOP_CHECK = 0.1  # seconds between looks at whether the agent stopped that check
+STOP_POLL = 0.002  # seconds between looks at whether the server's group is gone (a signal check, no fork)
 STOP_GRACE = 5.0  # seconds a server gets after TERM
 PORT_FREE_TIMEOUT = 10.0  # seconds to clear the port of what the server left holding it
 USAGE_ENTRIES = 500_000  # entries a workspace size walk looks at
@@ -61,8 +63,8 @@ def _stat(pid: int) -> tuple[int, int]:
     return int(rest[2]), int(rest[19])
 
 
-def _scan(port: int, leader: int) -> dict[str, Any]:
-    """The listening sockets on `port` and every readable process holding one; run as the agent."""
+def _sockets(port: int) -> set[str]:
+    """The listening sockets on `port` (the socket tables are world-readable: any user sees them)."""
     sockets: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -74,6 +76,12 @@ def _scan(port: int, leader: int) -> dict[str, Any]:
             f = line.split()
             if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
                 sockets.add(f"socket:[{f[9]}]")
+    return sockets
+
+
+def _scan(port: int, leader: int) -> dict[str, Any]:
+    """The listening sockets on `port` and every readable process holding one; run as the agent."""
+    sockets = _sockets(port)
     holders: list[dict[str, Any]] = []
     held: set[str] = set()
     for name in os.listdir("/proc") if sockets else []:
@@ -171,11 +179,12 @@ def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
     while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.02)  # a process group's end cannot be awaited from outside it
+        time.sleep(STOP_POLL)  # a process group's end cannot be awaited from outside it
     _signal_group(pgid, signal.SIGKILL)
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
-        found = _as_agent(who, lambda: _scan(port, 0))
+        # Only who holds a socket needs the agent's eyes (a forked child): a free port is seen by root directly.
+        found: dict[str, Any] = _as_agent(who, lambda: _scan(port, 0)) if _sockets(port) else {"sockets": 0}
         sockets = found.get("sockets", 1)  # interfered with: taken as still held, until the deadline
         if not sockets or time.monotonic() > deadline:
             return {"sockets": sockets}
@@ -263,7 +272,8 @@ def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
     if op == "listeners":
         return _as_agent(args["as"], lambda: _scan(int(args["port"]), int(args["leader"])))
     if op == "stop":
-        return _stop(int(args["pgid"]), int(args["port"]), args["as"])
+        stopped = _stop(int(args["pgid"]), int(args["port"]), args["as"])
+        return {**stopped, **end_user(int(args["uid"]))} if args.get("uid") else stopped
     if op == "ping":
         return {"pid": os.getpid()}
     if op == "usage":

@@ -253,6 +253,11 @@ class SealedContainer:
     def _server_url(self, port: int) -> str:
         return f"http://127.0.0.1:{port}"
 
+    async def _server_base(self) -> str:
+        """Where the suite reaches the server: its published port, unless a runtime knows a shorter way."""
+        assert self.port is not None
+        return self._server_url(self.port)
+
     async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT, user: str = ROOT) -> int:
         return (await self._run(cmd, detach, timeout, user))[0]
 
@@ -468,7 +473,7 @@ class SealedContainer:
             raise SandboxError(
                 f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s", "engine_error"
             )
-        handle = ServerHandle(url=self._server_url(self.port), port=self.port, pgid=pgid)
+        handle = ServerHandle(url=await self._server_base(), port=self.port, pgid=pgid)
         checked = [time.monotonic()]
 
         async def running() -> bool:
@@ -532,7 +537,11 @@ class SealedContainer:
         """TERM then KILL the server's process group, then whatever still holds the server port (a process
         the server or the harness detached); wait until nothing listens there."""
         pgid = await self._server_pgid()
-        if pgid is not None:
-            await self._op("stop", {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}, timeout=30)
-            await self._clear_server_files()
-        await self.end_agent()  # whatever the server left (detached, or a writer) goes before the next harness call
+        if pgid is None:
+            await self.end_agent()  # whatever the server left (detached, or a writer) goes before the next harness call
+            return
+        stop: dict[str, Any] = {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}
+        if uid := agent_ids()[0]:
+            stop["uid"] = uid  # the stop ends the agent's processes too (`end_agent`), in the same round trip
+        await self._op("stop", stop, timeout=30)
+        await self._clear_server_files()
