@@ -310,6 +310,9 @@ def _openhands_events(root: Path, newest_event: Path) -> tuple[str, bool] | None
     return "\n".join(lines), cut
 
 
+_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # its terminal tool's output keeps the shell's escape sequences
+
+
 def _openhands(text: str, cut: bool) -> Iterator[TranscriptItem]:
     for event in _records(text):
         message = _dict(event.get("llm_message"))
@@ -318,7 +321,7 @@ def _openhands(text: str, cut: bool) -> Iterator[TranscriptItem]:
         elif event.get("tool_name") and "action" in event:
             yield _item("assistant", _texts(event.get("thought")), [_str(event["tool_name"])])
         elif event.get("tool_name") and "observation" in event:
-            yield _item("tool", _texts(_dict(event.get("observation")).get("content")))
+            yield _item("tool", _CSI.sub("", _texts(_dict(event.get("observation")).get("content"))))
 
 
 PARSERS: dict[str, Callable[[str, bool], Iterable[TranscriptItem]]] = {
