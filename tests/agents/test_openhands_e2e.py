@@ -102,7 +102,10 @@ def test_openhands_passes_two_turns_and_a_feedback_retry_in_one_conversation(
     assert {"terminal", "file_editor"} <= {t["function"]["name"] for t in requests[0]["body"]["tools"]}
     answered = requests[1]["body"]["messages"]
     assert sum(m.get("role") == "tool" for m in answered) == 5  # each call's result went back to the model
-    assert any(m.get("role") == "tool" and "rewritten" in json.dumps(m.get("content")) for m in answered)
+    # Its file_editor's results are asserted, not the terminal's output: without tmux (not in the base) it runs
+    # commands in a subprocess PTY whose output it reads back only at times (`rewritten` came back in one run
+    # of two here; the command ran both times, as the passing turn shows).
+    assert sum("File created successfully" in json.dumps(m.get("content")) for m in answered) == 3
     retry = [json.dumps(m) for m in requests[3]["body"]["messages"]]
     assert any("initial_specification.md" in t for t in retry)
     assert any("The server is written and compiles." in t for t in retry)
