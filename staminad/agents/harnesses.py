@@ -490,48 +490,67 @@ VIBE = Harness(
 )
 
 
-# --- OpenHands (headless) -----------------------------------------------------------------------
+# --- OpenHands (headless, on trixie's Python 3.13: see staminad.sandbox.pyceiling) ----------------
+
+_OPENHANDS_EVENT = "--JSON Event--"  # `--json` prints each event as indented JSON after this line
+_OPENHANDS_ID = re.compile(r"Conversation ID: ([0-9a-f]{32})")
+
+
+def _openhands_events(out: str) -> list[dict[str, object]]:
+    """The events `--headless --json` printed (a torn or foreign block is skipped)."""
+    events = []
+    for block in out.split(_OPENHANDS_EVENT)[1:]:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(block.lstrip())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            events.append(value)
+    return events
 
 
 def _openhands_parse(out: str, err: str, code: int) -> Report:
-    events = _json_lines(out)
-    session = next((str(e.get("conversation_id")) for e in events if e.get("conversation_id")), "")
-    tin = tout = 0
-    for e in events:
-        metrics = _dict(_dict(e.get("llm_metrics")).get("accumulated_token_usage"))
-        if metrics:
-            tin, tout = _int(metrics.get("prompt_tokens")), _int(metrics.get("completion_tokens"))
-    states = [str(e.get("agent_state")) for e in events if e.get("agent_state")]
-    ok = code == 0 and (not states or states[-1] in ("finished", "FINISHED", "awaiting_user_input"))
-    return Report(
-        session=session,
-        ok=ok,
-        input_tokens=tin,
-        output_tokens=tout,
-        error="" if ok else (states[-1] if states else f"exit {code}"),
+    # No token usage is printed (the gateway meters). A failed run still exits 0 after "Goodbye!": its
+    # ConversationErrorEvent (the LLM call failed, the iteration limit hit) tells, and a run must end on the
+    # agent's own word (its finish action or a message without tool calls).
+    events = _openhands_events(out)
+    found = _OPENHANDS_ID.findall(out)
+    failed = [e for e in events if e.get("kind") == "ConversationErrorEvent"]
+    agent = [e for e in events if e.get("source") == "agent"]
+    finished = bool(agent) and (
+        agent[-1].get("kind") == "MessageEvent" or _dict(agent[-1].get("action")).get("kind") == "FinishAction"
     )
+    if failed:
+        error = f"{failed[-1].get('code')}: {failed[-1].get('detail')}"[:300]
+    elif not finished:
+        error = (err.strip().splitlines() or [f"exit {code} before the agent finished"])[-1]
+    else:
+        error = "" if code == 0 else f"exit {code}"
+    return Report(session=found[-1] if found else "", ok=not error, error=error)
 
 
+_OPENHANDS_FLAGS = ["--headless", "--json", "--always-approve", "--override-with-envs"]
 OPENHANDS = Harness(
+    # The paper's version; the CLI's own wheel asks for Python 3.12 exactly (see staminad.sandbox.pyceiling).
     name="openhands",
-    version="1.2.1",
-    install="pypi:openhands==1.2.1",
+    version="1.12.1",
+    install="pypi:openhands==1.12.1",
     base="trixie",
-    first=lambda prompt, model: ["openhands", "--headless", "--json", "--always-approve", "-t", prompt],
-    resume=lambda prompt, model, session: [
-        "openhands",
-        "--headless",
-        "--json",
-        "--always-approve",
-        "--resume",
-        session,
-        "-t",
-        prompt,
-    ],
-    env=lambda base, model: {"LLM_BASE_URL": base, "LLM_API_KEY": "gateway", "LLM_MODEL": f"openai/{model}"},
+    first=lambda prompt, model: ["openhands", *_OPENHANDS_FLAGS, "-t", prompt],
+    resume=lambda prompt, model, session: ["openhands", *_OPENHANDS_FLAGS, "--resume", session, "-t", prompt],
+    # Read only with --override-with-envs (else the settings in HOME, which a sandbox has none of); litellm
+    # would otherwise fetch its price list from the internet on start-up.
+    env=lambda base, model: {
+        "LLM_BASE_URL": base,
+        "LLM_API_KEY": "gateway",
+        "LLM_MODEL": f"openai/{model}",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    },
     parse=_openhands_parse,
-    caveat="not runnable unattended: the PyPI CLI (1.0.x to 1.2.1) is a terminal UI with only --resume and "
-    "`serve`, no headless or print mode; these flags fail at once (exit 2, a harness crash)",
+    transcript=(".openhands/conversations/*/events/event-*.json",),  # one file per event
+    caveat="its CLI wheel declares Python ==3.12.*, which no base ships: it runs on trixie's 3.13 with that "
+    "ceiling alone ignored (its SDK and tools ask >=3.12); a failed run exits 0, so success is read from its "
+    "events; token usage is not printed, the gateway meters it",
 )
 
 

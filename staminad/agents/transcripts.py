@@ -10,8 +10,9 @@ Formats, as the pinned versions write them (see `tests/agents/recordings/README.
 Claude Code's project JSONL (`type` user/assistant records around an Anthropic `message`), Codex's rollout
 JSONL (`response_item` records around Responses API items), Kimi CLI's `context.jsonl` (one chat message a
 line; `_`-prefixed roles are its bookkeeping), mini-swe-agent's session file kept by our driver (one JSON
-object whose `messages` are chat messages), and Mistral Vibe's session store (its latest generation's
-context messages, read from the chunk files its manifest lists, within the same byte bound).
+object whose `messages` are chat messages), Mistral Vibe's session store (its latest generation's
+context messages, read from the chunk files its manifest lists, within the same byte bound), and
+OpenHands' conversation (one JSON file per event, the last of them within the same byte bound).
 """
 
 from __future__ import annotations
@@ -281,14 +282,60 @@ def _vibe(text: str, cut: bool) -> Iterator[TranscriptItem]:
             yield _item(message.get("role"), _texts(parts), calls)
 
 
+# --- OpenHands: ~/.openhands/conversations/<conversation>/events/event-NNNNN-<id>.json, one event a file --
+#
+# The newest event file names the conversation; its events are read back from the last, whole files only,
+# within READ_LIMIT bytes: messages (`llm_message`), tool calls (`tool_name`, the `thought` before them) and
+# their observations (the tool's `content`). Its conversation-state and error events carry no turn.
+
+EVENT_FILES = 5000  # event files of one conversation looked at (its directory is the agent's)
+
+
+def _openhands_events(root: Path, newest_event: Path) -> tuple[str, bool] | None:
+    """The conversation's events, one a line, from its last event files up to READ_LIMIT bytes."""
+    events = newest_event.parent
+    try:
+        found = glob(root, f"{events.relative_to(root)}/event-*.json", WalkBudget(EVENT_FILES, GLOB_SECONDS))
+    except (OSError, ValueError):
+        return None
+    lines: list[str] = []
+    budget, cut = READ_LIMIT, False
+    for rel, _ in sorted(found, key=lambda f: f[0].rsplit("/", 1)[-1], reverse=True):
+        tail = bounded_tail(root / rel, budget, beneath=root) if budget > 0 else None
+        if tail is None or tail.cut:
+            cut = True  # out of budget (or the file gone): the earlier events are left out
+            break
+        budget -= len(tail.text.encode())
+        lines.insert(0, " ".join(tail.text.split("\n")))
+    return "\n".join(lines), cut
+
+
+_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # its terminal tool's output keeps the shell's escape sequences
+
+
+def _openhands(text: str, cut: bool) -> Iterator[TranscriptItem]:
+    for event in _records(text):
+        message = _dict(event.get("llm_message"))
+        if message:
+            yield _item(message.get("role"), _texts(message.get("content")))
+        elif event.get("tool_name") and "action" in event:
+            yield _item("assistant", _texts(event.get("thought")), [_str(event["tool_name"])])
+        elif event.get("tool_name") and "observation" in event:
+            yield _item("tool", _CSI.sub("", _texts(_dict(event.get("observation")).get("content"))))
+
+
 PARSERS: dict[str, Callable[[str, bool], Iterable[TranscriptItem]]] = {
     "claude-code": _claude,
     "codex": _codex,
     "kimi-cli": _kimi,
     "mini-swe-agent": _mini,
     "mistral-vibe": _vibe,
+    "openhands": _openhands,
 }
 # How a harness's transcript file is read, where it is not the tail of that one file.
-READERS: dict[str, Callable[[Path, Path], tuple[str, bool] | None]] = {"mistral-vibe": _vibe_store}
+READERS: dict[str, Callable[[Path, Path], tuple[str, bool] | None]] = {
+    "mistral-vibe": _vibe_store,
+    "openhands": _openhands_events,
+}
 
 __all__ = ["MAX_ITEMS", "PARSERS", "READERS", "READ_LIMIT", "TEXT_LIMIT", "Transcript", "newest", "read_transcript"]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from staminad.sandbox.buildshow import Tail, say_stderr, step, tag_lock
+from staminad.sandbox.wheelset import download_flags, fingerprint, unmet
 
 if TYPE_CHECKING:
     from staminad.agents.harnesses import Harness
@@ -186,7 +187,8 @@ def harness_tag(name: str) -> str:
     h = _harness(name)
     target = SUITES[h.base].python_target()
     carry = f"|{h.carry}" if h.carry else ""
-    spec = f"{recipe(suite=h.base).tag()}|{h.install}|{target}|{sorted(HARNESS_BINS.get(name, {}).items())}{carry}"
+    bins = sorted(HARNESS_BINS.get(name, {}).items())
+    spec = f"{recipe(suite=h.base).tag()}|{h.install}|{target}|{bins}{carry}{fingerprint(name)}|{_COMPILE}"
     return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
@@ -234,11 +236,25 @@ def _build_harness(name: str, tag: str, workdir: Path, timeout: float, say: Call
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
         for cmd in (
-            ["docker", "create", "--name", container, base, "true"],
+            [
+                "docker",
+                "create",
+                "--network",
+                "none",
+                "--name",
+                container,
+                base,
+                "sh",
+                "-c",
+                _COMPILE.format(root=HARNESS_ROOT, name=name),
+            ],
             ["docker", "cp", str(tree), f"{container}:{Path(HARNESS_ROOT).parent}"],
+            ["docker", "start", "--attach", container],
             [
                 "docker",
                 "commit",
+                "--change",
+                'CMD ["sh"]',
                 "--change",
                 f"LABEL staminabench.harness={h.install}",
                 "--change",
@@ -255,6 +271,12 @@ def _build_harness(name: str, tag: str, workdir: Path, timeout: float, say: Call
         subprocess.run(["docker", "rm", "-f", container], capture_output=True)
         shutil.rmtree(tree, ignore_errors=True)
     return True
+
+
+# Byte-compiled by the base's own Python in the layer: pip compiled for the host's, and the agent cannot write
+# beside the sources, so every call would compile them again (OpenHands: 75 s to start, 10 s compiled). A file no
+# version compiles (a package's Python 2 fixture) is one no import reaches: it stays source only.
+_COMPILE = "python3 -m compileall -q -j0 {root}/{name} > /dev/null || true"
 
 
 def _keep_only(stage: Path, carry: tuple[tuple[str, str], ...]) -> None:
@@ -274,7 +296,9 @@ def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path,
 
     Two steps because pip checks Requires-Python against the interpreter running it when installing;
     `pip download` checks it against the target version, after which the wheel set is fixed.
-    Pure-Python packages published only as source (HARNESS_SDISTS) are built into wheels here first.
+    Pure-Python packages published only as source (HARNESS_SDISTS) are built into wheels here first. A
+    harness whose own wheel's Requires-Python leaves out the base's Python has that ceiling alone ignored
+    (`staminad.sandbox.wheelset`, which also pins a release's lock).
     """
     python, platforms = SUITES[base].python_target()
     target = [
@@ -299,7 +323,13 @@ def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path,
         if [w for w in wheels.glob("*.whl") if not w.name.endswith("-py3-none-any.whl")]:
             raise ImageError(f"{name}: a source-only dependency is not pure Python; it cannot be built offline")
     for w in wanted:
-        _pip(name, [*pip, "download", "--quiet", "--dest", str(wheels), *target, *w], timeout)
+        _pip(
+            name,
+            [*pip, "download", "--quiet", "--dest", str(wheels), *target, *download_flags(name, wheels.parent), *w],
+            timeout,
+        )
+    if problem := unmet(name, pip, target, wheels, timeout):
+        raise ImageError(problem)
     _pip(
         name,
         [

@@ -82,9 +82,12 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
     )
     assert _parse("qwen-code", "qwen-code.json") == Report(ok=True, input_tokens=41230, output_tokens=5120)
     # kimi-cli: real captures, pinned in test_kimi_recordings.py
-    assert _parse("openhands", "openhands.jsonl") == Report(
-        session="c0ffee12a3b4", ok=True, input_tokens=15500, output_tokens=2100
-    )
+    # openhands: real captures; no usage printed (the gateway meters); a refused model call still exits 0.
+    assert _parse("openhands", "openhands-resume.out") == Report(session="cc388bca8c0e433d925b535ce1eef21a")
+    refused = _parse("openhands", "openhands-error.out")
+    assert (refused.session, refused.ok) == ("7f3d88788e0d4d6da6115553d5bcf43b", False)
+    assert refused.error.startswith("LLMBadRequestError: litellm.BadRequestError: OpenAIException")
+    assert not HARNESSES["openhands"].parse("", "Traceback ...\nImportError: x", 1).ok
     live = [_parse("aider", f"aider-live-{call}.txt") for call in ("first", "resume")]
     assert [(r.ok, r.input_tokens, r.output_tokens) for r in live] == [(True, 709, 13), (True, 751, 13)]
     assert "Restored previous conversation history." in (REC / "aider-live-resume.txt").read_text()

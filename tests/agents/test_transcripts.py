@@ -46,6 +46,15 @@ def _shape(home: Path, harness: str) -> list[tuple[str, tuple[str, ...], str]]:
     return [(i.role, i.tools, i.text[:24]) for i in t.items]
 
 
+OPENHANDS_CONVERSATION = RECORDINGS / "openhands-conversation"
+
+
+def _place_openhands(home: Path) -> Path:
+    """OpenHands' conversation (one JSON file per event) where it keeps it under HOME."""
+    shutil.copytree(OPENHANDS_CONVERSATION, home / ".openhands/conversations")
+    return max((home / ".openhands/conversations").glob("*/events/event-*.json"))
+
+
 def test_every_declared_pattern_finds_the_file_its_harness_writes(tmp_path: Path) -> None:
     """A session file placed where the harness writes it is the transcript read; Vibe's session store is not read."""
     for harness in PLACED:
@@ -55,7 +64,10 @@ def test_every_declared_pattern_finds_the_file_its_harness_writes(tmp_path: Path
     store = _place_vibe(tmp_path / "vibe")
     found = read_transcript(tmp_path / "vibe", "mistral-vibe")
     assert found is not None and found.path == str(store / "CURRENT")
-    assert {h for h in HARNESSES if HARNESSES[h].transcript} == {*PLACED, "mistral-vibe"}
+    newest_event = _place_openhands(tmp_path / "openhands")
+    found = read_transcript(tmp_path / "openhands", "openhands")
+    assert found is not None and found.path == str(newest_event)
+    assert {h for h in HARNESSES if HARNESSES[h].transcript} == {*PLACED, "mistral-vibe", "openhands"}
     assert read_transcript(tmp_path / "nothing", "claude-code") is None and read_transcript(tmp_path, "aider") is None
 
 
@@ -134,6 +146,26 @@ def test_mistral_vibe_store_gives_its_latest_generations_messages(tmp_path: Path
         ("user", (), "Now make the following c"),
         ("assistant", (), "Nothing needs to change."),
     ]
+
+
+def test_openhands_events_become_turns_read_back_from_the_last_files(tmp_path: Path) -> None:
+    """OpenHands 1.12.1 (real capture): the prompt, its five tool calls in one reply, their results, answers; the
+    earliest events are left out once past the byte budget."""
+    _place_openhands(tmp_path)
+    shape = _shape(tmp_path, "openhands")
+    assert shape[0] == ("user", (), "Implement the REST API s")
+    assert [tools for _, tools, _ in shape[1:6]] == [("terminal",), *[("file_editor",)] * 3, ("terminal",)]
+    # The `rm`'s empty result is not an item; the shell's escape sequences are cut from the others.
+    assert shape[6:10] == [("tool", (), "File created successfull")] * 3 + [("tool", (), "rewritten")]
+    assert shape[-3:] == [
+        ("assistant", (), "The server is written an"),
+        ("user", (), "The tests passed. Now ma"),
+        ("assistant", (), "Nothing needs to change."),
+    ]
+    events = sorted((tmp_path / ".openhands/conversations").glob("*/events/event-*.json"))
+    events[0].write_text(events[0].read_text() + " " * READ_LIMIT)  # the first event alone is past the budget
+    cut = read_transcript(tmp_path, "openhands")
+    assert cut is not None and cut.cut and [(i.role, i.tools, i.text[:24]) for i in cut.items] == shape
 
 
 def test_a_broken_or_hostile_vibe_store_is_not_followed(tmp_path: Path) -> None:
