@@ -607,17 +607,11 @@ def order_matters(state: State) -> bool:
 
 
 def null_counts_as_zero(state: State) -> bool:
+    """An avg, min or max over a field that can be null: entities that all hold null give null, not 0."""
     for an in state.analytics:
         e = state.entity(an.entity)
         f = e.field(an.field or "") if e else None
-        if f is None or not nullable(f):
-            continue
-        vs = [v for v in values(state, f) if isinstance(v, int | float)]
-        if (
-            (an.op == "avg" and any(v != 0 for v in vs))
-            or (an.op == "min" and any(v > 0 for v in vs))
-            or (an.op == "max" and any(v < 0 for v in vs))
-        ):
+        if f is not None and nullable(f) and an.op in ("avg", "min", "max"):
             return True
     return False
 

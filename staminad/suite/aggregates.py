@@ -154,7 +154,7 @@ def analytics_tests(
         out.append(
             (
                 f"{name}_all_null",
-                "wrong_response_format",
+                "type_error",
                 "analytics",
                 [
                     *(req("POST", f"/{e.endpoint}", b) for b in bodies),
