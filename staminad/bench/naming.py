@@ -8,8 +8,9 @@ scenario exhausts a domain's nouns, names are compounded from the same vocabular
 from __future__ import annotations
 
 import functools
+import itertools
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Literal
 
 import msgspec
@@ -135,6 +136,32 @@ _PROG_WORDS = (
     "value",
     "limit",
 )
+# Words that say what a field holds: as the last word of a name (its head), they name only fields of these kinds.
+_NUM = ("integer", "float")
+_WORD_KINDS: dict[str, tuple[str, ...]] = {
+    "name": ("string",),
+    "username": ("string",),
+    "count": _NUM,
+    "total": _NUM,
+    "score": _NUM,
+    "credits": _NUM,
+    "limit": _NUM,
+    "height": _NUM,
+    "rank": _NUM,
+    "verified": ("boolean",),
+    "enabled": ("boolean",),
+    "flag": ("boolean",),
+    "deleted": ("boolean",),
+}
+_NEUTRAL_WORDS = tuple(w for w in _PROG_WORDS if w not in _WORD_KINDS)  # for tails: they say nothing of the kind
+
+
+def name_fits(name: str, kind: str) -> bool:
+    """The name's head word does not say it holds another kind of value (`username` names no float)."""
+    kinds = _WORD_KINDS.get(name.rsplit("_", 1)[-1])
+    return kinds is None or kind in kinds
+
+
 _PROG_ENUM_VALUES = (
     "in_progress",
     "review",
@@ -453,8 +480,6 @@ def _split_camel(name: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-# A themed entity name that left the design may name another entity only this many changes later (20 turns of 5).
-REUSE_GAP = 100
 # Enum roles every themed domain may fall back on once its own value sets are all in use: (values, spares).
 _ROLE_ENUMS: dict[str, tuple[str, str]] = {
     "status": ("draft active retired", "suspended"),
@@ -504,22 +529,30 @@ def enum_vocabulary(domain: Domain) -> list[tuple[str, tuple[str, ...], tuple[st
     return [*domain.enums, *roles]
 
 
+def _compounds(base: str, suffixes: tuple[str, ...], words: tuple[str, ...]) -> Iterator[str]:
+    """`base` with each suffix, then with one word in front, then two, and so on: never a number."""
+    yield from (base + s for s in suffixes)
+    for n in itertools.count(1):
+        yield from ("".join(p) + base for p in itertools.product(words, repeat=n))
+
+
 class Namer:
     """Draws fresh names for one scenario from its mode (and, if themed, its domain).
 
-    The themed mode remembers what it has handed out: an entity name is never given twice in a
-    scenario (so no name passes from a deleted or renamed entity to another one, and chained
-    renames cannot shuffle names), field words are reused only once the role's fresh words are
-    used up, and no two enums get the same value list. The programmatic mode is the paper's and
-    draws exactly as it always did.
+    Both modes remember what they have handed out: an entity name or an enum type name is never
+    given twice in a scenario (so no name passes from a deleted or renamed entity to another one,
+    and chained renames cannot shuffle names), and no name contradicts its type (a word that says
+    what a field holds, such as `username` or `count`, names only a field of that kind; a reference
+    is named after its target). The themed mode also reuses field words only once the role's fresh
+    words are used up, and gives no two enums the same value list. The programmatic mode otherwise
+    draws the paper's random word combinations.
     """
 
     def __init__(self, mode: NamingMode, rng: random.Random) -> None:
         self.mode = mode
         self.domain: Domain | None = rng.choice(DOMAINS) if mode == "themed" else None
-        self.clock = 0  # changes drawn so far in the scenario; the sampler advances it
-        self._entities_seen: set[str] = set()  # lowercased, themed only
-        self._entities_out: dict[str, int] = {}  # a name seen before, no longer in use -> when that was noticed
+        self._entities_seen: set[str] = set()  # lowercased
+        self._enum_types_issued: set[str] = set()
         self._fields_issued: set[str] = set()
         self._enum_sets_issued: set[tuple[str, ...]] = set()
         self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values
@@ -529,9 +562,14 @@ class Namer:
 
     def entity_name(self, rng: random.Random, taken: Collection[str]) -> str:
         """A CamelCase entity name whose endpoint is unused (case-insensitively)."""
+        self._entities_seen |= {t.lower() for t in taken}
         if self.domain is not None:
-            return self._themed_entity_name(rng, taken)
-        taken_lower = {t.lower() for t in taken}
+            return self._themed_entity_name(rng)
+        name = self._programmatic_entity_name(rng, self._entities_seen)
+        self._entities_seen.add(name.lower())
+        return name
+
+    def _programmatic_entity_name(self, rng: random.Random, taken_lower: set[str]) -> str:
         nouns = self._nouns()
         fresh = [n for n in nouns if n.lower() not in taken_lower]
         if fresh:
@@ -547,23 +585,14 @@ class Namer:
             if name.lower() not in taken_lower:
                 return name
 
-    def _themed_entity_name(self, rng: random.Random, taken: Collection[str]) -> str:
+    def _themed_entity_name(self, rng: random.Random) -> str:
         assert self.domain is not None
-        seen, out = self._entities_seen, self._entities_out
-        live = {t.lower() for t in taken}
-        for gone in seen - live:
-            out.setdefault(gone, self.clock)
-        for back in live & out.keys():
-            del out[back]
-        seen |= live
+        seen = self._entities_seen
         nouns = self.domain.nouns
         name = ""
         fresh = [n for n in nouns if n.lower() not in seen]
-        # A domain noun whose entity went away long ago reads better than a compound; a recent one never returns.
-        rested = [n for n in nouns if n.lower() in out and self.clock - out[n.lower()] >= REUSE_GAP]
-        if fresh or rested:
-            name = rng.choice(fresh or rested)
-            out.pop(name.lower(), None)
+        if fresh:
+            name = rng.choice(fresh)
         else:
             compounds = [p + n for p in _THEMED_PREFIXES for n in nouns if (p + n).lower() not in seen]
             if compounds:
@@ -585,12 +614,12 @@ class Namer:
         for _ in range(4):
             n = rng.randint(1, 3)
             pool.append("_".join(rng.sample(_PROG_WORDS, n)))
-        fresh = [p for p in pool if p not in taken_set]
+        fresh = [p for p in pool if p not in taken_set and name_fits(p, kind)]
         if fresh:
             return rng.choice(fresh)
         base_pool = pool or list(_PROG_WORDS)
         while True:
-            name = f"{rng.choice(base_pool)}_{rng.choice(_PROG_WORDS)}"
+            name = f"{rng.choice(base_pool)}_{rng.choice(_NEUTRAL_WORDS)}"
             if name not in taken_set:
                 return name
 
@@ -612,28 +641,34 @@ class Namer:
             for tries in range(10**6):
                 if name and name not in taken:
                     break
-                tail = f"_{rng.choice(_PROG_WORDS)}" if tries > 200 else ""
+                tail = f"_{rng.choice(_NEUTRAL_WORDS)}" if tries > 200 else ""
                 name = f"{rng.choice(_QUALIFIERS)}_{rng.choice(pool)}{tail}"
         self._fields_issued.add(name)
         return name
 
     def renamed_field(self, rng: random.Random, kind: str, old: str, taken: Collection[str]) -> str:
-        """A new name for field `old` of `kind`. Themed enum and reference fields keep their word and gain a
-        qualifier (`roast_level` -> `target_roast_level`), since their values already say what they hold."""
-        if self.domain is None or kind not in ("enum", "ref", "ref_list"):
-            return self.field_name(rng, "string" if kind in ("ref", "ref_list") else kind, taken)
-        base = strip_qualifiers(old)
-        options = [
-            f"{q}_{base}"
-            for q in (*_RENAME_QUALIFIERS, *_QUALIFIERS)
-            if f"{q}_{base}" not in taken and f"{q}_{base}" != old
-        ]
-        fresh = [o for o in options if o not in self._fields_issued]
-        if not (fresh or options):
-            return self.field_name(rng, "string", taken)
-        name = rng.choice(fresh or options)
+        """A new name for field `old` of `kind`. Reference fields (and themed enum fields) keep their word and
+        gain a qualifier (`roast_level` -> `target_roast_level`), since their values already say what they hold."""
+        refs = kind in ("ref", "ref_list")
+        if not refs and (self.domain is None or kind != "enum"):
+            return self.field_name(rng, kind, taken)
+        name = self._qualified(rng, strip_qualifiers(old), old, taken)
         self._fields_issued.add(name)
         return name
+
+    def _qualified(self, rng: random.Random, base: str, old: str, taken: Collection[str]) -> str:
+        """`base` with a qualifier in front (two once one is not enough): a name that keeps saying what it holds."""
+        words = (*_RENAME_QUALIFIERS, *_QUALIFIERS)
+        options = [f"{q}_{base}" for q in words if f"{q}_{base}" not in taken and f"{q}_{base}" != old]
+        fresh = [o for o in options if o not in self._fields_issued]
+        if fresh or options:
+            return rng.choice(fresh or options)
+        for n in itertools.count(2):  # never a number: more qualifiers
+            more = ["_".join(p) + f"_{base}" for p in itertools.product(words, repeat=n) if len(set(p)) == n]
+            free = [o for o in more if o not in taken and o != old]
+            if free:
+                return rng.choice(free)
+        raise AssertionError("unreachable")
 
     def ref_field_name(self, rng: random.Random, target: str, many: bool, taken: Collection[str]) -> str:
         """A name for a reference to `target`, e.g. `supplier` or `items` style plurals."""
@@ -646,7 +681,7 @@ class Namer:
         for c in candidates:
             if c not in taken and c != "id":
                 return c
-        return self.field_name(rng, "string", taken)
+        return self._qualified(rng, candidates[0], "", taken)
 
     def enum_values(
         self, rng: random.Random, field: str, in_use: Collection[tuple[str, ...]] = ()
@@ -684,7 +719,18 @@ class Namer:
     def enum_field_name(self, rng: random.Random, taken: Collection[str]) -> str:
         options = ["status", "phase", "stage", "state", "tier", "kind", "category", "mode", "level", "priority_band"]
         fresh = [o for o in options if o not in taken]
-        return rng.choice(fresh) if fresh else self.field_name(rng, "string", taken)
+        return rng.choice(fresh) if fresh else self.field_name(rng, "enum", taken)
+
+    def enum_type_name(self, field: str, taken: Collection[str]) -> str:
+        """A CamelCase name for the enum type of `field`: after the field, never after its entity (an entity
+        rename would leave the prefix behind), and never a name an enum type or an entity had before."""
+        base = "".join(w.capitalize() for w in field.split("_"))
+        used = {t.lower() for t in taken} | self._entities_seen
+        suffixes = ("", "Type", "Option", "Choice", "Kind", "Variant", "Set", "Scale")
+        words = tuple(w.capitalize() for w in (*_RENAME_QUALIFIERS, *_QUALIFIERS, *_NEUTRAL_WORDS))
+        name = next(n for n in _compounds(base, suffixes, words) if n.lower() not in used)
+        self._entities_seen.add(name.lower())  # one namespace: no entity takes it later either
+        return name
 
     def enum_value(
         self, rng: random.Random, taken: Collection[str], in_use: Collection[tuple[str, ...]] = ()

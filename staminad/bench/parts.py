@@ -33,7 +33,6 @@ from staminad.bench.schema import (
     SetValue,
     State,
     SumOperand,
-    is_camel,
 )
 
 _KIND_WEIGHTS = {"string": 3, "integer": 2, "float": 2, "boolean": 1, "enum": 2, "datetime": 1}
@@ -44,16 +43,9 @@ def camel_of(snake: str) -> str:
     return "".join(w.capitalize() for w in snake.split("_"))
 
 
-def enum_type_name(state: State, entity: str, field: str, extra: tuple[EnumType, ...] = ()) -> str:
-    taken = {e.name for e in state.enums} | {e.name for e in extra}
-    base = entity + camel_of(field)
-    for suffix in ("", "Type", "Option", "Choice", "Kind", "Variant"):
-        if base + suffix not in taken and is_camel(base + suffix):
-            return base + suffix
-    n = 2
-    while f"{base}V{n}" in taken:
-        n += 1
-    return f"{base}V{n}"
+def enum_type_name(state: State, namer: Namer, field: str, extra: tuple[EnumType, ...] = ()) -> str:
+    """The name of a new enum type for `field`, unused by the state's (and `extra`'s) enums and entities."""
+    return namer.enum_type_name(field, [*(e.name for e in (*state.enums, *extra)), *(e.name for e in state.entities)])
 
 
 def _round(x: float) -> float:
@@ -82,7 +74,7 @@ def scalar_field(  # noqa: C901 - one branch per field type, each a few lines
             name = hint
         elif namer.mode == "themed":  # keep the values' own word: `primary_grade`, never a `status` of grades
             name = namer.renamed_field(rng, "enum", hint, taken)
-        new_enum = EnumType(name=enum_type_name(state, entity, name, extra_enums), values=values)
+        new_enum = EnumType(name=enum_type_name(state, namer, name, extra_enums), values=values)
         kw["enum"] = new_enum.name
         if rng.random() < 0.7:
             default = rng.choice(values)

@@ -3,8 +3,9 @@
 `initial_state` draws 2-3 entities of 4-5 fields, 1-2 analytics and sometimes actions. The
 samplers pick a change type (uniformly, or by difficulty weights), then fill it in from the
 current state; a batch of k changes is drawn against the intermediate states, so a turn never
-holds a change its predecessors invalidated. Deletions are allowed only above a floor that rises
-with the scenario's age, which is what keeps states growing for a thousand turns.
+holds a change its predecessors invalidated, nor one that undoes part of them (`cancel`).
+Deletions are allowed only above a floor that rises with the scenario's age, which is what keeps
+states growing for a thousand turns.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Literal
 
+from staminad.bench.cancel import Batch
 from staminad.bench.changes import (
     AddAction,
     AddAnalytics,
@@ -290,10 +292,17 @@ def weights_for(sampler: SamplerName, overrides: Mapping[str, float] | None = No
     return base
 
 
-def sample_change(state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], age: int) -> Change:
-    """Draw one valid change: a type by weight among those with a valid instance, then its fields."""
+def sample_change(
+    state: State,
+    rng: random.Random,
+    namer: Namer,
+    weights: Mapping[str, float],
+    age: int,
+    batch: Batch | None = None,
+) -> Change:
+    """Draw one valid change: a type by weight among those with a valid instance, then its fields; one that
+    would undo part of the `batch` drawn so far is drawn again."""
     kinds = [k for k, w in weights.items() if w > 0]
-    namer.clock = age
     ctx = Context(state, rng, namer, age)
     for _ in range(200):
         kind = rng.choices(kinds, weights=[weights[k] for k in kinds])[0]
@@ -304,6 +313,8 @@ def sample_change(state: State, rng: random.Random, namer: Namer, weights: Mappi
             change.validate(state)
         except ChangeError:
             continue
+        if batch is not None and batch.cancels(state, change):
+            continue
         return change
     raise RuntimeError("no valid change could be drawn; the sampler weights exclude every applicable type")
 
@@ -311,10 +322,13 @@ def sample_change(state: State, rng: random.Random, namer: Namer, weights: Mappi
 def sample_turn(
     state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], k: int, age: int
 ) -> tuple[list[Change], State]:
-    """pi_env for one turn: k changes, each drawn against the state its predecessors produced."""
+    """pi_env for one turn: k changes, each drawn against the state its predecessors produced, none undoing
+    another (`cancel`)."""
     changes: list[Change] = []
+    batch = Batch()
     for i in range(k):
-        change = sample_change(state, rng, namer, weights, age + i)
+        change = sample_change(state, rng, namer, weights, age + i, batch)
+        batch.record(change)
         state = change.apply(state)
         changes.append(change)
     return changes, state

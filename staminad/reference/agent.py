@@ -104,6 +104,8 @@ class Model:
             self.entity(change["entity"])["fields"].append(change["field"])
         elif kind == "delete_field":
             e = self.entity(change["entity"])
+            if "removed-field-validated" in bugs:  # out of the replies, not out of the request model
+                e["removed"] = [*e.get("removed", []), *(f for f in e["fields"] if f["name"] == change["field"])]
             e["fields"] = [
                 f if f["name"] != change["field"] else _leftover(f)
                 for f in e["fields"]

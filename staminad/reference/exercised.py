@@ -578,24 +578,37 @@ def _pinned_null(action: Action, name: str) -> bool:
     return any(isinstance(c, NullCheck) and c.is_null and c.field == name for c in action.conditions)
 
 
-def _noop(action: Action, x: Effect) -> bool:
+def _noop(action: Action, x: Effect, dead: list[Effect]) -> bool:
     """An effect that can never change anything: its input or reference is pinned null by an `is null` guard
-    (nothing else sets it first, so in either order it reads null)."""
+    and no live effect writes it (the `dead` ones are no-ops themselves), so in either order it reads null."""
+    live = [y for y in action.effects if y is not x and not any(y is d for d in dead)]  # x reads before it writes
     if isinstance(x, Increment):
         return _pinned_null(action, x.field) and not any(
-            _writes(y) == ("", x.field) and not isinstance(y, Increment) for y in action.effects
+            _writes(y) == ("", x.field) and not isinstance(y, Increment) for y in live
         )
     if isinstance(x, Compute):
-        return any(
-            _pinned_null(action, o) and not any(_writes(y) == ("", o) for y in action.effects)
-            for o in (x.left, x.right)
-        )
+        return any(_pinned_null(action, o) and not any(_writes(y) == ("", o) for y in live) for o in (x.left, x.right))
     return isinstance(x, OnReference) and _pinned_null(action, x.ref_field)
+
+
+def _noops(action: Action) -> list[Effect]:
+    """The effects that can never change anything, to a fixed point: two computations reading the same pinned
+    null field write only each other's inputs, and neither ever writes."""
+    dead: list[Effect] = []
+    grew = True
+    while grew:
+        grew = False
+        for x in action.effects:
+            if not any(x is d for d in dead) and _noop(action, x, dead):
+                dead.append(x)
+                grew = True
+    return dead
 
 
 def order_matters(state: State) -> bool:
     def live(a: Action) -> list[Effect]:
-        return [x for x in a.effects if not _noop(a, x)]
+        dead = _noops(a)
+        return [x for x in a.effects if not any(x is d for d in dead)]
 
     return any(
         others_hold(state, e, a) and any(_conflict(x, y) for i, x in enumerate(live(a)) for y in live(a)[i + 1 :])
@@ -607,17 +620,11 @@ def order_matters(state: State) -> bool:
 
 
 def null_counts_as_zero(state: State) -> bool:
+    """An avg, min or max over a field that can be null: entities that all hold null give null, not 0."""
     for an in state.analytics:
         e = state.entity(an.entity)
         f = e.field(an.field or "") if e else None
-        if f is None or not nullable(f):
-            continue
-        vs = [v for v in values(state, f) if isinstance(v, int | float)]
-        if (
-            (an.op == "avg" and any(v != 0 for v in vs))
-            or (an.op == "min" and any(v > 0 for v in vs))
-            or (an.op == "max" and any(v < 0 for v in vs))
-        ):
+        if f is not None and nullable(f) and an.op in ("avg", "min", "max"):
             return True
     return False
 

@@ -23,6 +23,7 @@ from staminad.bench.changes import (
 )
 from staminad.bench.schema import Analytics, Field, State, endpoint_of
 from staminad.reference import exercised as ex
+from staminad.reference.nullmutants import SPECS
 
 
 @dataclass(frozen=True)
@@ -700,4 +701,5 @@ MUTANTS += (
         _renamed_paths,
     ),
 )
+MUTANTS += tuple(Mutant(*spec) for spec in SPECS)  # null and empty inputs of computations, a removal
 MUTANT_BY_BUG = {m.bug: m for m in MUTANTS}

@@ -339,6 +339,7 @@ class App:
         if oid in table and "duplicate-overwrites" not in self.bugs:
             raise Reject(409, f"id {oid} already exists")
         obj: dict[str, Any] = {"id": oid}
+        self._removed(entity, body)
         for f in entity["fields"]:
             name = f["name"]
             if name in body:
@@ -357,10 +358,18 @@ class App:
         self.deleted.discard((entity["name"], oid))
         return obj
 
+    def _removed(self, entity: dict[str, Any], body: dict[str, Any]) -> None:
+        """The mutant's request model still has the fields it took out of its replies: it validates their keys."""
+        live = {f["name"] for f in entity["fields"]}
+        for f in entity.get("removed", ()):
+            if f["name"] in body and f["name"] not in live:
+                self._value(f, body[f["name"]])
+
     def _update(self, entity: dict[str, Any], obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         if "id" in body and (body["id"] != obj["id"] or "patch-rejects-id" in self.bugs):
             raise Reject(400, "id cannot be changed")
         fields = {f["name"]: f for f in entity["fields"]}
+        self._removed(entity, body)
         if "patch-no-validation" in self.bugs:
             obj.update({k: v for k, v in body.items() if k in fields})
         elif "patch-not-atomic" in self.bugs:  # validates and writes one key at a time, in body order
@@ -415,7 +424,7 @@ class App:
             raise Reject(404, "no such analytics endpoint")
         objs = list(self.data.get(a["entity"], {}).values())
         if a["op"] == "count":
-            return 200, {"result": len(objs)}
+            return 200, {"result": None if not objs and "count-empty-null" in self.bugs else len(objs)}
         if "null-as-zero" in self.bugs:
             values = [o.get(a["field"]) or 0 for o in objs]
         else:
@@ -424,6 +433,8 @@ class App:
             values = [float(v) for v in values]
         if a["op"] == "sum":
             return 200, {"result": None if not values and "sum-empty-null" in self.bugs else sum(values)}
+        if not values and objs and "all-null-crash" in self.bugs:  # checks for rows, not for values
+            return 200, {"result": sum(values) / len(values) if a["op"] == "avg" else min(values)}
         if not values:
             return 200, {"result": 0 if "zero-for-empty" in self.bugs else None}
         if a["op"] == "avg":
@@ -467,11 +478,16 @@ class App:
         if c["type"] == "quantified":
             table = self._target(entity, c["list_field"])[1]
             items = [table[i] for i in obj.get(c["list_field"]) or [] if i in table]
+            if "all-skips-null-items" in self.bugs:  # filters nulls out first, as a query's WHERE f IS NOT NULL
+                items = [o for o in items if o.get(c["field"]) is not None]
             res = [self._cmp(o.get(c["field"]), c["op"], c["value"]) for o in items]
             if c["quantifier"] == "any":
                 return (not res and "any-empty-holds" in self.bugs) or any(res)
             return (bool(res) or "all-empty-fails" not in self.bugs) and all(res)
-        return self._cmp(self._operand(entity, obj, c["left"]), c["op"], c["value"])
+        left = self._operand(entity, obj, c["left"])
+        if left is None and "null-guard-skipped" in self.bugs:
+            return True  # nothing to compare, so nothing to forbid
+        return self._cmp(left, c["op"], c["value"])
 
     def _store(self, entity: dict[str, Any], obj: dict[str, Any], name: str, value: Any) -> None:
         """An effect's result; stored even outside the field's bounds."""
@@ -484,7 +500,8 @@ class App:
 
     def _simple(self, entity: dict[str, Any], obj: dict[str, Any], x: dict[str, Any]) -> None:
         if x["type"] == "set":
-            obj[x["field"]] = x.get("value")
+            if obj.get(x["field"]) is not None or "set-skips-null" not in self.bugs:  # the null rule applied to sets
+                obj[x["field"]] = x.get("value")
         elif obj.get(x["field"]) is not None:
             self._store(entity, obj, x["field"], obj[x["field"]] + x["amount"])
         elif "increase-null-as-zero" in self.bugs:
@@ -496,7 +513,9 @@ class App:
             self._simple(entity, obj, x)
         elif t == "compute":
             a, b = obj.get(x["left"]), obj.get(x["right"])
-            if a is not None and b is not None:
+            if "compute-null-as-zero" in self.bugs and (a is None or b is None):
+                self._store(entity, obj, x["field"], _ARITH[x["op"]](a or 0, b or 0))  # as JavaScript reads null
+            elif a is not None and b is not None:
                 self._store(entity, obj, x["field"], _ARITH[x["op"]](a, b))
             elif "compute-null-writes-null" in self.bugs:
                 obj[x["field"]] = None
@@ -512,6 +531,8 @@ class App:
         elif t == "for_each":
             target, table = self._target(entity, x["list_field"])
             refs = obj.get(x["list_field"]) or []
+            if not refs and "for-each-empty-500" in self.bugs:
+                raise RuntimeError("syntax error near ')': WHERE id IN ()")  # the query built for no ids
             for ref in refs[:1] if "for-each-first-only" in self.bugs else refs:
                 if ref in table:
                     self._simple(target, table[ref], x["effect"])
@@ -556,6 +577,14 @@ def _hand_checked_date(v: str, leap_always: bool, hour_24: bool) -> bool:
 # Bugs of the action and analytics paths (see `staminad.reference.mutants`).
 SERVER_BUGS = SERVER_BUGS | frozenset(
     {
+        "null-guard-skipped",
+        "all-skips-null-items",
+        "set-skips-null",
+        "compute-null-as-zero",
+        "for-each-empty-500",
+        "all-null-crash",
+        "count-empty-null",
+        "removed-field-validated",
         "null-ne-holds",
         "null-as-zero-order",
         "null-check-falsy",

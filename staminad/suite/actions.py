@@ -25,7 +25,7 @@ from staminad.suite.semantics import World, apply_action, holds
 
 _TRIES = 25
 _REDRAWS = 8  # plans a later attempt draws for bounds data its first attempt found, before settling for less
-ActionTest = tuple[str, str, str, list[Step]]
+ActionTest = tuple[str, str, str, list[Step], tuple[str, ...]]  # ..., the input classes it covers
 
 
 def _world(state: State, entity: Entity, plan: Plan) -> World:
@@ -165,6 +165,7 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
                     why=f"{path} on an unknown id must answer 404",
                 )
             ],
+            (),
         )
     ]
     n = len(action.conditions)
@@ -191,6 +192,7 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
                         f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked before "
                         "guards)",
                     ),
+                    (),
                 )
             )
     for i, cond in enumerate(action.conditions):
@@ -204,6 +206,7 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
                     "business_logic",
                     "guards",
                     _steps(state, entity, action, *found, f"the guard `{phrase}` does not hold, so 409"),
+                    (),
                 )
             )
         for label, variant, want in _extra_variants(cond):
@@ -223,6 +226,7 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
                         "business_logic",
                         "guards",
                         _steps(state, entity, action, *found, f"the guard `{phrase}` {how} {verdict}"),
+                        (_guard_class(cond, variant),),
                     )
                 )
     whys = {
@@ -250,5 +254,13 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
         if found is None and mode == "bounds":
             found = _plan(rng, state, entity, action, [True] * n, pick(rng, f"{name}_{suffix}/plain", action.sources))
         if found is not None:
-            out.append((f"{name}_{suffix}", "business_logic", rule, _steps(state, entity, action, *found, whys[mode])))
+            steps = _steps(state, entity, action, *found, whys[mode])
+            out.append((f"{name}_{suffix}", "business_logic", rule, steps, tuple(sorted(found[0].classes))))
     return out
+
+
+def _guard_class(cond: object, variant: str) -> str:
+    """The input class (`computations`) a guard's null, empty or falsy case covers."""
+    if variant == "null":
+        return "null_list_item" if isinstance(cond, Quantified) else "null_operand"
+    return {"empty": "empty_list", "falsy": "falsy_not_null"}[variant]

@@ -1,9 +1,12 @@
-"""Tests of one analytics endpoint: over no entities, one entity, and several with a null among them.
+"""Tests of one analytics endpoint: over no entities, one entity, several with a null among them, and
+entities whose values are all null.
 
 The data is drawn so the README's `analytics` rule shows: the several-entity case holds a null
 where the field allows one (it must be skipped, not counted as 0), its values for `min` are
 positive and for `max` negative where the bounds allow (so a null read as 0 would win), close to
-0 and on both sides of it otherwise, and averages that are not round (so rounding shows).
+0 and on both sides of it otherwise, and averages that are not round (so rounding shows). Entities
+that exist but hold only nulls give what no entities give (0 for a sum, null otherwise), which a
+server that checks for rows rather than for values gets wrong.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from staminad.suite.draws import ident
 from staminad.suite.model import Check, Equals, IsInteger, Step, req
 from staminad.suite.plans import can_be_null, set_null
 
-AnalyticsTest = tuple[str, str, str, list[Step]]
+AnalyticsTest = tuple[str, str, str, list[Step], tuple[str, ...]]  # ..., the input classes it covers
 
 
 def aggregate(op: str, values: list[Any], n: int) -> Any:
@@ -80,7 +83,10 @@ def _data(
     return bodies, aggregate(op, values, n)
 
 
-def analytics_tests(state: State, a: Analytics, rng: random.Random) -> list[AnalyticsTest]:
+def analytics_tests(
+    state: State, a: Analytics, rng: random.Random, extra: random.Random | None = None
+) -> list[AnalyticsTest]:
+    """The tests of `a`; the all-null one draws from `extra` where given (so the others' data stay as they were)."""
     e = state.entity(a.entity)
     assert e is not None
     name = f"analytics_{e.endpoint}_{a.field or 'all'}_{a.op}"
@@ -101,6 +107,7 @@ def analytics_tests(state: State, a: Analytics, rng: random.Random) -> list[Anal
                     why=f"{a.op} over no entities must be {empty}",
                 )
             ],
+            ("empty",),
         )
     ]
     # "many" is three values plus, where the field allows it, a null that must be skipped; three
@@ -136,6 +143,30 @@ def analytics_tests(state: State, a: Analytics, rng: random.Random) -> list[Anal
                         why=f"{a.op} over {what} must be {expected!r}",
                     ),
                 ],
+                ("null_skipped",) if n > 1 and nulls else (),
+            )
+        )
+    if f is not None and nulls:
+        more = extra or rng
+        bodies = [scalar_body(more, state, e, ident(more, f"{e.endpoint}-nulls{i}")) for i in range(2)]
+        for body in bodies:
+            set_null(body, f)
+        out.append(
+            (
+                f"{name}_all_null",
+                "type_error",
+                "analytics",
+                [
+                    *(req("POST", f"/{e.endpoint}", b) for b in bodies),
+                    req(
+                        "GET",
+                        a.path(),
+                        expect=(200,),
+                        checks=(Equals(("result",), empty),),
+                        why=f"{a.op} over entities whose {f.name} is null skips them all: {empty}",
+                    ),
+                ],
+                ("all_null",),
             )
         )
     return out

@@ -7,7 +7,8 @@ number, a datetime has exactly one valid form, a reference names an existing ent
 class that holds valid values is sent and then read back, by the POST answer and a later GET, so a
 server that trims, re-cases, re-formats, coerces or truncates shows.
 
-`CATALOGUE` lists every class with the condition under which it applies to a field (or an entity).
+`CATALOGUE` lists every class with the condition under which it applies to a field (or an entity),
+and then the classes of computations' inputs (`computations`), which apply to a state.
 Classes with a `make` are built here (`class_tests`, `entity_class_tests`); the others are tests
 `generate` already wrote, which it tags with their class names (`WRONG_TYPE_CLASSES`, `EDGE_CLASSES`).
 A test names the classes it covers in `Test.classes`; `applicable` and `covered` are the two sides of
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from staminad.bench.schema import Entity, Field, State
+from staminad.suite.computations import COMPUTATION_CLASSES, ComputationClass
 from staminad.suite.data import datetime_value, scalar_body
 from staminad.suite.draws import ident
 from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Equals, IsInteger, ListIds, Step, Suite, req
@@ -310,7 +312,7 @@ _NUM = ("integer", "float")
 _REFS = ("ref", "ref_list")
 _S = ("string",)
 
-CATALOGUE: tuple[InputClass, ...] = (
+FIELD_CLASSES: tuple[InputClass, ...] = (
     # ids and lists (per entity)
     _c("client-id", "number", (ENTITY,), "a number where the string id belongs"),
     _c("client-id", "empty", (ENTITY,), "the empty id"),
@@ -434,6 +436,8 @@ CATALOGUE: tuple[InputClass, ...] = (
     _c("reference-list", "many", ("ref_list",), f"{MANY} ids", make=_list_of(MANY)),
     _c("reference-list", "duplicates", ("ref_list",), "the same id twice", make=_make_duplicates),
 )
+# ... and the null and empty inputs of guards, effects and analytics (`computations`).
+CATALOGUE: tuple[InputClass | ComputationClass, ...] = (*FIELD_CLASSES, *COMPUTATION_CLASSES)
 
 # The classes of tests `generate` writes itself, by the index of the value in `data.wrong_type_values`.
 WRONG_TYPE_CLASSES: dict[str, tuple[str, ...]] = {
@@ -472,7 +476,7 @@ def class_tests(ctx: Ctx) -> list[tuple[str, str, str, tuple[str, ...], list[Ste
     """(name, category, rule, classes, steps) of every class built here that applies to the context's field."""
     f = _f(ctx)
     out: list[tuple[str, str, str, tuple[str, ...], list[Step]]] = []
-    for c in CATALOGUE:
+    for c in FIELD_CLASSES:
         if c.make is not None and c.applies(ctx.state, ctx.entity, f):
             out.append(
                 (f"{ctx.entity.endpoint}_{f.name}_{c.rule}_{c.name}", "validation", c.rule, (c.name,), c.make(ctx))
@@ -487,7 +491,7 @@ def entity_class_tests(
     ctx = Ctx(state, rng, e, None, {}, {}, [])
     return [
         (f"{e.endpoint}_{c.rule}_{c.name}", "validation", c.rule, (c.name,), c.make(ctx))
-        for c in CATALOGUE
+        for c in FIELD_CLASSES
         if c.make is not None and c.applies(state, e, None)
     ]
 
@@ -497,9 +501,9 @@ Cell = tuple[str, str]  # (rule, class)
 
 def applicable(state: State) -> set[Cell]:
     """Every (rule, class) some entity or field of the state can be tested with."""
-    out: set[Cell] = set()
+    out: set[Cell] = {(c.rule, c.name) for c in COMPUTATION_CLASSES if c.when(state)}
     for e in state.entities:
-        for c in CATALOGUE:
+        for c in FIELD_CLASSES:
             if c.applies(state, e, None) or any(c.applies(state, e, f) for f in e.fields):
                 out.add((c.rule, c.name))
     return out

@@ -12,6 +12,7 @@ guard reads as the guards need it:
   guards allow), start from another value, so that doing it shows;
 - "nulls": the inputs of increases and decreases are null (own fields, a listed or referenced
   entity's field, the first entity a guard linked), and an effect whose input is null must change nothing;
+  the fields `set ... to ...` writes start null too (a set writes whatever was there, null included);
 - "null_operands": one operand of one computation (a test per computation) is null and its target
   holds a value (apart from "nulls", since a null target would hide a computation that writes null);
 - "empty": references are null and lists empty, so cross-entity effects have nothing to reach.
@@ -113,7 +114,7 @@ def _start_for(rng: random.Random, state: State, target: Entity, inner: SetValue
     if g is None:
         return None
     if mode == "nulls":
-        return NULL if isinstance(inner, Increment) and can_be_null(g) else None
+        return NULL if can_be_null(g) else None
     if mode != "bounds":
         return None
     if isinstance(inner, Increment):
@@ -184,6 +185,7 @@ def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference)
         g = target.field(x.effect.field)
         if ids and body["id"] == ids[0] and g is not None and target.name == f.target and can_be_null(g):
             set_null(body, g)
+            plan.classes.add("null_increase")
             return True
     return False
 
@@ -218,6 +220,8 @@ def meet_effects(
             isinstance(x, Compute) and mode in ("bounds", "null_operands")
         ):
             changed |= _own(rng, state, entity, action, x, plan, guarded, mode, fixed)
+        elif isinstance(x, SetValue) and mode == "nulls":
+            changed |= _null_set(entity, action, x, plan, guarded)
         elif isinstance(x, SetValue) and mode == "bounds" and x.field not in fixed:
             other = _other_start(rng, state, entity, action, plan, x, guarded)
             if other is not None:  # start from another value, so that setting it shows
@@ -237,6 +241,7 @@ def meet_effects(
             assert target is not None
             if mode == "empty":
                 plan.body[f.name] = [] if f.kind == "ref_list" else None
+                plan.classes.add("empty_list" if isinstance(x, ForEach) else "null_reference")
                 links.pop(f.name, None)
                 changed = True
                 continue
@@ -246,11 +251,23 @@ def meet_effects(
                 if start is not None and x.effect.field not in slot and (k == 0 or isinstance(x.effect, SetValue)):
                     slot[x.effect.field] = start
                     changed = True
+                    if start is NULL:
+                        plan.classes.add("null_increase" if isinstance(x.effect, Increment) else "set_from_null")
     for name, slots in links.items():
         f = entity.field(name)
         assert f is not None
         plan.link(rng, state, f, slots)
     return changed
+
+
+def _null_set(entity: Entity, action: Action, x: SetValue, plan: Plan, guarded: set[str]) -> bool:
+    """Under "nulls", the own field a `set` writes starts null where the guards leave it free."""
+    f = entity.field(x.field)
+    if f is None or f.name in guarded or f.name == action.field or not can_be_null(f):
+        return False
+    set_null(plan.body, f)
+    plan.classes.add("set_from_null")
+    return True
 
 
 def _other_start(
@@ -302,6 +319,7 @@ def _own(
             if f.name in guarded or not can_be_null(f):
                 return False
             set_null(plan.body, f)
+            plan.classes.add("null_increase")
             return True
         if f.name in fixed:
             return False
@@ -324,6 +342,7 @@ def _own(
             set_null(plan.body, o)
             if t is not None and t.name not in guarded and plan.body.get(t.name) is None:
                 plan.body[t.name] = scalar_value(rng, state, t)
+            plan.classes.add("null_operand")
             return True
         return False
     probes = {f.name: probe_values(action, f) for f in (fa, fb)}

@@ -701,8 +701,8 @@ class _Builder:
     # --- analytics, reset, history ------------------------------------------------------------
 
     def analytics(self, a: Analytics) -> None:
-        for name, category, rule, steps in analytics_tests(self.state, a, self.rng):
-            self.add(name, category, rule, steps)
+        for name, category, rule, steps, classes in analytics_tests(self.state, a, self.rng, self.class_rng):
+            self.add(name, category, rule, steps, classes)
 
     def reset(self) -> None:
         steps: list[Any] = []
@@ -724,6 +724,7 @@ class _Builder:
                 "unknown-path",
                 [
                     req("GET", f"/{old}", expect=(404,), why=f"/{old} no longer exists and must answer 404"),
+                    req("POST", f"/{old}", {}, expect=(404, 405), why=f"/{old} takes no POST any more"),
                     req(
                         "GET",
                         f"/{old}/{ident(self.rng, 'some-id')}",
@@ -739,7 +740,9 @@ class _Builder:
             category = "rename" if why == "renamed" else "missing_feature"
             rule = {"renamed": "rename-field", "deleted": "delete-field", "dropped": "delete-entity"}[why]
             what = "field of a deleted reference" if why == "dropped" else f"{why} field"
-            # The stale key is sent too: a key that is not a current field is ignored, never stored.
+            # The stale key is sent too, holding what no field accepts: a key that is not a current field is
+            # ignored (never validated, stored or returned), in a POST and in a PATCH.
+            path = f"/{e.endpoint}/{body['id']}"
             self.add(
                 f"{e.endpoint}_{field}_gone",
                 category,
@@ -748,11 +751,19 @@ class _Builder:
                     req(
                         "POST",
                         f"/{e.endpoint}",
-                        {**body, field: None},
+                        {**body, field: _STALE},
                         checks=(Absent(field),),
-                        why=f"the {what} {field} must no longer be stored or returned",
+                        why=f"the {what} {field} must no longer be validated, stored or returned",
                     ),
-                    req("GET", f"/{e.endpoint}/{body['id']}", checks=(Absent(field),), why=f"{field} is gone"),
+                    req("GET", path, checks=(Absent(field),), why=f"{field} is gone"),
+                    req(
+                        "PATCH",
+                        path,
+                        {field: _STALE},
+                        expect=OK,
+                        checks=(Absent(field),),
+                        why=f"{field} is no field any more: a PATCH holding it is handled as if it were absent",
+                    ),
                 ],
             )
         for path in h.removed_analytics:
@@ -858,6 +869,7 @@ def _ids_left(fix: list[Any], ep: str, own: tuple[str, ...], victim: str) -> lis
 
 
 _NONE = object()
+_STALE = {"removed": "key"}  # an old key's value: an object, which no field accepts
 
 
 def _falsy(f: Field) -> Any:
@@ -904,8 +916,8 @@ def _build(state: State, rng: SuiteRandom, history: History | None) -> _Builder:
     for a in state.analytics:
         b.analytics(a)
     for action in state.actions:
-        for name, category, rule, steps in action_tests(state, action, b.rng):
-            b.add(name, category, rule, steps)
+        for name, category, rule, steps, classes in action_tests(state, action, b.rng):
+            b.add(name, category, rule, steps, classes)
     if history is not None:
         b.history(history)
     # Drawn last, so that the data of every test above stays what it was before raw bodies were tested.

@@ -111,6 +111,7 @@ class Plan:
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
         self.related: Created = []
+        self.classes: set[str] = set()  # the input classes of computations its data reaches (`computations`)
 
     def link(self, rng: random.Random, state: State, f: Field, values: list[dict[str, Any]]) -> None:
         """Create one target per `values` entry (field overrides; NULL for null) and reference them from `f`."""

@@ -9,9 +9,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from staminad.bench.changes import CHANGE_KINDS, Change, ChangeError, DeleteEntity, RenameEntity, transition
+from staminad.bench.changes import (
+    CHANGE_KINDS,
+    AddEntity,
+    AddField,
+    Change,
+    ChangeError,
+    DeleteEntity,
+    RenameEntity,
+    transition,
+)
 from staminad.bench.integrity import problems
-from staminad.bench.naming import DOMAINS, REUSE_GAP, Namer, enum_vocabulary, strip_qualifiers
+from staminad.bench.naming import DOMAINS, Namer, enum_vocabulary, strip_qualifiers
 from staminad.bench.sampler import sample_change, weights_for
 from staminad.bench.scenario import Scenario, ScenarioParams, generate
 from staminad.bench.schema import State, dump_state, load_state
@@ -207,27 +216,27 @@ def test_themed_enum_fields_are_named_after_their_values(seed: int, params: Scen
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), params=THEMED)
-def test_themed_entity_names_are_not_reused_soon_after_they_leave(seed: int, params: ScenarioParams) -> None:
-    """An entity name that leaves the design names no entity for REUSE_GAP changes, so renames never shuffle names."""
+def test_themed_entity_names_are_never_reused(seed: int, params: ScenarioParams) -> None:
+    """A name that once named an entity (or an enum type) names no other one later, so renames never shuffle names."""
     scenario = generate(seed, params)
-    identity = {e.name.lower(): n for n, e in enumerate(scenario.initial.entities)}  # name -> which entity
-    holders: dict[str, tuple[int, int]] = {}  # name -> (entity that last held it, change index it left at)
-    fresh = len(identity)
-    for i, change, before, after in _walk(scenario):
-        old = {e.name.lower() for e in before.entities}
-        new = {e.name.lower() for e in after.entities}
-        renamed = (change.old.lower(), change.new.lower()) if isinstance(change, RenameEntity) else None
-        for gone in old - new:
-            holders[gone] = (identity.pop(gone), i)
-        for came in new - old:
-            if renamed and came == renamed[1]:
-                who = holders[renamed[0]][0]
-            else:
-                who, fresh = fresh, fresh + 1
-            if came in holders:
-                last, left = holders[came]
-                assert last == who or i - left >= REUSE_GAP, (came, left, i)
-            identity[came] = who
+    seen = {e.name.lower() for e in scenario.initial.entities} | {e.name.lower() for e in scenario.initial.enums}
+    for _, change, _, _ in _walk(scenario):
+        new = (
+            change.entity.name
+            if isinstance(change, AddEntity)
+            else change.new
+            if isinstance(change, RenameEntity)
+            else None
+        )
+        if new is not None:
+            assert new.lower() not in seen, new
+            seen.add(new.lower())
+        enums = change.new_enums if isinstance(change, AddEntity) else ()
+        if isinstance(change, AddField) and change.new_enum is not None:
+            enums = (change.new_enum,)
+        for en in enums:
+            assert en.name.lower() not in seen, en.name
+            seen.add(en.name.lower())
 
 
 def test_programmatic_names_stay_the_papers() -> None:

@@ -74,7 +74,7 @@ def _failures(state: State, action: Action, seed: int, bugs: list[str]) -> list[
         turn=0,
         tests=tuple(
             Test(name=n, category=c, rule=r, steps=tuple(s))  # type: ignore[arg-type]
-            for n, c, r, s in made
+            for n, c, r, s, _ in made
         ),
     )
     app = App({"schema": msgspec.to_builtins(state), "bugs": bugs})

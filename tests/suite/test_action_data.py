@@ -178,7 +178,7 @@ def test_action_tests_cover_null_and_empty_cases_and_the_reference_passes_them()
     )
     st = msgspec.structs.replace(STATE, actions=(action,))
     made = action_tests(st, action, random.Random(5))
-    names = {name for name, _, _, _ in made}
+    names = {name for name, _, _, _, _ in made}
     assert {
         "order_ship_guard_1_null",
         "order_ship_guard_2_null",
@@ -193,7 +193,7 @@ def test_action_tests_cover_null_and_empty_cases_and_the_reference_passes_them()
         turn=0,
         tests=tuple(
             Test(name=n, category=c, rule=r, steps=tuple(s))  # type: ignore[arg-type]
-            for n, c, r, s in made
+            for n, c, r, s, _ in made
         ),
     )
     ok = asyncio.run(run_suite(suite, AppTransport(App({"schema": msgspec.to_builtins(st)}))))
