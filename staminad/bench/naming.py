@@ -523,6 +523,7 @@ class Namer:
         self._fields_issued: set[str] = set()
         self._enum_sets_issued: set[tuple[str, ...]] = set()
         self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values
+        self._compounds: list[tuple[str, str]] = []  # (prefix + noun, lowercased), themed only, made once
 
     def _nouns(self) -> tuple[str, ...]:
         return self.domain.nouns if self.domain else _PROG_NOUNS
@@ -565,7 +566,9 @@ class Namer:
             name = rng.choice(fresh or rested)
             out.pop(name.lower(), None)
         else:
-            compounds = [p + n for p in _THEMED_PREFIXES for n in nouns if (p + n).lower() not in seen]
+            if not self._compounds:
+                self._compounds = [(p + n, (p + n).lower()) for p in _THEMED_PREFIXES for n in nouns]
+            compounds = [name for name, lower in self._compounds if lower not in seen]
             if compounds:
                 name = rng.choice(compounds)
             for tries in range(10**6):
@@ -662,8 +665,11 @@ class Namer:
     ) -> tuple[str, tuple[str, ...]]:
         assert self.domain is not None
 
+        in_use_sets = [set(other) for other in in_use]
+
         def free(values: tuple[str, ...]) -> bool:  # no enum of the state holds it already, grown or not
-            return not any(set(values) <= set(other) for other in in_use)
+            wanted = set(values)
+            return not any(wanted <= other for other in in_use_sets)
 
         own = [(h, v, sp) for h, v, sp in self.domain.enums if free(v)]
         fresh = [x for x in own if x[1] not in self._enum_sets_issued]
@@ -675,7 +681,8 @@ class Namer:
         else:
             hint, spares = field, ()
             values = tuple(rng.sample(_PROG_ENUM_VALUES, 3))
-            while frozenset(values) in {frozenset(o) for o in in_use}:
+            in_use_frozen = {frozenset(o) for o in in_use}
+            while frozenset(values) in in_use_frozen:
                 values = tuple(rng.sample(_PROG_ENUM_VALUES, rng.randint(3, 4)))
         self._enum_sets_issued.add(values)
         self._spares[values] = spares

@@ -19,7 +19,7 @@ from protocol.errors import UsageError
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import GENERATOR_VERSION, Scenario, ScenarioParams, generate
 from staminad.bench.seeds import MAX_SEED, MAX_SEEDS
-from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.bench.texts import initial_prompt, render_change_prompt, render_spec
 
 PACK_FORMAT = "staminabench-pack/1"
 
@@ -78,10 +78,8 @@ def scenario_texts(scenario: Scenario, language: str) -> dict[str, bytes]:
         spec_path(seed): render_spec(scenario.initial).encode(),
         prompt_path(seed, 0): initial_prompt(language).encode(),
     }
-    state = scenario.initial
-    for t, batch in enumerate(scenario.turns, 1):
-        text, state = change_prompt(batch, state)
-        files[prompt_path(seed, t)] = text.encode()
+    for t, (batch, states) in enumerate(zip(scenario.turns, scenario.steps, strict=True), 1):
+        files[prompt_path(seed, t)] = render_change_prompt(batch, states).encode()
     return files
 
 

@@ -309,12 +309,21 @@ def sample_change(state: State, rng: random.Random, namer: Namer, weights: Mappi
 
 
 def sample_turn(
-    state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], k: int, age: int
+    state: State,
+    rng: random.Random,
+    namer: Namer,
+    weights: Mapping[str, float],
+    k: int,
+    age: int,
+    trail: list[State] | None = None,
 ) -> tuple[list[Change], State]:
-    """pi_env for one turn: k changes, each drawn against the state its predecessors produced."""
+    """pi_env for one turn: k changes, each drawn against the state its predecessors produced (each
+    appended to `trail` when given)."""
     changes: list[Change] = []
     for i in range(k):
         change = sample_change(state, rng, namer, weights, age + i)
         state = change.apply(state)
         changes.append(change)
+        if trail is not None:
+            trail.append(state)
     return changes, state

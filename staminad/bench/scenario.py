@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 
 import msgspec
 
@@ -31,10 +32,29 @@ class ScenarioParams(msgspec.Struct, frozen=True, kw_only=True):
     language: str = "python"
 
 
-class Scenario(msgspec.Struct, frozen=True, kw_only=True):
+class Scenario(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """s_0 and the change batches. `dict=True` lets `steps` be cached per (immutable) scenario; it is
+    never encoded."""
+
     seed: int
     initial: State
     turns: tuple[tuple[Change, ...], ...]  # turns[t-1] is a_t
+
+    @cached_property
+    def steps(self) -> tuple[tuple[State, ...], ...]:
+        """The states around every change: `steps[t-1][i]` is the state before a_t's i-th change and
+        `steps[t-1][-1]` is s_t. `generate` fills this in from the states it drew the changes against,
+        so rendering a fresh scenario's prompts does not validate and apply every change again."""
+        out: list[tuple[State, ...]] = []
+        state = self.initial
+        for batch in self.turns:
+            states = [state]
+            for change in batch:
+                change.validate(states[-1])
+                states.append(change.apply(states[-1]))
+            out.append(tuple(states))
+            state = states[-1]
+        return tuple(out)
 
     def states(self) -> Iterator[State]:
         """s_0, s_1, ..., s_N."""
@@ -61,9 +81,14 @@ def generate(seed: int, params: ScenarioParams, weights: Mapping[str, float] | N
     state = initial_state(rng, namer)
     initial = state
     turns: list[tuple[Change, ...]] = []
+    steps: list[tuple[State, ...]] = []
     age = 0
     for _ in range(params.turns):
-        changes, state = sample_turn(state, rng, namer, w, params.changes_per_turn, age)
+        trail = [state]
+        changes, state = sample_turn(state, rng, namer, w, params.changes_per_turn, age, trail)
         age += len(changes)
         turns.append(tuple(changes))
-    return Scenario(seed=seed, initial=initial, turns=tuple(turns))
+        steps.append(tuple(trail))
+    scenario = Scenario(seed=seed, initial=initial, turns=tuple(turns))
+    scenario.__dict__["steps"] = tuple(steps)  # what `Scenario.steps` would recompute, kept from the draw
+    return scenario
