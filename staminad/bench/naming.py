@@ -552,8 +552,8 @@ class Namer:
         assert self.domain is not None
         seen, out = self._entities_seen, self._entities_out
         live = {t.lower() for t in taken}
-        for gone in seen - live:
-            out.setdefault(gone, self.clock)
+        for gone in (seen - live).difference(out):  # what `seen` holds only grows: skip what is out already
+            out[gone] = self.clock
         for back in live & out.keys():
             del out[back]
         seen |= live
@@ -665,11 +665,15 @@ class Namer:
     ) -> tuple[str, tuple[str, ...]]:
         assert self.domain is not None
 
-        in_use_sets = [set(other) for other in in_use]
+        holding: dict[str, list[set[str]]] = {}  # a value -> the value sets in use that hold it
+        for other in in_use:
+            other_set = set(other)
+            for value in other_set:
+                holding.setdefault(value, []).append(other_set)
 
         def free(values: tuple[str, ...]) -> bool:  # no enum of the state holds it already, grown or not
             wanted = set(values)
-            return not any(wanted <= other for other in in_use_sets)
+            return not any(wanted <= other for other in holding.get(values[0], ())) if values else not in_use
 
         own = [(h, v, sp) for h, v, sp in self.domain.enums if free(v)]
         fresh = [x for x in own if x[1] not in self._enum_sets_issued]
