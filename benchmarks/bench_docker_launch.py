@@ -16,7 +16,9 @@ in the same run (each way's samples in a block, see `one_run`):
 Each of --runs runs takes --n samples per operation and way; the report is the median of the
 runs' medians, the spread of the run medians, and the ratio exec / launcher.
 
-Run: python benchmarks/bench_docker_launch.py [--n 30] [--runs 5] [--image staminabench/sandbox:latest]
+`--smoke`: one run of 3 samples. The container is removed however the run ends.
+
+Run: python benchmarks/bench_docker_launch.py [--n 30] [--runs 5] [--image staminabench/sandbox:latest] [--smoke]
 """
 
 from __future__ import annotations
@@ -140,4 +142,8 @@ if __name__ == "__main__":
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--image", default="staminabench/sandbox:latest")
-    anyio.run(main, ap.parse_args())
+    ap.add_argument("--smoke", action="store_true", help="one run of 3 samples")
+    args = ap.parse_args()
+    if args.smoke:
+        args.n, args.runs = 3, 1
+    anyio.run(main, args)
