@@ -665,15 +665,10 @@ class Namer:
     ) -> tuple[str, tuple[str, ...]]:
         assert self.domain is not None
 
-        holding: dict[str, list[set[str]]] = {}  # a value -> the value sets in use that hold it
-        for other in in_use:
-            other_set = set(other)
-            for value in other_set:
-                holding.setdefault(value, []).append(other_set)
+        in_use_sets = list(map(frozenset, in_use))  # once per call, not once per candidate
 
         def free(values: tuple[str, ...]) -> bool:  # no enum of the state holds it already, grown or not
-            wanted = set(values)
-            return not any(wanted <= other for other in holding.get(values[0], ())) if values else not in_use
+            return not any(map(set(values).issubset, in_use_sets))
 
         own = [(h, v, sp) for h, v, sp in self.domain.enums if free(v)]
         fresh = [x for x in own if x[1] not in self._enum_sets_issued]
@@ -715,8 +710,9 @@ class Namer:
     def _themed_enum_value(
         self, rng: random.Random, taken: tuple[str, ...], in_use: set[tuple[str, ...]]
     ) -> str | None:
-        origins = [sp for first, sp in self._spares.items() if set(first) <= set(taken)]
-        used = {frozenset(o) for o in in_use}
+        taken_set = set(taken)
+        origins = [sp for first, sp in self._spares.items() if taken_set.issuperset(first)]
+        used = set(map(frozenset, in_use))
         spares = [v for sp in origins for v in sp if v not in taken and frozenset((*taken, v)) not in used]
         return rng.choice(spares) if spares else None
 
