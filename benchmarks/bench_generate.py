@@ -24,7 +24,7 @@ def once(seed: int, turns: int, sampler: str) -> tuple[float, float]:
     """(wall, CPU) seconds to generate one scenario and render its texts."""
     wall, cpu = time.perf_counter(), time.process_time()
     params = ScenarioParams(turns=turns, sampler=sampler)  # type: ignore[arg-type]
-    scenario = generate(seed, params)
+    scenario = generate(seed, params, keep_steps=True)  # as a pack is built
     scenario_texts(scenario, params.language)
     return time.perf_counter() - wall, time.process_time() - cpu
 

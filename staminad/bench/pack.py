@@ -93,7 +93,7 @@ def build_pack(
     files: dict[str, bytes] = {README_PATH: render_readme(params.language).encode()}
     seed_list = tuple(seeds)
     for seed in seed_list:
-        scenario = scenarios[seed] if scenarios is not None else generate(seed, params)
+        scenario = scenarios[seed] if scenarios is not None else generate(seed, params, keep_steps=True)
         files[f"{scenario_dir(seed)}/scenario.json"] = _ENC.encode(scenario) + b"\n"
         files.update(scenario_texts(scenario, params.language))
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}

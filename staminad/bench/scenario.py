@@ -43,8 +43,9 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     @cached_property
     def steps(self) -> tuple[tuple[State, ...], ...]:
         """The states around every change: `steps[t-1][i]` is the state before a_t's i-th change and
-        `steps[t-1][-1]` is s_t. `generate` fills this in from the states it drew the changes against,
-        so rendering a fresh scenario's prompts does not validate and apply every change again."""
+        `steps[t-1][-1]` is s_t. `generate(keep_steps=True)` fills this in from the states it drew the
+        changes against, so rendering a fresh scenario's prompts does not validate and apply every change
+        again."""
         out: list[tuple[State, ...]] = []
         state = self.initial
         for batch in self.turns:
@@ -73,8 +74,15 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         raise AssertionError("unreachable")
 
 
-def generate(seed: int, params: ScenarioParams, weights: Mapping[str, float] | None = None) -> Scenario:
-    """Draw s_0 with p0 and N turns with pi_env; the same inputs give the same scenario anywhere."""
+def generate(
+    seed: int, params: ScenarioParams, weights: Mapping[str, float] | None = None, *, keep_steps: bool = False
+) -> Scenario:
+    """Draw s_0 with p0 and N turns with pi_env; the same inputs give the same scenario anywhere.
+
+    `keep_steps`: the scenario keeps the states the changes were drawn against as its `steps`, for a caller
+    that renders every prompt next (a pack). Off by default: a running scenario would hold five states a
+    turn (tens of MB at 1,000 turns) that the engine, which renders one turn at a time, never reads.
+    """
     rng = random.Random(f"staminabench/{GENERATOR_VERSION}/{seed}/{params.naming}/{params.sampler}")
     namer = Namer(params.naming, rng)
     w = weights_for(params.sampler, weights if weights is not None else params.weights)
@@ -84,11 +92,13 @@ def generate(seed: int, params: ScenarioParams, weights: Mapping[str, float] | N
     steps: list[tuple[State, ...]] = []
     age = 0
     for _ in range(params.turns):
-        trail = [state]
+        trail = [state] if keep_steps else None
         changes, state = sample_turn(state, rng, namer, w, params.changes_per_turn, age, trail)
         age += len(changes)
         turns.append(tuple(changes))
-        steps.append(tuple(trail))
+        if trail is not None:
+            steps.append(tuple(trail))
     scenario = Scenario(seed=seed, initial=initial, turns=tuple(turns))
-    scenario.__dict__["steps"] = tuple(steps)  # what `Scenario.steps` would recompute, kept from the draw
+    if keep_steps:
+        scenario.__dict__["steps"] = tuple(steps)  # what `Scenario.steps` would recompute, kept from the draw
     return scenario
