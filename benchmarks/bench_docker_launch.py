@@ -16,6 +16,8 @@ in the same run (each way's samples in a block, see `one_run`):
 Each of --runs runs takes --n samples per operation and way; the report is the median of the
 runs' medians, the spread of the run medians, and the ratio exec / launcher.
 
+`--smoke`: one run of 3 samples. The container is removed however the run ends.
+
 Run: python benchmarks/bench_docker_launch.py [--n 30] [--runs 5] [--image staminabench/sandbox:latest] [--smoke]
 """
 

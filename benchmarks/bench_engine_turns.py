@@ -21,7 +21,9 @@ container's launcher, see `staminad.sandbox.launcher`); the harness's own time i
 records inside, so the launch's latency counts as the engine's.
 
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
-     [--runtime local|docker [--no-launcher] [--workspace mount|volume]]
+     [--runtime local|docker [--no-launcher] [--workspace mount|volume]] [--smoke]
+
+`--smoke`: 4 turns, windows 1-2 and 3-4.
 
 With `--workspace volume` the sandbox's files live in the engine's volumes: every operation goes over
 the launcher's exec stream and each tested turn ends with a workspace snapshot, all counted as the
@@ -193,7 +195,10 @@ def main() -> None:
         default="mount",
         help="--runtime docker: the sandbox's files bind-mounted, or in the engine's volumes (snapshot per turn)",
     )
+    ap.add_argument("--smoke", action="store_true", help="4 turns, windows 1-2 and 3-4")
     args = ap.parse_args()
+    if args.smoke:
+        args.turns, args.windows = 4, "1-2,3-4"
     if args.reads:
         print(f"step reads, seed {args.seed}, {args.weights} weights (real prompt texts):")
         with tempfile.TemporaryDirectory() as tmp_r:

@@ -1,6 +1,6 @@
 """A large sweep's memory while the daemon lays it out: RSS of a real `staminad start` over the first minute.
 
-Submits a sweep of N scenarios (default 100,000; `--smoke` runs 200 for 10 s) whose agents never answer
+Submits a sweep of N scenarios (default 100,000; `--smoke` runs 200 for 4 s) whose agents never answer
 (`manual`), with `parallel` 4, and samples the daemon's RSS (/proc/PID/status VmRSS) every 5 s, with how far
 the expansion got (`status`: expanding N of M) and the scenarios recorded; then cancels and samples again.
 Lazy expansion holds `window(parallel)` = 8 scenarios in memory, so RSS stays flat whatever N is.
@@ -11,9 +11,11 @@ Run: python benchmarks/bench_expand.py [--scenarios 100000] [--seconds 60] [--sm
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -60,9 +62,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenarios", type=int, default=100_000)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--smoke", action="store_true", help="200 scenarios for 10 s")
+    ap.add_argument("--smoke", action="store_true", help="200 scenarios for 4 s")
     args = ap.parse_args()
-    n, seconds = (200, 10.0) if args.smoke else (args.scenarios, args.seconds)
+    n, seconds = (200, 4.0) if args.smoke else (args.scenarios, args.seconds)
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "st"
         sweep = Path(tmp) / "expand.toml"
@@ -71,8 +73,13 @@ def main() -> None:
         try:
             assert daemon.stderr is not None
             for line in daemon.stderr:
+                sys.stderr.write(line)
                 if "serving" in line:
                     break
+            else:
+                raise RuntimeError(f"the daemon exited with {daemon.wait()} before serving")
+            # The rest of its log goes on to ours: visible, and a full pipe never blocks the daemon.
+            threading.Thread(target=shutil.copyfileobj, args=(daemon.stderr, sys.stderr), daemon=True).start()
             sock = state / "staminad.sock"
             base = rss_mib(daemon.pid)
             print(f"scenarios {n}; daemon RSS before submit {base:.1f} MiB")

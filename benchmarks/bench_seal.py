@@ -4,6 +4,8 @@ Per container: create + start (unsealed), the firewall helper (`_seal`), and, fo
 connecting and removing a bridge network of its own (what one-network-per-scenario would add to each
 scenario, besides drawing from Docker's ~30 default address pools).
 
+`--smoke`: one container.
+
 Run: python benchmarks/bench_seal.py [--image staminabench/sandbox:TAG] [--n 5] [--smoke]
 """
 
@@ -28,7 +30,7 @@ from staminad.sandbox.ports import PortAllocator
 async def main(image: str, n: int) -> None:
     seal, prepare, network = [], [], []
     async with aiodocker.Docker() as docker:
-        await ensure_network(docker)
+        await ensure_network(docker)  # the sealed network every sweep shares: it stays
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(n):
                 box = DockerSandbox(
@@ -40,22 +42,27 @@ async def main(image: str, n: int) -> None:
                     PortAllocator(),
                     grant=Grant(),
                 )
-                t0 = time.perf_counter()
-                await box.prepare()
-                t1 = time.perf_counter()
-                await box._seal(await docker.containers.get(box.name))
-                t2 = time.perf_counter()
-                prepare.append(t1 - t0)
-                seal.append(t2 - t1)
-                t3 = time.perf_counter()
-                net = await docker.networks.create(
-                    {"Name": f"staminabench-bench-{i}", "Driver": "bridge", "Labels": {LABEL_SWEEP: "bench-seal"}}
-                )
-                await net.connect({"Container": box.name})
-                await net.disconnect({"Container": box.name})
-                await net.delete()
-                network.append(time.perf_counter() - t3)
-                await box.close()
+                try:  # the container and the network are removed however the run ends
+                    t0 = time.perf_counter()
+                    await box.prepare()
+                    t1 = time.perf_counter()
+                    await box._seal(await docker.containers.get(box.name))
+                    t2 = time.perf_counter()
+                    prepare.append(t1 - t0)
+                    seal.append(t2 - t1)
+                    t3 = time.perf_counter()
+                    net = await docker.networks.create(
+                        {"Name": f"staminabench-bench-{i}", "Driver": "bridge", "Labels": {LABEL_SWEEP: "bench-seal"}}
+                    )
+                    try:
+                        await net.connect({"Container": box.name})
+                        await net.disconnect({"Container": box.name})
+                    finally:
+                        await net.delete()
+                    network.append(time.perf_counter() - t3)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await box.close()
     for name, values in (
         ("prepare (create, start, seal)", prepare),
         ("seal alone", seal),

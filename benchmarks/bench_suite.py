@@ -8,6 +8,12 @@ and turns 0, 50 and 100 of one seed, the same suite runs through:
 - `pytest+session`: the tests written out as a pytest module over one `requests.Session` (keep-alive,
   the strongest form of the paper's approach), run by pytest in a subprocess;
 - `pytest+requests`: the same with plain `requests.request` (a connection per request);
+- `pytest-start`: pytest on the same module with no tests (its imports, no requests): the startup every
+  pytest run pays whatever the suite; `net/ours` is `pytest+session` less it, against `ours`.
+
+Every pytest runs as a clean pytest would: with `PYTEST_DISABLE_PLUGIN_AUTOLOAD=1` (the plugins installed
+in this environment for our own tests are not loaded; with them a run took ~4.3 s longer) and
+`-p no:cacheprovider`.
 - `floor`: the very requests `ours` sent, replayed in order by a minimal blocking client (one write per
   request, quickack, no checks, no event loop; against a server that closes after each answer, the
   next connection dialled while the server works, as `ours` does): the server's own time per request
@@ -23,13 +29,17 @@ against `floor` and `pytest+session` of the same server, turn and run of this sc
 is the most any client could gain over pytest + `requests.Session` on that server (the suite's requests
 are sequential: each test resets the server's state, and each step depends on the one before).
 
-Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20]
+`--smoke`: the first 20 tests of turn 0 on stdlib-http11 only, once per variant.
+
+Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import signal
 import socket
 import statistics
@@ -75,8 +85,9 @@ def call(method, path, body, expect):
 def to_pytest(suite: Suite, base: str, session: bool) -> str:
     """The suite as a pytest module, one test function per test, as a person would write it with requests."""
     out = [PRELUDE.format(base=base, session=session)]
-    for test in suite.tests:
-        out.append(f"def test_{test.name}():")
+    for i, test in enumerate(suite.tests):
+        name = re.sub(r"\W", "_", test.name)  # a test's name may hold what a Python name may not (`client-id`)
+        out.append(f"def test_{i}_{name}():")
         out.append("    call('POST', '/reset', ..., (200, 204))")
         for step in test.steps:
             body = repr(step.body) if step.has_body else "..."
@@ -178,18 +189,24 @@ def floor(base: str, requests: list[Request]) -> float:
     return wall
 
 
-def pytest_run(suite: Suite, base: str, tmp: Path, session: bool) -> float:
-    path = tmp / f"test_turn_{suite.turn}_{int(session)}.py"
-    path.write_text(to_pytest(suite, base, session))
+PYTEST_ENV = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # a clean pytest: no installed plugin loaded
+NO_TESTS = 5  # pytest's exit status when it collected nothing
+
+
+def pytest_run(suite: Suite, base: str, tmp: Path, session: bool, empty: bool = False) -> float:
+    """Wall seconds of pytest on the suite written out (`empty`: the same module without its tests)."""
+    path = tmp / f"test_turn_{suite.turn}_{int(session)}{'_empty' if empty else ''}.py"
+    path.write_text(PRELUDE.format(base=base, session=session) if empty else to_pytest(suite, base, session))
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly", str(path)],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(path)],
         capture_output=True,
         text=True,
         cwd=tmp,
+        env=PYTEST_ENV,
     )
     wall = time.perf_counter() - t0
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.returncode == (NO_TESTS if empty else 0), done.stdout[-2000:] + done.stderr[-2000:]
     return wall
 
 
@@ -201,7 +218,7 @@ QUICK_FACTOR = 5
 
 
 def measure_all(
-    runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float, budget: Budget
+    runs: dict[str, Callable[[], float]], n: int, repeats: int, cap: float, budget: Budget, quick_factor: int
 ) -> dict[str, Measured]:
     """Median wall per variant; repeats go round-robin over the variants so each sees the same machine load.
 
@@ -218,7 +235,7 @@ def measure_all(
             if name in walls and walls[name][0] <= cap:
                 walls[name].append(run())
     quick = [name for name in walls if statistics.median(walls[name]) < QUICK]
-    for _ in range(repeats * (QUICK_FACTOR - 1)):  # still round-robin, over the quick ones
+    for _ in range(repeats * (quick_factor - 1)):  # still round-robin, over the quick ones
         for name in quick:
             walls[name].append(runs[name]())
     return {name: (statistics.median(walls[name]), len(walls[name])) if name in walls else None for name in runs}
@@ -253,7 +270,12 @@ def main() -> None:
         default=600.0,
         help="seconds; a variant whose run would take longer (scaled from its last turn) is skipped",
     )
+    ap.add_argument("--max-tests", type=int, default=0, help="only the suite's first N tests (0: all)")
+    ap.add_argument("--smoke", action="store_true", help="20 tests of turn 0 on stdlib-http11, each variant once")
     args = ap.parse_args()
+    quick_factor = QUICK_FACTOR
+    if args.smoke:
+        args.turns, args.stacks, args.repeats, args.max_tests, quick_factor = "0", "stdlib-http11", 1, 20, 1
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so an interrupted run still stops its zoo server
     budget = Budget(args.budget)
     turns = [int(t) for t in args.turns.split(",")]
@@ -268,14 +290,16 @@ def main() -> None:
     )
     print(
         f"{'server':18} {'turn':>4} {'tests':>5} {'reqs':>5} | {'floor':>12} | {'ours':>17} | "
-        f"{'ours-noqa':>18} | {'pytest+session':>19} | {'pytest+requests':>17} | ours/floor  session/ours"
-        "  session/floor"
+        f"{'ours-noqa':>18} | {'pytest+session':>19} | {'pytest+requests':>17} | {'pytest-start':>12} | "
+        "ours/floor  session/ours  net/ours  session/floor"
     )
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         for turn in turns:
             state, history = state_and_history(scenario, turn)
             suite = generate_suite(state, args.seed, turn, history)
+            if args.max_tests:
+                suite = msgspec.structs.replace(suite, tests=suite.tests[: args.max_tests])
             for stack in stacks:
                 with zoo.running(stack, msgspec.to_builtins(state)) as base:
                     sent: list[Request] = []
@@ -287,9 +311,10 @@ def main() -> None:
                         "ours-noqa": lambda: asyncio.run(ours(suite, base, False))[0],  # noqa: B023
                         "pytest+session": lambda: pytest_run(suite, base, tmp, True),  # noqa: B023
                         "pytest+requests": lambda: pytest_run(suite, base, tmp, False),  # noqa: B023
+                        "pytest-start": lambda: pytest_run(suite, base, tmp, True, empty=True),  # noqa: B023
                     }
                     budget.server = stack
-                    got = measure_all(runs, n, args.repeats, args.cap, budget)
+                    got = measure_all(runs, n, args.repeats, args.cap, budget, quick_factor)
 
                 def cell(m: Measured, width: int, n: int = n) -> str:
                     if m is None:
@@ -300,11 +325,13 @@ def main() -> None:
                 def ratio(a: Measured, b: Measured, digits: int) -> str:
                     return "-" if a is None or b is None else f"{a[0] / b[0]:.{digits}f}x"
 
-                fl, ok, nq, ps, pr = (got[k] for k in runs)
+                fl, ok, nq, ps, pr, st = (got[k] for k in runs)
+                net = None if ps is None or st is None else (ps[0] - st[0], ps[1])
+                start = "over budget" if st is None else f"{st[0]:7.2f}"
                 print(
                     f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
-                    f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {ratio(ok, fl, 2):>10}  "
-                    f"{ratio(ps, ok, 1):>11}  {ratio(ps, fl, 1):>13}",
+                    f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {start:>12} | {ratio(ok, fl, 2):>10}  "
+                    f"{ratio(ps, ok, 1):>11}  {ratio(net, ok, 1):>8}  {ratio(ps, fl, 1):>13}",
                     flush=True,
                 )
 

@@ -4,12 +4,15 @@ Targets (issue 4): marker latency p99 under 50 ms; engine overhead per turn (eve
 harness run, server start and suite) under 20 ms. The full benchmark is 20 scenarios x 100 turns
 on each runtime; `--seeds` and `--turns` scale it down.
 
-Run: python benchmarks/bench_sweep.py [--runtime local|docker] [--seeds 0-19] [--turns 100] [--parallel 2]
+`--smoke`: one scenario of 2 turns.
+
+Run: python benchmarks/bench_sweep.py [--runtime local|docker] [--seeds 0-19] [--turns 100] [--parallel 2] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sqlite3
 import statistics
 import tempfile
@@ -35,7 +38,10 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--turns", type=int, default=100)
     ap.add_argument("--parallel", type=int, default=2)
+    ap.add_argument("--smoke", action="store_true", help="one scenario of 2 turns")
     args = ap.parse_args()
+    if args.smoke:
+        args.seeds, args.turns, args.parallel = "0", 2, 1
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         sweep_file = tmp / "bench.toml"
@@ -55,11 +61,11 @@ def main() -> None:
         t0 = time.perf_counter()
         summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, lambda data: None, None)
         wall = time.perf_counter() - t0
-        db = sqlite3.connect(tmp / "state" / "staminad.db")
-        rows = db.execute(
-            "SELECT harness_seconds, marker_latency, server_seconds, suite_seconds, teardown_seconds, "
-            "finished_at - launched_at FROM attempts WHERE outcome = 'pass'"
-        ).fetchall()
+        with contextlib.closing(sqlite3.connect(tmp / "state" / "staminad.db")) as db:
+            rows = db.execute(
+                "SELECT harness_seconds, marker_latency, server_seconds, suite_seconds, teardown_seconds, "
+                "finished_at - launched_at FROM attempts WHERE outcome = 'pass'"
+            ).fetchall()
     harness, marker, server, suite, teardown, total = (list(col) for col in zip(*rows, strict=True))
     overhead = [t - h - m - s - u - d for h, m, s, u, d, t in rows]
     s = summaries[0]

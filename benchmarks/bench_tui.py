@@ -7,7 +7,11 @@ sweep view so every event redraws a row, records for each event the time from `E
 left the engine) to the end of the first screen refresh after the app applied it. Reported: latency
 p50 / p99 per run and their medians over the runs, and the TUI process's CPU (percent of one core).
 
+Both processes' stderr goes to this script's, so a failure in either shows; a process that fails ends the run
+at once rather than at a timeout. `--smoke`: 10 scenarios, one run of 1 s at 50 events/s (does it work at all).
+
 Run: python benchmarks/bench_tui.py [--rate 200] [--seconds 10] [--runs 3] [--screen sweep|events] [--size 160x50]
+                                    [--smoke]
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 import anyio
 
-SCENARIOS = 100
+SCENARIOS = 100  # --smoke: 10
 
 
 def _sweep(tmp: Path) -> Path:
@@ -53,6 +57,15 @@ def _sweep(tmp: Path) -> Path:
 async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> None:
     from protocol import Ok, Submit, Subscribe
     from protocol.client import Client
+    from protocol.events import (
+        AttemptStarted,
+        AttemptTested,
+        EventData,
+        HarnessDone,
+        ManualPrompt,
+        SuiteStarted,
+        SweepFinished,
+    )
     from staminad.daemon.service import Daemon
 
     daemon = Daemon(state, runtime="local", max_parallel=SCENARIOS)
@@ -62,27 +75,41 @@ async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> 
         async with Client(state / "staminad.sock") as client, Client(state / "staminad.sock") as watch:
             assert isinstance(await watch.request(Subscribe(kinds=("manual_prompt",))), Ok)
             await client.request(Submit(sweep_toml=sweep.read_text(), base_dir=str(sweep.parent)))
-            ids = set()
+            runners: dict[int, ManualPrompt] = {}  # scenario id -> its first prompt (configuration, seed)
             async for event in watch.events():
-                ids.add(getattr(event.data, "scenario", -1))
-                if len(ids) == SCENARIOS:
+                if isinstance(event.data, ManualPrompt):
+                    runners.setdefault(event.data.scenario, event.data)
+                if len(runners) == SCENARIOS:
                     break
         ready.write_text("ready")
         while not (state.parent / "go").exists():  # the TUI process says when it shows the sweep
             await anyio.sleep(0.05)
-        order = sorted(ids)
-        kinds = ("attempt_started", "harness_done", "suite_started", "attempt_tested")
+        order = [runners[sid] for sid in sorted(runners)]
+
+        def engine_event(kind: int, r: ManualPrompt) -> EventData:  # the four kinds of a turn, as the engine sends
+            who = {"scenario": r.scenario, "configuration": r.configuration, "seed": r.seed, "turn": 0, "attempt": 1}
+            if kind == 0:
+                return AttemptStarted(**who, infra_try=0)
+            if kind == 1:
+                return HarnessDone(**who, exit=0, signal=None, harness_seconds=1.0)
+            if kind == 2:
+                return SuiteStarted(**who, server_seconds=0.2)
+            return AttemptTested(
+                **who,
+                passed=False,
+                failed_tests=2,
+                tests=131,
+                categories="validation",
+                suite_seconds=0.5,
+                server_seconds=0.2,
+            )
+
         interval, start, n = 1.0 / rate, time.perf_counter(), 0
         while time.perf_counter() - start < seconds:
-            sid = order[n % SCENARIOS]
-            kind = kinds[(n // SCENARIOS) % len(kinds)]
-            data = {"scenario": sid, "turn": 0, "attempt": 1, "infra_try": 0}
-            if kind == "attempt_tested":
-                data.update(passed=False, tests=131, failed_tests=2, categories="validation")
-            daemon.bus.publish("load", kind, data)
+            daemon.bus.publish("load", engine_event((n // SCENARIOS) % 4, order[n % SCENARIOS]))
             n += 1
             await anyio.sleep(max(0.0, start + n * interval - time.perf_counter()))
-        daemon.bus.publish("load", "bench_done", {"published": n})
+        daemon.bus.publish("load", SweepFinished())  # the end of the load: the TUI process stops on it
         await anyio.sleep(2)
         daemon.stop()
 
@@ -103,7 +130,7 @@ def tui_main(socket_path: Path, out: Path, screen: str, size: tuple[int, int]) -
     def shown(batch: list[Event]) -> None:
         now = time.time()
         for event in batch:
-            if event.kind == "bench_done":
+            if event.kind == "sweep_finished":
                 cpu.append(time.process_time())
                 app.exit()
             elif event.kind != "manual_prompt" and cpu:
@@ -149,45 +176,73 @@ def one_run(rate: float, seconds: float, screen: str, size: str) -> dict[str, fl
                 str(seconds),
                 "--ready",
                 str(ready),
+                "--scenarios",
+                str(SCENARIOS),
             ],
             env=env,
-            stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise RuntimeError("the daemon process did not get ready")
-            time.sleep(0.05)
-        tui = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--tui",
-                str(state / "staminad.sock"),
-                "--out",
-                str(out),
-                "--screen",
-                screen,
-                "--size",
-                size,
-            ],
-            env=env,
-            timeout=seconds + 120,
-        )
-        daemon.wait(timeout=60)
-        if tui.returncode != 0:
-            raise RuntimeError("the TUI process failed")
-        result = json.loads(out.read_text())
-        lat = sorted(result["latencies"])
-        return {
-            "events": len(lat),
-            "p50_ms": 1000 * lat[len(lat) // 2],
-            "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))],
-            "cpu": result["cpu_percent"],
-        }
+        try:
+            return _measure(daemon, ready, out, state, seconds, screen, size, env)
+        finally:
+            if daemon.poll() is None:  # only on a failure: a finished run's daemon has stopped itself
+                daemon.kill()
+                daemon.wait()
+
+
+def _measure(
+    daemon: subprocess.Popen[bytes],
+    ready: Path,
+    out: Path,
+    state: Path,
+    seconds: float,
+    screen: str,
+    size: str,
+    env: dict[str, str],
+) -> dict[str, float]:
+    """Wait for the daemon process to be ready, run the TUI process, and read its latencies."""
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        if daemon.poll() is not None:
+            raise RuntimeError(f"the daemon process exited with {daemon.returncode} before it was ready")
+        if time.monotonic() > deadline:
+            raise RuntimeError("the daemon process was not ready within 120 s")
+        time.sleep(0.05)
+    argv = [sys.executable, __file__, "--tui", str(state / "staminad.sock"), "--out", str(out)]
+    tui = subprocess.Popen(
+        [*argv, "--screen", screen, "--size", size, "--scenarios", str(SCENARIOS)],
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + seconds + 120
+        while tui.poll() is None:  # a daemon that dies leaves the TUI waiting: stop at once, not at the timeout
+            if daemon.poll() not in (None, 0):
+                raise RuntimeError(f"the daemon process exited with {daemon.returncode} during the run")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the TUI process did not finish within {seconds + 120:.0f} s")
+            time.sleep(0.1)
+    finally:
+        if tui.poll() is None:
+            tui.kill()
+            tui.wait()
+    if tui.returncode != 0:
+        raise RuntimeError(f"the TUI process exited with {tui.returncode}")
+    daemon.wait(timeout=60)
+    if daemon.returncode != 0:
+        raise RuntimeError(f"the daemon process exited with {daemon.returncode}")
+    result = json.loads(out.read_text())
+    lat = sorted(result["latencies"])
+    if not lat:
+        raise RuntimeError("no event reached the screen")
+    return {
+        "events": len(lat),
+        "p50_ms": 1000 * lat[len(lat) // 2],
+        "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+        "cpu": result["cpu_percent"],
+    }
 
 
 def main() -> int:
+    global SCENARIOS  # read by both processes' code; set once, from the command line
     ap = argparse.ArgumentParser()
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -199,11 +254,16 @@ def main() -> int:
         help="the screen watched: the sweep view (a row per scenario) or the event log",
     )
     ap.add_argument("--size", default="160x50", help="terminal COLUMNSxLINES (default 160x50)")
+    ap.add_argument("--scenarios", type=int, default=SCENARIOS)
+    ap.add_argument("--smoke", action="store_true", help="10 scenarios, one run of 1 s at 50 events/s")
     ap.add_argument("--daemon", type=Path)
     ap.add_argument("--ready", type=Path)
     ap.add_argument("--tui", type=Path)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    if args.smoke:
+        args.scenarios, args.runs, args.seconds, args.rate = 10, 1, 1.0, 50.0
+    SCENARIOS = args.scenarios
     if args.daemon:
         anyio.run(daemon_main, args.daemon, args.rate, args.seconds, args.ready)
         return 0

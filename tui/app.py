@@ -96,8 +96,9 @@ class StaminaApp(App[None]):
             self.call_after_refresh(self.on_shown, inbox)
 
     def _screens(self) -> list[MonitorScreen]:
-        """The monitor screens on the stack (dialogs and help are not told about data)."""
-        return [screen for screen in self.screen_stack if isinstance(screen, MonitorScreen)]
+        """The monitor screens on the stack (dialogs and help are not told about data), once mounted: one
+        pushed but not yet composed has no widgets to update, and draws the board whole when it mounts."""
+        return [screen for screen in self.screen_stack if isinstance(screen, MonitorScreen) and screen.is_mounted]
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -69,7 +69,7 @@ def _replace(items: Sequence[T], match: Callable[[T], bool], new: T) -> tuple[T,
 
 
 def _with_entity(state: State, entity: Entity) -> State:
-    return msgspec.structs.replace(state, entities=_replace(state.entities, lambda e: e.name == entity.name, entity))
+    return state.with_entity(entity)
 
 
 def _check_field(state: State, entity: Entity, f: Field, new_enum: EnumType | None) -> None:
@@ -92,7 +92,7 @@ def _check_field(state: State, entity: Entity, f: Field, new_enum: EnumType | No
         else:
             _need(not f.nullable and not f.required and not f.has_default, "reference lists are optional, non-null")
     if f.has_default:
-        probe = msgspec.structs.replace(state, enums=(*state.enums, new_enum) if new_enum else state.enums)
+        probe = state.evolve(enums=(*state.enums, new_enum) if new_enum else state.enums)
         _need(scalar_fits(probe, f, f.default), f"default {f.default!r} breaks the rules of {f.name}")
 
 
@@ -107,9 +107,9 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
         taken = {e.endpoint for e in state.entities}
         _need(endpoint_of(name) not in taken, f"endpoint /{endpoint_of(name)} is already used")
         _need(self.entity.fields, "a new entity needs fields")
-        probe = msgspec.structs.replace(state, enums=(*state.enums, *self.new_enums))
+        probe = state.evolve(enums=(*state.enums, *self.new_enums))
         scratch = Entity(name=name, fields=())
-        probe = msgspec.structs.replace(probe, entities=(*probe.entities, scratch))
+        probe = probe.evolve(entities=(*probe.entities, scratch))
         for f in self.entity.fields:
             new_enum = next((n for n in self.new_enums if n.name == f.enum), None)
             _check_field(probe if new_enum is None else state, scratch, f, new_enum)
@@ -117,12 +117,7 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
             probe = _with_entity(probe, scratch)
 
     def apply(self, state: State) -> State:
-        return State(
-            enums=(*state.enums, *self.new_enums),
-            entities=(*state.entities, self.entity),
-            analytics=state.analytics,
-            actions=state.actions,
-        )
+        return state.evolve(enums=(*state.enums, *self.new_enums), entities=(*state.entities, self.entity))
 
 
 class DeleteEntity(msgspec.Struct, frozen=True, tag="delete_entity"):
@@ -133,7 +128,7 @@ class DeleteEntity(msgspec.Struct, frozen=True, tag="delete_entity"):
         _need(len(state.entities) > 1, "the last entity cannot be deleted")
 
     def apply(self, state: State) -> State:
-        return prune(msgspec.structs.replace(state, entities=tuple(e for e in state.entities if e.name != self.name)))
+        return prune(state.evolve(entities=tuple(e for e in state.entities if e.name != self.name)))
 
 
 class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
@@ -177,7 +172,7 @@ class AddField(msgspec.Struct, frozen=True, tag="add_field"):
         e = _entity(state, self.entity)
         state = _with_entity(state, Entity(name=e.name, fields=(*e.fields, self.field)))
         if self.new_enum is not None:
-            state = msgspec.structs.replace(state, enums=(*state.enums, self.new_enum))
+            state = state.evolve(enums=(*state.enums, self.new_enum))
         return state
 
 
@@ -279,7 +274,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
                 )
             )
         new_state = _with_entity(state, renamed)
-        return State(enums=new_state.enums, entities=new_state.entities, analytics=analytics, actions=tuple(actions))
+        return new_state.evolve(analytics=analytics, actions=tuple(actions))
 
 
 def _points_at(owner: Entity, link_field: str, target: str) -> bool:
@@ -343,7 +338,7 @@ class AddAnalytics(msgspec.Struct, frozen=True, tag="add_analytics"):
         _need(all(a.path() != self.analytics.path() for a in state.analytics), f"{self.analytics.path()} exists")
 
     def apply(self, state: State) -> State:
-        return msgspec.structs.replace(state, analytics=(*state.analytics, self.analytics))
+        return state.evolve(analytics=(*state.analytics, self.analytics))
 
 
 class DeleteAnalytics(msgspec.Struct, frozen=True, tag="delete_analytics"):
@@ -353,7 +348,7 @@ class DeleteAnalytics(msgspec.Struct, frozen=True, tag="delete_analytics"):
         _need(self.analytics in state.analytics, f"{self.analytics.path()} does not exist")
 
     def apply(self, state: State) -> State:
-        return msgspec.structs.replace(state, analytics=tuple(a for a in state.analytics if a != self.analytics))
+        return state.evolve(analytics=tuple(a for a in state.analytics if a != self.analytics))
 
 
 class AddAction(msgspec.Struct, frozen=True, tag="add_action"):
@@ -371,7 +366,7 @@ class AddAction(msgspec.Struct, frozen=True, tag="add_action"):
         _need(all(effect_ok(state, entity, x, a.field) for x in a.effects), "an effect is ill-typed")
 
     def apply(self, state: State) -> State:
-        return msgspec.structs.replace(state, actions=(*state.actions, self.action))
+        return state.evolve(actions=(*state.actions, self.action))
 
 
 def _action(state: State, entity: str, name: str) -> Action:
@@ -382,9 +377,7 @@ def _action(state: State, entity: str, name: str) -> Action:
 
 
 def _with_action(state: State, a: Action) -> State:
-    return msgspec.structs.replace(
-        state, actions=_replace(state.actions, lambda x: x.entity == a.entity and x.name == a.name, a)
-    )
+    return state.evolve(actions=_replace(state.actions, lambda x: x.entity == a.entity and x.name == a.name, a))
 
 
 class RemoveAction(msgspec.Struct, frozen=True, tag="remove_action"):
@@ -473,7 +466,7 @@ class AddEnumValue(msgspec.Struct, frozen=True, tag="add_enum_value"):
         en = state.enum(self.enum)
         assert en is not None
         new = EnumType(name=en.name, values=(*en.values, self.value))
-        return msgspec.structs.replace(state, enums=_replace(state.enums, lambda x: x.name == self.enum, new))
+        return state.evolve(enums=_replace(state.enums, lambda x: x.name == self.enum, new))
 
 
 Change = (

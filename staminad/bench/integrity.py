@@ -7,6 +7,9 @@ deleted field or entity takes its dependent analytics, conditions, effects and a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -34,6 +37,8 @@ from staminad.bench.schema import (
 from staminad.bench.values import is_int, is_number, scalar_fits, type_fits
 
 _RESERVED_ENDPOINTS = frozenset({"reset", "analytics"})
+
+T = TypeVar("T")
 
 
 def _kind(entity: Entity, field: str) -> str | None:
@@ -139,12 +144,18 @@ def action_core_ok(state: State, a: Action) -> bool:
 
 def prune(state: State) -> State:
     """Drop references to missing entities and everything that depended on a removed name."""
+    # What is kept is kept as the same object: only what loses something is rebuilt.
     names = {e.name for e in state.entities}
     entities = tuple(
-        Entity(name=e.name, fields=tuple(f for f in e.fields if f.target is None or f.target in names))
+        e
+        if all(f.target is None or f.target in names for f in e.fields)
+        else Entity(name=e.name, fields=tuple(f for f in e.fields if f.target is None or f.target in names))
         for e in state.entities
     )
-    state = State(enums=state.enums, entities=entities, analytics=state.analytics, actions=state.actions)
+    if any(e is not d for e, d in zip(entities, state.entities, strict=True)):
+        state = state.evolve(entities=entities)
+    else:
+        entities = state.entities
     analytics = tuple(a for a in state.analytics if analytics_ok(state, a))
     actions: list[Action] = []
     for a in state.actions:
@@ -154,6 +165,9 @@ def prune(state: State) -> State:
         assert entity is not None
         conditions = tuple(c for c in a.conditions if condition_ok(state, entity, c))
         effects = tuple(x for x in a.effects if effect_ok(state, entity, x, a.field))
+        if len(conditions) == len(a.conditions) and len(effects) == len(a.effects):
+            actions.append(a)
+            continue
         actions.append(
             Action(
                 entity=a.entity,
@@ -167,7 +181,19 @@ def prune(state: State) -> State:
         )
     used = {f.enum for e in entities for f in e.fields if f.enum}
     enums = tuple(e for e in state.enums if e.name in used)
-    return State(enums=enums, entities=entities, analytics=analytics, actions=tuple(actions))
+    return state.evolve(  # parts left whole stay the same tuples, so their name indexes carry over
+        enums=_kept(enums, state.enums),
+        entities=entities,
+        analytics=_kept(analytics, state.analytics),
+        actions=_kept(actions, state.actions),
+    )
+
+
+def _kept(new: Sequence[T], old: tuple[T, ...]) -> tuple[T, ...]:
+    """`old` itself when `new` holds exactly its objects, else `new` as a tuple."""
+    if len(new) == len(old) and all(x is y for x, y in zip(new, old, strict=True)):
+        return old
+    return tuple(new)
 
 
 def problems(state: State) -> list[str]:  # noqa: C901 - one check per invariant, a list a reader audits top to bottom

@@ -556,6 +556,7 @@ class Namer:
         self._fields_issued: set[str] = set()
         self._enum_sets_issued: set[tuple[str, ...]] = set()
         self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values
+        self._compounds: list[tuple[str, str]] = []  # (prefix + noun, lowercased), themed only, made once
 
     def _nouns(self) -> tuple[str, ...]:
         return self.domain.nouns if self.domain else _PROG_NOUNS
@@ -594,7 +595,9 @@ class Namer:
         if fresh:
             name = rng.choice(fresh)
         else:
-            compounds = [p + n for p in _THEMED_PREFIXES for n in nouns if (p + n).lower() not in seen]
+            if not self._compounds:
+                self._compounds = [(p + n, (p + n).lower()) for p in _THEMED_PREFIXES for n in nouns]
+            compounds = [name for name, lower in self._compounds if lower not in seen]
             if compounds:
                 name = rng.choice(compounds)
             for tries in range(10**6):
@@ -697,8 +700,10 @@ class Namer:
     ) -> tuple[str, tuple[str, ...]]:
         assert self.domain is not None
 
+        in_use_sets = list(map(frozenset, in_use))  # once per call, not once per candidate
+
         def free(values: tuple[str, ...]) -> bool:  # no enum of the state holds it already, grown or not
-            return not any(set(values) <= set(other) for other in in_use)
+            return not any(map(set(values).issubset, in_use_sets))
 
         own = [(h, v, sp) for h, v, sp in self.domain.enums if free(v)]
         fresh = [x for x in own if x[1] not in self._enum_sets_issued]
@@ -710,7 +715,8 @@ class Namer:
         else:
             hint, spares = field, ()
             values = tuple(rng.sample(_PROG_ENUM_VALUES, 3))
-            while frozenset(values) in {frozenset(o) for o in in_use}:
+            in_use_frozen = {frozenset(o) for o in in_use}
+            while frozenset(values) in in_use_frozen:
                 values = tuple(rng.sample(_PROG_ENUM_VALUES, rng.randint(3, 4)))
         self._enum_sets_issued.add(values)
         self._spares[values] = spares
@@ -750,8 +756,9 @@ class Namer:
     def _themed_enum_value(
         self, rng: random.Random, taken: tuple[str, ...], in_use: set[tuple[str, ...]]
     ) -> str | None:
-        origins = [sp for first, sp in self._spares.items() if set(first) <= set(taken)]
-        used = {frozenset(o) for o in in_use}
+        taken_set = set(taken)
+        origins = [sp for first, sp in self._spares.items() if taken_set.issuperset(first)]
+        used = set(map(frozenset, in_use))
         spares = [v for sp in origins for v in sp if v not in taken and frozenset((*taken, v)) not in used]
         return rng.choice(spares) if spares else None
 

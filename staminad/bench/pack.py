@@ -19,7 +19,7 @@ from protocol.errors import UsageError
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import GENERATOR_VERSION, Scenario, ScenarioParams, generate
 from staminad.bench.seeds import MAX_SEED, MAX_SEEDS
-from staminad.bench.texts import change_prompt, initial_prompt, render_spec
+from staminad.bench.texts import initial_prompt, render_change_prompt, render_spec
 
 PACK_FORMAT = "staminabench-pack/1"
 
@@ -78,10 +78,8 @@ def scenario_texts(scenario: Scenario, language: str) -> dict[str, bytes]:
         spec_path(seed): render_spec(scenario.initial).encode(),
         prompt_path(seed, 0): initial_prompt(language).encode(),
     }
-    state = scenario.initial
-    for t, batch in enumerate(scenario.turns, 1):
-        text, state = change_prompt(batch, state)
-        files[prompt_path(seed, t)] = text.encode()
+    for t, (batch, states) in enumerate(zip(scenario.turns, scenario.steps, strict=True), 1):
+        files[prompt_path(seed, t)] = render_change_prompt(batch, states).encode()
     return files
 
 
@@ -95,7 +93,7 @@ def build_pack(
     files: dict[str, bytes] = {README_PATH: render_readme(params.language).encode()}
     seed_list = tuple(seeds)
     for seed in seed_list:
-        scenario = scenarios[seed] if scenarios is not None else generate(seed, params)
+        scenario = scenarios[seed] if scenarios is not None else generate(seed, params, keep_steps=True)
         files[f"{scenario_dir(seed)}/scenario.json"] = _ENC.encode(scenario) + b"\n"
         files.update(scenario_texts(scenario, params.language))
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}

@@ -320,10 +320,16 @@ def sample_change(
 
 
 def sample_turn(
-    state: State, rng: random.Random, namer: Namer, weights: Mapping[str, float], k: int, age: int
+    state: State,
+    rng: random.Random,
+    namer: Namer,
+    weights: Mapping[str, float],
+    k: int,
+    age: int,
+    trail: list[State] | None = None,
 ) -> tuple[list[Change], State]:
     """pi_env for one turn: k changes, each drawn against the state its predecessors produced, none undoing
-    another (`cancel`)."""
+    another (`cancel`); each state is appended to `trail` when given."""
     changes: list[Change] = []
     batch = Batch()
     for i in range(k):
@@ -331,4 +337,6 @@ def sample_turn(
         batch.record(change)
         state = change.apply(state)
         changes.append(change)
+        if trail is not None:
+            trail.append(state)
     return changes, state

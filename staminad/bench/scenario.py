@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 
 import msgspec
 
@@ -31,10 +32,30 @@ class ScenarioParams(msgspec.Struct, frozen=True, kw_only=True):
     language: str = "python"
 
 
-class Scenario(msgspec.Struct, frozen=True, kw_only=True):
+class Scenario(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """s_0 and the change batches. `dict=True` lets `steps` be cached per (immutable) scenario; it is
+    never encoded."""
+
     seed: int
     initial: State
     turns: tuple[tuple[Change, ...], ...]  # turns[t-1] is a_t
+
+    @cached_property
+    def steps(self) -> tuple[tuple[State, ...], ...]:
+        """The states around every change: `steps[t-1][i]` is the state before a_t's i-th change and
+        `steps[t-1][-1]` is s_t. `generate(keep_steps=True)` fills this in from the states it drew the
+        changes against, so rendering a fresh scenario's prompts does not validate and apply every change
+        again."""
+        out: list[tuple[State, ...]] = []
+        state = self.initial
+        for batch in self.turns:
+            states = [state]
+            for change in batch:
+                change.validate(states[-1])
+                states.append(change.apply(states[-1]))
+            out.append(tuple(states))
+            state = states[-1]
+        return tuple(out)
 
     def states(self) -> Iterator[State]:
         """s_0, s_1, ..., s_N."""
@@ -53,17 +74,31 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
         raise AssertionError("unreachable")
 
 
-def generate(seed: int, params: ScenarioParams, weights: Mapping[str, float] | None = None) -> Scenario:
-    """Draw s_0 with p0 and N turns with pi_env; the same inputs give the same scenario anywhere."""
+def generate(
+    seed: int, params: ScenarioParams, weights: Mapping[str, float] | None = None, *, keep_steps: bool = False
+) -> Scenario:
+    """Draw s_0 with p0 and N turns with pi_env; the same inputs give the same scenario anywhere.
+
+    `keep_steps`: the scenario keeps the states the changes were drawn against as its `steps`, for a caller
+    that renders every prompt next (a pack). Off by default: a running scenario would hold five states a
+    turn (tens of MB at 1,000 turns) that the engine, which renders one turn at a time, never reads.
+    """
     rng = random.Random(f"staminabench/{GENERATOR_VERSION}/{seed}/{params.naming}/{params.sampler}")
     namer = Namer(params.naming, rng)
     w = weights_for(params.sampler, weights if weights is not None else params.weights)
     state = initial_state(rng, namer)
     initial = state
     turns: list[tuple[Change, ...]] = []
+    steps: list[tuple[State, ...]] = []
     age = 0
     for _ in range(params.turns):
-        changes, state = sample_turn(state, rng, namer, w, params.changes_per_turn, age)
+        trail = [state] if keep_steps else None
+        changes, state = sample_turn(state, rng, namer, w, params.changes_per_turn, age, trail)
         age += len(changes)
         turns.append(tuple(changes))
-    return Scenario(seed=seed, initial=initial, turns=tuple(turns))
+        if trail is not None:
+            steps.append(tuple(trail))
+    scenario = Scenario(seed=seed, initial=initial, turns=tuple(turns))
+    if keep_steps:
+        scenario.__dict__["steps"] = tuple(steps)  # what `Scenario.steps` would recompute, kept from the draw
+    return scenario

@@ -238,8 +238,56 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def _action_index(self) -> dict[tuple[str, str], Action]:
         return {(a.entity, a.name): a for a in self.actions}
 
+    @cached_property
+    def _entity_position(self) -> dict[str, int]:
+        return {e.name: i for i, e in enumerate(self.entities)}
+
     def entity(self, name: str) -> Entity | None:
         return self._entity_index.get(name)
+
+    def evolve(
+        self,
+        *,
+        enums: tuple[EnumType, ...] | None = None,
+        entities: tuple[Entity, ...] | None = None,
+        analytics: tuple[Analytics, ...] | None = None,
+        actions: tuple[Action, ...] | None = None,
+    ) -> State:
+        """This state with the parts given replaced; the name indexes of the parts kept (the same
+        tuples) are carried over rather than rebuilt on the new state's first lookup."""
+        new = State(
+            enums=self.enums if enums is None else enums,
+            entities=self.entities if entities is None else entities,
+            analytics=self.analytics if analytics is None else analytics,
+            actions=self.actions if actions is None else actions,
+        )
+        kept = {
+            "_entity_index": new.entities is self.entities,
+            "_entity_position": new.entities is self.entities,
+            "_enum_index": new.enums is self.enums,
+            "_action_index": new.actions is self.actions,
+        }
+        for name, same in kept.items():
+            if same and name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name]  # never mutated, so sharing is safe
+        return new
+
+    def with_entity(self, entity: Entity) -> State:
+        """This state with the entity of `entity`'s name replaced by it (unchanged when there is none).
+
+        Changes replace one entity at a time and states hold hundreds, so the new state reuses this
+        one's name indexes (one entry differs) instead of rebuilding them on its first lookup.
+        """
+        pos = self._entity_position.get(entity.name)
+        if pos is None:
+            return self
+        entities = (*self.entities[:pos], entity, *self.entities[pos + 1 :])
+        new = self.evolve(entities=entities)
+        index = self._entity_index.copy()
+        index[entity.name] = entity
+        new.__dict__["_entity_index"] = index
+        new.__dict__["_entity_position"] = self._entity_position  # same names at the same places; never mutated
+        return new
 
     def enum(self, name: str) -> EnumType | None:
         return self._enum_index.get(name)

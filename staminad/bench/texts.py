@@ -209,18 +209,26 @@ def describe_change(change: Change, before: State, after: State) -> list[str]:  
 
 def change_prompt(changes: Sequence[Change], before: State) -> tuple[str, State]:
     """The prompt of one change turn (every change, numbered, in order) and the state it leads to."""
+    states = [before]
+    for change in changes:
+        change.validate(states[-1])
+        states.append(change.apply(states[-1]))
+    return render_change_prompt(changes, states), states[-1]
+
+
+def render_change_prompt(changes: Sequence[Change], states: Sequence[State]) -> str:
+    """`change_prompt`'s text from the states around each change already known: `states[i]` is the
+    state before `changes[i]` and `states[i + 1]` its result (so a generated scenario's states, kept
+    from generation, are not validated and applied a second time)."""
+    assert len(states) == len(changes) + 1, (len(states), len(changes))
     lines = ["The tests passed. Now make the following changes, in this order:", ""]
-    state = before
     for i, change in enumerate(changes, 1):
-        change.validate(state)
-        after = change.apply(state)
-        item = describe_change(change, state, after)
+        item = describe_change(change, states[i - 1], states[i])
         lines.append(f"{i}. {item[0]}")
         lines += [f"   {line}" for line in item[1:]]
-        state = after
     lines += [
         "",
         "Keep following every rule in `README.md`. `bash run_server.sh <port>` must still start the server.",
         "",
     ]
-    return "\n".join(lines), state
+    return "\n".join(lines)

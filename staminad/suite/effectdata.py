@@ -190,7 +190,7 @@ def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference)
     return False
 
 
-def meet_effects(
+def meet_effects(  # noqa: C901 - one branch per data mode of an effect, in one pass over the effects
     rng: random.Random,
     state: State,
     entity: Entity,
