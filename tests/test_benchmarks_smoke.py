@@ -39,6 +39,20 @@ LOCAL: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 DOCKER: dict[str, tuple[str, ...]] = {
     "bench_docker_launch.py": (rf"spawn\s+docker exec\s+{NUM} ms .* launcher\s+{NUM} ms .* ratio\s+{NUM}x",),
     "bench_seal.py": (rf"seal alone\s+median\s+{NUM} ms", rf"own network: .* median\s+{NUM} ms"),
+    "bench_docker_ready.py": (
+        rf"bare: create to first exec\s+p50\s+{NUM} ms",
+        rf"sealed: create to ready\s+p50\s+{NUM} ms\s+max\s+{NUM} ms\s+{NUM}x bare",
+    ),
+    "bench_docker_phases.py": tuple(
+        rf"{phase}\s+local\s+{NUM} ms .* docker\s+{NUM} ms .*{NUM}x" for phase in ("suite", "teardown", "overhead")
+    ),
+}
+# the sweep label each Docker benchmark's containers carry (what must be gone after it)
+DOCKER_SWEEPS = {
+    "bench_docker_launch.py": "bench-launch",
+    "bench_seal.py": "bench-seal",
+    "bench_docker_ready.py": "bench-ready",
+    "bench_docker_phases.py": "phases",
 }
 
 
@@ -90,7 +104,7 @@ def _docker_lines(*argv: str) -> set[str]:
 @pytest.mark.parametrize("name", sorted(DOCKER))
 def test_docker_benchmark_smoke_run(name: str, sandbox_image: str) -> None:
     """The Docker benchmark's smoke run prints its figures and removes every container and network it made."""
-    sweep = {"bench_docker_launch.py": "bench-launch", "bench_seal.py": "bench-seal"}[name]
+    sweep = DOCKER_SWEEPS[name]
     containers = ("ps", "-aq", "--filter", f"label=staminabench.sweep={sweep}")
     networks = ("network", "ls", "-q", "--filter", "name=staminabench-bench-")
     before = _docker_lines(*containers), _docker_lines(*networks)
