@@ -45,3 +45,16 @@ def test_the_contracts_cover_each_documented_layer() -> None:
     assert {"staminad", "state", "tui"} <= forbidden[("protocol",)]
     assert {"staminad", "state"} <= forbidden[("tui",)]
     assert "textual" in forbidden[("staminad", "protocol", "state", "tui.board", "tui.link", "tui.markup")]
+
+
+def test_every_package_sits_in_one_stack_and_no_siblings_import_each_other_in_a_cycle() -> None:
+    """The whole-tree stack is exhaustive over staminad, and the acyclic contract covers every root package."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    stack = next(c for c in contracts if c.get("containers") == ["staminad"])
+    assert stack["type"] == "layers" and stack["exhaustive"] is True
+    placed = {part.strip() for layer in stack["layers"] for part in layer.replace(":", "|").split("|")}
+    packages = {p.name for p in (ROOT / "staminad").iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in (ROOT / "staminad").glob("*.py") if p.stem != "__init__"}
+    assert placed == packages | modules
+    acyclic = next(c for c in contracts if c["type"] == "acyclic_siblings")
+    assert set(acyclic["ancestors"]) == {"staminad", "protocol", "state", "tui"}

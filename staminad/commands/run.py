@@ -84,7 +84,8 @@ def run_cmd(args: argparse.Namespace) -> int:
             pack_path = args.sweep.parent / pack_path
         pack = read_pack(pack_path)
     runtime = args.runtime or sweep.run.runtime
-    from staminad.engine.runtime import choose_runtime, sweep_images
+    from staminad.engine.config import sweep_images
+    from staminad.engine.runtime import choose_runtime
 
     lock = _lock_state_dir(state_dir)
     try:

@@ -262,7 +262,8 @@ class Daemon:
 
     async def _run_sweep(self, sweep: SweepFile, run: _Running) -> None:
         assert self.store is not None and self.watcher is not None
-        from staminad.engine.runtime import choose_runtime, sweep_images
+        from staminad.engine.config import sweep_images
+        from staminad.engine.runtime import choose_runtime
 
         def emit(data: EventData) -> None:
             self.bus.publish(sweep.name, data)

@@ -318,3 +318,11 @@ def configurations(sweep: SweepFile) -> list[Configuration]:
         name = f"{agent} {model} R={retries} {feedback}" if listed else f"{agent} R={retries} {feedback}"
         out.append(Configuration(name=name, agent=agent, retries=retries, feedback=feedback, model=model))
     return out
+
+
+def sweep_images(sweep: SweepFile) -> list[str]:
+    """The images a sweep's configurations run, in order, once each: a harness's layer, else `[run] image`."""
+    from staminad.agents.base import adapter_for
+
+    images = [adapter_for(c.agent).image or sweep.run.image for c in configurations(sweep)]
+    return list(dict.fromkeys(images))

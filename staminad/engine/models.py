@@ -6,42 +6,34 @@ variable its key is read from, its price, context window (and the share of it at
 and a concurrency limit. Every configuration runs
 one agent on one model, over the same scenarios as every other, so results pair across models too.
 
+What a model is on the wire is `staminad.gateway.models`'s; this module reads a sweep's `[llm]` into it.
 A harness speaks exactly one protocol (`staminad.agents.harnesses.Harness.protocol`); a model that does not
 serve it is refused before the sweep starts, in one line (`protocol_refusal`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, get_args
+from collections.abc import Sequence
+from typing import Protocol
 
-import msgspec
-
-from staminad.gateway.pricing import Price
-
-if TYPE_CHECKING:
-    from staminad.engine.config import LLMSettings
-
-WireProtocol = Literal["openai-chat", "openai-responses", "anthropic-messages"]
-PROTOCOLS: tuple[WireProtocol, ...] = get_args(WireProtocol)
-# The path below an endpoint's base URL (`.../v1`) each protocol is served at.
-PROTOCOL_PATHS: dict[WireProtocol, str] = {
-    "openai-chat": "chat/completions",
-    "openai-responses": "responses",
-    "anthropic-messages": "messages",
-}
+from staminad.gateway.models import PROTOCOLS, ModelSpec, protocol_refusal
 
 
-class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One model of the sweep: where it is served, how, at what price and how many calls at once."""
+class LLMSettings(Protocol):
+    """What this module reads of a sweep's `[llm]` (the engine's `config.LLMSettings` has these)."""
 
-    name: str  # the model id the endpoint serves (vLLM's --served-model-name); a column of the grid
-    endpoint: str  # base URL, such as http://127.0.0.1:8000/v1
-    protocols: list[WireProtocol] = msgspec.field(default_factory=lambda: ["openai-chat"])
-    api_key_env: str = ""  # "" sends no key (a local server); else read from the daemon's environment
-    price: Price | None = None  # US dollars per million tokens; None: the [llm.pricing] table, if it names it
-    context_window: int | None = None  # tokens; given to every harness that has such a setting
-    compact_at: float | None = None  # the share of the window at which harnesses compact (None: 0.8)
-    concurrency: int | None = None  # calls in flight at once to this model's endpoint (the gateway's limit)
+    @property
+    def models(self) -> Sequence[ModelSpec]: ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def api_key_env(self) -> str: ...
+    @property
+    def context_window(self) -> int | None: ...
+    @property
+    def compact_at(self) -> float | None: ...
 
 
 def sweep_models(llm: LLMSettings | None) -> list[ModelSpec]:
@@ -99,23 +91,4 @@ def _limits(where: str, window: int | None, compact_at: float | None) -> list[st
     return lines
 
 
-def protocol_refusal(agent: str, protocol: str, model: ModelSpec) -> str:
-    """The one line that refuses a harness on a model that does not serve its protocol ('' when it does)."""
-    if protocol in model.protocols:
-        return ""
-    return (
-        f"matrix.agents: {agent} speaks {protocol}, which model {model.name} ({model.endpoint}) does not serve "
-        f"(it lists {', '.join(model.protocols)}): serve it there and add it to that model's protocols, "
-        "or leave the pair out"
-    )
-
-
-__all__ = [
-    "PROTOCOLS",
-    "PROTOCOL_PATHS",
-    "ModelSpec",
-    "WireProtocol",
-    "check_models",
-    "protocol_refusal",
-    "sweep_models",
-]
+__all__ = ["ModelSpec", "check_models", "protocol_refusal", "sweep_models"]

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
-
-import msgspec
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from protocol.errors import UsageError
 from protocol.usage import did_you_mean, hint
-from staminad.engine.config import RunSettings, SweepFile, configurations
-from staminad.sandbox.base import SandboxFactory
+from staminad.sandbox.base import ContainerSettings, SandboxFactory
 from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
 from staminad.sandbox.local import local_factory
@@ -34,7 +32,7 @@ async def docker_available(image: str) -> str | None:
     try:
         info = await docker.images.inspect(image)
     except aiodocker.exceptions.DockerError as exc:
-        return f"image {image} is not built ({exc.message}); run `{hint('image build')}{_harness_flag(image)}`"
+        return f"image {image} is not built ({exc.message}); run `{hint('image build')}{harness_flag(image)}`"
     except Exception as exc:  # noqa: BLE001 - any failure to reach the engine is the one-line answer
         return f"no Docker engine ({type(exc).__name__}: {exc})"
     finally:
@@ -52,35 +50,39 @@ class RuntimeUnavailable(UsageError):
     """The runtime a sweep or `--runtime` asks for cannot be used here, and why."""
 
 
-def _harness_flag(image: str) -> str:
+def harness_flag(image: str) -> str:
     """` --harness NAME` when `image` is a harness's layer tag, else nothing."""
     from staminad.agents.harnesses import HARNESSES
 
     return next((f" --harness {name}" for name in HARNESSES if image.startswith(f"{REPO}:{name}-")), "")
 
 
-def sweep_images(sweep: SweepFile) -> list[str]:
-    """The images a sweep's configurations run, in order, once each: a harness's layer, else `[run] image`."""
-    from staminad.agents.base import adapter_for
-
-    images = [adapter_for(c.agent).image or sweep.run.image for c in configurations(sweep)]
-    return list(dict.fromkeys(images))
-
-
 Made = tuple[SandboxFactory, str]  # the factory, and how the runtime chosen is described to the user
 
 
-class Placement(msgspec.Struct, frozen=True, kw_only=True):
+class RunPlace(ContainerSettings, Protocol):
+    """What choosing and making a runtime reads of a sweep's `[run]` (the engine's RunSettings has these)."""
+
+    @property
+    def workspace(self) -> str: ...
+
+    @property
+    def engines(self) -> Sequence[EngineSpec]: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
     """What a runtime gets to build a sweep's sandboxes: its settings, the daemon's port allocator, the engines
     to spread over (none: the local machine) and the daemon's slots in use per engine, shared by its sweeps."""
 
-    run: RunSettings
+    run: RunPlace
     ports: PortAllocator
     engines: tuple[EngineSpec, ...] = ()
     slots: dict[str, Slots] | None = None
 
 
-class Runtime(msgspec.Struct, frozen=True, kw_only=True):
+@dataclass(frozen=True, kw_only=True)
+class Runtime:
     """One way to run sandboxes: the one entry a new runtime adds (`RUNTIMES`), from which the sweep file's
     check, the CLI's `--runtime` choices and `auto`'s pick are derived.
 
@@ -170,7 +172,7 @@ def runtime_problem(runtime: str, workspace: str, engines: bool) -> str | None:
 
 async def choose_runtime(
     runtime: str,
-    run: RunSettings,
+    run: RunPlace,
     ports: PortAllocator,
     images: list[str] | None = None,
     engines: list[EngineSpec] | None = None,
@@ -207,4 +209,4 @@ async def choose_runtime(
     raise RuntimeUnavailable(f"no runtime can run this sweep here: {'; '.join(why)}")
 
 
-__all__ = ["RUNTIMES", "RUNTIME_CHOICES", "Runtime", "RuntimeUnavailable", "choose_runtime", "sweep_images"]
+__all__ = ["RUNTIMES", "RUNTIME_CHOICES", "Runtime", "RuntimeUnavailable", "choose_runtime"]

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx
 
-from staminad.engine.models import PROTOCOL_PATHS, ModelSpec, WireProtocol
+from staminad.gateway.models import PROTOCOL_PATHS, ModelSpec, WireProtocol
 
 PROMPT = 'Call the tool `ping` with text "pong". Do not answer in prose.'
 _SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}

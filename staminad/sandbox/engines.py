@@ -201,7 +201,7 @@ class EnginePool:
 
     # --- the factory --------------------------------------------------------------------------
 
-    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> PlacedSandbox:  # noqa: B008 - frozen
+    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> PlacedSandbox[_Engine]:  # noqa: B008 - frozen
         return PlacedSandbox(self, root, label, grant)
 
     async def llm_hosts(self) -> list[str]:

@@ -6,14 +6,15 @@ It takes a slot when prepared and gives it back when closed, and wraps every ope
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
 from staminad.sandbox.base import (
     SNAPSHOT_LIMIT,
+    ContainerSettings,
     Grant,
     HostView,
     JobState,
@@ -21,25 +22,56 @@ from staminad.sandbox.base import (
     NotReady,
     Sandbox,
     SandboxError,
+    SandboxFactory,
     ServerHandle,
     Snapshot,
 )
-from staminad.sandbox.endpoint import PING_EVERY
+from staminad.sandbox.endpoint import PING_EVERY, Endpoint
 from staminad.sandbox.markers import Marker, MarkerWatcher
 from staminad.sandbox.placement import current, read_placement, set_current, write_placement
 
-if TYPE_CHECKING:
-    from staminad.sandbox.engines import EnginePool, _Engine
+
+class EngineLike(Protocol):
+    """One engine of the pool, as a placed sandbox sees it (`engines._Engine` has these)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def endpoint(self) -> Endpoint: ...
+    @property
+    def factory(self) -> SandboxFactory: ...
+
+
+E = TypeVar("E", bound=EngineLike)
+
+
+class PoolLike(Protocol[E]):
+    """The pool a placed sandbox takes its slot from (`engines.EnginePool`; typed here so neither module
+    imports the other's)."""
+
+    @property
+    def run(self) -> ContainerSettings: ...
+    @property
+    def engines(self) -> Sequence[E]: ...
+    @property
+    def placed(self) -> dict[str, str]: ...
+    def engine(self, url: str) -> E | None: ...
+    def provisional(self, root: Path) -> E: ...
+    async def acquire(
+        self, preferred: E, image: str, sticky: bool = ..., tried: tuple[E, ...] = ..., only: bool = ...
+    ) -> E: ...
+    def release(self, engine: E) -> None: ...
+
 
 T = TypeVar("T")
 CLOSE_TIMEOUT = 30.0  # bound on removing a sandbox from an engine that answers
 ERROR_GRACE = 5.0  # seconds an engine that failed an operation is watched for going away (see `_guard`)
 
 
-class PlacedSandbox:
+class PlacedSandbox(Generic[E]):
     """A scenario's sandbox on whichever engine of the pool holds it now (see the module docstring)."""
 
-    def __init__(self, pool: EnginePool, root: Path, label: str, grant: Grant) -> None:
+    def __init__(self, pool: PoolLike[E], root: Path, label: str, grant: Grant) -> None:
         self.pool, self.root, self.label, self.grant = pool, root, label, grant
         self.image = grant.image or pool.run.image
         self.engine = pool.provisional(root)
@@ -131,7 +163,7 @@ class PlacedSandbox:
         only = home is not None and not current(self.root)
         if only and home is not None and home is not self.engine:
             self.engine, self.inner = home, home.factory(self.root, self.label, self.grant)
-        tried: tuple[_Engine, ...] = ()
+        tried: tuple[E, ...] = ()
         while True:
             sticky = placed == self.engine.url
             engine = await self.pool.acquire(self.engine, self.image, sticky=sticky, tried=tried, only=only)

@@ -156,8 +156,8 @@ def test_a_sweep_with_a_harness_needs_an_llm_table(tmp_path: Path) -> None:
 
 def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> None:
     """A sweep mixing harnesses needs each harness's own layer and `[run] image` for the built-ins, once each."""
-    from staminad.engine.config import load_sweep
-    from staminad.engine.runtime import _harness_flag, sweep_images
+    from staminad.engine.config import load_sweep, sweep_images
+    from staminad.engine.runtime import harness_flag
     from staminad.sandbox.image import harness_tag
 
     path = tmp_path / "s.toml"
@@ -170,4 +170,4 @@ def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> 
     assert sweep_images(sweep) == ["img:built-ins", harness_tag("claude-code"), harness_tag("mini-swe-agent")]
     assert adapter_for("claude-code").image == harness_tag("claude-code") != harness_tag("mini-swe-agent")
     assert adapter_for("reference").image == ""
-    assert _harness_flag(harness_tag("claude-code")) == " --harness claude-code" and _harness_flag("img:x") == ""
+    assert harness_flag(harness_tag("claude-code")) == " --harness claude-code" and harness_flag("img:x") == ""
