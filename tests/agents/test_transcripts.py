@@ -52,7 +52,10 @@ OPENHANDS_CONVERSATION = RECORDINGS / "openhands-conversation"
 def _place_openhands(home: Path) -> Path:
     """OpenHands' conversation (one JSON file per event) where it keeps it under HOME."""
     shutil.copytree(OPENHANDS_CONVERSATION, home / ".openhands/conversations")
-    return max((home / ".openhands/conversations").glob("*/events/event-*.json"))
+    events = sorted((home / ".openhands/conversations").glob("*/events/event-*.json"))
+    for n, event in enumerate(events):  # written in turn, as in a run (a checkout gives them all one time)
+        os.utime(event, (1_700_000_000 + n, 1_700_000_000 + n))
+    return events[-1]
 
 
 def test_every_declared_pattern_finds_the_file_its_harness_writes(tmp_path: Path) -> None:
