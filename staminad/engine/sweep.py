@@ -33,6 +33,7 @@ from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAcces
 from staminad.engine.score import config_tally, counts_text, score_text, standing, tally
 from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
 from staminad.sandbox.base import Grant, SandboxFactory
+from staminad.suite.pool import WorkerPool
 from state.space import disk_problem
 from state.store import Store
 
@@ -48,6 +49,7 @@ class Shared(msgspec.Struct, kw_only=True):
     limiter: FairLimiter
     gate: Gate | None = None
     suites: anyio.CapacityLimiter | None = None  # concurrent server starts + suite runs, daemon-wide
+    workers: WorkerPool | None = None  # worker processes for suites and their generation (None: threads)
     # Set on a graceful daemon stop: harnesses keep running in their sandboxes for the restart to pick up.
     detach: anyio.Event = msgspec.field(default_factory=anyio.Event)
     # Scenario ids an operator retried while the sweep runs (see `Daemon.retry_scenario`).
@@ -342,6 +344,7 @@ async def _scenario(parts: _Parts, job: _Job) -> None:
         shared.gate,
         shared.suites,
         job.llm,
+        shared.workers,
     )
     try:
         await runner.run(job.scenario_id, job.infra_grant)
