@@ -41,6 +41,7 @@ from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
+from staminad.suite.pool import run_sync as offload
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")  # the daemon's variables a sandboxed process may see
@@ -280,7 +281,7 @@ class LocalSandbox(HostFiles):
         (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
         # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon
         # killed mid-test, found by the tag in their environment, even if it died before recording the pgid.
-        await anyio.to_thread.run_sync(_kill_tagged, self._tag())
+        await offload(_kill_tagged, self._tag())
 
     def _tag(self) -> str:
         return f"{SERVER_TAG}={self.root}"
@@ -339,7 +340,7 @@ class LocalSandbox(HostFiles):
             _kill_group(left)  # left by a daemon killed mid-suite
         # Nothing the harness left running (a server it tried, a detached writer) outlives its phase: whatever kept
         # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
-        await anyio.to_thread.run_sync(_kill_tagged, self._agent_tag())
+        await offload(_kill_tagged, self._agent_tag())
         port = self.ports.allocate()
         log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
@@ -365,17 +366,17 @@ class LocalSandbox(HostFiles):
             return server.poll() is None
 
         async def listening() -> bool:
-            return bool(await anyio.to_thread.run_sync(_listening_inodes, port))
+            return bool(await offload(_listening_inodes, port))
 
         try:
             try:
                 await wait_ready(handle.url, timeout, running, request_timeout, listening)
             except NotReady as exc:  # the agent's failure, unless another program held the port
-                blame = await anyio.to_thread.run_sync(port_blame, port, self._tag(), handle.pgid, exc.connected)
+                blame = await offload(port_blame, port, self._tag(), handle.pgid, exc.connected)
                 if blame is None:
                     raise
                 raise blame from None
-            holders = await anyio.to_thread.run_sync(listener_holders, port, self._tag())
+            holders = await offload(listener_holders, port, self._tag())
             if holders == []:
                 raise SandboxError(
                     f"port {port} is answered by a program outside this sandbox (the server could not bind it)",
@@ -407,7 +408,7 @@ class LocalSandbox(HostFiles):
             _kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
-        await anyio.to_thread.run_sync(_kill_tagged, self._tag(), handle.pgid)
+        await offload(_kill_tagged, self._tag(), handle.pgid)
         (self.host_control / "server.pgid").unlink(missing_ok=True)
         with anyio.move_on_after(5):
             while not port_is_free(handle.port):

@@ -19,16 +19,19 @@ platform fault (infra, retried), never as the agent's failure.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from subprocess import PIPE
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import staminad
@@ -36,7 +39,7 @@ from staminad.bench.schema import State
 from staminad.suite.history import History
 from staminad.suite.model import Suite
 from staminad.suite.runner import SuiteResult
-from staminad.suite.worker import HEADER, Done, Failed, Generate, Reply, Request, RunSuite, Stop, frame
+from staminad.suite.worker import HEADER, Call, Done, Failed, Generate, Reply, Request, RunSuite, Stop, frame
 
 CLOSE_GRACE = 5.0  # seconds a worker has to exit once its stdin is closed
 STOP_GRACE = 30.0  # seconds a stopped job has to let go (a suite's request in flight ends at once)
@@ -57,6 +60,9 @@ def default_size() -> int:
     except AttributeError:  # not Linux
         usable = os.cpu_count() or 1
     return max(1, usable - 1)
+
+
+T = TypeVar("T")
 
 
 class WorkerLost(Exception):
@@ -130,7 +136,7 @@ class _Worker:
         with anyio.move_on_after(CLOSE_GRACE):
             await self.process.wait()
 
-    async def call(self, job: int, message: Generate | RunSuite, limit: float, grace: float) -> Any:
+    async def call(self, job: int, message: Generate | RunSuite | Call, limit: float, grace: float) -> Any:
         pending = self.pending[job] = _Pending()
         try:
             await self.send(message)
@@ -156,7 +162,10 @@ class _Worker:
         if reply is None:
             raise _Died
         if isinstance(reply, Failed):
-            raise WorkerBug(reply.error)
+            bug = WorkerBug(reply.error)
+            if reply.raised:
+                raise pickle.loads(reply.raised) from bug
+            raise bug
         assert isinstance(reply, Done)
         return reply.value
 
@@ -186,9 +195,12 @@ class WorkerPool:
                 for i in range(self.size):
                     await self._spawn(i)
                 task_status.started()
+                _serving.append(self)
                 await anyio.sleep_forever()
         finally:
             self._tg = None
+            if self in _serving:
+                _serving.remove(self)
             with anyio.CancelScope(shield=True):
                 for worker in self._workers:
                     if worker is not None and worker.process.returncode is None:
@@ -253,3 +265,22 @@ class WorkerPool:
             lambda job: RunSuite(job=job, suite=suite, url=url, timeout=timeout), limit, timeout + 5.0
         )
         return result
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in a worker: `fn` a module-level function, its arguments and result plain data."""
+        target = f"{fn.__module__}:{fn.__qualname__}"
+        value: T = await self._run(lambda job: Call(job=job, target=target, args=args), GENERATE_LIMIT, STOP_GRACE)
+        return value
+
+
+_serving: list[WorkerPool] = []  # the pools serving in this process, latest last
+
+
+async def run_sync(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` off the event loop: in a worker of this process's serving pool when there is one (its CPU then
+    is not the loop's), else in a thread. For blocking, repeatable work on plain data (/proc scans, file
+    walks): a worker lost under it runs it again in a thread."""
+    if _serving:
+        with contextlib.suppress(WorkerLost):
+            return await _serving[-1].call(fn, *args)
+    return await anyio.to_thread.run_sync(fn, *args)

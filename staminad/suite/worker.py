@@ -18,6 +18,7 @@ it exits on its own when stdin reaches end of file (the parent closed it, or is 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import os
 import pickle
 import signal
@@ -34,7 +35,7 @@ from staminad.suite.generate import generate_suite
 from staminad.suite.history import History
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Suite
-from staminad.suite.runner import SuiteResult, run_suite_blocking
+from staminad.suite.runner import run_suite_blocking
 
 HEADER = struct.Struct(">I")
 _PR_SET_PDEATHSIG = 1
@@ -60,6 +61,14 @@ class RunSuite(msgspec.Struct, frozen=True, kw_only=True):
     timeout: float
 
 
+class Call(msgspec.Struct, frozen=True, kw_only=True):
+    """Call the module-level function `target` (`module:name`) with `args`: blocking work such as /proc scans."""
+
+    job: int
+    target: str
+    args: tuple[Any, ...]
+
+
 class Stop(msgspec.Struct, frozen=True, kw_only=True):
     """Stop job `job` (a suite: its request in flight is interrupted and the rest are not run)."""
 
@@ -68,7 +77,7 @@ class Stop(msgspec.Struct, frozen=True, kw_only=True):
 
 class Done(msgspec.Struct, frozen=True, kw_only=True):
     job: int
-    value: Suite | SuiteResult
+    value: Any  # a Suite, a SuiteResult, or what a Call returned
 
 
 class Failed(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,9 +85,10 @@ class Failed(msgspec.Struct, frozen=True, kw_only=True):
 
     job: int
     error: str
+    raised: bytes = b""  # the exception itself, pickled, when it pickles (an OSError does): the caller raises it
 
 
-Request = Generate | RunSuite | Stop
+Request = Generate | RunSuite | Call | Stop
 Reply = Done | Failed
 
 
@@ -110,13 +120,16 @@ class _Jobs:
             if entry[1] is not None:
                 entry[1].interrupt()
 
-    def run(self, request: Generate | RunSuite) -> None:
+    def run(self, request: Generate | RunSuite | Call) -> None:
         stop = threading.Event()
         with self.guard:  # before any work: a Stop that comes early is seen
             self.running[request.job] = (stop, None)
         try:
-            value: Suite | SuiteResult
-            if isinstance(request, Generate):
+            value: Any
+            if isinstance(request, Call):
+                module, _, name = request.target.partition(":")
+                value = getattr(importlib.import_module(module), name)(*request.args)
+            elif isinstance(request, Generate):
                 value = generate_suite(request.state, request.seed, request.turn, request.history, request.attempt)
             else:
                 with Http11Transport.for_url(request.url, request.timeout) as transport:
@@ -126,8 +139,12 @@ class _Jobs:
                         transport.interrupt()
                     value = run_suite_blocking(request.suite, transport, None, stop)
             self.reply(Done(job=request.job, value=value))
-        except Exception:
-            self.reply(Failed(job=request.job, error=traceback.format_exc()))
+        except Exception as exc:
+            try:
+                raised = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # not picklable: the traceback alone goes back
+                raised = b""
+            self.reply(Failed(job=request.job, error=traceback.format_exc(), raised=raised))
         finally:
             with self.guard:
                 self.running.pop(request.job, None)

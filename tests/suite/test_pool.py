@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import anyio.to_thread
@@ -15,7 +16,7 @@ from staminad.engine.suites import make_suite, suite_on_server
 from staminad.suite.history import state_and_history
 from staminad.suite.model import Suite, req
 from staminad.suite.model import Test as SuiteTest
-from staminad.suite.pool import WorkerLost, WorkerPool, default_size
+from staminad.suite.pool import WorkerLost, WorkerPool, default_size, run_sync
 from tests.helpers.rawserver import Conn, RawServer, answer
 from tests.suite.test_runner import SCENARIO, reference
 
@@ -137,3 +138,15 @@ async def test_a_cancelled_suite_stops_in_its_worker_and_the_pool_reaps_every_wo
 def test_default_size_leaves_a_cpu_for_the_event_loop() -> None:
     """The default pool is the CPUs this process may use, less one, and never empty."""
     assert default_size() == max(1, len(os.sched_getaffinity(0)) - 1)
+
+
+async def test_run_sync_uses_the_serving_pool_and_raises_what_the_call_raised(tmp_path: Path) -> None:
+    """`run_sync` runs a function in a worker of the serving pool (a thread without one); its OSError comes back."""
+    assert await run_sync(os.getpid) == os.getpid()
+    async with anyio.create_task_group() as tg:
+        pool = WorkerPool(1)
+        await tg.start(pool.serve)
+        assert await run_sync(os.getpid) in pool.pids()
+        with pytest.raises(FileNotFoundError):
+            await run_sync(os.stat, tmp_path / "missing")
+        tg.cancel_scope.cancel()
