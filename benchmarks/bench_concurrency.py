@@ -165,9 +165,7 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
         argv = [*CLI, "start", "--state-dir", str(state), "--runtime", "local", "--parallel", str(size)]
         argv += ["--workers", "0"] if mode == "threads" else []
         cpus = ",".join(map(str, cores))
-        proc = subprocess.Popen(
-            ["taskset", "-c", cpus, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        proc = subprocess.Popen(["taskset", "-c", cpus, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_socket(sock, proc)
             prober = Prober(sock)
