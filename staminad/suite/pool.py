@@ -186,6 +186,7 @@ class WorkerPool:
         self._tg: anyio.abc.TaskGroup | None = None
         self._jobs = 0
         self.restarts = 0  # workers replaced after dying
+        self._spawning = anyio.Lock()
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start the workers, run until cancelled, then end and reap every one."""
@@ -228,10 +229,11 @@ class WorkerPool:
         """The least busy live worker; a dead one is replaced first."""
         if self._tg is None:
             raise RuntimeError("the worker pool is not serving")
-        for i, worker in enumerate(self._workers):
-            if worker is None or worker.dead:
-                self.restarts += worker is not None
-                await self._spawn(i)
+        async with self._spawning:  # one caller replaces a dead worker; the others then find the new one
+            for i, worker in enumerate(self._workers):
+                if worker is None or worker.dead:
+                    self.restarts += worker is not None
+                    await self._spawn(i)
         live = [w for w in self._workers if w is not None and not w.dead]
         return min(live, key=lambda w: len(w.pending))
 

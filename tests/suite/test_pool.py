@@ -150,3 +150,44 @@ async def test_run_sync_uses_the_serving_pool_and_raises_what_the_call_raised(tm
         with pytest.raises(FileNotFoundError):
             await run_sync(os.stat, tmp_path / "missing")
         tg.cancel_scope.cancel()
+
+
+_OWNER = """
+import anyio, sys
+from staminad.suite.pool import WorkerPool
+
+async def main():
+    async with anyio.create_task_group() as tg:
+        pool = WorkerPool(2)
+        await tg.start(pool.serve)
+        print(*pool.pids(), flush=True)
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` has exited (gone, or a zombie no one has reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_workers_die_with_a_daemon_killed_outright() -> None:
+    """Workers do not outlive their daemon, even one killed with SIGKILL (no clean-up of its own ran)."""
+    import subprocess
+    import sys
+    import time
+
+    with subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE) as owner:
+        assert owner.stdout is not None
+        pids = [int(p) for p in owner.stdout.readline().split()]
+        assert len(pids) == 2 and not any(map(_gone, pids))
+        owner.kill()
+        owner.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while not all(map(_gone, pids)) and time.monotonic() < deadline:
+        time.sleep(0.02)  # waiting on the kernel's death signal to other processes, not on our own code
+    assert all(map(_gone, pids))
