@@ -266,6 +266,8 @@ def main() -> None:
                     flush=True,
                 )
                 rows.append(row)
+                if len(rows) > 1 and not args.smoke:
+                    report(rows)  # so far: a long run interrupted still leaves its figures
     report(rows)
     print(
         "model for N cores: the loop process is one core at most; throughput grows with the workers' share "

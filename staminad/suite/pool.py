@@ -131,10 +131,10 @@ class _Worker:
         await self.stdin.aclose()
         with anyio.move_on_after(CLOSE_GRACE):
             await self.process.wait()
-            return
-        self.kill()
+        if self.process.returncode is None:
+            self.kill()
         with anyio.move_on_after(CLOSE_GRACE):
-            await self.process.wait()
+            await self.process.aclose()  # waits for it, and closes its pipes
 
     async def call(self, job: int, message: Generate | RunSuite | Call, limit: float, grace: float) -> Any:
         pending = self.pending[job] = _Pending()
