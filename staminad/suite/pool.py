@@ -6,6 +6,8 @@ one GIL with the event loop, so the daemon's throughput is what one core allows 
 (`default_size()`: the CPUs this process may use, less one for the event loop, at least one), each
 serving up to `per_worker` jobs at once in threads of its own (a suite mostly waits on its server).
 
+Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms.
+
 Lifetime is structured: `serve` is started in the owner's task group (`tg.start(pool.serve)`) and
 starts the workers; when it ends (a stop, a cancel, a crash of the owner) each worker's stdin is
 closed, and a worker not gone within `CLOSE_GRACE` is killed; every one is reaped. A worker also
@@ -39,7 +41,22 @@ from staminad.bench.schema import State
 from staminad.suite.history import History
 from staminad.suite.model import Suite
 from staminad.suite.runner import SuiteResult
-from staminad.suite.worker import HEADER, Call, Done, Failed, Generate, Reply, Request, RunSuite, Stop, frame
+from staminad.suite.worker import (
+    HEADER,
+    RESULT,
+    SUITE,
+    Call,
+    Done,
+    Failed,
+    Generate,
+    Reply,
+    Request,
+    RunSuite,
+    Stop,
+    frame,
+    pack,
+    unpack,
+)
 
 CLOSE_GRACE = 5.0  # seconds a worker has to exit once its stdin is closed
 STOP_GRACE = 30.0  # seconds a stopped job has to let go (a suite's request in flight ends at once)
@@ -251,22 +268,23 @@ class WorkerPool:
 
     async def generate(self, state: State, seed: int, turn: int, history: History | None, attempt: int) -> Suite:
         """`generate_suite(state, seed, turn, history, attempt)` in a worker."""
-        suite: Suite = await self._run(
+        packed: bytes = await self._run(
             lambda job: Generate(job=job, state=state, seed=seed, turn=turn, history=history, attempt=attempt),
             GENERATE_LIMIT,
             STOP_GRACE,
         )
-        return suite
+        return unpack(packed, SUITE)
 
     async def run_suite(self, suite: Suite, url: str, timeout: float) -> SuiteResult:
         """`run_suite` against the server at `url` in a worker; a cancel stops it there and waits (bounded)."""
         # Bounded by the suite itself: each request by `timeout`, and a server that stops answering ends it early.
         steps = sum(1 + len(t.steps) for t in suite.tests)
         limit = steps * (timeout + 1.0) + STOP_GRACE
-        result: SuiteResult = await self._run(
-            lambda job: RunSuite(job=job, suite=suite, url=url, timeout=timeout), limit, timeout + 5.0
+        data = pack(suite)
+        packed: bytes = await self._run(
+            lambda job: RunSuite(job=job, suite=data, url=url, timeout=timeout), limit, timeout + 5.0
         )
-        return result
+        return unpack(packed, RESULT)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` in a worker: `fn` a module-level function, its arguments and result plain data."""

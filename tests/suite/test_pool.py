@@ -191,3 +191,14 @@ def test_workers_die_with_a_daemon_killed_outright() -> None:
     while not all(map(_gone, pids)) and time.monotonic() < deadline:
         time.sleep(0.02)  # waiting on the kernel's death signal to other processes, not on our own code
     assert all(map(_gone, pids))
+
+
+def test_a_suite_msgpack_cannot_carry_crosses_intact() -> None:
+    """A suite with an integer beyond 64 bits (msgpack's limit) crosses to a worker and back unchanged."""
+    from staminad.suite.model import Equals
+    from staminad.suite.worker import SUITE, pack, unpack
+
+    step = req("POST", "/x", {"n": 10**40}, checks=(Equals(path=("n",), value=10**40),))
+    suite = Suite(seed=0, turn=0, tests=(SuiteTest(name="big", category="validation", rule="r", steps=(step,)),))
+    assert unpack(pack(suite), SUITE) == suite
+    assert unpack(pack(_one_test_suite()), SUITE) == _one_test_suite()
