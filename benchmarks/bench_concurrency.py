@@ -29,6 +29,7 @@ import os
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -269,9 +270,31 @@ def main() -> None:
                 if len(rows) > 1 and not args.smoke:
                     report(rows)  # so far: a long run interrupted still leaves its figures
     report(rows)
+    model(rows)
+
+
+def _inv(seconds: float) -> float:
+    """Attempts per second from seconds per attempt (infinite for none measured: a smoke run's coarse clock)."""
+    return 1 / seconds if seconds else float("inf")
+
+
+def model(rows: list[Row]) -> None:
+    """The ceiling on N cores from the measured CPU per attempt: L in the loop process (one core at most), W in
+    the workers (N - 1 of them); the agents' and servers' own CPU comes on top, so these are upper bounds."""
+    pooled = [r for r in rows if r.mode == "workers" and r.attempts]
+    if not pooled:
+        return
+    loop = statistics.median(r.per_turn(r.loop_cpu) for r in pooled) / 1000
+    work = statistics.median(r.per_turn(r.worker_cpu) for r in pooled) / 1000
+    threads = [r for r in rows if r.mode == "threads" and r.attempts]
+    one = statistics.median(r.per_turn(r.loop_cpu) for r in threads) / 1000 if threads else float("nan")
+    bounds = ", ".join(
+        f"N={n}: {min(1 / loop, (n - 1) / work if n > 1 else 1 / (loop + work)):.0f}" for n in (2, 4, 8, 16)
+    )
     print(
-        "model for N cores: the loop process is one core at most; throughput grows with the workers' share "
-        "(N - 1 workers) until the loop's own work per attempt (store, events, sandboxes) fills its core"
+        f"model: threads are held to one GIL, X <= 1/{one * 1000:.0f} ms = {_inv(one):.1f} attempts/s whatever N; "
+        f"workers: X(N) <= min(1/L, (N-1)/W) with L = {loop * 1000:.0f} ms, W = {work * 1000:.0f} ms per attempt "
+        f"(medians here): {bounds} attempts/s, less what the agents' own processes take of the N cores"
     )
 
 
