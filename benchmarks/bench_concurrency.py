@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -35,13 +36,15 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
 from protocol import Cancel, ListSweeps
 from protocol.client import Client
+from staminad.daemon.loopprobe import ENV as PROBE_ENV
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -59,6 +62,9 @@ class Row:
     worker_cpu: float  # seconds of its worker processes in the window
     status: list[float]
     markers: list[float]
+    lags: list[float] = field(default_factory=list)  # the loop probe's wake-up overshoots in the window
+    busy: Counter[str] = field(default_factory=Counter)  # what held the loop: sampled stacks, counted
+    samples: int = 0
 
     @property
     def rate(self) -> float:
@@ -141,6 +147,21 @@ def _tested(db: Path) -> list[tuple[float, float | None]]:
         ).fetchall()
 
 
+def _probed(path: Path, t0: float, t1: float) -> tuple[list[float], Counter[str], int]:
+    """The loop probe's lags, held-loop stacks and sample count over the seconds written in [t0, t1]."""
+    lags: list[float] = []
+    busy: Counter[str] = Counter()
+    samples = 0
+    with contextlib.suppress(OSError):
+        for text in path.read_text().splitlines():
+            line = json.loads(text)
+            if t0 <= line["t"] <= t1:
+                lags += line["lags"]
+                busy.update(line["busy"])
+                samples += line["samples"]
+    return lags, busy, samples
+
+
 def _wait_socket(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -166,7 +187,11 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
         argv = [*CLI, "start", "--state-dir", str(state), "--runtime", "local", "--parallel", str(size)]
         argv += ["--workers", "0"] if mode == "threads" else []
         cpus = ",".join(map(str, cores))
-        proc = subprocess.Popen(["taskset", "-c", cpus, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        probe = tmp / "probe.jsonl"
+        env = {**os.environ, PROBE_ENV: str(probe)}
+        proc = subprocess.Popen(
+            ["taskset", "-c", cpus, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
         try:
             _wait_socket(sock, proc)
             prober = Prober(sock)
@@ -185,7 +210,11 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
             t1, c1, w1 = time.time(), cpu_of(proc.pid), sum(map(cpu_of, pool))
             done = [(when, lat) for when, lat in _tested(db) if t0 <= when <= t1]
             prober.stop.set()
+            lags, busy, samples = _probed(probe, t0, t1)
             return Row(
+                lags=lags,
+                busy=busy,
+                samples=samples,
                 cores=len(cores),
                 size=size,
                 mode=mode,
@@ -220,7 +249,8 @@ def report(rows: list[Row]) -> None:
     anchors = {(r.cores, r.size): r for r in rows if r.mode == "threads"}
     print(
         f"{'cores':>5} {'N':>4} {'mode':>8} {'att/s':>6} {'x anc':>6} {'loop ms/turn':>12} {'workers ms/turn':>15} "
-        f"{'status p50':>10} {'status p99':>10} {'x anc':>6} {'marker p99':>10} {'x anc':>6}"
+        f"{'status p50':>10} {'status p99':>10} {'x anc':>6} {'marker p99':>10} {'x anc':>6} "
+        f"{'lag p50':>8} {'lag p99':>8} {'lag max':>8} {'held':>5}"
     )
     for r in rows:
         a = anchors.get((r.cores, r.size))
@@ -233,7 +263,8 @@ def report(rows: list[Row]) -> None:
         print(
             f"{r.cores:>5} {r.size:>4} {r.mode:>8} {r.rate:>6.2f} {ratio[0]:>6.2f} {r.per_turn(r.loop_cpu):>12.0f} "
             f"{r.per_turn(r.worker_cpu):>15.0f} {pct(r.status, 50) * 1000:>8.1f}ms {sp99:>8.1f}ms {ratio[1]:>6.2f} "
-            f"{mp99:>8.1f}ms {ratio[2]:>6.2f}"
+            f"{mp99:>8.1f}ms {ratio[2]:>6.2f} {pct(r.lags, 50) * 1000:>6.1f}ms {pct(r.lags, 99) * 1000:>6.1f}ms "
+            f"{max(r.lags, default=float('nan')) * 1000:>6.0f}ms {sum(r.busy.values()) / max(1, r.samples):>5.0%}"
         )
     print(
         f"  ({sum(r.attempts for r in rows)} attempts measured; status samples per row "
@@ -249,6 +280,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--warmup", type=float, default=10.0)
+    ap.add_argument("--stacks", type=int, default=0, help="print the N stacks that most often held the loop")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: 3 scenarios, 1 core, a 2 s window")
     args = ap.parse_args()
     if args.smoke:
@@ -271,6 +303,16 @@ def main() -> None:
                     report(rows)  # so far: a long run interrupted still leaves its figures
     report(rows)
     model(rows)
+    if args.stacks:
+        held(rows, args.stacks)
+
+
+def held(rows: list[Row], top: int) -> None:
+    """Per row, the stacks most often found holding the loop (innermost frame first), as shares of the samples."""
+    for r in rows:
+        print(f"what held the loop: {r.cores} cores, {r.size} scenarios, {r.mode} ({r.samples} samples)")
+        for stack, n in r.busy.most_common(top):
+            print(f"  {n / max(1, r.samples):6.1%}  {stack}")
 
 
 def _inv(seconds: float) -> float:

@@ -33,6 +33,7 @@ from staminad.daemon.access import share_socket, share_state_dir
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.logs import EngineHealth, daemon_logging, log, log_event
+from staminad.daemon.loopprobe import probe_from_env
 from staminad.daemon.notify import notify, watchdog
 from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
@@ -169,6 +170,8 @@ class Daemon:
                 if self.workers is not None:
                     await tg.start(self.workers.serve)
                 tg.start_soon(self.watcher.serve)
+                if (probe := probe_from_env()) is not None:  # benchmarks only: the loop's lag and what held it
+                    tg.start_soon(probe.serve)
                 tg.start_soon(watchdog)
                 tg.start_soon(EngineHealth().watch, self.engine_status)
                 tg.start_soon(self.ops.serve, lambda: self.limiter.in_use)

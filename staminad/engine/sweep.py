@@ -8,6 +8,7 @@ scenario ends that scenario (`internal_error`, re-runnable), never its neighbour
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from staminad.engine.score import config_tally, counts_text, score_text, standin
 from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
 from staminad.sandbox.base import Grant, SandboxFactory
 from staminad.suite.pool import WorkerPool
+from state.figures import sweep_figures
 from state.space import disk_problem
 from state.store import Store
 
@@ -402,21 +404,18 @@ async def _start_gateway(
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     """Per configuration: turns passed over the scored scenarios, by the one rule every view counts by
-    (`staminad.engine.score`): unfinished, never-run and unscored scenarios are counted apart, never averaged."""
-    rows = await store.scenarios(sweep_id)
-    infra = await store.infra_counts(sweep_id)
-    usage = await store.llm_usage(sweep_id)
-    progress = await store.progress(sweep_id)
-    models = await store.configuration_models(sweep_id)
-    last_kind = {p.scenario_id: p.infra_kind for p in progress}  # in attempt order: the last one's kind is kept
-    tested = {p.scenario_id for p in progress if p.outcome in ("pass", "fail")}
+    (`staminad.engine.score`): unfinished, never-run and unscored scenarios are counted apart, never averaged.
+    Read in one hop off the event loop (`Store.read`), from rows per scenario, not per attempt."""
+    return await store.read(_summarize, sweep_id)
+
+
+def _summarize(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]:
+    figures = sweep_figures(conn, sweep_id)
     out = []
-    for name in dict.fromkeys(n for n, _ in rows):
-        mine = [r for n, r in rows if n == name]
-        t = tally(
-            (standing(r.status, last_kind.get(r.id), r.id in tested), r.turns_passed, r.status == "done") for r in mine
-        )
-        cost, tokens = usage.get(name, (0.0, 0))
+    for name in dict.fromkeys(r.configuration for r in figures.scenarios):
+        mine = [r for r in figures.scenarios if r.configuration == name]
+        t = tally((standing(r.status, r.end_kind, r.tested), r.turns_passed, r.status == "done") for r in mine)
+        cost, tokens = figures.usage.get(name, (0.0, 0))
         statuses: dict[str, int] = {}
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
@@ -429,14 +428,14 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
                 se_turns=t.se or 0.0,
                 pass_rate=t.pass_rate or 0.0,
                 statuses=statuses,
-                infra={k: v for (n, k), v in infra.items() if n == name},
+                infra={k: v for (n, k), v in figures.infra.items() if n == name},
                 cost=cost,
                 tokens=tokens,
                 unscored=t.unscored,
                 scored=t.scored,
                 unfinished=t.unfinished,
                 never_run=t.never_run,
-                model=models.get(name, ""),
+                model=figures.models.get(name, ""),
             )
         )
     return out
