@@ -258,6 +258,15 @@ def listener_holders(port: int, tag: str) -> list[tuple[int, int]] | None:
     return holders
 
 
+def _run_briefly(argv: list[str], env: dict[str, str], timeout: float = 10.0) -> None:
+    """Run `argv` (a launcher that forks and returns at once) to its end; TimeoutError if it takes `timeout`."""
+    try:
+        quiet = subprocess.DEVNULL
+        subprocess.run(argv, stdin=quiet, stdout=quiet, stderr=quiet, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"{argv[0]} did not return within {timeout:.0f} s") from None
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout)
@@ -293,15 +302,8 @@ class LocalSandbox(HostFiles):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        proc = await anyio.open_process(
-            argv_,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**base_env(), AGENT_TAG: str(self.root)},
-        )
-        with anyio.fail_after(10):
-            await proc.wait()
+        # Forked from a worker thread: a fork (and asyncio's watcher thread per child) held the event loop.
+        await anyio.to_thread.run_sync(_run_briefly, argv_, {**base_env(), AGENT_TAG: str(self.root)})
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")
@@ -342,25 +344,10 @@ class LocalSandbox(HostFiles):
         # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
         await offload(_kill_tagged, self._agent_tag())
         port = self.ports.allocate()
-        log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
-        try:
-            self._server = subprocess.Popen(
-                [*LIMITS, "bash", "run_server.sh", str(port)],
-                cwd=self.host_workspace,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)},
-            )
-        except OSError:
-            self.ports.release(port)
-            raise
-        finally:
-            log.close()
-        handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=self._server.pid, port=port)
-        pid_file.write_text(str(self._server.pid))
-        server = self._server
+        # Forked from a worker thread, not the event loop's; it records the server itself (and its pgid file), so a
+        # cancel arriving as the thread returns still finds it to stop.
+        server = await anyio.to_thread.run_sync(self._spawn_server, port, pid_file)
+        handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=server.pid, port=port)
 
         async def running() -> bool:
             return server.poll() is None
@@ -396,6 +383,26 @@ class LocalSandbox(HostFiles):
                 await self.stop_server(handle)
             raise
         return handle
+
+    def _spawn_server(self, port: int, pid_file: Path) -> subprocess.Popen[bytes]:
+        log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
+        try:
+            self._server = subprocess.Popen(
+                [*LIMITS, "bash", "run_server.sh", str(port)],
+                cwd=self.host_workspace,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)},
+            )
+        except OSError:
+            self.ports.release(port)
+            raise
+        finally:
+            log.close()
+        pid_file.write_text(str(self._server.pid))
+        return self._server
 
     async def stop_server(self, handle: ServerHandle) -> None:
         """Stop the server's whole process group (TERM, then KILL), then any process it detached (found by
