@@ -33,7 +33,7 @@ def _stack(frame: FrameType | None) -> str | None:
     """The innermost frames of a sample as `file:function` from the inside out; None when the loop is idle."""
     if frame is None or frame.f_code.co_name in IDLE:
         return None
-    parts = []
+    parts: list[str] = []
     while frame is not None and len(parts) < DEPTH:
         code = frame.f_code
         parts.append(f"{Path(code.co_filename).name}:{code.co_name}")
