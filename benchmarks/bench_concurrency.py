@@ -45,6 +45,7 @@ import anyio
 from protocol import Cancel, ListSweeps
 from protocol.client import Client
 from staminad.daemon.loopprobe import ENV as PROBE_ENV
+from staminad.daemon.loopprobe import TICK
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -63,6 +64,7 @@ class Row:
     status: list[float]
     markers: list[float]
     lags: list[float] = field(default_factory=list)  # the loop probe's wake-up overshoots in the window
+    cpu: list[float] = field(default_factory=list)  # the loop thread's CPU over each of those ticks
     busy: Counter[str] = field(default_factory=Counter)  # what held the loop: sampled stacks, counted
     samples: int = 0
 
@@ -147,9 +149,10 @@ def _tested(db: Path) -> list[tuple[float, float | None]]:
         ).fetchall()
 
 
-def _probed(path: Path, t0: float, t1: float) -> tuple[list[float], Counter[str], int]:
-    """The loop probe's lags, held-loop stacks and sample count over the seconds written in [t0, t1]."""
+def _probed(path: Path, t0: float, t1: float) -> tuple[list[float], list[float], Counter[str], int]:
+    """The loop probe's lags, CPU per tick, held-loop stacks and sample count over the seconds written in [t0, t1]."""
     lags: list[float] = []
+    cpu: list[float] = []
     busy: Counter[str] = Counter()
     samples = 0
     with contextlib.suppress(OSError):
@@ -157,9 +160,10 @@ def _probed(path: Path, t0: float, t1: float) -> tuple[list[float], Counter[str]
             line = json.loads(text)
             if t0 <= line["t"] <= t1:
                 lags += line["lags"]
+                cpu += line["cpu"]
                 busy.update(line["busy"])
                 samples += line["samples"]
-    return lags, busy, samples
+    return lags, cpu, busy, samples
 
 
 def _wait_socket(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
@@ -210,9 +214,10 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
             t1, c1, w1 = time.time(), cpu_of(proc.pid), sum(map(cpu_of, pool))
             done = [(when, lat) for when, lat in _tested(db) if t0 <= when <= t1]
             prober.stop.set()
-            lags, busy, samples = _probed(probe, t0, t1)
+            lags, loop_cpu, busy, samples = _probed(probe, t0, t1)
             return Row(
                 lags=lags,
+                cpu=loop_cpu,
                 busy=busy,
                 samples=samples,
                 cores=len(cores),
@@ -303,8 +308,22 @@ def main() -> None:
                     report(rows)  # so far: a long run interrupted still leaves its figures
     report(rows)
     model(rows)
+    lagged(rows)
     if args.stacks:
         held(rows, args.stacks)
+
+
+def lagged(rows: list[Row]) -> None:
+    """Of the loop's late wake-ups (over 50 ms), how much the loop thread ran (CPU) and how much it only waited
+    (for the GIL, or for a core: on a loaded machine the process is not scheduled)."""
+    for r in rows:
+        late = [(lag, cpu) for lag, cpu in zip(r.lags, r.cpu, strict=False) if lag > 0.05]
+        if late:
+            lag, cpu = sum(x for x, _ in late), sum(min(c, x + TICK) for x, c in late)
+            print(
+                f"late wake-ups: {r.cores} cores, {r.size} scenarios, {r.mode}: {len(late)} over 50 ms, "
+                f"{lag:.1f} s late in all, the loop thread on CPU {cpu / (lag + TICK * len(late)):.0%} of those ticks"
+            )
 
 
 def held(rows: list[Row], top: int) -> None:

@@ -2,7 +2,9 @@
 
 Two measurements, appended to that file once a second as one JSON line each:
 
-- lag: a task sleeps 10 ms in a loop; how late each wake-up came is how long something else held the loop;
+- lag: a task sleeps 10 ms in a loop; how late each wake-up came is how long something else held the loop,
+  and the loop thread's CPU time over that sleep (a late wake-up with little CPU is a loop that waited: for
+  the GIL, or for a core on a loaded machine; with much, one that ran callbacks);
 - what held it: a thread samples the loop thread's stack every 5 ms and counts, per second, the innermost
   frames of this project (and the frame they call into) of every sample not waiting in the selector.
 
@@ -45,6 +47,7 @@ class LoopProbe:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lags: list[float] = []
+        self.cpu: list[float] = []  # the loop thread's CPU seconds over each tick
         self.stacks: Counter[str] = Counter()
         self.samples = 0
         self._lock = threading.Lock()
@@ -62,9 +65,10 @@ class LoopProbe:
 
     def _flush(self) -> None:
         with self._lock:
-            lags, stacks, samples = self.lags, self.stacks, self.samples
-            self.lags, self.stacks, self.samples = [], Counter(), 0
+            lags, cpu, stacks, samples = self.lags, self.cpu, self.stacks, self.samples
+            self.lags, self.cpu, self.stacks, self.samples = [], [], Counter(), 0
         line = {"t": time.time(), "lags": [round(x, 5) for x in lags], "samples": samples}
+        line["cpu"] = [round(x, 5) for x in cpu]
         line["busy"] = dict(stacks.most_common(15))
         with self.path.open("a") as f:
             f.write(json.dumps(line) + "\n")
@@ -74,11 +78,12 @@ class LoopProbe:
         flushed = time.monotonic()
         try:
             while True:
-                t0 = time.monotonic()
+                t0, c0 = time.monotonic(), time.thread_time()
                 await anyio.sleep(TICK)
-                now = time.monotonic()
+                now, c1 = time.monotonic(), time.thread_time()
                 with self._lock:
                     self.lags.append(max(0.0, now - t0 - TICK))
+                    self.cpu.append(c1 - c0)
                 if now - flushed >= 1.0:
                     flushed = now
                     self._flush()
