@@ -57,7 +57,6 @@ def base_env() -> dict[str, str]:
 # Resource limits for sandboxed processes, applied by util-linux prlimit (no preexec_fn: the daemon
 # has threads, and forking with a Python callback in a threaded process can deadlock).
 LIMITS = ["prlimit", "--core=0", "--nofile=4096", f"--fsize={4 << 30}"]
-AGENT_NICE = 10  # the harness's niceness: on a loaded machine the daemon's loop is scheduled first
 
 
 def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
@@ -302,9 +301,7 @@ class LocalSandbox(HostFiles):
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
-        # nice: an agent yields its cores to the daemon, whose event loop otherwise waits for one behind hundreds.
-        wrapper = ["sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        argv_ = [*LIMITS, "nice", "-n", str(AGENT_NICE), "setsid", "-f", *wrapper]
+        argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
         # Forked from a worker thread: a fork (and asyncio's watcher thread per child) held the event loop.
         await anyio.to_thread.run_sync(_run_briefly, argv_, {**base_env(), AGENT_TAG: str(self.root)})
 
