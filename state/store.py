@@ -13,16 +13,20 @@ import json
 import sqlite3
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
+import anyio
 import msgspec
 
 from protocol.errors import UsageError
 from state.schema import MIGRATIONS
 from state.space import DiskWatch, disk_problem
+
+T = TypeVar("T")
 
 
 class SweepChanged(UsageError, ValueError):
@@ -118,8 +122,9 @@ _ATTEMPT_COLUMNS = [f for f in AttemptRow.__struct_fields__]
 class Store:
     """Async access to the database at `path`. Use `async with Store.open(path) as store:`."""
 
-    def __init__(self, db: aiosqlite.Connection, space: DiskWatch) -> None:
+    def __init__(self, db: aiosqlite.Connection, space: DiskWatch, path: Path | None = None) -> None:
         self.db = db
+        self.path = path
         self.space = space  # the writes waiting on a full or read-only disk, and why
 
     async def _write(self, sql: str, params: Any = ()) -> aiosqlite.Cursor:
@@ -150,9 +155,15 @@ class Store:
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute("PRAGMA synchronous=NORMAL")
         await db.execute("PRAGMA foreign_keys=ON")
-        store = cls(db, DiskWatch(path.parent))
+        store = cls(db, DiskWatch(path.parent), path)
         await store._migrate()
         return store
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(conn, *args)` in a worker thread on a read-only connection of its own: a read of many queries is
+        one hop off the event loop, and waits on none of the writes queued on `db` (WAL: readers never block)."""
+        assert self.path is not None, "a store opened on a path"
+        return await anyio.to_thread.run_sync(_read, self.path, fn, args)
 
     async def __aenter__(self) -> Store:
         return self
@@ -289,11 +300,6 @@ class Store:
             "SELECT name, retries FROM configurations WHERE sweep_id = ? ORDER BY id", (sweep_id,)
         ) as cur:
             return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
-
-    async def configuration_models(self, sweep_id: str) -> dict[str, str]:
-        """Each configuration's model by name ('' for one with none)."""
-        async with self.db.execute("SELECT name, model FROM configurations WHERE sweep_id = ?", (sweep_id,)) as cur:
-            return {str(r[0]): str(r[1]) for r in await cur.fetchall()}
 
     # --- attempts -----------------------------------------------------------------------------
 
@@ -441,16 +447,6 @@ class Store:
         async with self.db.execute(sql, (sweep_id,)) as cur:
             return {int(r[0]): float(r[1]) for r in await cur.fetchall()}
 
-    async def llm_usage(self, sweep_id: str) -> dict[str, tuple[float, int]]:
-        """(dollars, input + output tokens) per configuration of the sweep."""
-        sql = (
-            "SELECT c.name, SUM(l.cost), SUM(l.input_tokens + l.output_tokens) FROM llm_calls l "
-            "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
-            "WHERE c.sweep_id = ? GROUP BY c.name"
-        )
-        async with self.db.execute(sql, (sweep_id,)) as cur:
-            return {str(r[0]): (float(r[1] or 0.0), int(r[2] or 0)) for r in await cur.fetchall()}
-
     async def attempt_results(self, attempt_id: int) -> Any:
         async with self.db.execute("SELECT results FROM attempts WHERE id = ?", (attempt_id,)) as cur:
             row = await cur.fetchone()
@@ -462,14 +458,10 @@ class Store:
             (scenario_id, turn, attempt, kind, detail, time.time()),
         )
 
-    async def infra_counts(self, sweep_id: str) -> dict[tuple[str, str], int]:
-        sql = (
-            "SELECT c.name, e.kind, COUNT(*) FROM infra_events e JOIN scenarios s ON s.id = e.scenario_id "
-            "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? GROUP BY c.name, e.kind"
-        )
-        async with self.db.execute(sql, (sweep_id,)) as cur:
-            rows = await cur.fetchall()
-        return {(str(r[0]), str(r[1])): int(r[2]) for r in rows}
+
+def _read(path: Path, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as conn:
+        return fn(conn, *args)
 
 
 def _scenario(row: Any) -> StoredScenario:

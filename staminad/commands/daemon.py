@@ -71,6 +71,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         "--suite-parallel", type=integer, help="limit on concurrent server starts + suites (default 4 x cores)"
     )
     s.add_argument(
+        "--workers",
+        type=bounded_int(0, 1024),
+        help="worker processes for suites and their generation (default: usable CPUs less one, at least 1; "
+        "0: run them in threads of the daemon)",
+    )
+    s.add_argument(
         "--max-connections",
         type=bounded_int(1, 65536),
         help="open control connections served at once (default: fits the file-descriptor limit)",
@@ -191,6 +197,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         args.max_connections,
         float(args.idle_timeout),
         engines=check_engines(args.engines),
+        workers=args.workers,
     )
     try:
         daemon.acquire()

@@ -33,6 +33,7 @@ from staminad.daemon.access import share_socket, share_state_dir
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.logs import EngineHealth, daemon_logging, log, log_event
+from staminad.daemon.loopprobe import probe_from_env
 from staminad.daemon.notify import notify, watchdog
 from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
@@ -43,6 +44,7 @@ from staminad.engine.sweep import Shared, run_sweep
 from staminad.packio import read_pack
 from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator
+from staminad.suite.pool import WorkerPool
 from state import sweeps
 from state.lock import StateDirError, lock_state_dir
 from state.space import writer
@@ -80,6 +82,7 @@ class Daemon:
         idle_timeout: float = IDLE_TIMEOUT,
         log_to_stderr: bool = True,
         engines: list[EngineSpec] | None = None,
+        workers: int | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.log_to_stderr = log_to_stderr
@@ -95,6 +98,8 @@ class Daemon:
         self.engine_slots: dict[str, Slots] = {}  # slots in use per engine URL, across the daemon's sweeps
         self.limiter = FairLimiter(max_parallel)
         self.suites = anyio.CapacityLimiter(suite_parallel or 4 * (os.cpu_count() or 1))
+        # Suites and their generation run in worker processes (`suite.pool`); 0: in threads of this one.
+        self.workers = WorkerPool(workers) if workers != 0 else None
         self.running: dict[str, _Running] = {}
         self.detach = anyio.Event()  # set on a graceful stop: harnesses keep running for the restart
         self._stop = anyio.Event()
@@ -162,7 +167,11 @@ class Daemon:
                 finally:
                     os.umask(umask)
                 share_socket(self.socket_path, self.socket_mode, self.socket_group)
+                if self.workers is not None:
+                    await tg.start(self.workers.serve)
                 tg.start_soon(self.watcher.serve)
+                if (probe := probe_from_env()) is not None:  # benchmarks only: the loop's lag and what held it
+                    tg.start_soon(probe.serve)
                 tg.start_soon(watchdog)
                 tg.start_soon(EngineHealth().watch, self.engine_status)
                 tg.start_soon(self.ops.serve, lambda: self.limiter.in_use)
@@ -290,6 +299,7 @@ class Daemon:
                     limiter=self.limiter,
                     gate=run.gate,
                     suites=self.suites,
+                    workers=self.workers,
                     detach=self.detach,
                     requeue=run.requeued,
                     expanding=self.expanding,

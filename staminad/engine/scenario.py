@@ -36,15 +36,14 @@ from staminad.engine.blame import server_feedback
 from staminad.engine.markers import Marker, MarkerWatcher
 from staminad.engine.outcome import classify_harness
 from staminad.engine.position import Position, position
+from staminad.engine.suites import make_suite, suite_on_server
 from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
 from staminad.sandbox.codekeep import job_id
 from staminad.suite.feedback import FeedbackLevel, render_feedback
-from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history
-from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Suite
-from staminad.suite.runner import run_suite
+from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, HarnessEnd, Store, Verdict
 
 log = logging.getLogger(__name__)
@@ -187,11 +186,13 @@ class ScenarioRunner:
         gate: Gate | None = None,
         suites: anyio.CapacityLimiter | None = None,
         llm: ModelAccess | None = None,
+        workers: WorkerPool | None = None,
     ) -> None:
         self.spec, self.store, self.sandbox, self.adapter = spec, store, sandbox, adapter
         self.llm = llm  # a real harness's way to its model, through the gateway
         self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
         self.suites = suites  # bounds concurrent server starts + suites across all scenarios
+        self.workers = workers  # the daemon's worker processes for suites (None: a thread of this process)
         self._prompts: list[str] | None = None
         self._histories: list[History | None] = []
         self._states: list[Any] = []
@@ -218,8 +219,8 @@ class ScenarioRunner:
         self._states, self._histories, self._prompts = states, histories, prompts  # all at once, or not at all
 
     async def _suite_for(self, turn: int, attempt: int) -> Suite:
-        """The attempt's suite, generated once per (turn, attempt) in a worker thread; it is pure, so an infra
-        retry, or a resume after a restart, gets the same. Each attempt has data of its own (a server
+        """The attempt's suite, generated once per (turn, attempt) in a worker (`engine.suites`); it is pure, so
+        an infra retry, or a resume after a restart, gets the same. Each attempt has data of its own (a server
         cannot pass a retry by replaying the answers of the attempt before); a later attempt costs twice
         the first.
 
@@ -229,7 +230,7 @@ class ScenarioRunner:
         """
         if self._suite is None or self._suite[:2] != (turn, attempt):
             state, history, seed = self._states[turn], self._histories[turn], self.spec.scenario.seed
-            suite = await anyio.to_thread.run_sync(generate_suite, state, seed, turn, history, attempt)
+            suite = await make_suite(self.workers, state, seed, turn, history, attempt)
             self._suite = (turn, attempt, suite)
         return self._suite[2]
 
@@ -343,7 +344,7 @@ class ScenarioRunner:
         """`_harness`, with the turn's suite generated meanwhile (so it is ready when the marker comes)."""
         lost: SandboxError | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._suite_for, row.turn, row.attempt)
+            tg.start_soon(self._prefetch, row.turn, row.attempt)
             try:
                 infra = await self._harness(scenario_id, row, job)
             except SandboxError as exc:  # raised below, not as a group of one
@@ -351,6 +352,11 @@ class ScenarioRunner:
         if lost is not None:
             raise lost
         return infra
+
+    async def _prefetch(self, turn: int, attempt: int) -> None:
+        """`_suite_for` ahead of the marker; a lost worker is left for the test step to meet (and record)."""
+        with contextlib.suppress(SandboxError):
+            await self._suite_for(turn, attempt)
 
     def _since(self, row: AttemptRow) -> float:
         """Losses after this time are this attempt's (not the container's before it was recreated)."""
@@ -575,8 +581,7 @@ class ScenarioRunner:
         t1, suite_began = time.monotonic(), time.time()
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
-            async with Http11Transport.for_url(handle.url, self.settings.request_timeout) as transport:
-                result = await run_suite(suite, transport)
+            result = await suite_on_server(self.workers, suite, handle.url, self.settings.request_timeout)
         finally:
             t2 = time.monotonic()
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):

@@ -8,6 +8,7 @@ scenario ends that scenario (`internal_error`, re-runnable), never its neighbour
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ from staminad.engine.scenario import EngineSettings, EventSink, Gate, ModelAcces
 from staminad.engine.score import config_tally, counts_text, score_text, standing, tally
 from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
 from staminad.sandbox.base import Grant, SandboxFactory
+from staminad.suite.pool import WorkerPool
+from state.figures import sweep_figures
 from state.space import disk_problem
 from state.store import Store
 
@@ -48,6 +51,7 @@ class Shared(msgspec.Struct, kw_only=True):
     limiter: FairLimiter
     gate: Gate | None = None
     suites: anyio.CapacityLimiter | None = None  # concurrent server starts + suite runs, daemon-wide
+    workers: WorkerPool | None = None  # worker processes for suites and their generation (None: threads)
     # Set on a graceful daemon stop: harnesses keep running in their sandboxes for the restart to pick up.
     detach: anyio.Event = msgspec.field(default_factory=anyio.Event)
     # Scenario ids an operator retried while the sweep runs (see `Daemon.retry_scenario`).
@@ -346,6 +350,7 @@ async def _scenario(parts: _Parts, job: _Job) -> None:
         shared.gate,
         shared.suites,
         job.llm,
+        shared.workers,
     )
     try:
         await runner.run(job.scenario_id, job.infra_grant)
@@ -403,21 +408,18 @@ async def _start_gateway(
 
 async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     """Per configuration: turns passed over the scored scenarios, by the one rule every view counts by
-    (`staminad.engine.score`): unfinished, never-run and unscored scenarios are counted apart, never averaged."""
-    rows = await store.scenarios(sweep_id)
-    infra = await store.infra_counts(sweep_id)
-    usage = await store.llm_usage(sweep_id)
-    progress = await store.progress(sweep_id)
-    models = await store.configuration_models(sweep_id)
-    last_kind = {p.scenario_id: p.infra_kind for p in progress}  # in attempt order: the last one's kind is kept
-    tested = {p.scenario_id for p in progress if p.outcome in ("pass", "fail")}
+    (`staminad.engine.score`): unfinished, never-run and unscored scenarios are counted apart, never averaged.
+    Read in one hop off the event loop (`Store.read`), from rows per scenario, not per attempt."""
+    return await store.read(_summarize, sweep_id)
+
+
+def _summarize(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]:
+    figures = sweep_figures(conn, sweep_id)
     out = []
-    for name in dict.fromkeys(n for n, _ in rows):
-        mine = [r for n, r in rows if n == name]
-        t = tally(
-            (standing(r.status, last_kind.get(r.id), r.id in tested), r.turns_passed, r.status == "done") for r in mine
-        )
-        cost, tokens = usage.get(name, (0.0, 0))
+    for name in dict.fromkeys(r.configuration for r in figures.scenarios):
+        mine = [r for r in figures.scenarios if r.configuration == name]
+        t = tally((standing(r.status, r.end_kind, r.tested), r.turns_passed, r.status == "done") for r in mine)
+        cost, tokens = figures.usage.get(name, (0.0, 0))
         statuses: dict[str, int] = {}
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
@@ -430,14 +432,14 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
                 se_turns=t.se or 0.0,
                 pass_rate=t.pass_rate or 0.0,
                 statuses=statuses,
-                infra={k: v for (n, k), v in infra.items() if n == name},
+                infra={k: v for (n, k), v in figures.infra.items() if n == name},
                 cost=cost,
                 tokens=tokens,
                 unscored=t.unscored,
                 scored=t.scored,
                 unfinished=t.unfinished,
                 never_run=t.never_run,
-                model=models.get(name, ""),
+                model=figures.models.get(name, ""),
             )
         )
     return out

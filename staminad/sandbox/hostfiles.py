@@ -22,6 +22,7 @@ from staminad.sandbox.container import HARNESS_DIR
 from staminad.sandbox.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
 from staminad.sandbox.readiness import log_tail
+from staminad.suite.pool import run_sync as offload
 
 
 def _seed(workspace: Path, files: dict[str, str], owner: tuple[int, int] | None) -> None:
@@ -79,10 +80,10 @@ class HostFiles:
         return await watcher.wait(self._marker_file(job_id), timeout)
 
     async def count_loc(self) -> int:
-        return await anyio.to_thread.run_sync(count_loc, self.host_workspace)
+        return await offload(count_loc, self.host_workspace)
 
     async def server_log(self, limit: int) -> str:
-        return await anyio.to_thread.run_sync(log_tail, self.host_control / "server.log", limit)
+        return await offload(log_tail, self.host_control / "server.log", limit)
 
     async def snapshot(self, limit: int = 0) -> Snapshot | None:
         """None: the workspace already lives on the daemon's disk, where resume finds it."""

@@ -41,6 +41,7 @@ from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
+from staminad.suite.pool import run_sync as offload
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")  # the daemon's variables a sandboxed process may see
@@ -257,6 +258,15 @@ def listener_holders(port: int, tag: str) -> list[tuple[int, int]] | None:
     return holders
 
 
+def _run_briefly(argv: list[str], env: dict[str, str], timeout: float = 10.0) -> None:
+    """Run `argv` (a launcher that forks and returns at once) to its end; TimeoutError if it takes `timeout`."""
+    try:
+        quiet = subprocess.DEVNULL
+        subprocess.run(argv, stdin=quiet, stdout=quiet, stderr=quiet, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"{argv[0]} did not return within {timeout:.0f} s") from None
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout)
@@ -280,7 +290,7 @@ class LocalSandbox(HostFiles):
         (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
         # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon
         # killed mid-test, found by the tag in their environment, even if it died before recording the pgid.
-        await anyio.to_thread.run_sync(_kill_tagged, self._tag())
+        await offload(_kill_tagged, self._tag())
 
     def _tag(self) -> str:
         return f"{SERVER_TAG}={self.root}"
@@ -292,15 +302,8 @@ class LocalSandbox(HostFiles):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        proc = await anyio.open_process(
-            argv_,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**base_env(), AGENT_TAG: str(self.root)},
-        )
-        with anyio.fail_after(10):
-            await proc.wait()
+        # Forked from a worker thread: a fork (and asyncio's watcher thread per child) held the event loop.
+        await anyio.to_thread.run_sync(_run_briefly, argv_, {**base_env(), AGENT_TAG: str(self.root)})
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")
@@ -339,43 +342,28 @@ class LocalSandbox(HostFiles):
             _kill_group(left)  # left by a daemon killed mid-suite
         # Nothing the harness left running (a server it tried, a detached writer) outlives its phase: whatever kept
         # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
-        await anyio.to_thread.run_sync(_kill_tagged, self._agent_tag())
+        await offload(_kill_tagged, self._agent_tag())
         port = self.ports.allocate()
-        log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
-        try:
-            self._server = subprocess.Popen(
-                [*LIMITS, "bash", "run_server.sh", str(port)],
-                cwd=self.host_workspace,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)},
-            )
-        except OSError:
-            self.ports.release(port)
-            raise
-        finally:
-            log.close()
-        handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=self._server.pid, port=port)
-        pid_file.write_text(str(self._server.pid))
-        server = self._server
+        # Forked from a worker thread, not the event loop's; it records the server itself (and its pgid file), so a
+        # cancel arriving as the thread returns still finds it to stop.
+        server = await anyio.to_thread.run_sync(self._spawn_server, port, pid_file)
+        handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=server.pid, port=port)
 
         async def running() -> bool:
             return server.poll() is None
 
         async def listening() -> bool:
-            return bool(await anyio.to_thread.run_sync(_listening_inodes, port))
+            return bool(await offload(_listening_inodes, port))
 
         try:
             try:
                 await wait_ready(handle.url, timeout, running, request_timeout, listening)
             except NotReady as exc:  # the agent's failure, unless another program held the port
-                blame = await anyio.to_thread.run_sync(port_blame, port, self._tag(), handle.pgid, exc.connected)
+                blame = await offload(port_blame, port, self._tag(), handle.pgid, exc.connected)
                 if blame is None:
                     raise
                 raise blame from None
-            holders = await anyio.to_thread.run_sync(listener_holders, port, self._tag())
+            holders = await offload(listener_holders, port, self._tag())
             if holders == []:
                 raise SandboxError(
                     f"port {port} is answered by a program outside this sandbox (the server could not bind it)",
@@ -396,6 +384,26 @@ class LocalSandbox(HostFiles):
             raise
         return handle
 
+    def _spawn_server(self, port: int, pid_file: Path) -> subprocess.Popen[bytes]:
+        log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
+        try:
+            self._server = subprocess.Popen(
+                [*LIMITS, "bash", "run_server.sh", str(port)],
+                cwd=self.host_workspace,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**base_env(), "HOME": str(self.host_workspace / ".home"), SERVER_TAG: str(self.root)},
+            )
+        except OSError:
+            self.ports.release(port)
+            raise
+        finally:
+            log.close()
+        pid_file.write_text(str(self._server.pid))
+        return self._server
+
     async def stop_server(self, handle: ServerHandle) -> None:
         """Stop the server's whole process group (TERM, then KILL), then any process it detached (found by
         the sandbox's tag in its environment, or in the server's session); wait until its port is free."""
@@ -407,7 +415,7 @@ class LocalSandbox(HostFiles):
             _kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
-        await anyio.to_thread.run_sync(_kill_tagged, self._tag(), handle.pgid)
+        await offload(_kill_tagged, self._tag(), handle.pgid)
         (self.host_control / "server.pgid").unlink(missing_ok=True)
         with anyio.move_on_after(5):
             while not port_is_free(handle.port):

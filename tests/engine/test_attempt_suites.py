@@ -24,7 +24,7 @@ class _Suites:
     """What the engine generated (turn, attempt per call) and which suites it ran, in order."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import staminad.engine.scenario as engine
+        import staminad.engine.suites as engine  # the in-thread path: an in-process sweep has no worker pool
 
         self.made: list[tuple[int, int]] = []
         self.ran: list[Suite] = []

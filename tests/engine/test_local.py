@@ -209,9 +209,10 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
     import threading
 
     import staminad.engine.scenario as engine
+    import staminad.engine.suites as suites
 
     threads: dict[str, set[int]] = {"suite": set(), "texts": set()}
-    real_suite, real_prompt = engine.generate_suite, engine.change_prompt
+    real_suite, real_prompt = suites.generate_suite, engine.change_prompt
 
     def suite_spy(*args: object) -> object:
         threads["suite"].add(threading.get_ident())
@@ -221,7 +222,7 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
         threads["texts"].add(threading.get_ident())
         return real_prompt(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine, "generate_suite", suite_spy)
+    monkeypatch.setattr(suites, "generate_suite", suite_spy)  # the in-thread path (no worker pool in process)
     monkeypatch.setattr(engine, "change_prompt", prompt_spy)
     path = write_sweep(tmp_path, "offloop", ["reference"], turns=2)
     res = await sweep(path, tmp_path / "state")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from staminad.engine.position import position
+from state.figures import sweep_figures
 from state.store import Store, Verdict
 
 pytestmark = pytest.mark.anyio
@@ -47,3 +48,26 @@ async def test_narrow_step_reads_give_the_same_position_as_all_rows(tmp_path: Pa
             assert passed == len({r.turn for r in every if r.outcome == "pass"})
             for retries in (0, 2):
                 assert position(narrow, 5, retries, 1, turns_passed=passed) == position(every, 5, retries, 1)
+
+
+async def test_sweep_figures_per_scenario_agree_with_replaying_every_attempt(tmp_path: Path) -> None:
+    """state.figures' last infra kind and tested flag per scenario are what replaying all attempt rows gives."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
+        ids = [(await store.ensure_scenario(config, seed)).id for seed in range(3)]
+        kinds = {"infra": "harness_crash", "fail": None, "pass": None}
+        # Scenario 0 gets the history out of attempt order (the last row written is not the last attempt),
+        # scenario 1 only infra failures, scenario 2 nothing.
+        for turn, attempt, infra_try, outcome in [*reversed(HISTORY[:-1]), (0, 1, 0, "infra"), (0, 1, 1, "infra")]:
+            scenario = ids[0] if (turn, attempt, infra_try, outcome) in HISTORY else ids[1]
+            row = await store.begin_attempt(scenario, turn, attempt, infra_try, "turn", "p")
+            await store.tested(row.id, Verdict(outcome=outcome, feedback="", infra_kind=kinds[outcome]))
+            figures = await store.read(sweep_figures, "w")
+            progress = await store.progress("w")
+            assert {s.id: s.end_kind for s in figures.scenarios} == {
+                sid: next((p.infra_kind for p in reversed(progress) if p.scenario_id == sid), None) for sid in ids
+            }
+            assert {s.id for s in figures.scenarios if s.tested} == {
+                p.scenario_id for p in progress if p.outcome in ("pass", "fail")
+            }

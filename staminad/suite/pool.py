@@ -1,0 +1,306 @@
+"""The daemon's pool of worker processes (`suite.worker`): suites and suite generation use every core.
+
+In one process every suite's requests, parsing and checks, and every turn's suite generation, share
+one GIL with the event loop, so the daemon's throughput is what one core allows and its control plane
+(the socket, markers, events) waits behind them. The pool runs that work in `size` worker processes
+(`default_size()`: the CPUs this process may use, less one for the event loop, at least one), each
+serving up to `per_worker` jobs at once in threads of its own (a suite mostly waits on its server).
+
+Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms.
+
+Lifetime is structured: `serve` is started in the owner's task group (`tg.start(pool.serve)`) and
+starts the workers; when it ends (a stop, a cancel, a crash of the owner) each worker's stdin is
+closed, and a worker not gone within `CLOSE_GRACE` is killed; every one is reaped. A worker also
+dies with the daemon itself (see `suite.worker`). Every wait is bounded: a cancelled job is stopped
+and waited for `grace` seconds at most, then its worker is killed.
+
+A worker that dies with jobs in flight (killed, out of memory) is replaced, and each of its jobs is
+run again once on another worker; a second death raises `WorkerLost`, which the engine records as a
+platform fault (infra, retried), never as the agent's failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import PIPE
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+import staminad
+from staminad.bench.schema import State
+from staminad.suite.history import History
+from staminad.suite.model import Suite
+from staminad.suite.runner import SuiteResult
+from staminad.suite.worker import (
+    HEADER,
+    RESULT,
+    SUITE,
+    Call,
+    Done,
+    Failed,
+    Generate,
+    Reply,
+    Request,
+    RunSuite,
+    Stop,
+    frame,
+    pack,
+    unpack,
+)
+
+CLOSE_GRACE = 5.0  # seconds a worker has to exit once its stdin is closed
+STOP_GRACE = 30.0  # seconds a stopped job has to let go (a suite's request in flight ends at once)
+GENERATE_LIMIT = 600.0  # seconds: generation at turn 1,000 takes seconds; anything near this is a hung worker
+PER_WORKER = 16
+# Imported by name, not run as `__main__`: the messages it pickles must name their module.
+_WORKER_MAIN = "from staminad.suite.worker import main; main()"
+_ROOT = str(Path(staminad.__file__).resolve().parent.parent)  # where a worker imports `staminad` from
+
+
+log = logging.getLogger(__name__)
+
+
+def default_size() -> int:
+    """The CPUs this process may run on (its affinity), less one for the event loop; at least one."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        usable = os.cpu_count() or 1
+    return max(1, usable - 1)
+
+
+T = TypeVar("T")
+
+
+class WorkerLost(Exception):
+    """A job's worker died under it twice: the platform's fault, not the job's."""
+
+
+class WorkerBug(Exception):
+    """The job raised inside its worker (a bug of ours); the message is the worker's traceback."""
+
+
+class _Pending:
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.reply: Reply | None = None  # None once done: the worker died first
+
+
+class _Worker:
+    """One worker process: its pipes, its jobs in flight, and the task that reads its replies."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin = process.stdin
+        self.stdout = BufferedByteReceiveStream(process.stdout)
+        self.pending: dict[int, _Pending] = {}
+        self.send_lock = anyio.Lock()
+        self.dead = False
+
+    async def read(self) -> None:
+        """Hand each reply to its job until the worker's stdout ends; then every job still waiting learns it died."""
+        try:
+            while True:
+                size = HEADER.unpack(await self.stdout.receive_exactly(HEADER.size))[0]
+                reply: Reply = pickle.loads(await self.stdout.receive_exactly(size))
+                pending = self.pending.get(reply.job)
+                if pending is not None:
+                    pending.reply = reply
+                    pending.done.set()
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        except Exception:  # an unreadable reply: this worker can no longer be trusted to frame its pipe
+            log.exception("worker %d sent an unreadable reply; it is replaced", self.process.pid)
+            self.kill()
+        finally:
+            self.dead = True
+            for pending in self.pending.values():
+                pending.done.set()
+            with anyio.CancelScope(shield=True):
+                await self.reap()
+
+    async def send(self, message: Request) -> None:
+        try:
+            async with self.send_lock:
+                await self.stdin.send(frame(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self.kill()  # its reader sees the end and fails every job of it
+
+    def kill(self) -> None:
+        self.dead = True
+        if self.process.returncode is None:
+            self.process.kill()
+
+    async def reap(self) -> None:
+        """Close its stdin, give it `CLOSE_GRACE` to exit, kill it otherwise, and wait for it (bounded)."""
+        self.dead = True
+        await self.stdin.aclose()
+        with anyio.move_on_after(CLOSE_GRACE):
+            await self.process.wait()
+        if self.process.returncode is None:
+            self.kill()
+        with anyio.move_on_after(CLOSE_GRACE):
+            await self.process.aclose()  # waits for it, and closes its pipes
+
+    async def call(self, job: int, message: Generate | RunSuite | Call, limit: float, grace: float) -> Any:
+        pending = self.pending[job] = _Pending()
+        try:
+            await self.send(message)
+            with anyio.move_on_after(limit):
+                await pending.done.wait()
+            if not pending.done.is_set():  # hung: a lost worker, as one that died
+                self.kill()
+                raise _Died
+        except _Died:
+            raise
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                if not pending.done.is_set() and not self.dead:
+                    await self.send(Stop(job=job))
+                    with anyio.move_on_after(grace):
+                        await pending.done.wait()
+                    if not pending.done.is_set():
+                        self.kill()  # it did not let go: nothing of it may outlive the caller's wait
+            raise
+        finally:
+            del self.pending[job]
+        reply = pending.reply
+        if reply is None:
+            raise _Died
+        if isinstance(reply, Failed):
+            bug = WorkerBug(reply.error)
+            if reply.raised:
+                raise pickle.loads(reply.raised) from bug
+            raise bug
+        assert isinstance(reply, Done)
+        return reply.value
+
+
+class _Died(Exception):
+    pass
+
+
+class WorkerPool:
+    """`size` worker processes, started and ended by `serve`; `generate` and `run_suite` run a job on one."""
+
+    def __init__(self, size: int | None = None, per_worker: int = PER_WORKER) -> None:
+        self.size = default_size() if size is None else size
+        if self.size < 1:
+            raise ValueError("a worker pool has at least one worker")
+        self.slots = anyio.CapacityLimiter(self.size * per_worker)
+        self._workers: list[_Worker | None] = [None] * self.size
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._jobs = 0
+        self.restarts = 0  # workers replaced after dying
+        self._spawning = anyio.Lock()
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start the workers, run until cancelled, then end and reap every one."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for i in range(self.size):
+                    await self._spawn(i)
+                task_status.started()
+                _serving.append(self)
+                await anyio.sleep_forever()
+        finally:
+            self._tg = None
+            if self in _serving:
+                _serving.remove(self)
+            with anyio.CancelScope(shield=True):
+                for worker in self._workers:
+                    if worker is not None and worker.process.returncode is None:
+                        await worker.reap()
+
+    def pids(self) -> list[int]:
+        """The process ids of the live workers."""
+        return [w.process.pid for w in self._workers if w is not None and not w.dead]
+
+    async def _spawn(self, i: int) -> _Worker:
+        assert self._tg is not None
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_ROOT, os.environ.get("PYTHONPATH"))))}
+        process = await anyio.open_process(
+            [sys.executable, "-c", _WORKER_MAIN, str(os.getpid())],
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=None,
+            env=env,
+        )
+        worker = self._workers[i] = _Worker(process)
+        self._tg.start_soon(worker.read)
+        return worker
+
+    async def _pick(self) -> _Worker:
+        """The least busy live worker; a dead one is replaced first."""
+        if self._tg is None:
+            raise RuntimeError("the worker pool is not serving")
+        async with self._spawning:  # one caller replaces a dead worker; the others then find the new one
+            for i, worker in enumerate(self._workers):
+                if worker is None or worker.dead:
+                    self.restarts += worker is not None
+                    await self._spawn(i)
+        live = [w for w in self._workers if w is not None and not w.dead]
+        return min(live, key=lambda w: len(w.pending))
+
+    async def _run(self, make: Any, limit: float, grace: float) -> Any:
+        for attempt in (1, 2):
+            async with self.slots:
+                worker = await self._pick()
+                self._jobs += 1
+                try:
+                    return await worker.call(self._jobs, make(self._jobs), limit, grace)
+                except _Died:
+                    if attempt == 2:
+                        raise WorkerLost("a worker process died twice while running this job") from None
+        raise AssertionError("unreachable")
+
+    async def generate(self, state: State, seed: int, turn: int, history: History | None, attempt: int) -> Suite:
+        """`generate_suite(state, seed, turn, history, attempt)` in a worker."""
+        packed: bytes = await self._run(
+            lambda job: Generate(job=job, state=state, seed=seed, turn=turn, history=history, attempt=attempt),
+            GENERATE_LIMIT,
+            STOP_GRACE,
+        )
+        return unpack(packed, SUITE)
+
+    async def run_suite(self, suite: Suite, url: str, timeout: float) -> SuiteResult:
+        """`run_suite` against the server at `url` in a worker; a cancel stops it there and waits (bounded)."""
+        # Bounded by the suite itself: each request by `timeout`, and a server that stops answering ends it early.
+        steps = sum(1 + len(t.steps) for t in suite.tests)
+        limit = steps * (timeout + 1.0) + STOP_GRACE
+        data = pack(suite)
+        packed: bytes = await self._run(
+            lambda job: RunSuite(job=job, suite=data, url=url, timeout=timeout), limit, timeout + 5.0
+        )
+        return unpack(packed, RESULT)
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in a worker: `fn` a module-level function, its arguments and result plain data."""
+        target = f"{fn.__module__}:{fn.__qualname__}"
+        value: T = await self._run(lambda job: Call(job=job, target=target, args=args), GENERATE_LIMIT, STOP_GRACE)
+        return value
+
+
+_serving: list[WorkerPool] = []  # the pools serving in this process, latest last
+
+
+async def run_sync(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` off the event loop: in a worker of this process's serving pool when there is one (its CPU then
+    is not the loop's), else in a thread. For blocking, repeatable work on plain data (/proc scans, file
+    walks): a worker lost under it runs it again in a thread."""
+    if _serving:
+        with contextlib.suppress(WorkerLost):
+            return await _serving[-1].call(fn, *args)
+    return await anyio.to_thread.run_sync(fn, *args)
