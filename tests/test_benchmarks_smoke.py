@@ -34,6 +34,14 @@ LOCAL: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (rf"daemon CPU {NUM} s total", rf"resume after kill -9: socket ready in {NUM} ms", r"stopped 2 daemons"),
     ),
     "bench_expand.py": (("sweep",), (rf"peak RSS {NUM} MiB \(\+-?{NUM} over idle\); after cancel {NUM} MiB",)),
+    "bench_concurrency.py": (
+        ("sweep",),
+        (
+            rf"\s1\s+3\s+threads\s+{NUM}\s+1\.00\s+{NUM}",
+            rf"\s1\s+3\s+workers\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}ms\s+{NUM}ms",
+            r"model: threads are held to one GIL",
+        ),
+    ),
     "bench_tui.py": (("sweep",), (rf"median of 1 runs .* p50 {NUM} ms, p99 {NUM} ms .* TUI CPU {NUM}% of a core",)),
 }
 DOCKER: dict[str, tuple[str, ...]] = {

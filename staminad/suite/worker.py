@@ -163,10 +163,10 @@ class _Jobs:
                         transport.interrupt()
                     value = pack(run_suite_blocking(unpack(request.suite, SUITE), transport, None, stop))
             self.reply(Done(job=request.job, value=value))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of a job goes back to the daemon, which raises it there
             try:
                 raised = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # not picklable: the traceback alone goes back
+            except Exception:  # noqa: BLE001 - not picklable: the traceback alone goes back
                 raised = b""
             self.reply(Failed(job=request.job, error=traceback.format_exc(), raised=raised))
         finally:
