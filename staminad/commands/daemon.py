@@ -42,7 +42,7 @@ from staminad.commands.args import (
     one_seed,
 )
 from staminad.commands.eventlines import event_line
-from staminad.engine.runtime import RUNTIME_CHOICES
+from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
 from state.lock import lock_holder
 
 
@@ -54,7 +54,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         "--socket-group",
         help="group that may use the daemon: it gets the control socket and the state directory (mode 2750)",
     )
-    s.add_argument("--runtime", choices=RUNTIME_CHOICES, help="override every sweep's runtime")
+    s.add_argument("--runtime", choices=RUNTIME_CHOICES, help=f"override every sweep's runtime ({RUNTIME_HELP})")
     s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
     s.add_argument(
         "--engine",

@@ -25,7 +25,7 @@ from staminad.commands.args import (
 )
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
-from staminad.engine.runtime import RUNTIME_CHOICES
+from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
 from staminad.engine.sweep import format_summary, run_sweep
 from staminad.packio import read_pack
 from staminad.sandbox.markers import MAX_EXIT
@@ -38,7 +38,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument(
         "--state-dir", type=state_dir_flag, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home"
     )
-    p.add_argument("--runtime", choices=RUNTIME_CHOICES, help="override the sweep's runtime")
+    p.add_argument("--runtime", choices=RUNTIME_CHOICES, help=f"override the sweep's runtime ({RUNTIME_HELP})")
     p.add_argument("--quiet", action="store_true", help="only the final table")
     p.add_argument(
         "--engine",

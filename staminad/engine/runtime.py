@@ -153,6 +153,12 @@ RUNTIMES: dict[str, Runtime] = {
     )
 }
 RUNTIME_CHOICES = ("auto", *RUNTIMES)  # `auto`: the first isolating runtime that can run here, else the others
+RUNTIME_HELP = "; ".join(  # the CLI's --runtime help, from the registry
+    [
+        "auto: the first isolating runtime that can run here, else the others",
+        *(f"{n}: {r.summary}" for n, r in RUNTIMES.items()),
+    ]
+)
 
 
 def runtime_problem(runtime: str, workspace: str, engines: bool) -> str | None:
@@ -209,4 +215,4 @@ async def choose_runtime(
     raise RuntimeUnavailable(f"no runtime can run this sweep here: {'; '.join(why)}")
 
 
-__all__ = ["RUNTIMES", "RUNTIME_CHOICES", "Runtime", "RuntimeUnavailable", "choose_runtime"]
+__all__ = ["RUNTIMES", "RUNTIME_CHOICES", "RUNTIME_HELP", "Runtime", "RuntimeUnavailable", "choose_runtime"]
