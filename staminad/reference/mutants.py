@@ -21,6 +21,7 @@ from staminad.bench.changes import (
     RenameField,
     transition,
 )
+from staminad.bench.removed import removed_items
 from staminad.bench.schema import Analytics, Field, State, endpoint_of
 from staminad.reference import exercised as ex
 from staminad.reference.nullmutants import SPECS
@@ -669,6 +670,22 @@ MUTANTS += (
         "missing_feature",
         "keeps serving removed actions",
         lambda s, c: _explicit_gone(s, c, RemoveAction),
+    ),
+    Mutant(
+        "ignore-remove_guard",
+        "guards",
+        "business_logic",
+        "keeps enforcing removed guards",
+        _NO,
+        lambda before, after, c: bool(removed_items(c, after)[0]),
+    ),
+    Mutant(
+        "ignore-remove_effect",
+        "effects",
+        "business_logic",
+        "keeps applying removed effects",
+        _NO,
+        lambda before, after, c: bool(removed_items(c, after)[1]),
     ),
     Mutant(
         "keep-implied-removals",
