@@ -17,25 +17,32 @@ from staminad.bench.changes import (
     RemoveCondition,
     RemoveEffect,
     RenameEntity,
+    transition,
 )
-from staminad.bench.schema import Condition, Effect, State
+from staminad.bench.schema import Compute, Condition, Effect, Increment, SetValue, State
 
-Removed = tuple[tuple[tuple[str, str, Condition], ...], tuple[tuple[str, str, Effect], ...]]
+Removed = tuple[tuple[tuple[str, str, Condition], ...], tuple[tuple[str, str, Effect, int], ...]]
 
 
-def removed_items(changes: Sequence[Change], after: State) -> Removed:
-    """(entity, action, guard) and (entity, action, effect) removed by `changes`, as of `after`."""
-    items: list[tuple[list[str], RemoveCondition | RemoveEffect]] = []
+def removed_items(before: State, changes: Sequence[Change], after: State) -> Removed:
+    """(entity, action, guard) and (entity, action, effect, its index among the action's effects before the
+    removal) removed by `changes`, as of `after`."""
+    items: list[tuple[list[str], RemoveCondition | RemoveEffect, int]] = []
+    cur = before
     for change in changes:
-        if isinstance(change, RemoveCondition | RemoveEffect):
-            items.append(([change.entity, change.action], change))
+        if isinstance(change, RemoveCondition):
+            items.append(([change.entity, change.action], change, 0))
+        elif isinstance(change, RemoveEffect):
+            a = cur.action(change.entity, change.action)
+            items.append(([change.entity, change.action], change, a.effects.index(change.effect) if a else 0))
         elif isinstance(change, RenameEntity):
-            for at, _ in items:
+            for at, _, _ in items:
                 if at[0] == change.old:
                     at[0] = change.new
+        cur = transition(cur, [change])
     guards: list[tuple[str, str, Condition]] = []
-    effects: list[tuple[str, str, Effect]] = []
-    for (entity, action), change in items:
+    effects: list[tuple[str, str, Effect, int]] = []
+    for (entity, action), change, index in items:
         a = after.action(entity, action)
         if a is None:
             continue
@@ -45,7 +52,25 @@ def removed_items(changes: Sequence[Change], after: State) -> Removed:
                 guards.append((entity, action, change.condition))
             else:
                 AddEffect(entity=entity, action=action, effect=change.effect).validate(after)
-                effects.append((entity, action, change.effect))
+                effects.append((entity, action, change.effect, index))
         except ChangeError:
             continue
     return tuple(dict.fromkeys(guards)), tuple(dict.fromkeys(effects))
+
+
+def shadowed(effects: Sequence[Effect], effect: Effect, index: int) -> bool:
+    """Whether the effects from `index` on would overwrite what `effect`, run at `index`, did to its own field
+    whatever the data (a later set of the field, or a computation of it that does not read it or reads only
+    it): a removed effect that no data can show."""
+    if not isinstance(effect, SetValue | Increment | Compute):
+        return False
+    for x in effects[index:]:
+        if isinstance(x, SetValue) and x.field == effect.field:
+            return True
+        if (
+            isinstance(x, Compute)
+            and x.field == effect.field
+            and (x.field not in (x.left, x.right) or x.left == x.right)
+        ):
+            return True
+    return False

@@ -825,8 +825,8 @@ class _Builder:
         for entity, action, guard in h.removed_guards:
             if (test := removed_guard_test(self.state, entity, action, guard, self.rng)) is not None:
                 self.add(*test)
-        for entity, action, effect in h.removed_effects:
-            if (test := removed_effect_test(self.state, entity, action, effect, self.rng)) is not None:
+        for entity, action, effect, index in h.removed_effects:
+            if (test := removed_effect_test(self.state, entity, action, effect, index, self.rng)) is not None:
                 self.add(*test)
 
     def _old_key_ignored(self, entity: str, old: str, new: str) -> None:

@@ -33,7 +33,7 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     renamed_targets: tuple[tuple[str, str], ...] = ()  # (entity, ref field) whose target was renamed this turn
     renamed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, old field, its current name) renamed this turn
     removed_guards: tuple[tuple[str, str, Condition], ...] = ()  # (entity, action, guard) removed this turn
-    removed_effects: tuple[tuple[str, str, Effect], ...] = ()  # (entity, action, effect) removed this turn
+    removed_effects: tuple[tuple[str, str, Effect, int], ...] = ()  # (entity, action, effect, its index) removed
 
 
 def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:  # noqa: C901 - one branch per change kind replayed
@@ -103,7 +103,7 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
     kept_actions = [(e, a) for e, a in actions if after.entity(e) and not after.action(e, a)]
     renamed_final = {r[0] for r in renamed}
     targets = [(e.name, f.name) for e in after.entities for f in e.fields if f.target in renamed_final]
-    guards, effects = removed_items(changes, after)
+    guards, effects = removed_items(before, changes, after)
     return History(
         retired_endpoints=tuple(sorted(retired - current)),
         removed_fields=tuple(dict.fromkeys(kept_fields)),

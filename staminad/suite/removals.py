@@ -39,12 +39,13 @@ def removed_guard_test(
 
 
 def removed_effect_test(
-    state: State, entity: str, action: str, effect: Effect, rng: random.Random
+    state: State, entity: str, action: str, effect: Effect, index: int, rng: random.Random
 ) -> ActionTest | None:
-    """Data where the removed effect would change something: the action must apply only the remaining effects."""
+    """Data where the removed effect, run where it was (`index`), would change something: the action must apply
+    only the remaining effects."""
     e, a = state.entity(entity), state.action(entity, action)
     assert e is not None and a is not None
-    probe = msgspec.structs.replace(a, effects=(*a.effects, effect))
+    probe = msgspec.structs.replace(a, effects=(*a.effects[:index], effect, *a.effects[index:]))
     name = f"{e.endpoint}_{a.name}_effect_removed"
     source = pick(rng, name, a.sources)
     wants = [True] * len(a.conditions)

@@ -8,7 +8,7 @@ import asyncio
 import msgspec
 
 from staminad.bench.changes import Change, DeleteField, RemoveCondition, RemoveEffect, RenameEntity, transition
-from staminad.bench.schema import State
+from staminad.bench.schema import SetValue, State
 from staminad.reference.mutants import MUTANT_BY_BUG
 from staminad.reference.server import App
 from staminad.suite.generate import generate_suite
@@ -34,7 +34,7 @@ def test_history_records_the_removed_guard_and_effect() -> None:
     """A removal of a guard and of an effect is recorded with its action, as of the end of the turn."""
     h = turn_history(None, STATE, CHANGES, AFTER)
     assert h.removed_guards == (("Order", "ship", GUARD),)
-    assert h.removed_effects == (("Order", "close", EFFECT),)
+    assert h.removed_effects == (("Order", "close", EFFECT, 1),)
 
 
 def test_history_follows_a_later_rename_and_drops_what_a_later_deletion_broke() -> None:
@@ -65,3 +65,13 @@ def test_the_mutants_are_exercised_at_the_turn_of_the_removal() -> None:
         removal = MUTANT_BY_BUG[bug].removal
         assert removal is not None and removal(STATE, AFTER, CHANGES)
         assert not removal(STATE, STATE, [])
+
+
+def test_an_effect_a_later_effect_overwrites_is_not_exercisable() -> None:
+    """A removed increase followed by a set of the same field shows in no data: the mutant is not exercised."""
+    changes: list[Change] = [RemoveEffect("Order", "close", CLOSE.effects[0])]  # stock += 1
+    shadowing = msgspec.structs.replace(CLOSE, effects=(*CLOSE.effects, SetValue("stock", 3)))
+    before = msgspec.structs.replace(STATE, actions=(SHIP, shadowing))
+    removal = MUTANT_BY_BUG["ignore-remove_effect"].removal
+    assert removal is not None and not removal(before, transition(before, changes), changes)
+    assert removal(STATE, transition(STATE, changes), changes)
