@@ -8,145 +8,26 @@ Each figure has a caption saying N, the turns, R and what its error bars or band
 the image (a paper sets its own) but written beside it: under the figure in report.md and the static site,
 as the caption of a figure float in report.tex. A figure that would carry no information is skipped with a
 line saying why.
+
+This module draws each figure from the report data and plans which the data supports; the style and the
+writing out that all of them share are `plotting`'s.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import msgspec
-from matplotlib.ticker import MaxNLocator
 
-from staminad.analysis.labels import wrap
+from staminad.analysis.plotting import FORMATS, STYLE, Figure, FigureSet, save, scope, style, turn_axis
 
-COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LINES = ("-", "--", ":", "-.")
-FORMATS = ("pdf", "svg", "png")
-STYLE = {
-    "svg.fonttype": "none",
-    "pdf.fonttype": 42,
-    "ps.fonttype": 42,
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "legend.fontsize": 8,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "savefig.dpi": 300,
-    "font.family": "DejaVu Sans",
-}
 Z95 = 1.959963984540054
-
-
-class Figure(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    caption: str
-    paths: tuple[str, ...]
-
-
-class FigureSet(msgspec.Struct, kw_only=True):
-    figures: list[Figure] = msgspec.field(default_factory=list)
-    skipped: list[str] = msgspec.field(default_factory=list)  # one line per figure left out, saying why
-
-    def paths(self) -> list[Path]:
-        return [Path(p) for f in self.figures for p in f.paths]
-
-    def markdown(self) -> str:
-        """The report's figure section: each figure embedded (PNG) with links to its vector files."""
-        out = ["## Figures", ""]
-        for f in self.figures:
-            png = next(Path(p).name for p in f.paths if p.endswith(".png"))
-            vectors = " · ".join(
-                f"[{Path(p).suffix[1:].upper()}]({Path(p).name})" for p in f.paths if not p.endswith(".png")
-            )
-            out += [f"![{f.name}]({png})", "", f"*{f.caption}* ({vectors})", ""]
-        out += [f"- {line}" for line in self.skipped]
-        return "\n".join(out).rstrip() + "\n"
-
-    def latex(self) -> str:
-        """The figures as LaTeX floats (PDF, needs `\\usepackage{graphicx}`), each with its caption and a label."""
-        from staminad.analysis.latex import esc
-
-        out = ["% StaminaBench figures; needs \\usepackage{graphicx}", ""]
-        for f in self.figures:
-            pdf = next(Path(p).name for p in f.paths if p.endswith(".pdf"))
-            out += [
-                r"\begin{figure}[t]",
-                r"\centering",
-                rf"\includegraphics[width=\linewidth]{{{pdf}}}",
-                rf"\caption{{{esc(f.caption)}}}",
-                rf"\label{{fig:{f.name.replace('_', '-')}}}",
-                r"\end{figure}",
-                "",
-            ]
-        out += [f"% {line}" for line in self.skipped]
-        return "\n".join(out).rstrip() + "\n"
-
-
-def open_output(path: Path) -> IO[bytes]:
-    """`path` opened to be written over, never through a symbolic link (that raises OSError: ELOOP)."""
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666), "wb")
-
-
-def style(i: int) -> dict[str, Any]:
-    """The i-th curve's colour, marker and line style. Each round of 8 colours shifts the line style by one and
-    the marker by three, so colour and line style (all a survival curve shows) differ for any two of the first
-    32 curves, and the three together for any two of the first 64."""
-    lap = i // len(COLOURS)
-    return {
-        "color": COLOURS[i % len(COLOURS)],
-        "marker": MARKERS[(i + 3 * lap) % len(MARKERS)],
-        "linestyle": LINES[(i + lap) % len(LINES)],
-    }
-
-
-def _scope(report: dict[str, Any]) -> str:
-    """N scenarios, turns and R for the caption line."""
-    cs = report["configurations"]
-    ns = sorted({c["scenarios"] for c in cs})
-    turns = sorted({c["n_turns"] for c in cs})
-    rs = sorted({c["retries"] for c in cs})
-    n = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
-    t = ", ".join(str(x) for x in turns)
-    changes = ", ".join(str(x) for x in turns)
-    return (
-        f"K = {n} scored scenarios per configuration, turns = {t} (turn 0 + {changes} changes), "
-        f"R = {', '.join(str(r) for r in rs)}"
-    )
-
-
-def _save(fig: Any, out: Path, name: str, caption: str, legend: bool = True) -> Figure:
-    handles, labels = fig.axes[0].get_legend_handles_labels() if legend and fig.axes else ([], [])
-    if handles:  # outside the axes, each label wrapped (`labels.wrap`) and the whole kept in by bbox_inches="tight"
-        fig.axes[0].legend(
-            handles,
-            ["\n".join(wrap(label)) for label in labels],
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            borderaxespad=0,
-            frameon=False,
-        )
-    # The caption is not drawn: it goes beside the image (report.md, report.tex, the site), where a paper sets it.
-    paths = []
-    for fmt in FORMATS:
-        p = out / f"{name}.{fmt}"
-        with open_output(p) as fh:
-            fig.savefig(fh, format=fmt, dpi=300, bbox_inches="tight", metadata={"Date": None} if fmt == "pdf" else None)
-        paths.append(str(p))
-    plt.close(fig)
-    return Figure(name=name, caption=caption, paths=tuple(paths))
-
-
-def _turn_axis(axis: Any) -> None:
-    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def greenwood_band(s: dict[str, Any]) -> tuple[list[float], list[float]]:
@@ -200,12 +81,12 @@ def survival(report: dict[str, Any], out: Path, file: str = "survival", title: s
             at = [_value_at(s["km_times"], s["km_survival"], t) for t in cens]
             ax.plot(cens, at, linestyle="none", marker="|", markersize=9, markeredgewidth=1.4, color=st["color"])
     ax.set(xlabel="turns survived", ylabel="scenarios still passing (Kaplan-Meier)", ylim=(-0.02, 1.04))
-    _turn_axis(ax.xaxis)
+    turn_axis(ax.xaxis)
     caption = (
-        f"Kaplan-Meier survival over turns. {_scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
+        f"Kaplan-Meier survival over turns. {scope(report)}. Bands: pointwise 95% CI (Greenwood, log-log); "
         "| marks right-censored scenarios (all turns passed, or a cost cap)."
     )
-    return _save(fig, out, file, caption)
+    return save(fig, out, file, caption)
 
 
 def _value_at(times: list[float], values: list[float], t: float) -> float:
@@ -232,13 +113,13 @@ def retry_budget(report: dict[str, Any], out: Path) -> Figure:
             label=name,
         )
     ax.set(xlabel="attempts allowed per turn (R' + 1)", ylabel="average turns passed")
-    _turn_axis(ax.xaxis)
-    _turn_axis(ax.yaxis)
+    turn_axis(ax.xaxis)
+    turn_axis(ax.yaxis)
     caption = (
-        f"Turns passed vs retry budget, replayed from one run's history. {_scope(report)}. "
+        f"Turns passed vs retry budget, replayed from one run's history. {scope(report)}. "
         "Error bars: ±1 SE over scenarios."
     )
-    return _save(fig, out, "turns_vs_retry_budget", caption)
+    return save(fig, out, "turns_vs_retry_budget", caption)
 
 
 def feedback(report: dict[str, Any], out: Path) -> Figure:
@@ -263,9 +144,9 @@ def feedback(report: dict[str, Any], out: Path) -> Figure:
         )
     ax.set_xticks(range(len(order)), order)
     ax.set(xlabel="feedback level", ylabel="average turns passed")
-    _turn_axis(ax.yaxis)
-    caption = f"Turns passed vs feedback level. {_scope(report)}. Error bars: ±1 SE over scenarios."
-    return _save(fig, out, "turns_vs_feedback", caption)
+    turn_axis(ax.yaxis)
+    caption = f"Turns passed vs feedback level. {scope(report)}. Error bars: ±1 SE over scenarios."
+    return save(fig, out, "turns_vs_feedback", caption)
 
 
 def heatmap(report: dict[str, Any], key: str, out: Path) -> Figure:
@@ -296,8 +177,8 @@ def heatmap(report: dict[str, Any], key: str, out: Path) -> Figure:
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
     which = "the first failure of each scenario" if key == "failures_first" else "every failure under R"
-    caption = f"Failure categories in {which}; each cell counts scenarios. {_scope(report)}."
-    return _save(fig, out, key, caption, legend=False)
+    caption = f"Failure categories in {which}; each cell counts scenarios. {scope(report)}."
+    return save(fig, out, key, caption, legend=False)
 
 
 def loc_information(report: dict[str, Any]) -> str | None:
@@ -327,12 +208,12 @@ def loc(report: dict[str, Any], out: Path) -> Figure:
                 label=name,
             )
     ax.set(xlabel="turn", ylabel="lines of code (workspace, no dependencies)")
-    _turn_axis(ax.xaxis)
+    turn_axis(ax.xaxis)
     caption = (
-        f"Code base size after each turn's last attempt. {_scope(report)}. "
+        f"Code base size after each turn's last attempt. {scope(report)}. "
         "Error bars: ±1 SE over the scenarios that reached the turn."
     )
-    return _save(fig, out, "loc_vs_turn", caption)
+    return save(fig, out, "loc_vs_turn", caption)
 
 
 def cost_vs_turns(report: dict[str, Any], out: Path) -> Figure:
@@ -350,9 +231,9 @@ def cost_vs_turns(report: dict[str, Any], out: Path) -> Figure:
             label=name,
         )
     ax.set(xlabel="cost per scenario (US$)", ylabel="turns passed")
-    _turn_axis(ax.yaxis)
-    caption = f"Cost vs turns passed, one point per scenario (gateway-metered model calls). {_scope(report)}."
-    return _save(fig, out, "cost_vs_turns", caption)
+    turn_axis(ax.yaxis)
+    caption = f"Cost vs turns passed, one point per scenario (gateway-metered model calls). {scope(report)}."
+    return save(fig, out, "cost_vs_turns", caption)
 
 
 def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
@@ -373,12 +254,12 @@ def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
             label=name,
         )
     ax.set(xlabel="cost budget per scenario (US$)", ylabel="average turns passed within the budget")
-    _turn_axis(ax.yaxis)
+    turn_axis(ax.yaxis)
     caption = (
-        f"Turns passed before a scenario's running cost exceeds the budget. {_scope(report)}. "
+        f"Turns passed before a scenario's running cost exceeds the budget. {scope(report)}. "
         "Error bars: ±1 SE over scenarios."
     )
-    return _save(fig, out, "turns_within_cost_budget", caption)
+    return save(fig, out, "turns_within_cost_budget", caption)
 
 
 Drawer = Callable[[dict[str, Any], Path], Figure]

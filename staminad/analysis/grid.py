@@ -103,7 +103,7 @@ def _cell(v: dict[str, Any] | None) -> str:
 
 def grid_heatmap(report: dict[str, Any], out: Path) -> Any:
     """Mean turns passed per harness x model, one panel per setting."""
-    from staminad.analysis.figures import _save, _scope
+    from staminad.analysis.plotting import save, scope
 
     grid = report["grid"]
     settings, agents, models = grid["settings"], grid["agents"], grid["models"]
@@ -137,8 +137,8 @@ def grid_heatmap(report: dict[str, Any], out: Path) -> Any:
         ax.set_title(setting)
         for side in ("top", "right", "left", "bottom"):
             ax.spines[side].set_visible(False)
-    caption = f"Mean turns passed, harness x model (scored scenarios only). {_scope(report)}."
-    return _save(fig, out, "grid_mean_turns", caption, legend=False)
+    caption = f"Mean turns passed, harness x model (scored scenarios only). {scope(report)}."
+    return save(fig, out, "grid_mean_turns", caption, legend=False)
 
 
 def _value(v: dict[str, Any] | None) -> float:

@@ -185,7 +185,7 @@ def _check_in(out: Path, names: list[str], db: Path, force: bool) -> None:
 
 
 def report_cmd(args: argparse.Namespace) -> int:
-    from staminad.analysis import figures, report
+    from staminad.analysis import figures, plotting, report
     from staminad.analysis.stats import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
     if not MIN_BOOTSTRAP <= args.bootstrap <= MAX_BOOTSTRAP:
@@ -221,7 +221,7 @@ def report_cmd(args: argparse.Namespace) -> int:
         text += "\n" + drawn.markdown()
     elif args.format == "latex":
         text += "\n" + drawn.latex()
-    with figures.open_output(args.out / f"report.{ext}") as fh:
+    with plotting.open_output(args.out / f"report.{ext}") as fh:
         fh.write(text.encode())
     for line in drawn.skipped:
         print(line)

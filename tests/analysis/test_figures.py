@@ -10,7 +10,7 @@ import anyio
 import pytest
 from PIL import Image
 
-from staminad.analysis import cost, figures
+from staminad.analysis import cost, figures, plotting
 from staminad.cli import main
 from state import Store
 from tests.helpers.sweeps import sweep, write_sweep
@@ -189,8 +189,8 @@ def test_twelve_configurations_have_twelve_distinct_legend_entries(
     assert labels == names and len(set(looks)) == 12
     curves = [(h.get_color(), h.get_linestyle()) for h in surv]
     assert len(curves) == 12 and len(set(curves)) == 12
-    assert len({(s["color"], s["linestyle"]) for s in map(figures.style, range(32))}) == 32
-    assert len({tuple(figures.style(i).values()) for i in range(64)}) == 64
+    assert len({(s["color"], s["linestyle"]) for s in map(plotting.style, range(32))}) == 32
+    assert len({tuple(plotting.style(i).values()) for i in range(64)}) == 64
 
 
 def test_turn_axes_have_integer_ticks(report_dir: Path) -> None:

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from staminad.gateway.limit import EndpointLimiter
-from staminad.gateway.proxy import Limits
+from staminad.gateway.routes import Limits
 from tests.gateway.test_gateway import _chat, gateway
 from tests.helpers.standin import Fault, Reply, StandIn
 

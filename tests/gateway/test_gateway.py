@@ -13,7 +13,8 @@ import pytest
 
 from protocol.events import EventData, LlmWait, kind_of
 from staminad.gateway.pricing import Price
-from staminad.gateway.proxy import Call, Gateway, Limits, Route
+from staminad.gateway.proxy import Gateway
+from staminad.gateway.routes import Call, Limits, Route
 from tests.helpers import free_port
 from tests.helpers.standin import Fault, Reply, StandIn
 

@@ -6,7 +6,8 @@ import anyio
 import httpx
 import pytest
 
-from staminad.gateway.proxy import Gateway, Limits
+from staminad.gateway.proxy import Gateway
+from staminad.gateway.routes import Limits
 from staminad.gateway.stats import LIVE
 from tests.gateway.test_gateway import PRICES, Events, _chat
 from tests.helpers import free_port

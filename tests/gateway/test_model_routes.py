@@ -8,7 +8,8 @@ import pytest
 
 from protocol.events import EventData
 from staminad.gateway.pricing import Price
-from staminad.gateway.proxy import Call, Gateway, Limits, Upstream
+from staminad.gateway.proxy import Gateway
+from staminad.gateway.routes import Call, Limits, Upstream
 from tests.helpers import free_port
 from tests.helpers.standin import Reply, StandIn
 

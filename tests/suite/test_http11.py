@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from staminad.suite import http11
+from staminad.suite import http11_socket
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.runner import TransportError
 from tests.helpers.rawserver import Conn, RawServer, answer
@@ -42,7 +42,7 @@ def test_head_and_body_in_separate_segments_with_nagle_on(quickack: bool) -> Non
 
 def test_quickack_is_armed_after_each_answer_on_linux() -> None:
     """On Linux the socket is left in quickack mode after an answer, so the next answer's segments are ACKed at once."""
-    if http11._QUICKACK is None:
+    if http11_socket._QUICKACK is None:
         pytest.skip("this platform has no TCP_QUICKACK")
     with (
         RawServer(keep_alive(lambda c, r: c.write(*answer(200, BODY)))).running() as server,
@@ -50,7 +50,7 @@ def test_quickack_is_armed_after_each_answer_on_linux() -> None:
     ):
         t.request("GET", "/", None)
         assert t._sock is not None
-        assert t._sock.getsockopt(socket.IPPROTO_TCP, http11._QUICKACK) == 1
+        assert t._sock.getsockopt(socket.IPPROTO_TCP, http11_socket._QUICKACK) == 1
         assert t._sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
 
 
@@ -63,7 +63,7 @@ def test_answer_in_one_segment() -> None:
 
 def test_works_where_the_platform_has_no_quickack(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without TCP_QUICKACK (macOS, BSD) the transport still reads split answers."""
-    monkeypatch.setattr(http11, "_QUICKACK", None)
+    monkeypatch.setattr(http11_socket, "_QUICKACK", None)
     with RawServer(keep_alive(lambda c, r: c.write(*answer(200, BODY)))).running() as server:
         assert _requests(server, 3) == [(200, BODY)] * 3
 
