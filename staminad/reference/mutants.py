@@ -21,7 +21,7 @@ from staminad.bench.changes import (
     RenameField,
     transition,
 )
-from staminad.bench.removed import removed_items, shadowed
+from staminad.bench.removed import removed_items, shadowed, stale_guard_refuses
 from staminad.bench.schema import Analytics, Field, State, endpoint_of
 from staminad.reference import exercised as ex
 from staminad.reference.nullmutants import SPECS
@@ -686,7 +686,7 @@ MUTANTS += (
         "business_logic",
         "keeps enforcing removed guards",
         _NO,
-        lambda before, after, c: bool(removed_items(before, c, after)[0]),
+        lambda before, after, c: bool(removed_items(before, c, after)[0]) or stale_guard_refuses(before, c, after),
     ),
     Mutant(
         "ignore-remove_effect",

@@ -75,3 +75,10 @@ def test_an_effect_a_later_effect_overwrites_is_not_exercisable() -> None:
     removal = MUTANT_BY_BUG["ignore-remove_effect"].removal
     assert removal is not None and not removal(before, transition(before, changes), changes)
     assert removal(STATE, transition(STATE, changes), changes)
+
+
+def test_a_removed_guard_whose_field_the_batch_deleted_is_exercised_through_its_refusals() -> None:
+    """The removed `qty < 5` has no test once qty is gone, but a server that kept it refuses every call: exercised."""
+    deleted: list[Change] = [CHANGES[0], DeleteField("Order", "qty")]
+    removal = MUTANT_BY_BUG["ignore-remove_guard"].removal
+    assert removal is not None and removal(STATE, transition(STATE, deleted), deleted)
