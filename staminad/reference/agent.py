@@ -38,6 +38,8 @@ AGENT_BUGS = frozenset({"rename-leak", "ignore-add_field"}) | frozenset(
         "ignore-delete_entity",
         "ignore-delete_analytics",
         "ignore-remove_action",
+        "ignore-remove_guard",
+        "ignore-remove_effect",
         "keep-implied-removals",
         "stale-renamed-key",
         "deleted-field-kept",

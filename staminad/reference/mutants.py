@@ -21,6 +21,7 @@ from staminad.bench.changes import (
     RenameField,
     transition,
 )
+from staminad.bench.removed import removed_items, shadowed, stale_guard_refuses
 from staminad.bench.schema import Analytics, Field, State, endpoint_of
 from staminad.reference import exercised as ex
 from staminad.reference.nullmutants import SPECS
@@ -489,6 +490,15 @@ def _f(kind: str | tuple[str, ...], extra: Callable[[Field], bool] = lambda f: T
     return lambda s, c: _fields(s, lambda f: f.kind in kinds and extra(f))
 
 
+def _effect_shows(before: State, after: State, changes: Sequence[Change]) -> bool:
+    """An effect removed this turn that some data would show, run where it was among the remaining effects."""
+    for entity, action, effect, index in removed_items(before, changes, after)[1]:
+        a = after.action(entity, action)
+        if a is not None and not shadowed(a.effects, effect, index):
+            return True
+    return False
+
+
 _NO = lambda s, c: False  # noqa: E731 (exercised only through `removal`)
 
 MUTANTS += (
@@ -669,6 +679,22 @@ MUTANTS += (
         "missing_feature",
         "keeps serving removed actions",
         lambda s, c: _explicit_gone(s, c, RemoveAction),
+    ),
+    Mutant(
+        "ignore-remove_guard",
+        "guards",
+        "business_logic",
+        "keeps enforcing removed guards",
+        _NO,
+        lambda before, after, c: bool(removed_items(before, c, after)[0]) or stale_guard_refuses(before, c, after),
+    ),
+    Mutant(
+        "ignore-remove_effect",
+        "effects",
+        "business_logic",
+        "keeps applying removed effects",
+        _NO,
+        _effect_shows,
     ),
     Mutant(
         "keep-implied-removals",

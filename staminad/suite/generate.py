@@ -33,6 +33,7 @@ from staminad.suite.draws import SuiteRandom, ident, pick
 from staminad.suite.history import History
 from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Absent, Equals, ListIds, Suite, Test, req
 from staminad.suite.plans import fixture_steps
+from staminad.suite.removals import removed_effect_test, removed_guard_test
 
 _equal_checks = stored_checks
 
@@ -820,6 +821,13 @@ class _Builder:
             )
         for entity, old, new in h.renamed_fields:  # last: the data drawn above stays as it was
             self._old_key_ignored(entity, old, new)
+        # After the rest, so that the data drawn above stays what it was before these tests existed.
+        for entity, action, guard in h.removed_guards:
+            if (test := removed_guard_test(self.state, entity, action, guard, self.rng)) is not None:
+                self.add(*test)
+        for entity, action, effect, index in h.removed_effects:
+            if (test := removed_effect_test(self.state, entity, action, effect, index, self.rng)) is not None:
+                self.add(*test)
 
     def _old_key_ignored(self, entity: str, old: str, new: str) -> None:
         """After `old` was renamed to `new`, a PATCH holding only the old key changes nothing (it is not an alias)."""

@@ -1,7 +1,7 @@
 """What the current turn's state no longer has: the paths and names tests must find gone.
 
 Retired endpoints accumulate over the whole trajectory (an old endpoint answering again later is
-a regression); removed fields, analytics and actions are those of the current turn's changes,
+a regression); removed fields, analytics, actions, guards and effects are those of the current turn's changes,
 whether a change names them or they follow from it (a deleted field's analytics, a rename's old
 paths, the reference fields of a deleted entity).
 """
@@ -20,8 +20,9 @@ from staminad.bench.changes import (
     RenameField,
     transition,
 )
+from staminad.bench.removed import removed_items
 from staminad.bench.scenario import Scenario
-from staminad.bench.schema import Analytics, State, endpoint_of
+from staminad.bench.schema import Analytics, Condition, Effect, State, endpoint_of
 
 
 class History(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,6 +32,8 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     removed_actions: tuple[tuple[str, str], ...] = ()  # (entity, action)
     renamed_targets: tuple[tuple[str, str], ...] = ()  # (entity, ref field) whose target was renamed this turn
     renamed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, old field, its current name) renamed this turn
+    removed_guards: tuple[tuple[str, str, Condition], ...] = ()  # (entity, action, guard) removed this turn
+    removed_effects: tuple[tuple[str, str, Effect, int], ...] = ()  # (entity, action, effect, its index) removed
 
 
 def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:  # noqa: C901 - one branch per change kind replayed
@@ -100,6 +103,7 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
     kept_actions = [(e, a) for e, a in actions if after.entity(e) and not after.action(e, a)]
     renamed_final = {r[0] for r in renamed}
     targets = [(e.name, f.name) for e in after.entities for f in e.fields if f.target in renamed_final]
+    guards, effects = removed_items(before, changes, after)
     return History(
         retired_endpoints=tuple(sorted(retired - current)),
         removed_fields=tuple(dict.fromkeys(kept_fields)),
@@ -111,6 +115,8 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
             for entity, old, new in moves
             if (e := after.entity(entity)) is not None and e.field(new) is not None and e.field(old) is None
         ),
+        removed_guards=guards,
+        removed_effects=effects,
     )
 
 
