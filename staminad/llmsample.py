@@ -22,7 +22,7 @@ from staminad.bench.integrity import problems
 from staminad.bench.naming import Namer
 from staminad.bench.pack import Sampling
 from staminad.bench.sampler import initial_state, sample_turn, weights_for
-from staminad.bench.scenario import GENERATOR_VERSION, Scenario, ScenarioParams
+from staminad.bench.scenario import RNG_EPOCH, Scenario, ScenarioParams
 from staminad.bench.schema import State
 from staminad.bench.texts import render_spec
 
@@ -159,7 +159,7 @@ async def llm_scenario(
 ) -> Scenario:
     """One scenario with p0 and pi_env proposed by the model (procedural fallback per step, counted)."""
     counts = counts or _Counts()
-    rng = random.Random(f"staminabench/{GENERATOR_VERSION}/{seed}/{params.naming}/llm")
+    rng = random.Random(f"staminabench/{RNG_EPOCH}/{seed}/{params.naming}/llm")
     namer = Namer(params.naming, rng)
     weights = weights_for("uniform", params.weights)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}

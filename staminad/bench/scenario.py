@@ -17,8 +17,12 @@ from staminad.bench.naming import Namer, NamingMode
 from staminad.bench.sampler import SamplerName, initial_state, sample_turn, weights_for
 from staminad.bench.schema import State
 
-# Bumped whenever the same parameters would produce a different trajectory or texts.
-GENERATOR_VERSION = "1"
+# Bumped whenever the same parameters would produce a different trajectory or texts (a pack made by another
+# version is refused). 2: coherent themed names, no self-cancelling change requests, removal tests.
+GENERATOR_VERSION = "2"
+# What seeds the random draws: kept when the version moves, so a seed keeps drawing the same choices where the
+# generator's rules did not change.
+RNG_EPOCH = "1"
 
 
 class ScenarioParams(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,7 +87,7 @@ def generate(
     that renders every prompt next (a pack). Off by default: a running scenario would hold five states a
     turn (tens of MB at 1,000 turns) that the engine, which renders one turn at a time, never reads.
     """
-    rng = random.Random(f"staminabench/{GENERATOR_VERSION}/{seed}/{params.naming}/{params.sampler}")
+    rng = random.Random(f"staminabench/{RNG_EPOCH}/{seed}/{params.naming}/{params.sampler}")
     namer = Namer(params.naming, rng)
     w = weights_for(params.sampler, weights if weights is not None else params.weights)
     state = initial_state(rng, namer)
