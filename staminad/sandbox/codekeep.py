@@ -33,10 +33,11 @@ from pathlib import Path, PurePosixPath
 
 import msgspec
 
-from staminad.sandbox.beneath import WalkBudget, read_file, walk_files
+from staminad.sandbox.beneath import WalkBudget, create_file, ensure_dir, read_file, walk_files
 from staminad.sandbox.loc import SKIP_DIRS
 
 CODE_DIR = "code"  # below the sandbox directory
+BLOBS = f"{CODE_DIR}/blobs"
 MAX_FILES = 2000  # files listed per attempt
 MAX_FILE_BYTES = 256 << 10  # a text file larger than this is listed by size only
 MAX_KEPT_BYTES = 8 << 20  # bytes of text read per attempt
@@ -85,9 +86,11 @@ def _skipped_dir(parts: tuple[str, ...]) -> bool:
 class _Keeper:
     """Builds one listing, writing each new text content to the blobs as it goes (see the module docstring)."""
 
-    def __init__(self, code: Path) -> None:
-        self.blobs = code / "blobs"
-        self.blobs.mkdir(parents=True, exist_ok=True)
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)  # the sandbox's directory: the daemon's, never the agent's
+        ensure_dir(root, BLOBS)  # real directories beneath the sandbox's: a link there is moved aside, not followed
+        self.blobs = root / BLOBS
         self.files: dict[str, KeptFile] = {}
         self.cuts: list[str] = []
         self.read = 0
@@ -135,14 +138,10 @@ class _Keeper:
         if self.stored + len(packed) > SCENARIO_BYTES:
             self._cut(f"the scenario's kept code is over {SCENARIO_BYTES >> 20} MiB: new contents are not kept")
             return False
-        tmp = self.blobs / f".{sha}.part"
         try:
-            tmp.write_bytes(packed)
-            tmp.replace(blob)
+            _put(self.root, f"{BLOBS}/{sha}", packed)
         except OSError as exc:
             self._cut(f"a content could not be written: {exc}"[:200])
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             return False
         self.stored += len(packed)
         return True
@@ -174,7 +173,7 @@ def _read_fd(fd: int, limit: int) -> bytes:
 
 def keep_from_dir(workspace: Path, root: Path, job: str) -> KeptCode:
     """List (and keep the text of) `workspace` as attempt `job`'s code under `root/code`; links are never followed."""
-    keeper = _Keeper(root / CODE_DIR)
+    keeper = _Keeper(root)
     budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
     try:
         for rel, st, fd in walk_files(workspace, budget, SKIP_DIRS, skip_hidden=True):
@@ -195,7 +194,7 @@ def keep_from_dir(workspace: Path, root: Path, job: str) -> KeptCode:
 
 def keep_from_archive(archive: Path, root: Path, job: str) -> KeptCode:
     """The same from a workspace snapshot (.tar.gz of its contents); members are read, never extracted."""
-    keeper = _Keeper(root / CODE_DIR)
+    keeper = _Keeper(root)
     budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
     try:
         with tarfile.open(archive, "r|gz") as tar:
@@ -229,12 +228,21 @@ def keep_nothing(root: Path, job: str, why: str) -> KeptCode:
 def _write(root: Path, job: str, listing: KeptCode) -> KeptCode:
     if not _JOB.fullmatch(job):
         raise ValueError(f"not a job id: {job!r}")
-    code = root / CODE_DIR
-    code.mkdir(parents=True, exist_ok=True)
-    tmp = code / f".{job}.json.part"
-    tmp.write_bytes(_encode(listing))
-    tmp.replace(code / f"{job}.json")
+    root.mkdir(parents=True, exist_ok=True)
+    ensure_dir(root, CODE_DIR)
+    _put(root, f"{CODE_DIR}/{job}.json", _encode(listing))
     return listing
+
+
+def _put(root: Path, rel: str, data: bytes) -> None:
+    """`rel` beneath `root` holding `data`, written whole: to a fresh part file (created, never opened through a
+    link), then renamed over the name (a rename replaces a link, it does not follow it)."""
+    part = f"{rel}.part"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(root / part)  # a leftover of a crash (or anything put there): removed, never followed
+    if not create_file(root, part, data):
+        raise OSError(f"{part} could not be created")
+    os.replace(root / part, root / rel)
 
 
 def read_listing(root: Path, job: str) -> KeptCode | None:

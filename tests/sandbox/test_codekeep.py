@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import tarfile
@@ -142,3 +143,29 @@ def test_what_is_read_back_is_checked(tmp_path: Path) -> None:
     keep_nothing(tmp_path, "t0000-a02-i00", "the workspace archive is over 256 MiB")
     kept = read_listing(tmp_path, "t0000-a02-i00")
     assert kept is not None and kept.skipped == "the workspace archive is over 256 MiB" and not kept.files
+
+
+def test_links_planted_where_code_is_kept_are_never_written_through(tmp_path: Path) -> None:
+    """A link at `code/`, at a blob's part file or at a listing's name is replaced or moved aside, never followed."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "victim"
+    target.write_text("untouched\n")
+    os.symlink(outside, tmp_path / CODE_DIR)  # the whole code directory pointing elsewhere
+    keep_from_dir(ws, tmp_path, "t0000-a01-i00")
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"] and target.read_text() == "untouched\n"
+    assert not (tmp_path / CODE_DIR).is_symlink() and read_listing(tmp_path, "t0000-a01-i00") is not None
+    sha = read_listing(tmp_path, "t0000-a01-i00").files["a.py"].sha  # type: ignore[union-attr]
+    (ws / "a.py").write_text("x = 2\n")
+    new_sha = hashlib.sha256(b"x = 2\n").hexdigest()
+    os.symlink(target, tmp_path / CODE_DIR / "blobs" / f"{new_sha}.part")
+    os.symlink(target, tmp_path / CODE_DIR / "t0000-a02-i00.json")
+    keep_from_dir(ws, tmp_path, "t0000-a02-i00")
+    assert target.read_text() == "untouched\n"
+    assert not (tmp_path / CODE_DIR / "t0000-a02-i00.json").is_symlink()
+    kept = read_listing(tmp_path, "t0000-a02-i00")
+    assert kept is not None and kept.files["a.py"].sha == new_sha != sha
+    assert read_text(tmp_path, new_sha) == "x = 2\n"
