@@ -2,10 +2,12 @@
 
 Each is a mistake servers written by hand make: a guard that has nothing to compare lets the action
 through, `all of` filtering nulls out first, a `set` skipped on a null field (the null rule of
-increases applied to every effect), null read as 0 in a computation, a query built for an empty
-list, analytics that check for rows rather than for values, and a removed field left in the request
-model. `SPECS` holds their catalogue entries, which `mutants` adds to `MUTANTS`; each predicate says,
-from the schema alone, whether some valid data on the state makes the mutant answer differently.
+increases applied to every effect), analytics that check for rows rather than for values, and a removed
+field left in the request model. (Null read as 0 in a computation, and a query built for an empty `for each`
+list, are not here yet: the suites do not give every computation a null target, nor every `for each` an empty
+list when its guards allow one, at the first turn they can, so the gate would rightly refuse them.)
+`SPECS` holds their catalogue entries, which `mutants` adds to `MUTANTS`; each predicate says, from the schema
+alone, whether some valid data on the state makes the mutant answer differently.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from staminad.bench.schema import (
     Compare,
     Compute,
     Condition,
-    CountOperand,
     Entity,
     FieldOperand,
     ForEach,
@@ -29,7 +30,6 @@ from staminad.bench.schema import (
     Quantified,
     SetValue,
     State,
-    SumOperand,
 )
 from staminad.reference import exercised as ex
 
@@ -84,59 +84,6 @@ def _set_meets_null(state: State) -> bool:
     return False
 
 
-def _null_as_zero_shows(state: State) -> bool:
-    """A computation meets a null operand (as `exercised.compute_null` says) where reading it as 0 changes the
-    result: not `f = f + g` or `f = f - g` with g null, which leave f as it was either way."""
-    for a, e in ex.actions(state):
-        if not ex.others_hold(state, e, a):
-            continue
-        for i, x in enumerate(a.effects):
-            if not isinstance(x, Compute) or ex._overwritten(a, e, x, False):
-                continue
-            if x.field in ex.guarded(a) and ex.null_free(a, x.field):
-                continue
-            for o in (x.left, x.right):
-                set_before = any(
-                    isinstance(y, SetValue) and y.field == o and y.value is not None for y in a.effects[:i]
-                )
-                if o == x.field or set_before or not (ex.null_free(a, o) and ex.nullable(e.field(o))):
-                    continue
-                if not (x.field in (x.left, x.right) and (x.op == "+" or (x.op == "-" and o == x.right))):
-                    return True
-    return False
-
-
-def _holds_empty(c: Condition) -> bool:
-    if isinstance(c, Quantified):
-        return c.quantifier == "all"
-    return isinstance(c, Compare) and isinstance(c.left, SumOperand | CountOperand) and ex._cmp(0, c.op, c.value)
-
-
-def _runs_empty(state: State, e: Entity, a: Action, link: str) -> bool:
-    """Some test runs the action's effects with the list `link` empty: no guard reads it, or every guard on it
-    holds for no entities and one of them is met by an empty list on purpose (an `all of`, a sum, or a count
-    that nothing but 0 satisfies)."""
-    conds = [c for c in a.conditions if link in condition_fields(c)]
-    if not conds:
-        return True
-    if not all(_holds_empty(c) for c in conds):
-        return False
-    return any(
-        isinstance(c, Quantified)
-        or (isinstance(c, Compare) and isinstance(c.left, SumOperand))
-        or (isinstance(c, Compare) and not any(ex._cmp(k, c.op, c.value) for k in range(1, 5)))
-        for c in conds
-    )
-
-
-def _for_each_empty(state: State) -> bool:
-    return any(
-        ex.others_hold(state, e, a)
-        and any(isinstance(x, ForEach) and _runs_empty(state, e, a, x.list_field) for x in a.effects)
-        for a, e in ex.actions(state)
-    )
-
-
 def _all_null_analytics(state: State) -> bool:
     for an in state.analytics:
         e = state.entity(an.entity)
@@ -181,20 +128,6 @@ SPECS: tuple[Spec, ...] = (
         "business_logic",
         "skips `set ... to ...` on a null field (the null rule of increases applied to every effect)",
         lambda s, c: _set_meets_null(s),
-    ),
-    (
-        "compute-null-as-zero",
-        "effects",
-        "business_logic",
-        "computes `set this.x to this.a * this.b` with a null operand read as 0, as JavaScript does",
-        lambda s, c: _null_as_zero_shows(s),
-    ),
-    (
-        "for-each-empty-500",
-        "effects",
-        "server_crash",
-        "builds `WHERE id IN ()` for a `for each` over an empty list: the syntax error answers 500",
-        lambda s, c: _for_each_empty(s),
     ),
     (
         "all-null-crash",
