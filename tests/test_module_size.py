@@ -18,7 +18,6 @@ MAX_LINES = 400
 OVER_TODAY = frozenset(
     {
         "protocol/messages.py",
-        "staminad/agents/harnesses.py",
         "staminad/bench/changes.py",
         "staminad/bench/naming.py",
         "staminad/daemon/service.py",

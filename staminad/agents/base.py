@@ -13,6 +13,8 @@ and `manual`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 
 from protocol.usage import close_match, did_you_mean, hint
@@ -46,7 +48,7 @@ FAULTS = (
 REFERENCE_FILES = ("reference/agent.py", "reference/parse.py", "reference/server.py")
 HARNESS_FILES = (
     "agents/scripts/harness.py",
-    "agents/harnesses.py",
+    *sorted(f"agents/harnesses/{p.name}" for p in (Path(__file__).parent / "harnesses").glob("*.py")),
     "agents/windows.py",
     "agents/drivers/mini_driver.py",
 )
@@ -123,7 +125,7 @@ def adapter_for(name: str) -> Adapter:
     if name == "reference":
         return Adapter(name=name, description="reads the texts, writes the reference server")
     if name in HARNESSES:
-        from staminad.sandbox.image import harness_tag
+        from staminad.agents.layers import layer_tag
 
         h = HARNESSES[name]
         return Adapter(
@@ -131,7 +133,7 @@ def adapter_for(name: str) -> Adapter:
             version=h.version,
             harness=name,
             state_paths=(".home",),
-            image=harness_tag(name),
+            image=layer_tag(h),
             description=f"{h.install}" + (f"; {h.caveat}" if h.caveat else ""),
             env={"PYTHONPATH": f"{HARNESS_ROOT}/{name}", "STAMINA_HARNESS_BIN": f"{HARNESS_ROOT}/{name}/bin"},
         )

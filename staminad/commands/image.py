@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from staminad.commands.args import UsageError
-from staminad.sandbox.image import LAYERS, ImageError, build, build_harness, harness_tag, image_exists
+from staminad.sandbox.image import LAYERS, ImageError, build, build_harness, image_exists
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -32,10 +32,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def build_cmd(args: argparse.Namespace) -> int:
+    from staminad.agents.layers import layer_spec
+
     try:
         if args.harness:
             with tempfile.TemporaryDirectory(prefix="staminabench-layer-") as tmp:
-                tag, built = build_harness(args.harness, Path(tmp))
+                tag, built = build_harness(layer_spec(args.harness), Path(tmp))
         else:
             tag, built = build(args.layer, args.suite, args.mirror)
     except ImageError as exc:
@@ -47,6 +49,7 @@ def build_cmd(args: argparse.Namespace) -> int:
 def agents_list_cmd(args: argparse.Namespace) -> int:
     from staminad.agents.base import list_adapters
     from staminad.agents.harnesses import HARNESSES
+    from staminad.agents.layers import layer_tag
     from staminad.sandbox.image import recipe
 
     base = recipe().tag()
@@ -54,7 +57,7 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
     rows = []
     for adapter in list_adapters():
         if adapter.harness is not None:
-            tag = harness_tag(adapter.harness)
+            tag = layer_tag(adapter.harness)
             kind, built = "harness", image_exists(tag)
         else:
             kind = "fault" if adapter.fault else "mutant" if adapter.bug else "builtin"

@@ -3,7 +3,8 @@
 `mmdebstrap` writes a minimal Debian tree as a tar stream, which `docker import` turns into an
 image. The tag is content-addressed (a hash of the recipe), so building twice is a no-op and a
 changed recipe gets a new tag; `latest` points at the newest build. Agent harness layers, and the
-Node.js and Rust toolchains for the language ablation, go on top with the same mechanism.
+Node.js and Rust toolchains for the language ablation, go on top with the same mechanism; a harness's layer
+is the `LayerSpec` its record hands down (`staminad.agents.layers`): this module knows no harness by name.
 Two Debian suites are bases: bookworm (Python 3.11, the default) and trixie (Python 3.13) for the
 harnesses that need a newer Python; each harness names its base, and its layer's wheels are chosen
 for that base's Python and C library.
@@ -24,15 +25,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from staminad.sandbox.buildshow import Tail, say_stderr, step, tag_lock
 from staminad.sandbox.wheelset import download_flags, fingerprint, unmet
-
-if TYPE_CHECKING:
-    from staminad.agents.harnesses import Harness
 
 BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux", "iptables")
 AGENT_UID = 1000  # the `agent` user (and group) of the image
@@ -174,26 +171,35 @@ def _build(r: Recipe, tag: str, suite: str, mirror: str | None, timeout: float, 
     return False
 
 
-def _harness(name: str) -> Harness:
-    from staminad.agents.harnesses import HARNESSES
+class LayerSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What a harness's image layer holds, handed down by the harness's record (`staminad.agents.harnesses`), so
+    the build knows no harness by name."""
 
-    if name not in HARNESSES:
-        raise ImageError(f"unknown harness {name!r}; choose from {', '.join(HARNESSES)}")
-    return HARNESSES[name]
+    name: str
+    install: str  # "pypi:PKG==V [MORE==V ...]" (built here) or "npm:PKG@V" (refused here, in one line)
+    root: str  # the layer installs the harness under ROOT/NAME
+    base: str = DEFAULT_SUITE  # the Debian suite of the base image it goes on
+    deps: tuple[str, ...] = ()  # when set: the first package without dependencies, then these
+    bins: tuple[tuple[str, str], ...] = ()  # (bin/NAME, its bundled binary's path in the installed tree)
+    sdists: tuple[str, ...] = ()  # pure-Python dependencies published only as source, built into wheels first
+    carry: tuple[tuple[str, str], ...] = ()  # when set, the layer keeps only these (tree path, layer path)
+    ceiling: tuple[str, str] | None = None  # (its wheel's prefix, the Requires-Python ignored for it alone)
 
 
-def harness_tag(name: str) -> str:
+def harness_tag(spec: LayerSpec) -> str:
     """The content-addressed tag of a harness layer: its install pin on top of its base image."""
-    h = _harness(name)
-    target = SUITES[h.base].python_target()
-    carry = f"|{h.carry}" if h.carry else ""
-    bins = sorted(HARNESS_BINS.get(name, {}).items())
-    spec = f"{recipe(suite=h.base).tag()}|{h.install}|{target}|{bins}{carry}{fingerprint(name)}|{_COMPILE}"
-    return f"{REPO}:{name}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
+    if spec.base not in SUITES:
+        raise ImageError(f"{spec.name}: unknown Debian suite {spec.base!r}; choose from {', '.join(SUITES)}")
+    target = SUITES[spec.base].python_target()
+    carry = f"|{spec.carry}" if spec.carry else ""
+    bins = sorted(spec.bins)
+    ceiling = fingerprint(spec.name, spec.ceiling)
+    key = f"{recipe(suite=spec.base).tag()}|{spec.install}|{target}|{bins}{carry}{ceiling}|{_COMPILE}"
+    return f"{REPO}:{spec.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 def build_harness(
-    name: str, workdir: Path, timeout: float = 1800, say: Callable[[str], None] = say_stderr
+    spec: LayerSpec, workdir: Path, timeout: float = 1800, say: Callable[[str], None] = say_stderr
 ) -> tuple[str, bool]:
     """Build (or find) a harness layer: packages fetched on this host, installed into the image offline.
 
@@ -204,18 +210,16 @@ def build_harness(
     harnesses need `npm pack` tarballs from a host that reaches the npm registry; this machine's image
     builds say so in one line.
     """
-    tag = harness_tag(name)
+    tag = harness_tag(spec)
     with tag_lock(tag, say):
-        built = _build_harness(name, tag, workdir, timeout, say)
-    subprocess.run(["docker", "tag", tag, f"{REPO}:{name}"], check=True, capture_output=True)
+        built = _build_harness(spec, tag, workdir, timeout, say)
+    subprocess.run(["docker", "tag", tag, f"{REPO}:{spec.name}"], check=True, capture_output=True)
     return tag, built
 
 
-def _build_harness(name: str, tag: str, workdir: Path, timeout: float, say: Callable[[str], None]) -> bool:
+def _build_harness(h: LayerSpec, tag: str, workdir: Path, timeout: float, say: Callable[[str], None]) -> bool:
     """`build_harness` under the tag's lock: whether the layer was built now."""
-    from staminad.agents.harnesses import HARNESS_ROOT
-
-    h = _harness(name)
+    name = h.name
     if image_exists(tag):
         return False
     kind, _, packages = h.install.partition(":")
@@ -225,14 +229,14 @@ def _build_harness(name: str, tag: str, workdir: Path, timeout: float, say: Call
             "registry (npm pack, then the same docker cp + commit)"
         )
     base, _ = build(suite=h.base, say=say)
-    tree = workdir / "harnesses"  # copied to /opt, giving HARNESS_ROOT/NAME
+    tree = workdir / Path(h.root).name  # copied to the root's parent, giving ROOT/NAME
     stage = tree / name
     shutil.rmtree(tree, ignore_errors=True)
     with step(say, f"fetching {name}'s packages with pip ({packages})"):
-        _fetch(name, packages.split(), h.base, workdir / "wheels", stage, timeout)
+        _fetch(h, packages.split(), workdir / "wheels", stage, timeout)
     if h.carry:
         _keep_only(stage, h.carry)
-    _commands(stage, HARNESS_BINS.get(name, {}))
+    _commands(stage, h.bins)
     container = f"staminabench-build-{name}-{os.getpid()}"
     try:
         for cmd in (
@@ -246,9 +250,9 @@ def _build_harness(name: str, tag: str, workdir: Path, timeout: float, say: Call
                 base,
                 "sh",
                 "-c",
-                _COMPILE.format(root=HARNESS_ROOT, name=name),
+                _COMPILE.format(root=h.root, name=name),
             ],
-            ["docker", "cp", str(tree), f"{container}:{Path(HARNESS_ROOT).parent}"],
+            ["docker", "cp", str(tree), f"{container}:{Path(h.root).parent}"],
             ["docker", "start", "--attach", container],
             [
                 "docker",
@@ -291,16 +295,17 @@ def _keep_only(stage: Path, carry: tuple[tuple[str, str], ...]) -> None:
     os.replace(kept, stage)
 
 
-def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path, timeout: float) -> None:
+def _fetch(h: LayerSpec, packages: list[str], wheels: Path, stage: Path, timeout: float) -> None:
     """Download the harness's wheels for its base's Python and platform, then unpack them into `stage`.
 
     Two steps because pip checks Requires-Python against the interpreter running it when installing;
     `pip download` checks it against the target version, after which the wheel set is fixed.
-    Pure-Python packages published only as source (HARNESS_SDISTS) are built into wheels here first. A
+    Pure-Python packages published only as source (`LayerSpec.sdists`) are built into wheels here first. A
     harness whose own wheel's Requires-Python leaves out the base's Python has that ceiling alone ignored
     (`staminad.sandbox.wheelset`, which also pins a release's lock).
     """
-    python, platforms = SUITES[base].python_target()
+    name = h.name
+    python, platforms = SUITES[h.base].python_target()
     target = [
         "--python-version",
         python,
@@ -317,18 +322,27 @@ def _fetch(name: str, packages: list[str], base: str, wheels: Path, stage: Path,
     first, *rest = packages
     # Where its full dependency list pulls in UIs and datasets: the harness itself without dependencies,
     # then what it imports; else the pinned packages with their dependencies.
-    wanted = [["--no-deps", first], [*rest, *HARNESS_DEPS[name]]] if name in HARNESS_DEPS else [packages]
-    if name in HARNESS_SDISTS:
-        _pip(name, [*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *HARNESS_SDISTS[name]], timeout)
+    wanted = [["--no-deps", first], [*rest, *h.deps]] if h.deps else [packages]
+    if h.sdists:
+        _pip(name, [*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *h.sdists], timeout)
         if [w for w in wheels.glob("*.whl") if not w.name.endswith("-py3-none-any.whl")]:
             raise ImageError(f"{name}: a source-only dependency is not pure Python; it cannot be built offline")
     for w in wanted:
         _pip(
             name,
-            [*pip, "download", "--quiet", "--dest", str(wheels), *target, *download_flags(name, wheels.parent), *w],
+            [
+                *pip,
+                "download",
+                "--quiet",
+                "--dest",
+                str(wheels),
+                *target,
+                *download_flags(name, h.ceiling, wheels.parent),
+                *w,
+            ],
             timeout,
         )
-    if problem := unmet(name, pip, target, wheels, timeout):
+    if problem := unmet(name, h.ceiling, pip, target, wheels, timeout):
         raise ImageError(problem)
     _pip(
         name,
@@ -354,7 +368,7 @@ def _pip(name: str, args: list[str], timeout: float) -> None:
         raise ImageError(f"pip could not fetch {name}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
 
 
-def _commands(stage: Path, links: dict[str, str]) -> None:
+def _commands(stage: Path, links: tuple[tuple[str, str], ...]) -> None:
     """Make stage/bin runnable in the image: pip wrote console scripts for this host's interpreter."""
     bin_dir = stage / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -363,37 +377,9 @@ def _commands(stage: Path, links: dict[str, str]) -> None:
             head, _, body = script.read_bytes().partition(b"\n")
             if head.startswith(b"#!") and b"python" in head:
                 script.write_bytes(b"#!/usr/bin/python3\n" + body)
-    for command, target in links.items():
+    for command, target in links:
         if not (stage / target).is_file():
             raise ImageError(f"the harness package has no {target} (its layout changed?)")
         link = bin_dir / command
         link.unlink(missing_ok=True)
         link.symlink_to(os.path.relpath(stage / target, bin_dir))
-
-
-# What each PyPI harness needs at run time beyond itself (its full dependency list pulls in UIs and datasets).
-HARNESS_DEPS: dict[str, tuple[str, ...]] = {
-    "mini-swe-agent": (
-        "pyyaml",
-        "requests",
-        "jinja2",
-        "pydantic>=2",
-        "tenacity",
-        "rich",
-        "python-dotenv",
-        "platformdirs",
-        "openai",
-        "typer",
-    ),
-}
-
-# Commands a harness's package ships as a bundled binary rather than a console script: bin/NAME -> path.
-HARNESS_BINS: dict[str, dict[str, str]] = {
-    "codex": {"codex": "codex_cli_bin/bin/codex"},
-}
-
-# Pure-Python dependencies published only as source: built into wheels on this host before the download.
-HARNESS_SDISTS: dict[str, tuple[str, ...]] = {
-    "kimi-cli": ("ripgrepy==2.2.0",),
-    "openhands": ("func-timeout==4.3.5",),
-}

@@ -21,8 +21,9 @@ import zipfile
 from pathlib import Path
 
 LOCKS = Path(__file__).with_name("locks")
-# Harness name -> (its distribution's wheel-file prefix, the Requires-Python it declares, ignored for it alone).
-CEILINGS: dict[str, tuple[str, str]] = {"openhands": ("openhands-", "==3.12.*")}
+# A harness's ceiling, as its layer names it (`image.LayerSpec.ceiling`): (its distribution's wheel-file prefix,
+# the Requires-Python it declares, ignored for it alone); None when it has none.
+Ceiling = tuple[str, str] | None
 
 
 def _lock(name: str) -> Path | None:
@@ -30,16 +31,16 @@ def _lock(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def fingerprint(name: str) -> str:
+def fingerprint(name: str, ceiling: Ceiling) -> str:
     """What of this module changes a harness's layer (its lock, its ceiling), for the layer's tag."""
     lock = _lock(name)
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()[:12] if lock else ""
-    return f"{digest}|{CEILINGS.get(name, '')}" if lock or name in CEILINGS else ""
+    return f"{digest}|{ceiling or ''}" if lock or ceiling else ""
 
 
-def download_flags(name: str, workdir: Path) -> list[str]:
+def download_flags(name: str, ceiling: Ceiling, workdir: Path) -> list[str]:
     """The extra `pip download` flags for this harness: its lock as constraints, its ceiling ignored."""
-    flags = ["--ignore-requires-python"] if name in CEILINGS else []
+    flags = ["--ignore-requires-python"] if ceiling else []
     lock = _lock(name)
     if lock is not None:
         constraints = workdir / f"{name}-constraints.txt"
@@ -48,12 +49,12 @@ def download_flags(name: str, workdir: Path) -> list[str]:
     return flags
 
 
-def unmet(name: str, pip: list[str], target: list[str], wheels: Path, timeout: float) -> str:
+def unmet(name: str, known: Ceiling, pip: list[str], target: list[str], wheels: Path, timeout: float) -> str:
     """'' when every wheel but the harness's own accepts the target Python (and its own declares the known
     ceiling); else one line saying which does not."""
-    if name not in CEILINGS:
+    if not known:
         return ""
-    prefix, ceiling = CEILINGS[name]
+    prefix, ceiling = known
     own = sorted(w for w in wheels.glob("*.whl") if w.name.startswith(prefix))
     if len(own) != 1:
         return f"{name}: expected one {prefix}*.whl among the downloaded wheels, found {len(own)}"

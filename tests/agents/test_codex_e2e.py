@@ -43,9 +43,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 @pytest.fixture(scope="session")
 def codex_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The Codex layer, built offline from the PyPI wheel that carries the real binary."""
+    from staminad.agents.layers import layer_spec
     from staminad.sandbox.image import build_harness
 
-    tag, _ = build_harness("codex", tmp_path_factory.mktemp("layer"))
+    tag, _ = build_harness(layer_spec("codex"), tmp_path_factory.mktemp("layer"))
     return tag
 
 

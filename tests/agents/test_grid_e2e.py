@@ -27,9 +27,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 @pytest.fixture(scope="session")
 def mini_layer(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The mini-swe-agent layer (built once, offline, as in `test_mini_e2e`)."""
+    from staminad.agents.layers import layer_spec
     from staminad.sandbox.image import build_harness
 
-    tag, _ = build_harness("mini-swe-agent", tmp_path_factory.mktemp("layer"))
+    tag, _ = build_harness(layer_spec("mini-swe-agent"), tmp_path_factory.mktemp("layer"))
     return tag
 
 

@@ -156,9 +156,9 @@ def test_a_sweep_with_a_harness_needs_an_llm_table(tmp_path: Path) -> None:
 
 def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> None:
     """A sweep mixing harnesses needs each harness's own layer and `[run] image` for the built-ins, once each."""
+    from staminad.agents.layers import layer_tag as harness_tag
     from staminad.engine.config import load_sweep, sweep_images
     from staminad.engine.runtime import harness_flag
-    from staminad.sandbox.image import harness_tag
 
     path = tmp_path / "s.toml"
     path.write_text(

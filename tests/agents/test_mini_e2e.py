@@ -33,9 +33,10 @@ PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
 @pytest.fixture(scope="session")
 def mini_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The mini-swe-agent layer, built offline from PyPI wheels fetched on this host."""
+    from staminad.agents.layers import layer_spec
     from staminad.sandbox.image import build_harness
 
-    tag, _ = build_harness("mini-swe-agent", tmp_path_factory.mktemp("layer"))
+    tag, _ = build_harness(layer_spec("mini-swe-agent"), tmp_path_factory.mktemp("layer"))
     return tag
 
 

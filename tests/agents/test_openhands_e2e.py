@@ -78,9 +78,10 @@ def test_openhands_passes_two_turns_and_a_feedback_retry_in_one_conversation(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Turn 0 passes, turn 1 on its retry; 5 metered chat calls; the retry continues the same conversation."""
+    from staminad.agents.layers import layer_spec
     from staminad.sandbox.image import build_harness
 
-    image, _ = build_harness("openhands", tmp_path_factory.mktemp("layer"))
+    image, _ = build_harness(layer_spec("openhands"), tmp_path_factory.mktemp("layer"))
     with StandIn(_script(tmp_path), model=MODEL) as standin:
         state = tmp_path / "st"
         done = _run(_sweep(tmp_path, standin, image, agent="openhands", model=MODEL), state, timeout=1500)

@@ -15,7 +15,7 @@ BASE = "http://172.20.0.1:41000/g/tok/v1"
 
 def _tuned(name: str, tokens: int = 131072, at: float = 0.75) -> tuple[dict[str, str], dict[str, str]]:
     h = HARNESSES[name]
-    return tune(name, "qwen3-coder", h.env(BASE, "qwen3-coder"), h.files(BASE, "qwen3-coder"), tokens, at)
+    return tune(h, "qwen3-coder", h.env(BASE, "qwen3-coder"), h.files(BASE, "qwen3-coder"), tokens, at)
 
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from staminad.agents.harnesses import HARNESSES
+from staminad.agents.layers import layer_spec
 from staminad.sandbox.image import SUITES, ImageError, build, harness_tag, recipe
 
 pytestmark = pytest.mark.docker
@@ -40,22 +41,18 @@ def test_harnesses_needing_a_newer_python_name_trixie() -> None:
     assert all(h.base in SUITES for h in HARNESSES.values())
 
 
-def test_a_harness_layer_tag_moves_with_its_base_and_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_harness_layer_tag_moves_with_its_base_and_pin() -> None:
     """The layer tag hashes the base recipe and the pin: another base or version gives another tag."""
-    import dataclasses
+    import msgspec
 
-    import staminad.agents.harnesses as harnesses
-
-    codex = harnesses.HARNESSES["codex"]
-    before = harness_tag("codex")
+    codex = layer_spec("codex")
+    before = harness_tag(codex)
     for changed in (
-        dataclasses.replace(codex, base="trixie"),
-        dataclasses.replace(codex, install="pypi:openai-codex-cli-bin==0.162.1"),
+        msgspec.structs.replace(codex, base="trixie"),
+        msgspec.structs.replace(codex, install="pypi:openai-codex-cli-bin==0.162.1"),
     ):
-        monkeypatch.setitem(harnesses.HARNESSES, "codex", changed)
-        assert harness_tag("codex") != before
-    monkeypatch.setitem(harnesses.HARNESSES, "codex", codex)
-    assert harness_tag("codex") == before
+        assert harness_tag(changed) != before
+    assert harness_tag(layer_spec(HARNESSES["codex"])) == before
 
 
 @pytest.mark.timeout(900)

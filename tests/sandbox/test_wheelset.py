@@ -11,6 +11,8 @@ from staminad.agents.harnesses import HARNESSES
 from staminad.sandbox.image import SUITES
 from staminad.sandbox.wheelset import LOCKS, download_flags, fingerprint, unmet
 
+OPENHANDS = HARNESSES["openhands"].layer.ceiling  # what its record hands the layer build
+
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
 
@@ -39,9 +41,9 @@ def test_only_the_harness_own_ceiling_is_ignored(tmp_path: Path) -> None:
     wheels.mkdir()
     _wheel(wheels, "openhands", "1.12.1", "==3.12.*")
     _wheel(wheels, "openhands-sdk", "1.11.4", ">=3.12")
-    assert unmet("openhands", PIP, _target(), wheels, 120) == ""
+    assert unmet("openhands", OPENHANDS, PIP, _target(), wheels, 120) == ""
     _wheel(wheels, "old-dep", "1.0", "<3.13")
-    problem = unmet("openhands", PIP, _target(), wheels, 120)
+    problem = unmet("openhands", OPENHANDS, PIP, _target(), wheels, 120)
     assert problem.startswith("openhands: a dependency does not run on the base's Python: ") and "old-dep" in problem
     assert "\n" not in problem
 
@@ -51,10 +53,10 @@ def test_a_changed_ceiling_is_refused_until_checked_anew(tmp_path: Path) -> None
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     _wheel(wheels, "openhands", "1.17.0", ">=3.12")
-    assert unmet("openhands", PIP, _target(), wheels, 120) == (
+    assert unmet("openhands", OPENHANDS, PIP, _target(), wheels, 120) == (
         "openhands: openhands-1.17.0-py3-none-any.whl declares Requires-Python '>=3.12', not '==3.12.*': check it anew"
     )
-    assert unmet("codex", PIP, _target(), wheels, 120) == ""  # no ceiling declared: nothing checked
+    assert unmet("codex", None, PIP, _target(), wheels, 120) == ""  # no ceiling declared: nothing checked
 
 
 def test_the_lock_is_the_pinned_release_and_moves_the_layer_tag(tmp_path: Path) -> None:
@@ -62,7 +64,8 @@ def test_the_lock_is_the_pinned_release_and_moves_the_layer_tag(tmp_path: Path) 
     lock = json.loads((LOCKS / "openhands.json").read_text())
     assert lock["install"] == HARNESSES["openhands"].install.removeprefix("pypi:")
     assert lock["install"] in lock["pins"]
-    flags = download_flags("openhands", tmp_path)
+    flags = download_flags("openhands", OPENHANDS, tmp_path)
     assert flags[0] == "--ignore-requires-python" and flags[1] == "--constraint"
     assert Path(flags[2]).read_text().split() == lock["pins"]
-    assert fingerprint("openhands") and fingerprint("codex") == "" and download_flags("codex", tmp_path) == []
+    assert fingerprint("openhands", OPENHANDS) and fingerprint("codex", None) == ""
+    assert download_flags("codex", None, tmp_path) == []

@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(os.path.abspath(__file__)).parent
 sys.path.insert(0, str(HERE.parent))
 
-from harnesses import HARNESSES  # type: ignore[import-not-found]  # noqa: E402 - beside this script
+from harnesses import HARNESSES  # type: ignore[import-not-found]  # noqa: E402 - the package beside this script
 from windows import tune  # type: ignore[import-not-found]  # noqa: E402 - beside this script
 
 HARNESS_FAILED = 3
@@ -54,7 +54,7 @@ def main() -> int:
     base, model = os.environ["STAMINA_LLM_BASE_URL"], os.environ["STAMINA_LLM_MODEL"]
     tokens = int(os.environ.get("STAMINA_LLM_CONTEXT_WINDOW") or 0)
     at = float(os.environ.get("STAMINA_LLM_COMPACT_AT") or 0.8)
-    settings, files = tune(harness.name, model, harness.env(base, model), harness.files(base, model), tokens, at)
+    settings, files = tune(harness, model, harness.env(base, model), harness.files(base, model), tokens, at)
     for rel, text in files.items():
         path = home / rel
         path.parent.mkdir(parents=True, exist_ok=True)
