@@ -54,7 +54,7 @@ def newest(home: Path, patterns: Iterable[str]) -> Path | None:
 
 
 def read_transcript(home: Path, harness: str) -> Transcript | None:
-    """The transcript the harness left under `home`, or None (no such harness, parser or file)."""
+    """The transcript the harness left under `home`, or None (no such harness, no reader for it, or no file)."""
     h = HARNESSES.get(harness)
     reader = h.transcript if h is not None else None
     if reader is None:

@@ -58,7 +58,7 @@ def _turns(text: str, cut: bool) -> Iterator[Turn]:
 
 
 def _window(model: str, tokens: int, limit: int, at: float, env: dict[str, str], files: dict[str, str]) -> None:
-    """`CLAUDE_CODE_MAX_CONTEXT_TOKENS` and `..._AUTO_COMPACT_WINDOW`; compaction at `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`."""
+    """`CLAUDE_CODE_MAX_CONTEXT_TOKENS`, `..._AUTO_COMPACT_WINDOW`; compaction at `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`."""
     env |= {
         "CLAUDE_CODE_MAX_CONTEXT_TOKENS": str(tokens),
         "CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(tokens),
