@@ -1,7 +1,8 @@
 """`staminad report --html`: the viewer's pages as one static, self-contained site (no server, no script).
 
 The same templates and page data as the live viewer, linked file to file; figures are embedded as data
-URIs, so the directory can go into a paper's supplement as it is.
+URIs, so the directory can go into a paper's supplement as it is. Comparison pages: the best configuration
+against each other one, and each harness across the sweep's models.
 """
 
 from __future__ import annotations
@@ -38,8 +39,7 @@ def write_site(state_dir: Path, out: Path, sweeps: list[str] | None = None, figu
         page(links.home(), "sweeps.html", **front)
         for s in front["sweeps"]:
             sweep = model.sweep_page(conn, s["id"])
-            best = max((c for c in sweep["configs"] if c["mean"] is not None), key=lambda c: c["mean"], default=None)
-            pairs = [(best["name"], c["name"]) for c in sweep["configs"] if best and c["name"] != best["name"]]
+            pairs = comparisons(sweep["configs"])
             page(links.sweep(s["id"]), "sweep.html", comparisons=pairs, **sweep)
             for row in sweep["grid"]:
                 page(
@@ -52,6 +52,23 @@ def write_site(state_dir: Path, out: Path, sweeps: list[str] | None = None, figu
     finally:
         conn.close()
     return written
+
+
+def comparisons(configs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The comparison pages a static site carries: the best configuration against each other one, then each harness
+    across models (its configuration on the sweep's first model against the same harness, R and feedback on each
+    other model), each pair once."""
+    best = max((c for c in configs if c["mean"] is not None), key=lambda c: c["mean"], default=None)
+    pairs = [(best["name"], c["name"]) for c in configs if best and c["name"] != best["name"]]
+    first: dict[tuple[str, int, str], str] = {}
+    for c in configs:
+        if not c["model"]:
+            continue  # a store from before models were an axis records none
+        key = (c["agent"], c["retries"], c["feedback"])
+        a = first.setdefault(key, c["name"])
+        if a != c["name"] and (a, c["name"]) not in pairs and (c["name"], a) not in pairs:
+            pairs.append((a, c["name"]))
+    return pairs
 
 
 def _figures(figures: Any) -> list[dict[str, str]]:

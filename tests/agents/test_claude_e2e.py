@@ -10,7 +10,6 @@ harnesses in Docker: the reference agent runs in the base image, Claude Code in 
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import sqlite3
@@ -20,12 +19,10 @@ from typing import Any
 
 import pytest
 
-from staminad.bench.readme import render_readme
-from staminad.bench.scenario import ScenarioParams, generate
-from staminad.bench.texts import change_prompt, initial_prompt, render_spec
-from staminad.reference import agent as reference_agent
+from staminad.bench.scenario import ScenarioParams
 from tests.helpers.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
-from tests.helpers.standin import Fault, Reply, StandIn
+from tests.helpers.scripts import claude_script as _script
+from tests.helpers.standin import Fault, StandIn
 from tests.helpers.standin import OutageAt as _OutageAt
 
 pytestmark = [
@@ -48,49 +45,6 @@ def claude_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -
 
     tag, _ = build_harness(layer_spec("claude-code"), tmp_path_factory.mktemp("layer"))
     return tag
-
-
-def _reference_files(tmp: Path) -> list[dict[str, str]]:
-    """The reference agent's files for turn 0 and for turn 1, as {name: text}."""
-    scenario = generate(0, PARAMS)
-    work = tmp / "scripted"
-    work.mkdir()
-    (work / "README.md").write_text(render_readme("python"))
-    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
-    out = []
-    for prompt in (initial_prompt("python"), change_prompt(scenario.turns[0], scenario.initial)[0]):
-        reference_agent.run(work, prompt, None, False)
-        out.append({name: (work / name).read_text() for name in FILES})
-    return out
-
-
-def _script(tmp: Path, false_claim: bool = True) -> list[Reply]:
-    """The model's side: Write the files, Bash-check, finish; turn 1: a false claim (tests fail), then the fix."""
-    turn0, turn1 = _reference_files(tmp)
-    writes = [
-        {"name": "Write", "arguments": {"file_path": f"/workspace/{name}", "content": text}}
-        for name, text in turn0.items()
-    ]
-    # Files that exist already are rewritten through Bash: Claude Code's Write refuses a file it has not Read.
-    rewrite = " && ".join(
-        f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {name}" for name, text in turn1.items()
-    )
-    check = {
-        "name": "Bash",
-        "arguments": {
-            "command": "python3 -m py_compile server.py && echo compiled",
-            "description": "Check the server compiles",
-        },
-    }
-    return [
-        Reply(content="I'll write the server.", tool_calls=writes),
-        Reply(tool_calls=[check]),
-        Reply(content="The server is written and compiles."),
-        *([Reply(content="The change is made.")] if false_claim else []),
-        Reply(tool_calls=[{"name": "Bash", "arguments": {"command": rewrite, "description": "Apply"}}]),
-        Reply(tool_calls=[check]),
-        Reply(content="Fixed: the change is in place."),
-    ]
 
 
 def _sweep(

@@ -18,24 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from staminad.bench.readme import render_readme
-from staminad.bench.scenario import generate
-from staminad.bench.texts import change_prompt, initial_prompt, render_spec
-from staminad.reference import agent as reference_agent
 from tests.helpers.e2e import (
     CODEX_MODEL as MODEL,
 )
 from tests.helpers.e2e import (
-    FILES,
-    PARAMS,
     attempt_rows,
     run_sweep,
     scenario_end,
     started_outcomes,
 )
 from tests.helpers.e2e import codex_sweep as _sweep
-from tests.helpers.e2e import rewrite_files as _rewrite
-from tests.helpers.standin import Fault, OutageAt, Reply, StandIn
+from tests.helpers.scripts import codex_script as _script
+from tests.helpers.standin import Fault, OutageAt, StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 
@@ -48,44 +42,6 @@ def codex_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) ->
 
     tag, _ = build_harness(layer_spec("codex"), tmp_path_factory.mktemp("layer"))
     return tag
-
-
-def _add_patch(workspace: Path) -> str:
-    """An apply_patch patch adding the reference agent's files."""
-    lines = ["*** Begin Patch"]
-    for name in FILES:
-        lines.append(f"*** Add File: {name}")
-        lines += [f"+{line}" for line in (workspace / name).read_text().splitlines()]
-    return "\n".join([*lines, "*** End Patch"]) + "\n"
-
-
-def _script(tmp: Path) -> list[Reply]:
-    """The model's side: patch in the server, check it, finish; then a do-nothing attempt; then the fix."""
-    scenario = generate(0, PARAMS)
-    work = tmp / "scripted"
-    work.mkdir()
-    (work / "README.md").write_text(render_readme("python"))
-    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
-    reference_agent.run(work, initial_prompt("python"), None, False)
-    replies = [
-        Reply(content="Adding the server.", tool_calls=[{"name": "apply_patch", "input": _add_patch(work)}]),
-        Reply(
-            tool_calls=[
-                {
-                    "name": "exec_command",
-                    "arguments": {"cmd": "chmod +x run_server.sh && python3 -m py_compile server.py && echo compiled"},
-                }
-            ]
-        ),
-        Reply(content="The server is written and compiles."),
-        Reply(content="Nothing needs to change."),
-    ]  # turn 1, attempt 1: its tests fail
-    reference_agent.run(work, change_prompt(scenario.turns[0], scenario.initial)[0], None, False)
-    return [
-        *replies,
-        Reply(tool_calls=[{"name": "exec_command", "arguments": {"cmd": _rewrite(work)}}]),
-        Reply(content="Applied the changes."),
-    ]
 
 
 def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:

@@ -17,8 +17,8 @@ import pytest
 
 from staminad.analysis.data import load
 from staminad.analysis.report import build, markdown
-from tests.agents.test_mini_e2e import PARAMS, _script
-from tests.helpers.e2e import run_sweep
+from tests.helpers.e2e import PARAMS, run_sweep
+from tests.helpers.scripts import mini_script as _script
 from tests.helpers.standin import StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]

@@ -8,7 +8,6 @@ the turn-1 request carries the whole turn-0 exchange before the new prompt.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import sqlite3
@@ -18,11 +17,9 @@ from typing import Any
 
 import pytest
 
-from staminad.bench.readme import render_readme
-from staminad.bench.scenario import ScenarioParams, generate
-from staminad.bench.texts import change_prompt, initial_prompt, render_spec
-from staminad.reference import agent as reference_agent
+from staminad.bench.scenario import ScenarioParams
 from tests.helpers.e2e import attempt_rows, run_sweep, scenario_end, started_outcomes, write_sweep
+from tests.helpers.scripts import mini_script as _script
 from tests.helpers.standin import Fault, OutageAt, Reply, StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
@@ -38,35 +35,6 @@ def mini_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
     tag, _ = build_harness(layer_spec("mini-swe-agent"), tmp_path_factory.mktemp("layer"))
     return tag
-
-
-def _write_files(workspace: Path) -> str:
-    """A bash command that recreates the reference agent's output files exactly."""
-    parts = []
-    for name in ("server.py", "config.json", "run_server.sh"):
-        data = base64.b64encode((workspace / name).read_bytes()).decode()
-        parts.append(f"echo {data} | base64 -d > {name}")
-    return " && ".join(parts) + " && chmod +x run_server.sh && ls"
-
-
-def _script(tmp: Path) -> list[Reply]:
-    """The model's side of the conversation: write the server, submit; apply the change, submit."""
-    scenario = generate(0, PARAMS)
-    work = tmp / "scripted"
-    work.mkdir()
-    (work / "README.md").write_text(render_readme("python"))
-    (work / "initial_specification.md").write_text(render_spec(scenario.initial))
-    replies = []
-    prompts = [initial_prompt("python"), change_prompt(scenario.turns[0], scenario.initial)[0]]
-    for prompt in prompts:
-        reference_agent.run(work, prompt, None, False)
-        replies += [
-            Reply(tool_calls=[{"name": "bash", "arguments": {"command": _write_files(work)}}]),
-            Reply(
-                tool_calls=[{"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]
-            ),
-        ]
-    return replies
 
 
 @pytest.mark.timeout(900)

@@ -11,8 +11,9 @@ inside a 200 stream (`stream_error`: Anthropic's overloaded `event: error`, the 
 `response.failed`, a chat server's error chunk). Like a server started with some endpoints only, it can
 serve a subset of the three APIs (`apis`; the others answer 404), and refuse tool calling as vLLM does when
 started without `--enable-auto-tool-choice` (`tools=False`: a request with tools answers 400). Every request
-is kept, so a test can check what a harness sent (its whole conversation so far, for one). This is the only
-fake in the tests: no LLM runs here.
+is kept, so a test can check what a harness sent (its whole conversation so far, for one). `PerApi` keeps one
+script per API, for harnesses of different protocols sharing one server. This is the only fake in the tests: no
+LLM runs here.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class StandIn:
         self.server.shutdown()
         self.server.server_close()
 
-    def next(self) -> tuple[Fault | None, Reply | None]:
+    def next(self, api: str = "") -> tuple[Fault | None, Reply | None]:
+        """The next fault queued, else the next scripted reply (`api`: the protocol asked in, for `PerApi`)."""
         with self.lock:
             if self.faults:
                 return self.faults.popleft(), None
@@ -151,11 +153,11 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:  # noqa: C901 - 
         def _answer(self, body: dict[str, Any]) -> None:
             path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
             api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else "chat"
-            fault, reply = standin.next()
+            fault, reply = standin.next(api)
             if fault is not None:
                 if self._fault(fault, api):
                     return
-                fault, reply = None, standin.next()[1]
+                fault, reply = None, standin.next(api)[1]
             assert reply is not None
             prompt_tokens = _tokens(json.dumps(body.get("messages", body.get("input", ""))))
             out_tokens = _tokens(reply.reasoning + reply.content + json.dumps(reply.tool_calls))
@@ -644,9 +646,26 @@ class OutageAt(StandIn):
         super().__init__(replies, model=model)
         self.left, self.pending = left, faults
 
-    def next(self) -> tuple[Fault | None, Reply | None]:
+    def next(self, api: str = "") -> tuple[Fault | None, Reply | None]:
         with self.lock:
             if self.pending and len(self.replies) == self.left:
                 self.faults.extend(self.pending)
                 self.pending = []
-        return super().next()
+        return super().next(api)
+
+
+class PerApi(StandIn):
+    """The stand-in serving several harnesses at once, one per protocol (as one vLLM server serves chat, Responses
+    and Anthropic messages): each API (`chat`, `responses`, `anthropic`) replays its own script, so harnesses
+    running side by side do not take each other's replies."""
+
+    def __init__(self, scripts: dict[str, list[Reply]], model: str = "standin-1") -> None:
+        super().__init__(model=model, apis=tuple(scripts))
+        self.scripts = {api: deque(replies) for api, replies in scripts.items()}
+
+    def next(self, api: str = "") -> tuple[Fault | None, Reply | None]:
+        with self.lock:
+            if self.faults:
+                return self.faults.popleft(), None
+            script = self.scripts[api]
+            return None, script.popleft() if script else Reply(content="(script exhausted)")
