@@ -187,14 +187,18 @@ class LayerSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def harness_tag(spec: LayerSpec) -> str:
-    """The content-addressed tag of a harness layer: its install pin on top of its base image."""
+    """The content-addressed tag of a harness layer: its install pin, dependencies and sdists on its base image."""
     if spec.base not in SUITES:
         raise ImageError(f"{spec.name}: unknown Debian suite {spec.base!r}; choose from {', '.join(SUITES)}")
     target = SUITES[spec.base].python_target()
     carry = f"|{spec.carry}" if spec.carry else ""
     bins = sorted(spec.bins)
     ceiling = fingerprint(spec.name, spec.ceiling)
-    key = f"{recipe(suite=spec.base).tag()}|{spec.install}|{target}|{bins}{carry}{ceiling}|{_COMPILE}"
+    # What is installed beside the harness (its pinned dependencies, its sdists built on the host) is part of the
+    # layer too: a changed pin is a new tag, never the old layer found under the old one.
+    extra = f"|deps={sorted(spec.deps)}" if spec.deps else ""
+    extra += f"|sdists={sorted(spec.sdists)}" if spec.sdists else ""
+    key = f"{recipe(suite=spec.base).tag()}|{spec.install}|{target}|{bins}{carry}{ceiling}|{_COMPILE}{extra}"
     return f"{REPO}:{spec.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 

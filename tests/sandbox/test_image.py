@@ -42,7 +42,7 @@ def test_harnesses_needing_a_newer_python_name_trixie() -> None:
 
 
 def test_a_harness_layer_tag_moves_with_its_base_and_pin() -> None:
-    """The layer tag hashes the base recipe and the pin: another base or version gives another tag."""
+    """The layer tag hashes the base recipe, the pin, the pinned dependencies and the sdists: any change, a new tag."""
     import msgspec
 
     codex = layer_spec("codex")
@@ -50,6 +50,8 @@ def test_a_harness_layer_tag_moves_with_its_base_and_pin() -> None:
     for changed in (
         msgspec.structs.replace(codex, base="trixie"),
         msgspec.structs.replace(codex, install="pypi:openai-codex-cli-bin==0.162.1"),
+        msgspec.structs.replace(codex, deps=("litellm==1.80.0",)),
+        msgspec.structs.replace(codex, sdists=("ripgrepy==2.0.0",)),
     ):
         assert harness_tag(changed) != before
     assert harness_tag(layer_spec(HARNESSES["codex"])) == before
