@@ -43,9 +43,10 @@ CALLS = {"mini-swe-agent": ("chat", 4), "claude-code": ("anthropic", 6), "codex"
 @pytest.fixture(scope="session")
 def layers(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The three harnesses' layers, built offline once per machine (as each harness's own end-to-end test)."""
+    from staminad.agents.layers import layer_spec
     from staminad.sandbox.image import build_harness
 
-    return {name: build_harness(name, tmp_path_factory.mktemp("layer"))[0] for name in HARNESSES}
+    return {name: build_harness(layer_spec(name), tmp_path_factory.mktemp("layer"))[0] for name in HARNESSES}
 
 
 def _scripts(tmp: Path) -> dict[str, list[Reply]]:
