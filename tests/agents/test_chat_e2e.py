@@ -140,4 +140,4 @@ def test_a_cost_cap_ends_the_scenario_capped(
     assert done.returncode == 0, done.stdout + done.stderr
     status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1), done.stdout
-    assert reason.startswith("scenario cost cap of $0.00 reached"), reason
+    assert (reason or "").startswith("scenario cost cap of $0.00 reached"), reason

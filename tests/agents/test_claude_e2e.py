@@ -126,7 +126,7 @@ def test_an_upstream_outage_is_an_infra_retry_for_claude_code(
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = attempt_rows(tmp_path / "st")
-    expected = [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
+    expected: list[tuple[int, int, int, str, str | None]] = [(0, 1, 0, "pass", None), (1, 1, 0, "pass", None)]
     # A 503 is retried by the gateway until the outage timeout: one outage. A connection lost after the request
     # went out is never sent again (the model may still be working on it): each reset is an outage of its own.
     outages = 2 if fault.kind == "reset" else 1
@@ -157,4 +157,4 @@ def test_a_cost_cap_ends_a_claude_code_scenario_capped(tmp_path: Path, claude_im
     assert done.returncode == 0, done.stdout + done.stderr
     status, passed, reason = scenario_end(tmp_path / "st")
     assert (status, passed) == ("capped", 1), done.stdout
-    assert reason.startswith("scenario cost cap of $0.00 reached")
+    assert (reason or "").startswith("scenario cost cap of $0.00 reached")

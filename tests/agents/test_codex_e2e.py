@@ -121,7 +121,7 @@ def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, codex_ima
         done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="scenario_cost_cap = 0.01"), tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     status, passed, reason = scenario_end(tmp_path / "st")
-    assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.01 reached")
+    assert (status, passed) == ("capped", 1) and (reason or "").startswith("scenario cost cap of $0.01 reached")
     assert "capped" in done.stdout
 
 

@@ -21,8 +21,8 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.agents.test_mini_e2e import _script as mini_script
 from tests.helpers.e2e import CODEX_MODEL, PARAMS, attempt_rows, rewrite_files, run_sweep, scenario_end, write_sweep
+from tests.helpers.scripts import mini_script
 from tests.helpers.standin import Fault, Reply, StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]

@@ -109,7 +109,7 @@ def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, mini_imag
         done = _run(sweep, tmp_path / "st")
     assert done.returncode == 0, done.stdout + done.stderr
     status, passed, reason = scenario_end(tmp_path / "st")
-    assert (status, passed) == ("capped", 1) and reason.startswith("scenario cost cap of $0.50 reached")
+    assert (status, passed) == ("capped", 1) and (reason or "").startswith("scenario cost cap of $0.50 reached")
     assert "capped" in done.stdout
 
 

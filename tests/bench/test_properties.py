@@ -87,9 +87,9 @@ def test_states_keep_growing_for_a_thousand_turns(sampler: str, naming: str) -> 
 def test_every_change_type_is_drawn() -> None:
     """Both samplers exercise all 16 change types of the action space within a few scenarios."""
     for sampler in ("uniform", "weighted"):
-        seen = set()
+        seen: set[str | int | None] = set()
         for seed in range(4):
-            for batch in generate(seed, ScenarioParams(turns=60, sampler=sampler)).turns:  # type: ignore[arg-type]
+            for batch in generate(seed, ScenarioParams(turns=60, sampler=sampler)).turns:
                 seen.update(type(c).__struct_config__.tag for c in batch)
         assert seen == set(CHANGE_KINDS), set(CHANGE_KINDS) - seen
 
@@ -129,7 +129,7 @@ def test_entity_rename_propagates_but_keeps_referencing_field_names() -> None:
             assert new_owner is not None
             moved = new_owner.field(field.name)
             assert moved is not None and moved.target == old + "Renamed"
-            assert all(a.entity != old for a in after.analytics + tuple(after.actions))  # type: ignore[operator]
+            assert all(a.entity != old for a in after.analytics + tuple(after.actions))
             return
     raise AssertionError("no scenario with a reference in 40 seeds")
 

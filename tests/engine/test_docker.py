@@ -70,6 +70,7 @@ async def test_sweeps_of_one_name_in_two_state_dirs_keep_their_own_containers(
     ours, theirs = docker_factory(sw.run, PortAllocator()), docker_factory(sw.run, PortAllocator())
     mine = ours(tmp_path / "a" / "sandboxes" / "same" / "c1-s0", "reference/0")
     other = theirs(tmp_path / "b" / "sandboxes" / "same" / "c1-s0", "reference/0")
+    assert isinstance(mine, DockerSandbox) and isinstance(other, DockerSandbox)
     try:
         await mine.prepare()
         await other.prepare()

@@ -111,7 +111,12 @@ async def test_a_sweep_over_two_engines_gives_the_local_results_with_no_bind_mou
     seen: dict[str, dict[str, Any]] = {}
     tested, received = anyio.create_memory_object_stream[None](100)
     recorder = Recorder()
-    recorder.hooks.append(lambda d: isinstance(d, AttemptTested) and tested.send_nowait(None))
+
+    def on_tested(event: EventData) -> None:
+        if isinstance(event, AttemptTested):
+            tested.send_nowait(None)
+
+    recorder.hooks.append(on_tested)
 
     async def look() -> None:  # at each tested attempt, what both engines hold of the sweep
         async for _ in received:

@@ -93,8 +93,8 @@ async def test_a_port_taken_before_the_server_binds_it_is_an_infra_retry_on_a_fr
     finally:
         for s in held:
             s.close()
-    s = res["reference R=1 detailed"]
-    assert s.statuses == {"done": 1} and s.infra == {"port_taken": 1}
+    config = res["reference R=1 detailed"]
+    assert config.statuses == {"done": 1} and config.infra == {"port_taken": 1}
     assert len(ports) == 2 and ports[1] != ports[0]  # the retry's server got a fresh port
     async with await Store.open(tmp_path / "state" / "staminad.db") as store:
         ((_, row),) = await store.scenarios(f"taken-{how}")

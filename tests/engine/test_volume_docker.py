@@ -78,7 +78,7 @@ async def test_volume_sweep_matches_mount_results(tmp_path: Path, sandbox_image:
     label = f"{LABEL_SANDBOXES}={sandboxes}"
     async with aiodocker.Docker() as client:
         assert await client.containers.list(all=True, filters={"label": [label]}) == []
-        assert not (await client.volumes.list(filters={"label": [label]})).get("Volumes")  # type: ignore[no-untyped-call]
+        assert not (await client.volumes.list(filters={"label": [label]})).get("Volumes")
 
 
 async def test_a_restarted_daemon_finds_the_running_harness_on_volumes_and_nothing_runs_twice(
@@ -371,7 +371,7 @@ async def test_kill_9_at_early_points_of_a_volume_sweep_changes_no_result(tmp_pa
         async with aiodocker.Docker() as client:  # the sweep's end removed what the killed runs left
             label = f"{LABEL_SANDBOXES}={sandboxes}"
             assert await client.containers.list(all=True, filters={"label": [label]}) == []
-            assert not (await client.volumes.list(filters={"label": [label]})).get("Volumes")  # type: ignore[no-untyped-call]
+            assert not (await client.volumes.list(filters={"label": [label]})).get("Volumes")
     finally:
         async with aiodocker.Docker() as docker:
             for state in (calm, killed):

@@ -189,6 +189,7 @@ async def test_unknown_routes_and_garbage_get_clear_errors() -> None:
         async with gateway(standin) as (gw, route, _, _), httpx.AsyncClient() as client:
             r = await client.post(f"http://127.0.0.1:{gw.port}/g/nope/v1/chat/completions", json=_chat())
             assert r.status_code == 404 and "unknown gateway route" in r.text
+            assert gw.port is not None
             async with await anyio.connect_tcp("127.0.0.1", gw.port) as raw:
                 await raw.send(b"\x00\x01garbage\r\n\r\n")
                 with anyio.fail_after(10):

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from staminad.bench.naming import NamingMode
 from staminad.bench.readme import render_readme
+from staminad.bench.sampler import SamplerName
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.schema import State
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -36,14 +38,14 @@ AGENT = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"
     sampler=st.sampled_from(["uniform", "weighted"]),
     k=st.integers(1, 7),
 )
-def test_texts_round_trip_to_the_exact_state(seed: int, naming: str, sampler: str, k: int) -> None:
+def test_texts_round_trip_to_the_exact_state(seed: int, naming: NamingMode, sampler: SamplerName, k: int) -> None:
     """Parsing the spec and every change prompt rebuilds each state exactly: the texts are complete."""
     scenario = generate(
         seed,
         ScenarioParams(
             turns=25,
             naming=naming,
-            sampler=sampler,  # type: ignore[arg-type]
+            sampler=sampler,
             changes_per_turn=k,
         ),
     )

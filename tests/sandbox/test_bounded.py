@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import random
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -13,11 +15,14 @@ from staminad.engine.loc import CHUNK, MAX_FILE_BYTES, count_loc
 from staminad.engine.markers import read_marker
 from staminad.sandbox.bounded import NotSmallFileError, read_int, read_small_file, read_tail
 
+T = TypeVar("T")
 
-def _peak(fn: object) -> tuple[object, int]:
+
+def _peak(fn: Callable[[], T]) -> tuple[T, int]:
+    """What `fn` returns and the peak of memory it allocated meanwhile."""
     tracemalloc.start()
     try:
-        result = fn()  # type: ignore[operator]
+        result = fn()
         return result, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -59,7 +64,7 @@ def test_a_huge_marker_is_unreadable_not_loaded(tmp_path: Path) -> None:
         fh.write(b'{"exit": 0, "pad": "')
         fh.truncate(1 << 30)
     marker, peak = _peak(lambda: read_marker(path))
-    assert marker is not None and marker["exit"] is None and "unreadable" in marker["error"]  # type: ignore[index]
+    assert marker is not None and marker["exit"] is None and "unreadable" in marker["error"]
     assert peak < 1 << 20
     path.write_text("[1, 2]")
     assert read_marker(path)["error"] == "unreadable marker: not a JSON object"  # type: ignore[index]
@@ -93,7 +98,7 @@ def test_control_reads_refuse_fifos_and_links_at_once(tmp_path: Path) -> None:
     assert read_int(fifo) is None and read_int(link) is None and read_int(target) == 42
     assert read_tail(fifo, 100) == "" and read_tail(link, 100) == ""
     marker = read_marker(fifo)
-    assert marker is not None and "unreadable" in marker["error"]  # type: ignore[index]
+    assert marker is not None and "unreadable" in marker["error"]
 
 
 def test_a_small_file_read_refuses_fifos_devices_and_oversized_files(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from staminad.sandbox.codekeep import read_listing, read_text
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.snapshot import tar_bytes
-from staminad.sandbox.volume import PARTS, VolumeFactory, VolumeSandbox
+from staminad.sandbox.volset import PARTS
+from staminad.sandbox.volume import VolumeFactory, VolumeSandbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
@@ -151,7 +152,7 @@ async def test_the_reaper_removes_containers_and_volumes_by_label(tmp_path: Path
     label = f"staminabench.sandboxes={sandboxes.resolve()}"
     async with aiodocker.Docker() as client:
         assert await client.containers.list(all=True, filters={"label": [label]}) == []
-        found = await client.volumes.list(filters={"label": [label]})  # type: ignore[no-untyped-call]
+        found = await client.volumes.list(filters={"label": [label]})
         assert not found.get("Volumes")
 
 
@@ -279,7 +280,7 @@ async def test_a_container_that_cannot_be_used_is_made_anew_by_prepare(tmp_path:
     as an older daemon might have left) is replaced within one prepare, instead of failing every retry."""
     box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
     async with aiodocker.Docker() as client:
-        config = {"Image": box.image, "Cmd": ["sleep", "3600"], "Labels": box._labels()}
+        config: dict[str, Any] = {"Image": box.image, "Cmd": ["sleep", "3600"], "Labels": box._labels()}
         config["HostConfig"] = {"NetworkMode": "none"}
         decoy = await client.containers.create(config=config, name=box.name)
         await decoy.start()
@@ -298,7 +299,7 @@ async def test_volumes_an_older_daemon_made_keep_their_workspace(tmp_path: Path,
     box = volumes(root, "reference/0")
     async with aiodocker.Docker() as client:
         for part in PARTS:
-            await client.volumes.create({"Name": box.volume(part), "Labels": box._labels()})  # type: ignore[no-untyped-call]
+            await client.volumes.create({"Name": box.volume(part), "Labels": box._labels()})
     await box.prepare()
     assert not box.restored
     _, log = await run_job(box, "t0", "ls; stat -c %u .\n")

@@ -60,6 +60,7 @@ async def test_sweep_figures_per_scenario_agree_with_replaying_every_attempt(tmp
         # Scenario 0 gets the history out of attempt order (the last row written is not the last attempt),
         # scenario 1 only infra failures, scenario 2 nothing.
         for turn, attempt, infra_try, outcome in [*reversed(HISTORY[:-1]), (0, 1, 0, "infra"), (0, 1, 1, "infra")]:
+            assert outcome is not None  # the unfinished row is left out above
             scenario = ids[0] if (turn, attempt, infra_try, outcome) in HISTORY else ids[1]
             row = await store.begin_attempt(scenario, turn, attempt, infra_try, "turn", "p")
             await store.tested(row.id, Verdict(outcome=outcome, feedback="", infra_kind=kinds[outcome]))

@@ -40,6 +40,6 @@ class ReplayServer(App):
             answer = (status, json.loads(json.dumps(payload)))  # a copy: the store's objects change later
             self.table[key] = self.loose[request] = answer
             return answer
-        answer = self.table.get(key) or self.loose.get(request)
-        self.replayed += answer is not None
-        return answer or NOT_RECORDED
+        found = self.table.get(key) or self.loose.get(request)
+        self.replayed += found is not None
+        return found or NOT_RECORDED

@@ -27,7 +27,8 @@ with open(os.environ["STAMINABENCH_ST_FACTS"], encoding="utf-8") as _fh:
 
 
 def _facts(case: Any) -> dict[str, Any] | None:
-    return _FACTS["operations"].get(f"{case.operation.method.upper()} {case.operation.path}")
+    found: dict[str, Any] | None = _FACTS["operations"].get(f"{case.operation.method.upper()} {case.operation.path}")
+    return found
 
 
 def _get(path: str) -> tuple[int, Any]:

@@ -70,20 +70,20 @@ def test_history_tests_appear_after_renames_and_deletions() -> None:
 
 def test_history_survives_a_rename_cycle_within_one_turn() -> None:
     """Renaming A->B then B->A in one turn is legal; the history still resolves names (no endless lookup)."""
-    from staminad.bench.changes import DeleteField, RenameEntity, transition
+    from staminad.bench.changes import Change, DeleteField, RenameEntity, transition
     from staminad.suite.history import turn_history
 
     state = SCENARIO.initial
     a, b = state.entities[0].name, state.entities[0].name + "Tmp"
     field = state.entities[0].fields[0].name
-    changes = [DeleteField(a, field), RenameEntity(a, b), RenameEntity(b, a)]
+    changes: list[Change] = [DeleteField(a, field), RenameEntity(a, b), RenameEntity(b, a)]
     after = transition(state, changes)
     history = turn_history(None, state, changes, after)
     assert history.removed_fields == ((a, field, "deleted"),)
     assert history.retired_endpoints == (b.lower(),)
 
 
-def _state_with(pred):  # type: ignore[no-untyped-def]
+def _state_with(pred):
     for turn in range(41):
         state, _ = state_and_history(SCENARIO, turn)
         found = pred(state)
@@ -109,11 +109,11 @@ def test_history_records_analytics_and_actions_a_field_deletion_takes_along() ->
 
 def test_history_records_a_renamed_fields_old_analytics_path_and_a_deleted_entitys_reference_fields() -> None:
     """A field rename retires its old analytics paths; an entity deletion drops other entities' references to it."""
-    from staminad.bench.changes import DeleteEntity, RenameField, transition
+    from staminad.bench.changes import Change, DeleteEntity, RenameField, transition
     from staminad.suite.history import turn_history
 
     state, a = _state_with(lambda s: next((a for a in s.analytics if a.field), None))
-    changes = [RenameField(a.entity, a.field, "renamed_for_test")]
+    changes: list[Change] = [RenameField(a.entity, a.field, "renamed_for_test")]
     history = turn_history(None, state, changes, transition(state, changes))
     assert a.path() in history.removed_analytics
     state, (owner, f) = _state_with(

@@ -414,7 +414,12 @@ def test_interrupt_from_another_thread_ends_the_request_in_flight_and_later_ones
         conn.read_request()  # never answers; holds the connection until the client goes
 
     with RawServer(serve).running() as server, Http11Transport.for_url(server.url, timeout=60.0) as t:
-        stopper = threading.Thread(target=lambda: (read.wait(10), t.interrupt()))
+
+        def stop() -> None:
+            read.wait(10)
+            t.interrupt()
+
+        stopper = threading.Thread(target=stop)
         stopper.start()
         with pytest.raises(TransportError, match="stopped") as info:
             t.request("GET", "/", None)

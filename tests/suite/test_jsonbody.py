@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from staminad.suite.jsonbody import MAX_DEPTH, Unusable, decode, nested_deeper_than
-from staminad.suite.model import Equals, IsInteger, ListIds
+from staminad.suite.model import Check, Equals, IsInteger, ListIds
 from staminad.suite.runner import QUOTED, check_failure
 
 TRICKY = '[]{}"\\ab\u00e9'  # brackets, quotes and escapes inside strings, and a multi-byte character
@@ -81,7 +81,7 @@ def test_what_json_loads_always_took_is_still_read() -> None:
 def test_checks_quote_a_servers_values_bounded_and_printable() -> None:
     """A huge value, a long id list, a lone surrogate and a 1,000-digit integer fail checks with short messages."""
     huge = list(range(100_000))
-    cases = [
+    cases: list[tuple[Check, Any]] = [
         (Equals(("a",), 1), {"a": huge}),
         (Equals(("a",), 1), {"a": 10**999}),  # too large for a float: compared without OverflowError
         (Equals(("a",), 1.5), {"a": -(10**999)}),

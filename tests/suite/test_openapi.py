@@ -22,7 +22,7 @@ STATES = [generate(seed, ScenarioParams(turns=40)).state_at(turn) for seed in ra
 
 def _valid(doc: dict[str, Any], schema: dict[str, Any], value: Any) -> bool:
     resolver_doc = {"components": doc["components"], **schema}
-    return jsonschema.Draft202012Validator(resolver_doc).is_valid(value)
+    return bool(jsonschema.Draft202012Validator(resolver_doc).is_valid(value))
 
 
 def _fields(kind: str | None = None) -> list[tuple[State, str, Field]]:

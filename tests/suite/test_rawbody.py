@@ -100,7 +100,7 @@ def test_every_endpoint_that_takes_a_body_gets_raw_bodies_whenever_it_exists() -
             assert ("POST", f"/{e.endpoint}") in sent, (seed, turn, e.name)
             assert any(m == "PATCH" and p.startswith(f"/{e.endpoint}/") for m, p in sent), (seed, turn, e.name)
         for a in state.actions:
-            ep = state.entity(a.entity).endpoint  # type: ignore[union-attr]
+            ep = state.entity(a.entity).endpoint
             assert any(m == "POST" and p.startswith(f"/{ep}/") and p.endswith(f"/{a.name}") for m, p in sent), (
                 seed,
                 turn,

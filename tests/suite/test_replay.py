@@ -30,7 +30,7 @@ Turn = tuple[int, State, History | None, dict[str, Any]]
 def _reference_turns(seed: int, turns: int) -> Iterator[Turn]:
     """(turn, state, history, the reference agent's server config) for each turn, as `staminad validate` builds them."""
     scenario = generate(seed, ScenarioParams(turns=turns))
-    spec, memory = render_spec(scenario.initial), {}
+    spec, memory = render_spec(scenario.initial), dict[str, Any]()
     state, history = scenario.initial, None
     for turn in range(turns + 1):
         if turn == 0:

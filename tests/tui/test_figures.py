@@ -369,7 +369,8 @@ async def test_scenario_detail_reply_carries_usage_and_log_tails(tmp_path: Path)
     assert (info.attempts[0].tokens, info.attempts[0].cost) == (155, 0.5)
     assert Path(info.workspace).is_dir() and isinstance(texts.harness_log, str)
     server_log = Path(info.workspace).parent / "control" / "server.log"
-    assert server_log.exists() and server_log.read_text(errors="replace").endswith(texts.server_log)
+    assert texts.server_log is not None and server_log.exists()
+    assert server_log.read_text(errors="replace").endswith(texts.server_log)
 
 
 async def test_scenario_screen_shows_the_server_log_of_the_selected_attempt(tmp_path: Path) -> None:
