@@ -1,0 +1,34 @@
+"""The report's files, byte for byte: JSON, Markdown, CSV and LaTeX of a fixed selection against golden files.
+
+The golden files were written before the report became typed (Structs instead of dicts), so this pins that what
+`staminad report` writes did not change with it. Regenerate them only for a change meant to alter the output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from staminad.analysis import cost, report
+from tests.helpers.reports import report_configs
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _data(configs: list[Any]) -> Any:
+    """What `staminad report` renders: the built report with the cost study's fields, NaN cleaned for JSON."""
+    return report.clean({**report.build(configs, n_boot=200), "cost_study": None, "cost": cost.NO_USAGE})
+
+
+def test_json_markdown_and_csv_match_the_golden_files() -> None:
+    """`--format json`, `md` and `csv` write exactly the golden bytes for the fixed selection."""
+    data = _data(report_configs())
+    assert json.dumps(data, indent=2).encode() == (GOLDEN / "report.json").read_bytes()
+    assert report.markdown(data).encode() == (GOLDEN / "report.md").read_bytes()
+    assert report.csv_table(data).encode() == (GOLDEN / "report.csv").read_bytes()
+
+
+def test_latex_matches_the_golden_file() -> None:
+    """`--format latex` writes exactly the golden bytes (the selection without its never-run configuration)."""
+    assert report.latex(_data(report_configs()[:-1])).encode() == (GOLDEN / "report.tex").read_bytes()

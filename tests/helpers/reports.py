@@ -1,0 +1,91 @@
+"""A fixed selection of configurations for report tests: built in memory (no sweep run), the same on every call.
+
+Two agents on two models at two feedback levels, whose scenarios pass, fail with categories, end by a harness out
+of infra retries or by a platform fault, or have not finished, and one configuration with nothing scored, so every
+section of the report (the grid, both views, the NOT FINAL note, empty curves) has something to show.
+"""
+
+from __future__ import annotations
+
+from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
+
+CATEGORIES = ("validation", "cascade_deletion", "status_code", "pagination", "auth")
+
+
+def _attempt(turn: int, attempt: int, outcome: str, k: int, *, kind: str | None = None) -> AttemptData:
+    fails = outcome == "fail"
+    return AttemptData(
+        turn=turn,
+        attempt=attempt,
+        infra_try=0,
+        outcome=outcome,
+        infra_kind=kind,
+        categories=(CATEGORIES[k % 5], CATEGORIES[(k * 3 + turn) % 5]) if fails else (),
+        loc=None if outcome == "infra" else 40 + 7 * turn + k % 3,
+        failed_tests=(f"t{turn}_{k % 4}", f"t{max(turn - 1, 0)}_{k % 2}") if fails else (),
+        passed_tests=(f"t{turn}_{k % 4}", f"t{turn}_x") if outcome == "pass" else (f"t{turn}_x",),
+    )
+
+
+def _scenario(seed: int, k: int, n_turns: int) -> ScenarioData:
+    """Scenario `seed` of configuration number `k`: how far it gets and how it ends follow from both."""
+    kind = (seed + k) % 6
+    reach = (seed * 2 + k) % (n_turns + 2)
+    attempts: list[AttemptData] = []
+    for turn in range(min(reach, n_turns + 1)):
+        if (turn + seed + k) % 3 == 0:
+            attempts.append(_attempt(turn, 1, "fail", k + seed))
+            attempts.append(_attempt(turn, 2, "pass", k + seed))
+        else:
+            attempts.append(_attempt(turn, 1, "pass", k + seed))
+    passed = len({a.turn for a in attempts})
+    if kind == 4:  # a harness out of infra retries: scored (paper view), censored in the other view
+        attempts.append(_attempt(passed, 1, "infra", k, kind="harness_crash"))
+        return ScenarioData(seed=seed, status="infra_failed", turns_passed=passed, attempts=tuple(attempts))
+    if kind == 5:  # a platform fault: left out of every figure
+        attempts.append(_attempt(passed, 1, "infra", k, kind="sandbox_lost"))
+        return ScenarioData(seed=seed, status="infra_failed", turns_passed=passed, attempts=tuple(attempts))
+    if passed > n_turns:
+        return ScenarioData(seed=seed, status="done", turns_passed=passed, attempts=tuple(attempts))
+    if kind == 3 and seed == 3:  # still running: the sweep's numbers are not final
+        return ScenarioData(seed=seed, status="running", turns_passed=passed, attempts=tuple(attempts))
+    attempts += [_attempt(passed, a, "fail", k + seed + a) for a in (1, 2, 3)]
+    return ScenarioData(seed=seed, status="failed", turns_passed=passed, attempts=tuple(attempts))
+
+
+def report_configs() -> list[ConfigData]:
+    """The fixed selection: 8 configurations of 6 scenarios, and one whose only scenario never ran."""
+    out = []
+    k = 0
+    for model in ("m-small", "m-large"):
+        for agent in ("alpha", "beta"):
+            for feedback in ("detailed", "minimal"):
+                out.append(
+                    ConfigData(
+                        sweep="fixed",
+                        name=f"{agent} R=2 {feedback} @{model}",
+                        agent=agent,
+                        retries=2,
+                        feedback=feedback,
+                        n_turns=4,
+                        scenarios=tuple(_scenario(seed, k, 4) for seed in range(6)),
+                        sweep_status="running",
+                        model=model,
+                    )
+                )
+                k += 1
+    never = ScenarioData(seed=0, status="pending", turns_passed=0, attempts=())
+    out.append(
+        ConfigData(
+            sweep="fixed",
+            name="gamma R=2 detailed @m-small",
+            agent="gamma",
+            retries=2,
+            feedback="detailed",
+            n_turns=4,
+            scenarios=(never,),
+            sweep_status="running",
+            model="m-small",
+        )
+    )
+    return out
