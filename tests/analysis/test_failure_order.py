@@ -45,5 +45,5 @@ def test_failure_counts_are_ordered_by_count_then_name() -> None:
 def test_the_report_keeps_that_order() -> None:
     """The report's failure counts (and so its JSON) list the categories in the same order."""
     report = build([CONFIG], n_boot=20)
-    assert list(report["failures_first"][CONFIG.name]) == ["mid", "zeta", "alpha"]
-    assert list(report["failures_all"][CONFIG.name]) == ["mid", "zeta", "alpha", "beta"]
+    assert list(report.failures_first[CONFIG.name]) == ["mid", "zeta", "alpha"]
+    assert list(report.failures_all[CONFIG.name]) == ["mid", "zeta", "alpha", "beta"]

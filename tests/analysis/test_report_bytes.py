@@ -6,25 +6,25 @@ The golden files were written before the report became typed (Structs instead of
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from staminad.analysis import cost, report
+from staminad.analysis.data import ConfigData
+from staminad.analysis.reportdata import Report
 from tests.helpers.reports import report_configs
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def _data(configs: list[Any]) -> Any:
-    """What `staminad report` renders: the built report with the cost study's fields, NaN cleaned for JSON."""
-    return report.clean({**report.build(configs, n_boot=200), "cost_study": None, "cost": cost.NO_USAGE})
+def _data(configs: list[ConfigData]) -> Report:
+    """What `staminad report` renders: the built report with a store's cost study that found no usage."""
+    return report.with_cost(report.build(configs, n_boot=200), cost.CostStudy(configurations=None, text=cost.NO_USAGE))
 
 
 def test_json_markdown_and_csv_match_the_golden_files() -> None:
     """`--format json`, `md` and `csv` write exactly the golden bytes for the fixed selection."""
     data = _data(report_configs())
-    assert json.dumps(data, indent=2).encode() == (GOLDEN / "report.json").read_bytes()
+    assert report.to_json(data).encode() == (GOLDEN / "report.json").read_bytes()
     assert report.markdown(data).encode() == (GOLDEN / "report.md").read_bytes()
     assert report.csv_table(data).encode() == (GOLDEN / "report.csv").read_bytes()
 

@@ -2,12 +2,19 @@
 
 Two agents on two models at two feedback levels, whose scenarios pass, fail with categories, end by a harness out
 of infra retries or by a platform fault, or have not finished, and one configuration with nothing scored, so every
-section of the report (the grid, both views, the NOT FINAL note, empty curves) has something to show.
+section of the report (the grid, both views, the NOT FINAL note, empty curves) has something to show; and
+the typed parts a test of one table or figure builds a report from.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
+from staminad.analysis.report import build
+from staminad.analysis.reportdata import Cell, ConfigRow, Report, SurvivalEntry
 
 CATEGORIES = ("validation", "cascade_deletion", "status_code", "pagination", "auth")
 
@@ -89,3 +96,65 @@ def report_configs() -> list[ConfigData]:
         )
     )
     return out
+
+
+def report_of(**fields: Any) -> Report:
+    """A report of no configuration with `fields` set: the parts a test of one table or figure gives."""
+    return msgspec.structs.replace(build([], n_boot=10), **fields)
+
+
+def row(agent: str, retries: int, feedback: str, mean: float, *, scenarios: int = 4, n_turns: int = 5) -> ConfigRow:
+    """A configuration's report row, named as a sweep names it, with nothing left out."""
+    return ConfigRow(
+        name=f"{agent} R={retries} {feedback}",
+        sweep="s",
+        agent=agent,
+        model="",
+        retries=retries,
+        feedback=feedback,
+        n_turns=n_turns,
+        unscored=0,
+        unfinished=0,
+        never_run=0,
+        scenarios=scenarios,
+        mean_turns=mean,
+        se_turns=0.5,
+        pass_rate=0.25,
+        infra_failed=0,
+        platform_failed=0,
+        view="paper",
+    )
+
+
+def cell(mean: float, se: float, rate: float, best: bool, not_worse: bool) -> Cell:
+    """A main-table cell of four scored scenarios, bold when it is its row's best."""
+    return Cell(
+        mean=mean,
+        se=se,
+        pass_rate=rate,
+        n=4,
+        unscored=0,
+        unfinished=0,
+        never_run=0,
+        best=best,
+        bold=best,
+        p_vs_best=1.0,
+        not_worse=not_worse,
+    )
+
+
+def curve(times: list[float], survival: list[float], *, tau: float = 4.0, rmst: float = 2.0) -> SurvivalEntry:
+    """A survival entry of three scored scenarios with the given Kaplan-Meier steps (no band, no censoring)."""
+    return SurvivalEntry(
+        tau=tau,
+        scored=3,
+        unscored=0,
+        unfinished=0,
+        never_run=0,
+        rmst=rmst,
+        rmst_ci=[rmst, rmst],
+        km_times=times,
+        km_survival=survival,
+        events=len(times),
+        censored=0,
+    )
