@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+import pytest
+
 from staminad.analysis import cost, report
 from staminad.analysis.data import ConfigData
 from staminad.analysis.reportdata import Report
-from tests.helpers.reports import report_configs
+from staminad.cli import main
+from tests.helpers.reports import report_configs, write_store
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -32,3 +36,13 @@ def test_json_markdown_and_csv_match_the_golden_files() -> None:
 def test_latex_matches_the_golden_file() -> None:
     """`--format latex` writes exactly the golden bytes (the selection without its never-run configuration)."""
     assert report.latex(_data(report_configs()[:-1])).encode() == (GOLDEN / "report.tex").read_bytes()
+
+
+def test_the_report_command_writes_the_golden_json_with_a_cost_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`staminad report --format json` over a store of the selection with gateway usage prints the golden bytes."""
+    anyio.run(write_store, tmp_path / "staminad.db")
+    capsys.readouterr()
+    assert main(["report", "fixed", "--state-dir", str(tmp_path), "--format", "json", "--bootstrap", "200"]) == 0
+    assert capsys.readouterr().out.encode() == (GOLDEN / "report_metered.json").read_bytes()

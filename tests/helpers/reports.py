@@ -8,6 +8,7 @@ the typed parts a test of one table or figure builds a report from.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -15,6 +16,8 @@ import msgspec
 from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
 from staminad.analysis.report import build
 from staminad.analysis.reportdata import Cell, ConfigRow, Report, SurvivalEntry
+from state import Store
+from state.store import Verdict
 
 CATEGORIES = ("validation", "cascade_deletion", "status_code", "pagination", "auth")
 
@@ -158,3 +161,27 @@ def curve(times: list[float], survival: list[float], *, tau: float = 4.0, rmst: 
         events=len(times),
         censored=0,
     )
+
+
+async def write_store(db: Path) -> None:
+    """The fixed selection as a running sweep `fixed` in a store, with a gateway-metered model call per attempt."""
+    async with await Store.open(db) as store:
+        await store.ensure_sweep("fixed", "fixed", "fp", "{}")
+        await store.set_sweep_turns("fixed", 4)
+        await store.set_sweep_status("fixed", "running")
+        for c in report_configs():
+            config = await store.ensure_configuration("fixed", c.name, c.agent, c.retries, c.feedback, c.model)
+            for s in c.scenarios:
+                row = await store.ensure_scenario(config, s.seed)
+                for a in s.attempts:
+                    begun = await store.begin_attempt(row.id, a.turn, a.attempt, a.infra_try, "change", "p")
+                    categories = ",".join(a.categories) or None
+                    await store.tested(
+                        begun.id, Verdict(outcome=a.outcome or "", infra_kind=a.infra_kind, categories=categories)
+                    )
+                    cost = 0.01 * a.attempt + 0.003 * s.seed
+                    await store.llm_call(
+                        row.id, begun.id, a.turn, "openai", "m", (1000 * a.attempt, 200, 0), cost, 200, 0.5, 0.0, False
+                    )
+                if s.status != "pending":
+                    await store.set_scenario_status(row.id, s.status, turns_passed=s.turns_passed, reason="r")
