@@ -15,7 +15,7 @@ from staminad.analysis import cost, figures, plotting
 from staminad.analysis.reportdata import CostScenario
 from staminad.cli import main
 from state import Store
-from tests.helpers.reports import curve, report_of
+from tests.helpers.reports import curve, report_of, row
 from tests.helpers.sweeps import sweep, write_sweep
 
 pytestmark = pytest.mark.sweep
@@ -170,13 +170,11 @@ def test_twelve_configurations_have_twelve_distinct_legend_entries(
     """With 12 configurations no two legend entries look alike: colour, marker and line style (retry figure),
     colour and line style (survival, which has no markers); `style` keeps 32 apart."""
     names = [f"agent{i} R=1 detailed" for i in range(12)]
-    report = {
-        "configurations": [{"scenarios": 3, "n_turns": 3, "retries": 1} for _ in names],
-        "retry_curves": {n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(names)},
-        "survival": {
-            n: {"scored": 3, "tau": 4.0, "rmst": 2.0, "km_times": [1.0, 2.0], "km_survival": [0.7, 0.3]} for n in names
-        },
-    }
+    report = report_of(
+        configurations=[row(f"agent{i}", 1, "detailed", 2.0, scenarios=3, n_turns=3) for i in range(12)],
+        retry_curves={n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(names)},
+        survival={n: curve([1.0, 2.0], [0.7, 0.3]) for n in names},
+    )
     drawn: list[Any] = []
     close = figures.plt.close
     monkeypatch.setattr(figures.plt, "close", lambda fig: (drawn.append(fig), close(fig)))

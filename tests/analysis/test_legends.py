@@ -18,6 +18,7 @@ from PIL import Image
 
 from staminad.analysis import figures
 from staminad.analysis.labels import LEGEND_CHARS, wrap
+from staminad.viewer.rows import Curve
 from staminad.viewer.svg import survival_svg
 from tests.helpers.reports import curve, report_of, row
 
@@ -81,7 +82,7 @@ def _width(text: str, size: float) -> float:
 def test_the_viewers_legend_lines_all_end_inside_its_svg() -> None:
     """Every legend line of the viewer's survival chart, at its font size, ends inside the SVG's viewBox."""
     curves = [
-        {"name": n, "tau": 4.0, "times": [1.0, 2.0], "survival": [0.7, 0.3 - i / 50], "censored": [4.0]}
+        Curve(name=n, tau=4.0, times=[1.0, 2.0], survival=[0.7, 0.3 - i / 50], censored=[4.0])
         for i, n in enumerate(NAMES)
     ]
     root = ET.fromstring(str(survival_svg(curves)))

@@ -93,11 +93,12 @@ def test_every_view_scores_the_same_scenarios_and_says_the_figures_are_not_final
     finally:
         conn.close()
     (v,) = page["configs"]
-    assert (v["scored"], v["mean"], round(v["se"], 1), v["pass_rate"], v["counts"]) == (3, 2.0, 1.2, 1 / 3, COUNTS)
-    assert listed["counts"] == COUNTS and listed["mean"] == 2.0
-    assert page["not_final"] == [f"{CONFIG}: {v['not_final']}"] and words in v["not_final"]
+    assert v.se is not None
+    assert (v.scored, v.mean, round(v.se, 1), v.pass_rate, v.counts) == (3, 2.0, 1.2, 1 / 3, COUNTS)
+    assert listed.counts == COUNTS and listed.mean == 2.0
+    assert page["not_final"] == [f"{CONFIG}: {v.not_final}"] and words in v.not_final
     assert page["turns_words"] == "turns = 3: turn 0 + 3 changes (best score 4)" and best == 4
-    assert len(page["curves"][0]["censored"]) == 1  # the survival curve is over the 3 scored: 1 survivor
+    assert len(page["curves"][0].censored) == 1  # the survival curve is over the 3 scored: 1 survivor
 
     # `report`
     built = report.build(load(db), n_boot=50)
