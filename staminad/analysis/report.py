@@ -209,6 +209,11 @@ def _row(c: ConfigData, where: _Denominators) -> ConfigRow:
     )
 
 
+def _regressions(c: ConfigData) -> Regressions:
+    regression, new_feature = regressions(c)
+    return Regressions(regression=regression, new_feature=new_feature)
+
+
 def build(configs: list[ConfigData], n_boot: int = 2000) -> Report:
     """Everything a report shows (`reportdata.Report`; its JSON is `reportdata.to_json`)."""
     configs = _keyed(configs)
@@ -234,9 +239,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> Report:
         survival=_survival(configs, where, n_boot),
         failures_first={c.name: failure_counts(c, "first") for c in configs},
         failures_all={c.name: failure_counts(c, "all") for c in configs},
-        regressions={
-            c.name: Regressions(regression=reg, new_feature=new) for c in configs for reg, new in [regressions(c)]
-        },
+        regressions={c.name: _regressions(c) for c in configs},
         loc_by_turn={c.name: loc_by_turn(c) for c in configs},
         views={
             c.name: Views(paper=summary(c, "paper"), censored=summary(c, "censored"))
