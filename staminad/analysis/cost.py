@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
+import msgspec
+
+from staminad.analysis.reportdata import CostConfig, CostScenario
 from staminad.analysis.stats import mean_se
 from state import browse, queries
 
 NO_USAGE = "no token or cost data recorded for these sweeps (needs the LLM gateway)"
 
 
-def study(db: Path, sweeps: list[str] | None = None, points: int = 25) -> dict[str, Any]:
-    """{"cost_study": per configuration: scenarios with cost and turns, the budget curve} or a reason."""
+class CostStudy(msgspec.Struct, frozen=True, kw_only=True):
+    """Per configuration its scenarios' cost and turns and the budget curve (None without usage), and a line
+    saying what was spent, or why there is no study."""
+
+    configurations: dict[str, CostConfig] | None
+    text: str
+
+
+def study(db: Path, sweeps: list[str] | None = None, points: int = 25) -> CostStudy:
+    """The cost study of the sweeps (all of the store's by default) from the gateway's records."""
     conn = queries.connect_readonly(db)
     try:
         return _study(conn, sweeps or queries.sweep_ids(conn), points)
@@ -25,10 +35,10 @@ def study(db: Path, sweeps: list[str] | None = None, points: int = 25) -> dict[s
         conn.close()
 
 
-def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> dict[str, Any]:
+def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> CostStudy:
     if not browse.has_table(conn, "llm_calls"):
-        return {"cost_study": None, "cost": NO_USAGE}
-    configs: dict[str, dict[str, Any]] = {}
+        return CostStudy(configurations=None, text=NO_USAGE)
+    found: dict[str, list[CostScenario]] = {}
     for sweep in sweeps:
         per_turn: dict[int, dict[int, float]] = {}
         for r in conn.execute(
@@ -39,36 +49,38 @@ def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> dict[str
         ):
             per_turn.setdefault(int(r["scenario_id"]), {})[int(r["turn"])] = float(r["cost"] or 0.0)
         for s in browse.scenarios(conn, sweep):
-            entry = configs.setdefault(s["configuration"], {"scenarios": []})
             turns = per_turn.get(s["id"], {})
-            entry["scenarios"].append(
-                {
-                    "seed": s["seed"],
-                    "turns_passed": s["turns_passed"],
-                    "status": s["status"],
-                    "cost": sum(turns.values()),
-                    "cost_by_turn": sorted(turns.items()),
-                }
+            found.setdefault(s["configuration"], []).append(
+                CostScenario(
+                    seed=s["seed"],
+                    turns_passed=s["turns_passed"],
+                    status=s["status"],
+                    cost=sum(turns.values()),
+                    cost_by_turn=sorted(turns.items()),
+                )
             )
-    total = sum(x["cost"] for c in configs.values() for x in c["scenarios"])
+    total = sum(x.cost for xs in found.values() for x in xs)
     if total <= 0:
-        return {"cost_study": None, "cost": NO_USAGE}
-    top = max(x["cost"] for c in configs.values() for x in c["scenarios"])
+        return CostStudy(configurations=None, text=NO_USAGE)
+    top = max(x.cost for xs in found.values() for x in xs)
     budgets = [top * i / (points - 1) for i in range(points)]
-    for entry in configs.values():
-        entry["budget_curve"] = [
-            (b, *mean_se([float(turns_within(x, b)) for x in entry["scenarios"]])) for b in budgets
-        ]
-    spent = ", ".join(f"{name} ${sum(x['cost'] for x in c['scenarios']):.2f}" for name, c in configs.items())
-    return {"cost_study": configs, "cost": f"spent through the gateway: {spent}"}
+    configs = {
+        name: CostConfig(
+            scenarios=xs,
+            budget_curve=[(b, *mean_se([float(turns_within(x, b)) for x in xs])) for b in budgets],
+        )
+        for name, xs in found.items()
+    }
+    spent = ", ".join(f"{name} ${sum(x.cost for x in c.scenarios):.2f}" for name, c in configs.items())
+    return CostStudy(configurations=configs, text=f"spent through the gateway: {spent}")
 
 
-def turns_within(scenario: dict[str, Any], budget: float) -> int:
+def turns_within(scenario: CostScenario, budget: float) -> int:
     """Turns passed before the scenario's running cost first exceeds `budget` (turn t counts when the cost
     of turns 0..t, all its attempts included, fits the budget)."""
-    costs = dict(scenario["cost_by_turn"])
+    costs = dict(scenario.cost_by_turn)
     spent, passed = 0.0, 0
-    for turn in range(scenario["turns_passed"]):
+    for turn in range(scenario.turns_passed):
         spent += costs.get(turn, 0.0)
         if spent > budget + 1e-12:
             break

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -26,15 +25,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from staminad.analysis.plotting import FORMATS, STYLE, Figure, FigureSet, save, scope, style, turn_axis
+from staminad.analysis.reportdata import Report, SurvivalEntry, missing
 
 Z95 = 1.959963984540054
 
 
-def greenwood_band(s: dict[str, Any]) -> tuple[list[float], list[float]]:
+def _bar(value: float | None) -> float:
+    """An error bar's length, 0 where there is none (NaN: fewer than one value)."""
+    return 0.0 if missing(value) or not value else float(value)
+
+
+def greenwood_band(s: SurvivalEntry) -> tuple[list[float], list[float]]:
     """Pointwise 95% band of the Kaplan-Meier curve after each event time: Greenwood's variance on the
     log(-log S) scale, so the band stays inside [0, 1]; where S is 0 the band is the point 0."""
     lo, hi, acc = [], [], 0.0
-    for surv, n, d in zip(s["km_survival"], s["km_at_risk"], s["km_events"], strict=True):
+    for surv, n, d in zip(s.km_survival, s.km_at_risk or [], s.km_events or [], strict=True):
         acc += d / (n * (n - d)) if n > d else 0.0
         if surv <= 0.0:
             lo.append(0.0)
@@ -59,26 +64,26 @@ def _steps(times: list[float], values: list[float], start: float, tau: float) ->
     return xs, ys
 
 
-def survival(report: dict[str, Any], out: Path, file: str = "survival", title: str = "") -> Figure:
+def survival(report: Report, out: Path, file: str = "survival", title: str = "") -> Figure:
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     if title:
         ax.set_title(title)
-    for i, (name, s) in enumerate(report["survival"].items()):
-        if not s.get("scored", True):  # no scored scenario: no curve to draw
+    for i, (name, s) in enumerate(report.survival.items()):
+        if not s.scored:  # no scored scenario: no curve to draw
             continue
         st = style(i)
-        xs, ys = _steps(s["km_times"], s["km_survival"], 1.0, s["tau"])
+        xs, ys = _steps(s.km_times, s.km_survival, 1.0, s.tau)
         ax.plot(
-            xs, ys, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=f"{name} (RMST {s['rmst']:.1f})"
+            xs, ys, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=f"{name} (RMST {s.rmst:.1f})"
         )
-        if s.get("km_at_risk"):
+        if s.km_at_risk:
             lo, hi = greenwood_band(s)
-            bx, blo = _steps(s["km_times"], lo, 1.0, s["tau"])
-            _, bhi = _steps(s["km_times"], hi, 1.0, s["tau"])
+            bx, blo = _steps(s.km_times, lo, 1.0, s.tau)
+            _, bhi = _steps(s.km_times, hi, 1.0, s.tau)
             ax.fill_between(bx, blo, bhi, color=st["color"], alpha=0.12, linewidth=0)
-        cens = s.get("censored_times", [])
+        cens = s.censored_times or []
         if cens:
-            at = [_value_at(s["km_times"], s["km_survival"], t) for t in cens]
+            at = [_value_at(s.km_times, s.km_survival, t) for t in cens]
             ax.plot(cens, at, linestyle="none", marker="|", markersize=9, markeredgewidth=1.4, color=st["color"])
     ax.set(xlabel="turns survived", ylabel="scenarios still passing (Kaplan-Meier)", ylim=(-0.02, 1.04))
     turn_axis(ax.xaxis)
@@ -97,14 +102,14 @@ def _value_at(times: list[float], values: list[float], t: float) -> float:
     return v
 
 
-def retry_budget(report: dict[str, Any], out: Path) -> Figure:
+def retry_budget(report: Report, out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for i, (name, curve) in enumerate(report["retry_curves"].items()):
+    for i, (name, curve) in enumerate(report.retry_curves.items()):
         st = style(i)
         ax.errorbar(
             [x[0] + 1 for x in curve],
             [x[1] for x in curve],
-            yerr=[x[2] or 0 for x in curve],
+            yerr=[_bar(x[2]) for x in curve],
             capsize=3,
             color=st["color"],
             marker=st["marker"],
@@ -122,11 +127,11 @@ def retry_budget(report: dict[str, Any], out: Path) -> Figure:
     return save(fig, out, "turns_vs_retry_budget", caption)
 
 
-def feedback(report: dict[str, Any], out: Path) -> Figure:
+def feedback(report: Report, out: Path) -> Figure:
     order = ["minimal", "medium", "detailed"]
     by_agent: dict[str, dict[str, tuple[float, float]]] = {}
-    for c in report["configurations"]:
-        by_agent.setdefault(f"{c['agent']} R={c['retries']}", {})[c["feedback"]] = (c["mean_turns"], c["se_turns"])
+    for c in report.configurations:
+        by_agent.setdefault(f"{c.agent} R={c.retries}", {})[c.feedback] = (c.mean_turns, c.se_turns)
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for i, (agent, levels) in enumerate(by_agent.items()):
         st = style(i)
@@ -134,7 +139,7 @@ def feedback(report: dict[str, Any], out: Path) -> Figure:
         ax.errorbar(
             xs,
             [levels[order[x]][0] for x in xs],
-            yerr=[levels[order[x]][1] or 0 for x in xs],
+            yerr=[_bar(levels[order[x]][1]) for x in xs],
             capsize=3,
             color=st["color"],
             marker=st["marker"],
@@ -149,8 +154,9 @@ def feedback(report: dict[str, Any], out: Path) -> Figure:
     return save(fig, out, "turns_vs_feedback", caption)
 
 
-def heatmap(report: dict[str, Any], key: str, out: Path) -> Figure:
-    data = report[key]
+def heatmap(report: Report, key: str, out: Path) -> Figure:
+    """Failure categories per configuration: `key` is `failures_first` or `failures_all`."""
+    data = {"failures_first": report.failures_first, "failures_all": report.failures_all}[key]
     rows = list(data)
     cols = sorted({c for counts in data.values() for c in counts})
     fig, ax = plt.subplots(figsize=(max(4.5, 0.6 * len(cols) + 3.5), max(2.2, 0.35 * len(rows) + 1.2)))
@@ -181,9 +187,9 @@ def heatmap(report: dict[str, Any], key: str, out: Path) -> Figure:
     return save(fig, out, key, caption, legend=False)
 
 
-def loc_information(report: dict[str, Any]) -> str | None:
+def loc_information(report: Report) -> str | None:
     """Why the LoC figure would carry no information, or None when it carries some."""
-    series = [rows for rows in report["loc_by_turn"].values() if rows]
+    series = [rows for rows in report.loc_by_turn.values() if rows]
     if not series:
         return "no lines-of-code counts recorded (stores from before LoC counting, or only infra failures)"
     if all(len({r[1] for r in rows}) <= 1 for rows in series):
@@ -191,15 +197,15 @@ def loc_information(report: dict[str, Any]) -> str | None:
     return None
 
 
-def loc(report: dict[str, Any], out: Path) -> Figure:
+def loc(report: Report, out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for i, (name, rows) in enumerate(report["loc_by_turn"].items()):
+    for i, (name, rows) in enumerate(report.loc_by_turn.items()):
         if rows:
             st = style(i)
             ax.errorbar(
                 [r[0] for r in rows],
                 [r[1] for r in rows],
-                yerr=[r[2] or 0 for r in rows],
+                yerr=[_bar(r[2]) for r in rows],
                 capsize=2,
                 color=st["color"],
                 marker=st["marker"],
@@ -216,13 +222,13 @@ def loc(report: dict[str, Any], out: Path) -> Figure:
     return save(fig, out, "loc_vs_turn", caption)
 
 
-def cost_vs_turns(report: dict[str, Any], out: Path) -> Figure:
+def cost_vs_turns(report: Report, out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for i, (name, c) in enumerate(report["cost_study"].items()):
+    for i, (name, c) in enumerate((report.cost_study or {}).items()):
         st = style(i)
         ax.plot(
-            [x["cost"] for x in c["scenarios"]],
-            [x["turns_passed"] for x in c["scenarios"]],
+            [x.cost for x in c.scenarios],
+            [x.turns_passed for x in c.scenarios],
             linestyle="none",
             marker=st["marker"],
             color=st["color"],
@@ -236,15 +242,15 @@ def cost_vs_turns(report: dict[str, Any], out: Path) -> Figure:
     return save(fig, out, "cost_vs_turns", caption)
 
 
-def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
+def turns_within_budget(report: Report, out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for i, (name, c) in enumerate(report["cost_study"].items()):
+    for i, (name, c) in enumerate((report.cost_study or {}).items()):
         st = style(i)
-        curve = c["budget_curve"]
+        curve = c.budget_curve
         ax.errorbar(
             [b for b, _, _ in curve],
             [m for _, m, _ in curve],
-            yerr=[se or 0 for _, _, se in curve],
+            yerr=[_bar(se) for _, _, se in curve],
             capsize=2,
             color=st["color"],
             marker=st["marker"],
@@ -262,14 +268,14 @@ def turns_within_budget(report: dict[str, Any], out: Path) -> Figure:
     return save(fig, out, "turns_within_cost_budget", caption)
 
 
-Drawer = Callable[[dict[str, Any], Path], Figure]
+Drawer = Callable[[Report, Path], Figure]
 
 
-def plan(report: dict[str, Any]) -> tuple[list[tuple[str, Drawer]], list[str]]:
+def plan(report: Report) -> tuple[list[tuple[str, Drawer]], list[str]]:
     """The figures the report data supports, by name with what draws each, and a line for each one left out."""
     drawers: list[tuple[str, Drawer]] = []
     skipped: list[str] = []
-    if not report["configurations"]:
+    if not report.configurations:
         return drawers, ["no figures: no configurations"]
     drawers += [
         ("survival", survival),
@@ -282,15 +288,15 @@ def plan(report: dict[str, Any]) -> tuple[list[tuple[str, Drawer]], list[str]]:
         drawers.append(("loc_vs_turn", loc))
     else:
         skipped.append(f"loc_vs_turn left out: {why}.")
-    if len({c["feedback"] for c in report["configurations"]}) > 1:
+    if len({c.feedback for c in report.configurations}) > 1:
         drawers.append(("turns_vs_feedback", feedback))
     else:
         skipped.append("turns_vs_feedback left out: every configuration uses the same feedback level.")
-    if report.get("grid"):  # more than one model: the harness x model grid, and survival per model
+    if report.grid is not None:  # more than one model: the harness x model grid, and survival per model
         from staminad.analysis.grid import grid_heatmap, survival_by_model
 
         drawers += [("grid_mean_turns", grid_heatmap), *survival_by_model(report)]
-    if report.get("cost_study"):
+    if report.cost_study:
         drawers += [("cost_vs_turns", cost_vs_turns), ("turns_within_cost_budget", turns_within_budget)]
     else:
         skipped.append(
@@ -299,12 +305,12 @@ def plan(report: dict[str, Any]) -> tuple[list[tuple[str, Drawer]], list[str]]:
     return drawers, skipped
 
 
-def file_names(report: dict[str, Any]) -> list[str]:
+def file_names(report: Report) -> list[str]:
     """Every file `draw` writes for this report data (each figure in each of FORMATS), so they can be checked first."""
     return [f"{name}.{fmt}" for name, _ in plan(report)[0] for fmt in FORMATS]
 
 
-def draw(report: dict[str, Any], out: Path) -> FigureSet:
+def draw(report: Report, out: Path) -> FigureSet:
     """Every figure the report data supports, and a line for each one left out."""
     out.mkdir(parents=True, exist_ok=True)
     drawers, skipped = plan(report)
@@ -314,5 +320,5 @@ def draw(report: dict[str, Any], out: Path) -> FigureSet:
     return result
 
 
-def all_figures(report: dict[str, Any], out: Path) -> list[Path]:
+def all_figures(report: Report, out: Path) -> list[Path]:
     return draw(report, out).paths()

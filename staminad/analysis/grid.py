@@ -9,14 +9,18 @@ model.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
+import msgspec
 
 from staminad.analysis.data import ConfigData
 from staminad.analysis.metrics import summary
+from staminad.analysis.plotting import Figure, save, scope
+from staminad.analysis.reportdata import Grid, GridCell, Report, missing
 from staminad.analysis.stats import holm, wilcoxon_paired
 
 
@@ -35,7 +39,7 @@ def _mean(c: ConfigData) -> float:
     return -math.inf if math.isnan(m) else m
 
 
-def build_grid(configs: list[ConfigData]) -> dict[str, Any] | None:
+def build_grid(configs: list[ConfigData]) -> Grid | None:
     """The grid's data from scored configurations (None when they ran on fewer than two models)."""
     models = list(dict.fromkeys(c.model for c in configs))
     if len(models) < 2:
@@ -43,7 +47,7 @@ def build_grid(configs: list[ConfigData]) -> dict[str, Any] | None:
     agents = list(dict.fromkeys(c.agent for c in configs))
     settings = list(dict.fromkeys(_setting(c) for c in configs))
     at = {(_setting(c), c.agent, c.model): c for c in configs}
-    cells: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    cells: dict[str, dict[str, dict[str, GridCell]]] = {}
     tests: list[tuple[str, str, str, float]] = []
     for setting in settings:
         cells[setting] = {}
@@ -52,29 +56,29 @@ def build_grid(configs: list[ConfigData]) -> dict[str, Any] | None:
             if not present:
                 continue
             best = max(present, key=_mean)
-            row: dict[str, dict[str, Any]] = {}
+            row: dict[str, GridCell] = {}
             for c in present:
                 s = summary(c)
                 a, b = _paired(c, best)
                 p = 1.0 if c is best or not a else wilcoxon_paired(a, b)
                 if c is not best:
                     tests.append((setting, agent, c.model, p))
-                row[c.model] = {
-                    "mean": s.mean_turns,
-                    "se": s.se_turns,
-                    "pass_rate": s.pass_rate,
-                    "n": s.scenarios,
-                    "paired": len(a),
-                    "best": c is best,
-                    "p_vs_best": p,
-                }
+                row[c.model] = GridCell(
+                    mean=s.mean_turns,
+                    se=s.se_turns,
+                    pass_rate=s.pass_rate,
+                    n=s.scenarios,
+                    paired=len(a),
+                    best=c is best,
+                    p_vs_best=p,
+                )
             cells[setting][agent] = row
     for (setting, agent, model, _), adj in zip(tests, holm([t[3] for t in tests]), strict=True):
-        cells[setting][agent][model]["p_holm"] = adj
-    return {"agents": agents, "models": models, "settings": settings, "cells": cells}
+        cells[setting][agent][model] = msgspec.structs.replace(cells[setting][agent][model], p_holm=adj)
+    return Grid(agents=agents, models=models, settings=settings, cells=cells)
 
 
-def markdown_grid(grid: dict[str, Any]) -> list[str]:
+def markdown_grid(grid: Grid) -> list[str]:
     """The report's harness x model section: one table per setting."""
     out = [
         "## Harness x model",
@@ -82,31 +86,31 @@ def markdown_grid(grid: dict[str, Any]) -> list[str]:
         "Average turns passed ± SE (n scored). **Bold**: the harness's best model; p: paired Wilcoxon "
         "signed-rank against that model over the scenarios both scored (Holm-corrected over the grid).",
     ]
-    for setting in grid["settings"]:
-        out += ["", f"### {setting}", "", "| harness | " + " | ".join(grid["models"]) + " |"]
-        out.append("|---|" + "---|" * len(grid["models"]))
-        for agent, row in grid["cells"][setting].items():
-            out.append(f"| {agent} | " + " | ".join(_cell(row.get(m)) for m in grid["models"]) + " |")
+    for setting in grid.settings:
+        out += ["", f"### {setting}", "", "| harness | " + " | ".join(grid.models) + " |"]
+        out.append("|---|" + "---|" * len(grid.models))
+        for agent, row in grid.cells[setting].items():
+            out.append(f"| {agent} | " + " | ".join(_cell(row.get(m)) for m in grid.models) + " |")
     return [*out, ""]
 
 
-def _cell(v: dict[str, Any] | None) -> str:
+def _cell(v: GridCell | None) -> str:
     if v is None:
         return "-"
-    if not v["n"]:
+    if not v.n:
         return "- (n=0)"
-    text = f"{v['mean']:.1f} ± {v['se']:.1f} (n={v['n']})"
-    if v["best"]:
+    text = f"{v.mean:.1f} ± {v.se:.1f} (n={v.n})"
+    if v.best:
         return f"**{text}**"
-    return f"{text}, p={v.get('p_holm', v['p_vs_best']):.3g}"
+    return f"{text}, p={v.p_vs_best if v.p_holm is None else v.p_holm:.3g}"
 
 
-def grid_heatmap(report: dict[str, Any], out: Path) -> Any:
+def grid_heatmap(report: Report, out: Path) -> Figure:
     """Mean turns passed per harness x model, one panel per setting."""
-    from staminad.analysis.plotting import save, scope
-
-    grid = report["grid"]
-    settings, agents, models = grid["settings"], grid["agents"], grid["models"]
+    grid = report.grid
+    if grid is None:
+        raise ValueError("the report has no harness x model grid (its configurations ran on one model)")
+    settings, agents, models = grid.settings, grid.agents, grid.models
     fig, axes = plt.subplots(
         1,
         len(settings),
@@ -114,11 +118,11 @@ def grid_heatmap(report: dict[str, Any], out: Path) -> Any:
         squeeze=False,
     )
     top = max(
-        (v["mean"] for rows in grid["cells"].values() for row in rows.values() for v in row.values() if v["n"]),
+        (v.mean for rows in grid.cells.values() for row in rows.values() for v in row.values() if v.n),
         default=1.0,
     )
     for ax, setting in zip(axes[0], settings, strict=True):
-        rows = grid["cells"][setting]
+        rows = grid.cells[setting]
         values = [[_value(rows.get(a, {}).get(m)) for m in models] for a in agents]
         ax.imshow(
             [[0.0 if math.isnan(v) else v for v in r] for r in values],
@@ -141,25 +145,26 @@ def grid_heatmap(report: dict[str, Any], out: Path) -> Any:
     return save(fig, out, "grid_mean_turns", caption, legend=False)
 
 
-def _value(v: dict[str, Any] | None) -> float:
-    return math.nan if v is None or not v["n"] else float(v["mean"])
+def _value(v: GridCell | None) -> float:
+    return math.nan if v is None or not v.n or missing(v.mean) else float(v.mean)
 
 
-def survival_by_model(report: dict[str, Any]) -> list[tuple[str, Any]]:
+def survival_by_model(report: Report) -> list[tuple[str, Callable[[Report, Path], Figure]]]:
     """(figure name, drawer) for each model's survival figure."""
-    return [
-        (f"survival_{_file_part(m)}", lambda r, out, m=m: survival_for_model(m, r, out))
-        for m in report["grid"]["models"]
-    ]
+    models = [] if report.grid is None else report.grid.models
+    return [(f"survival_{_file_part(m)}", functools.partial(survival_for_model, m)) for m in models]
 
 
-def survival_for_model(model: str, report: dict[str, Any], out: Path) -> Any:
+def survival_for_model(model: str, report: Report, out: Path) -> Figure:
     """The survival figure of one model's configurations alone."""
     from staminad.analysis.figures import survival
 
-    names = {c["name"] for c in report["configurations"] if c.get("model") == model}
-    mine = {**report, "survival": {n: s for n, s in report["survival"].items() if n in names}}
-    mine["configurations"] = [c for c in report["configurations"] if c["name"] in names]
+    names = {c.name for c in report.configurations if c.model == model}
+    mine = msgspec.structs.replace(
+        report,
+        survival={n: s for n, s in report.survival.items() if n in names},
+        configurations=[c for c in report.configurations if c.name in names],
+    )
     return survival(mine, out, file=f"survival_{_file_part(model)}", title=model)
 
 

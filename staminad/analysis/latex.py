@@ -8,7 +8,9 @@ is bold). Text from configuration names is escaped. A report whose numbers are n
 
 from __future__ import annotations
 
-from typing import Any
+import math
+
+from staminad.analysis.reportdata import ConfigRow, Report, missing
 
 _ESCAPES = {
     "\\": r"\textbackslash{}",
@@ -30,7 +32,7 @@ def esc(text: str) -> str:
 
 def _best(values: list[float | None], high: bool = True, digits: int = 1) -> set[int]:
     """Indices of the best values as printed (rounded), so ties on the page are all bold."""
-    shown = [None if v is None else round(v, digits) for v in values]
+    shown = [None if v is None or math.isnan(v) else round(v, digits) for v in values]
     present = [v for v in shown if v is not None]
     if not present:
         return set()
@@ -58,24 +60,29 @@ def _bold(text: str, on: bool) -> str:
     return rf"\textbf{{{text}}}" if on else text
 
 
-def main_table(report: dict[str, Any]) -> str:
+def _pm(mean: float | None, se: float | None) -> str:
+    """Mean plus-minus SE, or `--` where nothing was scored."""
+    return "--" if missing(mean) else rf"{mean:.1f} $\pm$ {0.0 if missing(se) else se:.1f}"
+
+
+def main_table(report: Report) -> str:
     """The paper's main table, by its rule (as the Markdown report): bold is the best of each row (ties all
     bold), $^\\dagger$ not significantly worse than it (uncorrected paired Wilcoxon, as the paper's Table 3)."""
-    t = report["table"]
+    t = report.table
     rows = []
-    for r in t["rows"]:
+    for r in t.rows:
         cells = []
-        for col in t["columns"]:
-            v = t["cells"][r].get(col)
+        for col in t.columns:
+            v = t.cells[r].get(col)
             if v is None:
                 cells.append("--")
                 continue
-            if not v["n"]:
+            if not v.n:
                 cells.append("n/a")
                 continue
-            text = rf"{v['mean']:.1f} $\pm$ {v['se']:.1f} ({v['pass_rate'] * 100:.0f}\%)"
-            bold = v.get("bold", v["best"])
-            mark = r"$^\dagger$" if not bold and v["not_worse"] else ""
+            text = rf"{v.mean:.1f} $\pm$ {v.se:.1f} ({v.pass_rate * 100:.0f}\%)"
+            bold = v.bold
+            mark = r"$^\dagger$" if not bold and v.not_worse else ""
             cells.append(_bold(text, bold) + mark)
         rows.append([esc(r), *cells])
     caption = (
@@ -83,11 +90,11 @@ def main_table(report: dict[str, Any]) -> str:
         r"$^\dagger$: not significantly worse than the best of its row (paired Wilcoxon signed-rank, "
         r"$p > 0.05$, uncorrected)."
     )
-    return _table("main", caption, ["agent", *[esc(c) for c in t["columns"]]], rows)
+    return _table("main", caption, ["agent", *[esc(c) for c in t.columns]], rows)
 
 
-def retry_table(report: dict[str, Any]) -> str:
-    curves = report["retry_curves"]
+def retry_table(report: Report) -> str:
+    curves = report.retry_curves
     width = max((len(c) for c in curves.values()), default=0)
     cols = [[c[b][1] if b < len(c) else None for c in curves.values()] for b in range(width)]
     best = [_best(col) for col in cols]
@@ -96,10 +103,7 @@ def retry_table(report: dict[str, Any]) -> str:
         rows.append(
             [
                 esc(name),
-                *[
-                    _bold(rf"{curve[b][1]:.1f} $\pm$ {curve[b][2]:.1f}", i in best[b]) if b < len(curve) else "--"
-                    for b in range(width)
-                ],
+                *[_bold(_pm(curve[b][1], curve[b][2]), i in best[b]) if b < len(curve) else "--" for b in range(width)],
             ]
         )
     caption = (
@@ -109,24 +113,20 @@ def retry_table(report: dict[str, Any]) -> str:
     return _table("retry-budget", caption, ["configuration", *[f"$R'={b}$" for b in range(width)]], rows)
 
 
-def feedback_table(report: dict[str, Any]) -> str | None:
-    order = [
-        lvl for lvl in ("minimal", "medium", "detailed") if any(c["feedback"] == lvl for c in report["configurations"])
-    ]
+def feedback_table(report: Report) -> str | None:
+    order = [lvl for lvl in ("minimal", "medium", "detailed") if any(c.feedback == lvl for c in report.configurations)]
     if len(order) < 2:
         return None
-    by: dict[str, dict[str, Any]] = {}
-    for c in report["configurations"]:
-        by.setdefault(f"{c['agent']} R={c['retries']}", {})[c["feedback"]] = c
+    by: dict[str, dict[str, ConfigRow]] = {}
+    for c in report.configurations:
+        by.setdefault(f"{c.agent} R={c.retries}", {})[c.feedback] = c
     names = list(by)
-    best = [_best([by[n][lvl]["mean_turns"] if lvl in by[n] else None for n in names]) for lvl in order]
+    best = [_best([by[n][lvl].mean_turns if lvl in by[n] else None for n in names]) for lvl in order]
     rows = [
         [
             esc(n),
             *[
-                _bold(rf"{by[n][lvl]['mean_turns']:.1f} $\pm$ {by[n][lvl]['se_turns']:.1f}", i in best[j])
-                if lvl in by[n]
-                else "--"
+                _bold(_pm(by[n][lvl].mean_turns, by[n][lvl].se_turns), i in best[j]) if lvl in by[n] else "--"
                 for j, lvl in enumerate(order)
             ],
         ]
@@ -136,8 +136,8 @@ def feedback_table(report: dict[str, Any]) -> str | None:
     return _table("feedback", caption, ["agent", *order], rows)
 
 
-def failure_table(report: dict[str, Any]) -> str:
-    data = report["failures_first"]
+def failure_table(report: Report) -> str:
+    data = report.failures_first
     cats = sorted({k for counts in data.values() for k in counts})
     names = list(data)
     best = [_best([float(data[n].get(k, 0)) for n in names], digits=0) for k in cats]
@@ -151,12 +151,12 @@ def failure_table(report: dict[str, Any]) -> str:
     return _table("failures", caption, ["configuration", *[esc(k) for k in cats]], rows)
 
 
-def document(report: dict[str, Any]) -> str:
+def document(report: Report) -> str:
     """Every table, in order; needs `\\usepackage{booktabs}`."""
     parts = ["% StaminaBench tables; needs \\usepackage{booktabs}", ""]
-    for note in report.get("not_final", []):
+    for note in report.not_final:
         parts.append(f"% NOT FINAL - {note}")
-    if report.get("not_final"):
+    if report.not_final:
         parts += [r"\textbf{NOT FINAL: these tables are from sweeps that have not ended.}", ""]
     parts += [main_table(report), retry_table(report)]
     fb = feedback_table(report)

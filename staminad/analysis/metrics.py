@@ -124,10 +124,11 @@ def survival_data(c: ConfigData, view: str = "paper") -> tuple[list[float], list
     return durations, observed
 
 
-def failure_counts(c: ConfigData, which: str) -> Counter[str]:
+def failure_counts(c: ConfigData, which: str) -> dict[str, int]:
     """Scenarios per failure category: `first` (the first failed attempt of each scenario) or `all`
     (every category seen in any failed attempt). Harness infra kinds count as categories of their own;
-    platform faults are not the agent's and are not counted."""
+    platform faults are not the agent's and are not counted. Ordered by count (most first), then name, so a
+    report lists them the same way on every run."""
     counts: Counter[str] = Counter()
     for s in c.scenarios:
         failed = [
@@ -142,7 +143,7 @@ def failure_counts(c: ConfigData, which: str) -> Counter[str]:
         for a in chosen:
             cats |= {a.infra_kind} if a.outcome == "infra" and a.infra_kind else set(a.categories)
         counts.update(cats)
-    return counts
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def regressions(c: ConfigData) -> tuple[int, int]:

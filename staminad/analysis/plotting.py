@@ -21,6 +21,7 @@ import msgspec
 from matplotlib.ticker import MaxNLocator
 
 from staminad.analysis.labels import wrap
+from staminad.analysis.reportdata import Report
 
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -102,12 +103,12 @@ def style(i: int) -> dict[str, Any]:
     }
 
 
-def scope(report: dict[str, Any]) -> str:
+def scope(report: Report) -> str:
     """N scenarios, turns and R for the caption line."""
-    cs = report["configurations"]
-    ns = sorted({c["scenarios"] for c in cs})
-    turns = sorted({c["n_turns"] for c in cs})
-    rs = sorted({c["retries"] for c in cs})
+    cs = report.configurations
+    ns = sorted({c.scenarios for c in cs})
+    turns = sorted({c.n_turns for c in cs})
+    rs = sorted({c.retries for c in cs})
     n = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
     t = ", ".join(str(x) for x in turns)
     changes = ", ".join(str(x) for x in turns)

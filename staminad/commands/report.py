@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.usage import hint, integer
 from staminad.analysis.data import ConfigData
 from staminad.commands.args import CommandError, UsageError, check_store
 from state.lock import LOCK_NAME
+
+if TYPE_CHECKING:
+    from staminad.analysis.reportdata import Report
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -202,14 +204,14 @@ def report_cmd(args: argparse.Namespace) -> int:
         _check_out(args.out, _db(args), force=True, follow=True)  # the directory: an existing one is fine
         _check_in(args.out, written, _db(args), args.force)
     built = report.build(_configs(args, leave_out_cancelled=True), n_boot=args.bootstrap)
-    data = report.clean({**built, **cost.study(_db(args), args.sweeps)})
+    data = report.with_cost(built, cost.study(_db(args), args.sweeps))
     if args.out is not None:  # which figures are drawn depends on the data: their files are checked once known
         _check_in(args.out, figures.file_names(data), _db(args), args.force)
-    renderers: dict[str, Callable[[dict[str, Any]], str]] = {
+    renderers: dict[str, Callable[[Report], str]] = {
         "md": report.markdown,
         "latex": report.latex,
         "csv": report.csv_table,
-        "json": lambda d: json.dumps(d, indent=2),
+        "json": report.to_json,
     }
     text = renderers[args.format](data)
     if args.out is None:

@@ -145,7 +145,7 @@ async def code_change(store: Store, attempt_id: int) -> CodeChange:
 async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioList:
     """Every scenario row of the sweep; `seq` is the last event published before the rows were read."""
     found = await _sweep_row(store, sweep_id)  # raises for an unknown sweep, without computing its figures
-    timeout = turn_timeout(found.config)
+    timeout = turn_timeout(found.config, sweep_id)
     scenarios = await store.scenarios(sweep_id)
     progress = {sid: list(rows) for sid, rows in groupby(await store.progress(sweep_id), key=lambda p: p.scenario_id)}
     waits = await sweeps.outage_waits(store, sweep_id)

@@ -3,7 +3,10 @@ viewer all show (pure, so it is tested in one place)."""
 
 from __future__ import annotations
 
+import functools
+import logging
 from itertools import groupby
+from typing import Annotated
 
 import msgspec
 
@@ -11,9 +14,11 @@ from protocol.events import FINAL, Step, phase, watchdog_deadline
 from protocol.messages import HISTORY_END, ScenarioRow
 from state.store import Progress, StoredScenario
 
+log = logging.getLogger(__name__)
+
 
 class _Run(msgspec.Struct, frozen=True):
-    turn_timeout: float = 0.0
+    turn_timeout: Annotated[float, msgspec.Meta(ge=0)] = 0.0
 
 
 class _Submitted(msgspec.Struct, frozen=True):
@@ -25,12 +30,20 @@ class _Submitted(msgspec.Struct, frozen=True):
 _SUBMITTED = msgspec.json.Decoder(_Submitted)
 
 
-def turn_timeout(config: str) -> float:
-    """The sweep's turn watchdog in seconds, from the sweep file it was submitted with (0 if unreadable: a store
-    written by another version still lists its scenarios, without deadlines)."""
+@functools.lru_cache(maxsize=256)  # a view lists a sweep's scenarios often: decoded, and warned about, once
+def turn_timeout(config: str, sweep: str = "") -> float:
+    """The sweep's turn watchdog in seconds, from the sweep file it was submitted with (its stored JSON).
+
+    A file that does not say (a store written by an older version) gives 0: the scenarios are listed without
+    deadlines. So does a file that cannot be read as a sweep file (not JSON, or a turn timeout that is not a
+    number of seconds), but that is logged as a warning naming the sweep and what is wrong, never passed over.
+    """
     try:
         return _SUBMITTED.decode(config).run.turn_timeout
-    except msgspec.DecodeError:
+    except msgspec.DecodeError as e:
+        log.warning(
+            "sweep %s: its stored sweep file is unreadable (%s); scenarios are listed without deadlines", sweep, e
+        )
         return 0.0
 
 

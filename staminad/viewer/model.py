@@ -1,4 +1,5 @@
-"""What each viewer page shows, as plain data read from the store: sweeps, a sweep, a scenario, a comparison.
+"""What each viewer page shows, read from the store: sweeps, a sweep, a scenario, a comparison; the rows a page
+lists are typed (`rows`).
 
 Pure functions over a read-only sqlite3 connection, shared by the live server (`app`) and the static site
 (`site`), so both show the same numbers. Where a scenario stands (its P/R/F/I history) comes from
@@ -23,6 +24,7 @@ from staminad.engine.score import Standing, best_score, counts_text, not_final, 
 from staminad.engine.standing import scenario_row
 from staminad.sandbox.bounded import bounded_tail
 from staminad.sandbox.codekeep import KeptCode
+from staminad.viewer.rows import ConfigSummary, Curve, GridRow, Pair
 from state import browse
 from state.store import Progress, StoredScenario
 
@@ -103,35 +105,35 @@ def _config_summary(
     usage: dict[int, tuple[float, int]],
     where: dict[int, Standing],
     sweep_status: str,
-) -> dict[str, Any]:
+) -> ConfigSummary:
     t = tally((where[s["id"]], s["turns_passed"], s["status"] == "done") for s in scen)
     statuses: dict[str, int] = {}
     for s in scen:
         statuses[s["status"]] = statuses.get(s["status"], 0) + 1
     cost = sum(usage.get(s["id"], (0.0, 0))[0] for s in scen)
     tokens = sum(usage.get(s["id"], (0.0, 0))[1] for s in scen)
-    return {
-        "name": c["name"],
-        "agent": c["agent"],
-        "model": c.get("model") or "",
-        "retries": c["retries"],
-        "feedback": c["feedback"],
-        "scenarios": len(scen),
-        "finished": sum(s["status"] in FINAL for s in scen),
-        "mean": t.mean,
-        "se": t.se,
-        "pass_rate": t.pass_rate,
-        "scored": t.scored,
-        "unscored": t.unscored,
-        "unfinished": t.unfinished,
-        "never_run": t.never_run,
-        "counts": counts_text(t),
-        "not_final": not_final(t, sweep_status),
-        "statuses": statuses,
-        "cost": cost if tokens or cost else None,
-        "tokens": tokens or None,
-        "n_turns": n_turns,
-    }
+    return ConfigSummary(
+        name=c["name"],
+        agent=c["agent"],
+        model=c.get("model") or "",
+        retries=c["retries"],
+        feedback=c["feedback"],
+        scenarios=len(scen),
+        finished=sum(s["status"] in FINAL for s in scen),
+        mean=t.mean,
+        se=t.se,
+        pass_rate=t.pass_rate,
+        scored=t.scored,
+        unscored=t.unscored,
+        unfinished=t.unfinished,
+        never_run=t.never_run,
+        counts=counts_text(t),
+        not_final=not_final(t, sweep_status),
+        statuses=statuses,
+        cost=cost if tokens or cost else None,
+        tokens=tokens or None,
+        n_turns=n_turns,
+    )
 
 
 def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
@@ -145,7 +147,9 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
     progress: dict[int, list[Progress]] = {}
     for p in browse.progress(conn, sweep_id):
         progress.setdefault(p["scenario_id"], []).append(Progress(**p))
-    configs, curves, grid = [], [], []
+    configs: list[ConfigSummary] = []
+    curves: list[Curve] = []
+    grid: list[GridRow] = []
     where = _standings(conn, sweep_id)
     for c, scen in groups:
         configs.append(_config_summary(c, scen, n_turns, usage, where, sw["status"]))
@@ -156,13 +160,13 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
         observed = [s["status"] in ("failed", "infra_failed") for s in counted]
         km = kaplan_meier(durations, observed) if counted else None
         curves.append(
-            {
-                "name": c["name"],
-                "times": list(km.times) if km else [],
-                "survival": list(km.survival) if km else [],
-                "censored": [d for d, e in zip(durations, observed, strict=True) if not e],
-                "tau": float(n_turns + 1),
-            }
+            Curve(
+                name=c["name"],
+                tau=float(n_turns + 1),
+                times=list(km.times) if km else [],
+                survival=list(km.survival) if km else [],
+                censored=[d for d, e in zip(durations, observed, strict=True) if not e],
+            )
         )
         for s in scen:
             row = scenario_row(c["name"], _stored(s), progress.get(s["id"], []))
@@ -170,31 +174,31 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
             if row.status not in FINAL and len(cells) <= n_turns:
                 cells.append("·" if row.status == "pending" else "…")  # the turn being worked on
             grid.append(
-                {
-                    "configuration": c["name"],
-                    "seed": s["seed"],
-                    "status": row.status,
-                    "phase": row.phase,
-                    "turns_passed": row.turns_passed,
-                    "cells": cells + [""] * max(0, n_turns + 1 - len(cells)),
-                    "last_failure": row.last_failure,
-                }
+                GridRow(
+                    configuration=c["name"],
+                    seed=s["seed"],
+                    status=row.status,
+                    phase=row.phase,
+                    turns_passed=row.turns_passed,
+                    cells=cells + [""] * max(0, n_turns + 1 - len(cells)),
+                    last_failure=row.last_failure,
+                )
             )
-    notes = [f"{c['name']}: {c['not_final']}" for c in configs if c["not_final"]]
+    notes = [f"{c.name}: {c.not_final}" for c in configs if c.not_final]
     return {
         "sweep": sw,
         "sweep_id": sweep_id,
         "n_turns": n_turns,
         "turns_words": turns_words(n_turns),
         "not_final": notes,
-        "all_infra": any(c["finished"] for c in configs)
-        and all(c["statuses"].get("infra_failed", 0) == c["finished"] for c in configs),
+        "all_infra": any(c.finished for c in configs)
+        and all(c.statuses.get("infra_failed", 0) == c.finished for c in configs),
         "configs": configs,
         "curves": curves,
         "grid": grid,
         "turn_range": list(range(n_turns + 1)),
         "created": when(sw["created_at"]),
-        "metered": any(c["tokens"] for c in configs),
+        "metered": any(c.tokens for c in configs),
     }
 
 
@@ -286,23 +290,23 @@ def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str 
     sb = {s["seed"]: s for s in scen if s["configuration"] == b}
     seeds = sorted(set(sa) & set(sb))
     pairs = [
-        {
-            "seed": s,
-            "a": sa[s]["turns_passed"],
-            "b": sb[s]["turns_passed"],
-            "a_status": sa[s]["status"],
-            "b_status": sb[s]["status"],
-            "diff": sa[s]["turns_passed"] - sb[s]["turns_passed"],
-        }
+        Pair(
+            seed=s,
+            a=sa[s]["turns_passed"],
+            b=sb[s]["turns_passed"],
+            a_status=sa[s]["status"],
+            b_status=sb[s]["status"],
+            diff=sa[s]["turns_passed"] - sb[s]["turns_passed"],
+        )
         for s in seeds
     ]
-    diffs = [float(p["diff"]) for p in pairs]
+    diffs = [float(p.diff) for p in pairs]
     mean, se = mean_se(diffs)
     out.update(
         pairs=pairs,
         mean_diff=_num(mean),
         se_diff=_num(se),
-        p=wilcoxon_paired([p["a"] for p in pairs], [p["b"] for p in pairs]) if pairs else None,
+        p=wilcoxon_paired([p.a for p in pairs], [p.b for p in pairs]) if pairs else None,
         wins=sum(d > 0 for d in diffs),
         losses=sum(d < 0 for d in diffs),
         ties=sum(d == 0 for d in diffs),

@@ -14,6 +14,7 @@ from typing import Any
 
 from staminad.viewer import model
 from staminad.viewer.render import STATIC, StaticLinks, render
+from staminad.viewer.rows import ConfigSummary
 from state.queries import connect_readonly
 
 
@@ -43,9 +44,9 @@ def write_site(state_dir: Path, out: Path, sweeps: list[str] | None = None, figu
             page(links.sweep(s["id"]), "sweep.html", comparisons=pairs, **sweep)
             for row in sweep["grid"]:
                 page(
-                    links.scenario(s["id"], row["configuration"], row["seed"]),
+                    links.scenario(s["id"], row.configuration, row.seed),
                     "scenario.html",
-                    **model.scenario_page(conn, s["id"], row["configuration"], row["seed"]),
+                    **model.scenario_page(conn, s["id"], row.configuration, row.seed),
                 )
             for a, b in pairs:
                 page(links.compare(s["id"], a, b), "compare.html", **model.compare_page(conn, s["id"], a, b))
@@ -54,20 +55,19 @@ def write_site(state_dir: Path, out: Path, sweeps: list[str] | None = None, figu
     return written
 
 
-def comparisons(configs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def comparisons(configs: list[ConfigSummary]) -> list[tuple[str, str]]:
     """The comparison pages a static site carries: the best configuration against each other one, then each harness
     across models (its configuration on the sweep's first model against the same harness, R and feedback on each
     other model), each pair once."""
-    best = max((c for c in configs if c["mean"] is not None), key=lambda c: c["mean"], default=None)
-    pairs = [(best["name"], c["name"]) for c in configs if best and c["name"] != best["name"]]
+    best = max((c for c in configs if c.mean is not None), key=lambda c: c.mean or 0.0, default=None)
+    pairs = [(best.name, c.name) for c in configs if best and c.name != best.name]
     first: dict[tuple[str, int, str], str] = {}
     for c in configs:
-        if not c["model"]:
+        if not c.model:
             continue  # a store from before models were an axis records none
-        key = (c["agent"], c["retries"], c["feedback"])
-        a = first.setdefault(key, c["name"])
-        if a != c["name"] and (a, c["name"]) not in pairs and (c["name"], a) not in pairs:
-            pairs.append((a, c["name"]))
+        a = first.setdefault((c.agent, c.retries, c.feedback), c.name)
+        if a != c.name and (a, c.name) not in pairs and (c.name, a) not in pairs:
+            pairs.append((a, c.name))
     return pairs
 
 

@@ -6,11 +6,10 @@ and marker, so they stay apart in greyscale; censored scenarios are ticks on the
 
 from __future__ import annotations
 
-from typing import Any
-
 from markupsafe import Markup, escape
 
 from staminad.analysis.labels import wrap
+from staminad.viewer.rows import Curve
 
 # Okabe-Ito colours and dash patterns: each curve differs from its neighbours in both.
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -24,10 +23,10 @@ CHAR_W, LINE_H, GAP = 7.3, 13, 5
 CENSORED = "| = censored (done or infra)"
 
 
-def survival_svg(curves: list[dict[str, Any]]) -> Markup:
+def survival_svg(curves: list[Curve]) -> Markup:
     """Step curves S(t) from each entry's `times`/`survival`, ticks at `censored`, x up to `tau`."""
-    tau = max([float(c["tau"]) for c in curves] + [1.0])
-    labels = [wrap(str(c["name"])) for c in curves]
+    tau = max([c.tau for c in curves] + [1.0])
+    labels = [wrap(c.name) for c in curves]
     widest = max([len(line) for lines in labels for line in lines] + [len(CENSORED)])
     lx = LEFT + PW + 10  # the legend's left edge
     width = round(lx + 36 + CHAR_W * widest + 8)
@@ -46,10 +45,10 @@ def survival_svg(curves: list[dict[str, Any]]) -> Markup:
         f'<rect x="{LEFT}" y="{TOP}" width="{PW}" height="{PH}" fill="none" stroke="#999"/>',
     ]
     step = max(1, round(tau / 10))
-    for t in range(0, int(tau) + 1, step):
+    for tick in range(0, int(tau) + 1, step):
         parts.append(
-            f'<line x1="{x(t):.1f}" y1="{TOP + PH}" x2="{x(t):.1f}" y2="{TOP + PH + 4}" stroke="#333"/>'
-            f'<text x="{x(t):.1f}" y="{TOP + PH + 16}" text-anchor="middle" font-size="11">{t}</text>'
+            f'<line x1="{x(tick):.1f}" y1="{TOP + PH}" x2="{x(tick):.1f}" y2="{TOP + PH + 4}" stroke="#333"/>'
+            f'<text x="{x(tick):.1f}" y="{TOP + PH + 16}" text-anchor="middle" font-size="11">{tick}</text>'
         )
     for s in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(
@@ -64,18 +63,18 @@ def survival_svg(curves: list[dict[str, Any]]) -> Markup:
     for i, (c, lines) in enumerate(zip(curves, labels, strict=True)):
         colour, dash = COLOURS[i % len(COLOURS)], DASHES[i % len(DASHES)]
         pts, last = [(0.0, 1.0)], 1.0
-        for t, s in zip(c["times"], c["survival"], strict=True):
+        for t, s in zip(c.times, c.survival, strict=True):
             pts += [(t, last), (t, s)]
             last = s
-        pts.append((c["tau"], last))
+        pts.append((c.tau, last))
         path = " ".join(f"{x(t):.1f},{y(s):.1f}" for t, s in pts)
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        name = escape(c["name"])
+        name = escape(c.name)
         parts.append(
             f'<polyline class="curve" points="{path}" fill="none" stroke="{colour}" stroke-width="2"'
             f"{dash_attr}><title>{name}</title></polyline>"
         )
-        for t in c["censored"]:
+        for t in c.censored:
             s = _at(c, t)
             parts.append(
                 f'<line x1="{x(t):.1f}" y1="{y(s) - 5:.1f}" x2="{x(t):.1f}" y2="{y(s) + 5:.1f}" '
@@ -93,9 +92,9 @@ def survival_svg(curves: list[dict[str, Any]]) -> Markup:
     return Markup("".join(parts))
 
 
-def _at(curve: dict[str, Any], t: float) -> float:
+def _at(curve: Curve, t: float) -> float:
     s = 1.0
-    for time, value in zip(curve["times"], curve["survival"], strict=True):
+    for time, value in zip(curve.times, curve.survival, strict=True):
         if time <= t:
             s = value
     return s

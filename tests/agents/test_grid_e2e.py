@@ -101,11 +101,12 @@ def test_three_agents_on_two_endpoints_each_scenario_reaching_its_own_model(tmp_
     assert cost_b == pytest.approx(2 * cost_a)  # each model's own price (the scripts send the same tokens)
     assert "mini-swe-agent model-b R=0 detailed" in done.stdout  # the summary names each configuration's model
     report = build(load(state / "staminad.db"), n_boot=100)
-    cells = report["grid"]["cells"]["R=0 detailed"]
+    assert report.grid is not None
+    cells = report.grid.cells["R=0 detailed"]
     assert {a: sorted(r) for a, r in cells.items()} == {
         a: ["model-a", "model-b"] for a in ("reference", "mutant:no-cascade", "mini-swe-agent")
     }
-    assert cells["mini-swe-agent"]["model-a"]["mean"] == cells["mini-swe-agent"]["model-b"]["mean"] == 2.0
-    assert all(v["paired"] == 1 for row in cells.values() for v in row.values())
+    assert cells["mini-swe-agent"]["model-a"].mean == cells["mini-swe-agent"]["model-b"].mean == 2.0
+    assert all(v.paired == 1 for row in cells.values() for v in row.values())
     text = markdown(report)
     assert "| harness | model-a | model-b |" in text and "| mini-swe-agent | **2.0" in text

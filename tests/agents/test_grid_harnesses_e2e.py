@@ -147,9 +147,10 @@ def _api(path: str) -> str:
 def _report_grid(state: Path) -> None:
     """The report's grid: a row per harness, a column per model, every cell 2 turns over one paired scenario."""
     report = build(load(state / "staminad.db"), n_boot=100)
-    cells = report["grid"]["cells"]["R=0 detailed"]
+    assert report.grid is not None
+    cells = report.grid.cells["R=0 detailed"]
     assert {a: sorted(r) for a, r in cells.items()} == {h: sorted(MODELS) for h in HARNESSES}
-    assert all(v["mean"] == 2.0 and v["paired"] == 1 for row in cells.values() for v in row.values()), cells
+    assert all(v.mean == 2.0 and v.paired == 1 for row in cells.values() for v in row.values()), cells
     text = markdown(report)
     first, second = MODELS
     assert f"| harness | {first} | {second} |" in text, text

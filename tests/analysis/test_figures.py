@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from PIL import Image
 
 from staminad.analysis import cost, figures, plotting
+from staminad.analysis.reportdata import CostScenario
 from staminad.cli import main
 from state import Store
+from tests.helpers.reports import curve, report_of, row
 from tests.helpers.sweeps import sweep, write_sweep
 
 pytestmark = pytest.mark.sweep
@@ -103,11 +106,8 @@ def test_the_report_checks_exactly_the_files_draw_writes(metered: Path, tmp_path
     from staminad.analysis import report
     from staminad.analysis.data import load
 
-    data = report.clean(
-        {
-            **report.build(load(metered / "staminad.db", ["fig"]), n_boot=100),
-            **cost.study(metered / "staminad.db", ["fig"]),
-        }
+    data = report.with_cost(
+        report.build(load(metered / "staminad.db", ["fig"]), n_boot=100), cost.study(metered / "staminad.db", ["fig"])
     )
     drawn = figures.draw(data, tmp_path)
     assert (
@@ -170,13 +170,11 @@ def test_twelve_configurations_have_twelve_distinct_legend_entries(
     """With 12 configurations no two legend entries look alike: colour, marker and line style (retry figure),
     colour and line style (survival, which has no markers); `style` keeps 32 apart."""
     names = [f"agent{i} R=1 detailed" for i in range(12)]
-    report = {
-        "configurations": [{"scenarios": 3, "n_turns": 3, "retries": 1} for _ in names],
-        "retry_curves": {n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(names)},
-        "survival": {
-            n: {"scored": 3, "tau": 4.0, "rmst": 2.0, "km_times": [1.0, 2.0], "km_survival": [0.7, 0.3]} for n in names
-        },
-    }
+    report = report_of(
+        configurations=[row(f"agent{i}", 1, "detailed", 2.0, scenarios=3, n_turns=3) for i in range(12)],
+        retry_curves={n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(names)},
+        survival={n: curve([1.0, 2.0], [0.7, 0.3]) for n in names},
+    )
     drawn: list[Any] = []
     close = figures.plt.close
     monkeypatch.setattr(figures.plt, "close", lambda fig: (drawn.append(fig), close(fig)))
@@ -202,9 +200,9 @@ def test_turn_axes_have_integer_ticks(report_dir: Path) -> None:
 
 def test_censoring_marks_and_bands_are_drawn() -> None:
     """The Kaplan-Meier band is inside [0, 1], holds the curve, and is the point 0 where S reaches 0."""
-    s = {"km_survival": [0.75, 0.5, 0.0], "km_at_risk": [4, 3, 2], "km_events": [1, 1, 2]}
+    s = msgspec.structs.replace(curve([1.0, 2.0, 3.0], [0.75, 0.5, 0.0]), km_at_risk=[4, 3, 2], km_events=[1, 1, 2])
     lo, hi = figures.greenwood_band(s)
-    assert all(0 <= a <= v <= b <= 1 for a, v, b in zip(lo, s["km_survival"], hi, strict=True))
+    assert all(0 <= a <= v <= b <= 1 for a, v, b in zip(lo, s.km_survival, hi, strict=True))
     assert lo[-1] == hi[-1] == 0.0 and hi[0] - lo[0] > 0.2
 
 
@@ -219,10 +217,11 @@ def test_report_md_embeds_each_figure_with_its_caption(report_dir: Path) -> None
 
 def test_loc_figure_is_skipped_with_a_reason_when_it_says_nothing() -> None:
     """No LoC counts, or the same count on every turn, skip the figure with the reason; varying counts draw it."""
-    assert "no lines-of-code counts" in (figures.loc_information({"loc_by_turn": {"a": []}}) or "")
-    flat = {"loc_by_turn": {"a": [(0, 357.0, 0.0, 3), (1, 357.0, 0.0, 3)]}}
+    assert "no lines-of-code counts" in (figures.loc_information(report_of(loc_by_turn={"a": []})) or "")
+    flat = report_of(loc_by_turn={"a": [(0, 357.0, 0.0, 3), (1, 357.0, 0.0, 3)]})
     assert "same size" in (figures.loc_information(flat) or "")
-    assert figures.loc_information({"loc_by_turn": {"a": [(0, 300.0, 0.0, 3), (1, 357.0, 1.0, 3)]}}) is None
+    varying = report_of(loc_by_turn={"a": [(0, 300.0, 0.0, 3), (1, 357.0, 1.0, 3)]})
+    assert figures.loc_information(varying) is None
 
 
 def test_without_usage_the_cost_figures_are_skipped_with_a_line(
@@ -237,7 +236,9 @@ def test_without_usage_the_cost_figures_are_skipped_with_a_line(
 
 def test_turns_within_budget_counts_turns_until_the_running_cost_exceeds_it() -> None:
     """A turn counts when the cost of it and every turn before it fits the budget."""
-    sc = {"turns_passed": 3, "cost_by_turn": [(0, 1.0), (1, 2.0), (2, 0.5), (3, 4.0)]}
+    sc = CostScenario(
+        seed=0, turns_passed=3, status="failed", cost=7.5, cost_by_turn=[(0, 1.0), (1, 2.0), (2, 0.5), (3, 4.0)]
+    )
     assert [cost.turns_within(sc, b) for b in (0.5, 1.0, 2.9, 3.0, 3.5, 100)] == [0, 1, 1, 2, 3, 3]
 
 

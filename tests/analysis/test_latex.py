@@ -4,64 +4,47 @@ each row (the paper's rule, as the Markdown report), the others the best of each
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from staminad.analysis import report
 from staminad.analysis.latex import document, esc
+from staminad.analysis.reportdata import Table
+from tests.helpers.reports import cell, report_configs, report_of, row
 
 GOLDEN = Path(__file__).parent / "golden" / "tables.tex"
 
 
-def _cell(mean: float, se: float, rate: float, best: bool, not_worse: bool) -> dict[str, Any]:
-    return {"mean": mean, "se": se, "pass_rate": rate, "n": 4, "best": best, "p_vs_best": 1.0, "not_worse": not_worse}
-
-
-def _config(agent: str, r: int, fb: str, mean: float) -> dict[str, Any]:
-    return {
-        "name": f"{agent} R={r} {fb}",
-        "agent": agent,
-        "retries": r,
-        "feedback": fb,
-        "n_turns": 5,
-        "scenarios": 4,
-        "mean_turns": mean,
-        "se_turns": 0.5,
-        "pass_rate": 0.25,
-        "infra_failed": 0,
-    }
-
-
-REPORT: dict[str, Any] = {
-    "table": {
-        "rows": ["agent_a", "b&c"],
-        "columns": ["R=0 detailed", "R=0 minimal", "R=2 detailed"],
-        "cells": {
+REPORT = report_of(
+    table=Table(
+        rows=["agent_a", "b&c"],
+        columns=["R=0 detailed", "R=0 minimal", "R=2 detailed"],
+        cells={
             "agent_a": {
-                "R=0 detailed": _cell(3.04, 0.5, 0.25, False, True),
-                "R=0 minimal": _cell(1.0, 0.2, 0.0, False, False),
-                "R=2 detailed": _cell(4.0, 0.1, 0.5, True, True),
+                "R=0 detailed": cell(3.04, 0.5, 0.25, False, True),
+                "R=0 minimal": cell(1.0, 0.2, 0.0, False, False),
+                "R=2 detailed": cell(4.0, 0.1, 0.5, True, True),
             },
             "b&c": {
-                "R=0 detailed": _cell(2.96, 0.4, 0.25, True, True),
-                "R=0 minimal": _cell(2.0, 0.3, 0.0, False, True),
+                "R=0 detailed": cell(2.96, 0.4, 0.25, True, True),
+                "R=0 minimal": cell(2.0, 0.3, 0.0, False, True),
             },
         },
-    },
-    "configurations": [
-        _config("agent_a", 0, "detailed", 3.04),
-        _config("agent_a", 0, "minimal", 1.0),
-        _config("agent_a", 2, "detailed", 4.0),
-        _config("b&c", 0, "detailed", 2.96),
-        _config("b&c", 0, "minimal", 2.0),
+    ),
+    configurations=[
+        row("agent_a", 0, "detailed", 3.04),
+        row("agent_a", 0, "minimal", 1.0),
+        row("agent_a", 2, "detailed", 4.0),
+        row("b&c", 0, "detailed", 2.96),
+        row("b&c", 0, "minimal", 2.0),
     ],
-    "retry_curves": {
+    retry_curves={
         "agent_a R=2 detailed": [(0, 3.0, 0.5), (1, 3.5, 0.4), (2, 4.0, 0.1)],
         "b&c R=0 detailed": [(0, 3.0, 0.4)],
     },
-    "failures_first": {
+    failures_first={
         "agent_a R=0 detailed": {"validation": 2, "cascade_deletion": 1},
         "b&c R=0 detailed": {"validation": 2, "harness_crash": 0},
     },
-}
+)
 
 
 def test_tables_match_the_golden_file() -> None:
@@ -87,3 +70,15 @@ def test_names_are_escaped() -> None:
     """LaTeX's special characters in names are escaped."""
     assert esc("a_b&c%$#{}~^\\") == r"a\_b\&c\%\$\#\{\}\textasciitilde{}\textasciicircum{}\textbackslash{}"
     assert r"b\&c" in document(REPORT) and "agent\\_a" in document(REPORT)
+
+
+def test_a_configuration_with_nothing_scored_is_a_dash_in_every_table() -> None:
+    """A configuration whose only scenario never ran shows `--` (n/a in the main table) instead of failing."""
+    text = report.latex(report.build(report_configs(), n_boot=50))
+    rows = [line for line in text.splitlines() if line.startswith("gamma")]
+    assert rows == [
+        r"gamma @ m-small & n/a & -- \\",
+        r"gamma R=2 detailed @m-small & -- & -- & -- \\",
+        r"gamma R=2 & -- & -- \\",
+        r"gamma R=2 detailed @m-small & 0 & 0 & 0 & 0 & 0 & 0 \\",
+    ]

@@ -18,7 +18,9 @@ from PIL import Image
 
 from staminad.analysis import figures
 from staminad.analysis.labels import LEGEND_CHARS, wrap
+from staminad.viewer.rows import Curve
 from staminad.viewer.svg import survival_svg
+from tests.helpers.reports import curve, report_of, row
 
 NAMES = [f"mini-swe-agent:qwen3-coder-480b-a35b-instruct@shared-gpu-box-{i} R=3 detailed" for i in range(12)]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -37,13 +39,11 @@ def test_wrap_keeps_every_character_and_breaks_where_a_name_has_seams() -> None:
 @pytest.mark.parametrize("draw", [figures.survival, figures.retry_budget], ids=["survival", "retry_budget"])
 def test_a_saved_figure_holds_its_whole_legend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, draw: Any) -> None:
     """The legend's window extent, placed in the saved PNG (bbox_inches tight), lies inside the PNG's pixels."""
-    report = {
-        "configurations": [{"scenarios": 3, "n_turns": 3, "retries": 1} for _ in NAMES],
-        "retry_curves": {n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(NAMES)},
-        "survival": {
-            n: {"scored": 3, "tau": 4.0, "rmst": 2.0, "km_times": [1.0, 2.0], "km_survival": [0.7, 0.3]} for n in NAMES
-        },
-    }
+    report = report_of(
+        configurations=[row("agent", 1, "detailed", 2.0, scenarios=3, n_turns=3) for _ in NAMES],
+        retry_curves={n: [(0, 1.0 + i / 10, 0.1), (1, 2.0 + i / 10, 0.1)] for i, n in enumerate(NAMES)},
+        survival={n: curve([1.0, 2.0], [0.7, 0.3]) for n in NAMES},
+    )
     drawn: list[Any] = []
     monkeypatch.setattr(figures.plt, "close", drawn.append)  # kept open to be measured; closed below
     made = draw(report, tmp_path)
@@ -82,7 +82,7 @@ def _width(text: str, size: float) -> float:
 def test_the_viewers_legend_lines_all_end_inside_its_svg() -> None:
     """Every legend line of the viewer's survival chart, at its font size, ends inside the SVG's viewBox."""
     curves = [
-        {"name": n, "tau": 4.0, "times": [1.0, 2.0], "survival": [0.7, 0.3 - i / 50], "censored": [4.0]}
+        Curve(name=n, tau=4.0, times=[1.0, 2.0], survival=[0.7, 0.3 - i / 50], censored=[4.0])
         for i, n in enumerate(NAMES)
     ]
     root = ET.fromstring(str(survival_svg(curves)))

@@ -93,18 +93,19 @@ def test_every_view_scores_the_same_scenarios_and_says_the_figures_are_not_final
     finally:
         conn.close()
     (v,) = page["configs"]
-    assert (v["scored"], v["mean"], round(v["se"], 1), v["pass_rate"], v["counts"]) == (3, 2.0, 1.2, 1 / 3, COUNTS)
-    assert listed["counts"] == COUNTS and listed["mean"] == 2.0
-    assert page["not_final"] == [f"{CONFIG}: {v['not_final']}"] and words in v["not_final"]
+    assert v.se is not None
+    assert (v.scored, v.mean, round(v.se, 1), v.pass_rate, v.counts) == (3, 2.0, 1.2, 1 / 3, COUNTS)
+    assert listed.counts == COUNTS and listed.mean == 2.0
+    assert page["not_final"] == [f"{CONFIG}: {v.not_final}"] and words in v.not_final
     assert page["turns_words"] == "turns = 3: turn 0 + 3 changes (best score 4)" and best == 4
-    assert len(page["curves"][0]["censored"]) == 1  # the survival curve is over the 3 scored: 1 survivor
+    assert len(page["curves"][0].censored) == 1  # the survival curve is over the 3 scored: 1 survivor
 
     # `report`
-    built = report.clean(report.build(load(db), n_boot=50))
-    cell = built["table"]["cells"]["reference"]["R=2 detailed"]
-    assert (cell["n"], cell["mean"], round(cell["se"], 1), cell["pass_rate"]) == (3, 2.0, 1.2, 1 / 3)
-    assert (cell["unfinished"], cell["never_run"], cell["unscored"]) == (1, 1, 1)
-    assert built["final"] is False and words in built["not_final"][0]
+    built = report.build(load(db), n_boot=50)
+    cell = built.table.cells["reference"]["R=2 detailed"]
+    assert (cell.n, cell.mean, round(cell.se, 1), cell.pass_rate) == (3, 2.0, 1.2, 1 / 3)
+    assert (cell.unfinished, cell.never_run, cell.unscored) == (1, 1, 1)
+    assert built.final is False and words in built.not_final[0]
     md = report.markdown(built)
     assert f"{SCORE[:-1]}, {COUNTS})" in md and md.splitlines()[2].startswith("**NOT FINAL** - mix: ")
     assert report.latex(built).splitlines()[2].startswith("% NOT FINAL - mix: ")
@@ -140,6 +141,6 @@ def test_a_configuration_with_nothing_scored_shows_a_dash_never_zeros(tmp_path: 
     assert "turns passed -, n=0; 1 unfinished, 1 never run;" in info_lines(got)[1]
     _, row = _rows(got, now=0.0)
     assert (row[1 + COLUMNS.index("turns passed")], row[1 + COLUMNS.index("pass rate")]) == ("-", "-")
-    built = report.clean(report.build(load(tmp_path / "staminad.db"), n_boot=50))
+    built = report.build(load(tmp_path / "staminad.db"), n_boot=50)
     assert "| - (n=0; 1 unfinished, 1 never run) |" in report.markdown(built)
     assert "0.0 ± 0.0" not in report.markdown(built)

@@ -75,6 +75,6 @@ def test_the_report_shows_both_views_only_where_they_differ() -> None:
     plain = _config(_scenario(0, "done", 5), _scenario(1, "infra_failed", 0, ("infra", "engine_error")))
     assert views_differ(CONFIG) and not views_differ(plain)
     report = build([CONFIG], n_boot=50)
-    assert set(report["views"]) == {CONFIG.name}
+    assert set(report.views) == {CONFIG.name}
     assert "over 2 scenarios (paper: 3.0 over 3)" in markdown(report)
-    assert build([plain], n_boot=50)["views"] == {}
+    assert build([plain], n_boot=50).views == {}

@@ -24,7 +24,9 @@ from protocol import (
 )
 from protocol.client import Client
 from protocol.events import ScenarioFinished
-from staminad.engine.standing import scenario_row
+from staminad.daemon.views import scenario_list
+from staminad.engine.standing import scenario_row, turn_timeout
+from state import Store
 from state.store import Progress
 from state.store import StoredScenario as Stored
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
@@ -74,6 +76,34 @@ def test_scenario_row_history_and_phase() -> None:
     assert (row.phase, row.last_failure) == ("testing", "schema")
     assert scenario_row("c", _stored("failed"), rows[:2]).history == "PF"
     assert scenario_row("c", _stored("pending"), []).phase == "pending"
+
+
+def test_the_turn_timeout_is_read_from_the_stored_sweep_file(caplog: pytest.LogCaptureFixture) -> None:
+    """Its seconds when the file says; 0 without a word when an older file does not; 0 and a warning naming the
+    sweep and the bad field when the file cannot be read."""
+    assert turn_timeout('{"name": "a", "run": {"turn_timeout": 20}}', "a") == 20.0
+    assert turn_timeout('{"name": "b", "run": {}}', "b") == 0.0 and not caplog.records
+    assert turn_timeout('{"name": "c", "run": {"turn_timeout": "soon"}}', "c") == 0.0
+    assert turn_timeout('{"name": "d", "run": {"turn_timeout": -5}}', "d") == 0.0
+    assert turn_timeout('{"name": "e", "run"', "e") == 0.0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 3 and all("stored sweep file is unreadable" in w for w in warned)
+    assert warned[0].startswith("sweep c:") and "$.run.turn_timeout" in warned[0]
+    assert warned[1].startswith("sweep d:") and ">= 0" in warned[1]
+    assert warned[2].startswith("sweep e:")
+
+
+async def test_a_corrupt_stored_sweep_file_still_lists_its_scenarios(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The scenario list of a sweep whose stored file is corrupt answers without deadlines and logs why."""
+    async with await Store.open(tmp_path / "staminad.db") as store:
+        await store.ensure_sweep("odd", "odd", "fp", '{"run": {"turn_timeout": [1]}}')
+        config = await store.ensure_configuration("odd", "reference R=0 detailed", "reference", 0, "detailed")
+        await store.ensure_scenario(config, 0)
+        listed = await scenario_list(store, "odd")
+    assert listed.turn_timeout == 0.0 and [s.seed for s in listed.scenarios] == [0]
+    assert any(r.getMessage().startswith("sweep odd: its stored sweep file is unreadable") for r in caplog.records)
 
 
 async def test_list_scenarios_and_retry_an_infra_failed_scenario(tmp_path: Path) -> None:

@@ -126,19 +126,20 @@ async def test_three_agents_on_two_models_pair_in_the_reports_grid(tmp_path: Pat
     assert rows == [(a, m, 4) for a in ("reference", "mutant:no-cascade", "mutant:accept-null")
                     for m in ("qwen-local", "glm-local")]  # fmt: skip
     report = build(load(state / "staminad.db"), n_boot=200)
-    grid = report["grid"]
-    assert grid["models"] == ["qwen-local", "glm-local"] and grid["settings"] == ["R=0 detailed"]
-    cells = grid["cells"]["R=0 detailed"]
+    grid = report.grid
+    assert grid is not None
+    assert grid.models == ["qwen-local", "glm-local"] and grid.settings == ["R=0 detailed"]
+    cells = grid.cells["R=0 detailed"]
     assert set(cells) == {"reference", "mutant:no-cascade", "mutant:accept-null"}
     for row in cells.values():
         assert set(row) == {"qwen-local", "glm-local"}
-        assert all(v["n"] == 4 and v["paired"] == 4 for v in row.values())  # paired over the same four seeds
+        assert all(v.n == 4 and v.paired == 4 for v in row.values())  # paired over the same four seeds
         # A deterministic agent scores the same on either model: the comparison across models finds nothing.
-        assert row["qwen-local"]["mean"] == row["glm-local"]["mean"]
-        assert [v["best"] for v in row.values()].count(True) == 1
-        assert all(v["p_vs_best"] == 1.0 for v in row.values())
-    assert cells["reference"]["qwen-local"]["mean"] == 4.0  # turns 0..3 all passed
-    assert "reference @ glm-local" in report["table"]["rows"]
+        assert row["qwen-local"].mean == row["glm-local"].mean
+        assert [v.best for v in row.values()].count(True) == 1
+        assert all(v.p_vs_best == 1.0 for v in row.values())
+    assert cells["reference"]["qwen-local"].mean == 4.0  # turns 0..3 all passed
+    assert "reference @ glm-local" in report.table.rows
     text = markdown(report)
     assert "## Harness x model" in text and "| harness | qwen-local | glm-local |" in text
     assert "| reference | **4.0 ± 0.0 (n=4)** | 4.0 ± 0.0 (n=4), p=1 |" in text

@@ -3,14 +3,34 @@ and each harness across the sweep's models."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from staminad.viewer.rows import ConfigSummary
 from staminad.viewer.site import comparisons
 
 
-def _config(agent: str, model: str, mean: float | None, retries: int = 0) -> dict[str, Any]:
+def _config(agent: str, model: str, mean: float | None, retries: int = 0) -> ConfigSummary:
     name = f"{agent} {model} R={retries} detailed" if model else f"{agent} R={retries} detailed"
-    return {"name": name, "agent": agent, "model": model, "retries": retries, "feedback": "detailed", "mean": mean}
+    return ConfigSummary(
+        name=name,
+        agent=agent,
+        model=model,
+        retries=retries,
+        feedback="detailed",
+        scenarios=1,
+        finished=1,
+        mean=mean,
+        se=0.0,
+        pass_rate=0.0,
+        scored=1,
+        unscored=0,
+        unfinished=0,
+        never_run=0,
+        counts="n=1",
+        not_final="",
+        statuses={"failed": 1},
+        cost=None,
+        tokens=None,
+        n_turns=3,
+    )
 
 
 def test_each_harness_is_compared_across_the_models_beside_the_best_against_the_rest() -> None:
@@ -23,7 +43,7 @@ def test_each_harness_is_compared_across_the_models_beside_the_best_against_the_
     ]
     pairs = comparisons(configs)
     best = "mini-swe-agent model-a R=0 detailed"
-    assert pairs[:5] == [(best, c["name"]) for c in configs[1:]]
+    assert pairs[:5] == [(best, c.name) for c in configs[1:]]
     assert pairs[5:] == [
         ("claude-code model-a R=0 detailed", "claude-code model-b R=0 detailed"),
         ("codex model-a R=0 detailed", "codex model-b R=0 detailed"),
