@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar, get_args
 import msgspec
 
 from protocol.events import EventData, kind_of
+from protocol.kinds import AttemptStep, InfraKind, Outcome, Phase, ScenarioStatus, SweepStatus
 
 PROTOCOL_VERSION = 8  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
 # 8: GetCodeChange
@@ -192,7 +193,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     pause), `queued` those awaiting a slot."""
 
     sweep: str
-    status: str
+    status: SweepStatus
     fingerprint: str
     configurations: tuple[ConfigStatus, ...] = ()
     parallel: int = 0
@@ -220,9 +221,9 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     turn: int
     attempt: int
     infra_try: int
-    phase: str
-    outcome: str | None
-    infra_kind: str | None
+    phase: AttemptStep
+    outcome: Outcome | None
+    infra_kind: InfraKind | None
     categories: str | None
     passed_tests: int | None
     total_tests: int | None
@@ -245,7 +246,7 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     sweep: str
     configuration: str
     seed: int
-    status: str
+    status: ScenarioStatus
     turns_passed: int
     reason: str
     attempts: tuple[AttemptSummary, ...]
@@ -257,7 +258,7 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
 
 
 # The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).
-HISTORY_END = {"failed": "F", "infra_failed": "I", "capped": "C"}
+HISTORY_END: dict[ScenarioStatus, str] = {"failed": "F", "infra_failed": "I", "capped": "C"}
 
 
 class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -273,12 +274,12 @@ class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
     id: int
     configuration: str
     seed: int
-    status: str
+    status: ScenarioStatus
     turns_passed: int
     turn: int
     attempt: int
     infra_try: int
-    phase: str
+    phase: Phase
     last_failure: str
     history: str
     reason: str
@@ -403,7 +404,7 @@ class OpsSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     `expanding` counts scenarios recorded of `expand_total` while a large sweep is still being laid out."""
 
     sweep: str
-    status: str
+    status: SweepStatus
     finished: int
     scenarios: int
     active: int

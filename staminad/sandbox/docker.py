@@ -55,6 +55,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     ContainerSettings,
@@ -209,7 +210,7 @@ class DockerSandbox(HostFiles, SealedContainer):
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             # "port is already allocated": another container (say, one a dead daemon left) publishes it.
             taken = any(s in str(message) for s in ("address already in use", "port is already allocated"))
-            kind = "port_taken" if taken else "engine_error"
+            kind: InfraKind = "port_taken" if taken else "engine_error"
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
         await self._seal_and_launch(container)
 

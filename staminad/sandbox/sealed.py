@@ -20,6 +20,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     ContainerSettings,
@@ -283,7 +284,7 @@ class SealedContainer:
                 return int((await ex.inspect())["ExitCode"] or 0), bytes(out)
         except aiodocker.exceptions.DockerError as exc:
             # 404: removed; 409: paused or not running. Anything else is the engine failing.
-            kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
             raise SandboxError(f"docker exec in {self.name}: {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"docker exec in {self.name}: {type(exc).__name__}: {exc}", "engine_error") from None

@@ -21,6 +21,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import SandboxError
 
 LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
@@ -53,7 +54,7 @@ class LauncherStream:
                     stream = ex.start(detach=False)
                     await stream.__aenter__()
             except aiodocker.exceptions.DockerError as exc:
-                kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+                kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
                 raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc.message}", kind) from None
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc!r}", "engine_error") from None

@@ -39,6 +39,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     SNAPSHOT_LIMIT,
@@ -123,7 +124,7 @@ class VolumeSandbox(SealedContainer):
             with anyio.fail_after(OP_TIMEOUT):
                 return await op()
         except aiodocker.exceptions.DockerError as exc:
-            kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
             raise SandboxError(f"{what} ({self.name}): {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"{what} ({self.name}): {type(exc).__name__}: {exc}", "engine_error") from None
