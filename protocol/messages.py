@@ -9,7 +9,8 @@ timed out) is recognised and skipped, never taken as the answer to a later one.
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, get_args
+from collections.abc import Callable
+from typing import Any, Generic, TypeGuard, TypeVar, get_args
 
 import msgspec
 
@@ -489,9 +490,8 @@ def _declared_reply(request: type[RequestFor[Any]]) -> type[_Msg]:
 
 _REPLY_TYPES: dict[type[RequestFor[Any]], type[_Msg]] = {r: _declared_reply(r) for r in get_args(Request)}
 
-Message = (
-    Request
-    | HelloReply
+Reply = (
+    HelloReply
     | Ok
     | ErrorReply
     | SweepInfo
@@ -501,8 +501,25 @@ Message = (
     | AttemptTexts
     | CodeChange
     | OpsReport
-    | Event
 )
+Message = Request | Reply | Event
+
+R = TypeVar("R", bound=_Msg)
+
+
+def _same(reply: R) -> R:
+    return reply
+
+
+def answer_to(request: RequestFor[R]) -> Callable[[R], R]:
+    """The identity on a reply, typed by the request it answers: `answer_to(request)(reply)` is refused by mypy
+    when `reply` is not the type `request` declares (the daemon's dispatch writes each answer through it)."""
+    return _same
+
+
+def is_answer(reply: Reply, request: RequestFor[R]) -> TypeGuard[R]:
+    """Whether `reply` is of the type `request` declares (an `ErrorReply` is not): a client's check, typed."""
+    return isinstance(reply, _REPLY_TYPES[type(request)])
 
 
 def encoder() -> msgspec.msgpack.Encoder:
