@@ -89,6 +89,7 @@ from staminad.sandbox.container import (
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.reach import direct_address
+from staminad.sandbox.replies import NOTHING, A, Done, decode
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
@@ -261,28 +262,25 @@ class DockerSandbox(HostFiles, SealedContainer):
             return f"http://{self._direct}:{SERVER_PORT_IN_CONTAINER}"
         return await super()._server_base()
 
-    async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
+    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
         """One root-side operation (see `launcher`): through the container's launcher, or, when none reads
         its FIFO, once by `docker exec` of the same code (and a new launcher is started for what follows)."""
         if op == "spawn":
             if self.channel.post(op, args):
-                return {}
+                return decode(NOTHING, answer, op)
         else:
-            answer = await self.channel.call(op, args, timeout, self._usable)
-            if answer is not None:
-                return answer
+            raw = await self.channel.call(op, args, timeout, self._usable)
+            if raw is not None:
+                return decode(raw, answer, op)
         code, out = await self._run(["python3", "-I", "-S", LAUNCHER, "once", op, json.dumps(args)], timeout=timeout)
-        try:
-            found = json.loads(out) if op != "spawn" else {"ok": {}}
-        except ValueError:
-            found = None
-        if code != 0 or not isinstance(found, dict) or not isinstance(found.get("ok"), dict):
+        if code != 0:
             raise SandboxError(f"{op} failed in {self.name} (exit {code}): {out[:200]!r}", "engine_error")
+        found = decode(out if op != "spawn" else NOTHING, answer, op)
         if self.use_launcher and time.monotonic() - self._launcher_started >= RESTART_EVERY:  # one per RESTART_EVERY
             self._launcher_started = time.monotonic()
             with contextlib.suppress(SandboxError):
                 await self._start_launcher()
-        return dict(found["ok"])
+        return found
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
@@ -302,6 +300,7 @@ class DockerSandbox(HostFiles, SealedContainer):
                     str(HARNESS_LOG_LIMIT),
                 ]
             },
+            Done,
         )
 
     async def _pid(self, job_id: str) -> int | None:
