@@ -243,8 +243,8 @@ class DockerSandbox(HostFiles, SealedContainer):
             return
         await self._start_launcher()
         with anyio.move_on_after(LAUNCHER_START_TIMEOUT):
-            while not self.channel.reading():
-                await anyio.sleep(0.005)  # the launcher opens its FIFO first thing; nothing to await instead
+            while not self.channel.reading():  # noqa: ASYNC110 - another process's FIFO open sets no Event of ours
+                await anyio.sleep(0.005)  # the launcher opens its FIFO first thing
         # Without one every operation still works, by `docker exec`; the next operation tries again.
 
     async def _start_launcher(self) -> None:
@@ -350,7 +350,7 @@ class DockerFactory(ContainerFactory):
         """Remove whatever container of the sweep (its sandbox directory) is left, then close the client."""
         client, self._client = self._client or self.connect(), None
         try:
-            await reap(client, sandboxes.resolve())
+            await reap(client, Path(await anyio.Path(sandboxes).resolve()))
         finally:
             await client.close()
 

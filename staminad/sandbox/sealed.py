@@ -470,8 +470,8 @@ class SealedContainer:
             Done,
         )
         with anyio.move_on_after(PID_TIMEOUT):
-            while await self._server_pgid() is None:
-                await anyio.sleep(0.01)  # the detached shell writes its pid first thing; nothing to await instead
+            while await self._server_pgid() is None:  # noqa: ASYNC110 - a file written inside the container sets no Event
+                await anyio.sleep(0.01)  # the detached shell writes its pid first thing
         pgid = await self._server_pgid()
         if pgid is None:
             raise SandboxError(

@@ -402,8 +402,9 @@ class VolumeFactory(ContainerFactory):
         """Remove the sweep's containers, then its volumes (its snapshots stay in the state dir)."""
         client, self._client = self._client or self.connect(), None
         try:
-            await reap(client, sandboxes.resolve())
-            await reap_volumes(client, sandboxes.resolve())
+            where = Path(await anyio.Path(sandboxes).resolve())
+            await reap(client, where)
+            await reap_volumes(client, where)
         finally:
             await client.close()
 
