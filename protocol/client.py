@@ -95,14 +95,17 @@ class Client:
         try:
             with anyio.fail_after(self.timeout):
                 self.stream = await connect_unix(self.path)
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise ClientError(
-                f"staminad is not running (no daemon at {self.path}); start it with `{hint('start')}`"
-            ) from None
-        except PermissionError:
-            raise ClientError(f"no permission to use {self.path}") from None
-        except TimeoutError:
-            raise ClientError(f"the daemon at {self.path} did not accept within {self.timeout:.0f} s") from None
+        except BaseException as exc:
+            self._close_events()  # no reader started to close them: a client that never connected leaves none open
+            if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
+                raise ClientError(
+                    f"staminad is not running (no daemon at {self.path}); start it with `{hint('start')}`"
+                ) from None
+            if isinstance(exc, PermissionError):
+                raise ClientError(f"no permission to use {self.path}") from None
+            if isinstance(exc, TimeoutError):
+                raise ClientError(f"the daemon at {self.path} did not accept within {self.timeout:.0f} s") from None
+            raise
         self.frames = FrameReader(self.stream)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -125,13 +128,18 @@ class Client:
     async def _close(self) -> None:
         # Closing the socket ends the reader's read without cancelling it (see the module docstring).
         with anyio.CancelScope(shield=True):
-            self._events_out.close()
+            self._close_events()
             if self.stream is not None:
                 await self.stream.aclose()
         if self._tg is not None:  # the reader is shielded: it ends because the socket closed, not by a cancel
             tg, self._tg = self._tg, None
             tg.cancel_scope.cancel()  # the keep-alive task
             await tg.__aexit__(None, None, None)
+
+    def _close_events(self) -> None:
+        """Close both ends of the event stream (the reader closes its sending end too, when it ends): idempotent."""
+        self._events_in.close()
+        self._events_out.close()
 
     async def _keep_alive(self, every: float) -> None:
         while not self._broken and not self._subscribed:
