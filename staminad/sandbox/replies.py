@@ -135,6 +135,7 @@ class Tagged(msgspec.Struct, frozen=True):
 def decode(raw: bytes | str, answer: type[A], op: str) -> A:
     """The launcher's answer `raw` to `op` as `answer`; a SandboxError (`engine_error`) when it failed or is not one."""
     try:
+        # mypy takes no variable as a type argument; msgspec builds the decoder for the Struct it is given here.
         found = msgspec.json.decode(raw, type=_Envelope[answer])  # type: ignore[valid-type]
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise SandboxError(f"unreadable launcher answer to {op}: {exc}", "engine_error") from None
