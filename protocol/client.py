@@ -16,7 +16,7 @@ import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
 import anyio
 import msgspec
@@ -32,11 +32,12 @@ from protocol.messages import (
     HelloReply,
     Message,
     Ping,
+    Reply,
     RequestFor,
     Subscribe,
     decoder,
     encoder,
-    reply_type,
+    is_answer,
 )
 from protocol.stream import UnixStream, connect_unix
 from protocol.usage import hint
@@ -62,7 +63,7 @@ class ClientError(RuntimeError):
 class _Pending:
     def __init__(self) -> None:
         self.done = anyio.Event()
-        self.reply: Any = None
+        self.reply: Reply | None = None
 
 
 class Client:
@@ -76,7 +77,8 @@ class Client:
         self.path, self.name, self.timeout, self.keepalive = socket_path, name, timeout, keepalive
         self._sent = 0.0  # when the last request went out (anyio's clock)
         self._subscribed = False  # an event stream: the daemon no longer reads, so no pings
-        self.enc, self.dec = encoder(), decoder(Message)
+        self.enc = encoder()
+        self.dec: msgspec.msgpack.Decoder[Reply | Event] = decoder(Reply | Event)
         self.stream: UnixStream | None = None
         self.frames: FrameReader | None = None
         self.daemon = ""  # the daemon's version, from its hello
@@ -93,14 +95,17 @@ class Client:
         try:
             with anyio.fail_after(self.timeout):
                 self.stream = await connect_unix(self.path)
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise ClientError(
-                f"staminad is not running (no daemon at {self.path}); start it with `{hint('start')}`"
-            ) from None
-        except PermissionError:
-            raise ClientError(f"no permission to use {self.path}") from None
-        except TimeoutError:
-            raise ClientError(f"the daemon at {self.path} did not accept within {self.timeout:.0f} s") from None
+        except BaseException as exc:
+            self._close_events()  # no reader started to close them: a client that never connected leaves none open
+            if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
+                raise ClientError(
+                    f"staminad is not running (no daemon at {self.path}); start it with `{hint('start')}`"
+                ) from None
+            if isinstance(exc, PermissionError):
+                raise ClientError(f"no permission to use {self.path}") from None
+            if isinstance(exc, TimeoutError):
+                raise ClientError(f"the daemon at {self.path} did not accept within {self.timeout:.0f} s") from None
+            raise
         self.frames = FrameReader(self.stream)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -123,13 +128,18 @@ class Client:
     async def _close(self) -> None:
         # Closing the socket ends the reader's read without cancelling it (see the module docstring).
         with anyio.CancelScope(shield=True):
-            self._events_out.close()
+            self._close_events()
             if self.stream is not None:
                 await self.stream.aclose()
         if self._tg is not None:  # the reader is shielded: it ends because the socket closed, not by a cancel
             tg, self._tg = self._tg, None
             tg.cancel_scope.cancel()  # the keep-alive task
             await tg.__aexit__(None, None, None)
+
+    def _close_events(self) -> None:
+        """Close both ends of the event stream (the reader closes its sending end too, when it ends): idempotent."""
+        self._events_in.close()
+        self._events_out.close()
 
     async def _keep_alive(self, every: float) -> None:
         while not self._broken and not self._subscribed:
@@ -187,9 +197,11 @@ class Client:
         reply = pending.reply
         if reply is None:
             raise ClientError(self._broken or "the daemon closed the connection")
-        if not isinstance(reply, ErrorReply | reply_type(type(message))):
-            raise ClientError(f"the daemon answered {type(message).__name__} with {type(reply).__name__}")
-        return cast("R | ErrorReply", reply)  # its type is the request's declared reply, checked just above
+        if isinstance(reply, ErrorReply):
+            return reply
+        if is_answer(reply, message):
+            return reply
+        raise ClientError(f"the daemon answered {type(message).__name__} with {type(reply).__name__}")
 
     async def events(self) -> AsyncIterator[Event]:
         """The events the daemon streams after a `Subscribe`; ends when the connection does."""

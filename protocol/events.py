@@ -9,9 +9,11 @@ that watched live show the same phase.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import assert_never
 
 import msgspec
+
+from protocol.kinds import FINAL, AttemptStep, FinalStatus, InfraKind, Outcome, Phase, ScenarioStatus
 
 
 class _Data(msgspec.Struct, frozen=True, tag_field="event", forbid_unknown_fields=True, kw_only=True):
@@ -81,7 +83,7 @@ class HarnessDone(_OfAttempt, tag="harness_done", frozen=True):
 
 class InfraFailure(_OfAttempt, tag="infra_failure", frozen=True):
     infra_try: int
-    infra_kind: str
+    infra_kind: InfraKind
     detail: str
 
 
@@ -100,7 +102,7 @@ class AttemptTested(_OfAttempt, tag="attempt_tested", frozen=True):
 
 
 class ScenarioFinished(_OfRunner, tag="scenario_finished", frozen=True):
-    status: str
+    status: FinalStatus
     turns_passed: int
     reason: str
 
@@ -165,7 +167,7 @@ EventData = (
     | LlmCall
     | LlmUnavailable
 )
-KIND_NAMES: Final = frozenset(str(k.__struct_config__.tag) for k in EVENT_KINDS)
+KIND_NAMES = frozenset(str(k.__struct_config__.tag) for k in EVENT_KINDS)
 
 
 def kind_of(data: EventData) -> str:
@@ -179,9 +181,6 @@ def scenario_of(data: EventData) -> int | None:
 
 
 # --- phase ------------------------------------------------------------------------------------
-
-# The scenario statuses that end it; its phase is then the status itself.
-FINAL: Final = ("done", "failed", "infra_failed", "capped")
 
 
 def watchdog_deadline(
@@ -204,14 +203,20 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
 
     attempt: int
     infra_try: int
-    phase: str
-    outcome: str | None
+    phase: AttemptStep
+    outcome: Outcome | None
 
 
-def phase(status: str, last: Step | None) -> str:
-    """Where a scenario stands, in words for people: from its status and its latest attempt's step."""
-    if status in FINAL:
-        return status
+def phase(status: ScenarioStatus, last: Step | None) -> Phase:
+    """Where a scenario stands, in words for people: from its status (the final ones are their own phase) and
+    its latest attempt's step."""
+    match status:
+        case "done" | "failed" | "infra_failed" | "capped":
+            return status
+        case "pending" | "running":
+            pass
+        case _:
+            assert_never(status)
     if last is None:
         return "pending"
     if last.phase == "launched":
@@ -220,7 +225,17 @@ def phase(status: str, last: Step | None) -> str:
         return "retrying" if last.attempt > 1 else "agent working"
     if last.phase == "harness_done":
         return "testing"  # the server starting and the suite running are one stored step
-    return {"pass": "passed", "fail": "feedback", "infra": "infra wait"}.get(last.outcome or "", "pending")
+    match last.outcome:
+        case "pass":
+            return "passed"
+        case "fail":
+            return "feedback"
+        case "infra":
+            return "infra wait"
+        case None:
+            return "pending"
+        case _:
+            assert_never(last.outcome)
 
 
 def step_after(data: EventData, infra_try: int = 0) -> Step | None:
@@ -231,13 +246,9 @@ def step_after(data: EventData, infra_try: int = 0) -> Step | None:
     """
     match data:
         case AttemptStarted() | InfraFailure():
-            outcome = "infra" if isinstance(data, InfraFailure) else None
-            return Step(
-                attempt=data.attempt,
-                infra_try=data.infra_try,
-                phase="launched" if outcome is None else "tested",
-                outcome=outcome,
-            )
+            if isinstance(data, InfraFailure):
+                return Step(attempt=data.attempt, infra_try=data.infra_try, phase="tested", outcome="infra")
+            return Step(attempt=data.attempt, infra_try=data.infra_try, phase="launched", outcome=None)
         case HarnessDone():
             return Step(attempt=data.attempt, infra_try=infra_try, phase="harness_done", outcome=None)
         case AttemptTested():

@@ -9,11 +9,13 @@ timed out) is recognised and skipped, never taken as the answer to a later one.
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, get_args
+from collections.abc import Callable
+from typing import Any, Generic, TypeGuard, TypeVar, get_args
 
 import msgspec
 
 from protocol.events import EventData, kind_of
+from protocol.kinds import AttemptStep, InfraKind, Outcome, Phase, ScenarioStatus, SweepStatus
 
 PROTOCOL_VERSION = 8  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
 # 8: GetCodeChange
@@ -192,7 +194,7 @@ class SweepInfo(_Msg, tag="sweep", frozen=True):
     pause), `queued` those awaiting a slot."""
 
     sweep: str
-    status: str
+    status: SweepStatus
     fingerprint: str
     configurations: tuple[ConfigStatus, ...] = ()
     parallel: int = 0
@@ -220,9 +222,9 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     turn: int
     attempt: int
     infra_try: int
-    phase: str
-    outcome: str | None
-    infra_kind: str | None
+    phase: AttemptStep
+    outcome: Outcome | None
+    infra_kind: InfraKind | None
     categories: str | None
     passed_tests: int | None
     total_tests: int | None
@@ -245,7 +247,7 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
     sweep: str
     configuration: str
     seed: int
-    status: str
+    status: ScenarioStatus
     turns_passed: int
     reason: str
     attempts: tuple[AttemptSummary, ...]
@@ -257,7 +259,7 @@ class ScenarioInfo(_Msg, tag="scenario", frozen=True):
 
 
 # The history letter a scenario's final status adds after its passed turns (see `ScenarioRow`).
-HISTORY_END = {"failed": "F", "infra_failed": "I", "capped": "C"}
+HISTORY_END: dict[ScenarioStatus, str] = {"failed": "F", "infra_failed": "I", "capped": "C"}
 
 
 class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -273,12 +275,12 @@ class ScenarioRow(msgspec.Struct, forbid_unknown_fields=True):
     id: int
     configuration: str
     seed: int
-    status: str
+    status: ScenarioStatus
     turns_passed: int
     turn: int
     attempt: int
     infra_try: int
-    phase: str
+    phase: Phase
     last_failure: str
     history: str
     reason: str
@@ -403,7 +405,7 @@ class OpsSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     `expanding` counts scenarios recorded of `expand_total` while a large sweep is still being laid out."""
 
     sweep: str
-    status: str
+    status: SweepStatus
     finished: int
     scenarios: int
     active: int
@@ -488,9 +490,8 @@ def _declared_reply(request: type[RequestFor[Any]]) -> type[_Msg]:
 
 _REPLY_TYPES: dict[type[RequestFor[Any]], type[_Msg]] = {r: _declared_reply(r) for r in get_args(Request)}
 
-Message = (
-    Request
-    | HelloReply
+Reply = (
+    HelloReply
     | Ok
     | ErrorReply
     | SweepInfo
@@ -500,8 +501,25 @@ Message = (
     | AttemptTexts
     | CodeChange
     | OpsReport
-    | Event
 )
+Message = Request | Reply | Event
+
+R = TypeVar("R", bound=_Msg)
+
+
+def _same(reply: R) -> R:
+    return reply
+
+
+def answer_to(request: RequestFor[R]) -> Callable[[R], R]:
+    """The identity on a reply, typed by the request it answers: `answer_to(request)(reply)` is refused by mypy
+    when `reply` is not the type `request` declares (the daemon's dispatch writes each answer through it)."""
+    return _same
+
+
+def is_answer(reply: Reply, request: RequestFor[R]) -> TypeGuard[R]:
+    """Whether `reply` is of the type `request` declares (an `ErrorReply` is not): a client's check, typed."""
+    return isinstance(reply, _REPLY_TYPES[type(request)])
 
 
 def encoder() -> msgspec.msgpack.Encoder:

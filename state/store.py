@@ -13,7 +13,7 @@ import json
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ import anyio
 import msgspec
 
 from protocol.errors import UsageError
+from protocol.kinds import AttemptStep, InfraKind, Outcome, ScenarioStatus, SweepStatus, known_scenario_status
 from state.schema import MIGRATIONS
 from state.space import DiskWatch, disk_problem
 
@@ -39,7 +40,7 @@ class StoredScenario(msgspec.Struct, frozen=True, kw_only=True):
     id: int
     config_id: int
     seed: int
-    status: str
+    status: ScenarioStatus
     turns_passed: int
     reason: str
     sandbox: dict[str, Any]
@@ -59,8 +60,8 @@ class HarnessEnd(msgspec.Struct, frozen=True, kw_only=True):
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     """How an attempt ended: `outcome` pass | fail | infra, with the figures known at that point."""
 
-    outcome: str
-    infra_kind: str | None = None
+    outcome: Outcome
+    infra_kind: InfraKind | None = None
     categories: str | None = None
     passed_tests: int | None = None
     total_tests: int | None = None
@@ -79,9 +80,9 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     turn: int
     attempt: int
     infra_try: int
-    phase: str
-    outcome: str | None
-    infra_kind: str | None
+    phase: AttemptStep
+    outcome: Outcome | None
+    infra_kind: InfraKind | None
     categories: str | None
     launched_at: float = 0.0
     finished_at: float | None = None
@@ -94,7 +95,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     turn: int
     attempt: int
     infra_try: int
-    phase: str  # launched -> harness_done -> tested
+    phase: AttemptStep  # launched -> harness_done -> tested
     prompt_kind: str
     prompt: str
     launched_at: float
@@ -105,8 +106,8 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     server_seconds: float | None = None
     suite_seconds: float | None = None
     teardown_seconds: float | None = None
-    outcome: str | None = None  # pass | fail | infra
-    infra_kind: str | None = None
+    outcome: Outcome | None = None
+    infra_kind: InfraKind | None = None
     categories: str | None = None
     passed_tests: int | None = None
     total_tests: int | None = None
@@ -207,7 +208,9 @@ class Store:
     async def set_sweep_turns(self, sweep_id: str, turns: int) -> None:
         await self._write("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
 
-    async def set_sweep_status(self, sweep_id: str, status: str, now: float | None = None, reason: str = "") -> None:
+    async def set_sweep_status(
+        self, sweep_id: str, status: SweepStatus, now: float | None = None, reason: str = ""
+    ) -> None:
         """The sweep's status at `now` (default: the clock) and why it is so (`reason`: one line, for `error`);
         a pause's span is kept, so an ETA can leave it out.
 
@@ -255,7 +258,7 @@ class Store:
         return _scenario(row)
 
     async def set_scenario_status(
-        self, scenario_id: int, status: str, *, turns_passed: int | None = None, reason: str | None = None
+        self, scenario_id: int, status: ScenarioStatus, *, turns_passed: int | None = None, reason: str | None = None
     ) -> None:
         """The scenario's status, and with it (when given) its turns passed and the reason it ended."""
         fields: dict[str, object] = {"status": status, "turns_passed": turns_passed, "reason": reason}
@@ -361,7 +364,7 @@ class Store:
             f"SELECT {cols} FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try", (scenario_id,)
         ) as cur:
             rows = await cur.fetchall()
-        return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
+        return [_row(AttemptRow, _ATTEMPT_COLUMNS, r) for r in rows]
 
     async def turns_passed(self, scenario_id: int) -> int:
         """How many distinct turns of the scenario have a passing attempt (read from an index, no row)."""
@@ -387,7 +390,7 @@ class Store:
             (scenario_id, scenario_id),
         ) as cur:
             rows = await cur.fetchall()
-        return [AttemptRow(**dict(zip(_ATTEMPT_COLUMNS, r, strict=True))) for r in rows]
+        return [_row(AttemptRow, _ATTEMPT_COLUMNS, r) for r in rows]
 
     async def progress(self, sweep_id: str) -> list[Progress]:
         """Every attempt of the sweep, reduced to `Progress`, in scenario and attempt order."""
@@ -399,7 +402,7 @@ class Store:
         )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             rows = await cur.fetchall()
-        return [Progress(**dict(zip(Progress.__struct_fields__, r, strict=True))) for r in rows]
+        return [_row(Progress, Progress.__struct_fields__, r) for r in rows]
 
     async def llm_call(
         self,
@@ -464,12 +467,20 @@ def _read(path: Path, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         return fn(conn, *args)
 
 
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def _row(cls: type[S], columns: Iterable[str], row: Iterable[object]) -> S:
+    """A row as `cls`, its words checked against their closed sets (a word outside one is a ValidationError)."""
+    return msgspec.convert(dict(zip(columns, row, strict=True)), cls)
+
+
 def _scenario(row: Any) -> StoredScenario:
     return StoredScenario(
         id=row[0],
         config_id=row[1],
         seed=row[2],
-        status=row[3],
+        status=known_scenario_status(row[3]),
         turns_passed=row[4],
         reason=row[5],
         sandbox=json.loads(row[6] or "{}"),

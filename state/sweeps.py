@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from aiosqlite import Row
 
+from protocol.kinds import SweepStatus, known_sweep_status
 from state.store import Store
 
 
@@ -18,7 +19,7 @@ class StoredSweep(msgspec.Struct, frozen=True, kw_only=True):
     """A sweep's row: `config` is the sweep file as JSON, `fingerprint` what a resubmit is compared by."""
 
     id: str
-    status: str
+    status: SweepStatus
     fingerprint: str
     config: str
     created_at: float = 0.0
@@ -37,7 +38,7 @@ _COLUMNS = "id, status, fingerprint, config, created_at, paused_seconds, paused_
 def _sweep(row: Row) -> StoredSweep:
     return StoredSweep(
         id=str(row[0]),
-        status=str(row[1]),
+        status=known_sweep_status(row[1]),
         fingerprint=str(row[2]),
         config=str(row[3]),
         created_at=float(row[4] or 0.0),

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import assert_never
 
 import msgspec
 
@@ -37,24 +38,43 @@ from protocol.events import (
     step_after,
     watchdog_deadline,
 )
+from protocol.kinds import INFRA_KINDS, InfraKind
 from protocol.messages import HISTORY_END
 
 LOG_LINES = 5000
 
-# Why an attempt was an infrastructure failure, in words an operator acts on.
-INFRA_TEXT = {
-    "self_kill": "the agent killed its own harness (a broad pkill)",
-    "stuck": "no marker within the turn timeout (hang)",
-    "harness_crash": "the harness crashed",
-    "context_exhausted": "the model's context window ran out (the harness failed after a context-length refusal)",
-    "harness_killed": "the harness was killed by a signal",
-    "sandbox_exited": "the container was ended from inside",
-    "sandbox_lost": "the sandbox was lost (removed, killed or paused)",
-    "engine_error": "the container engine failed",
-    "port_taken": "a program outside the sandbox holds the server port",
-    "llm_unavailable": "the LLM endpoint was unavailable",
-    "internal_error": "a bug in the benchmark itself (its traceback is in the daemon log)",
-}
+
+def infra_text(kind: InfraKind) -> str:
+    """Why an attempt was an infrastructure failure, in words an operator acts on (every kind has its words:
+    mypy refuses a kind left out)."""
+    match kind:
+        case "self_kill":
+            return "the agent killed its own harness (a broad pkill)"
+        case "stuck":
+            return "no marker within the turn timeout (hang)"
+        case "harness_crash":
+            return "the harness crashed"
+        case "context_exhausted":
+            return "the model's context window ran out (the harness failed after a context-length refusal)"
+        case "harness_killed":
+            return "the harness was killed by a signal"
+        case "sandbox_exited":
+            return "the container was ended from inside"
+        case "sandbox_lost":
+            return "the sandbox was lost (removed, killed or paused)"
+        case "engine_error":
+            return "the container engine failed"
+        case "port_taken":
+            return "a program outside the sandbox holds the server port"
+        case "llm_unavailable":
+            return "the LLM endpoint was unavailable"
+        case "internal_error":
+            return "a bug in the benchmark itself (its traceback is in the daemon log)"
+        case _:
+            assert_never(kind)
+
+
+INFRA_TEXT: dict[str, str] = {kind: infra_text(kind) for kind in INFRA_KINDS}  # by the word, as rows carry it
 
 
 Scenario = ScenarioRow  # the board keeps the daemon's rows and moves them along itself
@@ -220,7 +240,7 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
     match d:
         case InfraFailure():
             return (
-                f"{who} {where}: {d.infra_kind}: {INFRA_TEXT.get(d.infra_kind, d.infra_kind)}{_aside(d.detail)}",
+                f"{who} {where}: {d.infra_kind}: {infra_text(d.infra_kind)}{_aside(d.detail)}",
                 "infra",
             )
         case AttemptTested() if d.passed:
@@ -241,7 +261,7 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
                 f"waiting {d.wait_seconds} s (waited {d.waited} s so far)"
             ), "infra"
         case LlmUnavailable():
-            return f"{who}: {INFRA_TEXT['llm_unavailable']}: {d.reason}", "infra"
+            return f"{who}: {infra_text('llm_unavailable')}: {d.reason}", "infra"
         case LlmCapped():
             return f"{who}: stopped by a cost cap: {d.reason}", "error"
         case LlmCall():
@@ -277,4 +297,4 @@ def _aside(text: str | None) -> str:
     return f" ({text})" if text else ""
 
 
-__all__ = ["INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "label"]
+__all__ = ["INFRA_TEXT", "Board", "Change", "LogLine", "Scenario", "describe", "infra_text", "label"]

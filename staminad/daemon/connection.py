@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, assert_never
+from typing import TYPE_CHECKING, Protocol, assert_never
 
 import anyio
 import msgspec
@@ -20,6 +21,7 @@ from protocol import (
     PROTOCOL_VERSION,
     Cancel,
     ErrorReply,
+    Event,
     FrameError,
     FrameReader,
     GetAttempt,
@@ -31,11 +33,11 @@ from protocol import (
     HelloReply,
     ListScenarios,
     ListSweeps,
-    Message,
     Ok,
     OpsReport,
     Pause,
     Ping,
+    Reply,
     Request,
     RequestId,
     Resume,
@@ -51,6 +53,7 @@ from protocol import (
 )
 from protocol.errors import ExpectedError, UsageError, one_line
 from protocol.events import KIND_NAMES
+from protocol.messages import answer_to
 from staminad.bench.seeds import MAX_SEED
 from staminad.daemon import views
 from staminad.daemon.logs import log
@@ -96,10 +99,11 @@ class Daemon(Protocol):
 
 
 async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
-    enc, dec, rid_only = encoder(), decoder(Request), msgspec.msgpack.Decoder(RequestId)
+    enc, rid_only = encoder(), msgspec.msgpack.Decoder(RequestId)
+    dec: msgspec.msgpack.Decoder[Request] = decoder(Request)
     frames = FrameReader(stream)
 
-    async def send(message: Any, rid: int = 0) -> None:
+    async def send(message: Reply | Event, rid: int = 0) -> None:
         if isinstance(message, ErrorReply):  # in one line whatever text of the client's it quotes
             message = msgspec.structs.replace(message, message=one_line(message.message))
         await write_frame(
@@ -149,43 +153,46 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
             print(f"staminad: dropped a client after {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
-async def _answer(daemon: Daemon, request: Request) -> Message:  # noqa: C901 - one case per request type (a match over the request union)
+async def _answer(daemon: Daemon, request: Request) -> Reply:  # noqa: C901 - one case per request type (a match over the request union)
+    """The reply to one request: each written through `answer_to`, so mypy checks it is the type its request
+    declares (or an `ErrorReply`)."""
     store = daemon.store
     assert store is not None
     try:
         match request:
             case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new, paused=paused):
-                return Ok(detail=await daemon.submit(text, base, source, force_new, paused))
+                return answer_to(request)(Ok(detail=await daemon.submit(text, base, source, force_new, paused)))
             case ListSweeps():
                 infos = [daemon.with_slots(await views.sweep_info(store, s)) for s in await daemon.sweep_ids()]
-                return SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)
+                listed = SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)
+                return answer_to(request)(listed)
             case GetSweep(sweep=name):
-                return daemon.with_slots(await views.sweep_info(store, name))
+                return answer_to(request)(daemon.with_slots(await views.sweep_info(store, name)))
             case ListScenarios(sweep=name):
-                return await views.scenario_list(store, name, daemon.bus.seq)
+                return answer_to(request)(await views.scenario_list(store, name, daemon.bus.seq))
             case GetScenario(sweep=name, configuration=config, seed=seed):
-                return await views.scenario_info(store, name, config, seed)
+                return answer_to(request)(await views.scenario_info(store, name, config, seed))
             case GetAttempt(attempt_id=attempt_id):
-                return await views.attempt_texts(store, attempt_id)
+                return answer_to(request)(await views.attempt_texts(store, attempt_id))
             case GetCodeChange(attempt_id=attempt_id):
-                return await views.code_change(store, attempt_id)
+                return answer_to(request)(await views.code_change(store, attempt_id))
             case RetryScenario(sweep=name, configuration=config, seed=seed):
-                return Ok(detail=await daemon.retry_scenario(name, config, seed))
+                return answer_to(request)(Ok(detail=await daemon.retry_scenario(name, config, seed)))
             case Cancel(sweep=name):
                 await daemon.cancel(name)
-                return Ok(detail=f"cancelled {name}")
+                return answer_to(request)(Ok(detail=f"cancelled {name}"))
             case Pause(sweep=name):
                 await daemon.pause(name, True)
-                return Ok(detail=f"paused {name}")
+                return answer_to(request)(Ok(detail=f"paused {name}"))
             case Resume(sweep=name):
                 await daemon.pause(name, False)
-                return Ok(detail=f"resumed {name}")
+                return answer_to(request)(Ok(detail=f"resumed {name}"))
             case Stop(drain=drain):  # the caller stops the daemon once this reply is sent
-                return Ok(detail="stopping" + (" after running attempts finish" if drain else ""))
+                return answer_to(request)(Ok(detail="stopping" + (" after running attempts finish" if drain else "")))
             case Ping():
-                return Ok(detail="pong")
+                return answer_to(request)(Ok(detail="pong"))
             case GetOps(history=history):
-                return await daemon.ops_report(history)
+                return answer_to(request)(await daemon.ops_report(history))
             case Hello():
                 return ErrorReply(message="already said hello", usage=True)
             case Subscribe():  # `serve` streams events instead of asking for one answer
@@ -203,7 +210,7 @@ async def _answer(daemon: Daemon, request: Request) -> Message:  # noqa: C901 - 
         )
 
 
-def _refusal(request: Any) -> str | None:
+def _refusal(request: Request) -> str | None:
     """Why a well-formed request cannot be served as asked, or None: checked before it reaches the store.
 
     An id or seed the store could not hold (SQLite's integers are 8 bytes) would fail inside the query as the
@@ -227,16 +234,18 @@ def _refusal(request: Any) -> str | None:
     return None
 
 
-async def _stream_events(daemon: Daemon, request: Subscribe, send: Any) -> None:
+async def _stream_events(
+    daemon: Daemon, request: Subscribe, send: Callable[[Reply | Event, int], Awaitable[None]]
+) -> None:
     sub = daemon.bus.subscribe(request.sweeps, request.kinds)
     # Taken in the same step as subscribing, so the replay and the live stream meet without a gap.
     backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay :] if request.replay > 0 else []
     try:
         await send(Ok(detail="subscribed"), request.rid)
         for event in backlog:
-            await send(event)
+            await send(event, 0)
         async with sub.receive:
             async for event in sub.receive:
-                await send(event)
+                await send(event, 0)
     finally:
         daemon.bus.unsubscribe(sub)

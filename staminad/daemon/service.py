@@ -67,6 +67,11 @@ class _Running:
         self.requeue, self.requeued = anyio.create_memory_object_stream[int](math.inf)
         self.factory: Any = None  # its runtime, once chosen (an EnginePool tells which engine holds what)
 
+    def close(self) -> None:
+        """Close both ends of the requeue stream once the sweep is not running: a later retry starts it anew."""
+        self.requeue.close()
+        self.requeued.close()
+
 
 class Daemon:
     def __init__(
@@ -330,6 +335,7 @@ class Daemon:
             run.done.set()
             self.running.pop(sweep.name, None)
             self.limiter.caps.pop(sweep.name, None)
+            run.close()
 
     async def cancel(self, sweep_id: str) -> None:
         assert self.store is not None

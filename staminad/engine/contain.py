@@ -18,13 +18,14 @@ import anyio
 
 from protocol.errors import leaves
 from protocol.events import InfraFailure, ScenarioFinished
+from protocol.kinds import InfraKind
 from protocol.usage import hint
 from staminad.engine.scenario import EventSink
 from state.store import Store
 
 log = logging.getLogger(__name__)
 
-KIND = "internal_error"
+KIND: InfraKind = "internal_error"
 RECORD_TIMEOUT = 30.0  # bound on writing the end down (shielded: a cancel of the sweep does not skip it)
 DETAIL = 300  # characters of the exception kept with the scenario
 

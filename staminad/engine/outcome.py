@@ -18,15 +18,10 @@ from __future__ import annotations
 import signal
 from typing import Literal
 
-HarnessKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "sandbox_exited", "context_exhausted"]
+from protocol.kinds import HARNESS_KINDS, INFRA_KINDS, PLATFORM_KINDS, HarnessKind, InfraKind, PlatformKind
+
 # Harness kinds a retry cannot help: the scenario ends at once, scored with the turns it passed.
-FINAL_KINDS: tuple[str, ...] = ("context_exhausted",)
-# internal_error: a bug of the benchmark's own code ended the scenario (see `engine.contain`).
-PlatformKind = Literal["sandbox_lost", "engine_error", "port_taken", "llm_unavailable", "internal_error"]
-InfraKind = HarnessKind | PlatformKind
-HARNESS_KINDS: tuple[str, ...] = HarnessKind.__args__  # type: ignore[attr-defined]
-PLATFORM_KINDS: tuple[str, ...] = PlatformKind.__args__  # type: ignore[attr-defined]
-INFRA_KINDS: tuple[str, ...] = HARNESS_KINDS + PLATFORM_KINDS
+FINAL_KINDS: tuple[InfraKind, ...] = ("context_exhausted",)
 
 # How the agent's server failed to start (an attempt's category, like the suite's): what the probe saw.
 ServerKind = Literal[
@@ -62,3 +57,19 @@ def classify_harness(exit_code: int | None, sig: int | None, killed_by_engine: b
     if exit_code is None:
         return "harness_crash"
     return None if exit_code == 0 else "harness_crash"
+
+
+__all__ = [
+    "FINAL_KINDS",
+    "HARNESS_KINDS",
+    "INFRA_KINDS",
+    "PLATFORM_KINDS",
+    "SERVER_KINDS",
+    "HarnessKind",
+    "InfraKind",
+    "PlatformKind",
+    "ServerKind",
+    "classify_harness",
+    "is_platform",
+    "platform_ended",
+]

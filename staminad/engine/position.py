@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
+from protocol.kinds import FinalStatus
 from protocol.usage import hint
 from staminad.engine.blame import infra_tries
 from staminad.engine.outcome import FINAL_KINDS, is_platform
@@ -17,7 +18,7 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     """Where a scenario stands, derived from its attempt rows."""
 
     turns_passed: int
-    final: str | None = None  # done | failed | infra_failed
+    final: FinalStatus | None = None
     reason: str = ""
     turn: int = 0
     attempt: int = 1

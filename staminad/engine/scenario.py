@@ -28,6 +28,7 @@ from protocol.events import (
     SuiteStarted,
     watchdog_deadline,
 )
+from protocol.kinds import InfraKind
 from protocol.usage import hint
 from staminad.agents.base import Adapter
 from staminad.bench.scenario import Scenario
@@ -340,7 +341,7 @@ class ScenarioRunner:
         except SandboxError as exc:
             await self._infra(scenario_id, row, exc.kind, str(exc))
 
-    async def _harness_and_suite(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:
+    async def _harness_and_suite(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[InfraKind, str] | None:
         """`_harness`, with the turn's suite generated meanwhile (so it is ready when the marker comes)."""
         lost: SandboxError | None = None
         async with anyio.create_task_group() as tg:
@@ -369,7 +370,7 @@ class ScenarioRunner:
         except SandboxError as exc:
             return Loss(kind=exc.kind, detail=str(exc))
 
-    async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[str, str] | None:  # noqa: C901 - the harness phase's states (fresh, re-attached, lost, timed out) in the order they happen
+    async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[InfraKind, str] | None:  # noqa: C901 - the harness phase's states (fresh, re-attached, lost, timed out) in the order they happen
         """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
         if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
             self.llm.begin_attempt(row.id, row.turn)
@@ -466,7 +467,7 @@ class ScenarioRunner:
             return dict(self.adapter.env)
         return {**self.adapter.env, **self.llm.env(self.sandbox.llm_host)}
 
-    async def _wait_marker(self, row: AttemptRow, job: str) -> tuple[Marker | None, tuple[str, str] | None]:
+    async def _wait_marker(self, row: AttemptRow, job: str) -> tuple[Marker | None, tuple[InfraKind, str] | None]:
         """(the marker, None), or (None, why the harness is lost) as soon as that is known, or (None, None)
         after the turn timeout; time spent waiting out model outages is given back, and an attempt taken up
         again after a restart is watched from then. A marker present at the deadline is read, not judged.
@@ -510,7 +511,7 @@ class ScenarioRunner:
                 return None, (loss.kind, f"{loss.detail} beyond the turn timeout of {self.settings.turn_timeout:.0f} s")
             return None, None
 
-    async def _vanished(self, job: str) -> tuple[Marker | None, tuple[str, str] | None] | None:
+    async def _vanished(self, job: str) -> tuple[Marker | None, tuple[InfraKind, str] | None] | None:
         """The harness's wrapper is gone without a marker (something inside killed it): say so, or None."""
         if not (await self.sandbox.job_state(job)).started or await self.sandbox.job_alive(job):
             return None
@@ -522,7 +523,7 @@ class ScenarioRunner:
             "the harness and its wrapper were killed from inside the sandbox before writing a completion marker",
         )
 
-    async def _infra(self, scenario_id: int, row: AttemptRow, kind: str, detail: str) -> None:
+    async def _infra(self, scenario_id: int, row: AttemptRow, kind: InfraKind, detail: str) -> None:
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
         await self.store.tested(row.id, Verdict(outcome="infra", infra_kind=kind))
         self.emit(

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.markers import Marker, MarkerWatcher
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
@@ -33,7 +34,7 @@ class SandboxError(RuntimeError):
     refused or failed an operation), `port_taken` (a program outside the sandbox holds the port).
     """
 
-    def __init__(self, message: str, kind: str = "sandbox_lost") -> None:
+    def __init__(self, message: str, kind: InfraKind = "sandbox_lost") -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -42,7 +43,7 @@ class Loss(msgspec.Struct, frozen=True, kw_only=True):
     """Why a sandbox is not usable now. `kind` is an infra kind: `sandbox_lost` for the platform's doing,
     `sandbox_exited` when it ended from inside (the agent killed what keeps it alive)."""
 
-    kind: str
+    kind: InfraKind
     detail: str
     paused: bool = False  # frozen by the engine or an operator: it may come back
 

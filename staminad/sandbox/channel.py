@@ -68,8 +68,9 @@ class Channel:
         finally:
             os.close(fd)
 
-    async def call(self, op: str, args: dict[str, Any], timeout: float, check: Check) -> dict[str, Any] | None:
-        """The launcher's answer to one request; None when no launcher reads (fall back to `docker exec`).
+    async def call(self, op: str, args: dict[str, Any], timeout: float, check: Check) -> bytes | None:
+        """The launcher's answer to one request, as it wrote it (`replies.decode` reads it); None when no launcher
+        reads (fall back to `docker exec`).
 
         `check` raises SandboxError when the container is no longer usable; it runs while the answer is late.
         """
@@ -94,13 +95,8 @@ class Channel:
                     f"the sandbox launcher did not answer {op} within {timeout:.0f} s", "engine_error"
                 ) from None
         try:
-            data = json.loads(read_head(reply, REPLY_LIMIT))
-        except (ValueError, OSError) as exc:
+            return read_head(reply, REPLY_LIMIT)
+        except OSError as exc:
             raise SandboxError(f"unreadable launcher answer to {op}: {exc}", "engine_error") from None
         finally:
             reply.unlink(missing_ok=True)
-        if not isinstance(data, dict) or "ok" not in data:
-            raise SandboxError(
-                f"the sandbox launcher failed {op}: {str(data.get('error', data))[:300]}", "engine_error"
-            )
-        return dict(data["ok"])

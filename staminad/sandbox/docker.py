@@ -55,6 +55,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     ContainerSettings,
@@ -88,6 +89,7 @@ from staminad.sandbox.container import (
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.reach import direct_address
+from staminad.sandbox.replies import NOTHING, A, Done, decode
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
@@ -209,7 +211,7 @@ class DockerSandbox(HostFiles, SealedContainer):
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             # "port is already allocated": another container (say, one a dead daemon left) publishes it.
             taken = any(s in str(message) for s in ("address already in use", "port is already allocated"))
-            kind = "port_taken" if taken else "engine_error"
+            kind: InfraKind = "port_taken" if taken else "engine_error"
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
         await self._seal_and_launch(container)
 
@@ -241,8 +243,8 @@ class DockerSandbox(HostFiles, SealedContainer):
             return
         await self._start_launcher()
         with anyio.move_on_after(LAUNCHER_START_TIMEOUT):
-            while not self.channel.reading():
-                await anyio.sleep(0.005)  # the launcher opens its FIFO first thing; nothing to await instead
+            while not self.channel.reading():  # noqa: ASYNC110 - another process's FIFO open sets no Event of ours
+                await anyio.sleep(0.005)  # the launcher opens its FIFO first thing
         # Without one every operation still works, by `docker exec`; the next operation tries again.
 
     async def _start_launcher(self) -> None:
@@ -260,28 +262,25 @@ class DockerSandbox(HostFiles, SealedContainer):
             return f"http://{self._direct}:{SERVER_PORT_IN_CONTAINER}"
         return await super()._server_base()
 
-    async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
+    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
         """One root-side operation (see `launcher`): through the container's launcher, or, when none reads
         its FIFO, once by `docker exec` of the same code (and a new launcher is started for what follows)."""
         if op == "spawn":
             if self.channel.post(op, args):
-                return {}
+                return decode(NOTHING, answer, op)
         else:
-            answer = await self.channel.call(op, args, timeout, self._usable)
-            if answer is not None:
-                return answer
+            raw = await self.channel.call(op, args, timeout, self._usable)
+            if raw is not None:
+                return decode(raw, answer, op)
         code, out = await self._run(["python3", "-I", "-S", LAUNCHER, "once", op, json.dumps(args)], timeout=timeout)
-        try:
-            found = json.loads(out) if op != "spawn" else {"ok": {}}
-        except ValueError:
-            found = None
-        if code != 0 or not isinstance(found, dict) or not isinstance(found.get("ok"), dict):
+        if code != 0:
             raise SandboxError(f"{op} failed in {self.name} (exit {code}): {out[:200]!r}", "engine_error")
+        found = decode(out if op != "spawn" else NOTHING, answer, op)
         if self.use_launcher and time.monotonic() - self._launcher_started >= RESTART_EVERY:  # one per RESTART_EVERY
             self._launcher_started = time.monotonic()
             with contextlib.suppress(SandboxError):
                 await self._start_launcher()
-        return dict(found["ok"])
+        return found
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
@@ -301,6 +300,7 @@ class DockerSandbox(HostFiles, SealedContainer):
                     str(HARNESS_LOG_LIMIT),
                 ]
             },
+            Done,
         )
 
     async def _pid(self, job_id: str) -> int | None:
@@ -350,7 +350,7 @@ class DockerFactory(ContainerFactory):
         """Remove whatever container of the sweep (its sandbox directory) is left, then close the client."""
         client, self._client = self._client or self.connect(), None
         try:
-            await reap(client, sandboxes.resolve())
+            await reap(client, Path(await anyio.Path(sandboxes).resolve()))
         finally:
             await client.close()
 

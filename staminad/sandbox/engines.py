@@ -32,6 +32,7 @@ import anyio
 import msgspec
 
 from protocol.errors import UsageError
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     ContainerSettings,
     Grant,
@@ -165,7 +166,7 @@ class EnginePool:
                 why = "; ".join(
                     f"{e.url}: {e.refused.get(image) or e.endpoint.detail or 'no answer'}" for e in self.engines
                 )
-                kind = "engine_error" if all(image in e.refused for e in self.engines) else "sandbox_lost"
+                kind: InfraKind = "engine_error" if all(image in e.refused for e in self.engines) else "sandbox_lost"
                 if only:
                     why = (
                         f"{preferred.url} holds its only current workspace (no snapshot of its last tested "

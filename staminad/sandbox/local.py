@@ -418,8 +418,8 @@ class LocalSandbox(HostFiles):
         await offload(_kill_tagged, self._tag(), handle.pgid)
         (self.host_control / "server.pgid").unlink(missing_ok=True)
         with anyio.move_on_after(5):
-            while not port_is_free(handle.port):
-                await anyio.sleep(0.01)  # a socket in the kernel's hands; nothing to await instead
+            while not port_is_free(handle.port):  # noqa: ASYNC110 - the kernel frees a socket and sets no Event
+                await anyio.sleep(0.01)
         self.ports.release(handle.port)
 
     async def close(self) -> None:

@@ -120,8 +120,8 @@ class PlacedSandbox(Generic[E]):
         done: list[tuple[T | None, BaseException | None]] = []
 
         async def watch(scope: anyio.CancelScope) -> None:
-            while await endpoint.ping():
-                await anyio.sleep(PING_EVERY)  # the next health check of the engine, not a synchronisation
+            while await endpoint.ping():  # noqa: ASYNC110 - a periodic health check of the engine, not a wait for a flag
+                await anyio.sleep(PING_EVERY)
             scope.cancel()
 
         async with anyio.create_task_group() as tg:

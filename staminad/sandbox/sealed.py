@@ -20,6 +20,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     ContainerSettings,
@@ -55,6 +56,7 @@ from staminad.sandbox.container import (
     judge,
 )
 from staminad.sandbox.readiness import wait_ready
+from staminad.sandbox.replies import A, Alive, Done, Ended, Holder, Listeners, Stopped, Usage
 
 SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
 HARNESS_LOG_LIMIT = 4 << 20  # bytes of a harness's output its job log keeps
@@ -62,11 +64,11 @@ PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's 
 MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
 
 
-def _holder(holder: dict[str, Any]) -> str:
-    return f"process {holder['pid']} (`{' '.join(str(holder['cmd']).split())[:120]}`)"
+def _holder(holder: Holder) -> str:
+    return f"process {holder.pid} (`{' '.join(holder.cmd.split())[:120]}`)"
 
 
-def _left_running(holder: dict[str, Any] | None, leader_start: int | None) -> str:
+def _left_running(holder: Holder | None, leader_start: int | None) -> str:
     """Feedback for a port held outside the new server's process group (`holder` None: by a hidden process)."""
     if holder is None:
         return (
@@ -75,7 +77,7 @@ def _left_running(holder: dict[str, Any] | None, leader_start: int | None) -> st
             "server could not be told apart from it. Stop every server you start before you finish."
         )
     who = _holder(holder)
-    if leader_start is not None and int(holder["start"]) < leader_start:
+    if leader_start is not None and holder.start < leader_start:
         return (
             f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
             "a server left running by an earlier turn or by the harness, so the new server could not bind "
@@ -234,8 +236,8 @@ class SealedContainer:
         """The HostConfig entries that give the container its workspace, control, layer and prompts."""
         raise NotImplementedError
 
-    async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
-        """One root-side operation of the container's launcher (see `launcher`)."""
+    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
+        """One root-side operation of the container's launcher (see `launcher`), its answer decoded as `answer`."""
         raise NotImplementedError
 
     async def _pid(self, job_id: str) -> int | None:
@@ -283,7 +285,7 @@ class SealedContainer:
                 return int((await ex.inspect())["ExitCode"] or 0), bytes(out)
         except aiodocker.exceptions.DockerError as exc:
             # 404: removed; 409: paused or not running. Anything else is the engine failing.
-            kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
             raise SandboxError(f"docker exec in {self.name}: {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"docker exec in {self.name}: {type(exc).__name__}: {exc}", "engine_error") from None
@@ -351,7 +353,7 @@ class SealedContainer:
         if pid is None:
             return False
         try:
-            return bool((await self._op("alive", {"pgid": pid}))["alive"])
+            return (await self._op("alive", {"pgid": pid}, Alive)).alive
         except SandboxError:
             if await self._container() is None:
                 return False  # the container is gone, and the job with it
@@ -360,11 +362,12 @@ class SealedContainer:
     async def kill_job(self, job_id: str) -> None:
         pid = await self._pid(job_id)
         if pid is not None and await self._container() is not None:
-            await self._op("kill", {"pgid": pid})
+            await self._op("kill", {"pgid": pid}, Done)
 
-    async def _listeners(self, leader: int) -> dict[str, Any]:
+    async def _listeners(self, leader: int) -> Listeners:
         """What holds the server port inside the container, read as the agent (see `launcher`)."""
-        return await self._op("listeners", {"port": SERVER_PORT_IN_CONTAINER, "leader": leader, "as": _agent()})
+        args = {"port": SERVER_PORT_IN_CONTAINER, "leader": leader, "as": _agent()}
+        return await self._op("listeners", args, Listeners)
 
     async def end_agent(self) -> int:
         """End every process of the agent's user in the container (see `launcher.end_user`): how many were ended.
@@ -376,15 +379,15 @@ class SealedContainer:
         uid = agent_ids()[0]
         if uid == 0:
             return 0
-        return int((await self._op("end_agent", {"uid": uid}))["ended"])
+        return (await self._op("end_agent", {"uid": uid}, Ended)).ended
 
     async def _over_quota(self) -> str:
         """Why the workspace is over its quota now that nothing of the agent runs ("" when it is not): a writer the
         harness detached from the wrapper's watchdog does not get to keep what it wrote past the quota."""
-        found = await self._op("usage", {"path": self.paths.workspace, "as": _agent()})
-        used = found.get("kb")
-        if not isinstance(used, int):  # nothing of the agent runs now: only its tree can defeat the measurement
-            return f"the workspace could not be measured ({found.get('interfered') or 'no answer'})"
+        found = await self._op("usage", {"path": self.paths.workspace, "as": _agent()}, Usage)
+        used = found.kb
+        if used is None:  # nothing of the agent runs now: only its tree can defeat the measurement
+            return f"the workspace could not be measured ({found.interfered or 'no answer'})"
         if used > self.quota_kb:
             return (
                 f"the workspace holds {used / 1024 / 1024:.1f} GiB, over its quota of "
@@ -464,10 +467,11 @@ class SealedContainer:
                     str(SERVER_LOG_LIMIT),
                 ]
             },
+            Done,
         )
         with anyio.move_on_after(PID_TIMEOUT):
-            while await self._server_pgid() is None:
-                await anyio.sleep(0.01)  # the detached shell writes its pid first thing; nothing to await instead
+            while await self._server_pgid() is None:  # noqa: ASYNC110 - a file written inside the container sets no Event
+                await anyio.sleep(0.01)  # the detached shell writes its pid first thing
         pgid = await self._server_pgid()
         if pgid is None:
             raise SandboxError(
@@ -486,9 +490,9 @@ class SealedContainer:
 
         async def listening() -> bool:
             found = await self._listeners(0)
-            if found.get("interfered"):  # the agent's processes stopped the check of its own port
-                raise NotReady("server_left_running", f"{found['interfered']}, so the server could not be checked")
-            return bool(found.get("sockets"))
+            if found.interfered:  # the agent's processes stopped the check of its own port
+                raise NotReady("server_left_running", f"{found.interfered}, so the server could not be checked")
+            return bool(found.sockets)
 
         try:
             try:
@@ -514,12 +518,12 @@ class SealedContainer:
         """NotReady(server_left_running) when anything outside the server's group holds the port (`exited`: the
         server already ended, as wait_ready saw; its leader gone by the time of the check counts the same)."""
         found = await self._listeners(pgid)
-        if found.get("interfered"):  # the agent's processes stopped the check of its own port
-            raise NotReady("server_left_running", f"{found['interfered']}, so the server could not be checked")
-        strangers = [h for h in found["holders"] if h["pgid"] != pgid]
+        if found.interfered:  # the agent's processes stopped the check of its own port
+            raise NotReady("server_left_running", f"{found.interfered}, so the server could not be checked")
+        strangers = [h for h in found.holders if h.pgid != pgid]
         # The new server is gone (it could not bind the port, say): what holds the port was not started by it.
-        gone = exited is not None or found.get("leader_start") is None
-        if gone and (strangers or (found.get("unseen") and found.get("sockets"))):
+        gone = exited is not None or found.leader_start is None
+        if gone and (strangers or (found.unseen and found.sockets)):
             who = _holder(strangers[0]) if strangers else "a process that cannot be inspected"
             raise NotReady(
                 "server_left_running",
@@ -528,9 +532,9 @@ class SealedContainer:
                 "the harness, or detached by this start). Stop every server you start before you finish, and "
                 "keep the server in run_server.sh's process group.",
             )
-        if strangers or found.get("unseen"):
+        if strangers or found.unseen:
             raise NotReady(
-                "server_left_running", _left_running(strangers[0] if strangers else None, found.get("leader_start"))
+                "server_left_running", _left_running(strangers[0] if strangers else None, found.leader_start)
             )
 
     async def stop_server(self, handle: ServerHandle) -> None:
@@ -543,5 +547,5 @@ class SealedContainer:
         stop: dict[str, Any] = {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}
         if uid := agent_ids()[0]:
             stop["uid"] = uid  # the stop ends the agent's processes too (`end_agent`), in the same round trip
-        await self._op("stop", stop, timeout=30)
+        await self._op("stop", stop, Stopped, timeout=30)
         await self._clear_server_files()

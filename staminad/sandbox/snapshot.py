@@ -29,29 +29,33 @@ NAME = "workspace.tar.gz"
 
 async def take_snapshot(docker: aiodocker.Docker, container: str, dest_dir: Path, limit: int) -> Snapshot:
     """The workspace of `container` as `dest_dir/workspace.tar.gz`: its size, or why it was skipped."""
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    tmp, dest = dest_dir / f".{NAME}.part", dest_dir / NAME
+    folder = anyio.Path(dest_dir)  # the daemon's disk may be slow: no call here blocks the event loop
+    await folder.mkdir(parents=True, exist_ok=True)
+    tmp, dest = folder / f".{NAME}.part", folder / NAME
     gz = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
     read = 0
     try:
-        with anyio.fail_after(TIMEOUT), tmp.open("wb") as out:
-            async with docker._query(
-                f"containers/{container}/archive", method="GET", params={"path": "/workspace/."}
-            ) as response:
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                await anyio.open_file(tmp, "wb") as out,
+                docker._query(
+                    f"containers/{container}/archive", method="GET", params={"path": "/workspace/."}
+                ) as response,
+            ):
                 while chunk := await response.content.read(CHUNK):
                     read += len(chunk)
                     if read > limit:
-                        tmp.unlink(missing_ok=True)
+                        await tmp.unlink(missing_ok=True)
                         return Snapshot(skipped=f"the workspace archive is over {limit >> 20} MiB")
-                    out.write(gz.compress(chunk))
-            out.write(gz.flush())
+                    await out.write(gz.compress(chunk))
+                await out.write(gz.flush())
     except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError) as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            await tmp.unlink(missing_ok=True)
         reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         return Snapshot(skipped=f"snapshot failed: {reason}"[:300])
-    tmp.replace(dest)
-    return Snapshot(size=dest.stat().st_size, path=str(dest))
+    await tmp.replace(dest)
+    return Snapshot(size=(await dest.stat()).st_size, path=str(dest))
 
 
 def tar_bytes(entries: list[tuple[str, bytes | None, int, int]]) -> bytes:

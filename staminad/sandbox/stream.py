@@ -20,8 +20,11 @@ from typing import Any
 import aiodocker
 import aiohttp
 import anyio
+import msgspec
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import SandboxError
+from staminad.sandbox.replies import A, Tagged, decode
 
 LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
 OPEN_TIMEOUT = 30.0
@@ -31,6 +34,7 @@ EXIT_TIMEOUT = 5.0  # seconds to ask the engine how an ended launcher exited
 
 Opener = Callable[[], Awaitable[Any]]  # creates the launcher's exec (aiodocker Exec), stdin attached
 Check = Callable[[], Awaitable[None]]
+_tagged = msgspec.json.Decoder(Tagged)  # an answer's id alone, to find the one to this request
 
 
 class LauncherStream:
@@ -53,7 +57,7 @@ class LauncherStream:
                     stream = ex.start(detach=False)
                     await stream.__aenter__()
             except aiodocker.exceptions.DockerError as exc:
-                kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+                kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
                 raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc.message}", kind) from None
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 raise SandboxError(f"cannot attach to the launcher of {self.name}: {exc!r}", "engine_error") from None
@@ -92,8 +96,9 @@ class LauncherStream:
         self._buffer = bytearray(rest)
         return line
 
-    async def call(self, op: str, args: dict[str, Any], timeout: float, check: Check) -> dict[str, Any]:
-        """The launcher's answer to one request; a SandboxError when it fails, breaks or is late.
+    async def call(self, op: str, args: dict[str, Any], answer: type[A], timeout: float, check: Check) -> A:
+        """The launcher's answer to one request, decoded as `answer`; a SandboxError when it fails, breaks or is
+        late.
 
         `check` raises SandboxError when the container is no longer usable; it runs while the answer is late
         (every CHECK_INTERVAL), so a container paused or removed meanwhile is known in a second."""
@@ -111,11 +116,10 @@ class LauncherStream:
                             await check()
                             continue
                         try:
-                            data = json.loads(line)
-                        except ValueError:
+                            if _tagged.decode(line).id == rid:
+                                break
+                        except (msgspec.DecodeError, msgspec.ValidationError):
                             continue  # not an answer (the launcher never writes one that is not JSON)
-                        if isinstance(data, dict) and data.get("id") == rid:
-                            break
             except TimeoutError:
                 await self.close()
                 raise SandboxError(
@@ -128,6 +132,4 @@ class LauncherStream:
                 # AssertionError: aiodocker's write_in on a stream whose connection has already gone.
                 await self.close()
                 raise SandboxError(f"the launcher of {self.name}: {exc!r}", "sandbox_lost") from None
-        if not isinstance(data.get("ok"), dict):
-            raise SandboxError(f"the sandbox launcher failed {op}: {str(data.get('error'))[:300]}", "engine_error")
-        return dict(data["ok"])
+        return decode(line, answer, op)

@@ -39,6 +39,7 @@ import aiodocker
 import aiohttp
 import anyio
 
+from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
     SNAPSHOT_LIMIT,
@@ -66,6 +67,7 @@ from staminad.sandbox.container import (
 )
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
+from staminad.sandbox.replies import A, Absent, Done, JobFiles, Loc, Owner, Text, Waited
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
@@ -123,7 +125,7 @@ class VolumeSandbox(SealedContainer):
             with anyio.fail_after(OP_TIMEOUT):
                 return await op()
         except aiodocker.exceptions.DockerError as exc:
-            kind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
             raise SandboxError(f"{what} ({self.name}): {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SandboxError(f"{what} ({self.name}): {type(exc).__name__}: {exc}", "engine_error") from None
@@ -209,7 +211,7 @@ class VolumeSandbox(SealedContainer):
     async def _populate(self, tokens: dict[str, str]) -> None:
         """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written
         last, so a prepare cut off before it finds no stamp (or another set's) and does it all again."""
-        if (await self._op("owner", {}))["uid"] != agent_ids()[0]:
+        if (await self._op("owner", {}, Owner)).uid != agent_ids()[0]:
             await self.volumes.hand_workspace(self.image)
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         snapshot = self.root / SNAPSHOT
@@ -223,7 +225,7 @@ class VolumeSandbox(SealedContainer):
 
     async def _write_stamp(self) -> None:
         text = stamp(self._tokens, self.restored)
-        await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600})
+        await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600}, Done)
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
@@ -232,12 +234,11 @@ class VolumeSandbox(SealedContainer):
         cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=True, workdir="/workspace")
 
-    async def _op(self, op: str, args: dict[str, Any], timeout: float = OP_TIMEOUT) -> dict[str, Any]:
-        return await self.stream.call(op, args, timeout, self._usable)
+    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
+        return await self.stream.call(op, args, answer, timeout, self._usable)
 
     async def _read(self, rel: str, limit: int, tail: bool = False) -> str | None:
-        text = (await self._op("read", {"path": rel, "limit": limit, "tail": tail}))["text"]
-        return None if text is None else str(text)
+        return (await self._op("read", {"path": rel, "limit": limit, "tail": tail}, Text)).text
 
     async def _mirror(self, rel: str) -> None:
         """The tail of a control file, copied into the sandbox directory (the daemon's views read it there)."""
@@ -252,34 +253,34 @@ class VolumeSandbox(SealedContainer):
             self.restored = False
             await self._write_stamp()
         cmd = job_script(self.paths, argv, env)
-        await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600})
+        await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600}, Done)
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
         limits = [str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT)]
-        await self._op("spawn", {"argv": [*wrapper, _agent(), *limits]})
+        await self._op("spawn", {"argv": [*wrapper, _agent(), *limits]}, Done)
 
     async def job_state(self, job_id: str) -> JobState:
-        found = await self._op("state", {"job": job_id})
-        marker = found.get("marker")
+        found = await self._op("state", {"job": job_id}, JobFiles)
         return JobState(
-            written=bool(found["written"]),
-            started=found.get("pid") is not None,
-            marker=check_marker(marker, time.time()) if isinstance(marker, dict) else None,
+            written=found.written,
+            started=found.pid is not None,
+            marker=check_marker(found.marker, time.time()) if found.marker is not None else None,
         )
 
     async def _pid(self, job_id: str) -> int | None:
-        pid = (await self._op("state", {"job": job_id})).get("pid")
-        return int(pid) if isinstance(pid, str) and pid.isdigit() else None
+        pid = (await self._op("state", {"job": job_id}, JobFiles)).pid
+        return int(pid) if pid is not None and pid.isdigit() else None
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         """The marker once the launcher sees it (it looks every few ms), or None after `timeout`."""
         try:
-            found = (await self._op("wait", {"job": job_id, "timeout": timeout}, timeout + OP_TIMEOUT))["marker"]
+            args = {"job": job_id, "timeout": timeout}
+            found = (await self._op("wait", args, Waited, timeout + OP_TIMEOUT)).marker
         except SandboxError:
             loss = await self.health(0.0)
             if loss is not None and loss.paused:
                 return None  # frozen: the engine waits for it as with a bind mount (see ScenarioRunner._wait_marker)
             raise
-        if not isinstance(found, dict) or "exit" not in found:
+        if found is None or "exit" not in found:
             return None
         with contextlib.suppress(SandboxError, OSError):
             await self._mirror(f"jobs/{job_id}/log")
@@ -293,20 +294,21 @@ class VolumeSandbox(SealedContainer):
 
     async def seed(self, files: dict[str, str]) -> None:
         # Interfered with by the agent's processes: every file is written again (they are ours, the same texts).
-        absent = (await self._op("absent", {"names": list(files), "as": _agent()})).get("absent", list(files))
+        found = await self._op("absent", {"names": list(files), "as": _agent()}, Absent)
+        absent = list(files) if found.absent is None else found.absent
         if absent:
             uid = agent_ids()[0]
             await self._put("/workspace", tar_bytes([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644})
+        await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644}, Done)
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     async def count_loc(self) -> int:
-        found = await self._op("loc", {"as": _agent()}, timeout=120)
-        if "loc" not in found:
-            raise SandboxError(f"no line count: {found.get('interfered')}", "engine_error")  # judged as no count
-        return int(found["loc"])
+        found = await self._op("loc", {"as": _agent()}, Loc, timeout=120)
+        if found.loc is None:
+            raise SandboxError(f"no line count: {found.interfered}", "engine_error")  # judged as no count
+        return found.loc
 
     async def server_log(self, limit: int) -> str:
         return await self._read("server.log", limit, tail=True) or ""
@@ -320,7 +322,7 @@ class VolumeSandbox(SealedContainer):
 
     async def _clear_server_files(self) -> None:
         for name in ("server.pid", "server.exit"):
-            await self._op("remove", {"path": name})
+            await self._op("remove", {"path": name}, Done)
 
     def _server_url(self, port: int) -> str:
         return f"http://{self.server_host}:{port}"
@@ -400,8 +402,9 @@ class VolumeFactory(ContainerFactory):
         """Remove the sweep's containers, then its volumes (its snapshots stay in the state dir)."""
         client, self._client = self._client or self.connect(), None
         try:
-            await reap(client, sandboxes.resolve())
-            await reap_volumes(client, sandboxes.resolve())
+            where = Path(await anyio.Path(sandboxes).resolve())
+            await reap(client, where)
+            await reap_volumes(client, where)
         finally:
             await client.close()
 

@@ -280,3 +280,4 @@ async def test_scenarios_held_at_a_pause_are_not_counted_as_running(tmp_path: Pa
         assert (shown.parallel, shown.active, shown.queued) == (2, 0, 1)
         gate.resume()
     assert gate.held == 0 and daemon.with_slots(info).active == 0
+    daemon.running.pop("w").close()

@@ -228,9 +228,9 @@ async def test_a_server_left_running_by_the_harness_is_ended_before_the_server_s
             assert await box._exec(["python3", "-c", STRAY], user="{}:{}".format(*agent_ids())) == 0
             handle = await box.start_server(10, 2)
             assert handle.pgid is not None
-            holders = (await box._listeners(handle.pgid))["holders"]
-            assert holders and all(h["pgid"] == handle.pgid for h in holders)
+            holders = (await box._listeners(handle.pgid)).holders
+            assert holders and all(h.pgid == handle.pgid for h in holders)
             await box.stop_server(handle)
-            assert not (await box._listeners(0))["sockets"]
+            assert not (await box._listeners(0)).sockets
         finally:
             await box.close()

@@ -18,12 +18,21 @@ from tui.board import describe
 EMPTY: dict[object, object] = {str: "", int: 0, float: 0.0, bool: False}
 
 
+def _empty(tp: object) -> object:
+    """The empty value of a plain type; a closed set's (a `Literal`, or a union of them) first word."""
+    if typing.get_origin(tp) is typing.Literal:
+        return typing.get_args(tp)[0]
+    if typing.get_origin(tp) is typing.Union:
+        return _empty(typing.get_args(tp)[0])
+    return EMPTY[tp]
+
+
 def _emptiest(kind: type[EventData]) -> EventData:
     """The event with every optional field None and every other one empty (zero, "", False)."""
     values: dict[str, Any] = {}
     for field in msgspec.structs.fields(kind):
         options = typing.get_args(field.type) if isinstance(field.type, types.UnionType) else (field.type,)
-        values[field.encode_name] = None if type(None) in options else EMPTY[options[0]]
+        values[field.encode_name] = None if type(None) in options else _empty(options[0])
     return kind(**values)
 
 

@@ -22,7 +22,7 @@ from textual.widgets import Collapsible, DataTable, Footer, Header, Static
 
 from protocol import AttemptTexts, CodeChange, GetAttempt, GetCodeChange, GetScenario, ScenarioInfo
 from protocol.messages import AttemptSummary, TranscriptItem
-from tui.board import INFRA_TEXT, Change
+from tui.board import Change, infra_text
 from tui.components.banner import Banner
 from tui.components.table import RowCursorTable
 from tui.markup import literal
@@ -289,7 +289,7 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, code: CodeChan
             f"{a.outcome or _RUNNING.get(a.phase, a.phase)}"
         )
         if a.outcome == "infra" and a.infra_kind:
-            line += f" - [magenta]{a.infra_kind}: {INFRA_TEXT.get(a.infra_kind, '')}[/magenta]"
+            line += f" - [magenta]{a.infra_kind}: {infra_text(a.infra_kind)}[/magenta]"
         parts.append(line)
         parts.append(
             f"harness exit {a.harness_exit if a.harness_exit is not None else '-'} after "

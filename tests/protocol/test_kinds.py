@@ -1,0 +1,83 @@
+"""The closed sets of words: every infra kind has its words, and a word outside a set is refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from protocol import decoder
+from protocol.events import InfraFailure
+from protocol.kinds import (
+    INFRA_KINDS,
+    OUTCOMES,
+    SCENARIO_STATUSES,
+    SWEEP_STATUSES,
+    UnknownWord,
+    known_infra_kind,
+    known_outcome,
+    known_scenario_status,
+    known_sweep_status,
+)
+from protocol.messages import Event
+from state.store import Store, Verdict
+from state.sweeps import find_sweep
+from tui.board import INFRA_TEXT, infra_text
+
+pytestmark = pytest.mark.anyio
+
+
+def test_every_infra_kind_has_its_own_text() -> None:
+    """The TUI's table of infra texts covers every kind, with a distinct text for each."""
+    texts = [infra_text(kind) for kind in INFRA_KINDS]
+    assert set(INFRA_TEXT) == set(INFRA_KINDS) and all(texts) and len(set(texts)) == len(texts)
+
+
+def test_known_words_pass_and_unknown_ones_are_named() -> None:
+    """Each `known_*` returns a word of its set as is, and refuses another naming the set and the known words."""
+    for known, words in (
+        (known_infra_kind, INFRA_KINDS),
+        (known_outcome, OUTCOMES),
+        (known_scenario_status, SCENARIO_STATUSES),
+        (known_sweep_status, SWEEP_STATUSES),
+    ):
+        assert [known(w) for w in words] == list(words)
+    with pytest.raises(UnknownWord, match=r"unknown infra kind 'gremlins' \(known: harness_crash, "):
+        known_infra_kind("gremlins")
+    with pytest.raises(UnknownWord, match="unknown sweep status None"):
+        known_sweep_status(None)
+
+
+def test_an_unknown_infra_kind_on_the_wire_fails_to_decode() -> None:
+    """A message whose infra kind is outside the set is a decode error, never a plain string let through."""
+    data = InfraFailure(
+        scenario=1, configuration="c", seed=0, turn=0, attempt=1, infra_try=0, infra_kind="stuck", detail=""
+    )
+    wire = msgspec.to_builtins(Event(sweep="w", data=data, at=1.0, seq=1))
+    assert decoder().decode(msgspec.msgpack.encode(wire)).data == data
+    wire["data"]["infra_kind"] = "gremlins"
+    with pytest.raises(msgspec.ValidationError, match="infra_kind"):
+        decoder().decode(msgspec.msgpack.encode(wire))
+
+
+async def test_an_unknown_stored_word_is_a_clear_error_when_read_back(tmp_path: Path) -> None:
+    """Rows whose status, outcome or infra kind a newer or foreign writer left outside the sets are refused."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
+        scenario = (await store.ensure_scenario(config, 0)).id
+        row = await store.begin_attempt(scenario, 0, 1, 0, "turn", "p")
+        await store.tested(row.id, Verdict(outcome="infra", infra_kind="stuck"))
+        assert [(a.outcome, a.infra_kind) for a in await store.attempts(scenario)] == [("infra", "stuck")]
+        await store.db.execute("UPDATE attempts SET infra_kind = 'gremlins'")
+        await store.db.execute("UPDATE scenarios SET status = 'asleep'")
+        await store.db.execute("UPDATE sweeps SET status = 'lost'")
+        with pytest.raises(msgspec.ValidationError, match=r"\$\.infra_kind"):
+            await store.attempts(scenario)
+        with pytest.raises(msgspec.ValidationError, match=r"\$\.infra_kind"):
+            await store.progress("w")
+        with pytest.raises(UnknownWord, match="unknown scenario status 'asleep'"):
+            await store.scenarios("w")
+        with pytest.raises(UnknownWord, match="unknown sweep status 'lost'"):
+            await find_sweep(store, "w")
