@@ -17,6 +17,7 @@ Run: python benchmarks/bench_tui.py [--rate 200] [--seconds 10] [--runs 3] [--sc
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import statistics
@@ -127,11 +128,16 @@ def tui_main(socket_path: Path, out: Path, screen: str, size: tuple[int, int]) -
     latencies: list[float] = []
     cpu: list[float] = []
 
+    profile = os.environ.get("BENCH_TUI_PROFILE")  # a path: write a cProfile of the TUI process's load there
+    prof = cProfile.Profile() if profile else None
+
     def shown(batch: list[Event]) -> None:
         now = time.time()
         for event in batch:
             if event.kind == "sweep_finished":
                 cpu.append(time.process_time())
+                if prof is not None:
+                    prof.disable()
                 app.exit()
             elif event.kind != "manual_prompt" and cpu:
                 latencies.append(now - event.at)
@@ -143,19 +149,15 @@ def tui_main(socket_path: Path, out: Path, screen: str, size: tuple[int, int]) -
         await anyio.sleep(0.5)
         cpu.append(time.process_time())
         cpu.append(time.perf_counter())
+        if prof is not None:  # the load only: not the start, the sweep's first snapshot or the screen's mount
+            prof.enable()
         (socket_path.parent.parent / "go").write_text("go")
 
     app.on_shown = shown
     app.call_later(lambda: app.run_worker(attach()))
-    profile = os.environ.get("BENCH_TUI_PROFILE")  # a path: write a cProfile of the TUI process there
-    if profile:
-        import cProfile
-
-        with cProfile.Profile() as prof:
-            app.run(headless=True, size=size)
+    app.run(headless=True, size=size)
+    if prof is not None and profile:
         prof.dump_stats(profile)
-    else:
-        app.run(headless=True, size=size)
     busy, wall = cpu[-1] - cpu[0], time.perf_counter() - cpu[1]
     out.write_text(json.dumps({"latencies": latencies, "cpu_percent": 100 * busy / wall}))
 
