@@ -102,7 +102,8 @@ class OverviewScreen(MonitorScreen):
     def sweeps_loaded(self) -> None:
         # Under another screen (a sweep's, watched under load) a rebuilt table is work nobody sees, and a
         # covered screen's repaint makes the shown one repaint whole: redraw when this screen shows again.
-        if self.is_current:
+        stack = self.app.screen_stack
+        if all(above.styles.background.a < 1 for above in stack[stack.index(self) + 1 :]):  # shown, or seen through
             self.redraw()
         else:
             self._stale = True

@@ -108,6 +108,7 @@ class SweepScreen(MonitorScreen):
         self.sweep = sweep
         self.sort_index = 0
         self.needle = ""
+        self._summary_text = ""
         self.HELP_TITLE, self.EVENT_FILTER = f"Sweep {sweep}", sweep
 
     def compose(self) -> ComposeResult:
@@ -180,12 +181,15 @@ class SweepScreen(MonitorScreen):
         everything = self.stamina.board.scenarios.get(self.sweep, {})
         shown = self.query_one("#scenarios", RowTable).row_count
         status = literal(state_words(info)) if info else "?"
-        self.query_one("#summary", Static).update(
+        text = (
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
             f"{SORTS[self.sort_index][0]}"
             + (f" · filter: {self.needle!r}" if self.needle else "")
             + "".join(_engine(e) for e in (info.engines if info else ()))
         )
+        if text != self._summary_text:  # an update lays the screen out again, each second under load
+            self._summary_text = text
+            self.query_one("#summary", Static).update(text)
 
     def board_changed(self, changes: list[Change]) -> None:
         mine = self.stamina.board.scenarios.get(self.sweep, {})
