@@ -134,3 +134,20 @@ async def test_help_names_the_hide_key(tmp_path: Path) -> None:
         assert isinstance(app.screen, Help)
         text = str(app.screen.query_one(Static).render())
         assert "hide cancelled sweeps; again: finished ones too" in text
+
+
+async def test_figures_that_come_under_a_sweep_view_show_when_the_overview_does(tmp_path: Path) -> None:
+    """Covered by a sweep's view the overview keeps its table; popped back to, it shows the figures that came."""
+    app = _app(tmp_path)
+    async with app.run_test(size=(180, 30)) as pilot:
+        screen, table = await _overview(app, pilot)
+        await pilot.press("enter")  # the live sweep's view covers the overview
+        assert getattr(app.screen, "sweep", None) == "live"
+        app.board.set_sweeps(SweepList(sweeps=SWEEPS.sweeps[1:]))  # the running one ended and went
+        screen.sweeps_loaded()
+        await pilot.pause()
+        assert [name for name in _column(table, "sweep") if name] == ["live", "old", "dropped"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        assert [name for name in _column(table, "sweep") if name] == ["old", "dropped"]

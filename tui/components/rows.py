@@ -1,8 +1,9 @@
 """RowTable: a scrolling table that redraws only the rows that changed.
 
 Textual's DataTable re-renders every visible cell after any single-cell update, which costs a core
-at a few hundred events per second. Here each row is rendered once into a cached strip; updating a
-row drops that strip and repaints that one line. It has what the monitor needs and no more: a pinned
+at a few hundred events per second. Here each row is rendered once into a cached strip, built from its
+cells' cached pieces (`tui.components.cells`); updating rows drops their strips and repaints just their
+lines, in one refresh. It has what the monitor needs and no more: a pinned
 header, a row cursor (keys and mouse), Enter to select, appending with a bounded length. On a narrow
 terminal it drops the columns it was told are optional, in the order given, then shrinks one named
 column, so the ones that matter stay readable.
@@ -12,16 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-Cell = str | Text
+from tui.components.cells import Cell, CellCache
+
 GROW = 64
 MIN_LAST = 12  # the last column keeps at least this many cells before optional columns go
 MIN_SHRUNK = 12
@@ -78,6 +81,8 @@ class RowTable(ScrollView, can_focus=True):
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._index: dict[str, int] = {}
         self._strips: dict[str, Strip] = {}
+        self._styles: dict[str, Style] = {}
+        self._pieces = CellCache()
         self._width = 0
         self.cursor_row = 0
 
@@ -111,15 +116,28 @@ class RowTable(ScrollView, can_focus=True):
 
     def update_row(self, key: str, cells: Sequence[Cell]) -> bool:
         """Change one row in place and repaint just that line; False if there is no such row."""
-        index = self._index.get(key)
-        if index is None:
-            return False
-        cells = tuple(cells)
-        if self._cells[key] != cells:
-            self._cells[key] = cells
-            self._strips.pop(key, None)
-            self.refresh_line(index + 1)
-        return True
+        return not self.update_rows([(key, cells)])
+
+    def update_rows(self, rows: Iterable[tuple[str, Sequence[Cell]]]) -> list[str]:
+        """Change rows in place and repaint just their lines, in one refresh: a burst of events moves many
+        rows, and each refresh of a widget costs more than the line it marks. The keys with no such row."""
+        top, height = int(self.scroll_offset.y), self.size.height
+        width = max(self.virtual_size.width, self.size.width)
+        lines, missing = [], []
+        for key, row in rows:
+            index = self._index.get(key)
+            if index is None:
+                missing.append(key)
+                continue
+            cells = tuple(row)
+            if self._cells[key] != cells:
+                self._cells[key] = cells
+                self._strips.pop(key, None)
+                if 0 < index + 1 - top < height:  # a line out of view is drawn when it scrolls in
+                    lines.append(Region(0, index + 1 - top, width, 1))
+        if lines:
+            self.refresh(*lines)
+        return missing
 
     def append(self, rows: Iterable[tuple[str, Sequence[Cell]]], limit: int) -> None:
         """Add rows at the end, dropping the oldest beyond `limit` (in batches, so appending stays cheap).
@@ -230,32 +248,43 @@ class RowTable(ScrollView, can_focus=True):
         if y == 0:
             labels = [(self.columns[i][0], w) for i, w in self._shown]
             header = Text.assemble(*((f"{label[:w]:<{w}} ", "") for label, w in labels[:-1]), labels[-1][0])
-            return self._strip(header, self.get_component_rich_style("rowtable--header"))
+            return self._strip(header, self._style("rowtable--header"))
         index = y - 1 + int(self.scroll_offset.y)
         if index >= len(self._keys):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style(""))
         key = self._keys[index]
         if index == self.cursor_row:
-            return self._strip(self._row_text(self._cells[key]), self.get_component_rich_style("rowtable--cursor"))
+            return self._row_strip(self._cells[key], self._style("rowtable--cursor"))
         strip = self._strips.get(key)
         if strip is None:
-            base = self.get_component_rich_style("rowtable--odd") if index % 2 else self.rich_style
-            strip = self._strips[key] = self._strip(self._row_text(self._cells[key]), base)
+            base = self._style("rowtable--odd" if index % 2 else "")
+            strip = self._strips[key] = self._row_strip(self._cells[key], base)
         return strip
 
-    def _row_text(self, cells: tuple[Cell, ...]) -> Text:
-        out = Text(no_wrap=True, end="")
-        last = len(self._shown) - 1
+    def _style(self, component: str) -> Style:
+        """The widget's style ("") or a component's, kept until the styles change: Textual recomputes them on
+        every call after a refresh, and a busy table refreshes every frame."""
+        style = self._styles.get(component)
+        if style is None:
+            style = self._styles[component] = self.get_component_rich_style(component) if component else self.rich_style
+        return style
+
+    def _row_strip(self, cells: tuple[Cell, ...], style: Style) -> Strip:
+        """A row's line from its cells' cached pieces (see `tui.components.cells`), cut or padded to the view."""
+        segments: list[Segment] = []
+        length, last = 0, len(self._shown) - 1
+        console = self.app.console
         for i, (index, w) in enumerate(self._shown):
             if index >= len(cells):
                 break
-            cell = cells[index]
-            text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
-            if i < last:
-                text.truncate(w, overflow="ellipsis", pad=True)
-                text.append(" ")
-            out.append_text(text)
-        return out
+            piece, cells_wide = self._pieces.render(cells[index], w if i < last else 0, style, console)
+            segments.extend(piece)
+            length += cells_wide
+        if length > self._width:
+            return Strip(segments, length).crop(0, self._width)
+        if length < self._width:
+            segments.append(Segment(" " * (self._width - length), style))
+        return Strip(segments, self._width)
 
     def _strip(self, text: Text, style: Style) -> Strip:
         segments = list(text.render(self.app.console))
@@ -263,7 +292,8 @@ class RowTable(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._strips = {}
+        self._strips, self._styles = {}, {}
+        self._pieces.clear()
 
 
 __all__ = ["Cell", "RowTable"]

@@ -94,12 +94,24 @@ class OverviewScreen(MonitorScreen):
     def __init__(self) -> None:
         super().__init__()
         self.hiding = 0  # index into HIDING: which ended sweeps are left out
+        self._stale = False  # fresh figures came while another screen covered this one
 
     def on_mount(self) -> None:
         self.redraw()
 
     def sweeps_loaded(self) -> None:
-        self.redraw()
+        # Under another screen (a sweep's, watched under load) a rebuilt table is work nobody sees, and a
+        # covered screen's repaint makes the shown one repaint whole: redraw when this screen shows again.
+        stack = self.app.screen_stack
+        if all(above.styles.background.a < 1 for above in stack[stack.index(self) + 1 :]):  # shown, or seen through
+            self.redraw()
+        else:
+            self._stale = True
+
+    def on_screen_resume(self) -> None:
+        if self._stale:
+            self._stale = False
+            self.redraw()
 
     def resync(self) -> None:
         self.redraw()

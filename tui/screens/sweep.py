@@ -108,6 +108,7 @@ class SweepScreen(MonitorScreen):
         self.sweep = sweep
         self.sort_index = 0
         self.needle = ""
+        self._summary_text = ""
         self.HELP_TITLE, self.EVENT_FILTER = f"Sweep {sweep}", sweep
 
     def compose(self) -> ComposeResult:
@@ -128,10 +129,11 @@ class SweepScreen(MonitorScreen):
 
     def _tick(self) -> None:
         """The clocks move: repaint the time columns of the scenarios still under way (one line each)."""
-        table = self.query_one("#scenarios", RowTable)
-        for s in self.stamina.board.scenarios.get(self.sweep, {}).values():
-            if s.status not in FINISHED and s.since:
-                table.update_row(str(s.id), self._cells(s))
+        self.query_one("#scenarios", RowTable).update_rows(
+            (str(s.id), self._cells(s))
+            for s in self.stamina.board.scenarios.get(self.sweep, {}).values()
+            if s.status not in FINISHED and s.since
+        )
 
     # --- drawing ------------------------------------------------------------------------------
 
@@ -179,22 +181,23 @@ class SweepScreen(MonitorScreen):
         everything = self.stamina.board.scenarios.get(self.sweep, {})
         shown = self.query_one("#scenarios", RowTable).row_count
         status = literal(state_words(info)) if info else "?"
-        self.query_one("#summary", Static).update(
+        text = (
             f"[b]{self.sweep}[/b] {status} · {shown} of {len(everything)} scenarios shown · sorted by "
             f"{SORTS[self.sort_index][0]}"
             + (f" · filter: {self.needle!r}" if self.needle else "")
             + "".join(_engine(e) for e in (info.engines if info else ()))
         )
+        if text != self._summary_text:  # an update lays the screen out again, each second under load
+            self._summary_text = text
+            self.query_one("#summary", Static).update(text)
 
     def board_changed(self, changes: list[Change]) -> None:
-        table = self.query_one("#scenarios", RowTable)
         mine = self.stamina.board.scenarios.get(self.sweep, {})
-        for s in {id(c.scenario): c.scenario for c in changes if c.scenario is not None}.values():
-            if mine.get(s.id) is not s:
-                continue
-            if not table.update_row(str(s.id), self._cells(s)) and self._matches(s):
-                self.redraw()  # a scenario that now passes the filter, or one the list did not have
-                return
+        moved = {id(c.scenario): c.scenario for c in changes if c.scenario is not None}
+        rows = [(str(s.id), self._cells(s)) for s in moved.values() if mine.get(s.id) is s]  # this sweep's, as held
+        missing = self.query_one("#scenarios", RowTable).update_rows(rows)
+        if any(self._matches(mine[int(key)]) for key in missing):
+            self.redraw()  # a scenario that now passes the filter, or one the list did not have
 
     def sweeps_loaded(self) -> None:
         self._summary()
