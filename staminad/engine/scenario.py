@@ -36,13 +36,12 @@ from staminad.engine.blame import server_feedback
 from staminad.engine.markers import Marker, MarkerWatcher
 from staminad.engine.outcome import classify_harness
 from staminad.engine.position import Position, position
-from staminad.engine.suites import make_suite, suite_on_server
+from staminad.engine.suites import AttemptSuites
 from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
 from staminad.sandbox.codekeep import job_id
 from staminad.suite.feedback import FeedbackLevel, render_feedback
 from staminad.suite.history import History, turn_history
-from staminad.suite.model import Suite
 from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, HarnessEnd, Store, Verdict
 
@@ -197,7 +196,7 @@ class ScenarioRunner:
         self._histories: list[History | None] = []
         self._states: list[Any] = []
         self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
-        self._suite: tuple[int, int, Suite] | None = None  # the latest (turn, attempt)'s suite
+        self._suites = AttemptSuites(workers)  # the latest (turn, attempt)'s suite, kept where it runs
 
     # --- texts and suites per turn ------------------------------------------------------------
 
@@ -218,7 +217,7 @@ class ScenarioRunner:
             histories.append(history)
         self._states, self._histories, self._prompts = states, histories, prompts  # all at once, or not at all
 
-    async def _suite_for(self, turn: int, attempt: int) -> Suite:
+    async def _suite_for(self, turn: int, attempt: int) -> int:
         """The attempt's suite, generated once per (turn, attempt) in a worker (`engine.suites`); it is pure, so
         an infra retry, or a resume after a restart, gets the same. Each attempt has data of its own (a server
         cannot pass a retry by replaying the answers of the attempt before); a later attempt costs twice
@@ -228,11 +227,7 @@ class ScenarioRunner:
         runs on the event loop, which every other scenario shares; `_execute` starts it while the
         harness works, so that it is off the turn's critical path too.
         """
-        if self._suite is None or self._suite[:2] != (turn, attempt):
-            state, history, seed = self._states[turn], self._histories[turn], self.spec.scenario.seed
-            suite = await make_suite(self.workers, state, seed, turn, history, attempt)
-            self._suite = (turn, attempt, suite)
-        return self._suite[2]
+        return await self._suites.get(turn, attempt, self._states[turn], self.spec.scenario.seed, self._histories[turn])
 
     def _job_id(self, pos: Position) -> str:
         return job_id(pos.turn, pos.attempt, pos.infra_try)
@@ -241,6 +236,12 @@ class ScenarioRunner:
 
     async def run(self, scenario_id: int, infra_grant: int = 0) -> Position:
         """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
+        try:
+            return await self._drive(scenario_id, infra_grant)
+        finally:
+            await self._suites.close()  # the worker keeping its last suite forgets it
+
+    async def _drive(self, scenario_id: int, infra_grant: int) -> Position:
         if self._prompts is None:  # seconds for 1,000 turns: off the loop every scenario shares
             await anyio.to_thread.run_sync(self._prepare_turns)
         assert self._prompts is not None
@@ -568,7 +569,7 @@ class ScenarioRunner:
             log.warning("the code of %s (scenario %s) was not kept: %s", job, row.scenario_id, exc)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
-        suite = await self._suite_for(row.turn, row.attempt)
+        tests = await self._suite_for(row.turn, row.attempt)  # its number of tests
         t0 = time.monotonic()
         try:
             handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)
@@ -576,12 +577,12 @@ class ScenarioRunner:
             loss = await self._loss(row)
             if loss is not None:  # the server did not start because the sandbox went: the platform's fault
                 raise SandboxError(f"{loss.detail} while the server started", loss.kind) from None
-            await self._server_failed(scenario_id, row, exc, len(suite.tests), time.monotonic() - t0)
+            await self._server_failed(scenario_id, row, exc, tests, time.monotonic() - t0)
             return
         t1, suite_began = time.monotonic(), time.time()
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
-            result = await suite_on_server(self.workers, suite, handle.url, self.settings.request_timeout)
+            result = await self._suites.run(row.turn, row.attempt, handle.url, self.settings.request_timeout)
         finally:
             t2 = time.monotonic()
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):

@@ -202,3 +202,24 @@ def test_a_suite_msgpack_cannot_carry_crosses_intact() -> None:
     suite = Suite(seed=0, turn=0, tests=(SuiteTest(name="big", category="validation", rule="r", steps=(step,)),))
     assert unpack(pack(suite), SUITE) == suite
     assert unpack(pack(_one_test_suite()), SUITE) == _one_test_suite()
+
+
+async def test_a_kept_suite_runs_in_its_worker_to_the_in_thread_result() -> None:
+    """A suite kept in the worker that made it runs there by its handle, to the in-thread path's exact result; a
+    released one, or one whose worker died, is made again (the same suite) and runs to the same result."""
+    state, history = state_and_history(SCENARIO, 15)
+    async with anyio.create_task_group() as tg:
+        pool = WorkerPool(1)
+        await tg.start(pool.serve)
+        kept = await pool.keep(state, 7, 15, history, 1)
+        suite = await make_suite(None, state, 7, 15, history, 1)
+        assert kept.tests == len(suite.tests) and kept.worker is not None
+        with reference(15, ["default-required"]) as url:
+            threaded = _untimed(await suite_on_server(None, suite, url, 5.0))
+            assert _untimed(await pool.run_kept(kept, url, 5.0)) == threaded
+            os.kill(pool.pids()[0], signal.SIGKILL)  # seen dead before the run, or during it: made again either way
+            assert _untimed(await pool.run_kept(kept, url, 5.0)) == threaded
+            await pool.release(kept)
+            assert kept.worker is None
+            assert _untimed(await pool.run_kept(kept, url, 5.0)) == threaded
+        tg.cancel_scope.cancel()
