@@ -157,7 +157,7 @@ async def _answer(daemon: Daemon, request: Request) -> Message:  # noqa: C901 - 
             case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new, paused=paused):
                 return Ok(detail=await daemon.submit(text, base, source, force_new, paused))
             case ListSweeps():
-                infos = [daemon.with_slots(await views.sweep_info(store, s)) for s in await daemon.sweep_ids()]
+                infos = [daemon.with_slots(info) for info in await views.sweep_infos(store)]
                 return SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)
             case GetSweep(sweep=name):
                 return daemon.with_slots(await views.sweep_info(store, name))
