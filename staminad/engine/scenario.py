@@ -40,7 +40,7 @@ from staminad.engine.suites import AttemptSuites
 from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
 from staminad.sandbox.codekeep import job_id
-from staminad.suite.feedback import FeedbackLevel, render_feedback
+from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.history import History, turn_history
 from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, HarnessEnd, Store, Verdict
@@ -582,7 +582,8 @@ class ScenarioRunner:
         t1, suite_began = time.monotonic(), time.time()
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
-            result = await self._suites.run(row.turn, row.attempt, handle.url, self.settings.request_timeout)
+            timeout, level = self.settings.request_timeout, self.spec.feedback
+            result = await self._suites.run(row.turn, row.attempt, handle.url, timeout, level)
         finally:
             t2 = time.monotonic()
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
@@ -591,22 +592,19 @@ class ScenarioRunner:
         loss = await self._loss(row)
         if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
             raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
-        if result.failures and (why := await self.sandbox.frozen(suite_began)):
+        if result.failed and (why := await self.sandbox.frozen(suite_began)):
             # Paused and resumed while tested: requests that timed out meanwhile are not the server's failures.
             raise SandboxError(f"{why} while the suite ran", "sandbox_lost")
         server_log = await self._server_log()
-        failures = result.failures
-        categories = ",".join(sorted({f.category for f in failures}))
-        feedback = render_feedback(result, self.spec.feedback) if failures else None
         await self.store.tested(
             row.id,
             Verdict(
-                results=result.results,
-                outcome="fail" if failures else "pass",
-                categories=categories,
-                passed_tests=len(result.results) - len(failures),
-                total_tests=len(result.results),
-                feedback=feedback,
+                compressed=result.results,
+                outcome="fail" if result.failed else "pass",
+                categories=result.categories,
+                passed_tests=result.tests - result.failed,
+                total_tests=result.tests,
+                feedback=result.feedback,
                 server_seconds=t1 - t0,
                 suite_seconds=t2 - t1,
                 teardown_seconds=t3 - t2,
@@ -618,10 +616,10 @@ class ScenarioRunner:
                 **self._names(scenario_id),
                 turn=row.turn,
                 attempt=row.attempt,
-                passed=not failures,
-                failed_tests=len(failures),
-                tests=len(result.results),
-                categories=categories,
+                passed=result.passed,
+                failed_tests=result.failed,
+                tests=result.tests,
+                categories=result.categories,
                 suite_seconds=t2 - t1,
                 server_seconds=t1 - t0,
             )

@@ -17,12 +17,14 @@ import anyio.to_thread
 
 from staminad.bench.schema import State
 from staminad.sandbox.base import SandboxError
+from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import History
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Suite
 from staminad.suite.pool import KeptSuite, WorkerLost, WorkerPool
 from staminad.suite.runner import SuiteResult, run_suite
+from staminad.suite.verdict import SuiteVerdict, verdict_of
 
 
 async def make_suite(
@@ -74,15 +76,16 @@ class AttemptSuites:
         except WorkerLost as exc:
             raise SandboxError(f"generating the suite: {exc}", "engine_error") from None
 
-    async def run(self, turn: int, attempt: int, url: str, timeout: float) -> SuiteResult:
-        """Run the held suite of (turn, attempt) (`get` first) against the server at `url`."""
+    async def run(self, turn: int, attempt: int, url: str, timeout: float, feedback: FeedbackLevel) -> SuiteVerdict:
+        """Run the held suite of (turn, attempt) (`get` first) against the server at `url`, to its verdict (made
+        where it ran: in the worker, or here)."""
         assert self._latest is not None and self._latest[:2] == (turn, attempt), "the attempt's suite is made first"
         suite = self._latest[2]
         if isinstance(suite, Suite):
-            return await suite_on_server(None, suite, url, timeout)
+            return verdict_of(await suite_on_server(None, suite, url, timeout), feedback)
         assert self.pool is not None
         try:
-            return await self.pool.run_kept(suite, url, timeout)
+            return await self.pool.run_kept(suite, url, timeout, feedback)
         except WorkerLost as exc:
             raise SandboxError(f"running the suite: {exc}", "engine_error") from None
 

@@ -14,6 +14,7 @@ as the harness's crash of that attempt, exactly like an unreadable one, and noth
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import time
@@ -109,13 +110,13 @@ class MarkerWatcher:
 
     async def wait(self, path: Path, timeout: float) -> Marker | None:
         """The marker at `path`, or None if it did not appear within `timeout` seconds."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        await anyio.to_thread.run_sync(functools.partial(path.parent.mkdir, parents=True, exist_ok=True))
         self._watch(path.parent)
         event = self._waiters.setdefault(path, anyio.Event())
         try:
             with anyio.move_on_after(timeout):
                 while True:
-                    marker = read_marker(path)
+                    marker = await anyio.to_thread.run_sync(read_marker, path)  # file reads stay off the loop
                     if marker is not None and "exit" in marker:
                         return marker
                     await event.wait()

@@ -38,13 +38,16 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import staminad
 from staminad.bench.schema import State
+from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.history import History
 from staminad.suite.model import Suite
 from staminad.suite.runner import SuiteResult
+from staminad.suite.verdict import SuiteVerdict
 from staminad.suite.worker import (
     HEADER,
     RESULT,
     SUITE,
+    VERDICT,
     Call,
     Done,
     Drop,
@@ -299,9 +302,10 @@ class WorkerPool:
 
         kept.worker, kept.key, (kept.tests, kept.steps) = await self._run_on(make, GENERATE_LIMIT, STOP_GRACE)
 
-    async def run_kept(self, kept: KeptSuite, url: str, timeout: float) -> SuiteResult:
-        """`run_suite` of a kept suite in the worker that keeps it; a worker gone makes it again on another
-        (generation is pure: the same suite), once; a cancel stops it there and waits (bounded)."""
+    async def run_kept(self, kept: KeptSuite, url: str, timeout: float, feedback: FeedbackLevel) -> SuiteVerdict:
+        """`run_suite` of a kept suite in the worker that keeps it, to its verdict (feedback at `feedback`); a worker
+        gone makes it again on another (generation is pure: the same suite), once; a cancel stops it there and
+        waits (bounded)."""
         limit = kept.steps * (timeout + 1.0) + STOP_GRACE
         for attempt in (1, 2):
             if kept.worker is None or kept.worker.dead:
@@ -310,10 +314,10 @@ class WorkerPool:
             async with self.slots:
                 self._jobs += 1
                 job = self._jobs
-                message = RunSuite(job=job, suite=b"", url=url, timeout=timeout, kept=kept.key)
+                message = RunSuite(job=job, suite=b"", url=url, timeout=timeout, kept=kept.key, feedback=feedback)
                 try:
                     packed: bytes = await kept.worker.call(job, message, limit, timeout + 5.0)
-                    return unpack(packed, RESULT)
+                    return unpack(packed, VERDICT)
                 except _Died:
                     if attempt == 2:
                         raise WorkerLost("a worker process died twice while running this suite") from None
