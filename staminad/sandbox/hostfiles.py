@@ -21,6 +21,7 @@ from staminad.sandbox.codekeep import keep_from_dir
 from staminad.sandbox.container import HARNESS_DIR
 from staminad.sandbox.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
+from staminad.sandbox.offloop import quick
 from staminad.sandbox.readiness import log_tail
 from staminad.suite.pool import run_sync as offload
 
@@ -62,7 +63,7 @@ class HostFiles:
         await anyio.to_thread.run_sync(_seed, self.host_workspace, files, self.seed_owner)
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        await anyio.to_thread.run_sync(_put_prompt, self.host_control / "prompts" / f"{job_id}.md", text)
+        await quick(_put_prompt, self.host_control / "prompts" / f"{job_id}.md", text)
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     def _marker_file(self, job_id: str) -> Path:
@@ -70,7 +71,7 @@ class HostFiles:
 
     async def job_state(self, job_id: str) -> JobState:
         job = self.host_control / "jobs" / job_id
-        return await anyio.to_thread.run_sync(_job_state, job, self._marker_file(job_id))
+        return await quick(_job_state, job, self._marker_file(job_id))
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         return await watcher.wait(self._marker_file(job_id), timeout)

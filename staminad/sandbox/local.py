@@ -40,6 +40,7 @@ from staminad.sandbox.base import (
 )
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
+from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
 from staminad.suite.pool import run_sync as offload
@@ -302,7 +303,7 @@ class LocalSandbox(HostFiles):
         return {"runtime": "local", "root": str(self.root)}
 
     async def prepare(self) -> None:
-        await anyio.to_thread.run_sync(self._make_dirs)  # file operations stay off the loop every scenario shares
+        await quick(self._make_dirs)  # file operations stay off the loop every scenario shares
         # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon
         # killed mid-test, found by the tag in their environment, even if it died before recording the pgid.
         await offload(_kill_tagged, self._tag())
@@ -331,7 +332,7 @@ class LocalSandbox(HostFiles):
         return read_int(self.host_control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
-        return await anyio.to_thread.run_sync(self._job_alive, job_id)
+        return await quick(self._job_alive, job_id)
 
     def _job_alive(self, job_id: str) -> bool:
         pid = self._pid(job_id)
@@ -346,7 +347,7 @@ class LocalSandbox(HostFiles):
         return True
 
     async def kill_job(self, job_id: str) -> None:
-        await anyio.to_thread.run_sync(self._kill_job, job_id)
+        await quick(self._kill_job, job_id)
 
     def _kill_job(self, job_id: str) -> None:
         pid = self._pid(job_id)
@@ -359,17 +360,17 @@ class LocalSandbox(HostFiles):
 
     async def health(self, since: float) -> Loss | None:
         """Local processes have no container to lose; only the sandbox directory itself can go."""
-        if not await anyio.to_thread.run_sync(self.host_workspace.is_dir):
+        if not await quick(self.host_workspace.is_dir):
             return Loss(kind="sandbox_lost", detail=f"the workspace {self.host_workspace} is gone")
         return None
 
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
         pid_file = self.host_control / "server.pgid"
-        await anyio.to_thread.run_sync(_kill_left, pid_file)
+        await quick(_kill_left, pid_file)
         # Nothing the harness left running (a server it tried, a detached writer) outlives its phase: whatever kept
         # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
         await offload(_kill_tagged, self._agent_tag())
-        port = await anyio.to_thread.run_sync(self.ports.allocate)  # reads /proc, takes lock files: off the loop
+        port = await quick(self.ports.allocate)  # reads /proc, takes lock files: off the loop
         # Forked from a worker thread, not the event loop's; it records the server itself (and its pgid file), so a
         # cancel arriving as the thread returns still finds it to stop.
         server = await anyio.to_thread.run_sync(self._spawn_server, port, pid_file)

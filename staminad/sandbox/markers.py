@@ -25,6 +25,7 @@ import anyio
 from asyncinotify import Inotify, Mask
 
 from staminad.sandbox.bounded import MARKER, read_head
+from staminad.sandbox.offloop import quick
 
 
 class Marker(dict[str, Any]):
@@ -110,13 +111,13 @@ class MarkerWatcher:
 
     async def wait(self, path: Path, timeout: float) -> Marker | None:
         """The marker at `path`, or None if it did not appear within `timeout` seconds."""
-        await anyio.to_thread.run_sync(functools.partial(path.parent.mkdir, parents=True, exist_ok=True))
+        await quick(functools.partial(path.parent.mkdir, parents=True, exist_ok=True))
         self._watch(path.parent)
         event = self._waiters.setdefault(path, anyio.Event())
         try:
             with anyio.move_on_after(timeout):
                 while True:
-                    marker = await anyio.to_thread.run_sync(read_marker, path)  # file reads stay off the loop
+                    marker = await quick(read_marker, path)  # file reads stay off the loop
                     if marker is not None and "exit" in marker:
                         return marker
                     await event.wait()
