@@ -115,13 +115,13 @@ class MarkerWatcher:
         self._watch(path.parent)
         event = self._waiters.setdefault(path, anyio.Event())
         try:
+            marker = await quick(read_marker, path)  # off the loop; looked at once, even with no time to wait
             with anyio.move_on_after(timeout):
-                while True:
-                    marker = await quick(read_marker, path)  # file reads stay off the loop
-                    if marker is not None and "exit" in marker:
-                        return marker
+                while marker is None or "exit" not in marker:
                     await event.wait()
                     event = self._waiters[path] = anyio.Event()
+                    marker = await quick(read_marker, path)
+                return marker
             return None
         finally:
             with contextlib.suppress(KeyError):
