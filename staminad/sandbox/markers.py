@@ -115,12 +115,14 @@ class MarkerWatcher:
         self._watch(path.parent)
         event = self._waiters.setdefault(path, anyio.Event())
         try:
-            marker = await quick(read_marker, path)  # off the loop; looked at once, even with no time to wait
+            # Read on the loop: one small file, and a thread hop on the way would add a GIL handoff to the
+            # latency measured (`seen_at` is taken as it is read).
+            marker = read_marker(path)  # looked at once, even with no time to wait
             with anyio.move_on_after(timeout):
                 while marker is None or "exit" not in marker:
                     await event.wait()
                     event = self._waiters[path] = anyio.Event()
-                    marker = await quick(read_marker, path)
+                    marker = read_marker(path)
                 return marker
             return None
         finally:
