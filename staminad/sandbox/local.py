@@ -332,9 +332,7 @@ class LocalSandbox(HostFiles):
         return read_int(self.host_control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
-        return await quick(self._job_alive, job_id)
-
-    def _job_alive(self, job_id: str) -> bool:
+        # Polled every few seconds per scenario: a read and a signal on the loop cost less than a thread's hop.
         pid = self._pid(job_id)
         if pid is None:
             return False
@@ -360,7 +358,7 @@ class LocalSandbox(HostFiles):
 
     async def health(self, since: float) -> Loss | None:
         """Local processes have no container to lose; only the sandbox directory itself can go."""
-        if not await quick(self.host_workspace.is_dir):
+        if not self.host_workspace.is_dir():  # polled: one stat costs less than a hop
             return Loss(kind="sandbox_lost", detail=f"the workspace {self.host_workspace} is gone")
         return None
 

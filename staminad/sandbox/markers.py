@@ -111,7 +111,8 @@ class MarkerWatcher:
 
     async def wait(self, path: Path, timeout: float) -> Marker | None:
         """The marker at `path`, or None if it did not appear within `timeout` seconds."""
-        await quick(functools.partial(path.parent.mkdir, parents=True, exist_ok=True))
+        if path.parent not in self._watched:  # waited on every few seconds: the directory is made once
+            await quick(functools.partial(path.parent.mkdir, parents=True, exist_ok=True))
         self._watch(path.parent)
         event = self._waiters.setdefault(path, anyio.Event())
         try:
