@@ -17,6 +17,9 @@ Each row is also given as a ratio against the in-thread anchor of the same size 
 Every daemon is stopped by cancelling its sweep (which ends its sandboxes) and then SIGTERM to its own
 process; nothing else is touched.
 
+The loop probe's lags are always recorded; its stack sampler (what held the loop) only with `--stacks N`:
+it takes the daemon's GIL 200 times a second, so compare runs made with the same setting.
+
 Run: python benchmarks/bench_concurrency.py [--sizes 50,200,500] [--cores 1,2] [--turns 20] [--window 30]
      python benchmarks/bench_concurrency.py --smoke   (tiny sizes: it starts, finishes and prints its figures)
 """

@@ -6,7 +6,11 @@ one GIL with the event loop, so the daemon's throughput is what one core allows 
 (`default_size()`: the CPUs this process may use, less one for the event loop, at least one), each
 serving up to `per_worker` jobs at once in threads of its own (a suite mostly waits on its server).
 
-Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms.
+Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms. The
+engine crosses neither: `keep` leaves an attempt's suite in the worker that generated it (`KeptSuite`, a
+handle), `run_kept` runs it there and brings back only its `SuiteVerdict` (counts, feedback, the results
+compressed as the store keeps them), and `release` has the worker forget it. Decoding each run's results
+on the loop had become the daemon's largest cost per attempt (py-spy, 200 scenarios).
 
 Lifetime is structured: `serve` is started in the owner's task group (`tg.start(pool.serve)`) and
 starts the workers; when it ends (a stop, a cancel, a crash of the owner) each worker's stdin is
