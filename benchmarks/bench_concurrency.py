@@ -17,6 +17,9 @@ Each row is also given as a ratio against the in-thread anchor of the same size 
 Every daemon is stopped by cancelling its sweep (which ends its sandboxes) and then SIGTERM to its own
 process; nothing else is touched.
 
+The loop probe's lags are always recorded; its stack sampler (what held the loop) only with `--stacks N`:
+it takes the daemon's GIL 200 times a second, so compare runs made with the same setting.
+
 Run: python benchmarks/bench_concurrency.py [--sizes 50,200,500] [--cores 1,2] [--turns 20] [--window 30]
      python benchmarks/bench_concurrency.py --smoke   (tiny sizes: it starts, finishes and prints its figures)
 """
@@ -45,7 +48,7 @@ import anyio
 from protocol import Cancel, ListSweeps
 from protocol.client import Client
 from staminad.daemon.loopprobe import ENV as PROBE_ENV
-from staminad.daemon.loopprobe import TICK
+from staminad.daemon.loopprobe import STACKS_ENV, TICK
 
 CLI = [sys.executable, "-m", "staminad.cli"]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -178,7 +181,7 @@ def _wait_socket(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 120
     raise TimeoutError("the daemon did not serve its socket")
 
 
-def measure(cores: list[int], size: int, mode: str, turns: int, window: float, warmup: float) -> Row:
+def measure(cores: list[int], size: int, mode: str, turns: int, window: float, warmup: float, stacks: bool) -> Row:
     with tempfile.TemporaryDirectory(prefix="bench-conc-") as tmp_s:
         tmp = Path(tmp_s)
         state, sock = tmp / "state", tmp / "state" / "staminad.sock"
@@ -192,7 +195,7 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
         argv += ["--workers", "0"] if mode == "threads" else []
         cpus = ",".join(map(str, cores))
         probe = tmp / "probe.jsonl"
-        env = {**os.environ, PROBE_ENV: str(probe)}
+        env = {**os.environ, PROBE_ENV: str(probe), **({STACKS_ENV: "1"} if stacks else {})}
         proc = subprocess.Popen(
             ["taskset", "-c", cpus, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
         )
@@ -285,7 +288,12 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--warmup", type=float, default=10.0)
-    ap.add_argument("--stacks", type=int, default=0, help="print the N stacks that most often held the loop")
+    ap.add_argument(
+        "--stacks",
+        type=int,
+        default=0,
+        help="sample the loop's stacks and print the N that most often held it (the sampler perturbs the timings)",
+    )
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: 3 scenarios, 1 core, a 2 s window")
     args = ap.parse_args()
     if args.smoke:
@@ -298,7 +306,7 @@ def main() -> None:
             continue
         for size in map(int, args.sizes.split(",")):
             for mode in args.modes.split(","):
-                row = measure(usable[:n], size, mode, args.turns, args.window, args.warmup)
+                row = measure(usable[:n], size, mode, args.turns, args.window, args.warmup, args.stacks > 0)
                 print(
                     f"  {n} cores, {size} scenarios, {mode}: {row.attempts} attempts in {row.seconds:.1f} s",
                     flush=True,

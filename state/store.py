@@ -28,6 +28,7 @@ from state.schema import MIGRATIONS
 from state.space import DiskWatch, disk_problem
 
 T = TypeVar("T")
+READERS = 4  # reads (`Store.read`) at once, each on a connection and a thread of its own
 
 
 class SweepChanged(UsageError, ValueError):
@@ -71,6 +72,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     teardown_seconds: float | None = None
     server_log: str | None = None  # the tail of the log of the server start that tested it (bounded by the engine)
     results: Any = None  # the per-test results (JSON-able), stored compressed
+    compressed: bytes | None = None  # or the results already so (`suite.verdict`: compressed where the suite ran)
 
 
 class Progress(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,6 +129,8 @@ class Store:
         self.db = db
         self.path = path
         self.space = space  # the writes waiting on a full or read-only disk, and why
+        # Reads' own threads: a `status` never queues behind the sandboxes' file work in anyio's shared pool.
+        self._readers = anyio.CapacityLimiter(READERS)
 
     async def _write(self, sql: str, params: Any = ()) -> aiosqlite.Cursor:
         """Execute one statement and commit it; a refusal of the disk's waits for space, then retries it."""
@@ -164,7 +168,7 @@ class Store:
         """`fn(conn, *args)` in a worker thread on a read-only connection of its own: a read of many queries is
         one hop off the event loop, and waits on none of the writes queued on `db` (WAL: readers never block)."""
         assert self.path is not None, "a store opened on a path"
-        return await anyio.to_thread.run_sync(_read, self.path, fn, args)
+        return await anyio.to_thread.run_sync(_read, self.path, fn, args, limiter=self._readers)
 
     async def __aenter__(self) -> Store:
         return self
@@ -342,9 +346,11 @@ class Store:
     async def tested(self, attempt_id: int, verdict: Verdict) -> None:
         """The attempt's outcome: phase `tested`, finished now; per-test results stored compressed."""
         fields = msgspec.structs.asdict(verdict)
-        results = fields.pop("results")
+        results, compressed = fields.pop("results"), fields.pop("compressed")
         if results is not None:
             fields["results"] = zlib.compress(msgspec.json.encode(results))
+        elif compressed is not None:
+            fields["results"] = compressed
         await self._update_attempt(attempt_id, {"phase": "tested", **fields, "finished_at": time.time()})
 
     async def snapshot_taken(self, attempt_id: int, size: int | None, skipped: str = "") -> None:

@@ -6,6 +6,7 @@ Each function takes the open `Store` and commits its own writes, as the store's 
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 import msgspec
@@ -52,6 +53,13 @@ async def find_sweep(store: Store, sweep_id: str) -> StoredSweep | None:
     async with store.db.execute(f"SELECT {_COLUMNS} FROM sweeps WHERE id = ?", (sweep_id,)) as cur:
         row = await cur.fetchone()
     return None if row is None else _sweep(row)
+
+
+def read_sweeps(conn: sqlite3.Connection, sweep_id: str | None = None) -> list[StoredSweep]:
+    """Every sweep's row, oldest first (or the one of `sweep_id`): a part of a read in one hop (`Store.read`)."""
+    where = "" if sweep_id is None else "WHERE id = ? "
+    params = () if sweep_id is None else (sweep_id,)
+    return [_sweep(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM sweeps {where}ORDER BY created_at", params)]
 
 
 async def unfinished_sweeps(store: Store) -> list[StoredSweep]:

@@ -163,7 +163,7 @@ async def _answer(daemon: Daemon, request: Request) -> Reply:  # noqa: C901 - on
             case Submit(sweep_toml=text, base_dir=base, source=source, force_new=force_new, paused=paused):
                 return answer_to(request)(Ok(detail=await daemon.submit(text, base, source, force_new, paused)))
             case ListSweeps():
-                infos = [daemon.with_slots(await views.sweep_info(store, s)) for s in await daemon.sweep_ids()]
+                infos = [daemon.with_slots(info) for info in await views.sweep_infos(store)]
                 listed = SweepList(sweeps=tuple(infos), limit=daemon.limiter.total, active=daemon.limiter.in_use)
                 return answer_to(request)(listed)
             case GetSweep(sweep=name):

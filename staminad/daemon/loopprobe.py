@@ -5,10 +5,12 @@ Two measurements, appended to that file once a second as one JSON line each:
 - lag: a task sleeps 10 ms in a loop; how late each wake-up came is how long something else held the loop,
   and the loop thread's CPU time over that sleep (a late wake-up with little CPU is a loop that waited: for
   the GIL, or for a core on a loaded machine; with much, one that ran callbacks);
-- what held it: a thread samples the loop thread's stack every 5 ms and counts, per second, the innermost
-  frames of this project (and the frame they call into) of every sample not waiting in the selector.
+- what held it (only with `STAMINAD_LOOP_PROBE_STACKS` set): a thread samples the loop thread's stack every
+  5 ms and counts, per second, the innermost frames of this project (and the frame they call into) of every
+  sample not waiting in the selector.
 
-Neither changes what the daemon does; the sampler costs a few per cent of one core while it is on.
+Neither changes what the daemon does, but the sampler is not free: it wakes 200 times a second and takes the
+GIL each time, which the loop must hand over; so timings are measured without it, and stacks in runs of their own.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from types import FrameType
 import anyio
 
 ENV = "STAMINAD_LOOP_PROBE"
+STACKS_ENV = "STAMINAD_LOOP_PROBE_STACKS"  # set (to anything): sample the stacks too
 TICK = 0.01  # the lag task's sleep
 SAMPLE = 0.005  # the stack sampler's period
 IDLE = ("select", "poll", "epoll", "_run_once")  # the loop waiting, not held
@@ -44,8 +47,8 @@ def _stack(frame: FrameType | None) -> str | None:
 
 
 class LoopProbe:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, stacks: bool = False) -> None:
+        self.path, self.sample_stacks = path, stacks
         self.lags: list[float] = []
         self.cpu: list[float] = []  # the loop thread's CPU seconds over each tick
         self.stacks: Counter[str] = Counter()
@@ -74,7 +77,8 @@ class LoopProbe:
             f.write(json.dumps(line) + "\n")
 
     async def serve(self) -> None:
-        threading.Thread(target=self._sample, daemon=True, name="loop-probe").start()
+        if self.sample_stacks:
+            threading.Thread(target=self._sample, daemon=True, name="loop-probe").start()
         flushed = time.monotonic()
         try:
             while True:
@@ -94,4 +98,4 @@ class LoopProbe:
 def probe_from_env() -> LoopProbe | None:
     """The probe `STAMINAD_LOOP_PROBE` asks for (made in the loop's thread), or None."""
     path = os.environ.get(ENV)
-    return LoopProbe(Path(path)) if path else None
+    return LoopProbe(Path(path), bool(os.environ.get(STACKS_ENV))) if path else None

@@ -151,8 +151,9 @@ async def report(
     )
 
 
-async def sweep_infos(store: Store, ids: list[str], with_slots: Callable[[SweepInfo], SweepInfo]) -> list[SweepInfo]:
-    return [with_slots(await views.sweep_info(store, s)) for s in ids]
+async def sweep_infos(store: Store, with_slots: Callable[[SweepInfo], SweepInfo]) -> list[SweepInfo]:
+    """Every sweep's figures with its slots, read in one hop off the event loop (`views.sweep_infos`)."""
+    return [with_slots(info) for info in await views.sweep_infos(store)]
 
 
 __all__ = ["EVERY", "POINTS", "OpsRing", "eta", "report", "sweep_infos"]

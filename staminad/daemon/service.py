@@ -419,7 +419,7 @@ class Daemon:
     async def ops_report(self, history: int) -> OpsReport:
         """The box at a glance (`staminad.daemon.ops`), with up to `history` points of its recent past."""
         assert self.store is not None
-        infos = await sweep_infos(self.store, await self.sweep_ids(), self.with_slots)
+        infos = await sweep_infos(self.store, self.with_slots)
         return await report(self.store, self.ops, infos, self.limiter, history, self.expanding)
 
     async def _status(self, sweep_id: str) -> str | None:

@@ -6,6 +6,7 @@ where a scenario stands is `engine.standing`'s, one definition for every view.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from itertools import groupby
 from pathlib import Path
@@ -20,7 +21,7 @@ from staminad.analysis import codediff
 from staminad.analysis.codediff import AttemptRef
 from staminad.engine.config import SweepError
 from staminad.engine.standing import scenario_row, turn_timeout
-from staminad.engine.sweep import summarize
+from staminad.engine.sweep import summarize_in
 from staminad.sandbox.bounded import bounded_tail
 from state import sweeps
 from state.store import Store, StoredScenario
@@ -36,19 +37,34 @@ async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
     return found
 
 
+def _sweep_infos(conn: sqlite3.Connection, sweep_id: str | None, now: float) -> list[SweepInfo]:
+    return [
+        SweepInfo(
+            sweep=row.id,
+            status=row.status,
+            fingerprint=row.fingerprint,
+            configurations=tuple(summarize_in(conn, row.id)),
+            created_at=row.created_at,
+            paused_seconds=row.paused_total(now),
+            reason=row.reason,
+        )
+        for row in sweeps.read_sweeps(conn, sweep_id)
+    ]
+
+
+async def sweep_infos(store: Store, now: float | None = None) -> list[SweepInfo]:
+    """Every sweep's figures, oldest first, read in one hop off the event loop (`Store.read`): a `status` under
+    load waits on neither the loop nor the writes queued on the store's connection."""
+    return await store.read(_sweep_infos, None, time.time() if now is None else now)
+
+
 async def sweep_info(store: Store, sweep_id: str, now: float | None = None) -> SweepInfo:
-    """The sweep's figures; its time paused is counted up to `now` (default: the clock)."""
-    row = await _sweep_row(store, sweep_id)
-    configs = tuple(await summarize(store, sweep_id))
-    return SweepInfo(
-        sweep=sweep_id,
-        status=row.status,
-        fingerprint=row.fingerprint,
-        configurations=configs,
-        created_at=row.created_at,
-        paused_seconds=row.paused_total(time.time() if now is None else now),
-        reason=row.reason,
-    )
+    """The sweep's figures (one hop, as `sweep_infos`); its time paused is counted up to `now` (default: the
+    clock). SweepError naming it when there is none."""
+    found = await store.read(_sweep_infos, sweep_id, time.time() if now is None else now)
+    if not found:
+        raise SweepError(f"no sweep {sweep_id}")
+    return found[0]
 
 
 async def find_scenario(store: Store, sweep_id: str, configuration: str, seed: int) -> StoredScenario:
@@ -158,4 +174,4 @@ async def scenario_list(store: Store, sweep_id: str, seq: int = 0) -> ScenarioLi
     )
 
 
-__all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "sweep_info"]
+__all__ = ["attempt_texts", "find_scenario", "scenario_info", "scenario_list", "sweep_info", "sweep_infos"]

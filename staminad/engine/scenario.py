@@ -37,13 +37,12 @@ from staminad.engine.blame import server_feedback
 from staminad.engine.markers import Marker, MarkerWatcher
 from staminad.engine.outcome import classify_harness
 from staminad.engine.position import Position, position
-from staminad.engine.suites import make_suite, suite_on_server
+from staminad.engine.suites import AttemptSuites
 from staminad.gateway.proxy import Gateway, Route
 from staminad.sandbox.base import Loss, NotReady, Sandbox, SandboxError, marker_path
 from staminad.sandbox.codekeep import job_id
-from staminad.suite.feedback import FeedbackLevel, render_feedback
+from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.history import History, turn_history
-from staminad.suite.model import Suite
 from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, HarnessEnd, Store, Verdict
 
@@ -198,7 +197,7 @@ class ScenarioRunner:
         self._histories: list[History | None] = []
         self._states: list[Any] = []
         self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
-        self._suite: tuple[int, int, Suite] | None = None  # the latest (turn, attempt)'s suite
+        self._suites = AttemptSuites(workers)  # the latest (turn, attempt)'s suite, kept where it runs
 
     # --- texts and suites per turn ------------------------------------------------------------
 
@@ -219,7 +218,7 @@ class ScenarioRunner:
             histories.append(history)
         self._states, self._histories, self._prompts = states, histories, prompts  # all at once, or not at all
 
-    async def _suite_for(self, turn: int, attempt: int) -> Suite:
+    async def _suite_for(self, turn: int, attempt: int) -> int:
         """The attempt's suite, generated once per (turn, attempt) in a worker (`engine.suites`); it is pure, so
         an infra retry, or a resume after a restart, gets the same. Each attempt has data of its own (a server
         cannot pass a retry by replaying the answers of the attempt before); a later attempt costs twice
@@ -229,11 +228,7 @@ class ScenarioRunner:
         runs on the event loop, which every other scenario shares; `_execute` starts it while the
         harness works, so that it is off the turn's critical path too.
         """
-        if self._suite is None or self._suite[:2] != (turn, attempt):
-            state, history, seed = self._states[turn], self._histories[turn], self.spec.scenario.seed
-            suite = await make_suite(self.workers, state, seed, turn, history, attempt)
-            self._suite = (turn, attempt, suite)
-        return self._suite[2]
+        return await self._suites.get(turn, attempt, self._states[turn], self.spec.scenario.seed, self._histories[turn])
 
     def _job_id(self, pos: Position) -> str:
         return job_id(pos.turn, pos.attempt, pos.infra_try)
@@ -242,6 +237,12 @@ class ScenarioRunner:
 
     async def run(self, scenario_id: int, infra_grant: int = 0) -> Position:
         """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
+        try:
+            return await self._drive(scenario_id, infra_grant)
+        finally:
+            await self._suites.close()  # the worker keeping its last suite forgets it
+
+    async def _drive(self, scenario_id: int, infra_grant: int) -> Position:
         if self._prompts is None:  # seconds for 1,000 turns: off the loop every scenario shares
             await anyio.to_thread.run_sync(self._prepare_turns)
         assert self._prompts is not None
@@ -569,7 +570,7 @@ class ScenarioRunner:
             log.warning("the code of %s (scenario %s) was not kept: %s", job, row.scenario_id, exc)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
-        suite = await self._suite_for(row.turn, row.attempt)
+        tests = await self._suite_for(row.turn, row.attempt)  # its number of tests
         t0 = time.monotonic()
         try:
             handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)
@@ -577,12 +578,13 @@ class ScenarioRunner:
             loss = await self._loss(row)
             if loss is not None:  # the server did not start because the sandbox went: the platform's fault
                 raise SandboxError(f"{loss.detail} while the server started", loss.kind) from None
-            await self._server_failed(scenario_id, row, exc, len(suite.tests), time.monotonic() - t0)
+            await self._server_failed(scenario_id, row, exc, tests, time.monotonic() - t0)
             return
         t1, suite_began = time.monotonic(), time.time()
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
-            result = await suite_on_server(self.workers, suite, handle.url, self.settings.request_timeout)
+            timeout, level = self.settings.request_timeout, self.spec.feedback
+            result = await self._suites.run(row.turn, row.attempt, handle.url, timeout, level)
         finally:
             t2 = time.monotonic()
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
@@ -591,22 +593,19 @@ class ScenarioRunner:
         loss = await self._loss(row)
         if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
             raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
-        if result.failures and (why := await self.sandbox.frozen(suite_began)):
+        if result.failed and (why := await self.sandbox.frozen(suite_began)):
             # Paused and resumed while tested: requests that timed out meanwhile are not the server's failures.
             raise SandboxError(f"{why} while the suite ran", "sandbox_lost")
         server_log = await self._server_log()
-        failures = result.failures
-        categories = ",".join(sorted({f.category for f in failures}))
-        feedback = render_feedback(result, self.spec.feedback) if failures else None
         await self.store.tested(
             row.id,
             Verdict(
-                results=result.results,
-                outcome="fail" if failures else "pass",
-                categories=categories,
-                passed_tests=len(result.results) - len(failures),
-                total_tests=len(result.results),
-                feedback=feedback,
+                compressed=result.results,
+                outcome="fail" if result.failed else "pass",
+                categories=result.categories,
+                passed_tests=result.tests - result.failed,
+                total_tests=result.tests,
+                feedback=result.feedback,
                 server_seconds=t1 - t0,
                 suite_seconds=t2 - t1,
                 teardown_seconds=t3 - t2,
@@ -618,10 +617,10 @@ class ScenarioRunner:
                 **self._names(scenario_id),
                 turn=row.turn,
                 attempt=row.attempt,
-                passed=not failures,
-                failed_tests=len(failures),
-                tests=len(result.results),
-                categories=categories,
+                passed=result.passed,
+                failed_tests=result.failed,
+                tests=result.tests,
+                categories=result.categories,
                 suite_seconds=t2 - t1,
                 server_seconds=t1 - t0,
             )

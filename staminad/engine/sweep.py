@@ -410,10 +410,10 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
     """Per configuration: turns passed over the scored scenarios, by the one rule every view counts by
     (`staminad.engine.score`): unfinished, never-run and unscored scenarios are counted apart, never averaged.
     Read in one hop off the event loop (`Store.read`), from rows per scenario, not per attempt."""
-    return await store.read(_summarize, sweep_id)
+    return await store.read(summarize_in, sweep_id)
 
 
-def _summarize(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]:
+def summarize_in(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]:
     figures = sweep_figures(conn, sweep_id)
     out = []
     for name in dict.fromkeys(r.configuration for r in figures.scenarios):

@@ -21,6 +21,7 @@ from staminad.sandbox.codekeep import keep_from_dir
 from staminad.sandbox.container import HARNESS_DIR
 from staminad.sandbox.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
+from staminad.sandbox.offloop import quick
 from staminad.sandbox.readiness import log_tail
 from staminad.suite.pool import run_sync as offload
 
@@ -62,9 +63,7 @@ class HostFiles:
         await anyio.to_thread.run_sync(_seed, self.host_workspace, files, self.seed_owner)
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        prompt = self.host_control / "prompts" / f"{job_id}.md"
-        prompt.parent.mkdir(parents=True, exist_ok=True)
-        prompt.write_text(text)
+        await quick(_put_prompt, self.host_control / "prompts" / f"{job_id}.md", text)
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     def _marker_file(self, job_id: str) -> Path:
@@ -72,9 +71,7 @@ class HostFiles:
 
     async def job_state(self, job_id: str) -> JobState:
         job = self.host_control / "jobs" / job_id
-        return JobState(
-            written=job.exists(), started=(job / "pid").exists(), marker=read_marker(self._marker_file(job_id))
-        )
+        return await quick(_job_state, job, self._marker_file(job_id))
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         return await watcher.wait(self._marker_file(job_id), timeout)
@@ -95,6 +92,16 @@ class HostFiles:
     async def keep_code(self, job_id: str) -> None:
         """The workspace's code as the job's, in `code/` beside the workspace (see `codekeep`)."""
         await anyio.to_thread.run_sync(keep_from_dir, self.host_workspace, self.host_workspace.parent, job_id)
+
+
+def _put_prompt(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _job_state(job: Path, marker: Path) -> JobState:
+    """What the job's files say (three file operations: one hop off the event loop)."""
+    return JobState(written=job.exists(), started=(job / "pid").exists(), marker=read_marker(marker))
 
 
 def stage_layer(dest: Path, layer: tuple[str, ...]) -> None:

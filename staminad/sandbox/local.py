@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from staminad.sandbox.base import (
 )
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
+from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
 from staminad.suite.pool import run_sync as offload
@@ -267,6 +269,21 @@ def _run_briefly(argv: list[str], env: dict[str, str], timeout: float = 10.0) ->
         raise TimeoutError(f"{argv[0]} did not return within {timeout:.0f} s") from None
 
 
+def _kill_left(pid_file: Path) -> None:
+    """Kill the server group a daemon killed mid-suite left (its pgid file says which)."""
+    left = read_int(pid_file)
+    if left is not None:
+        _kill_group(left)
+
+
+def _let_go(pid_file: Path, port: int, limit: float = 5.0) -> None:
+    """The stopped server's pgid file gone, and its port free (a socket in the kernel's hands), within `limit`."""
+    pid_file.unlink(missing_ok=True)
+    deadline = time.monotonic() + limit
+    while not port_is_free(port) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the kernel releases the port; there is nothing to wait on instead
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout)
@@ -286,11 +303,14 @@ class LocalSandbox(HostFiles):
         return {"runtime": "local", "root": str(self.root)}
 
     async def prepare(self) -> None:
-        self.host_workspace.mkdir(parents=True, exist_ok=True)
-        (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
+        await quick(self._make_dirs)  # file operations stay off the loop every scenario shares
         # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon
         # killed mid-test, found by the tag in their environment, even if it died before recording the pgid.
         await offload(_kill_tagged, self._tag())
+
+    def _make_dirs(self) -> None:
+        self.host_workspace.mkdir(parents=True, exist_ok=True)
+        (self.host_control / "markers").mkdir(parents=True, exist_ok=True)
 
     def _tag(self) -> str:
         return f"{SERVER_TAG}={self.root}"
@@ -299,16 +319,20 @@ class LocalSandbox(HostFiles):
         return f"{AGENT_TAG}={self.root}"
 
     async def launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
+        # Written and forked from a worker thread: a fork (and asyncio's watcher thread per child) held the event loop.
+        await anyio.to_thread.run_sync(self._launch, job_id, argv, env)
+
+    def _launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        # Forked from a worker thread: a fork (and asyncio's watcher thread per child) held the event loop.
-        await anyio.to_thread.run_sync(_run_briefly, argv_, {**base_env(), AGENT_TAG: str(self.root)})
+        _run_briefly(argv_, {**base_env(), AGENT_TAG: str(self.root)})
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
+        # Polled every few seconds per scenario: a read and a signal on the loop cost less than a thread's hop.
         pid = self._pid(job_id)
         if pid is None:
             return False
@@ -321,6 +345,9 @@ class LocalSandbox(HostFiles):
         return True
 
     async def kill_job(self, job_id: str) -> None:
+        await quick(self._kill_job, job_id)
+
+    def _kill_job(self, job_id: str) -> None:
         pid = self._pid(job_id)
         if pid is not None:
             _kill_group(pid)
@@ -331,19 +358,17 @@ class LocalSandbox(HostFiles):
 
     async def health(self, since: float) -> Loss | None:
         """Local processes have no container to lose; only the sandbox directory itself can go."""
-        if not self.host_workspace.is_dir():
+        if not self.host_workspace.is_dir():  # polled: one stat costs less than a hop
             return Loss(kind="sandbox_lost", detail=f"the workspace {self.host_workspace} is gone")
         return None
 
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
         pid_file = self.host_control / "server.pgid"
-        left = read_int(pid_file)
-        if left is not None:
-            _kill_group(left)  # left by a daemon killed mid-suite
+        await quick(_kill_left, pid_file)
         # Nothing the harness left running (a server it tried, a detached writer) outlives its phase: whatever kept
         # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
         await offload(_kill_tagged, self._agent_tag())
-        port = self.ports.allocate()
+        port = await quick(self.ports.allocate)  # reads /proc, takes lock files: off the loop
         # Forked from a worker thread, not the event loop's; it records the server itself (and its pgid file), so a
         # cancel arriving as the thread returns still finds it to stop.
         server = await anyio.to_thread.run_sync(self._spawn_server, port, pid_file)
@@ -416,10 +441,7 @@ class LocalSandbox(HostFiles):
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
         await offload(_kill_tagged, self._tag(), handle.pgid)
-        (self.host_control / "server.pgid").unlink(missing_ok=True)
-        with anyio.move_on_after(5):
-            while not port_is_free(handle.port):  # noqa: ASYNC110 - the kernel frees a socket and sets no Event
-                await anyio.sleep(0.01)
+        await anyio.to_thread.run_sync(_let_go, self.host_control / "server.pgid", handle.port)
         self.ports.release(handle.port)
 
     async def close(self) -> None:

@@ -14,6 +14,7 @@ as the harness's crash of that attempt, exactly like an unreadable one, and noth
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import time
@@ -24,6 +25,7 @@ import anyio
 from asyncinotify import Inotify, Mask
 
 from staminad.sandbox.bounded import MARKER, read_head
+from staminad.sandbox.offloop import quick
 
 
 class Marker(dict[str, Any]):
@@ -109,17 +111,20 @@ class MarkerWatcher:
 
     async def wait(self, path: Path, timeout: float) -> Marker | None:
         """The marker at `path`, or None if it did not appear within `timeout` seconds."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self._watched:  # waited on every few seconds: the directory is made once
+            await quick(functools.partial(path.parent.mkdir, parents=True, exist_ok=True))
         self._watch(path.parent)
         event = self._waiters.setdefault(path, anyio.Event())
         try:
+            # Read on the loop: one small file, and a thread hop on the way would add a GIL handoff to the
+            # latency measured (`seen_at` is taken as it is read).
+            marker = read_marker(path)  # looked at once, even with no time to wait
             with anyio.move_on_after(timeout):
-                while True:
-                    marker = read_marker(path)
-                    if marker is not None and "exit" in marker:
-                        return marker
+                while marker is None or "exit" not in marker:
                     await event.wait()
                     event = self._waiters[path] = anyio.Event()
+                    marker = read_marker(path)
+                return marker
             return None
         finally:
             with contextlib.suppress(KeyError):

@@ -34,6 +34,7 @@ import fcntl
 import os
 import socket
 import stat
+import threading
 from pathlib import Path
 
 from protocol.errors import UsageError
@@ -222,9 +223,15 @@ class PortAllocator:
         self._locks: dict[int, list[int]] = {}  # port -> descriptors holding its flocks, one per lock directory
         self._dirs: dict[Path, int] = {}  # lock directory -> its descriptor, once opened
         self._next = self.low
+        self._lock = threading.Lock()  # allocations run in worker threads (they read /proc and take lock files)
         self._open_dirs()  # a lock directory that cannot be used is refused now, not at the first server start
 
     def allocate(self) -> int:
+        """A free port, reserved (in this process and in the lock directories); callable from any thread."""
+        with self._lock:
+            return self._allocate()
+
+    def _allocate(self) -> int:
         span = self.high - self.low + 1
         ephemeral, reserved = outgoing_ports()
         dirs = self._open_dirs()
@@ -240,8 +247,9 @@ class PortAllocator:
         raise PortsExhausted(f"no free port in {self.low}-{self.high}")
 
     def release(self, port: int) -> None:
-        self.held.discard(port)
-        self._unreserve(port)
+        with self._lock:
+            self.held.discard(port)
+            self._unreserve(port)
 
     def _open_dirs(self) -> list[int]:
         """Descriptors of the lock directories usable now (an optional one that cannot be made is left out, and

@@ -6,7 +6,11 @@ one GIL with the event loop, so the daemon's throughput is what one core allows 
 (`default_size()`: the CPUs this process may use, less one for the event loop, at least one), each
 serving up to `per_worker` jobs at once in threads of its own (a suite mostly waits on its server).
 
-Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms.
+Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms. The
+engine crosses neither: `keep` leaves an attempt's suite in the worker that generated it (`KeptSuite`, a
+handle), `run_kept` runs it there and brings back only its `SuiteVerdict` (counts, feedback, the results
+compressed as the store keeps them), and `release` has the worker forget it. Decoding each run's results
+on the loop had become the daemon's largest cost per attempt (py-spy, 200 scenarios).
 
 Lifetime is structured: `serve` is started in the owner's task group (`tg.start(pool.serve)`) and
 starts the workers; when it ends (a stop, a cancel, a crash of the owner) each worker's stdin is
@@ -38,15 +42,19 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import staminad
 from staminad.bench.schema import State
+from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.history import History
 from staminad.suite.model import Suite
 from staminad.suite.runner import SuiteResult
+from staminad.suite.verdict import SuiteVerdict
 from staminad.suite.worker import (
     HEADER,
     RESULT,
     SUITE,
+    VERDICT,
     Call,
     Done,
+    Drop,
     Failed,
     Generate,
     Reply,
@@ -191,6 +199,19 @@ class _Died(Exception):
     pass
 
 
+class KeptSuite:
+    """An attempt's suite kept in the worker that generated it (`WorkerPool.keep`): the daemon holds its worker,
+    its key there, its size, and what made it (to make it again should that worker die). Running it sends the
+    key, not the suite; `WorkerPool.release` lets the worker forget it."""
+
+    def __init__(self, args: tuple[State, int, int, History | None, int]) -> None:
+        self.args = args
+        self.worker: _Worker | None = None
+        self.key = 0
+        self.tests = 0  # the suite's tests
+        self.steps = 0  # its requests (with each test's reset): what bounds its run
+
+
 class WorkerPool:
     """`size` worker processes, started and ended by `serve`; `generate` and `run_suite` run a job on one."""
 
@@ -255,16 +276,63 @@ class WorkerPool:
         return min(live, key=lambda w: len(w.pending))
 
     async def _run(self, make: Any, limit: float, grace: float) -> Any:
+        return (await self._run_on(make, limit, grace))[2]
+
+    async def _run_on(self, make: Any, limit: float, grace: float) -> tuple[_Worker, int, Any]:
+        """(the worker, the job's number, its value): the job run on the least busy worker, again once if it died."""
         for attempt in (1, 2):
             async with self.slots:
                 worker = await self._pick()
                 self._jobs += 1
+                job = self._jobs
                 try:
-                    return await worker.call(self._jobs, make(self._jobs), limit, grace)
+                    return worker, job, await worker.call(job, make(job), limit, grace)
                 except _Died:
                     if attempt == 2:
                         raise WorkerLost("a worker process died twice while running this job") from None
         raise AssertionError("unreachable")
+
+    async def keep(self, state: State, seed: int, turn: int, history: History | None, attempt: int) -> KeptSuite:
+        """`generate_suite(...)` in a worker, the suite kept there (`KeptSuite`): only its handle comes back."""
+        args = (state, seed, turn, history, attempt)
+        kept = KeptSuite(args)
+        await self._keep(kept)
+        return kept
+
+    async def _keep(self, kept: KeptSuite) -> None:
+        def make(job: int) -> Generate:
+            state, seed, turn, history, attempt = kept.args
+            return Generate(job=job, state=state, seed=seed, turn=turn, history=history, attempt=attempt, keep=True)
+
+        kept.worker, kept.key, (kept.tests, kept.steps) = await self._run_on(make, GENERATE_LIMIT, STOP_GRACE)
+
+    async def run_kept(self, kept: KeptSuite, url: str, timeout: float, feedback: FeedbackLevel) -> SuiteVerdict:
+        """`run_suite` of a kept suite in the worker that keeps it, to its verdict (feedback at `feedback`); a worker
+        gone makes it again on another (generation is pure: the same suite), once; a cancel stops it there and
+        waits (bounded)."""
+        limit = kept.steps * (timeout + 1.0) + STOP_GRACE
+        for attempt in (1, 2):
+            if kept.worker is None or kept.worker.dead:
+                await self._keep(kept)
+            assert kept.worker is not None
+            async with self.slots:
+                self._jobs += 1
+                job = self._jobs
+                message = RunSuite(job=job, suite=b"", url=url, timeout=timeout, kept=kept.key, feedback=feedback)
+                try:
+                    packed: bytes = await kept.worker.call(job, message, limit, timeout + 5.0)
+                    return unpack(packed, VERDICT)
+                except _Died:
+                    if attempt == 2:
+                        raise WorkerLost("a worker process died twice while running this suite") from None
+        raise AssertionError("unreachable")
+
+    async def release(self, kept: KeptSuite) -> None:
+        """Have the worker forget a kept suite (a worker gone has forgotten it already)."""
+        worker, kept.worker = kept.worker, None
+        if worker is not None and not worker.dead:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE):
+                await worker.send(Drop(key=kept.key))
 
     async def generate(self, state: State, seed: int, turn: int, history: History | None, attempt: int) -> Suite:
         """`generate_suite(state, seed, turn, history, attempt)` in a worker."""

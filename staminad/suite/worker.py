@@ -13,6 +13,10 @@ far cheaper for the event loop to decode, with pickle for a value msgpack cannot
 beyond 64 bits), so results are identical to the in-thread path's. Both ends are our own code;
 nothing a sandbox holds is ever unpickled.
 
+An attempt's suite is generated with `keep` and stays here, under the number of the job that made it,
+until a `Drop`: the daemon then runs it by that number, so no suite crosses the pipe at all (encoding,
+writing and framing hundreds of tests per attempt held the daemon's event loop).
+
 The worker dies with the daemon: the kernel kills it when its parent exits (PR_SET_PDEATHSIG), and
 it exits on its own when stdin reaches end of file (the parent closed it, or is gone).
 """
@@ -38,6 +42,7 @@ from staminad.suite.history import History
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Suite
 from staminad.suite.runner import SuiteResult, run_suite_blocking
+from staminad.suite.verdict import SuiteVerdict, verdict_of
 
 HEADER = struct.Struct(">I")
 _PR_SET_PDEATHSIG = 1
@@ -52,15 +57,18 @@ class Generate(msgspec.Struct, frozen=True, kw_only=True):
     turn: int
     history: History | None
     attempt: int
+    keep: bool = False  # keep the suite here under this job's number and reply (tests, steps), not the suite
 
 
 class RunSuite(msgspec.Struct, frozen=True, kw_only=True):
     """Run `suite` against the server at `url` (plain `http://host:port`), each request bounded by `timeout`."""
 
     job: int
-    suite: bytes  # `pack(suite)`
+    suite: bytes  # `pack(suite)`, or empty with `kept`
     url: str
     timeout: float
+    kept: int = 0  # the job number of a `Generate(keep=True)` of this worker whose suite to run (0: `suite`)
+    feedback: str = ""  # a feedback level: reply the run's `SuiteVerdict` at it, not the whole `SuiteResult`
 
 
 class Call(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,6 +85,12 @@ class Stop(msgspec.Struct, frozen=True, kw_only=True):
     job: int
 
 
+class Drop(msgspec.Struct, frozen=True, kw_only=True):
+    """Forget the suite kept under `key` (its attempt is over)."""
+
+    key: int
+
+
 class Done(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     value: Any  # `pack` of a Suite or a SuiteResult, or what a Call returned
@@ -90,16 +104,17 @@ class Failed(msgspec.Struct, frozen=True, kw_only=True):
     raised: bytes = b""  # the exception itself, pickled, when it pickles (an OSError does): the caller raises it
 
 
-Request = Generate | RunSuite | Call | Stop
+Request = Generate | RunSuite | Call | Stop | Drop
 Reply = Done | Failed
 
 
 SUITE = msgspec.msgpack.Decoder(Suite)
 RESULT = msgspec.msgpack.Decoder(SuiteResult)
+VERDICT = msgspec.msgpack.Decoder(SuiteVerdict)
 T = TypeVar("T")
 
 
-def pack(value: Suite | SuiteResult) -> bytes:
+def pack(value: Suite | SuiteResult | SuiteVerdict) -> bytes:
     """A suite or its result as bytes: msgpack (a suite of 300 tests decodes in ~1 ms, against ~15 ms unpickled, on
     the event loop), or pickle where msgpack cannot carry a value (an integer beyond 64 bits)."""
     try:
@@ -128,6 +143,7 @@ class _Jobs:
         self.write_lock = threading.Lock()
         self.guard = threading.Lock()
         self.running: dict[int, tuple[threading.Event, Http11Transport | None]] = {}
+        self.kept: dict[int, Suite] = {}  # suites generated with `keep`, by the job that made them, until a `Drop`
 
     def reply(self, message: Reply) -> None:
         data = frame(message)
@@ -136,8 +152,10 @@ class _Jobs:
             self.out.flush()
 
     def stop(self, job: int) -> None:
+        """End the job: a suite's request in flight is interrupted; a suite it keeps (or is making) is forgotten."""
         with self.guard:
             entry = self.running.get(job)
+            self.kept.pop(job, None)
         if entry is not None:
             entry[0].set()
             if entry[1] is not None:
@@ -154,14 +172,22 @@ class _Jobs:
                 value = getattr(importlib.import_module(module), name)(*request.args)
             elif isinstance(request, Generate):
                 suite = generate_suite(request.state, request.seed, request.turn, request.history, request.attempt)
-                value = pack(suite)
+                if request.keep:
+                    with self.guard:  # a job stopped meanwhile keeps nothing: its caller is gone
+                        if not stop.is_set():
+                            self.kept[request.job] = suite
+                    value = (len(suite.tests), sum(1 + len(t.steps) for t in suite.tests))
+                else:
+                    value = pack(suite)
             else:
+                suite = self.kept[request.kept] if request.kept else unpack(request.suite, SUITE)
                 with Http11Transport.for_url(request.url, request.timeout) as transport:
                     with self.guard:
                         self.running[request.job] = (stop, transport)
                     if stop.is_set():
                         transport.interrupt()
-                    value = pack(run_suite_blocking(unpack(request.suite, SUITE), transport, None, stop))
+                    result = run_suite_blocking(suite, transport, None, stop)
+                    value = pack(verdict_of(result, request.feedback) if request.feedback else result)  # type: ignore[arg-type]
             self.reply(Done(job=request.job, value=value))
         except Exception as exc:  # noqa: BLE001 - any failure of a job goes back to the daemon, which raises it there
             try:
@@ -206,6 +232,8 @@ def serve(source: BinaryIO, out: BinaryIO) -> None:
         request: Any = pickle.loads(body)
         if isinstance(request, Stop):
             jobs.stop(request.job)
+        elif isinstance(request, Drop):
+            jobs.kept.pop(request.key, None)
         else:
             threading.Thread(target=jobs.run, args=(request,), daemon=True).start()
 

@@ -72,3 +72,21 @@ async def test_sweep_figures_per_scenario_agree_with_replaying_every_attempt(tmp
             assert {s.id for s in figures.scenarios if s.tested} == {
                 p.scenario_id for p in progress if p.outcome in ("pass", "fail")
             }
+
+
+async def test_results_compressed_where_the_suite_ran_are_stored_as_the_store_compresses_them(tmp_path: Path) -> None:
+    """A verdict's results given already compressed (a worker's `SuiteVerdict`) read back as given uncompressed."""
+    import zlib
+
+    import msgspec
+
+    results = [{"name": "t1", "passed": True}, {"name": "t2", "passed": False, "message": "no"}]
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
+        scenario = (await store.ensure_scenario(config, 0)).id
+        plain = await store.begin_attempt(scenario, 0, 1, 0, "turn", "p")
+        await store.tested(plain.id, Verdict(outcome="fail", results=results))
+        packed = await store.begin_attempt(scenario, 0, 2, 0, "turn", "p")
+        await store.tested(packed.id, Verdict(outcome="fail", compressed=zlib.compress(msgspec.json.encode(results))))
+        assert await store.attempt_results(packed.id) == await store.attempt_results(plain.id) == results

@@ -17,6 +17,7 @@ from staminad.suite.history import state_and_history
 from staminad.suite.model import Suite, req
 from staminad.suite.model import Test as SuiteTest
 from staminad.suite.pool import WorkerLost, WorkerPool, default_size, run_sync
+from staminad.suite.verdict import verdict_of
 from tests.helpers.rawserver import Conn, RawServer, answer
 from tests.suite.test_runner import SCENARIO, reference
 
@@ -202,3 +203,26 @@ def test_a_suite_msgpack_cannot_carry_crosses_intact() -> None:
     suite = Suite(seed=0, turn=0, tests=(SuiteTest(name="big", category="validation", rule="r", steps=(step,)),))
     assert unpack(pack(suite), SUITE) == suite
     assert unpack(pack(_one_test_suite()), SUITE) == _one_test_suite()
+
+
+async def test_a_kept_suite_runs_in_its_worker_to_the_in_thread_verdict() -> None:
+    """A suite kept in the worker that made it runs there by its handle, to the verdict the in-thread path makes of
+    its result (the stored results byte for byte); a released one, or one whose worker died, is made again (the
+    same suite) and runs to the same verdict."""
+    state, history = state_and_history(SCENARIO, 15)
+    async with anyio.create_task_group() as tg:
+        pool = WorkerPool(1)
+        await tg.start(pool.serve)
+        kept = await pool.keep(state, 7, 15, history, 1)
+        suite = await make_suite(None, state, 7, 15, history, 1)
+        assert kept.tests == len(suite.tests) and kept.worker is not None
+        with reference(15, ["default-required"]) as url:
+            threaded = verdict_of(await suite_on_server(None, suite, url, 5.0), "detailed")
+            assert threaded.failed and threaded.feedback
+            assert await pool.run_kept(kept, url, 5.0, "detailed") == threaded
+            os.kill(pool.pids()[0], signal.SIGKILL)  # seen dead before the run, or during it: made again either way
+            assert await pool.run_kept(kept, url, 5.0, "detailed") == threaded
+            await pool.release(kept)
+            assert kept.worker is None
+            assert await pool.run_kept(kept, url, 5.0, "detailed") == threaded
+        tg.cancel_scope.cancel()
