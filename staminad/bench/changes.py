@@ -143,7 +143,7 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:
-            if e.name != self.old and all(f.target != self.old for f in e.fields):
+            if e.name != self.old and self.old not in e.targets:
                 return e
             fields = tuple(msgspec.structs.replace(f, target=self.new) if f.target == self.old else f for f in e.fields)
             return Entity(name=self.new if e.name == self.old else e.name, fields=fields)
@@ -256,12 +256,14 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
             msgspec.structs.replace(a, field=self._n(a.field or "")) if a.entity == self.entity and a.field else a
             for a in state.analytics
         )
+        # Entities whose actions can name the renamed field: its own, and those linking to it.
+        linking = {x.name for x in state.entities if self.entity in x.targets}
         actions = []
         for a in state.actions:
-            owner = _entity(state, a.entity)  # looked up in the old state: links still use old names
-            if a.entity != self.entity and not any(f.target == self.entity for f in owner.fields):
+            if a.entity != self.entity and a.entity not in linking:
                 actions.append(a)  # nothing in this action can name the renamed field
                 continue
+            owner = _entity(state, a.entity)  # looked up in the old state: links still use old names
             actions.append(
                 Action(
                     entity=a.entity,
@@ -377,7 +379,7 @@ def _action(state: State, entity: str, name: str) -> Action:
 
 
 def _with_action(state: State, a: Action) -> State:
-    return state.evolve(actions=_replace(state.actions, lambda x: x.entity == a.entity and x.name == a.name, a))
+    return state.with_action(a)
 
 
 class RemoveAction(msgspec.Struct, frozen=True, tag="remove_action"):

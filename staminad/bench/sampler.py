@@ -335,7 +335,7 @@ def sample_turn(
     for i in range(k):
         change = sample_change(state, rng, namer, weights, age + i, batch)
         batch.record(change)
-        state = change.apply(state)
+        state = batch.apply(state, change)
         changes.append(change)
         if trail is not None:
             trail.append(state)

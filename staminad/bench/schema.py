@@ -68,11 +68,24 @@ class EnumType(msgspec.Struct, frozen=True, kw_only=True):
     values: tuple[str, ...]
 
 
-class Entity(msgspec.Struct, frozen=True, kw_only=True):
-    """A resource with CRUD endpoints at `/{endpoint}`."""
+class Entity(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """A resource with CRUD endpoints at `/{endpoint}`.
+
+    `dict=True` lets what its fields name be cached per (immutable) entity: an entity outlives many states,
+    and removals and renames ask every entity of a state what it references."""
 
     name: str
     fields: tuple[Field, ...]
+
+    @cached_property
+    def targets(self) -> frozenset[str]:
+        """The entities its reference fields point at."""
+        return frozenset(f.target for f in self.fields if f.target is not None)
+
+    @cached_property
+    def enum_types(self) -> frozenset[str]:
+        """The enum types its enum fields use."""
+        return frozenset(f.enum for f in self.fields if f.enum)
 
     @property
     def endpoint(self) -> str:
@@ -202,8 +215,11 @@ class ForEach(msgspec.Struct, frozen=True, tag="for_each"):
 Effect = SetValue | Increment | Compute | OnReference | ForEach
 
 
-class Action(msgspec.Struct, frozen=True, kw_only=True):
-    """POST `/{entity}/{id}/{name}`: moves enum `field` from one of `sources` to `target`."""
+class Action(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """POST `/{entity}/{id}/{name}`: moves enum `field` from one of `sources` to `target`.
+
+    `dict=True` lets `integrity.prune` keep its verdict on the (immutable) action with what it was drawn from,
+    so an action whose entity, targets and enum types are unchanged is not checked again."""
 
     entity: str
     name: str
@@ -242,6 +258,10 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def _entity_position(self) -> dict[str, int]:
         return {e.name: i for i, e in enumerate(self.entities)}
 
+    @cached_property
+    def _action_position(self) -> dict[tuple[str, str], int]:
+        return {(a.entity, a.name): i for i, a in enumerate(self.actions)}
+
     def entity(self, name: str) -> Entity | None:
         return self._entity_index.get(name)
 
@@ -266,6 +286,7 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             "_entity_position": new.entities is self.entities,
             "_enum_index": new.enums is self.enums,
             "_action_index": new.actions is self.actions,
+            "_action_position": new.actions is self.actions,
         }
         for name, same in kept.items():
             if same and name in self.__dict__:
@@ -287,6 +308,20 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         index[entity.name] = entity
         new.__dict__["_entity_index"] = index
         new.__dict__["_entity_position"] = self._entity_position  # same names at the same places; never mutated
+        return new
+
+    def with_action(self, action: Action) -> State:
+        """This state with the action of `action`'s entity and name replaced by it (unchanged when there is
+        none), reusing this state's action indexes as `with_entity` does its entity indexes."""
+        key = (action.entity, action.name)
+        pos = self._action_position.get(key)
+        if pos is None:
+            return self
+        new = self.evolve(actions=(*self.actions[:pos], action, *self.actions[pos + 1 :]))
+        index = self._action_index.copy()
+        index[key] = action
+        new.__dict__["_action_index"] = index
+        new.__dict__["_action_position"] = self._action_position  # same keys at the same places; never mutated
         return new
 
     def enum(self, name: str) -> EnumType | None:
