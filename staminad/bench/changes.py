@@ -104,8 +104,7 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
         name = self.entity.name
         _need(is_camel(name), f"entity name {name!r} must be CamelCase")
         _need(endpoint_of(name) not in ("reset", "analytics"), f"endpoint /{endpoint_of(name)} is reserved")
-        taken = {e.endpoint for e in state.entities}
-        _need(endpoint_of(name) not in taken, f"endpoint /{endpoint_of(name)} is already used")
+        _need(endpoint_of(name) not in state.endpoints, f"endpoint /{endpoint_of(name)} is already used")
         _need(self.entity.fields, "a new entity needs fields")
         probe = state.evolve(enums=(*state.enums, *self.new_enums))
         scratch = Entity(name=name, fields=())
@@ -139,7 +138,7 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
         _entity(state, self.old)
         _need(is_camel(self.new), f"entity name {self.new!r} must be CamelCase")
         _need(endpoint_of(self.new) not in ("reset", "analytics"), f"endpoint /{endpoint_of(self.new)} is reserved")
-        _need(all(e.endpoint != endpoint_of(self.new) for e in state.entities), f"/{self.new.lower()} is taken")
+        _need(endpoint_of(self.new) not in state.endpoints, f"/{self.new.lower()} is taken")
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from itertools import count
+from operator import attrgetter
 from typing import Literal
 
 import msgspec
 
 FieldKind = Literal["string", "integer", "float", "boolean", "enum", "datetime", "ref", "ref_list"]
 NUMERIC_KINDS: frozenset[str] = frozenset({"integer", "float"})
+BOUNDED_KINDS: frozenset[str] = frozenset({"integer", "float", "string", "datetime"})  # what constraints bound
 AnalyticsOp = Literal["avg", "min", "max", "sum", "count"]
 CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 ArithOp = Literal["+", "-", "*"]
@@ -81,6 +84,16 @@ class Entity(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def targets(self) -> frozenset[str]:
         """The entities its reference fields point at."""
         return frozenset(f.target for f in self.fields if f.target is not None)
+
+    @cached_property
+    def kinds(self) -> frozenset[str]:
+        """The kinds of its fields."""
+        return frozenset(f.kind for f in self.fields)
+
+    @cached_property
+    def bounded_fields(self) -> tuple[Field, ...]:
+        """Its fields that take bounds (numbers, strings, datetimes), in order."""
+        return tuple(f for f in self.fields if f.kind in BOUNDED_KINDS)
 
     @cached_property
     def enum_types(self) -> frozenset[str]:
@@ -230,6 +243,10 @@ class Action(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     effects: tuple[Effect, ...] = ()
 
 
+_NAME = attrgetter("name")
+_ACTION_KEY = attrgetter("entity", "name")
+
+
 class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     """A full reference design `s_t`.
 
@@ -244,23 +261,28 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
 
     @cached_property
     def _entity_index(self) -> dict[str, Entity]:
-        return {e.name: e for e in self.entities}
+        return dict(zip(map(_NAME, self.entities), self.entities, strict=True))  # loops in C: states grow large
 
     @cached_property
     def _enum_index(self) -> dict[str, EnumType]:
-        return {e.name: e for e in self.enums}
+        return dict(zip(map(_NAME, self.enums), self.enums, strict=True))
 
     @cached_property
     def _action_index(self) -> dict[tuple[str, str], Action]:
-        return {(a.entity, a.name): a for a in self.actions}
+        return dict(zip(map(_ACTION_KEY, self.actions), self.actions, strict=True))
 
     @cached_property
     def _entity_position(self) -> dict[str, int]:
-        return {e.name: i for i, e in enumerate(self.entities)}
+        return dict(zip(map(_NAME, self.entities), count()))
+
+    @cached_property
+    def endpoints(self) -> frozenset[str]:
+        """The endpoints its entities take."""
+        return frozenset(map(str.lower, map(_NAME, self.entities)))  # endpoint_of, in C
 
     @cached_property
     def _action_position(self) -> dict[tuple[str, str], int]:
-        return {(a.entity, a.name): i for i, a in enumerate(self.actions)}
+        return dict(zip(map(_ACTION_KEY, self.actions), count()))
 
     def entity(self, name: str) -> Entity | None:
         return self._entity_index.get(name)
@@ -284,6 +306,7 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         kept = {
             "_entity_index": new.entities is self.entities,
             "_entity_position": new.entities is self.entities,
+            "endpoints": new.entities is self.entities,
             "_enum_index": new.enums is self.enums,
             "_action_index": new.actions is self.actions,
             "_action_position": new.actions is self.actions,
@@ -308,6 +331,8 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         index[entity.name] = entity
         new.__dict__["_entity_index"] = index
         new.__dict__["_entity_position"] = self._entity_position  # same names at the same places; never mutated
+        if "endpoints" in self.__dict__:
+            new.__dict__["endpoints"] = self.endpoints  # the same names
         return new
 
     def with_action(self, action: Action) -> State:

@@ -122,6 +122,8 @@ def _consequences(before: State, after: State) -> list[str]:
         if b is None:
             notes.append(f"the action `{a.entity}.{a.name}` is removed")
             continue
+        if b is a:
+            continue  # kept whole
         notes += [
             f"the guard `{condition_phrase(c)}` of `{a.entity}.{a.name}` is removed"
             for c in a.conditions
