@@ -555,7 +555,7 @@ class Namer:
         self._enum_types_issued: set[str] = set()
         self._fields_issued: set[str] = set()
         self._enum_sets_issued: set[tuple[str, ...]] = set()
-        self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values
+        self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values, if any
         self._compounds: list[tuple[str, str]] = []  # (prefix + noun, lowercased), themed only, made once
 
     def _nouns(self) -> tuple[str, ...]:
@@ -719,7 +719,10 @@ class Namer:
             while frozenset(values) in in_use_frozen:
                 values = tuple(rng.sample(_PROG_ENUM_VALUES, rng.randint(3, 4)))
         self._enum_sets_issued.add(values)
-        self._spares[values] = spares
+        if spares:
+            self._spares[values] = spares
+        else:  # a set with no spares gives a grown enum nothing: not kept, so the lookups below skip it
+            self._spares.pop(values, None)
         return hint, values
 
     def enum_field_name(self, rng: random.Random, taken: Collection[str]) -> str:
