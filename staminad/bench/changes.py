@@ -15,7 +15,7 @@ from typing import TypeVar
 import msgspec
 
 from protocol.errors import UsageError
-from staminad.bench.integrity import action_core_ok, analytics_ok, condition_ok, effect_ok, prune
+from staminad.bench.integrity import action_core_ok, analytics_ok, condition_ok, effect_ok, kept, prune
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -147,15 +147,13 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
             fields = tuple(msgspec.structs.replace(f, target=self.new) if f.target == self.old else f for f in e.fields)
             return Entity(name=self.new if e.name == self.old else e.name, fields=fields)
 
-        return State(
-            enums=state.enums,
+        old, new = self.old, self.new
+        analytics = [msgspec.structs.replace(a, entity=new) if a.entity == old else a for a in state.analytics]
+        actions = [msgspec.structs.replace(a, entity=new) if a.entity == old else a for a in state.actions]
+        return state.evolve(  # parts with no renamed name stay the same tuples, so their indexes carry over
             entities=tuple(ent(e) for e in state.entities),
-            analytics=tuple(
-                msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a for a in state.analytics
-            ),
-            actions=tuple(
-                msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a for a in state.actions
-            ),
+            analytics=kept(analytics, state.analytics),
+            actions=kept(actions, state.actions),
         )
 
 
@@ -275,7 +273,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
                 )
             )
         new_state = _with_entity(state, renamed)
-        return new_state.evolve(analytics=analytics, actions=tuple(actions))
+        return new_state.evolve(analytics=kept(analytics, state.analytics), actions=kept(actions, state.actions))
 
 
 def _points_at(owner: Entity, link_field: str, target: str) -> bool:
@@ -367,7 +365,7 @@ class AddAction(msgspec.Struct, frozen=True, tag="add_action"):
         _need(all(effect_ok(state, entity, x, a.field) for x in a.effects), "an effect is ill-typed")
 
     def apply(self, state: State) -> State:
-        return state.evolve(actions=(*state.actions, self.action))
+        return state.with_added_action(self.action)
 
 
 def _action(state: State, entity: str, name: str) -> Action:

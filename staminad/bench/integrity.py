@@ -201,14 +201,14 @@ def prune(state: State) -> State:
     used = set().union(*(e.enum_types for e in entities))
     enums = tuple(e for e in state.enums if e.name in used)
     return state.evolve(  # parts left whole stay the same tuples, so their name indexes carry over
-        enums=_kept(enums, state.enums),
+        enums=kept(enums, state.enums),
         entities=entities,
-        analytics=_kept(analytics, state.analytics),
-        actions=_kept(actions, state.actions),
+        analytics=kept(analytics, state.analytics),
+        actions=kept(actions, state.actions),
     )
 
 
-def _kept(new: Sequence[T], old: tuple[T, ...]) -> tuple[T, ...]:
+def kept(new: Sequence[T], old: tuple[T, ...]) -> tuple[T, ...]:
     """`old` itself when `new` holds exactly its objects, else `new` as a tuple."""
     if len(new) == len(old) and all(x is y for x, y in zip(new, old, strict=True)):
         return old

@@ -349,6 +349,17 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         new.__dict__["_action_position"] = self._action_position  # same keys at the same places; never mutated
         return new
 
+    def with_added_action(self, action: Action) -> State:
+        """This state with `action` appended, the action indexes it has extended rather than rebuilt."""
+        key = (action.entity, action.name)
+        new = self.evolve(actions=(*self.actions, action))
+        for name, value in (("_action_index", action), ("_action_position", len(self.actions))):
+            if name in self.__dict__:
+                index = self.__dict__[name].copy()
+                index[key] = value
+                new.__dict__[name] = index
+        return new
+
     def enum(self, name: str) -> EnumType | None:
         return self._enum_index.get(name)
 
