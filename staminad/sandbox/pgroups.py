@@ -13,6 +13,7 @@ from typing import Any
 
 STOP_POLL = 0.002  # seconds between looks at whether a group whose leader exited is gone (no fork)
 END_AGENT_TIMEOUT = 10.0  # seconds to end every process of the agent's user
+PIDFD_WATCH = 64  # processes whose exits are awaited by pidfd (more are given a fixed pause instead)
 
 
 def group_alive(pgid: int) -> bool:
@@ -45,12 +46,39 @@ def _live_members(pgid: int) -> bool:
     return False
 
 
-def _leader_fd(pgid: int) -> int | None:
-    """A descriptor that reads ready when the group's leader exits (None when it is gone or cannot be had)."""
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that reads ready when the process exits (None when it is gone or cannot be had)."""
     try:
-        return os.pidfd_open(pgid)
+        return os.pidfd_open(pid)
     except (OSError, AttributeError):
         return None
+
+
+def _await_exits(pids: list[int], seconds: float) -> None:
+    """Wait up to `seconds` until every one of `pids` has exited: by their pidfds, so at once when they have; a
+    crowd too large to watch, or a kernel without pidfds, is simply given the time."""
+    until = time.monotonic() + seconds
+    fds: list[int] = []
+    watchable = len(pids) <= PIDFD_WATCH
+    try:
+        for pid in pids if watchable else ():
+            try:
+                fds.append(os.pidfd_open(pid))
+            except ProcessLookupError:
+                continue  # gone already
+            except (OSError, AttributeError):
+                watchable = False
+                break
+        if not watchable:
+            time.sleep(seconds)
+            return
+        while fds and (left := until - time.monotonic()) > 0:
+            for fd in select.select(fds, [], [], left)[0]:
+                os.close(fd)
+                fds.remove(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def wait_group(pgid: int, seconds: float) -> bool:
@@ -58,7 +86,7 @@ def wait_group(pgid: int, seconds: float) -> bool:
 
     While the leader runs, its pidfd is awaited (no polling); after, the group is looked at every STOP_POLL."""
     deadline = time.monotonic() + seconds
-    fd = _leader_fd(pgid)
+    fd = _pidfd(pgid)
     try:
         while group_alive(pgid) and (fd is not None or _live_members(pgid)):
             left = deadline - time.monotonic()
@@ -113,7 +141,7 @@ def end_user(uid: int) -> dict[str, Any]:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, sig)
         ended.update(pids)
-        time.sleep(0.005)  # the kernel removes killed processes on its own time; a zombie waits for init
+        _await_exits(pids, 0.005)  # the kernel removes killed processes on its own time; a zombie waits for init
     left = [p for p in _of_user(uid) if _state(p) != "Z"]
     return {"ended": len(ended), "left": len(left)}
 
