@@ -145,9 +145,9 @@ def action_core_ok(state: State, a: Action) -> bool:
 def _context(state: State, entity: Entity) -> tuple[object, ...]:
     """Everything of `state` the checks of an action on `entity` read: the entity, the entities its references
     point at, and the enum types of their enum fields."""
-    targets = tuple(state.entity(t) for t in entity.targets)
-    enum_types = entity.enum_types.union(*(t.enum_types for t in targets if t is not None))
-    return (entity, targets, tuple(state.enum(n) for n in enum_types))
+    targets = state.entities_named(entity.targets)
+    enum_types = entity.enum_types.union(*(t.enum_types for t in targets if t is not None)) if targets else None
+    return (entity, targets, state.enums_named(entity.enum_types if enum_types is None else enum_types))
 
 
 def _pruned_action(state: State, entity: Entity, a: Action) -> Action | None:

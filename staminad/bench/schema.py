@@ -8,6 +8,7 @@ module needs; the transition, generator and renderings live beside it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cached_property
 from itertools import count
 from operator import attrgetter
@@ -359,6 +360,14 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
                 index[key] = value
                 new.__dict__[name] = index
         return new
+
+    def entities_named(self, names: Iterable[str]) -> tuple[Entity | None, ...]:
+        """The entity of each name, None where there is none (one lookup each, in C)."""
+        return tuple(map(self._entity_index.get, names))
+
+    def enums_named(self, names: Iterable[str]) -> tuple[EnumType | None, ...]:
+        """The enum type of each name, None where there is none."""
+        return tuple(map(self._enum_index.get, names))
 
     def enum(self, name: str) -> EnumType | None:
         return self._enum_index.get(name)
