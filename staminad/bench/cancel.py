@@ -54,12 +54,37 @@ def _action_keys(a: Action) -> Iterator[Key]:
         yield ("effect", a.entity, a.name, msgspec.json.encode(x))
 
 
-def _keys(state: State) -> set[Key]:
-    """Every removable part of a state, keyed by kind and current names."""
-    out = {k for e in state.entities for k in _entity_keys(e)}
-    out |= {k for a in state.actions for k in _action_keys(a)}
-    out |= {("analytics", an.entity, an.field, an.op) for an in state.analytics}
-    return out | {("enum", en.name) for en in state.enums}
+def _has(state: State, key: Key) -> bool:
+    """Whether `state` holds the removable part `key` names (names are unique per kind, so one lookup
+    finds it: no key set of the whole state is built)."""
+    kind = key[0]
+    if kind == "entity":
+        return state.entity(key[1]) is not None
+    if kind == "field":
+        e = state.entity(key[1])
+        return e is not None and e.field(key[2]) is not None
+    if kind == "enum":
+        return state.enum(key[1]) is not None
+    if kind == "analytics":
+        return any((an.entity, an.field, an.op) == key[1:] for an in state.analytics)
+    a = state.action(key[1], key[2])
+    if a is None or kind == "action":
+        return a is not None
+    parts = a.conditions if kind == "guard" else a.effects
+    return any(msgspec.json.encode(x) == key[3] for x in parts)
+
+
+def _may_differ(state: State, after: State, key: Key) -> bool:
+    """False when the part of the state `key` lives in is the same tuple in both states (it is then held in
+    both or in neither)."""
+    kind = key[0]
+    if kind in ("entity", "field"):
+        return state.entities is not after.entities
+    if kind == "enum":
+        return state.enums is not after.enums
+    if kind == "analytics":
+        return state.analytics is not after.analytics
+    return state.actions is not after.actions
 
 
 def _touches(change: Change) -> Iterator[Key]:
@@ -99,6 +124,7 @@ class Batch:
     def __init__(self) -> None:
         self.touched: set[Key] = set()
         self.names: dict[Key, set[str]] = {}  # ("entity", E) or ("field", E, f) -> names it had in this batch
+        self._applied: tuple[State, Change, State] | None = None  # the last (state, change, result) applied
 
     def cancels(self, state: State, change: Change) -> bool:
         """Whether `change`, proposed on `state`, undoes something this batch did."""
@@ -108,7 +134,18 @@ class Batch:
             return change.new in self.names.get(("field", change.entity, change.old), set())
         if not isinstance(change, _REMOVALS) or not self.touched:
             return False
-        return bool((_keys(state) - _keys(change.apply(state))) & self.touched)
+        after = self.apply(state, change)
+        return any(_has(state, k) and not _has(after, k) for k in self.touched if _may_differ(state, after, k))
+
+    def apply(self, state: State, change: Change) -> State:
+        """`change.apply(state)`, reusing the state `cancels` computed when it was asked about this same change
+        (a removal's prune is the costliest part of a turn)."""
+        last = self._applied
+        if last is not None and last[0] is state and last[1] is change:
+            return last[2]
+        after = change.apply(state)
+        self._applied = (state, change, after)
+        return after
 
     def record(self, change: Change) -> None:
         """Remember what `change` touched, carrying earlier keys through a rename."""

@@ -15,7 +15,7 @@ from typing import TypeVar
 import msgspec
 
 from protocol.errors import UsageError
-from staminad.bench.integrity import action_core_ok, analytics_ok, condition_ok, effect_ok, prune
+from staminad.bench.integrity import action_core_ok, analytics_ok, condition_ok, effect_ok, kept, prune
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -104,8 +104,7 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
         name = self.entity.name
         _need(is_camel(name), f"entity name {name!r} must be CamelCase")
         _need(endpoint_of(name) not in ("reset", "analytics"), f"endpoint /{endpoint_of(name)} is reserved")
-        taken = {e.endpoint for e in state.entities}
-        _need(endpoint_of(name) not in taken, f"endpoint /{endpoint_of(name)} is already used")
+        _need(endpoint_of(name) not in state.endpoints, f"endpoint /{endpoint_of(name)} is already used")
         _need(self.entity.fields, "a new entity needs fields")
         probe = state.evolve(enums=(*state.enums, *self.new_enums))
         scratch = Entity(name=name, fields=())
@@ -139,24 +138,22 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
         _entity(state, self.old)
         _need(is_camel(self.new), f"entity name {self.new!r} must be CamelCase")
         _need(endpoint_of(self.new) not in ("reset", "analytics"), f"endpoint /{endpoint_of(self.new)} is reserved")
-        _need(all(e.endpoint != endpoint_of(self.new) for e in state.entities), f"/{self.new.lower()} is taken")
+        _need(endpoint_of(self.new) not in state.endpoints, f"/{self.new.lower()} is taken")
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:
-            if e.name != self.old and all(f.target != self.old for f in e.fields):
+            if e.name != self.old and self.old not in e.targets:
                 return e
             fields = tuple(msgspec.structs.replace(f, target=self.new) if f.target == self.old else f for f in e.fields)
             return Entity(name=self.new if e.name == self.old else e.name, fields=fields)
 
-        return State(
-            enums=state.enums,
+        old, new = self.old, self.new
+        analytics = [msgspec.structs.replace(a, entity=new) if a.entity == old else a for a in state.analytics]
+        actions = [msgspec.structs.replace(a, entity=new) if a.entity == old else a for a in state.actions]
+        return state.evolve(  # parts with no renamed name stay the same tuples, so their indexes carry over
             entities=tuple(ent(e) for e in state.entities),
-            analytics=tuple(
-                msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a for a in state.analytics
-            ),
-            actions=tuple(
-                msgspec.structs.replace(a, entity=self.new) if a.entity == self.old else a for a in state.actions
-            ),
+            analytics=kept(analytics, state.analytics),
+            actions=kept(actions, state.actions),
         )
 
 
@@ -256,12 +253,14 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
             msgspec.structs.replace(a, field=self._n(a.field or "")) if a.entity == self.entity and a.field else a
             for a in state.analytics
         )
+        # Entities whose actions can name the renamed field: its own, and those linking to it.
+        linking = {x.name for x in state.entities if self.entity in x.targets}
         actions = []
         for a in state.actions:
-            owner = _entity(state, a.entity)  # looked up in the old state: links still use old names
-            if a.entity != self.entity and not any(f.target == self.entity for f in owner.fields):
+            if a.entity != self.entity and a.entity not in linking:
                 actions.append(a)  # nothing in this action can name the renamed field
                 continue
+            owner = _entity(state, a.entity)  # looked up in the old state: links still use old names
             actions.append(
                 Action(
                     entity=a.entity,
@@ -274,7 +273,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
                 )
             )
         new_state = _with_entity(state, renamed)
-        return new_state.evolve(analytics=analytics, actions=tuple(actions))
+        return new_state.evolve(analytics=kept(analytics, state.analytics), actions=kept(actions, state.actions))
 
 
 def _points_at(owner: Entity, link_field: str, target: str) -> bool:
@@ -366,7 +365,7 @@ class AddAction(msgspec.Struct, frozen=True, tag="add_action"):
         _need(all(effect_ok(state, entity, x, a.field) for x in a.effects), "an effect is ill-typed")
 
     def apply(self, state: State) -> State:
-        return state.evolve(actions=(*state.actions, self.action))
+        return state.with_added_action(self.action)
 
 
 def _action(state: State, entity: str, name: str) -> Action:
@@ -377,7 +376,7 @@ def _action(state: State, entity: str, name: str) -> Action:
 
 
 def _with_action(state: State, a: Action) -> State:
-    return state.evolve(actions=_replace(state.actions, lambda x: x.entity == a.entity and x.name == a.name, a))
+    return state.with_action(a)
 
 
 class RemoveAction(msgspec.Struct, frozen=True, tag="remove_action"):

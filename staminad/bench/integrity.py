@@ -142,13 +142,40 @@ def action_core_ok(state: State, a: Action) -> bool:
     return all(s in enum.values for s in a.sources)
 
 
+def _context(state: State, entity: Entity) -> tuple[object, ...]:
+    """Everything of `state` the checks of an action on `entity` read: the entity, the entities its references
+    point at, and the enum types of their enum fields."""
+    targets = state.entities_named(entity.targets)
+    enum_types = entity.enum_types.union(*(t.enum_types for t in targets if t is not None)) if targets else None
+    return (entity, targets, state.enums_named(entity.enum_types if enum_types is None else enum_types))
+
+
+def _pruned_action(state: State, entity: Entity, a: Action) -> Action | None:
+    """`a` as `prune` keeps it: itself when whole, rebuilt without its ill-typed guards and effects, or None."""
+    if not action_core_ok(state, a):
+        return None
+    conditions = tuple(c for c in a.conditions if condition_ok(state, entity, c))
+    effects = tuple(x for x in a.effects if effect_ok(state, entity, x, a.field))
+    if len(conditions) == len(a.conditions) and len(effects) == len(a.effects):
+        return a
+    return Action(
+        entity=a.entity,
+        name=a.name,
+        field=a.field,
+        sources=a.sources,
+        target=a.target,
+        conditions=conditions,
+        effects=effects,
+    )
+
+
 def prune(state: State) -> State:
     """Drop references to missing entities and everything that depended on a removed name."""
     # What is kept is kept as the same object: only what loses something is rebuilt.
     names = {e.name for e in state.entities}
     entities = tuple(
         e
-        if all(f.target is None or f.target in names for f in e.fields)
+        if e.targets <= names
         else Entity(name=e.name, fields=tuple(f for f in e.fields if f.target is None or f.target in names))
         for e in state.entities
     )
@@ -157,39 +184,31 @@ def prune(state: State) -> State:
     else:
         entities = state.entities
     analytics = tuple(a for a in state.analytics if analytics_ok(state, a))
+    contexts: dict[str, tuple[object, ...]] = {}
     actions: list[Action] = []
     for a in state.actions:
-        if not action_core_ok(state, a):
-            continue
         entity = state.entity(a.entity)
-        assert entity is not None
-        conditions = tuple(c for c in a.conditions if condition_ok(state, entity, c))
-        effects = tuple(x for x in a.effects if effect_ok(state, entity, x, a.field))
-        if len(conditions) == len(a.conditions) and len(effects) == len(a.effects):
-            actions.append(a)
+        if entity is None:
             continue
-        actions.append(
-            Action(
-                entity=a.entity,
-                name=a.name,
-                field=a.field,
-                sources=a.sources,
-                target=a.target,
-                conditions=conditions,
-                effects=effects,
-            )
-        )
-    used = {f.enum for e in entities for f in e.fields if f.enum}
+        context = contexts.get(a.entity)
+        if context is None:
+            context = contexts[a.entity] = _context(state, entity)
+        memo = a.__dict__.get("_pruned")
+        if memo is None or memo[0] != context:  # equal contexts read alike, so the kept answer stands
+            memo = a.__dict__["_pruned"] = (context, _pruned_action(state, entity, a))
+        if memo[1] is not None:
+            actions.append(memo[1])
+    used = set().union(*(e.enum_types for e in entities))
     enums = tuple(e for e in state.enums if e.name in used)
     return state.evolve(  # parts left whole stay the same tuples, so their name indexes carry over
-        enums=_kept(enums, state.enums),
+        enums=kept(enums, state.enums),
         entities=entities,
-        analytics=_kept(analytics, state.analytics),
-        actions=_kept(actions, state.actions),
+        analytics=kept(analytics, state.analytics),
+        actions=kept(actions, state.actions),
     )
 
 
-def _kept(new: Sequence[T], old: tuple[T, ...]) -> tuple[T, ...]:
+def kept(new: Sequence[T], old: tuple[T, ...]) -> tuple[T, ...]:
     """`old` itself when `new` holds exactly its objects, else `new` as a tuple."""
     if len(new) == len(old) and all(x is y for x, y in zip(new, old, strict=True)):
         return old

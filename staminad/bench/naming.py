@@ -555,7 +555,7 @@ class Namer:
         self._enum_types_issued: set[str] = set()
         self._fields_issued: set[str] = set()
         self._enum_sets_issued: set[tuple[str, ...]] = set()
-        self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values
+        self._spares: dict[tuple[str, ...], tuple[str, ...]] = {}  # an issued value set -> its spare values, if any
         self._compounds: list[tuple[str, str]] = []  # (prefix + noun, lowercased), themed only, made once
 
     def _nouns(self) -> tuple[str, ...]:
@@ -563,7 +563,7 @@ class Namer:
 
     def entity_name(self, rng: random.Random, taken: Collection[str]) -> str:
         """A CamelCase entity name whose endpoint is unused (case-insensitively)."""
-        self._entities_seen |= {t.lower() for t in taken}
+        self._entities_seen.update(map(str.lower, taken))
         if self.domain is not None:
             return self._themed_entity_name(rng)
         name = self._programmatic_entity_name(rng, self._entities_seen)
@@ -715,11 +715,14 @@ class Namer:
         else:
             hint, spares = field, ()
             values = tuple(rng.sample(_PROG_ENUM_VALUES, 3))
-            in_use_frozen = {frozenset(o) for o in in_use}
+            in_use_frozen = set(in_use_sets)
             while frozenset(values) in in_use_frozen:
                 values = tuple(rng.sample(_PROG_ENUM_VALUES, rng.randint(3, 4)))
         self._enum_sets_issued.add(values)
-        self._spares[values] = spares
+        if spares:
+            self._spares[values] = spares
+        else:  # a set with no spares gives a grown enum nothing: not kept, so the lookups below skip it
+            self._spares.pop(values, None)
         return hint, values
 
     def enum_field_name(self, rng: random.Random, taken: Collection[str]) -> str:
@@ -731,7 +734,7 @@ class Namer:
         """A CamelCase name for the enum type of `field`: after the field, never after its entity (an entity
         rename would leave the prefix behind), and never a name an enum type or an entity had before."""
         base = "".join(w.capitalize() for w in field.split("_"))
-        used = {t.lower() for t in taken} | self._entities_seen
+        used = self._entities_seen.union(map(str.lower, taken))
         suffixes = ("", "Type", "Option", "Choice", "Kind", "Variant", "Set", "Scale")
         words = tuple(w.capitalize() for w in (*_RENAME_QUALIFIERS, *_QUALIFIERS, *_NEUTRAL_WORDS))
         name = next(n for n in _compounds(base, suffixes, words) if n.lower() not in used)

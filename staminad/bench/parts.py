@@ -9,6 +9,7 @@ suite violate each one independently.
 from __future__ import annotations
 
 import random
+from operator import attrgetter
 from typing import Any
 
 from staminad.bench.naming import Namer
@@ -45,7 +46,8 @@ def camel_of(snake: str) -> str:
 
 def enum_type_name(state: State, namer: Namer, field: str, extra: tuple[EnumType, ...] = ()) -> str:
     """The name of a new enum type for `field`, unused by the state's (and `extra`'s) enums and entities."""
-    return namer.enum_type_name(field, [*(e.name for e in (*state.enums, *extra)), *(e.name for e in state.entities)])
+    name = attrgetter("name")
+    return namer.enum_type_name(field, [*map(name, state.enums), *map(name, extra), *map(name, state.entities)])
 
 
 def _round(x: float) -> float:

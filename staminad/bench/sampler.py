@@ -46,7 +46,7 @@ from staminad.bench.parts import (
     reference_field,
     scalar_field,
 )
-from staminad.bench.schema import NUMERIC_KINDS, Analytics, Entity, State
+from staminad.bench.schema import NUMERIC_KINDS, Analytics, Entity, Field, State
 
 SamplerName = Literal["uniform", "weighted", "llm"]  # llm: proposed by a model (staminad/llmsample.py)
 
@@ -151,11 +151,23 @@ def _rename_field(c: Context) -> Change | None:
     return RenameField(e.name, f.name, c.namer.renamed_field(c.rng, f.kind, f.name, [x.name for x in e.fields]))
 
 
+def _nth_pair(groups: list[tuple[Entity, tuple[Field, ...]]], i: int) -> tuple[Entity, Field]:
+    """The i-th (entity, field) pair of the groups laid end to end."""
+    for e, fs in groups:
+        if i < len(fs):
+            return e, fs[i]
+        i -= len(fs)
+    raise IndexError(i)
+
+
 def _change_constraints(c: Context) -> Change | None:
-    cands = [(e, f) for e in c.state.entities for f in e.fields if f.kind in ("integer", "float", "string", "datetime")]
-    if not cands:
+    # The (entity, field) pairs are not listed one by one (states reach thousands of fields): the index drawn
+    # from their count is the one choosing from their list would draw.
+    cands = [(e, e.bounded_fields) for e in c.state.entities if e.bounded_fields]
+    total = sum(len(fs) for _, fs in cands)
+    if not total:
         return None
-    e, f = c.rng.choice(cands)
+    e, f = _nth_pair(cands, c.rng.choice(range(total)))
     rng = c.rng
     dflt = f.default if f.has_default else None
     if f.kind in NUMERIC_KINDS:
@@ -201,7 +213,7 @@ def _delete_analytics(c: Context) -> Change | None:
 
 
 def _add_action(c: Context) -> Change | None:
-    cands = [e for e in c.state.entities if any(f.kind == "enum" for f in e.fields)]
+    cands = [e for e in c.state.entities if "enum" in e.kinds]
     if not cands:
         return None
     action = random_action(c.rng, c.namer, c.state, c.rng.choice(cands))
@@ -335,7 +347,7 @@ def sample_turn(
     for i in range(k):
         change = sample_change(state, rng, namer, weights, age + i, batch)
         batch.record(change)
-        state = change.apply(state)
+        state = batch.apply(state, change)
         changes.append(change)
         if trail is not None:
             trail.append(state)

@@ -8,13 +8,17 @@ module needs; the transition, generator and renderings live beside it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cached_property
+from itertools import count
+from operator import attrgetter
 from typing import Literal
 
 import msgspec
 
 FieldKind = Literal["string", "integer", "float", "boolean", "enum", "datetime", "ref", "ref_list"]
 NUMERIC_KINDS: frozenset[str] = frozenset({"integer", "float"})
+BOUNDED_KINDS: frozenset[str] = frozenset({"integer", "float", "string", "datetime"})  # what constraints bound
 AnalyticsOp = Literal["avg", "min", "max", "sum", "count"]
 CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 ArithOp = Literal["+", "-", "*"]
@@ -68,11 +72,34 @@ class EnumType(msgspec.Struct, frozen=True, kw_only=True):
     values: tuple[str, ...]
 
 
-class Entity(msgspec.Struct, frozen=True, kw_only=True):
-    """A resource with CRUD endpoints at `/{endpoint}`."""
+class Entity(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """A resource with CRUD endpoints at `/{endpoint}`.
+
+    `dict=True` lets what its fields name be cached per (immutable) entity: an entity outlives many states,
+    and removals and renames ask every entity of a state what it references."""
 
     name: str
     fields: tuple[Field, ...]
+
+    @cached_property
+    def targets(self) -> frozenset[str]:
+        """The entities its reference fields point at."""
+        return frozenset(f.target for f in self.fields if f.target is not None)
+
+    @cached_property
+    def kinds(self) -> frozenset[str]:
+        """The kinds of its fields."""
+        return frozenset(f.kind for f in self.fields)
+
+    @cached_property
+    def bounded_fields(self) -> tuple[Field, ...]:
+        """Its fields that take bounds (numbers, strings, datetimes), in order."""
+        return tuple(f for f in self.fields if f.kind in BOUNDED_KINDS)
+
+    @cached_property
+    def enum_types(self) -> frozenset[str]:
+        """The enum types its enum fields use."""
+        return frozenset(f.enum for f in self.fields if f.enum)
 
     @property
     def endpoint(self) -> str:
@@ -202,8 +229,11 @@ class ForEach(msgspec.Struct, frozen=True, tag="for_each"):
 Effect = SetValue | Increment | Compute | OnReference | ForEach
 
 
-class Action(msgspec.Struct, frozen=True, kw_only=True):
-    """POST `/{entity}/{id}/{name}`: moves enum `field` from one of `sources` to `target`."""
+class Action(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    """POST `/{entity}/{id}/{name}`: moves enum `field` from one of `sources` to `target`.
+
+    `dict=True` lets `integrity.prune` keep its verdict on the (immutable) action with what it was drawn from,
+    so an action whose entity, targets and enum types are unchanged is not checked again."""
 
     entity: str
     name: str
@@ -212,6 +242,10 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
     target: str
     conditions: tuple[Condition, ...] = ()
     effects: tuple[Effect, ...] = ()
+
+
+_NAME = attrgetter("name")
+_ACTION_KEY = attrgetter("entity", "name")
 
 
 class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
@@ -228,19 +262,28 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
 
     @cached_property
     def _entity_index(self) -> dict[str, Entity]:
-        return {e.name: e for e in self.entities}
+        return dict(zip(map(_NAME, self.entities), self.entities, strict=True))  # loops in C: states grow large
 
     @cached_property
     def _enum_index(self) -> dict[str, EnumType]:
-        return {e.name: e for e in self.enums}
+        return dict(zip(map(_NAME, self.enums), self.enums, strict=True))
 
     @cached_property
     def _action_index(self) -> dict[tuple[str, str], Action]:
-        return {(a.entity, a.name): a for a in self.actions}
+        return dict(zip(map(_ACTION_KEY, self.actions), self.actions, strict=True))
 
     @cached_property
     def _entity_position(self) -> dict[str, int]:
-        return {e.name: i for i, e in enumerate(self.entities)}
+        return dict(zip(map(_NAME, self.entities), count()))
+
+    @cached_property
+    def endpoints(self) -> frozenset[str]:
+        """The endpoints its entities take."""
+        return frozenset(map(str.lower, map(_NAME, self.entities)))  # endpoint_of, in C
+
+    @cached_property
+    def _action_position(self) -> dict[tuple[str, str], int]:
+        return dict(zip(map(_ACTION_KEY, self.actions), count()))
 
     def entity(self, name: str) -> Entity | None:
         return self._entity_index.get(name)
@@ -264,8 +307,10 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         kept = {
             "_entity_index": new.entities is self.entities,
             "_entity_position": new.entities is self.entities,
+            "endpoints": new.entities is self.entities,
             "_enum_index": new.enums is self.enums,
             "_action_index": new.actions is self.actions,
+            "_action_position": new.actions is self.actions,
         }
         for name, same in kept.items():
             if same and name in self.__dict__:
@@ -287,7 +332,42 @@ class State(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         index[entity.name] = entity
         new.__dict__["_entity_index"] = index
         new.__dict__["_entity_position"] = self._entity_position  # same names at the same places; never mutated
+        if "endpoints" in self.__dict__:
+            new.__dict__["endpoints"] = self.endpoints  # the same names
         return new
+
+    def with_action(self, action: Action) -> State:
+        """This state with the action of `action`'s entity and name replaced by it (unchanged when there is
+        none), reusing this state's action indexes as `with_entity` does its entity indexes."""
+        key = (action.entity, action.name)
+        pos = self._action_position.get(key)
+        if pos is None:
+            return self
+        new = self.evolve(actions=(*self.actions[:pos], action, *self.actions[pos + 1 :]))
+        index = self._action_index.copy()
+        index[key] = action
+        new.__dict__["_action_index"] = index
+        new.__dict__["_action_position"] = self._action_position  # same keys at the same places; never mutated
+        return new
+
+    def with_added_action(self, action: Action) -> State:
+        """This state with `action` appended, the action indexes it has extended rather than rebuilt."""
+        key = (action.entity, action.name)
+        new = self.evolve(actions=(*self.actions, action))
+        for name, value in (("_action_index", action), ("_action_position", len(self.actions))):
+            if name in self.__dict__:
+                index = self.__dict__[name].copy()
+                index[key] = value
+                new.__dict__[name] = index
+        return new
+
+    def entities_named(self, names: Iterable[str]) -> tuple[Entity | None, ...]:
+        """The entity of each name, None where there is none (one lookup each, in C)."""
+        return tuple(map(self._entity_index.get, names))
+
+    def enums_named(self, names: Iterable[str]) -> tuple[EnumType | None, ...]:
+        """The enum type of each name, None where there is none."""
+        return tuple(map(self._enum_index.get, names))
 
     def enum(self, name: str) -> EnumType | None:
         return self._enum_index.get(name)

@@ -113,15 +113,20 @@ def initial_prompt(language: str = "python") -> str:
 def _consequences(before: State, after: State) -> list[str]:
     """What a deletion took with it: analytics, actions, guards and effects that are gone."""
     notes: list[str] = []
-    gone_paths = {a.path() for a in before.analytics} - {a.path() for a in after.analytics}
-    notes += [f"the analytics endpoint `GET {x.path()}` is removed" for x in before.analytics if x.path() in gone_paths]
-    for a in before.actions:
+    if after.analytics is not before.analytics:  # (the same tuple: none is gone)
+        gone_paths = {a.path() for a in before.analytics} - {a.path() for a in after.analytics}
+        notes += [
+            f"the analytics endpoint `GET {x.path()}` is removed" for x in before.analytics if x.path() in gone_paths
+        ]
+    for a in before.actions if after.actions is not before.actions else ():
         if after.entity(a.entity) is None:
             continue
         b = after.action(a.entity, a.name)
         if b is None:
             notes.append(f"the action `{a.entity}.{a.name}` is removed")
             continue
+        if b is a:
+            continue  # kept whole
         notes += [
             f"the guard `{condition_phrase(c)}` of `{a.entity}.{a.name}` is removed"
             for c in a.conditions

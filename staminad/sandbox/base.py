@@ -61,6 +61,7 @@ RUNTIME_FILES = (
     "sandbox/wrapper.sh",
     "sandbox/server.sh",
     "sandbox/launcher.py",
+    "sandbox/pgroups.py",
     "sandbox/logcap.py",
     "sandbox/quota.py",
 )

@@ -26,13 +26,17 @@ Operations (the same for both ways in):
   left, a detached pid filler, memory hog or disk writer, outlives its phase). It runs in the launcher
   itself, forking nothing, so a container whose pid limit the agent holds can still be cleared.
 
-Every operation that takes time runs in a detached grandchild, so the loop never waits on one.
+Every operation that takes time runs in a detached grandchild, so the loop never waits on one for long;
+`stop` starts in the loop, which answers it itself when the server's group ends within QUICK_STOP of
+its TERM and leaves the port free (a fork costs more than such a teardown), and hands the rest to a
+grandchild otherwise.
 
 A container whose files live in the engine's volumes is reached through `streamer.py` instead,
 which runs these same operations.
 """
 
 import contextlib
+import importlib.util
 import json
 import os
 import select
@@ -46,13 +50,24 @@ REQUEST_LIMIT = 4096  # bytes per request line: below PIPE_BUF, so concurrent wr
 HOLDERS_LIMIT = 20
 AS_AGENT_TIMEOUT = 30.0  # seconds for a check run as the agent (a /proc scan, a line count) to answer
 STOP_CHECK = 0.1  # seconds between looks at whether the agent stopped that check
-STOP_POLL = 0.002  # seconds between looks at whether the server's group is gone (a signal check, no fork)
 STOP_GRACE = 5.0  # seconds a server gets after TERM
+QUICK_STOP = 0.25  # seconds of that grace the launcher's loop waits itself before handing the stop to a child
 PORT_FREE_TIMEOUT = 10.0  # seconds to clear the port of what the server left holding it
 USAGE_ENTRIES = 500_000  # entries a workspace size walk looks at
 USAGE_TIMEOUT = 20.0  # seconds it may take
-END_AGENT_TIMEOUT = 10.0  # seconds to end every process of the agent's user
 _held: list[int] = []  # the FIFO's descriptor in the serving launcher, which no detached operation keeps open
+
+
+def _load(name: str) -> Any:
+    """A module of this directory (`-I` keeps the script's directory off sys.path)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+G = _load("pgroups")
 
 
 def _stat(pid: int) -> tuple[int, int]:
@@ -159,28 +174,13 @@ def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"interfered": "the check run as the agent's user was stopped or killed by the agent's processes"}
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
-    """TERM the server's group, KILL it after the grace, then kill every holder of the port until none."""
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(STOP_POLL)  # a process group's end cannot be awaited from outside it
-    _signal_group(pgid, signal.SIGKILL)
+def _stop(pgid: int, port: int, who: str, termed: bool = False) -> dict[str, Any]:
+    """TERM the server's group (unless `termed`: the loop did), KILL it after the grace, then kill every holder
+    of the port until none."""
+    if not termed:
+        G.signal_group(pgid, signal.SIGTERM)
+    G.wait_group(pgid, STOP_GRACE)
+    G.signal_group(pgid, signal.SIGKILL)
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
         # Only who holds a socket needs the agent's eyes (a forked child): a free port is seen by root directly.
@@ -192,57 +192,6 @@ def _stop(pgid: int, port: int, who: str) -> dict[str, Any]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(holder["pid"], signal.SIGKILL)
         time.sleep(0.05)  # the kernel closes a killed holder's socket on its own time
-
-
-def _uids(pid: str) -> set[int]:
-    """The real, effective, saved and file-system uids of a process (empty when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("Uid:"):
-                    return {int(x) for x in line.split()[1:]}
-    except (OSError, ValueError):
-        pass
-    return set()
-
-
-def _of_user(uid: int) -> list[int]:
-    """Every process that runs with `uid` among its uids (a non-dumpable one too: /proc/PID/status stays readable)."""
-    me = os.getpid()
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me and uid in _uids(p)]
-
-
-def end_user(uid: int) -> dict[str, Any]:
-    """Stop, then kill, every process of `uid` until a pass finds none (bounded); forks nothing.
-
-    Stopping first keeps a fork loop from replacing what is killed: a stopped process forks no more, and the
-    next pass catches any child forked before its parent stopped.
-    """
-    if uid == 0:
-        raise ValueError("refusing to end root's processes")
-    ended: set[int] = set()
-    deadline = time.monotonic() + END_AGENT_TIMEOUT
-    while time.monotonic() < deadline:
-        pids = [p for p in _of_user(uid) if _state(p) != "Z"]  # a zombie holds its pid until init reaps it
-        if not pids:
-            return {"ended": len(ended), "left": 0}
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
-        ended.update(pids)
-        time.sleep(0.005)  # the kernel removes killed processes on its own time; a zombie waits for init
-    left = [p for p in _of_user(uid) if _state(p) != "Z"]
-    return {"ended": len(ended), "left": len(left)}
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            s = fh.read()
-        return s[s.rindex(")") + 2 :].split()[0]
-    except (OSError, ValueError, IndexError):
-        return "Z"
 
 
 def _usage(path: str) -> dict[str, Any]:
@@ -262,24 +211,42 @@ def _usage(path: str) -> dict[str, Any]:
     return {"kb": total // 1024, "partial": False}
 
 
+def _stop_op(args: dict[str, Any], termed: bool = False) -> dict[str, Any]:
+    stopped = _stop(int(args["pgid"]), int(args["port"]), args["as"], termed)
+    return {**stopped, **G.end_user(int(args["uid"]))} if args.get("uid") else stopped
+
+
+def _quick_stop(args: dict[str, Any]) -> dict[str, Any] | None:
+    """`stop` done by the loop itself, forking nothing, when the server's group ends within QUICK_STOP of its
+    TERM and leaves the port free (the common case: a fork costs more than the rest of a teardown); None
+    when it does not, and the rest of the stop (grace, KILL, holders of the port) then runs detached."""
+    pgid, port = int(args["pgid"]), int(args["port"])
+    G.signal_group(pgid, signal.SIGTERM)
+    if not G.wait_group(pgid, QUICK_STOP):
+        return None
+    G.signal_group(pgid, signal.SIGKILL)  # as `_stop` does after its grace
+    if _sockets(port):
+        return None
+    return {"sockets": 0, **G.end_user(int(args["uid"]))} if args.get("uid") else {"sockets": 0}
+
+
 def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
     """One operation (see the module docstring); its answer as a JSON-able dict."""
     if op == "alive":
-        return {"alive": _group_alive(int(args["pgid"]))}
+        return {"alive": G.group_alive(int(args["pgid"]))}
     if op == "kill":
-        _signal_group(int(args["pgid"]), signal.SIGKILL)
+        G.signal_group(int(args["pgid"]), signal.SIGKILL)
         return {}
     if op == "listeners":
         return _as_agent(args["as"], lambda: _scan(int(args["port"]), int(args["leader"])))
     if op == "stop":
-        stopped = _stop(int(args["pgid"]), int(args["port"]), args["as"])
-        return {**stopped, **end_user(int(args["uid"]))} if args.get("uid") else stopped
+        return _stop_op(args)
     if op == "ping":
         return {"pid": os.getpid()}
     if op == "usage":
         return _as_agent(args["as"], lambda: _usage(str(args["path"])))
     if op == "end_agent":
-        return end_user(int(args["uid"]))
+        return dict(G.end_user(int(args["uid"])))
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -310,9 +277,13 @@ def _spawn(argv: list[str]) -> None:
 
 
 def _answer(replies: str, rid: str, op: str, args: dict[str, Any]) -> None:
+    _answer_with(replies, rid, lambda: run_op(op, args))
+
+
+def _answer_with(replies: str, rid: str, fn: Callable[[], dict[str, Any]]) -> None:
     result: dict[str, object]
     try:
-        result = {"ok": run_op(op, args)}
+        result = {"ok": fn()}
     except Exception as exc:  # noqa: BLE001 - the host reads the failure instead of waiting out its bound
         result = {"error": f"{type(exc).__name__}: {exc}"}
     _reply(replies, rid, result)
@@ -345,9 +316,20 @@ def handle(control: str, line: str) -> None:
         replies = os.path.join(control, "replies")
         if op in ("alive", "kill", "ping", "end_agent"):  # immediate: answered by the loop itself, forking nothing
             _answer(replies, rid, op, args)
+            return
+        quick = None
+        if op == "stop":
+            with contextlib.suppress(Exception):  # malformed: the detached run below answers what is wrong
+                quick = _quick_stop(args)
+        if quick is not None:
+            _reply(replies, rid, {"ok": quick})
         else:
+            termed = op == "stop"
             try:
-                _detached(lambda: _answer(replies, rid, op, args))
+                if termed:  # TERM was sent: the detached rest does not send it again
+                    _detached(lambda: _answer_with(replies, rid, lambda: _stop_op(args, termed)))
+                else:
+                    _detached(lambda: _answer(replies, rid, op, args))
             except OSError as exc:  # cannot fork: say so at once rather than leave the host to time out
                 _reply(replies, rid, {"error": f"the launcher could not fork: {exc}"})
 

@@ -74,7 +74,13 @@ from staminad.sandbox.stream import LauncherStream
 from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
 
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
-STREAM_FILES = ("sandbox/launcher.py", "sandbox/streamer.py", "sandbox/loc.py", "sandbox/beneath.py")
+STREAM_FILES = (
+    "sandbox/launcher.py",
+    "sandbox/pgroups.py",
+    "sandbox/streamer.py",
+    "sandbox/loc.py",
+    "sandbox/beneath.py",
+)
 STREAMER = "/harness/sandbox/streamer.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 

@@ -1,6 +1,6 @@
 """The lean Docker path on a real container: the launcher holds none of its exec's streams, the suite reaches the
 server at the container's own address on the project's network, and a server stop ends the agent's processes in
-the same launcher operation."""
+the same launcher operation, a server that ignores TERM included."""
 
 from __future__ import annotations
 
@@ -96,3 +96,19 @@ async def test_a_seal_that_fails_is_raised_as_itself_and_leaves_no_helper(tmp_pa
             assert left == []
         finally:
             await reap(docker, box.root.parent)
+
+
+async def test_a_server_that_ignores_term_is_killed_after_its_grace(box: DockerSandbox) -> None:
+    """A server group that outlives the quick stop the launcher's loop attempts is stopped by the rest of the
+    operation (grace, then KILL), and the port and the agent's processes are left clear."""
+    (box.host_workspace / "run_server.sh").write_text(
+        "trap '' TERM\n"
+        "python3 -c 'import signal, http.server as h; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        'h.HTTPServer(("0.0.0.0", int(__import__("sys").argv[1])), h.BaseHTTPRequestHandler).serve_forever()\' "$1"\n'
+    )
+    handle = await box.start_server(30)
+    await box.stop_server(handle)
+    assert await box._server_pgid() is None
+    assert await box.end_agent() == 0
+    _, out = await box._run(["sh", "-c", f"grep -ic ':{SERVER_PORT_IN_CONTAINER:04X} .* 0A ' /proc/net/tcp || true"])
+    assert out.decode().strip() == "0"
