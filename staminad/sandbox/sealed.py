@@ -370,7 +370,7 @@ class SealedContainer:
         return await self._op("listeners", args, Listeners)
 
     async def end_agent(self) -> int:
-        """End every process of the agent's user in the container (see `launcher.end_user`): how many were ended.
+        """End every process of the agent's user in the container (see `pgroups.end_user`): how many were ended.
 
         Run at the end of each phase, so nothing of the agent outlives it: whatever the harness left (a server
         it tried, a detached pid filler, memory hog or disk writer) is gone before the server starts, and

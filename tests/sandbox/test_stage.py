@@ -23,6 +23,7 @@ def test_restaging_keeps_the_directory_and_drops_what_the_layer_lacks(tmp_path: 
         "sandbox",
         "sandbox/launcher.py",
         "sandbox/logcap.py",
+        "sandbox/pgroups.py",
         "sandbox/quota.py",
         "sandbox/server.sh",
         "sandbox/wrapper.sh",
