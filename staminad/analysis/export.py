@@ -132,8 +132,8 @@ def write(configs: list[ConfigData], path: Path, fmt: str, db: Path | None = Non
     data = rows(configs, db)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
-        import pyarrow as pa  # type: ignore[import-untyped]
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(data, schema=None) if data else pa.table({k: [] for k in COLUMNS}), path)
     else:

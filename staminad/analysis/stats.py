@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 import numpy as np
-from scipy import stats as sps  # type: ignore[import-untyped]
+from scipy import stats as sps
 
 
 def mean_se(values: Sequence[float]) -> tuple[float, float]:

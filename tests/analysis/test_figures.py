@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import matplotlib.pyplot as plt
 import msgspec
 import pytest
 from PIL import Image
@@ -176,8 +177,13 @@ def test_twelve_configurations_have_twelve_distinct_legend_entries(
         survival={n: curve([1.0, 2.0], [0.7, 0.3]) for n in names},
     )
     drawn: list[Any] = []
-    close = figures.plt.close
-    monkeypatch.setattr(figures.plt, "close", lambda fig: (drawn.append(fig), close(fig)))
+    close = plt.close
+
+    def keep_and_close(fig: Any) -> None:
+        drawn.append(fig)
+        close(fig)
+
+    monkeypatch.setattr(plt, "close", keep_and_close)
     figures.retry_budget(report, tmp_path)
     figures.survival(report, tmp_path)
     (retry, labels), (surv, _) = (fig.axes[0].get_legend_handles_labels() for fig in drawn)

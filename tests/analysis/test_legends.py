@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pytest
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextPath
@@ -45,14 +46,14 @@ def test_a_saved_figure_holds_its_whole_legend(tmp_path: Path, monkeypatch: pyte
         survival={n: curve([1.0, 2.0], [0.7, 0.3]) for n in NAMES},
     )
     drawn: list[Any] = []
-    monkeypatch.setattr(figures.plt, "close", drawn.append)  # kept open to be measured; closed below
+    monkeypatch.setattr(plt, "close", drawn.append)  # kept open to be measured; closed below
     made = draw(report, tmp_path)
     (fig,) = drawn
     monkeypatch.undo()
     try:
         _legend_inside(fig, Image.open(next(p for p in made.paths if p.endswith(".png"))))
     finally:
-        figures.plt.close(fig)
+        plt.close(fig)
 
 
 def _legend_inside(fig: Any, png: Image.Image) -> None:
@@ -65,7 +66,7 @@ def _legend_inside(fig: Any, png: Image.Image) -> None:
     assert len(shown) == 12 and all(t.startswith(n.replace(" ", "")) for t, n in zip(shown, NAMES, strict=True))
     assert all("\n" in t for t in texts)  # wrapped: one line each would be wider than the plot
     # Where savefig put the figure: its tight box (inches) padded by savefig.pad_inches, at 300 dpi.
-    pad = figures.plt.rcParams["savefig.pad_inches"]
+    pad = plt.rcParams["savefig.pad_inches"]
     tight = fig.get_tightbbox(renderer)
     box = legend.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())  # inches
     left, right = (box.x0 - tight.x0 + pad) * 300, (box.x1 - tight.x0 + pad) * 300

@@ -13,6 +13,7 @@ import pytest
 from rich.text import Text
 
 from protocol import SweepInfo
+from protocol.kinds import InfraKind, Outcome, ScenarioStatus, SweepStatus
 from staminad.analysis import export, report
 from staminad.analysis.data import load
 from staminad.commands.daemon import info_lines
@@ -22,7 +23,7 @@ from state.store import Store, Verdict
 from tui.screens.overview import COLUMNS, _rows
 
 # seed: (status, turns passed, attempts as (turn, outcome, infra kind); outcome None: under way). turns = 3.
-SCENARIOS: dict[int, tuple[str, int, list[tuple[int, str | None, str | None]]]] = {
+SCENARIOS: dict[int, tuple[ScenarioStatus, int, list[tuple[int, Outcome | None, InfraKind | None]]]] = {
     0: ("pending", 0, []),  # never run
     1: ("running", 1, [(0, "pass", None), (1, None, None)]),  # unfinished: one turn so far is no score
     2: ("infra_failed", 1, [(0, "pass", None), (1, "infra", "sandbox_lost")]),  # a platform fault: unscored
@@ -36,7 +37,7 @@ COUNTS = "n=3; 1 unfinished, 1 never run, 1 unscored"
 CONFIG = "reference R=2 detailed"
 
 
-async def _fill(db: Path, sweep_status: str) -> None:
+async def _fill(db: Path, sweep_status: SweepStatus) -> None:
     async with await Store.open(db) as store:
         await store.ensure_sweep("mix", "mix", "fp", "{}")
         await store.set_sweep_turns("mix", 3)

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -19,6 +20,7 @@ import pytest
 
 from protocol import PROTOCOL_VERSION, Hello, ListSweeps, SweepInfo, SweepList, encoder
 from protocol.client import Client
+from protocol.messages import RequestFor
 from tests.helpers.daemon import CLI, cli, daemon
 from tests.helpers.daemon import start as _start
 from tests.helpers.sweeps import sweep as run_in_process
@@ -27,7 +29,7 @@ from tests.helpers.sweeps import write_sweep
 pytestmark = [pytest.mark.sweep, pytest.mark.docker]
 
 
-async def _request(state: Path, message: object) -> object:
+async def _request(state: Path, message: RequestFor[Any]) -> Any:
     async with Client(state / "staminad.sock") as client:
         return await client.request(message)
 
@@ -116,7 +118,7 @@ def _frame(payload: bytes) -> bytes:
     return struct.pack(">I", len(payload)) + payload
 
 
-def _read(s: socket.socket) -> object:
+def _read(s: socket.socket) -> Any:
     head = s.recv(4, socket.MSG_WAITALL)
     if len(head) < 4:
         return None
@@ -137,15 +139,15 @@ def test_garbage_oversized_and_wrongly_typed_input_never_hurts_the_daemon(tmp_pa
         assert "protocol version" in str(_read(s))
         s = _raw(tmp_path / "st")
         s.sendall(_frame(enc.encode(Hello(version=PROTOCOL_VERSION))))
-        assert dict(_read(s))["type"] == "hello_reply"  # type: ignore[arg-type]
+        assert _read(s)["type"] == "hello_reply"
         s.sendall(_frame(b"\x93\x01\x02"))  # valid msgpack, not a request
-        assert dict(_read(s))["type"] == "error"  # type: ignore[arg-type]
+        assert _read(s)["type"] == "error"
         s.sendall(_frame(msgspec.msgpack.encode({"type": "submit", "sweep_toml": 12})))
         assert "Expected `str`" in str(_read(s))
         s.sendall(_frame(msgspec.msgpack.encode({"type": "get", "sweep": "x", "extra": 1})))
-        assert dict(_read(s))["type"] == "error"  # type: ignore[arg-type]
+        assert _read(s)["type"] == "error"
         s.sendall(_frame(enc.encode(ListSweeps())))
-        assert dict(_read(s))["type"] == "sweeps"  # type: ignore[arg-type]
+        assert _read(s)["type"] == "sweeps"
         s.sendall(struct.pack(">I", 100 * 1024 * 1024))
         assert "exceeds the limit" in str(_read(s))
         lazy = _raw(tmp_path / "st")  # subscribes and never reads

@@ -141,7 +141,7 @@ async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
 
     generating, answered = threading.Event(), threading.Event()
     order: list[str] = []
-    real = engine_sweep.generate
+    from staminad.bench.scenario import generate as real
 
     def held_generate(seed: int, params: object) -> object:
         if not generating.is_set():

@@ -24,6 +24,8 @@ from protocol import (
 )
 from protocol.client import Client
 from protocol.events import ScenarioFinished
+from protocol.kinds import AttemptStep, InfraKind, Outcome, ScenarioStatus
+from protocol.messages import Message, RequestFor
 from staminad.daemon.views import scenario_list
 from staminad.engine.standing import scenario_row, turn_timeout
 from state import Store
@@ -38,10 +40,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 def _p(
     turn: int,
     attempt: int,
-    outcome: str | None,
-    phase: str = "tested",
+    outcome: Outcome | None,
+    phase: AttemptStep = "tested",
     infra_try: int = 0,
-    kind: str | None = None,
+    kind: InfraKind | None = None,
     categories: str | None = None,
 ) -> Progress:
     return Progress(
@@ -56,7 +58,7 @@ def _p(
     )
 
 
-def _stored(status: str) -> Stored:
+def _stored(status: ScenarioStatus) -> Stored:
     return Stored(id=1, config_id=1, seed=3, status=status, turns_passed=2, reason="", sandbox={})
 
 
@@ -171,7 +173,7 @@ async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) ->
     ],
 )
 async def test_a_request_the_daemon_cannot_use_is_refused_as_the_requests_fault(
-    tmp_path: Path, message: object, refusal: str
+    tmp_path: Path, message: RequestFor[Message], refusal: str
 ) -> None:
     """A subscription that could match nothing, ids and seeds outside what SQLite stores, and a relative base_dir get
     a usage error up front (never "subscribed" nor a daemon fault); the connection stays usable."""

@@ -29,7 +29,8 @@ class _Suites:
         self.made: list[tuple[int, int]] = []
         self.ran: list[Suite] = []
         self._lock = threading.Lock()  # generation runs in worker threads
-        real_generate, real_run = engine.generate_suite, engine.run_suite
+        from staminad.suite.generate import generate_suite as real_generate
+        from staminad.suite.runner import run_suite as real_run
 
         def generate_spy(*args: Any) -> Suite:
             with self._lock:

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from protocol.kinds import InfraKind, Outcome
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.engine.outcome import PLATFORM_KINDS
@@ -77,7 +78,7 @@ async def test_a_harness_killing_its_own_sandbox_is_caught_at_once_as_a_harness_
     assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {"harness_killed": 1}
 
 
-def _row(turn: int, attempt: int, infra_try: int, outcome: str, kind: str | None = None) -> AttemptRow:
+def _row(turn: int, attempt: int, infra_try: int, outcome: Outcome, kind: InfraKind | None = None) -> AttemptRow:
     return AttemptRow(
         id=0,
         scenario_id=1,

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from protocol.events import AttemptTested, EventData, InfraFailure, ManualPrompt
+from protocol.messages import ConfigStatus
 from staminad.agents.base import adapter_for
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.scenario import EngineSettings, ScenarioRunner
@@ -131,8 +132,8 @@ async def test_interrupted_sweep_resumes_to_the_same_results(tmp_path: Path) -> 
     assert scope.cancelled_caught
     resumed = await sweep(path, tmp_path / "b")
 
-    def key(s: dict[str, object]) -> list[tuple[object, ...]]:
-        return [(v.mean_turns, v.statuses) for v in s.values()]  # type: ignore[attr-defined]
+    def key(s: dict[str, ConfigStatus]) -> list[tuple[object, ...]]:
+        return [(v.mean_turns, v.statuses) for v in s.values()]
 
     assert key(resumed) == key(whole)
 
@@ -212,7 +213,8 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
     import staminad.engine.suites as suites
 
     threads: dict[str, set[int]] = {"suite": set(), "texts": set()}
-    real_suite, real_prompt = suites.generate_suite, engine.change_prompt
+    from staminad.bench.texts import change_prompt as real_prompt
+    from staminad.suite.generate import generate_suite as real_suite
 
     def suite_spy(*args: object) -> object:
         threads["suite"].add(threading.get_ident())

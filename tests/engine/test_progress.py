@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from protocol.events import AttemptTested, ManualPrompt, ScenarioFinished, SweepStarted
 from staminad.commands.progress import Progress, clock
 
-WHO = {"scenario": 7, "configuration": "aider R=2 detailed", "seed": 3}
+
+class Who(TypedDict):
+    """Which scenario an event is about."""
+
+    scenario: int
+    configuration: str
+    seed: int
+
+
+WHO: Who = {"scenario": 7, "configuration": "aider R=2 detailed", "seed": 3}
 
 
 def test_lines_name_the_scenario_and_count_down_to_an_eta() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from protocol.events import InfraFailure, ScenarioFinished
+from protocol.kinds import InfraKind, Outcome, ScenarioStatus
 from staminad.analysis.data import load
 from staminad.analysis.report import scored
 from staminad.engine.sweep import summarize
@@ -22,7 +23,7 @@ from tests.helpers.sweeps import Recorder, sweep, write_sweep
 pytestmark = pytest.mark.anyio
 
 # seed: (status, turns passed, attempts as (turn, outcome, infra kind); outcome None: still running)
-SCENARIOS: dict[int, tuple[str, int, list[tuple[int, str | None, str | None]]]] = {
+SCENARIOS: dict[int, tuple[ScenarioStatus, int, list[tuple[int, Outcome | None, InfraKind | None]]]] = {
     0: ("pending", 0, []),  # not started
     1: ("running", 0, [(0, None, None)]),  # on its first attempt: nothing tested yet
     2: ("pending", 0, []),  # cancelled before it started (released back to pending)

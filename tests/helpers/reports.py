@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from protocol.kinds import known_infra_kind, known_outcome, known_scenario_status
 from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
 from staminad.analysis.report import build
 from staminad.analysis.reportdata import Cell, ConfigRow, Report, SurvivalEntry
@@ -177,11 +178,18 @@ async def write_store(db: Path) -> None:
                     begun = await store.begin_attempt(row.id, a.turn, a.attempt, a.infra_try, "change", "p")
                     categories = ",".join(a.categories) or None
                     await store.tested(
-                        begun.id, Verdict(outcome=a.outcome or "", infra_kind=a.infra_kind, categories=categories)
+                        begun.id,
+                        Verdict(
+                            outcome=known_outcome(a.outcome),
+                            infra_kind=None if a.infra_kind is None else known_infra_kind(a.infra_kind),
+                            categories=categories,
+                        ),
                     )
                     cost = 0.01 * a.attempt + 0.003 * s.seed
                     await store.llm_call(
                         row.id, begun.id, a.turn, "openai", "m", (1000 * a.attempt, 200, 0), cost, 200, 0.5, 0.0, False
                     )
                 if s.status != "pending":
-                    await store.set_scenario_status(row.id, s.status, turns_passed=s.turns_passed, reason="r")
+                    await store.set_scenario_status(
+                        row.id, known_scenario_status(s.status), turns_passed=s.turns_passed, reason="r"
+                    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 import msgspec
 import pytest
@@ -25,7 +26,15 @@ from tui.board import Board
 
 pytestmark = pytest.mark.anyio
 
-WHO = {"configuration": "c", "seed": 0}  # the store numbers the only scenario 1
+
+class Who(TypedDict):
+    """Which scenario an event is about, beside its number."""
+
+    configuration: str
+    seed: int
+
+
+WHO: Who = {"configuration": "c", "seed": 0}  # the store numbers the only scenario 1
 
 
 def _tested(turn: int, attempt: int, passed: bool) -> AttemptTested:

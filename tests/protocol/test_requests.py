@@ -85,7 +85,7 @@ async def test_a_reply_cut_between_header_and_body_by_a_cancel_is_skipped_whole(
                     await _until(lambda: len(server.requests) == 1)
                     frame = server.reply(server.requests[0])
                     await server.stream.send(frame[:4])  # the header alone
-                    await _until(lambda: client.frames._length is not None)  # type: ignore[union-attr]
+                    await _until(lambda: client.frames._length is not None)
                     scope.cancel()
             assert got == []
             await server.stream.send(frame[4:])  # the first reply's body arrives after its request was dropped
@@ -108,7 +108,7 @@ async def test_a_reply_arriving_after_its_request_was_cancelled_is_not_the_next_
                 with anyio.CancelScope() as scope:
                     async with anyio.create_task_group() as inner:
                         inner.start_soon(client.request, Cancel(sweep=f"dropped-{n}"))
-                        await _until(lambda n=n: len(server.requests) == 2 * n + 1)  # type: ignore[misc]
+                        await _until(lambda n=n: len(server.requests) == 2 * n + 1)
                         scope.cancel()
                 await server.stream.send(server.reply(server.requests[-1]))  # late
                 answers: list[object] = []
@@ -118,7 +118,7 @@ async def test_a_reply_arriving_after_its_request_was_cancelled_is_not_the_next_
 
                 async with anyio.create_task_group() as inner:
                     inner.start_soon(ask, f"kept-{n}")
-                    await _until(lambda n=n: len(server.requests) == 2 * n + 2)  # type: ignore[misc]
+                    await _until(lambda n=n: len(server.requests) == 2 * n + 2)
                     await server.stream.send(server.reply(server.requests[-1]))
                 assert answers == [Ok(detail=f"kept-{n}", rid=server.requests[-1].rid)]
         tg.cancel_scope.cancel()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.kinds import InfraKind, Outcome
 from staminad.engine.position import position
 from state.figures import sweep_figures
 from state.store import Store, Verdict
@@ -13,7 +14,7 @@ from state.store import Store, Verdict
 pytestmark = pytest.mark.anyio
 
 # (turn, attempt, infra_try, outcome): passes, failures with feedback retries, infra retries, an unfinished row.
-HISTORY = [
+HISTORY: list[tuple[int, int, int, Outcome | None]] = [
     (0, 1, 0, "pass"),
     (1, 1, 0, "fail"),
     (1, 2, 0, "pass"),
@@ -56,7 +57,7 @@ async def test_sweep_figures_per_scenario_agree_with_replaying_every_attempt(tmp
         await store.ensure_sweep("w", "w", "fp", "{}")
         config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
         ids = [(await store.ensure_scenario(config, seed)).id for seed in range(3)]
-        kinds = {"infra": "harness_crash", "fail": None, "pass": None}
+        kinds: dict[Outcome, InfraKind | None] = {"infra": "harness_crash", "fail": None, "pass": None}
         # Scenario 0 gets the history out of attempt order (the last row written is not the last attempt),
         # scenario 1 only infra failures, scenario 2 nothing.
         for turn, attempt, infra_try, outcome in [*reversed(HISTORY[:-1]), (0, 1, 0, "infra"), (0, 1, 1, "infra")]:

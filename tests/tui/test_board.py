@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from protocol import Event, ScenarioList, ScenarioRow
 from protocol.events import (
     AttemptStarted,
@@ -12,9 +14,19 @@ from protocol.events import (
     LlmWait,
     ScenarioFinished,
 )
+from protocol.kinds import FinalStatus
 from tui.board import Board
 
-WHO = {"scenario": 5, "configuration": "c", "seed": 0}
+
+class Who(TypedDict):
+    """Which scenario an event is about."""
+
+    scenario: int
+    configuration: str
+    seed: int
+
+
+WHO: Who = {"scenario": 5, "configuration": "c", "seed": 0}
 
 
 def _board() -> Board:
@@ -55,7 +67,7 @@ def _tested(turn: int, attempt: int, passed: bool = True) -> AttemptTested:
     )
 
 
-def _finished(status: str, turns_passed: int, reason: str = "") -> ScenarioFinished:
+def _finished(status: FinalStatus, turns_passed: int, reason: str = "") -> ScenarioFinished:
     return ScenarioFinished(**WHO, status=status, turns_passed=turns_passed, reason=reason)
 
 

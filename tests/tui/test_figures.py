@@ -17,6 +17,7 @@ from textual.widgets import Collapsible, DataTable, Static
 
 from protocol import Event, ScenarioList, ScenarioRow, SweepInfo
 from protocol.events import AttemptStarted, HarnessDone, LlmWait, watchdog_deadline
+from protocol.kinds import SweepStatus
 from protocol.messages import ConfigStatus
 from staminad.daemon import views
 from state.store import Store, Verdict
@@ -207,7 +208,8 @@ def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say(
         statuses={"running": 1, "done": 1},
         infra={},
     )
-    for status, running, label in (("running", "1", "running 1/4"), ("cancelled", "-", "cancelled")):
+    cases: tuple[tuple[SweepStatus, str, str], ...] = (("running", "1", "running 1/4"), ("cancelled", "-", "cancelled"))
+    for status, running, label in cases:
         info = SweepInfo(sweep="s", status=status, fingerprint="f", configurations=(stale,), parallel=4, active=1)
         head, row = _rows(info, now=0.0)  # the sweep's row, then its configuration's
         assert str(head[1 + COLUMNS.index("status")]) == label and str(row[1 + COLUMNS.index("status")]) == ""
@@ -406,4 +408,4 @@ def test_a_failed_sweep_says_why_in_its_summary_and_dialogs() -> None:
     failed = SweepInfo(sweep="s", status="error", fingerprint="f", reason="image staminabench/sandbox:x is missing")
     assert state_words(failed) == "error: image staminabench/sandbox:x is missing"
     assert state_words(SweepInfo(sweep="s", status="error", fingerprint="f")) == "error"
-    assert state_words(SweepInfo(sweep="s", status="done", fingerprint="f", reason="stale")) == "done"
+    assert state_words(SweepInfo(sweep="s", status="finished", fingerprint="f", reason="stale")) == "finished"

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
 
 from protocol import SweepInfo, SweepList
+from protocol.kinds import SweepStatus
 from protocol.messages import ConfigStatus
 from tui.app import StaminaApp, make_app
 from tui.components.help import Help
@@ -39,7 +40,7 @@ def _config(name: str, finished: int) -> ConfigStatus:
     )
 
 
-def _sweep(name: str, status: str, *configs: ConfigStatus) -> SweepInfo:
+def _sweep(name: str, status: SweepStatus, *configs: ConfigStatus) -> SweepInfo:
     return SweepInfo(sweep=name, status=status, fingerprint="f", configurations=configs, created_at=time.time() - 600)
 
 

@@ -212,7 +212,7 @@ def test_box_screen(snap_compare: Any, socket_path: Path) -> None:
     fixed = OpsReport(
         at=AT + 300,
         sweeps=(
-            OpsSweep(sweep="snap", status="done", finished=6, scenarios=6, active=0, queued=0, parallel=4, eta=0),
+            OpsSweep(sweep="snap", status="finished", finished=6, scenarios=6, active=0, queued=0, parallel=4, eta=0),
             OpsSweep(
                 sweep="big",
                 status="paused",
