@@ -21,6 +21,7 @@ from staminad.bench.schema import (
     Compare,
     Compute,
     Condition,
+    CountOperand,
     Entity,
     FieldOperand,
     ForEach,
@@ -33,6 +34,7 @@ from staminad.bench.schema import (
     SumOperand,
 )
 from staminad.reference.exercised import actions, guarded, others_hold
+from staminad.suite.computedata import empty_allowed, null_target_free
 from staminad.suite.plans import can_be_null, falsy_value
 from staminad.suite.semantics import compare
 
@@ -82,6 +84,7 @@ def _empty_guard_list(state: State) -> bool:
     return any(
         isinstance(c, Quantified)
         or (isinstance(c, Compare) and isinstance(c.left, SumOperand) and compare(0, c.op, c.value))
+        or (isinstance(c, Compare) and isinstance(c.left, CountOperand))
         for _, c in _guards(state)
     )
 
@@ -137,15 +140,22 @@ def _null_compute_operand(state: State) -> bool:
     return False
 
 
+def _null_compute_target(state: State) -> bool:
+    return any(
+        isinstance(x, Compute) and null_target_free(a, e, x.field) for a, e in _effects(state) for x in a.effects
+    )
+
+
 def _free_link(kind: type) -> Callable[[State], bool]:
-    """An effect of `kind` (`on the referenced T` or `for each`) follows a link the guards leave free."""
+    """An effect of `kind` follows a link that can be empty: `on the referenced T` a reference the guards leave
+    free, `for each` a list that no guard reads or every guard reading it holds for an empty one."""
 
     def when(state: State) -> bool:
         for a, _ in _effects(state):
             for x in a.effects:
                 if isinstance(x, OnReference) and kind is OnReference and x.ref_field not in guarded(a):
                     return True
-                if isinstance(x, ForEach) and kind is ForEach and x.list_field not in guarded(a):
+                if isinstance(x, ForEach) and kind is ForEach and empty_allowed(a, x.list_field):
                     return True
         return False
 
@@ -180,6 +190,12 @@ COMPUTATION_CLASSES: tuple[ComputationClass, ...] = (
     ),
     ComputationClass(
         "effects", "null_operand", "an operand of `set this.x to this.a op this.b` is null", _null_compute_operand
+    ),
+    ComputationClass(
+        "effects",
+        "null_target",
+        "the field `set this.x to this.a op this.b` writes is null before",
+        _null_compute_target,
     ),
     ComputationClass(
         "effects", "null_reference", "the reference `on the referenced T` follows is null", _free_link(OnReference)
