@@ -1,13 +1,14 @@
 """The input classes of computations: guards, effects and analytics meeting null inputs and empty lists.
 
 The README gives each computation a rule for a null input or an empty list (a guard with a null
-operand does not hold, `all of` holds for no entities, `sum` of none is 0, an increase or a
-computation with a null input changes nothing, an effect on a null reference or an empty list
-reaches nothing, an analytics endpoint skips nulls). Each class here says, from the schema alone,
-when some computation of the state can meet such an input while the action can still succeed (its
-other guards can hold); the action and analytics tests name the classes their data reach
-(`Plan.classes`, the labels in `actions` and `aggregates`), and `classes.applicable` adds these cells
-to the coverage gate, so a computation's null and empty cases are tested at the first turn it exists.
+operand does not hold, `all of` holds for no entities, `sum` of none is 0 and `count` 0, an increase
+or a computation with a null input changes nothing, its own target included, while one whose target
+alone is null stores its result, an effect on a null reference or an empty list reaches nothing, an
+analytics endpoint skips nulls). Each class here says, from the schema alone, when some computation
+of the state can meet such an input while the action can still succeed (its other guards can hold);
+the action and analytics tests name the classes their data reach (`Plan.classes`, the labels in
+`actions`, `computedata` and `aggregates`), and `classes.applicable` adds these cells to the
+coverage gate, so a computation's null and empty cases are tested at the first turn it exists.
 """
 
 from __future__ import annotations
