@@ -2,12 +2,10 @@
 
 Each is a mistake servers written by hand make: a guard that has nothing to compare lets the action
 through, `all of` filtering nulls out first, a `set` skipped on a null field (the null rule of
-increases applied to every effect), analytics that check for rows rather than for values, and a removed
-field left in the request model. (Null read as 0 in a computation, and a query built for an empty `for each`
-list, are not here yet: the suites do not give every computation a null target, nor every `for each` an empty
-list when its guards allow one, at the first turn they can, so the gate would rightly refuse them.)
-`SPECS` holds their catalogue entries, which `mutants` adds to `MUTANTS`; each predicate says, from the schema
-alone, whether some valid data on the state makes the mutant answer differently.
+increases applied to every effect), null read as 0 in a computation, a query built for an empty
+list, analytics that check for rows rather than for values, and a removed field left in the request
+model. `SPECS` holds their catalogue entries, which `mutants` adds to `MUTANTS`; each predicate says,
+from the schema alone, whether some valid data on the state makes the mutant answer differently.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from staminad.bench.schema import (
     Compare,
     Compute,
     Condition,
+    CountOperand,
     Entity,
     FieldOperand,
     ForEach,
@@ -30,6 +29,7 @@ from staminad.bench.schema import (
     Quantified,
     SetValue,
     State,
+    SumOperand,
 )
 from staminad.reference import exercised as ex
 
@@ -84,6 +84,56 @@ def _set_meets_null(state: State) -> bool:
     return False
 
 
+def _null_at(a: Action, e: Entity, name: str, i: int) -> bool:
+    """The own field `name` can be null when effect `i` runs, the guards holding: a client can make it null and
+    no guard pins it to a value, and no earlier effect writes it a value (a literal, or a computation none of
+    whose operands can be null); or an earlier `set` writes it null."""
+    null = ex.nullable(e.field(name)) and ex.null_free(a, name)
+    for y in a.effects[:i]:
+        if isinstance(y, SetValue) and y.field == name:
+            null = y.value is None
+        elif isinstance(y, Compute) and y.field == name and null:
+            null = any(o == name or (ex.nullable(e.field(o)) and ex.null_free(a, o)) for o in (y.left, y.right))
+    return null
+
+
+def _null_as_zero_shows(state: State) -> bool:
+    """A computation can meet a null operand, its own target included (`this.f = this.f * this.g` with f null),
+    where reading it as 0 changes the result and no later effect overwrites it: not `f = f + g` or `f = f - g`
+    with only g null, which leave f as it was either way."""
+    for a, e in ex.actions(state):
+        if not ex.others_hold(state, e, a):
+            continue
+        for i, x in enumerate(a.effects):
+            if not isinstance(x, Compute) or ex._overwritten(a, e, x, False):
+                continue
+            for o in (x.left, x.right):
+                same = o != x.field and x.field in (x.left, x.right) and (x.op == "+" or (x.op == "-" and o == x.right))
+                if _null_at(a, e, o, i) and not same:
+                    return True
+    return False
+
+
+def _holds_empty(c: Condition, link: str) -> bool:
+    """`c`, where it reads the list `link`, holds for an empty list (`all of`; a count or sum 0 satisfies)."""
+    if link not in condition_fields(c):
+        return True
+    if isinstance(c, Quantified):
+        return c.quantifier == "all"
+    if isinstance(c, NullCheck):
+        return not c.is_null  # a list is never null
+    return isinstance(c, Compare) and isinstance(c.left, SumOperand | CountOperand) and ex._cmp(0, c.op, c.value)
+
+
+def _for_each_empty(state: State) -> bool:
+    """A `for each` can walk an empty list while the guards hold: every guard reading the list holds for none."""
+    return any(
+        ex.others_hold(state, e, a)
+        and any(isinstance(x, ForEach) and all(_holds_empty(c, x.list_field) for c in a.conditions) for x in a.effects)
+        for a, e in ex.actions(state)
+    )
+
+
 def _all_null_analytics(state: State) -> bool:
     for an in state.analytics:
         e = state.entity(an.entity)
@@ -128,6 +178,20 @@ SPECS: tuple[Spec, ...] = (
         "business_logic",
         "skips `set ... to ...` on a null field (the null rule of increases applied to every effect)",
         lambda s, c: _set_meets_null(s),
+    ),
+    (
+        "compute-null-as-zero",
+        "effects",
+        "business_logic",
+        "computes `set this.x to this.a * this.b` with a null operand read as 0, as JavaScript does",
+        lambda s, c: _null_as_zero_shows(s),
+    ),
+    (
+        "for-each-empty-500",
+        "effects",
+        "server_crash",
+        "builds `WHERE id IN ()` for a `for each` over an empty list: the syntax error answers 500",
+        lambda s, c: _for_each_empty(s),
     ),
     (
         "all-null-crash",

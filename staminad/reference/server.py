@@ -513,7 +513,9 @@ class App:
             self._simple(entity, obj, x)
         elif t == "compute":
             a, b = obj.get(x["left"]), obj.get(x["right"])
-            if a is not None and b is not None:
+            if "compute-null-as-zero" in self.bugs and (a is None or b is None):
+                self._store(entity, obj, x["field"], _ARITH[x["op"]](a or 0, b or 0))  # as JavaScript reads null
+            elif a is not None and b is not None:
                 self._store(entity, obj, x["field"], _ARITH[x["op"]](a, b))
             elif "compute-null-writes-null" in self.bugs:
                 obj[x["field"]] = None
@@ -529,6 +531,8 @@ class App:
         elif t == "for_each":
             target, table = self._target(entity, x["list_field"])
             refs = obj.get(x["list_field"]) or []
+            if not refs and "for-each-empty-500" in self.bugs:
+                raise RuntimeError("syntax error near ')': WHERE id IN ()")  # the query built for no ids
             for ref in refs[:1] if "for-each-first-only" in self.bugs else refs:
                 if ref in table:
                     self._simple(target, table[ref], x["effect"])
@@ -576,6 +580,8 @@ SERVER_BUGS = SERVER_BUGS | frozenset(
         "null-guard-skipped",
         "all-skips-null-items",
         "set-skips-null",
+        "compute-null-as-zero",
+        "for-each-empty-500",
         "all-null-crash",
         "count-empty-null",
         "removed-field-validated",

@@ -15,13 +15,24 @@ from typing import Any
 
 from staminad.bench.parts import condition_fields
 from staminad.bench.phrases import condition_phrase
-from staminad.bench.schema import Action, Compare, Compute, Entity, NullCheck, Quantified, State, SumOperand
+from staminad.bench.schema import (
+    Action,
+    Compare,
+    Compute,
+    CountOperand,
+    Entity,
+    NullCheck,
+    Quantified,
+    State,
+    SumOperand,
+)
+from staminad.suite import computedata
 from staminad.suite.data import scalar_body, stored
 from staminad.suite.draws import ident, pick, skipped
 from staminad.suite.effectdata import meet_effects
 from staminad.suite.model import Check, Equals, Step, req
 from staminad.suite.plans import Plan, shape
-from staminad.suite.semantics import World, apply_action, holds
+from staminad.suite.semantics import World, apply_action, compare, holds
 
 _TRIES = 25
 _REDRAWS = 8  # plans a later attempt draws for bounds data its first attempt found, before settling for less
@@ -61,7 +72,7 @@ def _plan(
             if any(not ok for i, ok in enumerate(shaped) if i in variants):
                 return None  # a null or empty variant that does not apply to its guard never will
             continue
-        if not meet_effects(rng, state, entity, action, plan, guarded, mode, only) and mode != "plain":
+        if not _meet(rng, state, entity, action, plan, guarded, mode, only) and mode != "plain":
             return None
         plan.body[action.field] = enum_value
         world = _world(state, entity, plan)
@@ -69,6 +80,30 @@ def _plan(
         if [holds(world, state, entity, obj, c) for c in action.conditions] == wants:
             return plan, world
     return None
+
+
+def _meet(
+    rng: random.Random,
+    state: State,
+    entity: Entity,
+    action: Action,
+    plan: Plan,
+    guarded: set[str],
+    mode: str,
+    only: int | None,
+) -> bool:
+    """Shape `plan` for the effects under `mode` (`effectdata`, and `computedata` for null targets and the empty
+    lists guards allow); True when the mode changed anything."""
+    if mode == "null_targets":
+        assert only is not None
+        return computedata.null_target(rng, state, entity, action, plan, guarded, only)
+    changed = meet_effects(rng, state, entity, action, plan, guarded, mode, only)
+    if mode == "empty":
+        changed |= computedata.empty_guarded_lists(entity, action, plan, guarded)
+    x = action.effects[only] if only is not None else None
+    if changed and mode == "null_operands" and isinstance(x, Compute):
+        computedata.distinct_target(rng, state, entity, x, plan, guarded)
+    return changed
 
 
 def _checks(obj: dict[str, Any], before: dict[str, Any] | None = None, own: str = "") -> tuple[Check, ...]:
@@ -139,6 +174,8 @@ def _extra_variants(cond: object) -> list[tuple[str, str, bool]]:
     elif isinstance(cond, Compare):
         if isinstance(cond.left, SumOperand):
             out.append(("empty", "empty", True))
+        elif isinstance(cond.left, CountOperand):  # the count of an empty list is 0, whether that passes or not
+            out.append(("empty", "empty", compare(0, cond.op, cond.value)))
         else:
             out.append(("null", "null", False))
     return out
@@ -233,6 +270,8 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
         "bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new state",
         "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
         "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
+        "null_targets": "every guard holds: 200; a computation whose target is null changes nothing if the target "
+        "is an operand (a null input), else stores its result",
         "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing",
     }
     computes = [k for k, x in enumerate(action.effects) if isinstance(x, Compute)]
@@ -244,6 +283,10 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
         ("null_operands", "succeeds_null_operands" + (f"_{j + 1}" if j else ""), "effects", k)
         for j, k in enumerate(computes)
     ]  # one per computation: a null operand of each must change nothing
+    runs += [
+        ("null_targets", "succeeds_null_target" + (f"_{j + 1}" if j else ""), "effects", k)
+        for j, k in enumerate(computes)
+    ]  # one per computation: its target null before (an input where it is an operand, else overwritten)
     runs.append(("empty", "succeeds_no_targets", "effects", None))
     for mode, suffix, rule, only in runs:
         source = pick(rng, f"{name}_{suffix}", action.sources)

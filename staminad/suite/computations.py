@@ -1,13 +1,14 @@
 """The input classes of computations: guards, effects and analytics meeting null inputs and empty lists.
 
 The README gives each computation a rule for a null input or an empty list (a guard with a null
-operand does not hold, `all of` holds for no entities, `sum` of none is 0, an increase or a
-computation with a null input changes nothing, an effect on a null reference or an empty list
-reaches nothing, an analytics endpoint skips nulls). Each class here says, from the schema alone,
-when some computation of the state can meet such an input while the action can still succeed (its
-other guards can hold); the action and analytics tests name the classes their data reach
-(`Plan.classes`, the labels in `actions` and `aggregates`), and `classes.applicable` adds these cells
-to the coverage gate, so a computation's null and empty cases are tested at the first turn it exists.
+operand does not hold, `all of` holds for no entities, `sum` of none is 0 and `count` 0, an increase
+or a computation with a null input changes nothing, its own target included, while one whose target
+alone is null stores its result, an effect on a null reference or an empty list reaches nothing, an
+analytics endpoint skips nulls). Each class here says, from the schema alone, when some computation
+of the state can meet such an input while the action can still succeed (its other guards can hold);
+the action and analytics tests name the classes their data reach (`Plan.classes`, the labels in
+`actions`, `computedata` and `aggregates`), and `classes.applicable` adds these cells to the
+coverage gate, so a computation's null and empty cases are tested at the first turn it exists.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from staminad.bench.schema import (
     Compare,
     Compute,
     Condition,
+    CountOperand,
     Entity,
     FieldOperand,
     ForEach,
@@ -33,6 +35,7 @@ from staminad.bench.schema import (
     SumOperand,
 )
 from staminad.reference.exercised import actions, guarded, others_hold
+from staminad.suite.computedata import empty_allowed, null_target_free
 from staminad.suite.plans import can_be_null, falsy_value
 from staminad.suite.semantics import compare
 
@@ -82,6 +85,7 @@ def _empty_guard_list(state: State) -> bool:
     return any(
         isinstance(c, Quantified)
         or (isinstance(c, Compare) and isinstance(c.left, SumOperand) and compare(0, c.op, c.value))
+        or (isinstance(c, Compare) and isinstance(c.left, CountOperand))
         for _, c in _guards(state)
     )
 
@@ -137,15 +141,22 @@ def _null_compute_operand(state: State) -> bool:
     return False
 
 
+def _null_compute_target(state: State) -> bool:
+    return any(
+        isinstance(x, Compute) and null_target_free(a, e, x.field) for a, e in _effects(state) for x in a.effects
+    )
+
+
 def _free_link(kind: type) -> Callable[[State], bool]:
-    """An effect of `kind` (`on the referenced T` or `for each`) follows a link the guards leave free."""
+    """An effect of `kind` follows a link that can be empty: `on the referenced T` a reference the guards leave
+    free, `for each` a list that no guard reads or every guard reading it holds for an empty one."""
 
     def when(state: State) -> bool:
         for a, _ in _effects(state):
             for x in a.effects:
                 if isinstance(x, OnReference) and kind is OnReference and x.ref_field not in guarded(a):
                     return True
-                if isinstance(x, ForEach) and kind is ForEach and x.list_field not in guarded(a):
+                if isinstance(x, ForEach) and kind is ForEach and empty_allowed(a, x.list_field):
                     return True
         return False
 
@@ -180,6 +191,12 @@ COMPUTATION_CLASSES: tuple[ComputationClass, ...] = (
     ),
     ComputationClass(
         "effects", "null_operand", "an operand of `set this.x to this.a op this.b` is null", _null_compute_operand
+    ),
+    ComputationClass(
+        "effects",
+        "null_target",
+        "the field `set this.x to this.a op this.b` writes is null before",
+        _null_compute_target,
     ),
     ComputationClass(
         "effects", "null_reference", "the reference `on the referenced T` follows is null", _free_link(OnReference)

@@ -207,6 +207,11 @@ def shape(  # noqa: C901 - one case per condition operator
     f = entity.field(left.list_field)
     assert f is not None
     if isinstance(left, CountOperand):
+        if variant == "empty":  # the count of an empty list is 0
+            if compare(0, cond.op, cond.value) != want:
+                return False
+            plan.link(rng, state, f, [])
+            return True
         if variant != "value":
             return False
         ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
