@@ -19,7 +19,6 @@ OVER_TODAY = frozenset(
     {
         "protocol/messages.py",
         "staminad/bench/changes.py",
-        "staminad/bench/naming.py",
         "staminad/daemon/service.py",
         "staminad/engine/scenario.py",
         "staminad/engine/sweep.py",

@@ -22,9 +22,9 @@ from staminad.bench.changes import (
     RenameEntity,
     RenameField,
 )
-from staminad.bench.naming import name_fits
 from staminad.bench.scenario import Scenario, ScenarioParams, generate
 from staminad.bench.schema import EnumType
+from staminad.bench.vocabulary import name_fits
 
 SEEDS = range(20)
 TURNS = 60

@@ -19,8 +19,9 @@ from staminad.bench.changes import (
     RenameEntity,
     transition,
 )
+from staminad.bench.domains import DOMAINS
 from staminad.bench.integrity import problems
-from staminad.bench.naming import DOMAINS, Namer, enum_vocabulary, strip_qualifiers
+from staminad.bench.naming import Namer, enum_vocabulary, strip_qualifiers
 from staminad.bench.sampler import sample_change, weights_for
 from staminad.bench.scenario import Scenario, ScenarioParams, generate
 from staminad.bench.schema import State, dump_state, load_state
