@@ -18,7 +18,8 @@ from staminad.bench.scenario import Scenario, ScenarioParams, generate
 from staminad.bench.schema import State
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference.agent import step
-from staminad.reference.mutants import MUTANT_BY_BUG, MUTANTS, Mutant
+from staminad.reference.mutant import Mutant
+from staminad.reference.mutants import MUTANT_BY_BUG, MUTANTS
 from staminad.reference.server import App
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import History, turn_history

@@ -23,7 +23,6 @@ OVER_TODAY = frozenset(
         "staminad/engine/scenario.py",
         "staminad/engine/sweep.py",
         "staminad/reference/exercised.py",
-        "staminad/reference/mutants.py",
         "staminad/reference/server.py",
         "staminad/sandbox/local.py",
         "staminad/sandbox/sealed.py",
