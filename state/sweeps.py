@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 from aiosqlite import Row
 
-from protocol.kinds import SweepStatus, known_sweep_status
+from protocol.kinds import SweepStatus, UnknownWord, known_sweep_status
 from state.store import Store
 
 
@@ -37,15 +37,23 @@ _COLUMNS = "id, status, fingerprint, config, created_at, paused_seconds, paused_
 
 
 def _sweep(row: Row) -> StoredSweep:
+    """The row as a sweep. A status word outside the known set (a hand-edited or damaged row) reads as `error`
+    with the word in its reason: that sweep says what is wrong, and every other sweep is still listed."""
+    status: SweepStatus
+    reason = str(row[7] or "")
+    try:
+        status = known_sweep_status(row[1])
+    except UnknownWord as unknown:
+        status, reason = "error", f"its stored status is unreadable: {unknown}"
     return StoredSweep(
         id=str(row[0]),
-        status=known_sweep_status(row[1]),
+        status=status,
         fingerprint=str(row[2]),
         config=str(row[3]),
         created_at=float(row[4] or 0.0),
         paused_seconds=float(row[5] or 0.0),
         paused_at=None if row[6] is None else float(row[6]),
-        reason=str(row[7] or ""),
+        reason=reason,
     )
 
 

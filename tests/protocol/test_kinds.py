@@ -62,7 +62,7 @@ def test_an_unknown_infra_kind_on_the_wire_fails_to_decode() -> None:
 
 
 async def test_an_unknown_stored_word_is_a_clear_error_when_read_back(tmp_path: Path) -> None:
-    """Rows whose status, outcome or infra kind a newer or foreign writer left outside the sets are refused."""
+    """Stored words outside their sets are refused by name; a sweep's row reads as `error` naming the word."""
     async with await Store.open(tmp_path / "s.db") as store:
         await store.ensure_sweep("w", "w", "fp", "{}")
         config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
@@ -79,5 +79,5 @@ async def test_an_unknown_stored_word_is_a_clear_error_when_read_back(tmp_path: 
             await store.progress("w")
         with pytest.raises(UnknownWord, match="unknown scenario status 'asleep'"):
             await store.scenarios("w")
-        with pytest.raises(UnknownWord, match="unknown sweep status 'lost'"):
-            await find_sweep(store, "w")
+        lost = await find_sweep(store, "w")  # a sweep row says what is wrong with it (tests/state/test_sweep_rows.py)
+        assert lost is not None and lost.status == "error" and "unknown sweep status 'lost'" in lost.reason
