@@ -174,12 +174,15 @@ class _Worker:
             raise
         except BaseException:
             with anyio.CancelScope(shield=True):
-                if not pending.done.is_set() and not self.dead:
+                if not self.dead:
+                    # Sent even when the reply came in with the cancel: a suite the worker kept for this caller,
+                    # who is gone, is let go there too (Stop forgets it; for a finished job it does nothing else).
                     await self.send(Stop(job=job))
-                    with anyio.move_on_after(grace):
-                        await pending.done.wait()
                     if not pending.done.is_set():
-                        self.kill()  # it did not let go: nothing of it may outlive the caller's wait
+                        with anyio.move_on_after(grace):
+                            await pending.done.wait()
+                        if not pending.done.is_set():
+                            self.kill()  # it did not let go: nothing of it may outlive the caller's wait
             raise
         finally:
             del self.pending[job]

@@ -161,10 +161,14 @@ class _Jobs:
             if entry[1] is not None:
                 entry[1].interrupt()
 
-    def run(self, request: Generate | RunSuite | Call) -> None:
+    def begin(self, job: int) -> threading.Event:
+        """Register `job` before its thread starts, so a Stop read right after its request is never lost."""
         stop = threading.Event()
-        with self.guard:  # before any work: a Stop that comes early is seen
-            self.running[request.job] = (stop, None)
+        with self.guard:
+            self.running[job] = (stop, None)
+        return stop
+
+    def run(self, request: Generate | RunSuite | Call, stop: threading.Event) -> None:
         try:
             value: Any
             if isinstance(request, Call):
@@ -235,7 +239,7 @@ def serve(source: BinaryIO, out: BinaryIO) -> None:
         elif isinstance(request, Drop):
             jobs.kept.pop(request.key, None)
         else:
-            threading.Thread(target=jobs.run, args=(request,), daemon=True).start()
+            threading.Thread(target=jobs.run, args=(request, jobs.begin(request.job)), daemon=True).start()
 
 
 def main() -> None:
