@@ -250,14 +250,22 @@ def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown operation {op!r}")
 
 
-def _detached(fn: Callable[[], object]) -> None:
-    """Run fn() in a grandchild that leads a session of its own (pgid = its pid); the launcher never waits on it."""
+def _detached(fn: Callable[[], object], failed: Callable[[OSError], object] = lambda exc: None) -> None:
+    """Run fn() in a grandchild that leads a session of its own (pgid = its pid); the launcher never waits on it.
+
+    A first fork that fails raises here; a second one that fails (one process left under the limit) calls
+    failed(error) in the child, so the host hears of it at once instead of waiting out its bound."""
     child = os.fork()
     if child:
         os.waitpid(child, 0)
         return
     try:
-        if os.fork() == 0:
+        try:
+            grandchild = os.fork()
+        except OSError as exc:
+            failed(exc)
+            return  # to the `finally`: the child ends
+        if grandchild == 0:
             for fd in _held:  # else a long operation would keep the FIFO "read" after the launcher died
                 os.close(fd)
             os.setsid()
@@ -325,13 +333,17 @@ def handle(control: str, line: str) -> None:
             _reply(replies, rid, {"ok": quick})
         else:
             termed = op == "stop"
+
+            def unforked(exc: OSError) -> None:  # cannot fork: say so at once rather than leave the host to time out
+                _reply(replies, rid, {"error": f"the launcher could not fork: {exc}"})
+
             try:
                 if termed:  # TERM was sent: the detached rest does not send it again
-                    _detached(lambda: _answer_with(replies, rid, lambda: _stop_op(args, termed)))
+                    _detached(lambda: _answer_with(replies, rid, lambda: _stop_op(args, termed)), unforked)
                 else:
-                    _detached(lambda: _answer(replies, rid, op, args))
-            except OSError as exc:  # cannot fork: say so at once rather than leave the host to time out
-                _reply(replies, rid, {"error": f"the launcher could not fork: {exc}"})
+                    _detached(lambda: _answer(replies, rid, op, args), unforked)
+            except OSError as exc:
+                unforked(exc)
 
 
 def serve(control: str) -> None:
