@@ -22,7 +22,6 @@ OVER_TODAY = frozenset(
         "staminad/daemon/service.py",
         "staminad/engine/scenario.py",
         "staminad/engine/sweep.py",
-        "staminad/reference/exercised.py",
         "staminad/reference/server.py",
         "staminad/sandbox/local.py",
         "staminad/sandbox/sealed.py",

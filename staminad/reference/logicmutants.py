@@ -10,7 +10,9 @@ from staminad.bench.changes import (
     RenameEntity,
 )
 from staminad.bench.schema import State
+from staminad.reference import effectcases as fx
 from staminad.reference import exercised as ex
+from staminad.reference.effectorder import order_matters
 from staminad.reference.mutant import Mutant, added_field_survives, any_field, carried
 
 
@@ -116,7 +118,7 @@ LOGIC_MUTANTS: tuple[Mutant, ...] = (
         "effects",
         "business_logic",
         "skips effects on referenced and listed entities",
-        lambda s, c: ex.ref_effect_shows(s),
+        lambda s, c: fx.ref_effect_shows(s),
     ),
     Mutant(
         "ignore-add_field",
@@ -236,42 +238,42 @@ LOGIC_MUTANTS: tuple[Mutant, ...] = (
         "effects",
         "business_logic",
         "increases or decreases a null field as if it were 0",
-        lambda s, c: ex.increase_null(s),
+        lambda s, c: fx.increase_null(s),
     ),
     Mutant(
         "compute-null-writes-null",
         "effects",
         "business_logic",
         "stores null when an operand of `set this.x to this.a * this.b` is null",
-        lambda s, c: ex.compute_null(s),
+        lambda s, c: fx.compute_null(s),
     ),
     Mutant(
         "effects-clamped",
         "effects",
         "business_logic",
         "clamps effect results to the field's bounds",
-        lambda s, c: ex.clamped(s),
+        lambda s, c: fx.clamped(s),
     ),
     Mutant(
         "on-ref-null-crash",
         "effects",
         "server_crash",
         "crashes (500) when an effect's reference is null",
-        lambda s, c: ex.on_ref_null(s),
+        lambda s, c: fx.on_ref_null(s),
     ),
     Mutant(
         "for-each-first-only",
         "effects",
         "business_logic",
         "applies a `for each` effect to the first listed entity only",
-        lambda s, c: ex.for_each_two(s),
+        lambda s, c: fx.for_each_two(s),
     ),
     Mutant(
         "effects-reversed",
         "effects",
         "business_logic",
         "applies an action's effects in reverse order",
-        lambda s, c: ex.order_matters(s),
+        lambda s, c: order_matters(s),
     ),
     Mutant(
         "null-as-zero",

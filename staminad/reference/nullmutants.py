@@ -31,6 +31,7 @@ from staminad.bench.schema import (
     State,
     SumOperand,
 )
+from staminad.reference import effectcases as fx
 from staminad.reference import exercised as ex
 
 Spec = tuple[str, str, str, str, Callable[[State, Sequence[Change]], bool]]
@@ -71,7 +72,7 @@ def _set_meets_null(state: State) -> bool:
             continue
         for i, x in enumerate(a.effects):
             if isinstance(x, SetValue) and x.value is not None and x.field != a.field:
-                free = ex.null_free(a, x.field) and ex.nullable(e.field(x.field))
+                free = fx.null_free(a, x.field) and ex.nullable(e.field(x.field))
                 earlier = any(isinstance(y, SetValue | Compute) and y.field == x.field for y in a.effects[:i])
                 if free and not earlier:
                     return True
@@ -88,12 +89,12 @@ def _null_at(a: Action, e: Entity, name: str, i: int) -> bool:
     """The own field `name` can be null when effect `i` runs, the guards holding: a client can make it null and
     no guard pins it to a value, and no earlier effect writes it a value (a literal, or a computation none of
     whose operands can be null); or an earlier `set` writes it null."""
-    null = ex.nullable(e.field(name)) and ex.null_free(a, name)
+    null = ex.nullable(e.field(name)) and fx.null_free(a, name)
     for y in a.effects[:i]:
         if isinstance(y, SetValue) and y.field == name:
             null = y.value is None
         elif isinstance(y, Compute) and y.field == name and null:
-            null = any(o == name or (ex.nullable(e.field(o)) and ex.null_free(a, o)) for o in (y.left, y.right))
+            null = any(o == name or (ex.nullable(e.field(o)) and fx.null_free(a, o)) for o in (y.left, y.right))
     return null
 
 
@@ -105,7 +106,7 @@ def _null_as_zero_shows(state: State) -> bool:
         if not ex.others_hold(state, e, a):
             continue
         for i, x in enumerate(a.effects):
-            if not isinstance(x, Compute) or ex._overwritten(a, e, x, False):
+            if not isinstance(x, Compute) or fx._overwritten(a, e, x, False):
                 continue
             for o in (x.left, x.right):
                 same = o != x.field and x.field in (x.left, x.right) and (x.op == "+" or (x.op == "-" and o == x.right))
@@ -122,7 +123,7 @@ def _holds_empty(c: Condition, link: str) -> bool:
         return c.quantifier == "all"
     if isinstance(c, NullCheck):
         return not c.is_null  # a list is never null
-    return isinstance(c, Compare) and isinstance(c.left, SumOperand | CountOperand) and ex._cmp(0, c.op, c.value)
+    return isinstance(c, Compare) and isinstance(c.left, SumOperand | CountOperand) and ex.compare(0, c.op, c.value)
 
 
 def _for_each_empty(state: State) -> bool:

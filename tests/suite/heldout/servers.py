@@ -18,6 +18,7 @@ from staminad.bench.schema import (
     State,
     SumOperand,
 )
+from staminad.reference import effectcases as fx
 from staminad.reference import exercised as ex
 from staminad.reference.server import App
 
@@ -123,7 +124,7 @@ def _sum_with_null(s: State) -> bool:
     def ok(e: Any, c: Any) -> bool:
         if not (isinstance(c, Compare) and isinstance(c.left, SumOperand)):
             return False
-        t = ex._link_target(s, e, c.left.list_field)
+        t = ex.link_target(s, e, c.left.list_field)
         return ex.nullable(t.field(c.left.field) if t else None)
 
     return ex.any_guard(s, lambda st, e, c: ok(e, c) and ex.can_be(st, e, c, True))
@@ -133,11 +134,11 @@ def _quantified(s: State) -> bool:
     def ok(st: State, e: Any, c: Any) -> bool:
         if not isinstance(c, Quantified):
             return False
-        t = ex._link_target(st, e, c.list_field)
+        t = ex.link_target(st, e, c.list_field)
         g = t.field(c.field) if t else None
         vals = ex.values(st, g, c.value) if g else []
-        good = any(ex._cmp(v, c.op, c.value) for v in vals)
-        bad = any(not ex._cmp(v, c.op, c.value) for v in vals)
+        good = any(ex.compare(v, c.op, c.value) for v in vals)
+        bad = any(not ex.compare(v, c.op, c.value) for v in vals)
         return good and bad
 
     return ex.any_guard(s, ok)
@@ -152,8 +153,8 @@ def _own_starts(s: State, a: Any, f: Any, x: Any) -> list[Any]:
         return [preset[f.name]]
     if any(isinstance(y, Increment | Compute) and y.field == f.name for y in earlier):
         return []
-    starts = [v for v in ex._probes(s, a, f) if ex._assignment_ok(a, {f.name: v})]
-    return [*starts, None] if ex.nullable(f) and ex._assignment_ok(a, {f.name: None}) else starts
+    starts = [v for v in fx._probes(s, a, f) if fx._assignment_ok(a, {f.name: v})]
+    return [*starts, None] if ex.nullable(f) and fx._assignment_ok(a, {f.name: None}) else starts
 
 
 def _linked_starts(s: State, a: Any, t: Any, g: Any, link: str, around: Any = None) -> list[Any]:
@@ -166,24 +167,24 @@ def _linked_starts(s: State, a: Any, t: Any, g: Any, link: str, around: Any = No
     lits = [around, *(c.value for c in alls)]
     vals = list(dict.fromkeys(v for lit in lits for v in ex.values(s, g, lit)))
     vals += [None] if ex.nullable(g) and not alls else []
-    return [v for v in vals if all(ex._cmp(v, c.op, c.value) for c in alls)]
+    return [v for v in vals if all(ex.compare(v, c.op, c.value) for c in alls)]
 
 
 def _reached_target(s: State, e: Any, a: Any, x: Any) -> tuple[Any, str] | None:
     """(entity, link) an on-reference or for-each effect can reach while the guards hold."""
     link = x.ref_field if isinstance(x, OnReference) else x.list_field
-    t = ex._link_target(s, e, link)
+    t = ex.link_target(s, e, link)
     if t is None:
         return None
     if isinstance(x, OnReference):
-        return (t, link) if ex._free_link(a, link) else None
-    return (t, link) if ex._listed_nonempty(s, e, a, link) else None
+        return (t, link) if fx._free_link(a, link) else None
+    return (t, link) if fx._listed_nonempty(s, e, a, link) else None
 
 
 def _decrease(s: State, e: Any, a: Any, x: Any) -> bool:
     """A decrease can start at a value >= 0 and end below 0 (where the bug stops it at 0)."""
     inner = x.effect if isinstance(x, OnReference | ForEach) else x
-    if not isinstance(inner, Increment) or inner.amount >= 0 or ex._overwritten(a, e, x, False):
+    if not isinstance(inner, Increment) or inner.amount >= 0 or fx._overwritten(a, e, x, False):
         return False
     if isinstance(x, OnReference | ForEach):
         reached = _reached_target(s, e, a, x)
@@ -198,7 +199,7 @@ def _decrease(s: State, e: Any, a: Any, x: Any) -> bool:
 def _set_falsy(s: State, e: Any, a: Any, x: Any) -> bool:
     """A set to null, false, 0 or "" of a field that can hold another value when it runs."""
     inner = x.effect if isinstance(x, OnReference | ForEach) else x
-    if not isinstance(inner, SetValue) or inner.value or ex._overwritten(a, e, x, False):
+    if not isinstance(inner, SetValue) or inner.value or fx._overwritten(a, e, x, False):
         return False
     if isinstance(x, OnReference | ForEach):
         reached = _reached_target(s, e, a, x)
