@@ -6,9 +6,10 @@ from typing import Any
 
 from staminad.bench.schema import Entity, Field
 from staminad.suite.builder import NO_VALUE, Builder, bad_date, falsy_value, ids_left, shift, whole_number
-from staminad.suite.classes import EDGE_CLASSES, WRONG_TYPE_CLASSES, Ctx, class_tests
+from staminad.suite.classes import EDGE_CLASSES, WRONG_TYPE_CLASSES, class_tests
 from staminad.suite.data import datetime_probe, object_value, scalar_body, wide_string, wrong_type_values
 from staminad.suite.draws import ident
+from staminad.suite.inputclass import Ctx
 from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Equals, ListIds, req
 from staminad.suite.plans import fixture_steps
 
