@@ -18,7 +18,6 @@ MAX_LINES = 400
 OVER_TODAY = frozenset(
     {
         "protocol/messages.py",
-        "staminad/bench/changes.py",
         "staminad/daemon/service.py",
         "staminad/engine/scenario.py",
         "staminad/engine/sweep.py",

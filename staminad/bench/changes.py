@@ -9,13 +9,13 @@ intermediate state the previous ones produced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 import msgspec
 
-from protocol.errors import UsageError
-from staminad.bench.integrity import action_core_ok, analytics_ok, condition_ok, effect_ok, kept, prune
+from staminad.bench.actionchanges import AddAction, AddCondition, AddEffect, RemoveAction, RemoveCondition, RemoveEffect
+from staminad.bench.changebase import ChangeError, check_field, entity_named, need, replaced, with_entity
+from staminad.bench.integrity import analytics_ok, kept, prune
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -45,75 +45,24 @@ from staminad.bench.schema import (
 from staminad.bench.values import scalar_fits
 
 
-class ChangeError(UsageError, ValueError):
-    """A change that does not fit the state it is applied to."""
-
-
-T = TypeVar("T")
-
-
-def _need(ok: object, message: str) -> None:
-    if not ok:
-        raise ChangeError(message)
-
-
-def _entity(state: State, name: str) -> Entity:
-    e = state.entity(name)
-    _need(e is not None, f"entity {name!r} does not exist")
-    assert e is not None
-    return e
-
-
-def _replace(items: Sequence[T], match: Callable[[T], bool], new: T) -> tuple[T, ...]:
-    return tuple(new if match(x) else x for x in items)
-
-
-def _with_entity(state: State, entity: Entity) -> State:
-    return state.with_entity(entity)
-
-
-def _check_field(state: State, entity: Entity, f: Field, new_enum: EnumType | None) -> None:
-    _need(is_snake(f.name) and f.name != "id", f"field name {f.name!r} must be snake_case and not 'id'")
-    _need(entity.field(f.name) is None, f"entity {entity.name} already has a field {f.name!r}")
-    if f.kind == "enum":
-        if new_enum is not None:
-            _need(new_enum.name == f.enum, "the new enum type must be the one the field uses")
-            _need(state.enum(new_enum.name) is None, f"enum type {new_enum.name} already exists")
-            _need(is_camel(new_enum.name) and new_enum.values, "enum types need a CamelCase name and values")
-            _need(len(set(new_enum.values)) == len(new_enum.values), "enum values must be unique")
-            _need(all(is_snake(v) for v in new_enum.values), "enum values must be snake_case")
-        else:
-            _need(state.enum(f.enum or "") is not None, f"enum type {f.enum!r} does not exist")
-    if f.kind in ("ref", "ref_list"):
-        _need(f.target is not None and state.entity(f.target) is not None, f"reference target {f.target!r} missing")
-        _need(f.target != entity.name, "an entity may not reference itself")
-        if f.kind == "ref":
-            _need(f.nullable and not f.required, "references are optional and nullable")
-        else:
-            _need(not f.nullable and not f.required and not f.has_default, "reference lists are optional, non-null")
-    if f.has_default:
-        probe = state.evolve(enums=(*state.enums, new_enum) if new_enum else state.enums)
-        _need(scalar_fits(probe, f, f.default), f"default {f.default!r} breaks the rules of {f.name}")
-
-
 class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
     entity: Entity
     new_enums: tuple[EnumType, ...] = ()
 
     def validate(self, state: State) -> None:
         name = self.entity.name
-        _need(is_camel(name), f"entity name {name!r} must be CamelCase")
-        _need(endpoint_of(name) not in ("reset", "analytics"), f"endpoint /{endpoint_of(name)} is reserved")
-        _need(endpoint_of(name) not in state.endpoints, f"endpoint /{endpoint_of(name)} is already used")
-        _need(self.entity.fields, "a new entity needs fields")
+        need(is_camel(name), f"entity name {name!r} must be CamelCase")
+        need(endpoint_of(name) not in ("reset", "analytics"), f"endpoint /{endpoint_of(name)} is reserved")
+        need(endpoint_of(name) not in state.endpoints, f"endpoint /{endpoint_of(name)} is already used")
+        need(self.entity.fields, "a new entity needs fields")
         probe = state.evolve(enums=(*state.enums, *self.new_enums))
         scratch = Entity(name=name, fields=())
         probe = probe.evolve(entities=(*probe.entities, scratch))
         for f in self.entity.fields:
             new_enum = next((n for n in self.new_enums if n.name == f.enum), None)
-            _check_field(probe if new_enum is None else state, scratch, f, new_enum)
+            check_field(probe if new_enum is None else state, scratch, f, new_enum)
             scratch = Entity(name=name, fields=(*scratch.fields, f))
-            probe = _with_entity(probe, scratch)
+            probe = with_entity(probe, scratch)
 
     def apply(self, state: State) -> State:
         return state.evolve(enums=(*state.enums, *self.new_enums), entities=(*state.entities, self.entity))
@@ -123,8 +72,8 @@ class DeleteEntity(msgspec.Struct, frozen=True, tag="delete_entity"):
     name: str
 
     def validate(self, state: State) -> None:
-        _entity(state, self.name)
-        _need(len(state.entities) > 1, "the last entity cannot be deleted")
+        entity_named(state, self.name)
+        need(len(state.entities) > 1, "the last entity cannot be deleted")
 
     def apply(self, state: State) -> State:
         return prune(state.evolve(entities=tuple(e for e in state.entities if e.name != self.name)))
@@ -135,10 +84,10 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
     new: str
 
     def validate(self, state: State) -> None:
-        _entity(state, self.old)
-        _need(is_camel(self.new), f"entity name {self.new!r} must be CamelCase")
-        _need(endpoint_of(self.new) not in ("reset", "analytics"), f"endpoint /{endpoint_of(self.new)} is reserved")
-        _need(endpoint_of(self.new) not in state.endpoints, f"/{self.new.lower()} is taken")
+        entity_named(state, self.old)
+        need(is_camel(self.new), f"entity name {self.new!r} must be CamelCase")
+        need(endpoint_of(self.new) not in ("reset", "analytics"), f"endpoint /{endpoint_of(self.new)} is reserved")
+        need(endpoint_of(self.new) not in state.endpoints, f"/{self.new.lower()} is taken")
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:
@@ -163,11 +112,11 @@ class AddField(msgspec.Struct, frozen=True, tag="add_field"):
     new_enum: EnumType | None = None
 
     def validate(self, state: State) -> None:
-        _check_field(state, _entity(state, self.entity), self.field, self.new_enum)
+        check_field(state, entity_named(state, self.entity), self.field, self.new_enum)
 
     def apply(self, state: State) -> State:
-        e = _entity(state, self.entity)
-        state = _with_entity(state, Entity(name=e.name, fields=(*e.fields, self.field)))
+        e = entity_named(state, self.entity)
+        state = with_entity(state, Entity(name=e.name, fields=(*e.fields, self.field)))
         if self.new_enum is not None:
             state = state.evolve(enums=(*state.enums, self.new_enum))
         return state
@@ -178,14 +127,14 @@ class DeleteField(msgspec.Struct, frozen=True, tag="delete_field"):
     field: str
 
     def validate(self, state: State) -> None:
-        e = _entity(state, self.entity)
-        _need(e.field(self.field) is not None, f"{self.entity} has no field {self.field!r}")
-        _need(len(e.fields) > 1, f"{self.entity} must keep at least one field besides id")
+        e = entity_named(state, self.entity)
+        need(e.field(self.field) is not None, f"{self.entity} has no field {self.field!r}")
+        need(len(e.fields) > 1, f"{self.entity} must keep at least one field besides id")
 
     def apply(self, state: State) -> State:
-        e = _entity(state, self.entity)
+        e = entity_named(state, self.entity)
         kept = tuple(f for f in e.fields if f.name != self.field)
-        return prune(_with_entity(state, Entity(name=e.name, fields=kept)))
+        return prune(with_entity(state, Entity(name=e.name, fields=kept)))
 
 
 class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
@@ -194,10 +143,10 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
     new: str
 
     def validate(self, state: State) -> None:
-        e = _entity(state, self.entity)
-        _need(e.field(self.old) is not None, f"{self.entity} has no field {self.old!r}")
-        _need(is_snake(self.new) and self.new != "id", f"field name {self.new!r} must be snake_case and not 'id'")
-        _need(e.field(self.new) is None, f"{self.entity} already has a field {self.new!r}")
+        e = entity_named(state, self.entity)
+        need(e.field(self.old) is not None, f"{self.entity} has no field {self.old!r}")
+        need(is_snake(self.new) and self.new != "id", f"field name {self.new!r} must be snake_case and not 'id'")
+        need(e.field(self.new) is None, f"{self.entity} already has a field {self.new!r}")
 
     def _n(self, name: str) -> str:
         return self.new if name == self.old else name
@@ -244,7 +193,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
         return ForEach(link, inner)
 
     def apply(self, state: State) -> State:
-        e = _entity(state, self.entity)
+        e = entity_named(state, self.entity)
         renamed = Entity(
             name=e.name,
             fields=tuple(msgspec.structs.replace(f, name=self.new) if f.name == self.old else f for f in e.fields),
@@ -260,7 +209,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
             if a.entity != self.entity and a.entity not in linking:
                 actions.append(a)  # nothing in this action can name the renamed field
                 continue
-            owner = _entity(state, a.entity)  # looked up in the old state: links still use old names
+            owner = entity_named(state, a.entity)  # looked up in the old state: links still use old names
             actions.append(
                 Action(
                     entity=a.entity,
@@ -272,7 +221,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
                     effects=tuple(self._effect(owner, x) for x in a.effects),
                 )
             )
-        new_state = _with_entity(state, renamed)
+        new_state = with_entity(state, renamed)
         return new_state.evolve(analytics=kept(analytics, state.analytics), actions=kept(actions, state.actions))
 
 
@@ -301,29 +250,29 @@ class ChangeConstraints(msgspec.Struct, frozen=True, tag="change_constraints", o
         return msgspec.structs.replace(f, after=self.after, before=self.before)
 
     def validate(self, state: State) -> None:
-        e = _entity(state, self.entity)
+        e = entity_named(state, self.entity)
         f = e.field(self.field)
-        _need(f is not None, f"{self.entity} has no field {self.field!r}")
+        need(f is not None, f"{self.entity} has no field {self.field!r}")
         assert f is not None
-        _need(f.kind in ("integer", "float", "string", "datetime"), f"{self.field} has no bounds to change")
+        need(f.kind in ("integer", "float", "string", "datetime"), f"{self.field} has no bounds to change")
         numeric = (self.minimum, self.maximum)
         lengths = (self.min_length, self.max_length)
         dates = (self.after, self.before)
         mine = numeric if f.kind in NUMERIC_KINDS else lengths if f.kind == "string" else dates
         others = [v for group in (numeric, lengths, dates) if group is not mine for v in group]
-        _need(all(v is None for v in others), f"bounds given do not apply to a {f.kind} field")
-        _need(any(v is not None for v in mine), "a constraint change must set at least one bound")
+        need(all(v is None for v in others), f"bounds given do not apply to a {f.kind} field")
+        need(any(v is not None for v in mine), "a constraint change must set at least one bound")
         if f.kind == "integer":
-            _need(all(v is None or isinstance(v, int) for v in numeric), "integer bounds must be integers")
+            need(all(v is None or isinstance(v, int) for v in numeric), "integer bounds must be integers")
         lo, hi = mine
-        _need(lo is None or hi is None or lo <= hi, "the lower bound is above the upper bound")  # type: ignore[operator]
+        need(lo is None or hi is None or lo <= hi, "the lower bound is above the upper bound")  # type: ignore[operator]
         nf = self._new_field(f)
-        _need(not nf.has_default or scalar_fits(state, nf, nf.default), "the field's default would break the bounds")
-        _need(nf != f, "the constraints are unchanged")
+        need(not nf.has_default or scalar_fits(state, nf, nf.default), "the field's default would break the bounds")
+        need(nf != f, "the constraints are unchanged")
 
     def apply(self, state: State) -> State:
-        e = _entity(state, self.entity)
-        return _with_entity(
+        e = entity_named(state, self.entity)
+        return with_entity(
             state,
             Entity(name=e.name, fields=tuple(self._new_field(f) if f.name == self.field else f for f in e.fields)),
         )
@@ -333,8 +282,8 @@ class AddAnalytics(msgspec.Struct, frozen=True, tag="add_analytics"):
     analytics: Analytics
 
     def validate(self, state: State) -> None:
-        _need(analytics_ok(state, self.analytics), f"{self.analytics.path()} is not over a numeric field")
-        _need(all(a.path() != self.analytics.path() for a in state.analytics), f"{self.analytics.path()} exists")
+        need(analytics_ok(state, self.analytics), f"{self.analytics.path()} is not over a numeric field")
+        need(all(a.path() != self.analytics.path() for a in state.analytics), f"{self.analytics.path()} exists")
 
     def apply(self, state: State) -> State:
         return state.evolve(analytics=(*state.analytics, self.analytics))
@@ -344,110 +293,10 @@ class DeleteAnalytics(msgspec.Struct, frozen=True, tag="delete_analytics"):
     analytics: Analytics
 
     def validate(self, state: State) -> None:
-        _need(self.analytics in state.analytics, f"{self.analytics.path()} does not exist")
+        need(self.analytics in state.analytics, f"{self.analytics.path()} does not exist")
 
     def apply(self, state: State) -> State:
         return state.evolve(analytics=tuple(a for a in state.analytics if a != self.analytics))
-
-
-class AddAction(msgspec.Struct, frozen=True, tag="add_action"):
-    action: Action
-
-    def validate(self, state: State) -> None:
-        a = self.action
-        entity = _entity(state, a.entity)
-        _need(is_snake(a.name), f"action name {a.name!r} must be snake_case")
-        _need(state.action(a.entity, a.name) is None, f"{a.entity}.{a.name} already exists")
-        _need(action_core_ok(state, a), f"{a.entity}.{a.field} is not an enum holding the action's values")
-        _need(a.target not in a.sources, "an action must move the field to a value outside its sources")
-        _need(len(set(a.sources)) == len(a.sources), "source values must be unique")
-        _need(all(condition_ok(state, entity, c) for c in a.conditions), "a guard condition is ill-typed")
-        _need(all(effect_ok(state, entity, x, a.field) for x in a.effects), "an effect is ill-typed")
-
-    def apply(self, state: State) -> State:
-        return state.with_added_action(self.action)
-
-
-def _action(state: State, entity: str, name: str) -> Action:
-    a = state.action(entity, name)
-    _need(a is not None, f"action {entity}.{name} does not exist")
-    assert a is not None
-    return a
-
-
-def _with_action(state: State, a: Action) -> State:
-    return state.with_action(a)
-
-
-class RemoveAction(msgspec.Struct, frozen=True, tag="remove_action"):
-    entity: str
-    name: str
-
-    def validate(self, state: State) -> None:
-        _action(state, self.entity, self.name)
-
-    def apply(self, state: State) -> State:
-        return msgspec.structs.replace(
-            state, actions=tuple(a for a in state.actions if not (a.entity == self.entity and a.name == self.name))
-        )
-
-
-class AddCondition(msgspec.Struct, frozen=True, tag="add_condition"):
-    entity: str
-    action: str
-    condition: Condition
-
-    def validate(self, state: State) -> None:
-        a = _action(state, self.entity, self.action)
-        _need(self.condition not in a.conditions, "the action already has this condition")
-        _need(condition_ok(state, _entity(state, self.entity), self.condition), "the condition is ill-typed")
-
-    def apply(self, state: State) -> State:
-        a = _action(state, self.entity, self.action)
-        return _with_action(state, msgspec.structs.replace(a, conditions=(*a.conditions, self.condition)))
-
-
-class RemoveCondition(msgspec.Struct, frozen=True, tag="remove_condition"):
-    entity: str
-    action: str
-    condition: Condition
-
-    def validate(self, state: State) -> None:
-        _need(self.condition in _action(state, self.entity, self.action).conditions, "no such condition")
-
-    def apply(self, state: State) -> State:
-        a = _action(state, self.entity, self.action)
-        return _with_action(
-            state, msgspec.structs.replace(a, conditions=tuple(c for c in a.conditions if c != self.condition))
-        )
-
-
-class AddEffect(msgspec.Struct, frozen=True, tag="add_effect"):
-    entity: str
-    action: str
-    effect: Effect
-
-    def validate(self, state: State) -> None:
-        a = _action(state, self.entity, self.action)
-        _need(self.effect not in a.effects, "the action already has this effect")
-        _need(effect_ok(state, _entity(state, self.entity), self.effect, a.field), "the effect is ill-typed")
-
-    def apply(self, state: State) -> State:
-        a = _action(state, self.entity, self.action)
-        return _with_action(state, msgspec.structs.replace(a, effects=(*a.effects, self.effect)))
-
-
-class RemoveEffect(msgspec.Struct, frozen=True, tag="remove_effect"):
-    entity: str
-    action: str
-    effect: Effect
-
-    def validate(self, state: State) -> None:
-        _need(self.effect in _action(state, self.entity, self.action).effects, "no such effect")
-
-    def apply(self, state: State) -> State:
-        a = _action(state, self.entity, self.action)
-        return _with_action(state, msgspec.structs.replace(a, effects=tuple(x for x in a.effects if x != self.effect)))
 
 
 class AddEnumValue(msgspec.Struct, frozen=True, tag="add_enum_value"):
@@ -456,16 +305,16 @@ class AddEnumValue(msgspec.Struct, frozen=True, tag="add_enum_value"):
 
     def validate(self, state: State) -> None:
         en = state.enum(self.enum)
-        _need(en is not None, f"enum type {self.enum!r} does not exist")
+        need(en is not None, f"enum type {self.enum!r} does not exist")
         assert en is not None
-        _need(is_snake(self.value), f"enum value {self.value!r} must be snake_case")
-        _need(self.value not in en.values, f"{self.enum} already has {self.value!r}")
+        need(is_snake(self.value), f"enum value {self.value!r} must be snake_case")
+        need(self.value not in en.values, f"{self.enum} already has {self.value!r}")
 
     def apply(self, state: State) -> State:
         en = state.enum(self.enum)
         assert en is not None
         new = EnumType(name=en.name, values=(*en.values, self.value))
-        return state.evolve(enums=_replace(state.enums, lambda x: x.name == self.enum, new))
+        return state.evolve(enums=replaced(state.enums, lambda x: x.name == self.enum, new))
 
 
 Change = (
@@ -513,3 +362,29 @@ def transition(state: State, changes: Sequence[Change]) -> State:
         change.validate(state)
         state = change.apply(state)
     return state
+
+
+# Every change and the transition, for `from staminad.bench.changes import ...` (the action changes live in
+# `actionchanges`, the shared checks in `changebase`).
+__all__ = [
+    "CHANGE_TYPES",
+    "AddAction",
+    "AddAnalytics",
+    "AddCondition",
+    "AddEffect",
+    "AddEntity",
+    "AddEnumValue",
+    "AddField",
+    "Change",
+    "ChangeConstraints",
+    "ChangeError",
+    "DeleteAnalytics",
+    "DeleteEntity",
+    "DeleteField",
+    "RemoveAction",
+    "RemoveCondition",
+    "RemoveEffect",
+    "RenameEntity",
+    "RenameField",
+    "transition",
+]
