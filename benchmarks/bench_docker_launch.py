@@ -38,6 +38,7 @@ from staminad.engine.config import RunSettings
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER
 from staminad.sandbox.docker import CONTROL, LAUNCHER, DockerSandbox, agent_ids
 from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.replies import Alive, Done, Listeners
 
 Op = Callable[[int], Awaitable[None]]
 
@@ -60,21 +61,21 @@ def ways(box: DockerSandbox) -> dict[str, tuple[Op, Op]]:
         await wait_file(box.host_control / f"e{i}.pid")
 
     async def spawn_launcher(i: int) -> None:
-        await box._op("spawn", {"argv": ["sh", "-c", f"echo $$ > {CONTROL}/l{i}.pid"]})
+        await box._op("spawn", {"argv": ["sh", "-c", f"echo $$ > {CONTROL}/l{i}.pid"]}, Done)
         await wait_file(box.host_control / f"l{i}.pid")
 
     async def alive_exec(i: int) -> None:
         await box._exec(["sh", "-c", "kill -0 -1 2>/dev/null"])
 
     async def alive_launcher(i: int) -> None:
-        await box._op("alive", {"pgid": 1})
+        await box._op("alive", {"pgid": 1}, Alive)
 
     async def listeners_exec(i: int) -> None:
         code, out = await box._run(["python3", "-I", "-S", LAUNCHER, "once", "listeners", json.dumps(listeners)])
         assert code == 0 and "sockets" in json.loads(out)["ok"], out
 
     async def listeners_launcher(i: int) -> None:
-        assert "sockets" in await box._op("listeners", listeners)
+        await box._op("listeners", listeners, Listeners)
 
     return {
         "spawn": (spawn_exec, spawn_launcher),

@@ -42,7 +42,7 @@ LOCAL: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             r"model: threads are held to one GIL",
         ),
     ),
-    "bench_tui.py": (("sweep",), (rf"median of 1 runs .* p50 {NUM} ms, p99 {NUM} ms .* TUI CPU {NUM}% of a core",)),
+    "bench_tui.py": (("sweep",), (rf"median of 1 runs .* p50 {NUM} ms, p99 {NUM} ms,? .*TUI CPU {NUM}% of a core",)),
 }
 DOCKER: dict[str, tuple[str, ...]] = {
     "bench_docker_launch.py": (rf"spawn\s+docker exec\s+{NUM} ms .* launcher\s+{NUM} ms .* ratio\s+{NUM}x",),
