@@ -27,7 +27,7 @@ from pathlib import Path
 
 import anyio
 
-from protocol import ListSweeps, Subscribe
+from protocol import ErrorReply, ListSweeps, Subscribe
 from protocol.client import Client
 
 CLI = [sys.executable, "-m", "staminad.cli"]
@@ -152,7 +152,10 @@ def main() -> None:
 
             async def status() -> str:
                 async with Client(state / "staminad.sock") as c:
-                    return str((await c.request(ListSweeps())).sweeps[0].status)
+                    listed = await c.request(ListSweeps())
+                if isinstance(listed, ErrorReply):
+                    raise SystemExit(f"bench_daemon: the daemon refused ListSweeps: {listed.message}")
+                return str(listed.sweeps[0].status)
 
             while anyio.run(status) != "finished":
                 time.sleep(0.2)

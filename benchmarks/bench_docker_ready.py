@@ -20,6 +20,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiodocker
 import anyio
@@ -42,7 +43,12 @@ async def exec_true(container: aiodocker.containers.DockerContainer) -> None:
 
 async def bare(docker: aiodocker.Docker, image: str, i: int) -> float:
     """Seconds from create to the end of the first exec, for a container with nothing of ours."""
-    config = {"Image": image, "Cmd": _KEEPALIVE, "Labels": {LABEL_SWEEP: SWEEP}, "HostConfig": {"NetworkMode": NETWORK}}
+    config: dict[str, Any] = {
+        "Image": image,
+        "Cmd": _KEEPALIVE,
+        "Labels": {LABEL_SWEEP: SWEEP},
+        "HostConfig": {"NetworkMode": NETWORK},
+    }
     t0 = time.perf_counter()
     container = await docker.containers.create(config=config, name=f"staminabench-{SWEEP}-bare-{i}")
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from protocol import Cancel, GetSweep
+from protocol import Cancel, ErrorReply, GetSweep
 from protocol.client import Client
 
 CLI = [sys.executable, "-m", "staminad.cli"]
@@ -50,6 +50,8 @@ def rss_mib(pid: int) -> float:
 async def status(sock: Path) -> tuple[str, int, int]:
     async with Client(sock, name="bench") as client:
         info = await client.request(GetSweep(sweep="expand"))
+    if isinstance(info, ErrorReply):
+        raise SystemExit(f"bench_expand: the daemon refused GetSweep: {info.message}")
     return info.status, info.expanding, info.expand_total
 
 

@@ -92,15 +92,28 @@ async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> 
         order = [runners[sid] for sid in sorted(runners)]
 
         def engine_event(kind: int, r: ManualPrompt) -> EventData:  # the four kinds of a turn, as the engine sends
-            who = {"scenario": r.scenario, "configuration": r.configuration, "seed": r.seed, "turn": 0, "attempt": 1}
+            sc, cf, seed = r.scenario, r.configuration, r.seed
             if kind == 0:
-                return AttemptStarted(**who, infra_try=0)
+                return AttemptStarted(scenario=sc, configuration=cf, seed=seed, turn=0, attempt=1, infra_try=0)
             if kind == 1:
-                return HarnessDone(**who, exit=0, signal=None, harness_seconds=1.0)
+                return HarnessDone(
+                    scenario=sc,
+                    configuration=cf,
+                    seed=seed,
+                    turn=0,
+                    attempt=1,
+                    exit=0,
+                    signal=None,
+                    harness_seconds=1.0,
+                )
             if kind == 2:
-                return SuiteStarted(**who, server_seconds=0.2)
+                return SuiteStarted(scenario=sc, configuration=cf, seed=seed, turn=0, attempt=1, server_seconds=0.2)
             return AttemptTested(
-                **who,
+                scenario=sc,
+                configuration=cf,
+                seed=seed,
+                turn=0,
+                attempt=1,
                 passed=False,
                 failed_tests=2,
                 tests=131,
