@@ -257,4 +257,3 @@ DOMAINS: tuple[Domain, ...] = (
         },
     ),
 )
-DOMAIN_KEYS: tuple[str, ...] = tuple(d.key for d in DOMAINS)
