@@ -26,7 +26,8 @@ from staminad.commands.args import (
 from staminad.commands.progress import Progress
 from staminad.engine.config import SweepError, load_sweep
 from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
-from staminad.engine.sweep import format_summary, run_sweep
+from staminad.engine.summary import format_summary
+from staminad.engine.sweep import run_sweep
 from staminad.packio import read_pack
 from staminad.sandbox.markers import MAX_EXIT
 from staminad.sandbox.ports import PortAllocator

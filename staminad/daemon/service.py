@@ -38,9 +38,10 @@ from staminad.daemon.notify import notify, watchdog
 from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.engine.config import SweepError, SweepFile, fingerprint, parse_sweep
 from staminad.engine.fair import FairLimiter
+from staminad.engine.gate import Gate
+from staminad.engine.jobs import Shared
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.scenario import Gate
-from staminad.engine.sweep import Shared, run_sweep
+from staminad.engine.sweep import run_sweep
 from staminad.packio import read_pack
 from staminad.sandbox.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator

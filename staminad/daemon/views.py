@@ -21,7 +21,7 @@ from staminad.analysis import codediff
 from staminad.analysis.codediff import AttemptRef
 from staminad.engine.config import SweepError
 from staminad.engine.standing import scenario_row, turn_timeout
-from staminad.engine.sweep import summarize_in
+from staminad.engine.summary import summarize_in
 from staminad.sandbox.bounded import bounded_tail
 from state import sweeps
 from state.store import Store, StoredScenario

@@ -2,7 +2,7 @@
 
 The sweep runs its scenarios in one task group, where an exception escaping one task cancels all the
 others: a neighbour stopped mid-turn, the sweep ended `error`. So any `Exception` out of a scenario's
-run (cancellation is a BaseException and passes) is caught at the job's edge (`engine.sweep`) and
+run (cancellation is a BaseException and passes) is caught at the job's edge (`engine.jobs`) and
 handed here: logged with its traceback, recorded as an `internal_error` (a platform kind: never
 scored against the agent), and the scenario ends `infra_failed`. Its attempt rows are left as they
 were, so `staminad retry` takes it up from its last recorded step, as a restarted daemon would,
@@ -20,7 +20,7 @@ from protocol.errors import leaves
 from protocol.events import InfraFailure, ScenarioFinished
 from protocol.kinds import InfraKind
 from protocol.usage import hint
-from staminad.engine.scenario import EventSink
+from staminad.engine.spec import EventSink
 from state.store import Store
 
 log = logging.getLogger(__name__)

@@ -226,5 +226,5 @@ class Gateway(Forwarder):
         return route.capped
 
 
-# The shapes the Gateway's API takes, re-exported: the engine (engine/scenario.py, engine/sweep.py) imports them here.
+# The shapes the Gateway's API takes, re-exported: the engine (engine/access.py) imports them here.
 __all__ = ["Call", "Gateway", "Limits", "Route", "Upstream"]

@@ -137,7 +137,7 @@ async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
 ) -> None:
     """Generation is held until a status request has been answered: on the event loop that could never happen,
     off it the status reply comes first and the sweep then starts."""
-    import staminad.engine.sweep as engine_sweep
+    import staminad.engine.jobs as engine_jobs
 
     generating, answered = threading.Event(), threading.Event()
     order: list[str] = []
@@ -151,7 +151,7 @@ async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
             order.append("generated")
         return real(seed, params)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine_sweep, "generate", held_generate)
+    monkeypatch.setattr(engine_jobs, "generate", held_generate)
     path = write_sweep(tmp_path, "big", ["reference"], seeds="0-1", turns=1)
     state = tmp_path / "st"
     async with running_daemon(state):

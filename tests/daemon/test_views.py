@@ -260,7 +260,7 @@ async def test_scenarios_held_at_a_pause_are_not_counted_as_running(tmp_path: Pa
 
     from protocol import SweepInfo
     from staminad.daemon.service import Daemon, _Running
-    from staminad.engine.scenario import Gate
+    from staminad.engine.gate import Gate
 
     daemon = Daemon(tmp_path / "st", max_parallel=8)
     gate = Gate()

@@ -18,7 +18,8 @@ from protocol.events import AttemptTested, EventData, InfraFailure, ManualPrompt
 from protocol.messages import ConfigStatus
 from staminad.agents.base import adapter_for
 from staminad.engine.markers import MarkerWatcher
-from staminad.engine.scenario import EngineSettings, ScenarioRunner
+from staminad.engine.scenario import ScenarioRunner
+from staminad.engine.spec import EngineSettings
 from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
@@ -209,7 +210,7 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
     """Suite generation (which grows with the design) and the turn texts never run on the loop every scenario shares."""
     import threading
 
-    import staminad.engine.scenario as engine
+    import staminad.engine.runbase as engine
     import staminad.engine.suites as suites
 
     threads: dict[str, set[int]] = {"suite": set(), "texts": set()}

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
 
-from staminad.engine.scenario import Gate
+from staminad.engine.gate import Gate
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +45,8 @@ async def test_a_scenario_held_at_a_pause_stays_pending(tmp_path: Path) -> None:
     """A scenario that took its slot while the sweep is paused is not recorded `running`: it ran nothing yet."""
     from staminad.bench.readme import render_readme
     from staminad.bench.scenario import ScenarioParams, generate
-    from staminad.engine.scenario import EngineSettings, ScenarioRunner, ScenarioSpec
+    from staminad.engine.scenario import ScenarioRunner
+    from staminad.engine.spec import EngineSettings, ScenarioSpec
     from state.store import Store
 
     gate = _Reached()

@@ -12,7 +12,7 @@ from protocol.events import InfraFailure, ScenarioFinished
 from protocol.kinds import InfraKind, Outcome, ScenarioStatus
 from staminad.analysis.data import load
 from staminad.analysis.report import scored
-from staminad.engine.sweep import summarize
+from staminad.engine.summary import summarize
 from staminad.sandbox.base import Grant, Sandbox, ServerHandle
 from staminad.sandbox.local import LocalFactory, LocalSandbox, local_factory
 from staminad.sandbox.ports import PortAllocator

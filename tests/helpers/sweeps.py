@@ -9,7 +9,8 @@ from typing import TypeVar
 
 from protocol.events import EventData
 from staminad.engine.config import load_sweep
-from staminad.engine.sweep import ConfigSummary, run_sweep
+from staminad.engine.summary import ConfigSummary
+from staminad.engine.sweep import run_sweep
 from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator

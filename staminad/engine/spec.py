@@ -1,0 +1,35 @@
+"""What one scenario run is given besides the runtime parts: its spec, the engine's settings, where events go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from protocol.events import EventData
+from staminad.bench.scenario import Scenario
+from staminad.suite.feedback import FeedbackLevel
+
+EventSink = Callable[[EventData], None]
+
+
+class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
+    turn_timeout: float = 600.0
+    server_start_timeout: float = 60.0
+    request_timeout: float = 5.0
+    infra_retries: int = 10
+
+
+class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What one scenario run needs besides the runtime parts."""
+
+    config_id: int
+    config_name: str
+    retries: int
+    feedback: FeedbackLevel
+    scenario: Scenario
+    language: str
+    readme: str
+
+
+__all__ = ["EngineSettings", "EventSink", "ScenarioSpec"]

@@ -1,0 +1,147 @@
+"""The suite phase of an attempt: start the agent's server, run the suite against it, record the verdict.
+
+A server that does not start or answer is the agent's failure (it consumes R); a sandbox lost or
+frozen while the suite runs is the platform's, raised as a `SandboxError` for the loop to record as
+infra. After each tested attempt the workspace is snapshotted and its code kept for diffs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import anyio
+
+from protocol.events import AttemptTested, SuiteStarted
+from staminad.engine.blame import server_feedback
+from staminad.engine.runbase import RunnerBase
+from staminad.sandbox.base import NotReady, SandboxError
+from staminad.sandbox.codekeep import job_id
+from state.store import AttemptRow, Verdict
+
+log = logging.getLogger(__name__)
+
+SERVER_LOG_TAIL = 4000  # bytes of a server start's log kept with its attempt
+
+
+class SuitePhase(RunnerBase):
+    """An attempt from its harness's marker to its recorded verdict."""
+
+    async def _test(self, scenario_id: int, row: AttemptRow) -> None:
+        if self.suites is None:
+            await self._test_now(scenario_id, row)
+        else:
+            async with self.suites:
+                await self._test_now(scenario_id, row)
+        await self._snapshot(row)
+
+    async def _snapshot(self, row: AttemptRow) -> None:
+        """A sandbox off the daemon's disk sends its workspace back after each tested attempt (bounded); then
+        every sandbox keeps the attempt's code, which the diffs between attempts read (see `sandbox.codekeep`)."""
+        try:
+            snap = await self.sandbox.snapshot()
+        except SandboxError as exc:
+            await self.store.snapshot_taken(row.id, None, f"snapshot failed: {exc}"[:300])
+        else:
+            if snap is not None:
+                await self.store.snapshot_taken(row.id, snap.size, snap.skipped)
+        job = job_id(row.turn, row.attempt, row.infra_try)
+        try:
+            await self.sandbox.keep_code(job)
+        except (SandboxError, OSError) as exc:  # the diff then says none was kept; never the attempt's failure
+            log.warning("the code of %s (scenario %s) was not kept: %s", job, row.scenario_id, exc)
+
+    async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
+        tests = await self._suite_for(row.turn, row.attempt)  # its number of tests
+        t0 = time.monotonic()
+        try:
+            handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)
+        except NotReady as exc:
+            loss = await self._loss(row)
+            if loss is not None:  # the server did not start because the sandbox went: the platform's fault
+                raise SandboxError(f"{loss.detail} while the server started", loss.kind) from None
+            await self._server_failed(scenario_id, row, exc, tests, time.monotonic() - t0)
+            return
+        t1, suite_began = time.monotonic(), time.time()
+        self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
+        try:
+            timeout, level = self.settings.request_timeout, self.spec.feedback
+            result = await self._suites.run(row.turn, row.attempt, handle.url, timeout, level)
+        finally:
+            t2 = time.monotonic()
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
+                await self.sandbox.stop_server(handle)  # a failure here is judged by the health check below
+        t3 = time.monotonic()
+        loss = await self._loss(row)
+        if loss is not None:  # lost while tested: the failures are the platform's, not the agent's
+            raise SandboxError(f"{loss.detail} while the suite ran", loss.kind)
+        if result.failed and (why := await self.sandbox.frozen(suite_began)):
+            # Paused and resumed while tested: requests that timed out meanwhile are not the server's failures.
+            raise SandboxError(f"{why} while the suite ran", "sandbox_lost")
+        server_log = await self._server_log()
+        await self.store.tested(
+            row.id,
+            Verdict(
+                compressed=result.results,
+                outcome="fail" if result.failed else "pass",
+                categories=result.categories,
+                passed_tests=result.tests - result.failed,
+                total_tests=result.tests,
+                feedback=result.feedback,
+                server_seconds=t1 - t0,
+                suite_seconds=t2 - t1,
+                teardown_seconds=t3 - t2,
+                server_log=server_log,
+            ),
+        )
+        self.emit(
+            AttemptTested(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                passed=result.passed,
+                failed_tests=result.failed,
+                tests=result.tests,
+                categories=result.categories,
+                suite_seconds=t2 - t1,
+                server_seconds=t1 - t0,
+            )
+        )
+
+    async def _server_log(self) -> str:
+        """The tail of this server start's log, kept with the attempt it tested (the next start overwrites it)."""
+        return await self.sandbox.server_log(SERVER_LOG_TAIL)
+
+    async def _server_failed(
+        self, scenario_id: int, row: AttemptRow, exc: NotReady, tests: int, seconds: float
+    ) -> None:
+        """The agent's server did not start or answer: a scored failure of its kind that consumes R."""
+        log = await self._server_log()
+        feedback = server_feedback(exc.kind, str(exc), log, self.spec.feedback)
+        await self.store.tested(
+            row.id,
+            Verdict(
+                outcome="fail",
+                categories=exc.kind,
+                passed_tests=0,
+                total_tests=tests,
+                feedback=feedback,
+                server_seconds=seconds,
+                server_log=log,
+            ),
+        )
+        self.emit(
+            AttemptTested(
+                **self._names(scenario_id),
+                turn=row.turn,
+                attempt=row.attempt,
+                passed=False,
+                failed_tests=tests,
+                tests=tests,
+                categories=exc.kind,
+                suite_seconds=0.0,
+                server_seconds=seconds,
+                detail=str(exc),
+            )
+        )
