@@ -117,7 +117,7 @@ async def daemon_main(state: Path, rate: float, seconds: float, ready: Path) -> 
                 passed=False,
                 failed_tests=2,
                 tests=131,
-                categories="validation",
+                categories=("validation",),
                 suite_seconds=0.5,
                 server_seconds=0.2,
             )

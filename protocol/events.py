@@ -13,7 +13,7 @@ from typing import assert_never
 
 import msgspec
 
-from protocol.kinds import FINAL, AttemptStep, FinalStatus, InfraKind, Outcome, Phase, ScenarioStatus
+from protocol.kinds import FINAL, AttemptStep, FailureCategory, FinalStatus, InfraKind, Outcome, Phase, ScenarioStatus
 
 
 class _Data(msgspec.Struct, frozen=True, tag_field="event", forbid_unknown_fields=True, kw_only=True):
@@ -95,7 +95,7 @@ class AttemptTested(_OfAttempt, tag="attempt_tested", frozen=True):
     passed: bool
     failed_tests: int
     tests: int
-    categories: str | None
+    categories: tuple[FailureCategory, ...]  # the failed tests' categories, or how the server failed
     suite_seconds: float
     server_seconds: float
     detail: str = ""

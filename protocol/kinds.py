@@ -29,6 +29,36 @@ AttemptStep = Literal["launched", "harness_done", "tested"]
 # How a tested attempt ended (`attempts.outcome`).
 Outcome = Literal["pass", "fail", "infra"]
 
+# A test's failure category: the paper's taxonomy (appendix G.2), plus `business_logic` for guards and effects and
+# `server_bad_response` for an answer the runner cannot use (`staminad.suite.model` says more); every test has one.
+Category = Literal[
+    "validation",
+    "default_value",
+    "enum_handling",
+    "cascade_deletion",
+    "rename",
+    "regression",
+    "wrong_endpoint",
+    "type_error",
+    "missing_feature",
+    "server_crash",
+    "server_bad_response",
+    "wrong_response_format",
+    "business_logic",
+]
+# How the agent's server failed to start or answer, as the probe saw it: an attempt's category when no test ran.
+ServerKind = Literal[
+    "server_exited",
+    "server_not_listening",
+    "server_closed_connection",
+    "server_too_slow",
+    "server_bad_response",
+    "server_left_running",
+    "server_exhausted",
+]
+# What a failed attempt failed of (`attempts.categories`): its failed tests' categories, or how its server failed.
+FailureCategory = Category | ServerKind
+
 # Where a scenario stands, in words for people (`protocol.events.phase`): its final status once it has one.
 Phase = (
     Literal["pending", "agent working", "retrying", "infra retry", "testing", "passed", "feedback", "infra wait"]
@@ -43,6 +73,11 @@ SCENARIO_STATUSES: Final[tuple[ScenarioStatus, ...]] = ("pending", "running", *F
 SWEEP_STATUSES: Final[tuple[SweepStatus, ...]] = get_args(SweepStatus)
 ATTEMPT_STEPS: Final[tuple[AttemptStep, ...]] = get_args(AttemptStep)
 OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
+CATEGORIES: Final[tuple[Category, ...]] = get_args(Category)
+SERVER_KINDS: Final[tuple[ServerKind, ...]] = get_args(ServerKind)
+FAILURE_CATEGORIES: Final[tuple[FailureCategory, ...]] = CATEGORIES + tuple(
+    k for k in SERVER_KINDS if k not in CATEGORIES
+)
 
 W = TypeVar("W", bound=str)
 
@@ -87,6 +122,15 @@ def known_outcome(word: object) -> Outcome:
     return _known("outcome", word, OUTCOMES)
 
 
+def known_categories(text: object) -> tuple[FailureCategory, ...]:
+    """A stored comma-joined list of failure categories (NULL or empty: none) as its words, or `UnknownWord`."""
+    if text is None or text == "":
+        return ()
+    if not isinstance(text, str):
+        raise UnknownWord("failure categories", text, FAILURE_CATEGORIES)
+    return tuple(_known("failure category", word, FAILURE_CATEGORIES) for word in text.split(","))
+
+
 def known_infra_kind_or_none(word: object) -> InfraKind | None:
     """An optional stored infra kind (NULL until an attempt fails on the infrastructure side)."""
     return None if word is None else known_infra_kind(word)
@@ -99,14 +143,19 @@ def known_outcome_or_none(word: object) -> Outcome | None:
 
 __all__ = [
     "ATTEMPT_STEPS",
+    "CATEGORIES",
+    "FAILURE_CATEGORIES",
     "FINAL",
     "HARNESS_KINDS",
     "INFRA_KINDS",
     "OUTCOMES",
     "PLATFORM_KINDS",
     "SCENARIO_STATUSES",
+    "SERVER_KINDS",
     "SWEEP_STATUSES",
     "AttemptStep",
+    "Category",
+    "FailureCategory",
     "FinalStatus",
     "HarnessKind",
     "InfraKind",
@@ -114,8 +163,10 @@ __all__ = [
     "Phase",
     "PlatformKind",
     "ScenarioStatus",
+    "ServerKind",
     "SweepStatus",
     "UnknownWord",
+    "known_categories",
     "known_infra_kind",
     "known_infra_kind_or_none",
     "known_outcome",

@@ -43,8 +43,8 @@ from protocol.replies import (
     TranscriptItem,
 )
 
-PROTOCOL_VERSION = 8  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
-# 8: GetCodeChange
+PROTOCOL_VERSION = 9  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
+# 8: GetCodeChange; 9: failure categories as a tuple of words (AttemptTested, AttemptSummary)
 
 
 class Hello(RequestFor["HelloReply"], tag="hello", frozen=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol.kinds import AttemptStep, InfraKind, Outcome, Phase, ScenarioStatus, SweepStatus
+from protocol.kinds import AttemptStep, FailureCategory, InfraKind, Outcome, Phase, ScenarioStatus, SweepStatus
 from protocol.msgbase import Msg
 
 
@@ -91,7 +91,7 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     phase: AttemptStep
     outcome: Outcome | None
     infra_kind: InfraKind | None
-    categories: str | None
+    categories: tuple[FailureCategory, ...]
     passed_tests: int | None
     total_tests: int | None
     harness_exit: int | None

@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from protocol.errors import ExpectedError
+from protocol.kinds import known_categories
 from state.queries import decode_results
 from state.schema import MIGRATIONS
 
@@ -111,8 +112,9 @@ def scenario(conn: sqlite3.Connection, sweep_id: str, configuration: str, seed: 
 
 
 def progress(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
-    """The attempt columns that say where each scenario stands, in scenario and attempt order."""
-    return _dicts(
+    """The attempt columns that say where each scenario stands, in scenario and attempt order (the categories as
+    their words, as `state.store.Progress` has them)."""
+    rows = _dicts(
         conn,
         "progress",
         "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome, "
@@ -121,6 +123,9 @@ def progress(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
         "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try",
         (sweep_id,),
     )
+    for r in rows:
+        r["categories"] = known_categories(r["categories"])
+    return rows
 
 
 def attempts(conn: sqlite3.Connection, scenario_id: int) -> list[dict[str, Any]]:

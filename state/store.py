@@ -23,7 +23,16 @@ import anyio
 import msgspec
 
 from protocol.errors import UsageError
-from protocol.kinds import AttemptStep, InfraKind, Outcome, ScenarioStatus, SweepStatus, known_scenario_status
+from protocol.kinds import (
+    AttemptStep,
+    FailureCategory,
+    InfraKind,
+    Outcome,
+    ScenarioStatus,
+    SweepStatus,
+    known_categories,
+    known_scenario_status,
+)
 from state.schema import MIGRATIONS
 from state.space import DiskWatch, disk_problem
 
@@ -63,7 +72,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 
     outcome: Outcome
     infra_kind: InfraKind | None = None
-    categories: str | None = None
+    categories: tuple[FailureCategory, ...] = ()  # stored comma-joined (NULL: none)
     passed_tests: int | None = None
     total_tests: int | None = None
     feedback: str | None = None
@@ -85,7 +94,7 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     phase: AttemptStep
     outcome: Outcome | None
     infra_kind: InfraKind | None
-    categories: str | None
+    categories: tuple[FailureCategory, ...]
     launched_at: float = 0.0
     finished_at: float | None = None
     resumed_at: float | None = None
@@ -110,7 +119,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     teardown_seconds: float | None = None
     outcome: Outcome | None = None
     infra_kind: InfraKind | None = None
-    categories: str | None = None
+    categories: tuple[FailureCategory, ...] = ()
     passed_tests: int | None = None
     total_tests: int | None = None
     feedback: str | None = None
@@ -347,6 +356,7 @@ class Store:
         """The attempt's outcome: phase `tested`, finished now; per-test results stored compressed."""
         fields = msgspec.structs.asdict(verdict)
         results, compressed = fields.pop("results"), fields.pop("compressed")
+        fields["categories"] = ",".join(verdict.categories) or None  # the column's words (`known_categories`)
         if results is not None:
             fields["results"] = zlib.compress(msgspec.json.encode(results))
         elif compressed is not None:
@@ -477,8 +487,12 @@ S = TypeVar("S", bound=msgspec.Struct)
 
 
 def _row(cls: type[S], columns: Iterable[str], row: Iterable[object]) -> S:
-    """A row as `cls`, its words checked against their closed sets (a word outside one is a ValidationError)."""
-    return msgspec.convert(dict(zip(columns, row, strict=True)), cls)
+    """A row as `cls`, its words checked against their closed sets (a word outside one is a ValidationError, a
+    failure category outside its set an `UnknownWord`); the comma-joined categories column becomes its words."""
+    fields = dict(zip(columns, row, strict=True))
+    if "categories" in fields:
+        fields["categories"] = known_categories(fields["categories"])
+    return msgspec.convert(fields, cls)
 
 
 def _scenario(row: Any) -> StoredScenario:

@@ -209,7 +209,7 @@ def _advance(s: Scenario, data: EventData) -> None:
             s.turns_passed = s.turn + 1
             s.history = s.history[: s.turn] + ("P" if s.attempt == 1 else "R")
         case AttemptTested():
-            s.last_failure = data.categories or "fail"
+            s.last_failure = ",".join(data.categories) or "fail"
         case LlmCapped():
             s.last_failure = "cost cap"
         case InfraFailure():
@@ -246,7 +246,7 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
         case AttemptTested() if d.passed:
             return f"{who} {where}: passed {d.tests} tests", "ok"
         case AttemptTested():
-            return f"{who} {where}: {d.failed_tests} of {d.tests} tests failed{_aside(d.categories)}", "fail"
+            return f"{who} {where}: {d.failed_tests} of {d.tests} tests failed{_aside(','.join(d.categories))}", "fail"
         case AttemptStarted():
             extra = f", infra retry {d.infra_try}" if d.infra_try else ""
             return f"{who} {where}: started{extra}", "info"

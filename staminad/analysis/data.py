@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from protocol.kinds import known_categories
 from state import queries
 
 
@@ -69,7 +70,7 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
                                 infra_try=a["infra_try"],
                                 outcome=a["outcome"],
                                 infra_kind=a["infra_kind"],
-                                categories=tuple(x for x in (a["categories"] or "").split(",") if x),
+                                categories=known_categories(a["categories"]),
                                 loc=a["loc"],
                                 failed_tests=tuple(r["name"] for r in results if not r.get("passed")),
                                 passed_tests=tuple(r["name"] for r in results if r.get("passed")),

@@ -72,7 +72,7 @@ class Progress:
     def line(data: EventData) -> str | None:
         match data:
             case AttemptTested():
-                why = f" ({data.categories})" if data.categories else ""
+                why = f" ({','.join(data.categories)})" if data.categories else ""
                 verdict = "passed" if data.passed else f"failed {data.failed_tests}/{data.tests}{why}"
                 return f"{data.configuration} seed {data.seed} turn {data.turn} attempt {data.attempt}: {verdict}"
             case InfraFailure():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from protocol.kinds import ServerKind
 from staminad.engine.outcome import is_platform
 from staminad.suite.feedback import FeedbackLevel
 from state.store import AttemptRow
@@ -30,8 +31,8 @@ def infra_tries(rows: Sequence[AttemptRow], turn: int, attempt: int, platform: b
     )
 
 
-def server_feedback(kind: str, message: str, log: str, level: FeedbackLevel) -> str:
-    """The retry prompt when the server failed to start (`kind` from `outcome.SERVER_KINDS`)."""
+def server_feedback(kind: ServerKind, message: str, log: str, level: FeedbackLevel) -> str:
+    """The retry prompt when the server failed to start (`kind`: how it failed)."""
     lines = [_OPENING, ""]
     if level == "minimal":
         lines.append("At least one test failed. No further details are available.")

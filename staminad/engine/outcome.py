@@ -1,7 +1,7 @@
 """One taxonomy for how an attempt ended, and whose fault it was.
 
 - a pass;
-- an agent failure: the suite's categories, or a server that did not start or answer (`SERVER_KINDS`);
+- an agent failure: the suite's categories, or a server that did not start or answer (`protocol.kinds.ServerKind`);
   these are the agent's code failing its tests, so they consume the retry budget R and are scored;
 - an infrastructure failure, retried without touching R (the paper's infra retries), of two sides:
   `HARNESS_KINDS`, the harness process failing (crash, self-kill, stuck): when the retries run out
@@ -16,24 +16,11 @@
 from __future__ import annotations
 
 import signal
-from typing import Literal
 
 from protocol.kinds import HARNESS_KINDS, INFRA_KINDS, PLATFORM_KINDS, HarnessKind, InfraKind, PlatformKind
 
 # Harness kinds a retry cannot help: the scenario ends at once, scored with the turns it passed.
 FINAL_KINDS: tuple[InfraKind, ...] = ("context_exhausted",)
-
-# How the agent's server failed to start (an attempt's category, like the suite's): what the probe saw.
-ServerKind = Literal[
-    "server_exited",
-    "server_not_listening",
-    "server_closed_connection",
-    "server_too_slow",
-    "server_bad_response",
-    "server_left_running",
-    "server_exhausted",
-]
-SERVER_KINDS: tuple[str, ...] = ServerKind.__args__  # type: ignore[attr-defined]
 
 
 def is_platform(kind: str | None) -> bool:
@@ -64,11 +51,9 @@ __all__ = [
     "HARNESS_KINDS",
     "INFRA_KINDS",
     "PLATFORM_KINDS",
-    "SERVER_KINDS",
     "HarnessKind",
     "InfraKind",
     "PlatformKind",
-    "ServerKind",
     "classify_harness",
     "is_platform",
     "platform_ended",

@@ -88,7 +88,7 @@ def position(
         return Position(
             turns_passed=passed,
             final="failed",
-            reason=f"turn {last.turn} failed after {last.attempt} attempts: {last.categories}",
+            reason=f"turn {last.turn} failed after {last.attempt} attempts: {','.join(last.categories)}",
         )
     return Position(
         turns_passed=passed, turn=last.turn, attempt=last.attempt + 1, prompt_kind="feedback", prompt=last.feedback

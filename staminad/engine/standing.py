@@ -79,7 +79,7 @@ def scenario_row(
     last_failure = ""
     if failures:
         f = failures[-1]
-        last_failure = (f.infra_kind or "infra") if f.outcome == "infra" else (f.categories or "fail")
+        last_failure = (f.infra_kind or "infra") if f.outcome == "infra" else (",".join(f.categories) or "fail")
     return ScenarioRow(
         id=scenario.id,
         configuration=configuration,

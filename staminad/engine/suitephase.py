@@ -123,7 +123,7 @@ class SuitePhase(RunnerBase):
             row.id,
             Verdict(
                 outcome="fail",
-                categories=exc.kind,
+                categories=(exc.kind,),
                 passed_tests=0,
                 total_tests=tests,
                 feedback=feedback,
@@ -139,7 +139,7 @@ class SuitePhase(RunnerBase):
                 passed=False,
                 failed_tests=tests,
                 tests=tests,
-                categories=exc.kind,
+                categories=(exc.kind,),
                 suite_seconds=0.0,
                 server_seconds=seconds,
                 detail=str(exc),

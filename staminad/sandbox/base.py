@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from protocol.kinds import InfraKind
+from protocol.kinds import InfraKind, ServerKind
 from staminad.sandbox.markers import Marker, MarkerWatcher
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
@@ -194,11 +194,11 @@ def write_job(host_control: Path, paths: SandboxPaths, job_id: str, argv: list[s
 class NotReady(Exception):
     """The agent's server did not start or answer within the bounds: the agent's failure (scored, consumes R).
 
-    `kind` is one of `engine.outcome.SERVER_KINDS`; the message says what the probe saw, for feedback.
+    `kind` is how it failed (`protocol.kinds.ServerKind`); the message says what the probe saw, for feedback.
     `connected`: whether any probe reached a listener on the port (False: every connection was refused).
     """
 
-    def __init__(self, kind: str, message: str, connected: bool = True) -> None:
+    def __init__(self, kind: ServerKind, message: str, connected: bool = True) -> None:
         super().__init__(message)
         self.kind = kind
         self.connected = connected

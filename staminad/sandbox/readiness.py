@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 
+from protocol.kinds import ServerKind
 from staminad.sandbox.base import NotReady
 from staminad.sandbox.bounded import read_tail
 from staminad.suite.http11 import Http11Transport
@@ -29,7 +30,7 @@ LOG_TAIL_BYTES = 2000
 Check = Callable[[], Awaitable[bool]]
 
 
-def _shape(exc: TransportError) -> str:
+def _shape(exc: TransportError) -> ServerKind:
     """The server-failure kind one failed probe points at."""
     if exc.refused:
         return "server_not_listening"
@@ -50,7 +51,7 @@ def _shape(exc: TransportError) -> str:
     return "server_bad_response"  # oversized body or headers, not HTTP, bad framing
 
 
-_SAYS = {
+_SAYS: dict[ServerKind, str] = {
     "server_not_listening": "nothing was listening on the port",
     "server_too_slow": "the server accepted the connection but sent no complete response",
     "server_closed_connection": "the server closed the connection without sending a response",

@@ -5,6 +5,7 @@ file for comparison, or stored with its results. Every test names the README rul
 a failure category from the paper's taxonomy (appendix G.2, plus `business_logic` for guards and
 effects, which the paper folds into other buckets, and `server_bad_response`, which only the runner
 gives: an answer it cannot use, such as malformed HTTP or a body that is not JSON or nests too deep).
+The categories are `protocol.kinds.Category`: the words an attempt's failure carries to the store and clients.
 """
 
 from __future__ import annotations
@@ -13,22 +14,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-Category = Literal[
-    "validation",
-    "default_value",
-    "enum_handling",
-    "cascade_deletion",
-    "rename",
-    "regression",
-    "wrong_endpoint",
-    "type_error",
-    "missing_feature",
-    "server_crash",
-    "server_bad_response",
-    "wrong_response_format",
-    "business_logic",
-]
-CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
+from protocol.kinds import Category
 
 Method = Literal["GET", "POST", "PATCH", "DELETE"]
 OK = (200, 201)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import anyio.from_thread
 import msgspec
 
+from protocol.kinds import Category
 from staminad.suite.jsonbody import Unusable, decode, screen
 from staminad.suite.model import JSON_TYPE, Absent, Check, Equals, IsInteger, ListIds, Step, Suite, Test
 from staminad.suite.offload import GRACE, run_in_thread
@@ -67,7 +68,7 @@ class TestResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     __test__: ClassVar[bool] = False  # not a pytest test class
 
     name: str
-    category: str
+    category: Category
     rule: str
     passed: bool
     message: str = ""
@@ -167,7 +168,7 @@ def _excerpt(data: bytes | str) -> str:
     return _clip(text, EXCERPT)
 
 
-def _category(test: Test, step: Step, status: int | None, missing_key: bool, unusable: bool) -> str:
+def _category(test: Test, step: Step, status: int | None, missing_key: bool, unusable: bool) -> Category:
     if unusable:
         return "server_bad_response"
     if status is None or status >= 500:

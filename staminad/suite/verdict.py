@@ -13,6 +13,7 @@ import zlib
 
 import msgspec
 
+from protocol.kinds import Category
 from staminad.suite.feedback import FeedbackLevel, render_feedback
 from staminad.suite.runner import SuiteResult
 
@@ -22,7 +23,7 @@ class SuiteVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
     tests: int
     failed: int
-    categories: str  # the failed tests' categories, sorted, comma-separated
+    categories: tuple[Category, ...]  # the failed tests' categories, sorted, each once
     feedback: str | None  # the retry prompt at the scenario's feedback level; None when every test passed
     results: bytes  # the per-test results as the store keeps them: zlib-compressed JSON
 
@@ -37,7 +38,7 @@ def verdict_of(result: SuiteResult, level: FeedbackLevel) -> SuiteVerdict:
     return SuiteVerdict(
         tests=len(result.results),
         failed=len(failures),
-        categories=",".join(sorted({f.category for f in failures})),
+        categories=tuple(sorted({f.category for f in failures})),
         feedback=render_feedback(result, level) if failures else None,
         results=zlib.compress(msgspec.json.encode(result.results)),
     )

@@ -24,7 +24,7 @@ from protocol import (
 )
 from protocol.client import Client
 from protocol.events import ScenarioFinished
-from protocol.kinds import AttemptStep, InfraKind, Outcome, ScenarioStatus
+from protocol.kinds import AttemptStep, FailureCategory, InfraKind, Outcome, ScenarioStatus
 from protocol.messages import Message, RequestFor
 from staminad.daemon.views import scenario_list
 from staminad.engine.standing import scenario_row, turn_timeout
@@ -44,7 +44,7 @@ def _p(
     phase: AttemptStep = "tested",
     infra_try: int = 0,
     kind: InfraKind | None = None,
-    categories: str | None = None,
+    categories: tuple[FailureCategory, ...] = (),
 ) -> Progress:
     return Progress(
         scenario_id=1,
@@ -66,7 +66,7 @@ def test_scenario_row_history_and_phase() -> None:
     """Turns read P (first attempt), R (after feedback); a failed attempt means feedback; a launch means work."""
     rows = [
         _p(0, 1, "pass"),
-        _p(1, 1, "fail", categories="schema"),
+        _p(1, 1, "fail", categories=("validation", "rename")),
         _p(1, 2, "pass"),
         _p(2, 1, "infra", kind="self_kill"),
     ]
@@ -75,7 +75,7 @@ def test_scenario_row_history_and_phase() -> None:
     row = scenario_row("c", _stored("running"), [*rows, _p(2, 1, None, phase="launched", infra_try=1)])
     assert (row.phase, row.infra_try) == ("infra retry", 1)
     row = scenario_row("c", _stored("running"), [*rows[:2], _p(1, 2, None, phase="harness_done")])
-    assert (row.phase, row.last_failure) == ("testing", "schema")
+    assert (row.phase, row.last_failure) == ("testing", "validation,rename")
     assert scenario_row("c", _stored("failed"), rows[:2]).history == "PF"
     assert scenario_row("c", _stored("pending"), []).phase == "pending"
 

@@ -54,7 +54,7 @@ async def test_a_broken_server_is_the_agents_failure_and_consumes_r(
     s = res[f"fault:{fault}:once R=1 detailed"]
     assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {}
     first, second = (await _attempts(tmp_path / "state", f"srv-{fault}"))[:2]
-    assert (first.turn, first.attempt, first.outcome, first.categories) == (0, 1, "fail", kind)
+    assert (first.turn, first.attempt, first.outcome, first.categories) == (0, 1, "fail", (kind,))
     assert first.feedback is not None and says in first.feedback
     assert (second.turn, second.attempt, second.prompt_kind, second.outcome) == (0, 2, "feedback", "pass")
 
@@ -66,7 +66,7 @@ async def test_a_server_that_never_starts_ends_the_scenario_failed_with_r_spent(
     s = res["fault:server-crash R=1 detailed"]
     assert s.statuses == {"failed": 1} and s.mean_turns == 0 and s.infra == {}
     rows = await _attempts(tmp_path / "state", "crashing")
-    assert [(r.attempt, r.categories) for r in rows] == [(1, "server_exited"), (2, "server_exited")]
+    assert [(r.attempt, r.categories) for r in rows] == [(1, ("server_exited",)), (2, ("server_exited",))]
 
 
 async def test_a_harness_killing_its_own_sandbox_is_caught_at_once_as_a_harness_fault(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_a_server_failure_consumes_the_retry_budget() -> None:
         prompt="p",
         launched_at=0.0,
         outcome="fail",
-        categories="server_exited",
+        categories=("server_exited",),
         feedback="fb",
     )
     assert position([fail], 2, retries=1, infra_retries=5).prompt_kind == "feedback"

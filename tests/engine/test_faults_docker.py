@@ -206,7 +206,7 @@ async def test_a_broken_server_in_a_container_is_the_agents_failure(
     assert s.statuses == {"done": 1} and s.mean_turns == 2 and s.infra == {}
     async with await Store.open(tmp_path / "state" / "staminad.db") as store:
         rows = await store.attempts((await store.scenarios(f"dsrv-{fault}"))[0][1].id)
-    assert [(r.attempt, r.outcome, r.categories) for r in rows[:2]] == [(1, "fail", kind), (2, "pass", "")]
+    assert [(r.attempt, r.outcome, r.categories) for r in rows[:2]] == [(1, "fail", (kind,)), (2, "pass", ())]
     if fault == "forked-server":  # the feedback names what holds the port, and why it does not count
         assert rows[0].feedback is not None and "server.py --config config.json" in rows[0].feedback
         assert "outside the process group" in rows[0].feedback

@@ -76,7 +76,7 @@ async def test_a_detached_disk_writer_past_the_quota_is_the_agents_scored_failur
     assert (s.statuses, s.mean_turns, s.infra) == ({"failed": 1}, 0, {})
     async with await Store.open(state / "staminad.db") as store:
         rows = await store.attempts((await store.scenarios(name))[0][1].id)
-    assert [(r.turn, r.outcome, r.categories) for r in rows] == [(0, "fail", "server_exhausted")]
+    assert [(r.turn, r.outcome, r.categories) for r in rows] == [(0, "fail", ("server_exhausted",))]
     assert rows[0].feedback is not None and "quota" in rows[0].feedback
     ballast = next((state / "sandboxes" / name).glob("c1-*")) / "workspace" / "ballast-0.bin"
     size = ballast.stat().st_size

@@ -44,7 +44,7 @@ async def test_reference_passes_every_turn_and_mutants_fail_with_their_category(
         attempts = await store.attempts(failed.id)
     last_turn = [a for a in attempts if a.turn == attempts[-1].turn]
     assert [a.attempt for a in last_turn] == [1, 2]  # R=1: one retry with feedback
-    assert last_turn[1].prompt_kind == "feedback" and "wrong_response_format" in (last_turn[0].categories or "")
+    assert last_turn[1].prompt_kind == "feedback" and "wrong_response_format" in last_turn[0].categories
     assert last_turn[1].prompt == last_turn[0].feedback
 
 

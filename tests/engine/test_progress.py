@@ -34,7 +34,7 @@ def test_lines_name_the_scenario_and_count_down_to_an_eta() -> None:
             passed=False,
             failed_tests=2,
             tests=9,
-            categories="validation",
+            categories=("validation",),
             suite_seconds=0.1,
             server_seconds=0.1,
         )

@@ -13,14 +13,20 @@ from typing import Any
 
 import msgspec
 
-from protocol.kinds import known_infra_kind, known_outcome, known_scenario_status
+from protocol.kinds import FailureCategory, known_categories, known_infra_kind, known_outcome, known_scenario_status
 from staminad.analysis.data import AttemptData, ConfigData, ScenarioData
 from staminad.analysis.report import build
 from staminad.analysis.reportdata import Cell, ConfigRow, Report, SurvivalEntry
 from state import Store
 from state.store import Verdict
 
-CATEGORIES = ("validation", "cascade_deletion", "status_code", "pagination", "auth")
+CATEGORIES: tuple[FailureCategory, ...] = (
+    "validation",
+    "cascade_deletion",
+    "wrong_endpoint",
+    "default_value",
+    "rename",
+)
 
 
 def _attempt(turn: int, attempt: int, outcome: str, k: int, *, kind: str | None = None) -> AttemptData:
@@ -176,13 +182,12 @@ async def write_store(db: Path) -> None:
                 row = await store.ensure_scenario(config, s.seed)
                 for a in s.attempts:
                     begun = await store.begin_attempt(row.id, a.turn, a.attempt, a.infra_try, "change", "p")
-                    categories = ",".join(a.categories) or None
                     await store.tested(
                         begun.id,
                         Verdict(
                             outcome=known_outcome(a.outcome),
                             infra_kind=None if a.infra_kind is None else known_infra_kind(a.infra_kind),
-                            categories=categories,
+                            categories=known_categories(",".join(a.categories)),
                         ),
                     )
                     cost = 0.01 * a.attempt + 0.003 * s.seed

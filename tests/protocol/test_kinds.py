@@ -8,13 +8,17 @@ import msgspec
 import pytest
 
 from protocol import decoder
-from protocol.events import InfraFailure
+from protocol.events import AttemptTested, InfraFailure
 from protocol.kinds import (
+    CATEGORIES,
+    FAILURE_CATEGORIES,
     INFRA_KINDS,
     OUTCOMES,
     SCENARIO_STATUSES,
+    SERVER_KINDS,
     SWEEP_STATUSES,
     UnknownWord,
+    known_categories,
     known_infra_kind,
     known_outcome,
     known_scenario_status,
@@ -81,3 +85,60 @@ async def test_an_unknown_stored_word_is_a_clear_error_when_read_back(tmp_path: 
             await store.scenarios("w")
         lost = await find_sweep(store, "w")  # a sweep row says what is wrong with it (tests/state/test_sweep_rows.py)
         assert lost is not None and lost.status == "error" and "unknown sweep status 'lost'" in lost.reason
+
+
+def test_failure_categories_are_the_tests_and_the_servers_each_once() -> None:
+    """An attempt's failure categories are every test category and every server kind, no word twice."""
+    assert set(FAILURE_CATEGORIES) == set(CATEGORIES) | set(SERVER_KINDS)
+    assert len(FAILURE_CATEGORIES) == len(set(FAILURE_CATEGORIES))
+
+
+def test_stored_categories_read_back_as_their_words_and_an_unknown_one_is_named() -> None:
+    """The comma-joined column reads back as a tuple of known words (none for NULL or empty); others are refused."""
+    assert known_categories("validation,server_exited") == ("validation", "server_exited")
+    assert known_categories(None) == known_categories("") == ()
+    with pytest.raises(UnknownWord, match=r"unknown failure category 'pagination' \(known: validation, "):
+        known_categories("validation,pagination")
+
+
+def test_an_unknown_category_on_the_wire_fails_to_decode() -> None:
+    """An attempt's categories travel as a tuple of words, each checked when the message is decoded."""
+    data = AttemptTested(
+        scenario=1,
+        configuration="c",
+        seed=0,
+        turn=0,
+        attempt=1,
+        passed=False,
+        failed_tests=2,
+        tests=9,
+        categories=("rename", "server_crash"),
+        suite_seconds=0.1,
+        server_seconds=0.1,
+    )
+    wire = msgspec.to_builtins(Event(sweep="w", data=data, at=1.0, seq=1))
+    assert decoder().decode(msgspec.msgpack.encode(wire)).data == data
+    wire["data"]["categories"] = ["rename", "pagination"]
+    with pytest.raises(msgspec.ValidationError, match="categories"):
+        decoder().decode(msgspec.msgpack.encode(wire))
+
+
+async def test_categories_are_stored_comma_joined_and_read_back_as_words(tmp_path: Path) -> None:
+    """The store keeps categories as one comma-joined column, reads them back as words, and names an unknown one."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await store.ensure_sweep("w", "w", "fp", "{}")
+        config = await store.ensure_configuration("w", "c", "reference", 2, "detailed")
+        scenario = (await store.ensure_scenario(config, 0)).id
+        failed = await store.begin_attempt(scenario, 0, 1, 0, "turn", "p")
+        await store.tested(failed.id, Verdict(outcome="fail", categories=("rename", "validation")))
+        passed = await store.begin_attempt(scenario, 0, 2, 0, "feedback", "p")
+        await store.tested(passed.id, Verdict(outcome="pass"))
+        async with store.db.execute("SELECT categories FROM attempts ORDER BY id") as cur:
+            assert [r[0] for r in await cur.fetchall()] == ["rename,validation", None]
+        assert [a.categories for a in await store.attempts(scenario)] == [("rename", "validation"), ()]
+        assert [p.categories for p in await store.progress("w")] == [("rename", "validation"), ()]
+        await store.db.execute("UPDATE attempts SET categories = 'rename,gremlins' WHERE id = ?", (failed.id,))
+        with pytest.raises(UnknownWord, match="unknown failure category 'gremlins'"):
+            await store.attempts(scenario)
+        with pytest.raises(UnknownWord, match="unknown failure category 'gremlins'"):
+            await store.progress("w")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from protocol.kinds import CATEGORIES
 from staminad.bench.readme import RULES
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
-from staminad.suite.model import CATEGORIES
 
 SCENARIO = generate(3, ScenarioParams(turns=40))
 

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from protocol.kinds import CATEGORIES
 from staminad.suite.feedback import render_feedback
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
 from staminad.suite.http11 import Http11Transport
-from staminad.suite.model import CATEGORIES, Absent, Equals, IsInteger, ListIds, Suite, req
+from staminad.suite.model import Absent, Equals, IsInteger, ListIds, Suite, req
 from staminad.suite.model import Test as SuiteTest
 from staminad.suite.runner import EXCERPT, SuiteResult, run_suite
 from tests.helpers.rawserver import Conn, RawServer

@@ -50,7 +50,7 @@ async def _agent_wrote_scripts(state: Path) -> None:
             Verdict(
                 results=results,
                 outcome="fail",
-                categories="business_logic",
+                categories=("business_logic",),
                 passed_tests=1,
                 total_tests=2,
                 feedback=f"feedback {SCRIPT}",

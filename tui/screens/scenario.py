@@ -233,7 +233,7 @@ def _seconds(value: float | None) -> str:
 
 
 def _cells(a: AttemptSummary) -> tuple[Any, ...]:
-    failure = a.infra_kind if a.outcome == "infra" else (a.categories or "")
+    failure = a.infra_kind if a.outcome == "infra" else ",".join(a.categories)
     tests = f"{a.passed_tests}/{a.total_tests}" if a.total_tests is not None else "-"
     outcome = a.outcome or _RUNNING.get(a.phase, a.phase)
     return (
