@@ -19,7 +19,9 @@ EMPTY: dict[object, object] = {str: "", int: 0, float: 0.0, bool: False}
 
 
 def _empty(tp: object) -> object:
-    """The empty value of a plain type; a closed set's (a `Literal`, or a union of them) first word."""
+    """The empty value of a plain type or a tuple; a closed set's (a `Literal`, or a union of them) first word."""
+    if typing.get_origin(tp) is tuple:
+        return ()
     if typing.get_origin(tp) is typing.Literal:
         return typing.get_args(tp)[0]
     if typing.get_origin(tp) is typing.Union:
