@@ -24,7 +24,6 @@ OVER_TODAY = frozenset(
         "staminad/sandbox/local.py",
         "staminad/sandbox/sealed.py",
         "staminad/sandbox/volume.py",
-        "state/store.py",
     }
 )
 

@@ -26,7 +26,8 @@ from staminad.sandbox.bounded import bounded_tail
 from staminad.sandbox.codekeep import KeptCode
 from staminad.viewer.rows import ConfigSummary, Curve, GridRow, Pair
 from state import browse
-from state.store import Progress, StoredScenario
+from state.scenarios import StoredScenario
+from state.store import Progress
 
 PROMPT_LIMIT = 200_000  # characters of a prompt or feedback shown; the rest is cut with a note
 LOG_LIMIT = 64 * 1024  # bytes of a log's tail shown

@@ -29,8 +29,8 @@ from protocol.messages import Message, RequestFor
 from staminad.daemon.views import scenario_list
 from staminad.engine.standing import scenario_row, turn_timeout
 from state import Store
+from state.scenarios import StoredScenario as Stored
 from state.store import Progress
-from state.store import StoredScenario as Stored
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 
