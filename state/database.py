@@ -105,6 +105,6 @@ def _read(path: Path, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
 S = TypeVar("S", bound=msgspec.Struct)
 
 
-def decode_row(cls: type[S], columns: Iterable[str], row: Iterable[object]) -> S:
+def row_as(cls: type[S], columns: Iterable[str], row: Iterable[object]) -> S:
     """A row as `cls`, its words checked against their closed sets (a word outside one is a ValidationError)."""
     return msgspec.convert(dict(zip(columns, row, strict=True)), cls)

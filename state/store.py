@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from protocol.kinds import AttemptStep, InfraKind, Outcome
-from state.database import decode_row
+from state.database import row_as
 from state.scenarios import ScenarioRecords
 
 
@@ -155,7 +155,7 @@ class Store(ScenarioRecords):
             f"SELECT {cols} FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try", (scenario_id,)
         ) as cur:
             rows = await cur.fetchall()
-        return [decode_row(AttemptRow, _ATTEMPT_COLUMNS, r) for r in rows]
+        return [row_as(AttemptRow, _ATTEMPT_COLUMNS, r) for r in rows]
 
     async def turns_passed(self, scenario_id: int) -> int:
         """How many distinct turns of the scenario have a passing attempt (read from an index, no row)."""
@@ -181,7 +181,7 @@ class Store(ScenarioRecords):
             (scenario_id, scenario_id),
         ) as cur:
             rows = await cur.fetchall()
-        return [decode_row(AttemptRow, _ATTEMPT_COLUMNS, r) for r in rows]
+        return [row_as(AttemptRow, _ATTEMPT_COLUMNS, r) for r in rows]
 
     async def progress(self, sweep_id: str) -> list[Progress]:
         """Every attempt of the sweep, reduced to `Progress`, in scenario and attempt order."""
@@ -193,7 +193,7 @@ class Store(ScenarioRecords):
         )
         async with self.db.execute(sql, (sweep_id,)) as cur:
             rows = await cur.fetchall()
-        return [decode_row(Progress, Progress.__struct_fields__, r) for r in rows]
+        return [row_as(Progress, Progress.__struct_fields__, r) for r in rows]
 
     async def llm_call(
         self,
