@@ -1,34 +1,158 @@
-"""Read-only queries the web viewer makes: one sweep, scenario or attempt at a time, tolerant of old stores.
+"""Read-only queries the web viewer and the exports make: one sweep, scenario or attempt at a time, typed, tolerant of
+old stores.
 
 Plain sqlite3 over a `mode=ro` connection, like `queries`: the viewer never writes, so it can read a store
-while a daemon writes it (WAL) and after the daemon is gone. A store written by an older staminad lacks the
-columns and tables later migrations added; rows come back as dicts with those keys present and None, so a
-page shows them empty instead of failing.
+while a daemon writes it (WAL) and after the daemon is gone. Each row is decoded into a frozen Struct (closed sets
+as `protocol.kinds` Literals), so a reader gets attributes mypy checks. A store written by an older staminad lacks
+the columns later migrations added: their fields have defaults (None, 0, ''), so a page shows them empty instead
+of failing. A stored value that does not fit its field (a hand-edited or damaged row) is a `state.rows.DamagedRow`:
+one line naming the row and the value, never a crash in a reader.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import msgspec
 
 from protocol.errors import ExpectedError
-from protocol.kinds import known_categories
+from protocol.kinds import (
+    AttemptStep,
+    FailureCategory,
+    InfraKind,
+    Outcome,
+    ScenarioStatus,
+    SweepStatus,
+    UnknownWord,
+    known_scenario_status,
+)
 from state.queries import decode_results
+from state.rows import DamagedRow, decode_row
 from state.schema import MIGRATIONS
+from state.store import Progress
 
 LATEST = len(MIGRATIONS)
-
-# Columns later migrations added, filled in as None when a store predates them.
-_LATE_COLUMNS = {
-    "attempts": ("finished_at", "loc", "server_log"),
-    "sweeps": ("turns", "paused_seconds", "paused_at", "reason"),
-    "scenarios": ("infra_grant",),
-    "configurations": ("model",),
-}
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 class StoreVersionError(ExpectedError):
     """The store was written by a newer staminad than this one."""
+
+
+class SweepRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A sweep's row (`config` is the sweep file as JSON)."""
+
+    id: str
+    name: str
+    fingerprint: str
+    config: str
+    status: SweepStatus
+    created_at: float
+    turns: int | None = None  # the horizon N; None for a store from before it was recorded, or not yet known
+    paused_seconds: float = 0.0
+    paused_at: float | None = None
+    reason: str = ""
+
+
+class SweepCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """A sweep with its scenario counts by status and its number of attempts (the sweeps page's line)."""
+
+    sweep: SweepRecord
+    statuses: dict[ScenarioStatus, int]
+    attempts: int
+
+
+class ConfigurationRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A configuration's row: what it runs (agent, model) with which R and feedback."""
+
+    id: int
+    sweep_id: str
+    name: str
+    agent: str
+    retries: int
+    feedback: str
+    model: str = ""  # '' for a store from before models were an axis
+
+
+class ScenarioRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A scenario's row with its configuration's name; `sandbox` is the stored JSON text, as written."""
+
+    id: int
+    config_id: int
+    configuration: str
+    seed: int
+    status: ScenarioStatus
+    turns_passed: int
+    reason: str
+    sandbox: str
+    updated_at: float
+    infra_grant: int = 0
+
+
+class ScenarioDetail(ScenarioRecord, frozen=True, kw_only=True):
+    """A scenario's row with what its configuration runs, for the scenario's own page."""
+
+    agent: str
+    retries: int
+    feedback: str
+
+
+class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """An attempt's row, with its per-test results decoded (`tests`; empty when the suite never ran)."""
+
+    id: int
+    scenario_id: int
+    turn: int
+    attempt: int
+    infra_try: int
+    phase: AttemptStep
+    prompt_kind: str
+    prompt: str
+    launched_at: float
+    harness_exit: int | None = None
+    harness_signal: int | None = None
+    harness_seconds: float | None = None
+    marker_latency: float | None = None
+    server_seconds: float | None = None
+    suite_seconds: float | None = None
+    teardown_seconds: float | None = None
+    outcome: Outcome | None = None
+    infra_kind: InfraKind | None = None
+    categories: tuple[FailureCategory, ...] = ()  # stored comma-joined (NULL: none)
+    passed_tests: int | None = None
+    total_tests: int | None = None
+    feedback: str | None = None
+    finished_at: float | None = None
+    loc: int | None = None
+    server_log: str | None = None
+    snapshot_bytes: int | None = None
+    snapshot_skipped: str | None = None
+    resumed_at: float | None = None
+    tests: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+class InfraEventRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """An infrastructure failure recorded for a scenario, at an attempt."""
+
+    id: int
+    scenario_id: int
+    turn: int
+    attempt: int
+    kind: InfraKind
+    detail: str
+    at: float
+
+
+class AttemptUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """The model calls an attempt made through the gateway: how many, their tokens and dollars."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost: float
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -45,27 +169,34 @@ def has_table(conn: sqlite3.Connection, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
-def _dicts(conn: sqlite3.Connection, table: str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    out = []
-    for row in conn.execute(sql, params):
-        d = dict(zip(row.keys(), tuple(row), strict=True))
-        for col in _LATE_COLUMNS.get(table, ()):
-            d.setdefault(col, None)
-        out.append(d)
-    return out
+def _rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    return [dict(zip(row.keys(), tuple(row), strict=True)) for row in conn.execute(sql, params)]
 
 
-def sweeps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def _sweep(row: Mapping[str, Any]) -> SweepRecord:
+    return decode_row(SweepRecord, row, f"sweep {row.get('id')!r}")
+
+
+def _scenario(cls: type[S], row: Mapping[str, Any]) -> S:
+    what = f"scenario {row.get('id')} (seed {row.get('seed')} of configuration {row.get('configuration')!r})"
+    return decode_row(cls, row, what)
+
+
+def sweeps(conn: sqlite3.Connection) -> list[SweepCounts]:
     """Every sweep with its scenario counts by status and its number of attempts."""
     if not has_table(conn, "sweeps"):
         return []
-    rows = _dicts(conn, "sweeps", "SELECT * FROM sweeps ORDER BY created_at")
-    counts: dict[str, dict[str, int]] = {}
+    rows = _rows(conn, "SELECT * FROM sweeps ORDER BY created_at")
+    counts: dict[str, dict[ScenarioStatus, int]] = {}
     for r in conn.execute(
         "SELECT c.sweep_id, s.status, COUNT(*) AS n FROM scenarios s "
         "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id, s.status"
     ):
-        counts.setdefault(r["sweep_id"], {})[r["status"]] = int(r["n"])
+        try:
+            status = known_scenario_status(r["status"])
+        except UnknownWord as unknown:
+            raise DamagedRow(f"a scenario of sweep {r['sweep_id']!r} in the store cannot be read: {unknown}") from None
+        counts.setdefault(r["sweep_id"], {})[status] = int(r["n"])
     attempts = {
         r["sweep_id"]: int(r["n"])
         for r in conn.execute(
@@ -73,81 +204,71 @@ def sweeps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             "JOIN configurations c ON c.id = s.config_id GROUP BY c.sweep_id"
         )
     }
-    for r in rows:
-        r["statuses"] = counts.get(r["id"], {})
-        r["attempts"] = attempts.get(r["id"], 0)
-    return rows
+    return [
+        SweepCounts(sweep=_sweep(r), statuses=counts.get(r["id"], {}), attempts=attempts.get(r["id"], 0)) for r in rows
+    ]
 
 
-def sweep(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any] | None:
-    rows = _dicts(conn, "sweeps", "SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
-    return rows[0] if rows else None
+def sweep(conn: sqlite3.Connection, sweep_id: str) -> SweepRecord | None:
+    rows = _rows(conn, "SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
+    return _sweep(rows[0]) if rows else None
 
 
-def configurations(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
-    return _dicts(conn, "configurations", "SELECT * FROM configurations WHERE sweep_id = ? ORDER BY id", (sweep_id,))
+def configurations(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigurationRecord]:
+    return [
+        decode_row(ConfigurationRecord, r, f"configuration {r.get('name')!r} of sweep {sweep_id!r}")
+        for r in _rows(conn, "SELECT * FROM configurations WHERE sweep_id = ? ORDER BY id", (sweep_id,))
+    ]
 
 
-def scenarios(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
+def scenarios(conn: sqlite3.Connection, sweep_id: str) -> list[ScenarioRecord]:
     """Every scenario of the sweep with its configuration's name, in configuration then seed order."""
-    return _dicts(
-        conn,
-        "scenarios",
+    sql = (
         "SELECT s.*, c.name AS configuration FROM scenarios s "
-        "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? ORDER BY c.id, s.seed",
-        (sweep_id,),
+        "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? ORDER BY c.id, s.seed"
     )
+    return [_scenario(ScenarioRecord, r) for r in _rows(conn, sql, (sweep_id,))]
 
 
-def scenario(conn: sqlite3.Connection, sweep_id: str, configuration: str, seed: int) -> dict[str, Any] | None:
-    rows = _dicts(
+def scenario(conn: sqlite3.Connection, sweep_id: str, configuration: str, seed: int) -> ScenarioDetail | None:
+    rows = _rows(
         conn,
-        "scenarios",
         "SELECT s.*, c.name AS configuration, c.retries, c.feedback, c.agent "
         "FROM scenarios s JOIN configurations c ON c.id = s.config_id "
         "WHERE c.sweep_id = ? AND c.name = ? AND s.seed = ?",
         (sweep_id, configuration, seed),
     )
-    return rows[0] if rows else None
+    return _scenario(ScenarioDetail, rows[0]) if rows else None
 
 
-def progress(conn: sqlite3.Connection, sweep_id: str) -> list[dict[str, Any]]:
-    """The attempt columns that say where each scenario stands, in scenario and attempt order (the categories as
-    their words, as `state.store.Progress` has them)."""
-    rows = _dicts(
-        conn,
-        "progress",
-        "SELECT a.scenario_id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome, "
+def progress(conn: sqlite3.Connection, sweep_id: str) -> list[Progress]:
+    """The attempt columns that say where each scenario stands, in scenario and attempt order."""
+    sql = (
+        "SELECT a.id, a.scenario_id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome, "
         "a.infra_kind, a.categories FROM attempts a JOIN scenarios s ON s.id = a.scenario_id "
         "JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? "
-        "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try",
-        (sweep_id,),
+        "ORDER BY a.scenario_id, a.turn, a.attempt, a.infra_try"
     )
-    for r in rows:
-        r["categories"] = known_categories(r["categories"])
-    return rows
+    return [decode_row(Progress, r, f"attempt {r['id']}") for r in _rows(conn, sql, (sweep_id,))]
 
 
-def attempts(conn: sqlite3.Connection, scenario_id: int) -> list[dict[str, Any]]:
+def attempts(conn: sqlite3.Connection, scenario_id: int) -> list[AttemptRecord]:
     """A scenario's attempts in order, each with its decoded per-test results under `tests`."""
-    rows = _dicts(
-        conn,
-        "attempts",
-        "SELECT * FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try",
-        (scenario_id,),
-    )
-    for r in rows:
+    out = []
+    for r in _rows(
+        conn, "SELECT * FROM attempts WHERE scenario_id = ? ORDER BY turn, attempt, infra_try", (scenario_id,)
+    ):
         r["tests"] = decode_results(r.pop("results", None))
-    return rows
+        out.append(decode_row(AttemptRecord, r, f"attempt {r['id']}"))
+    return out
 
 
-def infra_events(conn: sqlite3.Connection, scenario_id: int) -> list[dict[str, Any]]:
-    return _dicts(
-        conn, "infra_events", "SELECT * FROM infra_events WHERE scenario_id = ? ORDER BY at, id", (scenario_id,)
-    )
+def infra_events(conn: sqlite3.Connection, scenario_id: int) -> list[InfraEventRecord]:
+    sql = "SELECT * FROM infra_events WHERE scenario_id = ? ORDER BY at, id"
+    return [decode_row(InfraEventRecord, r, f"infra event {r['id']}") for r in _rows(conn, sql, (scenario_id,))]
 
 
-def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, dict[str, Any]]:
+def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, AttemptUsage]:
     """Tokens, cost and model calls per attempt id of the scenario (empty for a store without a gateway)."""
     if not has_table(conn, "llm_calls"):
         return {}
@@ -156,7 +277,10 @@ def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, di
         "SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost) AS cost "
         "FROM llm_calls WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id"
     )
-    return {int(r["attempt_id"]): dict(r) for r in conn.execute(sql, (scenario_id,))}
+    return {
+        int(r["attempt_id"]): decode_row(AttemptUsage, r, f"the model calls of attempt {r['attempt_id']}")
+        for r in _rows(conn, sql, (scenario_id,))
+    }
 
 
 def usage_by_scenario(conn: sqlite3.Connection, sweep_id: str) -> dict[int, tuple[float, int]]:

@@ -49,12 +49,12 @@ def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> CostStud
         ):
             per_turn.setdefault(int(r["scenario_id"]), {})[int(r["turn"])] = float(r["cost"] or 0.0)
         for s in browse.scenarios(conn, sweep):
-            turns = per_turn.get(s["id"], {})
-            found.setdefault(s["configuration"], []).append(
+            turns = per_turn.get(s.id, {})
+            found.setdefault(s.configuration, []).append(
                 CostScenario(
-                    seed=s["seed"],
-                    turns_passed=s["turns_passed"],
-                    status=s["status"],
+                    seed=s.seed,
+                    turns_passed=s.turns_passed,
+                    status=s.status,
                     cost=sum(turns.values()),
                     cost_by_turn=sorted(turns.items()),
                 )

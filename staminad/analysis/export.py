@@ -53,24 +53,46 @@ COLUMNS: dict[str, str] = {
     "cost": "US dollars of those calls at the configured prices",
 }
 
-_TIMING = {
-    "launched_at": "launched_at",
-    "finished_at": "finished_at",
-    "harness_seconds": "harness_seconds",
-    "marker_latency": "marker_latency",
-    "server_start_seconds": "server_seconds",
-    "suite_seconds": "suite_seconds",
-    "teardown_seconds": "teardown_seconds",
-    "harness_exit": "harness_exit",
-    "harness_signal": "harness_signal",
-}
-_USAGE = {
-    "model_calls": "calls",
-    "input_tokens": "input_tokens",
-    "output_tokens": "output_tokens",
-    "cached_tokens": "cached_tokens",
-    "cost": "cost",
-}
+_TIMING = (
+    "launched_at",
+    "finished_at",
+    "harness_seconds",
+    "marker_latency",
+    "server_start_seconds",
+    "suite_seconds",
+    "teardown_seconds",
+    "harness_exit",
+    "harness_signal",
+)
+_USAGE = ("model_calls", "input_tokens", "output_tokens", "cached_tokens", "cost")
+
+
+def _timing(a: browse.AttemptRecord) -> dict[str, Any]:
+    """The attempt's timings and harness end, under their `COLUMNS` names (`_TIMING`)."""
+    return {
+        "launched_at": a.launched_at,
+        "finished_at": a.finished_at,
+        "harness_seconds": a.harness_seconds,
+        "marker_latency": a.marker_latency,
+        "server_start_seconds": a.server_seconds,
+        "suite_seconds": a.suite_seconds,
+        "teardown_seconds": a.teardown_seconds,
+        "harness_exit": a.harness_exit,
+        "harness_signal": a.harness_signal,
+    }
+
+
+def _usage(u: browse.AttemptUsage | None) -> dict[str, Any]:
+    """The attempt's model calls through the gateway under their `COLUMNS` names (`_USAGE`); empty without any."""
+    if u is None:
+        return dict.fromkeys(_USAGE)
+    return {
+        "model_calls": u.calls,
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cached_tokens": u.cached_tokens,
+        "cost": u.cost,
+    }
 
 
 def _details(db: Path | None, configs: list[ConfigData]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -82,12 +104,10 @@ def _details(db: Path | None, configs: list[ConfigData]) -> dict[tuple[Any, ...]
     try:
         for sweep in dict.fromkeys(c.sweep for c in configs):
             for s in browse.scenarios(conn, sweep):
-                usage = browse.usage_by_attempt(conn, s["id"])
-                for a in browse.attempts(conn, s["id"]):
-                    row = {k: a.get(col) for k, col in _TIMING.items()}
-                    u = usage.get(a["id"])
-                    row.update({k: (u[col] if u else None) for k, col in _USAGE.items()})
-                    out[(sweep, s["configuration"], s["seed"], a["turn"], a["attempt"], a["infra_try"])] = row
+                usage = browse.usage_by_attempt(conn, s.id)
+                for a in browse.attempts(conn, s.id):
+                    row = _timing(a) | _usage(usage.get(a.id))
+                    out[(sweep, s.configuration, s.seed, a.turn, a.attempt, a.infra_try)] = row
     finally:
         conn.close()
     return out

@@ -24,7 +24,8 @@ from staminad.engine.standing import scenario_row, turn_timeout
 from staminad.engine.summary import summarize_in
 from staminad.sandbox.bounded import bounded_tail
 from state import sweeps
-from state.store import Store, StoredScenario
+from state.scenarios import StoredScenario
+from state.store import Store
 
 LOG_TAIL = 4000  # bytes of a harness log a reply carries (the engine bounds the stored server logs)
 

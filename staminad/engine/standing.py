@@ -12,7 +12,8 @@ import msgspec
 
 from protocol.events import FINAL, Step, phase, watchdog_deadline
 from protocol.messages import HISTORY_END, ScenarioRow
-from state.store import Progress, StoredScenario
+from state.scenarios import StoredScenario
+from state.store import Progress
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from staminad.viewer.ops import ops_context
 from staminad.viewer.render import STATIC, LiveLinks, render
 from state import browse
 from state.queries import connect_readonly
+from state.rows import DamagedRow
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -58,6 +59,8 @@ def _page(db: Path, build: Callable[[sqlite3.Connection], tuple[str, dict[str, A
         return 404, render("message.html", LINKS, heading="Not found", message=str(exc))
     except browse.StoreVersionError as exc:
         return 200, render("message.html", LINKS, heading="Store too new", message=str(exc))
+    except DamagedRow as exc:
+        return 200, render("message.html", LINKS, heading="Damaged store", message=str(exc))
     except sqlite3.DatabaseError as exc:
         return 200, render(
             "message.html",

@@ -16,7 +16,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from protocol.events import FINAL
+from protocol.kinds import ScenarioStatus, SweepStatus
 from protocol.messages import CodeChange
 from staminad.analysis.codediff import AttemptRef, code_change
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
@@ -24,9 +27,10 @@ from staminad.engine.score import Standing, best_score, counts_text, not_final, 
 from staminad.engine.standing import scenario_row
 from staminad.sandbox.bounded import bounded_tail
 from staminad.sandbox.codekeep import KeptCode
-from staminad.viewer.rows import ConfigSummary, Curve, GridRow, Pair
+from staminad.viewer.rows import ConfigSummary, Curve, GridRow, Pair, SweepLine
 from state import browse
-from state.store import Progress, StoredScenario
+from state.scenarios import StoredScenario
+from state.store import Progress
 
 PROMPT_LIMIT = 200_000  # characters of a prompt or feedback shown; the rest is cut with a note
 LOG_LIMIT = 64 * 1024  # bytes of a log's tail shown
@@ -62,22 +66,33 @@ def _decode_sandbox(text: str | None) -> dict[str, Any]:
 
 def sweeps_page(conn: sqlite3.Connection) -> dict[str, Any]:
     version = browse.schema_version(conn)
-    rows = browse.sweeps(conn)
-    for r in rows:
-        total = sum(r["statuses"].values())
-        r["scenarios"] = total
-        r["finished"] = sum(n for s, n in r["statuses"].items() if s in FINAL)
-        r["created"] = when(r["created_at"])
-        where = _standings(conn, r["id"])
-        r["headline"] = [
-            _config_summary(c, ss, r["turns"] or 0, {}, where, r["status"]) for c, ss in _by_config(conn, r["id"])
-        ]
-    return {"sweeps": rows, "version": version, "latest": browse.LATEST}
+    lines = []
+    for r in browse.sweeps(conn):
+        sw = r.sweep
+        where = _standings(conn, sw.id)
+        lines.append(
+            SweepLine(
+                id=sw.id,
+                name=sw.name,
+                status=sw.status,
+                turns=sw.turns,
+                scenarios=sum(r.statuses.values()),
+                finished=sum(n for s, n in r.statuses.items() if s in FINAL),
+                attempts=r.attempts,
+                created=when(sw.created_at),
+                headline=[
+                    _config_summary(c, ss, sw.turns or 0, {}, where, sw.status) for c, ss in _by_config(conn, sw.id)
+                ],
+            )
+        )
+    return {"sweeps": lines, "version": version, "latest": browse.LATEST}
 
 
-def _by_config(conn: sqlite3.Connection, sweep_id: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def _by_config(
+    conn: sqlite3.Connection, sweep_id: str
+) -> list[tuple[browse.ConfigurationRecord, list[browse.ScenarioRecord]]]:
     scen = browse.scenarios(conn, sweep_id)
-    return [(c, [s for s in scen if s["config_id"] == c["id"]]) for c in browse.configurations(conn, sweep_id)]
+    return [(c, [s for s in scen if s.config_id == c.id]) for c in browse.configurations(conn, sweep_id)]
 
 
 def _standings(conn: sqlite3.Connection, sweep_id: str) -> dict[int, Standing]:
@@ -85,13 +100,10 @@ def _standings(conn: sqlite3.Connection, sweep_id: str) -> dict[int, Standing]:
     last_kind: dict[int, str | None] = {}
     tested: set[int] = set()
     for p in browse.progress(conn, sweep_id):  # in attempt order: the last one's kind is kept
-        last_kind[p["scenario_id"]] = p["infra_kind"]
-        if p["outcome"] in ("pass", "fail"):
-            tested.add(p["scenario_id"])
-    return {
-        s["id"]: standing(s["status"], last_kind.get(s["id"]), s["id"] in tested)
-        for s in browse.scenarios(conn, sweep_id)
-    }
+        last_kind[p.scenario_id] = p.infra_kind
+        if p.outcome in ("pass", "fail"):
+            tested.add(p.scenario_id)
+    return {s.id: standing(s.status, last_kind.get(s.id), s.id in tested) for s in browse.scenarios(conn, sweep_id)}
 
 
 def _num(x: float | None) -> float | None:
@@ -99,27 +111,27 @@ def _num(x: float | None) -> float | None:
 
 
 def _config_summary(
-    c: dict[str, Any],
-    scen: list[dict[str, Any]],
+    c: browse.ConfigurationRecord,
+    scen: list[browse.ScenarioRecord],
     n_turns: int,
     usage: dict[int, tuple[float, int]],
     where: dict[int, Standing],
-    sweep_status: str,
+    sweep_status: SweepStatus,
 ) -> ConfigSummary:
-    t = tally((where[s["id"]], s["turns_passed"], s["status"] == "done") for s in scen)
-    statuses: dict[str, int] = {}
+    t = tally((where[s.id], s.turns_passed, s.status == "done") for s in scen)
+    statuses: dict[ScenarioStatus, int] = {}
     for s in scen:
-        statuses[s["status"]] = statuses.get(s["status"], 0) + 1
-    cost = sum(usage.get(s["id"], (0.0, 0))[0] for s in scen)
-    tokens = sum(usage.get(s["id"], (0.0, 0))[1] for s in scen)
+        statuses[s.status] = statuses.get(s.status, 0) + 1
+    cost = sum(usage.get(s.id, (0.0, 0))[0] for s in scen)
+    tokens = sum(usage.get(s.id, (0.0, 0))[1] for s in scen)
     return ConfigSummary(
-        name=c["name"],
-        agent=c["agent"],
-        model=c.get("model") or "",
-        retries=c["retries"],
-        feedback=c["feedback"],
+        name=c.name,
+        agent=c.agent,
+        model=c.model,
+        retries=c.retries,
+        feedback=c.feedback,
         scenarios=len(scen),
-        finished=sum(s["status"] in FINAL for s in scen),
+        finished=sum(s.status in FINAL for s in scen),
         mean=t.mean,
         se=t.se,
         pass_rate=t.pass_rate,
@@ -141,27 +153,27 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
     sw = browse.sweep(conn, sweep_id)
     if sw is None:
         raise NotFound(f"no sweep {sweep_id!r} in this store")
-    n_turns = int(sw["turns"] or 0)
+    n_turns = sw.turns or 0
     usage = browse.usage_by_scenario(conn, sweep_id)
     groups = _by_config(conn, sweep_id)
     progress: dict[int, list[Progress]] = {}
     for p in browse.progress(conn, sweep_id):
-        progress.setdefault(p["scenario_id"], []).append(Progress(**p))
+        progress.setdefault(p.scenario_id, []).append(p)
     configs: list[ConfigSummary] = []
     curves: list[Curve] = []
     grid: list[GridRow] = []
     where = _standings(conn, sweep_id)
     for c, scen in groups:
-        configs.append(_config_summary(c, scen, n_turns, usage, where, sw["status"]))
+        configs.append(_config_summary(c, scen, n_turns, usage, where, sw.status))
         # The survival curve is over the scored scenarios, as the report's: a harness out of infra retries
         # is an event there (paper), an unfinished or never-run scenario is not in it.
-        counted = [s for s in scen if where[s["id"]] == "scored"]
-        durations = [float(s["turns_passed"]) for s in counted]
-        observed = [s["status"] in ("failed", "infra_failed") for s in counted]
+        counted = [s for s in scen if where[s.id] == "scored"]
+        durations = [float(s.turns_passed) for s in counted]
+        observed = [s.status in ("failed", "infra_failed") for s in counted]
         km = kaplan_meier(durations, observed) if counted else None
         curves.append(
             Curve(
-                name=c["name"],
+                name=c.name,
                 tau=float(n_turns + 1),
                 times=list(km.times) if km else [],
                 survival=list(km.survival) if km else [],
@@ -169,14 +181,14 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
             )
         )
         for s in scen:
-            row = scenario_row(c["name"], _stored(s), progress.get(s["id"], []))
+            row = scenario_row(c.name, _stored(s), progress.get(s.id, []))
             cells = list(row.history)
             if row.status not in FINAL and len(cells) <= n_turns:
                 cells.append("·" if row.status == "pending" else "…")  # the turn being worked on
             grid.append(
                 GridRow(
-                    configuration=c["name"],
-                    seed=s["seed"],
+                    configuration=c.name,
+                    seed=s.seed,
                     status=row.status,
                     phase=row.phase,
                     turns_passed=row.turns_passed,
@@ -197,21 +209,21 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
         "curves": curves,
         "grid": grid,
         "turn_range": list(range(n_turns + 1)),
-        "created": when(sw["created_at"]),
+        "created": when(sw.created_at),
         "metered": any(c.tokens for c in configs),
     }
 
 
-def _stored(s: dict[str, Any]) -> StoredScenario:
+def _stored(s: browse.ScenarioRecord) -> StoredScenario:
     return StoredScenario(
-        id=s["id"],
-        config_id=s["config_id"],
-        seed=s["seed"],
-        status=s["status"],
-        turns_passed=s["turns_passed"],
-        reason=s["reason"],
+        id=s.id,
+        config_id=s.config_id,
+        seed=s.seed,
+        status=s.status,
+        turns_passed=s.turns_passed,
+        reason=s.reason,
         sandbox={},
-        infra_grant=s["infra_grant"] or 0,
+        infra_grant=s.infra_grant,
     )
 
 
@@ -220,23 +232,22 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
     sc = browse.scenario(conn, sweep_id, configuration, seed)
     if sc is None:
         raise NotFound(f"no scenario with seed {seed} in configuration {configuration!r} of sweep {sweep_id!r}")
-    sandbox = _decode_sandbox(sc["sandbox"])
+    sandbox = _decode_sandbox(sc.sandbox)
     root = Path(sandbox["root"]) if isinstance(sandbox.get("root"), str) else None
-    usage = browse.usage_by_attempt(conn, sc["id"])
+    usage = browse.usage_by_attempt(conn, sc.id)
     attempts = []
-    rows = browse.attempts(conn, sc["id"])
-    refs = [AttemptRef(a["id"], a["turn"], a["attempt"], a["infra_try"], a["phase"], a["outcome"]) for a in rows]
+    rows = browse.attempts(conn, sc.id)
+    refs = [AttemptRef(a.id, a.turn, a.attempt, a.infra_try, a.phase, a.outcome) for a in rows]
     listings: dict[str, KeptCode | None] = {}  # each attempt's listing read once for the page
     for a in rows:
-        prompt, prompt_cut = clip(a["prompt"])
-        feedback, feedback_cut = clip(a["feedback"])
-        failing = [t for t in a["tests"] if not t.get("passed")]
-        job = job_id(a["turn"], a["attempt"], a["infra_try"])
+        prompt, prompt_cut = clip(a.prompt)
+        feedback, feedback_cut = clip(a.feedback)
+        failing = [t for t in a.tests if not t.get("passed")]
+        job = job_id(a.turn, a.attempt, a.infra_try)
         log = bounded_tail(root / "control" / "jobs" / job / "log", LOG_LIMIT) if root else None
-        u = usage.get(a["id"])
         attempts.append(
             {
-                **a,
+                **msgspec.structs.asdict(a),
                 "prompt": prompt,
                 "prompt_cut": prompt_cut,
                 "feedback": feedback,
@@ -244,23 +255,23 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
                 "failing": failing,
                 "job": job,
                 "log": log,
-                "launched": when(a["launched_at"]),
-                "finished": when(a["finished_at"]),
-                "usage": u,
-                "anchor": f"a{a['id']}",
-                "code": code_view(code_change(root, refs, a["id"], CODE_LIMIT, listings)),
+                "launched": when(a.launched_at),
+                "finished": when(a.finished_at),
+                "usage": usage.get(a.id),
+                "anchor": f"a{a.id}",
+                "code": code_view(code_change(root, refs, a.id, CODE_LIMIT, listings)),
             }
         )
     sw = browse.sweep(conn, sweep_id)
     return {
         "sweep_id": sweep_id,
-        "best_score": best_score(int(sw["turns"] or 0)) if sw else None,
+        "best_score": best_score(sw.turns or 0) if sw else None,
         "scenario": sc,
         "sandbox": sandbox,
         "attempts": attempts,
-        "events": browse.infra_events(conn, sc["id"]),
-        "updated": when(sc["updated_at"]),
-        "cost": sum(float(u["cost"] or 0) for u in usage.values()) or None,
+        "events": browse.infra_events(conn, sc.id),
+        "updated": when(sc.updated_at),
+        "cost": sum(u.cost for u in usage.values()) or None,
     }
 
 
@@ -278,7 +289,7 @@ def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str 
     browse.schema_version(conn)
     if browse.sweep(conn, sweep_id) is None:
         raise NotFound(f"no sweep {sweep_id!r} in this store")
-    names = [c["name"] for c in browse.configurations(conn, sweep_id)]
+    names = [c.name for c in browse.configurations(conn, sweep_id)]
     out: dict[str, Any] = {"sweep_id": sweep_id, "names": names, "a": a, "b": b, "pairs": None}
     if a is None or b is None:
         return out
@@ -286,17 +297,17 @@ def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str 
         if name not in names:
             raise NotFound(f"no configuration {name!r} in sweep {sweep_id!r}")
     scen = browse.scenarios(conn, sweep_id)
-    sa = {s["seed"]: s for s in scen if s["configuration"] == a}
-    sb = {s["seed"]: s for s in scen if s["configuration"] == b}
+    sa = {s.seed: s for s in scen if s.configuration == a}
+    sb = {s.seed: s for s in scen if s.configuration == b}
     seeds = sorted(set(sa) & set(sb))
     pairs = [
         Pair(
             seed=s,
-            a=sa[s]["turns_passed"],
-            b=sb[s]["turns_passed"],
-            a_status=sa[s]["status"],
-            b_status=sb[s]["status"],
-            diff=sa[s]["turns_passed"] - sb[s]["turns_passed"],
+            a=sa[s].turns_passed,
+            b=sb[s].turns_passed,
+            a_status=sa[s].status,
+            b_status=sb[s].status,
+            diff=sa[s].turns_passed - sb[s].turns_passed,
         )
         for s in seeds
     ]
@@ -310,6 +321,6 @@ def compare_page(conn: sqlite3.Connection, sweep_id: str, a: str | None, b: str 
         wins=sum(d > 0 for d in diffs),
         losses=sum(d < 0 for d in diffs),
         ties=sum(d == 0 for d in diffs),
-        unfinished=sum(sa[s]["status"] not in FINAL or sb[s]["status"] not in FINAL for s in seeds),
+        unfinished=sum(sa[s].status not in FINAL or sb[s].status not in FINAL for s in seeds),
     )
     return out

@@ -1,5 +1,5 @@
-"""The rows the viewer's pages list, typed: a configuration's headline, its survival curve, a scenario's line in the
-scenarios x turns grid, and a pair of scenarios on the comparison page.
+"""The rows the viewer's pages list, typed: a sweep's line on the front page, a configuration's headline, its
+survival curve, a scenario's line in the scenarios x turns grid, and a pair of scenarios on the comparison page.
 
 `model` builds them from the store's rows; the templates, `svg` and `site` read their attributes. A figure that
 nothing scored gives is None (shown as `-`).
@@ -8,6 +8,8 @@ nothing scored gives is None (shown as `-`).
 from __future__ import annotations
 
 import msgspec
+
+from protocol.kinds import ScenarioStatus, SweepStatus
 
 
 class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -29,10 +31,24 @@ class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
     never_run: int
     counts: str  # `n=3; 1 unfinished, ...` (`staminad.engine.score.counts_text`)
     not_final: str  # why its numbers may still change, or ""
-    statuses: dict[str, int]  # scenarios per status
+    statuses: dict[ScenarioStatus, int]  # scenarios per status
     cost: float | None  # US dollars through the gateway; None when it recorded nothing
     tokens: int | None
     n_turns: int
+
+
+class SweepLine(msgspec.Struct, frozen=True, kw_only=True):
+    """A sweep on the sweeps page: its status, how many of its scenarios finished, and its configurations' headlines."""
+
+    id: str
+    name: str
+    status: SweepStatus
+    turns: int | None  # the horizon N; None while not known
+    scenarios: int
+    finished: int
+    attempts: int
+    created: str  # when it was made, for people
+    headline: list[ConfigSummary]
 
 
 class Curve(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,9 +79,9 @@ class Pair(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
     a: int
     b: int
-    a_status: str
-    b_status: str
+    a_status: ScenarioStatus
+    b_status: ScenarioStatus
     diff: int
 
 
-__all__ = ["ConfigSummary", "Curve", "GridRow", "Pair"]
+__all__ = ["ConfigSummary", "Curve", "GridRow", "Pair", "SweepLine"]

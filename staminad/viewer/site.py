@@ -35,21 +35,21 @@ def write_site(state_dir: Path, out: Path, sweeps: list[str] | None = None, figu
     try:
         front = model.sweeps_page(conn)
         if sweeps:
-            front["sweeps"] = [s for s in front["sweeps"] if s["id"] in sweeps]
+            front["sweeps"] = [s for s in front["sweeps"] if s.id in sweeps]
         front["figures"] = _figures(figures)
         page(links.home(), "sweeps.html", **front)
         for s in front["sweeps"]:
-            sweep = model.sweep_page(conn, s["id"])
+            sweep = model.sweep_page(conn, s.id)
             pairs = comparisons(sweep["configs"])
-            page(links.sweep(s["id"]), "sweep.html", comparisons=pairs, **sweep)
+            page(links.sweep(s.id), "sweep.html", comparisons=pairs, **sweep)
             for row in sweep["grid"]:
                 page(
-                    links.scenario(s["id"], row.configuration, row.seed),
+                    links.scenario(s.id, row.configuration, row.seed),
                     "scenario.html",
-                    **model.scenario_page(conn, s["id"], row.configuration, row.seed),
+                    **model.scenario_page(conn, s.id, row.configuration, row.seed),
                 )
             for a, b in pairs:
-                page(links.compare(s["id"], a, b), "compare.html", **model.compare_page(conn, s["id"], a, b))
+                page(links.compare(s.id, a, b), "compare.html", **model.compare_page(conn, s.id, a, b))
     finally:
         conn.close()
     return written

@@ -10,7 +10,7 @@ import pytest
 
 from protocol import Cancel, ErrorReply, Ok, Pause, Resume
 from protocol.events import SweepStarted
-from staminad.daemon import logs, service
+from staminad.daemon import control, logs
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 from tui.board import describe
@@ -37,7 +37,7 @@ async def test_submit_pause_resume_cancel_and_a_failed_sweep_are_logged(
             raise RuntimeError("the engine broke")
 
         # A bug in the engine cannot be provoked from outside; stand one in so the daemon meets it.
-        monkeypatch.setattr(service, "run_sweep", explode)
+        monkeypatch.setattr(control, "run_sweep", explode)
         await submit(state, broken)
         failed = await until(stream, "sweep_error")
         assert failed.sweep == "broken" and daemon.running.get("held") is None

@@ -55,7 +55,7 @@ def test_status_of_a_running_sweep_says_its_figures_are_not_final() -> None:
 
 def test_a_failed_sweep_says_why_on_its_line() -> None:
     """A sweep in `error` carries its one-line reason on the sweep line; the reason is made one bounded line."""
-    from staminad.daemon.service import REASON_LIMIT, failure_reason
+    from staminad.daemon.running import REASON_LIMIT, failure_reason
 
     info = SweepInfo(sweep="w", status="error", fingerprint="f", reason="SweepError: no such image")
     assert info_lines(info) == ["sweep w: error: SweepError: no such image"]
@@ -65,7 +65,7 @@ def test_a_failed_sweep_says_why_on_its_line() -> None:
 
 def test_a_failed_sweeps_reason_is_each_cause_inside_a_task_groups_wrapper() -> None:
     """The reason names the leaves of (nested) exception groups as `run` prints them, a bounded number of them."""
-    from staminad.daemon.service import REASON_CAUSES, failure_reason
+    from staminad.daemon.running import REASON_CAUSES, failure_reason
 
     missing = NotADirectoryError(20, "Not a directory", "/st/sandboxes/bad/c3-s0/workspace")
     assert failure_reason(ExceptionGroup("unhandled errors in a TaskGroup", [missing])) == (

@@ -29,8 +29,8 @@ from protocol.messages import Message, RequestFor
 from staminad.daemon.views import scenario_list
 from staminad.engine.standing import scenario_row, turn_timeout
 from state import Store
+from state.scenarios import StoredScenario as Stored
 from state.store import Progress
-from state.store import StoredScenario as Stored
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep
 
@@ -259,13 +259,14 @@ async def test_scenarios_held_at_a_pause_are_not_counted_as_running(tmp_path: Pa
     from anyio import wait_all_tasks_blocked
 
     from protocol import SweepInfo
-    from staminad.daemon.service import Daemon, _Running
+    from staminad.daemon.running import Running
+    from staminad.daemon.service import Daemon
     from staminad.engine.gate import Gate
 
     daemon = Daemon(tmp_path / "st", max_parallel=8)
     gate = Gate()
     gate.pause()
-    daemon.running["w"] = _Running("w", gate)
+    daemon.running["w"] = Running("w", gate)
     daemon.limiter.caps["w"] = 2
     info = SweepInfo(sweep="w", status="paused", fingerprint="f")
 
