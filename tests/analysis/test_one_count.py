@@ -89,7 +89,7 @@ def test_every_view_scores_the_same_scenarios_and_says_the_figures_are_not_final
     conn.row_factory = sqlite3.Row
     try:
         page = sweep_page(conn, "mix")
-        listed = sweeps_page(conn)["sweeps"][0]["headline"][0]
+        listed = sweeps_page(conn)["sweeps"][0].headline[0]
         best = scenario_page(conn, "mix", CONFIG, 5)["best_score"]
     finally:
         conn.close()
