@@ -240,7 +240,7 @@ def main() -> None:
             DockerSandbox.use_launcher = not args.no_launcher
             factory = docker_factory(sweep.run, PortAllocator())
             if args.workspace == "volume":
-                from staminad.sandbox.volume import volume_factory
+                from staminad.sandbox.volumefactory import volume_factory
 
                 factory = volume_factory(sweep.run)
         t0 = time.perf_counter()

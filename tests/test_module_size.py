@@ -21,9 +21,6 @@ OVER_TODAY = frozenset(
         "staminad/engine/scenario.py",
         "staminad/engine/sweep.py",
         "staminad/reference/server.py",
-        "staminad/sandbox/local.py",
-        "staminad/sandbox/sealed.py",
-        "staminad/sandbox/volume.py",
         "state/store.py",
     }
 )

@@ -123,7 +123,7 @@ def _make_docker(p: Placement) -> Made:
         pool = EnginePool(p.run, list(p.engines), slots=p.slots)
         return pool, f"docker on {len(p.engines)} engines, workspace in volumes: {names}"
     if p.run.workspace == "volume":
-        from staminad.sandbox.volume import volume_factory
+        from staminad.sandbox.volumefactory import volume_factory
 
         return volume_factory(p.run), "docker (workspace in volumes)"
     from staminad.sandbox.docker import docker_factory

@@ -97,7 +97,7 @@ def volume_on(run: ContainerSettings) -> Callable[[Endpoint], SandboxFactory]:
     """Volume sandboxes on an endpoint: published on loopback for a local engine, on every address elsewhere."""
 
     def make(endpoint: Endpoint) -> SandboxFactory:
-        from staminad.sandbox.volume import volume_factory
+        from staminad.sandbox.volumefactory import volume_factory
 
         publish = "127.0.0.1" if endpoint.host in ("127.0.0.1", "localhost", "::1") else "0.0.0.0"
         return volume_factory(run, endpoint.connect, publish, endpoint.host, endpoint.spec.gateway)

@@ -48,7 +48,6 @@ from staminad.sandbox.base import (
     HostView,
     JobState,
     SandboxError,
-    SandboxFactory,
     Snapshot,
     job_script,
 )
@@ -58,12 +57,9 @@ from staminad.sandbox.container import (
     HARNESS_DIR,
     OP_TIMEOUT,
     ROOT,
-    ContainerFactory,
     _agent,
     agent_ids,
     ensure_network,
-    reap,
-    reap_volumes,
 )
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
@@ -364,62 +360,3 @@ class VolumeSandbox(SealedContainer):
         if container is not None:
             with contextlib.suppress(SandboxError):
                 await self._engine("remove container", lambda: container.delete(force=True))
-
-
-class VolumeFactory(ContainerFactory):
-    """Volume sandboxes on one engine: `connect` reaches it, its published ports are reached at `server_host`."""
-
-    def __init__(
-        self,
-        run: ContainerSettings,
-        connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
-        publish_ip: str = "127.0.0.1",
-        server_host: str = "127.0.0.1",
-        gateway: str | None = None,
-    ) -> None:
-        super().__init__(run, connect)
-        self.publish_ip, self.server_host = publish_ip, server_host
-        self.gateway = gateway  # where its containers reach the LLM gateway; None: the engine's own bridge
-
-    async def llm_hosts(self) -> list[str]:
-        """The gateway's address for this engine's containers: the one configured, else its bridge's host side."""
-        if self.gateway is None:
-            return await super().llm_hosts()
-        self.bridge_ip = self.gateway  # where granted sandboxes are sent, and the one address their seal lets out
-        return [self.gateway]
-
-    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
-        sandbox = VolumeSandbox(
-            self.client(),
-            root,
-            root.parent.name,
-            label,
-            self.run,
-            self.creations,
-            grant,
-            self.llm(),
-            self.publish_ip,
-            self.server_host,
-        )
-        sandbox.llm_host = self.bridge_ip or "127.0.0.1"
-        return sandbox
-
-    async def aclose(self, sandboxes: Path) -> None:
-        """Remove the sweep's containers, then its volumes (its snapshots stay in the state dir)."""
-        client, self._client = self._client or self.connect(), None
-        try:
-            where = Path(await anyio.Path(sandboxes).resolve())
-            await reap(client, where)
-            await reap_volumes(client, where)
-        finally:
-            await client.close()
-
-
-def volume_factory(
-    run: ContainerSettings,
-    connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
-    publish_ip: str = "127.0.0.1",
-    server_host: str = "127.0.0.1",
-    gateway: str | None = None,
-) -> SandboxFactory:
-    return VolumeFactory(run, connect, publish_ip, server_host, gateway)

@@ -28,7 +28,8 @@ from staminad.sandbox.container import container_name, reap_volumes
 from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.volume import VolumeFactory, VolumeSandbox, volume_factory
+from staminad.sandbox.volume import VolumeSandbox
+from staminad.sandbox.volumefactory import VolumeFactory, volume_factory
 from tests.helpers.sweeps import sweep, write_sweep
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
@@ -40,7 +41,7 @@ DAEMON = """
 import anyio, sys
 from pathlib import Path
 from staminad.engine.config import RunSettings
-from staminad.sandbox.volume import VolumeFactory
+from staminad.sandbox.volumefactory import VolumeFactory
 
 async def main():
     box = VolumeFactory(RunSettings(image=sys.argv[2], workspace="volume"))(Path(sys.argv[1]), "x")

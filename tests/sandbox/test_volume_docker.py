@@ -20,7 +20,8 @@ from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.replies import A
 from staminad.sandbox.snapshot import tar_bytes
 from staminad.sandbox.volset import PARTS
-from staminad.sandbox.volume import VolumeFactory, VolumeSandbox
+from staminad.sandbox.volume import VolumeSandbox
+from staminad.sandbox.volumefactory import VolumeFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 

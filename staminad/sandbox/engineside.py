@@ -1,0 +1,304 @@
+"""The engine's side of a sealed container: its create request, network seal, state, events and statistics.
+
+`EngineContainer` is what the engine sees of one scenario's container, the same for every Docker sandbox
+(`sealed.SealedContainer` builds the launcher's side on it): the container's limits and capabilities
+(`_config`), the firewall loaded by a helper before the agent runs (`_seal`), commands run in it by
+`docker exec` (`_run`), the judgement of a lost or paused container from the engine's state and events
+(`health`, `frozen`), and whether its own processes exhausted its limits (`exhausted`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import aiodocker
+import aiohttp
+import anyio
+
+from protocol.kinds import InfraKind
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Grant, Loss, SandboxError, SandboxPaths
+from staminad.sandbox.container import (
+    _KEEPALIVE,
+    EVENT_SETTLE,
+    EVENTS,
+    FSIZE,
+    LABEL_SANDBOXES,
+    LABEL_SCENARIO,
+    LABEL_SWEEP,
+    NETWORK,
+    OP_TIMEOUT,
+    OUTPUT_LIMIT,
+    QUOTA_KB,
+    ROOT,
+    TMP_MB,
+    _started,
+    container_name,
+    firewall,
+    judge,
+)
+
+PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
+MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
+
+
+class EngineContainer:
+    """One scenario's labelled, sealed container as its engine sees it (see the module docstring)."""
+
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        root: Path,
+        sweep: str,
+        label: str,
+        run: ContainerSettings,
+        creations: anyio.CapacityLimiter | None = None,
+        grant: Grant = Grant(),  # noqa: B008 - frozen
+        llm: tuple[str, int] | None = None,
+        publish_ip: str = "127.0.0.1",
+    ) -> None:
+        self.docker = docker
+        self.root = root = root.resolve()
+        self.grant = grant
+        self.image = grant.image or run.image  # each configuration's adapter may name its own layer
+        self.quota_kb = QUOTA_KB
+        self.llm = llm if grant.llm else None  # (address, port) of the gateway this sandbox may reach
+        self.paths = SandboxPaths("/workspace", "/stamina", "/harness")
+        self.sweep, self.label, self.run = sweep, label, run
+        self.name = container_name(sweep, root)
+        self.port: int | None = None  # the server's published port on the engine's host
+        self.publish_ip = publish_ip  # the engine host's address the port is published on
+        self.creations = creations or anyio.CapacityLimiter(1)
+        self.llm_host = "127.0.0.1"
+
+    def _labels(self) -> dict[str, str]:
+        return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "runtime": "docker",
+            "container": self.name,
+            "image": self.image,
+            "root": str(self.root),
+            "port": self.port,
+        }
+
+    async def _container(self) -> Any:
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                return await self.docker.containers.get(self.name)
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status == 404:
+                return None
+            raise SandboxError(f"docker: {exc.message}", "engine_error") from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"docker engine: {type(exc).__name__}: {exc}", "engine_error") from None
+
+    def _config(self) -> dict[str, Any]:
+        """The container's create request (the server port published at `self.port`, "" for one Docker picks)."""
+        memory = self.run.memory_mb * 1024 * 1024
+        return {
+            "Image": self.image,
+            "Cmd": _KEEPALIVE,
+            # Root's keepalive only: Docker gives an exec the capabilities of the container's user, and the root
+            # side needs SETUID/SETGID/KILL; every process of the agent runs as the agent (setpriv), with none.
+            "User": ROOT,
+            "WorkingDir": "/workspace",
+            "Env": ["HOME=/workspace/.home", "TMPDIR=/tmp"],
+            "Labels": self._labels(),
+            "ExposedPorts": {f"{SERVER_PORT_IN_CONTAINER}/tcp": {}},
+            "HostConfig": {
+                **self._mounts(),
+                "Tmpfs": {"/tmp": f"rw,nosuid,nodev,size={TMP_MB}m,mode=1777"},
+                "ReadonlyRootfs": True,
+                "PortBindings": {
+                    f"{SERVER_PORT_IN_CONTAINER}/tcp": [{"HostIp": self.publish_ip, "HostPort": str(self.port or "")}]
+                },
+                "NanoCpus": int(self.run.cpus * 1e9),
+                "Memory": memory,
+                "MemorySwap": memory,  # no swap on top of the memory limit
+                "PidsLimit": self.run.pids,
+                "Ulimits": [{"Name": "fsize", "Soft": FSIZE, "Hard": FSIZE}, {"Name": "core", "Soft": 0, "Hard": 0}],
+                "Init": True,
+                "NetworkMode": NETWORK,
+                "Sysctls": {"net.ipv6.conf.all.disable_ipv6": "1"},  # the firewall below is IPv4's
+                "CapDrop": ["ALL"],
+                # SETUID/SETGID: the root side drops to the agent (setpriv); KILL: it stops the agent's groups.
+                "CapAdd": ["SETUID", "SETGID", "KILL"],
+                "SecurityOpt": ["no-new-privileges"],
+            },
+        }
+
+    async def _seal(self, container: Any) -> None:
+        """Load the firewall into the container's network namespace before any agent process runs.
+
+        A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
+        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules.
+        """
+        config: dict[str, Any] = {
+            "Image": self.image,
+            "User": ROOT,
+            "Env": [f"RULES={firewall(self.llm)}"],
+            "Cmd": ["sh", "-c", 'printf "%s" "$RULES" | iptables-restore'],
+            "Labels": self._labels(),
+            "HostConfig": {
+                "NetworkMode": f"container:{container.id}",
+                "CapDrop": ["ALL"],
+                "CapAdd": ["NET_ADMIN"],
+                "ReadonlyRootfs": True,
+                "SecurityOpt": ["no-new-privileges"],
+                "Memory": 64 << 20,
+            },
+        }
+        helper = None
+        name = f"{self.name}-seal"
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                # A daemon killed while sealing leaves its helper behind under this name: it is ours, remove it.
+                with contextlib.suppress(aiodocker.exceptions.DockerError):
+                    await (await self.docker.containers.get(name)).delete(force=True)
+                helper = await self.docker.containers.create(config=config, name=name)
+                await helper.start()
+                code = (await helper.wait()).get("StatusCode")
+                if code != 0:
+                    logs = "".join(await helper.log(stdout=True, stderr=True, tail=5))[-500:]
+                    raise SandboxError(f"cannot seal the network of {self.name}: {logs.strip() or f'exit {code}'}")
+        except aiodocker.exceptions.DockerError as exc:
+            raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
+        finally:
+            if helper is not None:
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(OP_TIMEOUT),
+                    contextlib.suppress(aiodocker.exceptions.DockerError),
+                ):
+                    await helper.delete(force=True)
+
+    async def _usable(self) -> None:
+        """Raise SandboxError (`sandbox_lost`) unless the container runs and is not paused."""
+        container = await self._container()
+        state = (container._container.get("State") or {}) if container is not None else {}
+        if container is None or state.get("Paused") or not state.get("Running"):
+            what = "gone" if container is None else "paused" if state.get("Paused") else "not running"
+            raise SandboxError(f"container {self.name} is {what}")
+
+    def _mounts(self) -> dict[str, Any]:
+        """The HostConfig entries that give the container its workspace, control, layer and prompts."""
+        raise NotImplementedError
+
+    async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT, user: str = ROOT) -> int:
+        return (await self._run(cmd, detach, timeout, user))[0]
+
+    async def _run(
+        self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT, user: str = ROOT
+    ) -> tuple[int, bytes]:
+        """Run `cmd` in the container: (exit code, its first OUTPUT_LIMIT bytes of output). Any failure of the
+        container or the engine is a SandboxError (`sandbox_lost` when the container is gone or frozen)."""
+        container = await self._container()
+        if container is None:
+            raise SandboxError(f"container {self.name} is gone")
+        out = bytearray()
+        try:
+            with anyio.fail_after(timeout):
+                ex = await container.exec(cmd=cmd, user=user, workdir="/workspace", stdout=True, stderr=True)
+                if detach:
+                    await ex.start(detach=True)
+                    return 0, b""
+                async with ex.start(detach=False) as stream:
+                    while (msg := await stream.read_out()) is not None:
+                        if len(out) < OUTPUT_LIMIT:
+                            out += msg.data[: OUTPUT_LIMIT - len(out)]
+                return int((await ex.inspect())["ExitCode"] or 0), bytes(out)
+        except aiodocker.exceptions.DockerError as exc:
+            # 404: removed; 409: paused or not running. Anything else is the engine failing.
+            kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
+            raise SandboxError(f"docker exec in {self.name}: {exc.message}", kind) from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"docker exec in {self.name}: {type(exc).__name__}: {exc}", "engine_error") from None
+
+    async def health(self, since: float) -> Loss | None:
+        """None while the container runs; else why not (see `judge`)."""
+        container = await self._container()
+        if container is None:
+            return Loss(kind="sandbox_lost", detail=f"container {self.name} was removed")
+        state = container._container.get("State") or {}
+        if state.get("Paused"):
+            return Loss(kind="sandbox_lost", detail=f"container {self.name} is paused", paused=True)
+        if state.get("Running") and _started(state.get("StartedAt", "")) <= since:
+            return None
+        actions = await self._actions(since)
+        if actions is not None and "die" not in actions and not state.get("Running"):
+            # The engine logs `die` as it marks the container stopped: a state read in between sees no event yet.
+            await anyio.sleep(EVENT_SETTLE)
+            actions = await self._actions(since)
+        return judge(self.name, state, actions)
+
+    async def frozen(self, since: float) -> str:
+        """Why the container was paused from outside since `since` ("" if it was not, or the engine cannot say).
+
+        A pause that ends within a suite leaves it running, so `health` sees nothing; requests that timed out
+        meanwhile are the platform's doing, never the server's: the engine's event log says so.
+        """
+        actions = await self._actions(since)
+        if actions is not None and "pause" in actions:
+            return f"container {self.name} was paused from outside"
+        return ""
+
+    async def _actions(self, since: float) -> set[str] | None:
+        """The engine's lifecycle events for the container since `since` (see `EVENTS`); None if unknown."""
+        params = {
+            "since": f"{since - 1:.0f}",
+            "until": f"{time.time() + 1:.0f}",
+            "filters": json.dumps({"container": [self.name], "type": ["container"]}),
+        }
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                async with self.docker._query("events", params=params) as response:
+                    # The engine streams one event per chunk until `until`: read to the end (bounded), since a
+                    # single read returns only the first chunk (often an exec event, not the kill).
+                    data = bytearray()
+                    while len(data) < OUTPUT_LIMIT and (chunk := await response.content.read(OUTPUT_LIMIT)):
+                        data += chunk
+                    text = bytes(data[:OUTPUT_LIMIT]).decode("utf-8", "replace")
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
+            return None
+        actions = set()
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                event = json.loads(line)
+                # The filter matches names by prefix: the container's sealing helper (`<name>-seal`) too.
+                if (event.get("Actor") or {}).get("Attributes", {}).get("name") != self.name:
+                    continue
+                action = str(event.get("Action", "")).split(":")[0]
+                if action in EVENTS:
+                    actions.add(action)
+        return actions
+
+    async def exhausted(self) -> str:
+        """Why the container cannot run more of anything by its own contents' doing (its pid limit or memory held),
+        or "" when it is not so: the engine's own statistics, which the agent cannot write."""
+        container = await self._container()
+        if container is None:
+            return ""
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                stats = await container.stats(stream=False)
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
+            return ""
+        stat = stats[0] if isinstance(stats, list) and stats else stats
+        if not isinstance(stat, dict):
+            return ""
+        pids = stat.get("pids_stats") or {}
+        current, limit = int(pids.get("current") or 0), int(pids.get("limit") or 0)
+        if limit and current >= limit - PIDS_SPARE:
+            return f"the sandbox's process limit was exhausted ({current} of {limit} processes)"
+        memory = stat.get("memory_stats") or {}
+        detail = memory.get("stats") or {}
+        cache = int(detail.get("inactive_file", detail.get("total_inactive_file", 0)) or 0)  # reclaimable: not held
+        used, cap = int(memory.get("usage") or 0) - cache, int(memory.get("limit") or 0)
+        if cap and used >= cap * MEMORY_FULL:
+            return f"the sandbox's memory limit was exhausted ({used >> 20} of {cap >> 20} MiB)"
+        return ""
