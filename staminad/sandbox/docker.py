@@ -89,7 +89,8 @@ from staminad.sandbox.container import (
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
 from staminad.sandbox.ports import PortAllocator
 from staminad.sandbox.reach import direct_address
-from staminad.sandbox.replies import NOTHING, A, Done, decode
+from staminad.sandbox.replies import NOTHING, A, decode
+from staminad.sandbox.requests import Request, Spawn, answer_of, wire
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
@@ -262,9 +263,11 @@ class DockerSandbox(HostFiles, SealedContainer):
             return f"http://{self._direct}:{SERVER_PORT_IN_CONTAINER}"
         return await super()._server_base()
 
-    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
+    async def _op(self, request: Request[A], timeout: float = OP_TIMEOUT) -> A:
         """One root-side operation (see `launcher`): through the container's launcher, or, when none reads
         its FIFO, once by `docker exec` of the same code (and a new launcher is started for what follows)."""
+        op, args = wire(request)
+        answer = answer_of(request)
         if op == "spawn":
             if self.channel.post(op, args):
                 return decode(NOTHING, answer, op)
@@ -286,22 +289,9 @@ class DockerSandbox(HostFiles, SealedContainer):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
-        await self._op(
-            "spawn",
-            {
-                "argv": [
-                    "sh",
-                    "/harness/sandbox/wrapper.sh",
-                    f"{CONTROL}/jobs/{job_id}",
-                    f"{CONTROL}/markers/{job_id}.json",
-                    _agent(),
-                    str(self.quota_kb),
-                    "/workspace",
-                    str(HARNESS_LOG_LIMIT),
-                ]
-            },
-            Done,
-        )
+        wrapper = ("sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json")
+        limits = (str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT))
+        await self._op(Spawn(argv=(*wrapper, _agent(), *limits)))
 
     async def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")

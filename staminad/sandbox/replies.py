@@ -4,6 +4,7 @@ The launcher (`launcher.py`, and `streamer.py` over an exec stream) answers each
 `{"ok": {...}}` with the operation's answer, or `{"error": "..."}` (a streamed one also repeats the request's
 `id`). `decode` reads it as the `Struct` the operation answers with, so the host reads fields, never keys, and
 an answer of the wrong shape is a `SandboxError` (`engine_error`) naming the operation, never a `KeyError` later.
+The requests are typed the same way, each with the answer it gets (`requests`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
 import anyio
 
@@ -20,7 +19,17 @@ from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, NotReady, SandboxErr
 from staminad.sandbox.container import CONTROL, HEALTH_INTERVAL, OP_TIMEOUT, PID_TIMEOUT, _agent, agent_ids
 from staminad.sandbox.engineside import EngineContainer
 from staminad.sandbox.readiness import wait_ready
-from staminad.sandbox.replies import A, Alive, Done, Ended, Holder, Listeners, Stopped, Usage
+from staminad.sandbox.replies import A, Holder, Listeners
+from staminad.sandbox.requests import (
+    EndAgent,
+    FindListeners,
+    IsAlive,
+    Kill,
+    MeasureUsage,
+    Request,
+    Spawn,
+    StopServer,
+)
 
 SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
 HARNESS_LOG_LIMIT = 4 << 20  # bytes of a harness's output its job log keeps
@@ -57,8 +66,9 @@ class SealedContainer(EngineContainer):
 
     # --- what each way of reaching the container's files provides ----------------------------------
 
-    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
-        """One root-side operation of the container's launcher (see `launcher`), its answer decoded as `answer`."""
+    async def _op(self, request: Request[A], timeout: float = OP_TIMEOUT) -> A:
+        """One root-side operation of the container's launcher (see `launcher`), its answer decoded as the Struct
+        the request's type names (see `requests`)."""
         raise NotImplementedError
 
     async def _pid(self, job_id: str) -> int | None:
@@ -86,7 +96,7 @@ class SealedContainer(EngineContainer):
         if pid is None:
             return False
         try:
-            return (await self._op("alive", {"pgid": pid}, Alive)).alive
+            return (await self._op(IsAlive(pgid=pid))).alive
         except SandboxError:
             if await self._container() is None:
                 return False  # the container is gone, and the job with it
@@ -95,12 +105,11 @@ class SealedContainer(EngineContainer):
     async def kill_job(self, job_id: str) -> None:
         pid = await self._pid(job_id)
         if pid is not None and await self._container() is not None:
-            await self._op("kill", {"pgid": pid}, Done)
+            await self._op(Kill(pgid=pid))
 
     async def _listeners(self, leader: int) -> Listeners:
         """What holds the server port inside the container, read as the agent (see `launcher`)."""
-        args = {"port": SERVER_PORT_IN_CONTAINER, "leader": leader, "as": _agent()}
-        return await self._op("listeners", args, Listeners)
+        return await self._op(FindListeners(port=SERVER_PORT_IN_CONTAINER, leader=leader, as_=_agent()))
 
     async def end_agent(self) -> int:
         """End every process of the agent's user in the container (see `pgroups.end_user`): how many were ended.
@@ -112,12 +121,12 @@ class SealedContainer(EngineContainer):
         uid = agent_ids()[0]
         if uid == 0:
             return 0
-        return (await self._op("end_agent", {"uid": uid}, Ended)).ended
+        return (await self._op(EndAgent(uid=uid))).ended
 
     async def _over_quota(self) -> str:
         """Why the workspace is over its quota now that nothing of the agent runs ("" when it is not): a writer the
         harness detached from the wrapper's watchdog does not get to keep what it wrote past the quota."""
-        found = await self._op("usage", {"path": self.paths.workspace, "as": _agent()}, Usage)
+        found = await self._op(MeasureUsage(path=self.paths.workspace, as_=_agent()))
         used = found.kb
         if used is None:  # nothing of the agent runs now: only its tree can defeat the measurement
             return f"the workspace could not be measured ({found.interfered or 'no answer'})"
@@ -162,20 +171,15 @@ class SealedContainer(EngineContainer):
         if self.port is None:
             raise SandboxError("the container has no published server port")
         started = time.time()
-        await self._op(
-            "spawn",
-            {
-                "argv": [
-                    "sh",
-                    "/harness/sandbox/server.sh",
-                    CONTROL,
-                    str(SERVER_PORT_IN_CONTAINER),
-                    _agent(),
-                    str(SERVER_LOG_LIMIT),
-                ]
-            },
-            Done,
+        argv = (
+            "sh",
+            "/harness/sandbox/server.sh",
+            CONTROL,
+            str(SERVER_PORT_IN_CONTAINER),
+            _agent(),
+            str(SERVER_LOG_LIMIT),
         )
+        await self._op(Spawn(argv=argv))
         with anyio.move_on_after(PID_TIMEOUT):
             while await self._server_pgid() is None:  # noqa: ASYNC110 - a file written inside the container sets no Event
                 await anyio.sleep(0.01)  # the detached shell writes its pid first thing
@@ -251,8 +255,7 @@ class SealedContainer(EngineContainer):
         if pgid is None:
             await self.end_agent()  # whatever the server left (detached, or a writer) goes before the next harness call
             return
-        stop: dict[str, Any] = {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}
-        if uid := agent_ids()[0]:
-            stop["uid"] = uid  # the stop ends the agent's processes too (`end_agent`), in the same round trip
-        await self._op("stop", stop, Stopped, timeout=30)
+        # With the agent's uid, the stop ends the agent's processes too (`end_agent`), in the same round trip.
+        stop = StopServer(pgid=pgid, port=SERVER_PORT_IN_CONTAINER, as_=_agent(), uid=agent_ids()[0])
+        await self._op(stop, timeout=30)
         await self._clear_server_files()

@@ -63,7 +63,19 @@ from staminad.sandbox.container import (
 )
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 from staminad.sandbox.placement import SNAPSHOT
-from staminad.sandbox.replies import A, Absent, Done, JobFiles, Loc, Owner, Text, Waited
+from staminad.sandbox.replies import A
+from staminad.sandbox.requests import (
+    CountLoc,
+    FindAbsent,
+    ReadFile,
+    ReadJob,
+    ReadOwner,
+    RemoveFile,
+    Request,
+    Spawn,
+    WaitMarker,
+    WriteFile,
+)
 from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.stream import LauncherStream
@@ -213,7 +225,7 @@ class VolumeSandbox(SealedContainer):
     async def _populate(self, tokens: dict[str, str]) -> None:
         """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written
         last, so a prepare cut off before it finds no stamp (or another set's) and does it all again."""
-        if (await self._op("owner", {}, Owner)).uid != agent_ids()[0]:
+        if (await self._op(ReadOwner())).uid != agent_ids()[0]:
             await self.volumes.hand_workspace(self.image)
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         snapshot = self.root / SNAPSHOT
@@ -227,7 +239,7 @@ class VolumeSandbox(SealedContainer):
 
     async def _write_stamp(self) -> None:
         text = stamp(self._tokens, self.restored)
-        await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600}, Done)
+        await self._op(WriteFile(under="control", path=STAMP, text=text, mode=0o600))
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
@@ -236,11 +248,11 @@ class VolumeSandbox(SealedContainer):
         cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=True, workdir="/workspace")
 
-    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
-        return await self.stream.call(op, args, answer, timeout, self._usable)
+    async def _op(self, request: Request[A], timeout: float = OP_TIMEOUT) -> A:
+        return await self.stream.call(request, timeout, self._usable)
 
     async def _read(self, rel: str, limit: int, tail: bool = False) -> str | None:
-        return (await self._op("read", {"path": rel, "limit": limit, "tail": tail}, Text)).text
+        return (await self._op(ReadFile(path=rel, limit=limit, tail=tail))).text
 
     async def _mirror(self, rel: str) -> None:
         """The tail of a control file, copied into the sandbox directory (the daemon's views read it there)."""
@@ -255,13 +267,13 @@ class VolumeSandbox(SealedContainer):
             self.restored = False
             await self._write_stamp()
         cmd = job_script(self.paths, argv, env)
-        await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600}, Done)
+        await self._op(WriteFile(under="control", path=f"jobs/{job_id}/cmd", text=cmd, mode=0o600))
         wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
         limits = [str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT)]
-        await self._op("spawn", {"argv": [*wrapper, _agent(), *limits]}, Done)
+        await self._op(Spawn(argv=(*wrapper, _agent(), *limits)))
 
     async def job_state(self, job_id: str) -> JobState:
-        found = await self._op("state", {"job": job_id}, JobFiles)
+        found = await self._op(ReadJob(job=job_id))
         return JobState(
             written=found.written,
             started=found.pid is not None,
@@ -269,14 +281,13 @@ class VolumeSandbox(SealedContainer):
         )
 
     async def _pid(self, job_id: str) -> int | None:
-        pid = (await self._op("state", {"job": job_id}, JobFiles)).pid
+        pid = (await self._op(ReadJob(job=job_id))).pid
         return int(pid) if pid is not None and pid.isdigit() else None
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         """The marker once the launcher sees it (it looks every few ms), or None after `timeout`."""
         try:
-            args = {"job": job_id, "timeout": timeout}
-            found = (await self._op("wait", args, Waited, timeout + OP_TIMEOUT)).marker
+            found = (await self._op(WaitMarker(job=job_id, timeout=timeout), timeout + OP_TIMEOUT)).marker
         except SandboxError:
             loss = await self.health(0.0)
             if loss is not None and loss.paused:
@@ -296,18 +307,18 @@ class VolumeSandbox(SealedContainer):
 
     async def seed(self, files: dict[str, str]) -> None:
         # Interfered with by the agent's processes: every file is written again (they are ours, the same texts).
-        found = await self._op("absent", {"names": list(files), "as": _agent()}, Absent)
+        found = await self._op(FindAbsent(names=tuple(files), as_=_agent()))
         absent = list(files) if found.absent is None else found.absent
         if absent:
             uid = agent_ids()[0]
             await self._put("/workspace", tar_bytes([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644}, Done)
+        await self._op(WriteFile(under="prompts", path=f"{job_id}.md", text=text, mode=0o644))
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     async def count_loc(self) -> int:
-        found = await self._op("loc", {"as": _agent()}, Loc, timeout=120)
+        found = await self._op(CountLoc(as_=_agent()), timeout=120)
         if found.loc is None:
             raise SandboxError(f"no line count: {found.interfered}", "engine_error")  # judged as no count
         return found.loc
@@ -324,7 +335,7 @@ class VolumeSandbox(SealedContainer):
 
     async def _clear_server_files(self) -> None:
         for name in ("server.pid", "server.exit"):
-            await self._op("remove", {"path": name}, Done)
+            await self._op(RemoveFile(path=name))
 
     def _server_url(self, port: int) -> str:
         return f"http://{self.server_host}:{port}"

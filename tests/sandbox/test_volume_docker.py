@@ -18,6 +18,7 @@ from staminad.sandbox.codekeep import read_listing, read_text
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.placement import SNAPSHOT
 from staminad.sandbox.replies import A
+from staminad.sandbox.requests import Request
 from staminad.sandbox.snapshot import tar_bytes
 from staminad.sandbox.volset import PARTS
 from staminad.sandbox.volume import VolumeSandbox
@@ -234,10 +235,10 @@ def dying_box(client: DyingDocker, image: str, root: Path) -> VolumeSandbox:
     box = VolumeFactory(RunSettings(image=image, workspace="volume"), connect=lambda: client)(root, "reference/0")
     call = box.stream.call
 
-    async def counted(op: str, args: dict[str, Any], answer: type[A], timeout: float, check: Any) -> A:
+    async def counted(request: Request[A], timeout: float, check: Any) -> A:
         if client.dead:
             raise Crash
-        found = await call(op, args, answer, timeout, check)
+        found = await call(request, timeout, check)
         client.step()
         return found
 
