@@ -2,7 +2,7 @@
 
 Issue 15 item 5: engine overhead per turn in Docker was ~53 ms, most of it the `docker exec` that
 starts the harness wrapper (a turn also execs the server start, the listener checks and the stop).
-The runtime now sends them to a launcher started once per container (`staminad.sandbox.launcher`,
+The runtime now sends them to a launcher started once per container (`staminad.sandbox.inside.launcher`,
 a FIFO in the root-only control directory, answers by inotify) and keeps `docker exec` as the
 fallback. Both ways are timed here on one real, sealed sandbox container (`DockerSandbox.prepare`),
 in the same run (each way's samples in a block, see `one_run`):
@@ -36,9 +36,9 @@ import anyio
 
 from staminad.engine.config import RunSettings
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER
-from staminad.sandbox.docker import CONTROL, LAUNCHER, DockerSandbox, agent_ids
+from staminad.sandbox.docker.bindsandbox import CONTROL, LAUNCHER, DockerSandbox, agent_ids
+from staminad.sandbox.docker.requests import FindListeners, IsAlive, Spawn, wire
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.requests import FindListeners, IsAlive, Spawn, wire
 
 Op = Callable[[int], Awaitable[None]]
 

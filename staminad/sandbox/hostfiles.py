@@ -15,11 +15,10 @@ from pathlib import Path
 
 import anyio
 
-from staminad.sandbox.base import HostView, JobState, SandboxPaths, Snapshot
-from staminad.sandbox.beneath import create_file
+from staminad.sandbox.base import HARNESS_DIR, HostView, JobState, SandboxPaths, Snapshot
 from staminad.sandbox.codekeep import keep_from_dir
-from staminad.sandbox.container import HARNESS_DIR
-from staminad.sandbox.loc import count_loc
+from staminad.sandbox.inside.beneath import create_file
+from staminad.sandbox.inside.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.readiness import log_tail

@@ -19,9 +19,9 @@ from staminad.engine.config import RunSettings
 from staminad.engine.markers import MarkerWatcher
 from staminad.sandbox.base import marker_path
 from staminad.sandbox.bounded import read_int
-from staminad.sandbox.docker import DockerSandbox, reap
+from staminad.sandbox.docker.bindsandbox import DockerSandbox, reap
+from staminad.sandbox.docker.requests import IsAlive
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.requests import IsAlive
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
@@ -31,7 +31,7 @@ import anyio, aiodocker, sys
 from pathlib import Path
 from staminad.engine.config import RunSettings
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.docker import DockerSandbox
+from staminad.sandbox.docker.bindsandbox import DockerSandbox
 
 async def main():
     docker = aiodocker.Docker()

@@ -12,9 +12,8 @@ from typing import Any
 
 import msgspec
 
-from staminad.sandbox import launcher, streamer
-from staminad.sandbox.replies import Absent, Alive, JobFiles, Owner, Pong, Text, Usage, decode
-from staminad.sandbox.requests import (
+from staminad.sandbox.docker.replies import Absent, Alive, JobFiles, Owner, Pong, Text, Usage, decode
+from staminad.sandbox.docker.requests import (
     FindAbsent,
     IsAlive,
     MeasureUsage,
@@ -28,6 +27,7 @@ from staminad.sandbox.requests import (
     answer_type,
     wire,
 )
+from staminad.sandbox.inside import launcher, streamlauncher
 
 ME = f"{os.getuid()}:{os.getgid()}"  # the agent's user in the container; here the test's own, so nothing forks
 
@@ -57,11 +57,11 @@ def _ops_read_by(module: object) -> set[str]:
 
 
 def test_every_operation_the_launcher_reads_has_one_request_naming_its_answer() -> None:
-    """One request class per operation name of launcher.py and streamer.py, none left over, each with an answer."""
+    """One request class per operation launcher.py and streamlauncher.py read, none left over, each with its answer."""
     kinds = _requests()
     ops = [kind.op for kind in kinds]
     assert len(ops) == len(set(ops))
-    assert set(ops) == _ops_read_by(launcher) | _ops_read_by(streamer)
+    assert set(ops) == _ops_read_by(launcher) | _ops_read_by(streamlauncher)
     assert all(issubclass(answer_type(kind), msgspec.Struct) for kind in kinds)
 
 
@@ -78,10 +78,10 @@ def test_a_request_goes_on_the_wire_as_the_args_the_launcher_reads() -> None:
 
 
 def _asked(request: Request[Any], control: Path, workspace: Path) -> bytes:
-    """The launcher's own answer to `request` sent over the wire (`streamer._stream_op`, which runs every op)."""
+    """The launcher's own answer to `request` sent over the wire (`streamlauncher._stream_op`, which runs every op)."""
     op, args = wire(request)
     args = json.loads(json.dumps(args))  # as the launcher reads them: through JSON
-    return json.dumps({"ok": streamer._stream_op(str(control), str(workspace), op, args)}).encode()
+    return json.dumps({"ok": streamlauncher._stream_op(str(control), str(workspace), op, args)}).encode()
 
 
 def test_the_launchers_own_answers_to_typed_requests_decode_into_their_answers(tmp_path: Path) -> None:

@@ -16,11 +16,10 @@ import time
 import anyio
 
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, NotReady, SandboxError, ServerHandle
-from staminad.sandbox.container import CONTROL, HEALTH_INTERVAL, OP_TIMEOUT, PID_TIMEOUT, _agent, agent_ids
-from staminad.sandbox.engineside import EngineContainer
-from staminad.sandbox.readiness import wait_ready
-from staminad.sandbox.replies import A, Holder, Listeners
-from staminad.sandbox.requests import (
+from staminad.sandbox.docker.container import CONTROL, HEALTH_INTERVAL, OP_TIMEOUT, PID_TIMEOUT, _agent, agent_ids
+from staminad.sandbox.docker.engineside import EngineContainer
+from staminad.sandbox.docker.replies import A, Holder, Listeners
+from staminad.sandbox.docker.requests import (
     EndAgent,
     FindListeners,
     IsAlive,
@@ -30,6 +29,7 @@ from staminad.sandbox.requests import (
     Spawn,
     StopServer,
 )
+from staminad.sandbox.readiness import wait_ready
 
 SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
 HARNESS_LOG_LIMIT = 4 << 20  # bytes of a harness's output its job log keeps
@@ -173,7 +173,7 @@ class SealedContainer(EngineContainer):
         started = time.time()
         argv = (
             "sh",
-            "/harness/sandbox/server.sh",
+            "/harness/sandbox/inside/server.sh",
             CONTROL,
             str(SERVER_PORT_IN_CONTAINER),
             _agent(),

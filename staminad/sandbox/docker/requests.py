@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, get_args
 
 import msgspec
 
-from staminad.sandbox.replies import (
+from staminad.sandbox.docker.replies import (
     A,
     Absent,
     Alive,

@@ -41,6 +41,7 @@ import anyio
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
+    HARNESS_DIR,
     SERVER_PORT_IN_CONTAINER,
     SNAPSHOT_LIMIT,
     ContainerSettings,
@@ -52,19 +53,17 @@ from staminad.sandbox.base import (
     job_script,
 )
 from staminad.sandbox.codekeep import keep_from_archive, keep_nothing
-from staminad.sandbox.container import (
+from staminad.sandbox.docker.container import (
     CONTROL,
-    HARNESS_DIR,
     OP_TIMEOUT,
     ROOT,
     _agent,
     agent_ids,
     ensure_network,
 )
-from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
-from staminad.sandbox.placement import SNAPSHOT
-from staminad.sandbox.replies import A
-from staminad.sandbox.requests import (
+from staminad.sandbox.docker.placementfiles import SNAPSHOT
+from staminad.sandbox.docker.replies import A
+from staminad.sandbox.docker.requests import (
     CountLoc,
     FindAbsent,
     ReadFile,
@@ -76,20 +75,21 @@ from staminad.sandbox.requests import (
     WaitMarker,
     WriteFile,
 )
-from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
-from staminad.sandbox.snapshot import take_snapshot, tar_bytes
-from staminad.sandbox.stream import LauncherStream
-from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
+from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SealedContainer
+from staminad.sandbox.docker.snapshot import take_snapshot, tar_bytes
+from staminad.sandbox.docker.streamclient import LauncherStream
+from staminad.sandbox.docker.volumeset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
+from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
 STREAM_FILES = (
-    "sandbox/launcher.py",
-    "sandbox/pgroups.py",
-    "sandbox/streamer.py",
-    "sandbox/loc.py",
-    "sandbox/beneath.py",
+    "sandbox/inside/launcher.py",
+    "sandbox/inside/pgroups.py",
+    "sandbox/inside/streamlauncher.py",
+    "sandbox/inside/loc.py",
+    "sandbox/inside/beneath.py",
 )
-STREAMER = "/harness/sandbox/streamer.py"
+STREAMER = "/harness/sandbox/inside/streamlauncher.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 
 
@@ -268,7 +268,12 @@ class VolumeSandbox(SealedContainer):
             await self._write_stamp()
         cmd = job_script(self.paths, argv, env)
         await self._op(WriteFile(under="control", path=f"jobs/{job_id}/cmd", text=cmd, mode=0o600))
-        wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
+        wrapper = [
+            "sh",
+            "/harness/sandbox/inside/wrapper.sh",
+            f"{CONTROL}/jobs/{job_id}",
+            f"{CONTROL}/markers/{job_id}.json",
+        ]
         limits = [str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT)]
         await self._op(Spawn(argv=(*wrapper, _agent(), *limits)))
 

@@ -24,8 +24,8 @@ import msgspec
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import SandboxError
-from staminad.sandbox.replies import A, Tagged, decode
-from staminad.sandbox.requests import Request, answer_of, wire
+from staminad.sandbox.docker.replies import A, Tagged, decode
+from staminad.sandbox.docker.requests import Request, answer_of, wire
 
 LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
 OPEN_TIMEOUT = 30.0

@@ -21,7 +21,7 @@ import anyio
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Grant, Loss, SandboxError, SandboxPaths
-from staminad.sandbox.container import (
+from staminad.sandbox.docker.container import (
     _KEEPALIVE,
     EVENT_SETTLE,
     EVENTS,

@@ -57,6 +57,7 @@ import anyio
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
+    HARNESS_DIR,
     SERVER_PORT_IN_CONTAINER,
     ContainerSettings,
     Grant,
@@ -64,13 +65,10 @@ from staminad.sandbox.base import (
     SandboxFactory,
     write_job,
 )
-from staminad.sandbox.beneath import ensure_dir
 from staminad.sandbox.bounded import read_int
-from staminad.sandbox.channel import Channel
-from staminad.sandbox.container import (
+from staminad.sandbox.docker.container import (
     CONTROL,
     FSIZE,
-    HARNESS_DIR,
     LABEL_SANDBOXES,
     LABEL_SCENARIO,
     LABEL_SWEEP,
@@ -86,12 +84,14 @@ from staminad.sandbox.container import (
     judge,
     reap,
 )
+from staminad.sandbox.docker.fifoclient import Channel
+from staminad.sandbox.docker.reach import direct_address
+from staminad.sandbox.docker.replies import NOTHING, A, decode
+from staminad.sandbox.docker.requests import Request, Spawn, answer_of, wire
+from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
+from staminad.sandbox.inside.beneath import ensure_dir
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.reach import direct_address
-from staminad.sandbox.replies import NOTHING, A, decode
-from staminad.sandbox.requests import Request, Spawn, answer_of, wire
-from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
 RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
@@ -289,7 +289,12 @@ class DockerSandbox(HostFiles, SealedContainer):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
-        wrapper = ("sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json")
+        wrapper = (
+            "sh",
+            "/harness/sandbox/inside/wrapper.sh",
+            f"{CONTROL}/jobs/{job_id}",
+            f"{CONTROL}/markers/{job_id}.json",
+        )
         limits = (str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT))
         await self._op(Spawn(argv=(*wrapper, _agent(), *limits)))
 

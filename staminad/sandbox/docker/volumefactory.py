@@ -14,8 +14,8 @@ import aiodocker
 import anyio
 
 from staminad.sandbox.base import ContainerSettings, Grant, SandboxFactory
-from staminad.sandbox.container import ContainerFactory, reap, reap_volumes
-from staminad.sandbox.volume import VolumeSandbox
+from staminad.sandbox.docker.container import ContainerFactory, reap, reap_volumes
+from staminad.sandbox.docker.volumesandbox import VolumeSandbox
 
 
 class VolumeFactory(ContainerFactory):

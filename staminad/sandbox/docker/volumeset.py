@@ -20,8 +20,8 @@ import aiodocker
 import anyio
 
 from staminad.sandbox.base import SandboxError
-from staminad.sandbox.container import CONTROL, LABEL_SANDBOXES, ROOT, agent_ids
-from staminad.sandbox.image import PRIVATE_DIR
+from staminad.sandbox.docker.container import CONTROL, LABEL_SANDBOXES, ROOT, agent_ids
+from staminad.sandbox.docker.image import PRIVATE_DIR
 
 PARTS = {  # volume part -> (its writable mount, its read-only mount for the agent or "")
     "workspace": ("/workspace", ""),
