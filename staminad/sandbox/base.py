@@ -7,7 +7,7 @@ inside a container.
 
 The engine reaches a sandbox's files only through the `Sandbox` operations (seed, put_prompt,
 job_state, wait_marker, count_loc, server_log, snapshot, restore, keep_code), never through a host path, so
-a sandbox whose files live on another machine's Docker engine (`volume`) is driven like one on the
+a sandbox whose files live on another machine's Docker engine (`docker.volumesandbox`) is driven like one on the
 daemon's disk (`local`, the bind-mounted `docker`). Only manual mode needs the files on the
 daemon's disk (`Sandbox.host_files`).
 """

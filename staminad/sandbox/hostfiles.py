@@ -3,7 +3,7 @@
 `local` and the bind-mounted `docker` runtime keep their files here and share these operations
 (`HostFiles`, a mixin over `host_workspace`, `host_control` and `paths`), so the engine never
 touches a host path itself: the same calls reach a sandbox whose files live only in an engine's
-volumes (`volume`). Markers are watched with the daemon's one inotify watcher. `stage_layer` puts
+volumes (`docker.volumesandbox`). Markers are watched with the daemon's one inotify watcher. `stage_layer` puts
 a bind-mounted sandbox's agent layer on that disk.
 """
 

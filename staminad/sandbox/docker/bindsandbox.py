@@ -1,7 +1,7 @@
 """The `docker` runtime (aiodocker): one labelled, sealed container per scenario, its files bind-mounted.
 
 The container itself (limits, seal, health, server checks) is `sealed.SealedContainer`'s, shared with
-the volume mode (`volume`), whose files live in the engine's volumes instead.
+the volume mode (`volumesandbox`), whose files live in the engine's volumes instead.
 
 The workspace is bind-mounted from the host, so the agent's code and its harness session (HOME lives
 in the workspace) survive a lost container, which `prepare` recreates. What the container is given:

@@ -1,10 +1,10 @@
 """A sweep spread over several Docker engines: each scenario placed on an engine with a free slot, kept there.
 
 `EnginePool` is a `SandboxFactory` over one factory per engine (volume sandboxes: nothing is shared
-with the daemon's disk). A scenario's sandbox (`placed.PlacedSandbox`) takes a slot on an engine when it
+with the daemon's disk). A scenario's sandbox (`placedsandbox.PlacedSandbox`) takes a slot on an engine when it
 is prepared and gives it back when it is closed; the pool's capacity is the sum of the slots (shared by a
 daemon's sweeps, `Slots`), and the sweep's `parallel` and the daemon's limit apply on top. Where a
-scenario is placed is written next to its sandbox (`placement`), so after a restart (kill -9 included)
+scenario is placed is written next to its sandbox (`placementfiles`), so after a restart (kill -9 included)
 it goes back to the same engine and adopts its running container there, even past that engine's slots.
 
 An engine is healthy while it answers a bounded `/_ping`, asked at most every few seconds while any

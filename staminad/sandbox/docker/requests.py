@@ -1,6 +1,6 @@
 """The in-container launcher's requests, built on the host as Structs, each typed with the answer it gets.
 
-The launcher (`launcher.py`, and `streamer.py` over an exec stream) reads each request as one JSON object
+The launcher (`launcher.py`, and `streamlauncher.py` over an exec stream) reads each request as one JSON object
 `{"op": ..., "args": {...}}` and stays stdlib-only, so the wire does not change: `wire` turns a request into
 that operation's name and its `args`. On the host a request is a `Request[A]`, `A` being the `replies`
 Struct its operation answers with, so `_op(IsAlive(pgid=1))` is known to mypy to answer `Alive`, and a
@@ -103,7 +103,7 @@ class EndAgent(Request[Ended], frozen=True):
     uid: int
 
 
-# --- a volume sandbox's operations (`streamer`, over an exec stream) -----------------------------------
+# --- a volume sandbox's operations (`streamlauncher`, over an exec stream) -----------------------------
 
 
 class ReadJob(Request[JobFiles], frozen=True):

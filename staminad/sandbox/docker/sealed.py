@@ -1,6 +1,6 @@
 """The sealed container every Docker sandbox is: its jobs and server, reached through its launcher.
 
-`docker.DockerSandbox` (files bind-mounted from the daemon's disk) and `volume.VolumeSandbox` (files
+`bindsandbox.DockerSandbox` (files bind-mounted from the daemon's disk) and `volumesandbox.VolumeSandbox` (files
 in the engine's volumes) differ only in how files reach the container and how its launcher is
 reached; both build on `SealedContainer`, which holds what is the same in both: what the engine sees
 (`engineside.EngineContainer`: limits, seal, health), a job's liveness and kill, the agent's processes

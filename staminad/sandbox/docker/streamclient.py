@@ -1,6 +1,6 @@
 """The host side of a container's launcher reached over one attached `docker exec` (no shared disk).
 
-A volume sandbox's root-side operations go to `launcher.py stream` (see its docstring) as JSON lines
+A volume sandbox's root-side operations go to `streamlauncher.py` (see its docstring) as JSON lines
 with request ids on the exec's stdin; answers come back as JSON lines on its stdout. One request is
 in flight at a time (a scenario drives its sandbox serially), every read is bounded in size and every
 wait in time; an answer left over from a request that timed out is recognised by its id and dropped.

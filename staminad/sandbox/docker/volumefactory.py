@@ -1,4 +1,4 @@
-"""Volume sandboxes on one engine: the factory the engine asks for each scenario's `volume.VolumeSandbox`.
+"""Volume sandboxes on one engine: the factory the engine asks for each scenario's `volumesandbox.VolumeSandbox`.
 
 Its engine may be remote: the server ports its containers publish are reached at `server_host`, and
 the LLM gateway at the address configured for that engine (else the host side of its bridge). Closing

@@ -11,12 +11,12 @@ engine, so it may run on any engine the daemon reaches by its API:
 - `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
   where their files are put, and read-only at /harness and /stamina/prompts for the agent.
 
-Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part (`volset`: the volumes,
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part (`volumeset`: the volumes,
 and the stamp by which a prepare cut off anywhere, say by a daemon killed -9, is known and done
 again; the layer, which holds the launcher, goes in on every prepare). Files go in by
 `put_archive` (the layer, root's; README and specification, the agent's; a restored snapshot) or,
 for the root-owned prompt and job command of every turn, by the container's launcher, reached over
-one attached `docker exec` (`streamer`; a `put_archive` costs 65-135 ms on this engine, a launcher
+one attached `docker exec` (`streamlauncher`; a `put_archive` costs 65-135 ms on this engine, a launcher
 write about 1 ms); the agent can neither change them nor read a job's command. Nothing comes out but
 through `get_archive` or that launcher. A marker is awaited by the launcher and read back through it,
 so completion is seen with no inotify, and after a daemon restart a new launcher finds a finished
