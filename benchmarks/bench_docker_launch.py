@@ -2,7 +2,7 @@
 
 Issue 15 item 5: engine overhead per turn in Docker was ~53 ms, most of it the `docker exec` that
 starts the harness wrapper (a turn also execs the server start, the listener checks and the stop).
-The runtime now sends them to a launcher started once per container (`staminad.sandbox.launcher`,
+The runtime now sends them to a launcher started once per container (`staminad.sandbox.inside.launcher`,
 a FIFO in the root-only control directory, answers by inotify) and keeps `docker exec` as the
 fallback. Both ways are timed here on one real, sealed sandbox container (`DockerSandbox.prepare`),
 in the same run (each way's samples in a block, see `one_run`):
@@ -36,9 +36,9 @@ import anyio
 
 from staminad.engine.config import RunSettings
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER
-from staminad.sandbox.docker import CONTROL, LAUNCHER, DockerSandbox, agent_ids
+from staminad.sandbox.docker.bindsandbox import CONTROL, LAUNCHER, DockerSandbox, agent_ids
+from staminad.sandbox.docker.requests import FindListeners, IsAlive, Spawn, wire
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.replies import Alive, Done, Listeners
 
 Op = Callable[[int], Awaitable[None]]
 
@@ -54,28 +54,30 @@ async def wait_file(path: Path, timeout: float = 10.0) -> None:
 def ways(box: DockerSandbox) -> dict[str, tuple[Op, Op]]:
     """For each operation: (by docker exec, by the launcher)."""
     agent = "{}:{}".format(*agent_ids())
-    listeners = {"port": SERVER_PORT_IN_CONTAINER, "leader": 0, "as": agent}
+    listeners = FindListeners(port=SERVER_PORT_IN_CONTAINER, leader=0, as_=agent)
 
     async def spawn_exec(i: int) -> None:
         await box._exec(["setsid", "-f", "sh", "-c", f"echo $$ > {CONTROL}/e{i}.pid"], detach=True)
         await wait_file(box.host_control / f"e{i}.pid")
 
     async def spawn_launcher(i: int) -> None:
-        await box._op("spawn", {"argv": ["sh", "-c", f"echo $$ > {CONTROL}/l{i}.pid"]}, Done)
+        await box._op(Spawn(argv=("sh", "-c", f"echo $$ > {CONTROL}/l{i}.pid")))
         await wait_file(box.host_control / f"l{i}.pid")
 
     async def alive_exec(i: int) -> None:
         await box._exec(["sh", "-c", "kill -0 -1 2>/dev/null"])
 
     async def alive_launcher(i: int) -> None:
-        await box._op("alive", {"pgid": 1}, Alive)
+        await box._op(IsAlive(pgid=1))
 
     async def listeners_exec(i: int) -> None:
-        code, out = await box._run(["python3", "-I", "-S", LAUNCHER, "once", "listeners", json.dumps(listeners)])
+        code, out = await box._run(
+            ["python3", "-I", "-S", LAUNCHER, "once", "listeners", json.dumps(wire(listeners)[1])]
+        )
         assert code == 0 and "sockets" in json.loads(out)["ok"], out
 
     async def listeners_launcher(i: int) -> None:
-        await box._op("listeners", listeners, Listeners)
+        await box._op(listeners)
 
     return {
         "spawn": (spawn_exec, spawn_launcher),

@@ -35,8 +35,8 @@ from staminad.bench.pack import Pack, build_pack, verify_pack
 from staminad.bench.scenario import ScenarioParams
 from staminad.engine.config import load_sweep
 from staminad.engine.sweep import run_sweep
-from staminad.sandbox.docker import DockerSandbox, docker_factory
-from staminad.sandbox.image import recipe
+from staminad.sandbox.docker.bindsandbox import DockerSandbox, docker_factory
+from staminad.sandbox.docker.image import recipe
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
 

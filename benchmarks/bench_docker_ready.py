@@ -26,9 +26,9 @@ import aiodocker
 import anyio
 
 from staminad.engine.config import RunSettings
-from staminad.sandbox.container import _KEEPALIVE, LABEL_SWEEP, NETWORK, ensure_network
-from staminad.sandbox.docker import DockerSandbox
-from staminad.sandbox.image import recipe
+from staminad.sandbox.docker.bindsandbox import DockerSandbox
+from staminad.sandbox.docker.container import _KEEPALIVE, LABEL_SWEEP, NETWORK, ensure_network
+from staminad.sandbox.docker.image import recipe
 from staminad.sandbox.ports import PortAllocator
 
 SWEEP = "bench-ready"

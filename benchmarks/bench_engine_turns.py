@@ -17,7 +17,7 @@ After the run, the store's per-step reads are timed on the run's own database at
 ends: the full `attempts()` read the engine did before, against the narrow reads it does now.
 
 With `--runtime docker` the same run goes through a sealed container (the launch through the
-container's launcher, see `staminad.sandbox.launcher`); the harness's own time is what the wrapper
+container's launcher, see `staminad.sandbox.inside.launcher`); the harness's own time is what the wrapper
 records inside, so the launch's latency counts as the engine's.
 
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
@@ -235,12 +235,12 @@ def main() -> None:
         sweep, fp = load_sweep(sweep_file)
         factory = local_factory(PortAllocator())
         if args.runtime == "docker":
-            from staminad.sandbox.docker import DockerSandbox, docker_factory
+            from staminad.sandbox.docker.bindsandbox import DockerSandbox, docker_factory
 
             DockerSandbox.use_launcher = not args.no_launcher
             factory = docker_factory(sweep.run, PortAllocator())
             if args.workspace == "volume":
-                from staminad.sandbox.volume import volume_factory
+                from staminad.sandbox.docker.volumefactory import volume_factory
 
                 factory = volume_factory(sweep.run)
         t0 = time.perf_counter()

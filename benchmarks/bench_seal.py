@@ -22,8 +22,8 @@ import anyio
 
 from staminad.engine.config import RunSettings
 from staminad.sandbox.base import Grant
-from staminad.sandbox.docker import LABEL_SWEEP, DockerSandbox, ensure_network
-from staminad.sandbox.image import recipe
+from staminad.sandbox.docker.bindsandbox import LABEL_SWEEP, DockerSandbox, ensure_network
+from staminad.sandbox.docker.image import recipe
 from staminad.sandbox.ports import PortAllocator
 
 

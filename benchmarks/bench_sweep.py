@@ -53,7 +53,7 @@ def main() -> None:
         sweep, fp = load_sweep(sweep_file)
         ports = PortAllocator()
         if args.runtime == "docker":
-            from staminad.sandbox.docker import docker_factory
+            from staminad.sandbox.docker.bindsandbox import docker_factory
 
             factory = docker_factory(sweep.run, ports)
         else:

@@ -38,7 +38,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def sandbox_image() -> str:
     """The offline-built sandbox image (built here with mmdebstrap if this machine lacks it)."""
-    from staminad.sandbox.image import build
+    from staminad.sandbox.docker.image import build
 
     _DOCKER_USED.append(True)
     tag, _ = build()
@@ -83,8 +83,8 @@ def second_engine(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) 
     """
     import anyio
 
-    from staminad.sandbox.endpoint import Endpoint, local_socket
-    from staminad.sandbox.enginespec import EngineSpec
+    from staminad.sandbox.docker.engineconnect import Endpoint, local_socket
+    from staminad.sandbox.docker.enginespec import EngineSpec
     from tests.helpers.dockerd import SecondEngine
 
     engine = SecondEngine()
@@ -94,7 +94,7 @@ def second_engine(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) 
         async def load() -> None:
             local, other = Endpoint(EngineSpec(url=local_socket())), Endpoint(EngineSpec(url=engine.url))
             try:
-                from staminad.sandbox.distribute import distribute
+                from staminad.sandbox.docker.distribute import distribute
 
                 await distribute(local.client(), other.client(), sandbox_image, engine.url)
                 await distribute(local.client(), other.client(), "staminabench/sandbox:latest", engine.url)

@@ -18,9 +18,6 @@ MAX_LINES = 400
 OVER_TODAY = frozenset(
     {
         "staminad/reference/server.py",
-        "staminad/sandbox/local.py",
-        "staminad/sandbox/sealed.py",
-        "staminad/sandbox/volume.py",
     }
 )
 

@@ -1,13 +1,13 @@
 """A harness's image layer as the sandbox builds it: its record's `Layer`, handed down as a `LayerSpec`.
 
 The harness records (`staminad.agents.harnesses`) stay standard library only, for the launcher inside the
-sandbox; this is where they meet the image build (`staminad.sandbox.image`), which knows no harness by name.
+sandbox; this is where they meet the image build (`staminad.sandbox.docker.image`), which knows no harness by name.
 """
 
 from __future__ import annotations
 
 from staminad.agents.harnesses import HARNESS_ROOT, HARNESSES, Harness
-from staminad.sandbox.image import ImageError, LayerSpec, harness_tag
+from staminad.sandbox.docker.image import ImageError, LayerSpec, harness_tag
 
 
 def layer_spec(harness: str | Harness) -> LayerSpec:
@@ -31,5 +31,5 @@ def layer_spec(harness: str | Harness) -> LayerSpec:
 
 
 def layer_tag(harness: str | Harness) -> str:
-    """The content-addressed tag of the harness's layer (`staminad.sandbox.image.harness_tag`)."""
+    """The content-addressed tag of the harness's layer (`staminad.sandbox.docker.image.harness_tag`)."""
     return harness_tag(layer_spec(harness))

@@ -19,8 +19,8 @@ import msgspec
 
 from protocol.messages import TranscriptItem
 from staminad.agents.harnesses import HARNESSES, Turn
-from staminad.sandbox.beneath import WalkBudget, glob
 from staminad.sandbox.bounded import bounded_tail
+from staminad.sandbox.inside.beneath import WalkBudget, glob
 
 READ_LIMIT = 256 * 1024  # bytes read from the end of a session file
 MAX_ITEMS = 40  # items kept, the latest

@@ -11,7 +11,7 @@ from protocol.errors import ExpectedError, UsageError
 from protocol.usage import integer
 from staminad.bench import seeds
 from staminad.engine.config import MAX_SECONDS, positive_seconds
-from staminad.sandbox.enginespec import EngineSpec, parse_flag
+from staminad.sandbox.docker.enginespec import EngineSpec, parse_flag
 from state.lock import check_store, lock_state_dir
 
 
@@ -59,7 +59,7 @@ def seconds(text: str) -> float:
 
 
 def engine(text: str) -> EngineSpec:
-    """An argparse type for `--engine URL[,slots=N][,tls=DIR][,gateway=IP]` (see `staminad.sandbox.enginespec`)."""
+    """An argparse type for `--engine URL[,slots=N][,tls=DIR][,gateway=IP]` (see `sandbox.docker.enginespec`)."""
     try:
         return parse_flag(text)
     except ValueError as exc:

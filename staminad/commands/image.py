@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from staminad.commands.args import UsageError
-from staminad.sandbox.image import LAYERS, ImageError, build, build_harness, image_exists
+from staminad.sandbox.docker.image import LAYERS, ImageError, build, build_harness, image_exists
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,7 +50,7 @@ def agents_list_cmd(args: argparse.Namespace) -> int:
     from staminad.agents.base import list_adapters
     from staminad.agents.harnesses import HARNESSES
     from staminad.agents.layers import layer_tag
-    from staminad.sandbox.image import recipe
+    from staminad.sandbox.docker.image import recipe
 
     base = recipe().tag()
     base_built = image_exists(base)

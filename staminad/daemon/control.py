@@ -27,7 +27,7 @@ from staminad.engine.jobs import Shared
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.sweep import run_sweep
 from staminad.packio import read_pack
-from staminad.sandbox.enginespec import EngineSpec
+from staminad.sandbox.docker.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator
 from staminad.suite.pool import WorkerPool
 from state import sweeps
@@ -35,7 +35,7 @@ from state.space import writer
 from state.store import Store
 
 if TYPE_CHECKING:
-    from staminad.sandbox.engines import Slots
+    from staminad.sandbox.docker.enginepool import Slots
 
 
 class SweepControl:

@@ -36,7 +36,7 @@ from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.daemon.running import Running
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
-from staminad.sandbox.enginespec import EngineSpec
+from staminad.sandbox.docker.enginespec import EngineSpec
 from staminad.sandbox.ports import PortAllocator
 from staminad.suite.pool import WorkerPool
 from state import sweeps
@@ -44,7 +44,7 @@ from state.lock import StateDirError, lock_state_dir
 from state.store import Store
 
 if TYPE_CHECKING:
-    from staminad.sandbox.engines import Slots
+    from staminad.sandbox.docker.enginepool import Slots
 
 
 class DaemonError(RuntimeError):

@@ -24,7 +24,7 @@ from staminad.bench.seeds import SeedError, seed_list
 from staminad.engine.models import ModelSpec, check_models, protocol_refusal, sweep_models
 from staminad.gateway.pricing import Price, price_for
 from staminad.sandbox.bounded import NotSmallFileError, read_small_file
-from staminad.sandbox.enginespec import EngineSpec, check_spec
+from staminad.sandbox.docker.enginespec import EngineSpec, check_spec
 
 # A sweep's name is a directory under sandboxes/ and a row key: one path component, never `.` or `..`.
 MAX_SWEEP_BYTES = 1024 * 1024  # a sweep file is a few hundred bytes of TOML
@@ -60,7 +60,7 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     runtime: str = "auto"  # "auto" or a name of `engine.runtime.RUNTIMES`, checked by `_check`
     # Where a Docker sandbox's files live: bind-mounted from the daemon's disk, or in the engine's volumes
-    # (nothing shared with the daemon; see staminad/sandbox/volume.py).
+    # (nothing shared with the daemon; see staminad/sandbox/docker/volumesandbox.py).
     workspace: Literal["mount", "volume"] = "mount"
     parallel: int = 2
     turn_timeout: float = 600.0

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Protocol
 from protocol.errors import UsageError
 from protocol.usage import did_you_mean, hint
 from staminad.sandbox.base import ContainerSettings, SandboxFactory
-from staminad.sandbox.enginespec import EngineSpec
-from staminad.sandbox.image import LAYOUT, LAYOUT_LABEL, REPO
+from staminad.sandbox.docker.enginespec import EngineSpec
+from staminad.sandbox.docker.image import LAYOUT, LAYOUT_LABEL, REPO
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
 
 if TYPE_CHECKING:
-    from staminad.sandbox.engines import Slots
+    from staminad.sandbox.docker.enginepool import Slots
 
 
 async def docker_available(image: str) -> str | None:
@@ -117,16 +117,16 @@ async def _probe_docker(images: Sequence[str]) -> str | None:
 
 def _make_docker(p: Placement) -> Made:
     if p.engines:
-        from staminad.sandbox.engines import EnginePool
+        from staminad.sandbox.docker.enginepool import EnginePool
 
         names = ", ".join(f"{s.url} ({s.slots} slots)" for s in p.engines)
         pool = EnginePool(p.run, list(p.engines), slots=p.slots)
         return pool, f"docker on {len(p.engines)} engines, workspace in volumes: {names}"
     if p.run.workspace == "volume":
-        from staminad.sandbox.volume import volume_factory
+        from staminad.sandbox.docker.volumefactory import volume_factory
 
         return volume_factory(p.run), "docker (workspace in volumes)"
-    from staminad.sandbox.docker import docker_factory
+    from staminad.sandbox.docker.bindsandbox import docker_factory
 
     return docker_factory(p.run, p.ports), "docker"
 

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from staminad.sandbox.container import LABEL_SANDBOXES
+from staminad.sandbox.docker.container import LABEL_SANDBOXES
 
 SAMPLE_EVERY = 15.0  # seconds between two Docker stats samples; scrapes in between get the cached one
 MAX_SANDBOXES = 64  # containers sampled per round (the label set of the per-sandbox series stays bounded)

@@ -7,7 +7,7 @@ inside a container.
 
 The engine reaches a sandbox's files only through the `Sandbox` operations (seed, put_prompt,
 job_state, wait_marker, count_loc, server_log, snapshot, restore, keep_code), never through a host path, so
-a sandbox whose files live on another machine's Docker engine (`volume`) is driven like one on the
+a sandbox whose files live on another machine's Docker engine (`docker.volumesandbox`) is driven like one on the
 daemon's disk (`local`, the bind-mounted `docker`). Only manual mode needs the files on the
 daemon's disk (`Sandbox.host_files`).
 """
@@ -23,7 +23,8 @@ import msgspec
 from protocol.kinds import InfraKind, ServerKind
 from staminad.sandbox.markers import Marker, MarkerWatcher
 
-WRAPPER = Path(__file__).with_name("wrapper.sh")
+HARNESS_DIR = Path(__file__).parents[1]  # staminad/: what a layer stages, by paths relative to it
+WRAPPER = HARNESS_DIR / "sandbox" / "inside" / "wrapper.sh"
 SERVER_PORT_IN_CONTAINER = 18080
 
 
@@ -58,12 +59,12 @@ class SandboxPaths(msgspec.Struct, frozen=True):
 
 # What every sandbox's layer carries (below staminad/): the runtime's own in-container programs.
 RUNTIME_FILES = (
-    "sandbox/wrapper.sh",
-    "sandbox/server.sh",
-    "sandbox/launcher.py",
-    "sandbox/pgroups.py",
-    "sandbox/logcap.py",
-    "sandbox/quota.py",
+    "sandbox/inside/wrapper.sh",
+    "sandbox/inside/server.sh",
+    "sandbox/inside/launcher.py",
+    "sandbox/inside/pgroups.py",
+    "sandbox/inside/logcap.py",
+    "sandbox/inside/quota.py",
 )
 
 

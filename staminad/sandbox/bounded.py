@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from staminad.sandbox.beneath import open_regular
+from staminad.sandbox.inside.beneath import open_regular
 
 SMALL = 4096  # pid files, exit codes
 MARKER = 64 * 1024  # a completion marker is about 100 bytes

@@ -33,8 +33,8 @@ from pathlib import Path, PurePosixPath
 
 import msgspec
 
-from staminad.sandbox.beneath import WalkBudget, create_file, ensure_dir, read_file, walk_files
-from staminad.sandbox.loc import SKIP_DIRS
+from staminad.sandbox.inside.beneath import WalkBudget, create_file, ensure_dir, read_file, walk_files
+from staminad.sandbox.inside.loc import SKIP_DIRS
 
 CODE_DIR = "code"  # below the sandbox directory
 BLOBS = f"{CODE_DIR}/blobs"

@@ -3,7 +3,7 @@
 `local` and the bind-mounted `docker` runtime keep their files here and share these operations
 (`HostFiles`, a mixin over `host_workspace`, `host_control` and `paths`), so the engine never
 touches a host path itself: the same calls reach a sandbox whose files live only in an engine's
-volumes (`volume`). Markers are watched with the daemon's one inotify watcher. `stage_layer` puts
+volumes (`docker.volumesandbox`). Markers are watched with the daemon's one inotify watcher. `stage_layer` puts
 a bind-mounted sandbox's agent layer on that disk.
 """
 
@@ -15,11 +15,10 @@ from pathlib import Path
 
 import anyio
 
-from staminad.sandbox.base import HostView, JobState, SandboxPaths, Snapshot
-from staminad.sandbox.beneath import create_file
+from staminad.sandbox.base import HARNESS_DIR, HostView, JobState, SandboxPaths, Snapshot
 from staminad.sandbox.codekeep import keep_from_dir
-from staminad.sandbox.container import HARNESS_DIR
-from staminad.sandbox.loc import count_loc
+from staminad.sandbox.inside.beneath import create_file
+from staminad.sandbox.inside.loc import count_loc
 from staminad.sandbox.markers import Marker, MarkerWatcher, read_marker
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.readiness import log_tail

@@ -7,7 +7,7 @@ plus what the adapter declares (for a real harness, the gateway URL with its per
 so an API key in the daemon's environment never reaches the agent. What this runtime does not
 isolate (same user, file system, network and pid space as the daemon) is listed in the README.
 
-A server that fails to start is the agent's failure unless the port says otherwise (`port_blame`):
+A server that fails to start is the agent's failure unless the port says otherwise (`hostprocs.port_blame`):
 held by another program, it is the platform's `port_taken`, retried on a fresh port without touching R.
 """
 
@@ -16,11 +16,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -40,6 +37,7 @@ from staminad.sandbox.base import (
 )
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
+from staminad.sandbox.hostprocs import kill_group, kill_tagged, listener_holders, listening_inodes, port_blame
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
@@ -60,204 +58,8 @@ def base_env() -> dict[str, str]:
 # has threads, and forking with a Python callback in a threaded process can deadlock).
 LIMITS = ["prlimit", "--core=0", "--nofile=4096", f"--fsize={4 << 30}"]
 
-
-def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 SERVER_TAG = "STAMINABENCH_SERVER_OF"
 AGENT_TAG = "STAMINABENCH_AGENT_OF"  # in a harness's environment: what it leaves running is ended with its phase
-
-
-def _carries(proc: Path, tag: str) -> bool:
-    """Whether the process's environment holds `tag` (NAME=value) as a whole entry: another variable's value
-    that mentions it is not ours. False when it is gone or its environment is not ours to read."""
-    try:
-        return tag.encode() in (proc / "environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-
-
-def _group_and_session(proc: Path) -> tuple[int, int] | None:
-    """A process's group and session ids; None when it is gone."""
-    try:
-        stat = (proc / "stat").read_text()
-        group, session = (int(x) for x in stat[stat.rindex(")") + 2 :].split()[2:4])
-    except (OSError, ValueError):
-        return None
-    return group, session
-
-
-def _tagged(tag: str, session: int | None = None) -> Iterator[Path]:
-    """/proc entries of the processes whose environment carries `tag` (NAME=value), or that are in `session`."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        ids = _group_and_session(proc) if session is not None else None
-        if (ids is not None and ids[1] == session) or _carries(proc, tag):
-            yield proc
-
-
-def _kill_tagged(tag: str, session: int | None = None, passes: int = 10) -> int:
-    """SIGKILL every process carrying `tag` (and every one in `session`: the server's, which a process that
-    dropped the tag but not the session is still in); returns how many signals that took (one still dying
-    when the next pass looks is signalled again).
-
-    A pass that killed something is followed by another (at most `passes`): a child its victim forked
-    just before may have been mid-exec, when /proc shows no environment yet.
-    """
-    killed = 0
-    for _ in range(passes):
-        found = 0
-        for proc in _tagged(tag, session):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(proc.name), signal.SIGKILL)
-                found += 1
-        killed += found
-        if not found:
-            break
-    return killed
-
-
-TCP_STATES = {
-    "01": "ESTABLISHED",
-    "02": "SYN_SENT",
-    "03": "SYN_RECV",
-    "04": "FIN_WAIT1",
-    "05": "FIN_WAIT2",
-    "06": "TIME_WAIT",
-    "07": "CLOSE",
-    "08": "CLOSE_WAIT",
-    "09": "LAST_ACK",
-    "0A": "LISTEN",
-    "0B": "CLOSING",
-}
-
-
-@dataclass(frozen=True)
-class PortSocket:
-    """A TCP socket whose local port is the one looked at, as /proc/net/tcp{,6} shows it."""
-
-    state: str  # TCP_STATES' key
-    inode: str  # "0" when no process holds it any more (TIME_WAIT, an orphaned close)
-    remote: str  # the peer's address:port (0.0.0.0:0 for a listener)
-
-    def says(self) -> str:
-        state = TCP_STATES.get(self.state, self.state)
-        return state if self.state == "0A" else f"{state} with {self.remote}"
-
-
-def _address(text: str) -> str:
-    """/proc/net/tcp's hex address:port (IPv4 or IPv6, in host order words) as text."""
-    host, _, port = text.partition(":")
-    raw = bytes.fromhex(host)
-    if len(raw) == 4:
-        return f"{socket.inet_ntop(socket.AF_INET, raw[::-1])}:{int(port, 16)}"
-    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]:{int(port, 16)}"
-
-
-def _sockets_on(port: int) -> list[PortSocket]:
-    """Every TCP socket (IPv4 or IPv6, any state) bound to local port `port` in this network namespace."""
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                with contextlib.suppress(IndexError, ValueError):
-                    if int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        found.append(PortSocket(fields[3], fields[9], _address(fields[2])))
-    return found
-
-
-def _listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on `port` (any address, IPv4 or IPv6) in this network namespace."""
-    return {s.inode for s in _sockets_on(port) if s.state == "0A"}
-
-
-def port_blame(port: int, tag: str, pgid: int | None, connected: bool) -> SandboxError | NotReady | None:
-    """Who kept the agent's server from serving `port`, judged by who holds the port, never by the server's log.
-
-    Called when the server failed to start (`connected`: whether a probe ever reached a listener there). A
-    process of the sandbox (carrying `tag`, or in the server's process group or session) holding the port from
-    outside that group is the agent's own leftover: `server_left_running`. A socket on the port held by any
-    other process is another program's: the platform's `port_taken`. So is a socket no process holds any more
-    (say, another program's connection in TIME_WAIT) when no probe ever reached a listener: the port was free
-    when handed out (the allocator's bind check), so a connection on it that the agent's server never accepted
-    is someone else's. None: nothing on the port explains the failure, which stays the agent's.
-    """
-    sockets = _sockets_on(port)
-    live = {f"socket:[{s.inode}]": s for s in sockets if s.inode != "0"}
-    holders: dict[str, tuple[int, bool, int]] = {}  # socket -> (pid, of the sandbox, process group)
-    blind = False  # a process of the sandbox whose descriptors this user cannot read
-    for proc in Path("/proc").iterdir() if live else ():
-        if not proc.name.isdigit():
-            continue
-        ids = _group_and_session(proc)
-        if ids is None:
-            continue  # gone meanwhile
-        group, session = ids
-        ours = (pgid is not None and pgid in (group, session)) or _carries(proc, tag)
-        try:
-            fds = list((proc / "fd").iterdir())
-        except OSError:
-            blind = blind or ours  # gone, or made undumpable: then its sockets cannot be told from others'
-            continue
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                link = os.readlink(fd)
-                if link in live:
-                    holders[link] = (int(proc.name), ours, group)
-    for link, (pid, ours, group) in holders.items():
-        if ours and group != pgid:
-            return NotReady(
-                "server_left_running",
-                f"port {port} is held ({live[link].says()}) by process {pid} of this sandbox outside the process "
-                "group that `bash run_server.sh` runs in (left from before, or detached, e.g. with setsid or a "
-                "daemon fork), so the server could not use it. Keep the server in run_server.sh's process group.",
-            )
-    strangers = [(link, s) for link, s in live.items() if link in holders and not holders[link][1]]
-    if not blind:
-        strangers += [(link, s) for link, s in live.items() if link not in holders]
-    if strangers:
-        link, found = strangers[0]
-        who = f"process {holders[link][0]}" if link in holders else "a process this user cannot see"
-        return SandboxError(
-            f"port {port} is held ({found.says()}) by {who} outside this sandbox, so the server could not bind it",
-            "port_taken",
-        )
-    left = [s for s in sockets if s.inode == "0"]
-    if left and not connected:
-        return SandboxError(
-            f"port {port} is held by a connection no process of this sandbox made ({left[0].says()}), so the "
-            "server could not bind it",
-            "port_taken",
-        )
-    return None
-
-
-def listener_holders(port: int, tag: str) -> list[tuple[int, int]] | None:
-    """(pid, process group) of each process carrying `tag` that holds a socket listening on `port`.
-
-    None when no listener is visible here (then there is nothing to judge); an empty list when the
-    listener belongs to no process of ours: another program holds the port, and testing it would
-    score someone else.
-    """
-    inodes = _listening_inodes(port)
-    if not inodes:
-        return None
-    wanted = {f"socket:[{inode}]" for inode in inodes}
-    holders = []
-    for proc in _tagged(tag):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if any(os.readlink(fd) in wanted for fd in (proc / "fd").iterdir()):
-                stat = (proc / "stat").read_text()
-                holders.append((int(proc.name), int(stat[stat.rindex(")") + 2 :].split()[2])))
-    return holders
 
 
 def _run_briefly(argv: list[str], env: dict[str, str], timeout: float = 10.0) -> None:
@@ -273,7 +75,7 @@ def _kill_left(pid_file: Path) -> None:
     """Kill the server group a daemon killed mid-suite left (its pgid file says which)."""
     left = read_int(pid_file)
     if left is not None:
-        _kill_group(left)
+        kill_group(left)
 
 
 def _let_go(pid_file: Path, port: int, limit: float = 5.0) -> None:
@@ -306,7 +108,7 @@ class LocalSandbox(HostFiles):
         await quick(self._make_dirs)  # file operations stay off the loop every scenario shares
         # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon
         # killed mid-test, found by the tag in their environment, even if it died before recording the pgid.
-        await offload(_kill_tagged, self._tag())
+        await offload(kill_tagged, self._tag())
 
     def _make_dirs(self) -> None:
         self.host_workspace.mkdir(parents=True, exist_ok=True)
@@ -350,7 +152,7 @@ class LocalSandbox(HostFiles):
     def _kill_job(self, job_id: str) -> None:
         pid = self._pid(job_id)
         if pid is not None:
-            _kill_group(pid)
+            kill_group(pid)
 
     async def frozen(self, since: float) -> str:
         """Local processes have no engine to pause them."""
@@ -367,7 +169,7 @@ class LocalSandbox(HostFiles):
         await quick(_kill_left, pid_file)
         # Nothing the harness left running (a server it tried, a detached writer) outlives its phase: whatever kept
         # the harness's tag goes (locally the agent is the daemon's user, so this is tidiness, not a seal).
-        await offload(_kill_tagged, self._agent_tag())
+        await offload(kill_tagged, self._agent_tag())
         port = await quick(self.ports.allocate)  # reads /proc, takes lock files: off the loop
         # Forked from a worker thread, not the event loop's; it records the server itself (and its pgid file), so a
         # cancel arriving as the thread returns still finds it to stop.
@@ -378,7 +180,7 @@ class LocalSandbox(HostFiles):
             return server.poll() is None
 
         async def listening() -> bool:
-            return bool(await offload(_listening_inodes, port))
+            return bool(await offload(listening_inodes, port))
 
         try:
             try:
@@ -434,13 +236,13 @@ class LocalSandbox(HostFiles):
         the sandbox's tag in its environment, or in the server's session); wait until its port is free."""
         server, self._server = self._server, None
         if handle.pgid is not None:
-            _kill_group(handle.pgid, signal.SIGTERM)
+            kill_group(handle.pgid, signal.SIGTERM)
             if server is not None:
                 await anyio.to_thread.run_sync(_wait, server, 5.0)
-            _kill_group(handle.pgid, signal.SIGKILL)
+            kill_group(handle.pgid, signal.SIGKILL)
         if server is not None:
             await anyio.to_thread.run_sync(_wait, server, 10.0)
-        await offload(_kill_tagged, self._tag(), handle.pgid)
+        await offload(kill_tagged, self._tag(), handle.pgid)
         await anyio.to_thread.run_sync(_let_go, self.host_control / "server.pgid", handle.port)
         self.ports.release(handle.port)
 

@@ -5,7 +5,7 @@ request has (the per-request budget, the response-size cap). When it never does,
 what the server did instead (`NotReady.kind`: exited, never listened, closed connections, too slow,
 a malformed or oversized answer), and whether any probe reached a listener (`NotReady.connected`).
 Whose fault that was (the agent's code, or another program holding the port) is the runtime's to
-judge by who holds the port (see `local.port_blame`), never by what the server's log says.
+judge by who holds the port (see `hostprocs.port_blame`), never by what the server's log says.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ SHELL_TOOL = {"mistral-vibe": "bash", "kimi-cli": "Shell"}  # each takes {"comma
 def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The harness's layer on the trixie base, built offline from PyPI wheels for Python 3.13."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     tag, _ = build_harness(layer_spec(name), tmp_path_factory.mktemp("layer"))
     return tag

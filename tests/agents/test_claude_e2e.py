@@ -41,7 +41,7 @@ RUN_TIMEOUT = 600  # seconds for one whole `staminad run`; each harness call is 
 def claude_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The Claude Code layer (the binary from the Agent SDK wheel), built offline once per machine."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     tag, _ = build_harness(layer_spec("claude-code"), tmp_path_factory.mktemp("layer"))
     return tag

@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 def codex_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The Codex layer, built offline from the PyPI wheel that carries the real binary."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     tag, _ = build_harness(layer_spec("codex"), tmp_path_factory.mktemp("layer"))
     return tag

@@ -49,7 +49,7 @@ TURN0 = ScenarioParams(turns=0, changes_per_turn=2)
 
 def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     tag, _ = build_harness(layer_spec(name), tmp_path_factory.mktemp("layer"))
     return tag

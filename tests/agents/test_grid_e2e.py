@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 def mini_layer(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The mini-swe-agent layer (built once, offline, as in `test_mini_e2e`)."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     tag, _ = build_harness(layer_spec("mini-swe-agent"), tmp_path_factory.mktemp("layer"))
     return tag

@@ -44,7 +44,7 @@ CALLS = {"mini-swe-agent": ("chat", 4), "claude-code": ("anthropic", 6), "codex"
 def layers(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The three harnesses' layers, built offline once per machine (as each harness's own end-to-end test)."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     return {name: build_harness(layer_spec(name), tmp_path_factory.mktemp("layer"))[0] for name in HARNESSES}
 

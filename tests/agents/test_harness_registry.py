@@ -14,7 +14,7 @@ import pytest
 import staminad
 from staminad.agents.harnesses import HARNESSES, Harness, Layer, TranscriptReader
 from staminad.agents.layers import layer_spec
-from staminad.sandbox.image import SUITES
+from staminad.sandbox.docker.image import SUITES
 
 PACKAGE = Path(staminad.__file__).parent / "agents" / "harnesses"
 ROOT = PACKAGE.parents[2]

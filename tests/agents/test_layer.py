@@ -20,7 +20,7 @@ def test_the_layer_holds_what_the_agent_runs(name: str) -> None:
     adapter = adapter_for(name)
     layer = adapter.layer()
     assert all((PACKAGE / rel).is_file() for rel in layer)
-    assert {"sandbox/wrapper.sh", "sandbox/server.sh"} <= set(layer)
+    assert {"sandbox/inside/wrapper.sh", "sandbox/inside/server.sh"} <= set(layer)
     argv = adapter.argv(PATHS, "/stamina/prompts/t0000-a01-i00.md")
     scripts = [a.removeprefix("/harness/") for a in argv or [] if a.startswith("/harness/")]
     assert set(scripts) <= set(layer)

@@ -31,7 +31,7 @@ PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
 def mini_image(sandbox_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The mini-swe-agent layer, built offline from PyPI wheels fetched on this host."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     tag, _ = build_harness(layer_spec("mini-swe-agent"), tmp_path_factory.mktemp("layer"))
     return tag

@@ -79,7 +79,7 @@ def test_openhands_passes_two_turns_and_a_feedback_retry_in_one_conversation(
 ) -> None:
     """Turn 0 passes, turn 1 on its retry; 5 metered chat calls; the retry continues the same conversation."""
     from staminad.agents.layers import layer_spec
-    from staminad.sandbox.image import build_harness
+    from staminad.sandbox.docker.image import build_harness
 
     image, _ = build_harness(layer_spec("openhands"), tmp_path_factory.mktemp("layer"))
     with StandIn(_script(tmp_path), model=MODEL) as standin:

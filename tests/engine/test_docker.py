@@ -8,7 +8,7 @@ import aiodocker
 import pytest
 
 from staminad.engine.config import load_sweep
-from staminad.sandbox.docker import LABEL_SANDBOXES, LABEL_SWEEP, DockerSandbox, docker_factory
+from staminad.sandbox.docker.bindsandbox import LABEL_SANDBOXES, LABEL_SWEEP, DockerSandbox, docker_factory
 from staminad.sandbox.ports import PortAllocator
 from tests.helpers.sweeps import sweep, write_sweep
 
@@ -79,7 +79,7 @@ async def test_sweeps_of_one_name_in_two_state_dirs_keep_their_own_containers(
         (other.host_workspace / "who").write_text("b")
         await mine.prepare()  # adopting an existing container finds its own, with its own workspace
         assert await mine._exec(["grep", "-q", "a", "/workspace/who"]) == 0
-        assert await mine._exec(["test", "-f", "/harness/sandbox/wrapper.sh"]) == 0  # its layer, still mounted
+        assert await mine._exec(["test", "-f", "/harness/sandbox/inside/wrapper.sh"]) == 0  # its layer, still mounted
         await ours.aclose(tmp_path / "a" / "sandboxes" / "same")
         async with aiodocker.Docker() as client:
             info = await (await client.containers.get(other.name)).show()

@@ -10,7 +10,7 @@ from protocol import EngineInfo, SweepInfo
 from staminad.commands.args import UsageError, check_engines
 from staminad.commands.daemon import info_lines
 from staminad.engine.config import SweepError, parse_sweep
-from staminad.sandbox.enginespec import EngineSpec, parse_flag, published_host
+from staminad.sandbox.docker.enginespec import EngineSpec, parse_flag, published_host
 
 BASE = b"""
 name = "e"
@@ -98,7 +98,7 @@ async def test_real_harnesses_on_an_engine_elsewhere_need_its_gateway() -> None:
     one with a `gateway` is served there (asked before any connection to the engine)."""
     from protocol.errors import UsageError as Refused
     from staminad.engine.config import RunSettings
-    from staminad.sandbox.engines import EnginePool
+    from staminad.sandbox.docker.enginepool import EnginePool
 
     pool = EnginePool(RunSettings(), [EngineSpec(url="tcp://10.0.0.5:2376")])
     with pytest.raises(Refused, match=r"give its entry gateway = .*--engine URL,gateway=IP"):

@@ -23,9 +23,9 @@ import pytest
 
 from protocol.events import AttemptStarted, AttemptTested, EventData, InfraFailure
 from staminad.engine.config import load_sweep
-from staminad.sandbox.docker import LABEL_SANDBOXES
-from staminad.sandbox.endpoint import local_socket
-from staminad.sandbox.engines import PLACEMENT, EnginePool
+from staminad.sandbox.docker.bindsandbox import LABEL_SANDBOXES
+from staminad.sandbox.docker.engineconnect import local_socket
+from staminad.sandbox.docker.enginepool import PLACEMENT, EnginePool
 from tests.helpers.dockerd import SecondEngine
 from tests.helpers.sweeps import Recorder, sweep, write_sweep
 

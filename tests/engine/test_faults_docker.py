@@ -17,8 +17,8 @@ from asyncinotify import Inotify, Mask
 from protocol.events import AttemptStarted, EventData, InfraFailure, SuiteStarted
 from staminad.engine.config import load_sweep
 from staminad.engine.outcome import HARNESS_KINDS, is_platform
-from staminad.sandbox.channel import Channel
-from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
+from staminad.sandbox.docker.bindsandbox import DockerSandbox, agent_ids, container_name, docker_factory
+from staminad.sandbox.docker.fifoclient import Channel
 from staminad.sandbox.ports import PortAllocator
 from state.store import Store
 from tests.helpers.sweeps import Recorder, sweep, write_sweep

@@ -21,8 +21,8 @@ import pytest
 
 from protocol.events import AttemptTested, EventData, SuiteStarted
 from staminad.engine.config import load_sweep
-from staminad.sandbox.beneath import MOVED_ASIDE
-from staminad.sandbox.docker import DockerSandbox, agent_ids, container_name, docker_factory
+from staminad.sandbox.docker.bindsandbox import DockerSandbox, agent_ids, container_name, docker_factory
+from staminad.sandbox.inside.beneath import MOVED_ASIDE
 from staminad.sandbox.ports import PortAllocator
 from state.store import Store
 from tests.helpers.sweeps import Recorder, sweep, write_sweep

@@ -145,7 +145,7 @@ async def test_a_published_port_taken_before_its_container_starts_is_port_taken(
 
     from staminad.engine.config import load_sweep
     from staminad.sandbox.base import SandboxError
-    from staminad.sandbox.docker import DockerSandbox
+    from staminad.sandbox.docker.bindsandbox import DockerSandbox
 
     path = write_sweep(tmp_path, "published", ["reference"], runtime="docker")
     path.write_text(path.read_text() + f'image = "{sandbox_image}"\n')

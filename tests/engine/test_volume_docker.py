@@ -24,11 +24,12 @@ import pytest
 from staminad.engine.config import RunSettings, load_sweep
 from staminad.engine.runtime import RuntimeUnavailable, choose_runtime
 from staminad.sandbox.base import Grant
-from staminad.sandbox.container import container_name, reap_volumes
-from staminad.sandbox.docker import LABEL_SANDBOXES, docker_factory, reap
+from staminad.sandbox.docker.bindsandbox import LABEL_SANDBOXES, docker_factory, reap
+from staminad.sandbox.docker.container import container_name, reap_volumes
+from staminad.sandbox.docker.volumefactory import VolumeFactory, volume_factory
+from staminad.sandbox.docker.volumesandbox import VolumeSandbox
 from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.volume import VolumeFactory, VolumeSandbox, volume_factory
 from tests.helpers.sweeps import sweep, write_sweep
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker, pytest.mark.sweep]
@@ -40,7 +41,7 @@ DAEMON = """
 import anyio, sys
 from pathlib import Path
 from staminad.engine.config import RunSettings
-from staminad.sandbox.volume import VolumeFactory
+from staminad.sandbox.docker.volumefactory import VolumeFactory
 
 async def main():
     box = VolumeFactory(RunSettings(image=sys.argv[2], workspace="volume"))(Path(sys.argv[1]), "x")
@@ -298,7 +299,7 @@ def _early_points(names: set[str]) -> list[tuple[str, Trigger]]:
             "launcher started",
             lambda e: (
                 str(e.get("Action", "")).startswith("exec_start")
-                and "streamer.py" in str(e.get("Action"))
+                and "streamlauncher.py" in str(e.get("Action"))
                 and attrs(e).get("name") in names
             ),
         ),

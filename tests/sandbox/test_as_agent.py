@@ -7,7 +7,7 @@ import os
 import signal
 import time
 
-from staminad.sandbox import launcher
+from staminad.sandbox.inside import launcher
 
 NOBODY = "65534:65534"  # another user than the test's (root here, as for the Docker tests)
 

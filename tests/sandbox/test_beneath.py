@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from staminad.sandbox.beneath import (
+from staminad.sandbox.inside.beneath import (
     MOVED_ASIDE,
     UnsafePathError,
     WalkBudget,
@@ -20,7 +20,7 @@ from staminad.sandbox.beneath import (
     tree_bytes,
     walk_files,
 )
-from staminad.sandbox.loc import count_loc
+from staminad.sandbox.inside.loc import count_loc
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from staminad.sandbox.distribute import DistributionError, distribute, image_id
-from staminad.sandbox.endpoint import Endpoint, local_socket
-from staminad.sandbox.enginespec import EngineSpec
+from staminad.sandbox.docker.distribute import DistributionError, distribute, image_id
+from staminad.sandbox.docker.engineconnect import Endpoint, local_socket
+from staminad.sandbox.docker.enginespec import EngineSpec
 from tests.helpers.dockerd import SecondEngine, make_tls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]

@@ -15,7 +15,7 @@ import pytest
 from staminad.engine.config import RunSettings
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Grant, SandboxError
 from staminad.sandbox.bounded import read_int
-from staminad.sandbox.docker import NETWORK, DockerSandbox, reap
+from staminad.sandbox.docker.bindsandbox import NETWORK, DockerSandbox, reap
 from staminad.sandbox.ports import PortAllocator
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]

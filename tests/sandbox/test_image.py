@@ -8,7 +8,7 @@ import pytest
 
 from staminad.agents.harnesses import HARNESSES
 from staminad.agents.layers import layer_spec
-from staminad.sandbox.image import SUITES, ImageError, build, harness_tag, recipe
+from staminad.sandbox.docker.image import SUITES, ImageError, build, harness_tag, recipe
 
 pytestmark = pytest.mark.docker
 

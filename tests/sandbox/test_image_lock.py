@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from staminad.sandbox.buildshow import LOCK_DIR_ENV, lock_name, step
+from staminad.sandbox.docker.buildshow import LOCK_DIR_ENV, lock_name, step
 
 pytestmark = pytest.mark.docker
 

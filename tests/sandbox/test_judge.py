@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from staminad.engine.outcome import is_platform
-from staminad.sandbox.docker import judge
+from staminad.sandbox.docker.bindsandbox import judge
 
 STOPPED = {"Running": False, "ExitCode": 0}
 

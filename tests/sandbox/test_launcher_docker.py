@@ -19,9 +19,9 @@ from staminad.engine.config import RunSettings
 from staminad.engine.markers import MarkerWatcher
 from staminad.sandbox.base import marker_path
 from staminad.sandbox.bounded import read_int
-from staminad.sandbox.docker import DockerSandbox, reap
+from staminad.sandbox.docker.bindsandbox import DockerSandbox, reap
+from staminad.sandbox.docker.requests import IsAlive
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.replies import Alive
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
@@ -31,7 +31,7 @@ import anyio, aiodocker, sys
 from pathlib import Path
 from staminad.engine.config import RunSettings
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.docker import DockerSandbox
+from staminad.sandbox.docker.bindsandbox import DockerSandbox
 
 async def main():
     docker = aiodocker.Docker()
@@ -118,7 +118,7 @@ async def test_without_its_launcher_a_sandbox_works_by_exec_and_starts_a_new_one
                 while not box.channel.reading():  # noqa: ASYNC110 - a FIFO reader gives no event to await
                     await anyio.sleep(0.05)  # the new launcher opens the FIFO on its own time
             assert read_int(box.host_control / "launcher.pid") != first
-            assert (await box._op("alive", {"pgid": 1}, Alive)).alive  # answered by the new launcher
+            assert (await box._op(IsAlive(pgid=1))).alive  # answered by the new launcher
             assert (await box._listeners(0)).sockets == 0
         finally:
             await reap(docker, box.root.parent)

@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from staminad.sandbox.logcap import CUT, copy
+from staminad.sandbox.inside.logcap import CUT, copy
 
 
 def test_a_flood_keeps_only_the_latest_output_within_the_bound(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from staminad.sandbox.quota import used_kb, watch
+from staminad.sandbox.inside.quota import used_kb, watch
 
 
 def test_usage_counts_allocated_blocks_and_never_follows_a_link(tmp_path: Path) -> None:

@@ -14,9 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from staminad.sandbox import launcher, streamer
 from staminad.sandbox.base import SandboxError
-from staminad.sandbox.replies import (
+from staminad.sandbox.docker.replies import (
     NOTHING,
     Absent,
     Alive,
@@ -30,6 +29,7 @@ from staminad.sandbox.replies import (
     Usage,
     decode,
 )
+from staminad.sandbox.inside import launcher, streamlauncher
 
 ME = f"{os.getuid()}:{os.getgid()}"  # the agent's user in the container; here the test's own, so nothing forks
 
@@ -65,7 +65,7 @@ def test_the_launchers_own_answers_decode_into_their_structs(tmp_path: Path) -> 
 
 
 def test_the_streamers_own_answers_decode_into_their_structs(tmp_path: Path) -> None:
-    """read, state, owner and absent, computed by streamer.py itself, read back as fields."""
+    """read, state, owner and absent, computed by streamlauncher.py itself, read back as fields."""
     control, workspace = tmp_path / "control", tmp_path / "workspace"
     (control / "jobs" / "j").mkdir(parents=True)
     workspace.mkdir()
@@ -73,7 +73,7 @@ def test_the_streamers_own_answers_decode_into_their_structs(tmp_path: Path) -> 
     (workspace / "here").write_text("")
 
     def answer(op: str, args: dict[str, Any]) -> bytes:
-        return _sent(streamer._stream_op(str(control), str(workspace), op, args))
+        return _sent(streamlauncher._stream_op(str(control), str(workspace), op, args))
 
     assert decode(answer("read", {"path": "jobs/j/pid", "limit": 10}), Text, "read") == Text(text="42\n")
     assert decode(answer("read", {"path": "none", "limit": 10}), Text, "read") == Text(text=None)

@@ -23,9 +23,9 @@ from staminad.bench.scenario import ScenarioParams
 from staminad.engine.config import RunSettings
 from staminad.engine.markers import MarkerWatcher
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Grant, marker_path
-from staminad.sandbox.docker import FSIZE, LABEL_SANDBOXES, TMP_MB, DockerFactory, DockerSandbox
+from staminad.sandbox.docker.bindsandbox import FSIZE, LABEL_SANDBOXES, TMP_MB, DockerFactory, DockerSandbox
+from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SERVER_LOG_LIMIT
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SERVER_LOG_LIMIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from staminad.agents.base import adapter_for
-from staminad.sandbox.docker import HARNESS_DIR, stage_layer
+from staminad.sandbox.docker.bindsandbox import HARNESS_DIR, stage_layer
 
 
 def test_restaging_keeps_the_directory_and_drops_what_the_layer_lacks(tmp_path: Path) -> None:
@@ -16,16 +16,18 @@ def test_restaging_keeps_the_directory_and_drops_what_the_layer_lacks(tmp_path: 
     assert (dest / "reference" / "agent.py").read_bytes() == (HARNESS_DIR / "reference" / "agent.py").read_bytes()
     (dest / "stray").mkdir()
     (dest / "stray" / "x.py").write_text("left by someone")
-    (dest / "sandbox" / "wrapper.sh").write_text("tampered")
+    wrapper = Path("sandbox", "inside", "wrapper.sh")
+    (dest / wrapper).write_text("tampered")
     stage_layer(dest, adapter_for("manual").layer())
     assert dest.stat().st_ino == inode
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == [
         "sandbox",
-        "sandbox/launcher.py",
-        "sandbox/logcap.py",
-        "sandbox/pgroups.py",
-        "sandbox/quota.py",
-        "sandbox/server.sh",
-        "sandbox/wrapper.sh",
+        "sandbox/inside",
+        "sandbox/inside/launcher.py",
+        "sandbox/inside/logcap.py",
+        "sandbox/inside/pgroups.py",
+        "sandbox/inside/quota.py",
+        "sandbox/inside/server.sh",
+        "sandbox/inside/wrapper.sh",
     ]
-    assert (dest / "sandbox" / "wrapper.sh").read_bytes() == (HARNESS_DIR / "sandbox" / "wrapper.sh").read_bytes()
+    assert (dest / wrapper).read_bytes() == (HARNESS_DIR / wrapper).read_bytes()

@@ -15,12 +15,14 @@ import pytest
 
 from staminad.engine.config import RunSettings
 from staminad.sandbox.codekeep import read_listing, read_text
+from staminad.sandbox.docker.placementfiles import SNAPSHOT
+from staminad.sandbox.docker.replies import A
+from staminad.sandbox.docker.requests import Request
+from staminad.sandbox.docker.snapshot import tar_bytes
+from staminad.sandbox.docker.volumefactory import VolumeFactory
+from staminad.sandbox.docker.volumesandbox import VolumeSandbox
+from staminad.sandbox.docker.volumeset import PARTS
 from staminad.sandbox.markers import MarkerWatcher
-from staminad.sandbox.placement import SNAPSHOT
-from staminad.sandbox.replies import A
-from staminad.sandbox.snapshot import tar_bytes
-from staminad.sandbox.volset import PARTS
-from staminad.sandbox.volume import VolumeFactory, VolumeSandbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
@@ -76,7 +78,7 @@ async def test_the_agent_cannot_change_the_layer_prompts_or_markers(tmp_path: Pa
     await box.prepare()
     prompt = await box.put_prompt("t0", "build it")
     script = f"""
-    for target in /harness/sandbox/wrapper.sh {prompt} /opt/stamina/control/markers/t0.json \\
+    for target in /harness/sandbox/inside/wrapper.sh {prompt} /opt/stamina/control/markers/t0.json \\
             /opt/stamina/control/jobs/t0/cmd /opt/stamina/layer/x; do
         if (echo forged > "$target") 2>/dev/null; then echo "WROTE $target"; else echo "refused $target"; fi
     done
@@ -233,10 +235,10 @@ def dying_box(client: DyingDocker, image: str, root: Path) -> VolumeSandbox:
     box = VolumeFactory(RunSettings(image=image, workspace="volume"), connect=lambda: client)(root, "reference/0")
     call = box.stream.call
 
-    async def counted(op: str, args: dict[str, Any], answer: type[A], timeout: float, check: Any) -> A:
+    async def counted(request: Request[A], timeout: float, check: Any) -> A:
         if client.dead:
             raise Crash
-        found = await call(op, args, answer, timeout, check)
+        found = await call(request, timeout, check)
         client.step()
         return found
 

@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 from staminad.agents.harnesses import HARNESSES
-from staminad.sandbox.image import SUITES
-from staminad.sandbox.wheelset import LOCKS, download_flags, fingerprint, unmet
+from staminad.sandbox.docker.image import SUITES
+from staminad.sandbox.docker.wheelset import LOCKS, download_flags, fingerprint, unmet
 
 OPENHANDS = HARNESSES["openhands"].layer.ceiling  # what its record hands the layer build
 

@@ -47,7 +47,7 @@ class Layer:
     # (a package that merely bundles the harness's binary, such as Claude Code's in the Agent SDK wheel).
     carry: tuple[tuple[str, str], ...] = ()
     # (its own wheel's file-name prefix, the Requires-Python it declares): that ceiling alone is ignored
-    # (`staminad.sandbox.wheelset`); the release's lock, if any, is `staminad/sandbox/locks/NAME.json`.
+    # (`staminad.sandbox.docker.wheelset`); the release's lock, if any, is `staminad/sandbox/docker/locks/NAME.json`.
     ceiling: tuple[str, str] | None = None
 
 

@@ -1,7 +1,7 @@
-"""OpenHands, headless (`--headless --json`), on trixie's Python 3.13 (see `staminad.sandbox.wheelset`).
+"""OpenHands, headless (`--headless --json`), on trixie's Python 3.13 (see `staminad.sandbox.docker.wheelset`).
 
 Its CLI wheel declares Python ==3.12.*, which no base ships: that ceiling alone is ignored, and the layer
-installs the versions the release's own lock names (`staminad/sandbox/locks/openhands.json`). Its
+installs the versions the release's own lock names (`staminad/sandbox/docker/locks/openhands.json`). Its
 conversation (one JSON file per event) is the transcript.
 """
 
@@ -94,7 +94,7 @@ def _turns(text: str, cut: bool) -> Iterator[Turn]:
 
 _FLAGS = ["--headless", "--json", "--always-approve", "--override-with-envs"]
 HARNESS = Harness(
-    # The paper's version; the CLI's own wheel asks for Python 3.12 exactly (see staminad.sandbox.wheelset).
+    # The paper's version; the CLI's own wheel asks for Python 3.12 exactly (see staminad.sandbox.docker.wheelset).
     name="openhands",
     version="1.12.1",
     layer=Layer(

@@ -245,7 +245,7 @@ def hostile(workspace: Path) -> None:
         "write control": _attempt(lambda: Path("/opt/stamina/control/evil").write_text("x")),
         "forge marker": _attempt(lambda: Path("/opt/stamina/control/markers/t0000-a01-i00.json").write_text("{}")),
         "write prompts": _attempt(lambda: Path("/stamina/prompts/evil.md").write_text("x")),
-        "replace the wrapper": _attempt(lambda: Path("/harness/sandbox/wrapper.sh").write_text("exit 0")),
+        "replace the wrapper": _attempt(lambda: Path("/harness/sandbox/inside/wrapper.sh").write_text("exit 0")),
         "fill /tmp": _attempt(lambda: _fill("/tmp/fill")),
     }
     tmp = workspace / ".hostile.json.tmp"

@@ -1,6 +1,6 @@
 """One engine of a multi-engine sweep as written in `[run] engines` or `staminad start --engine`, checked offline.
 
-Kept apart from `endpoint` (which connects) so reading a sweep file imports no Docker client.
+Kept apart from `engineconnect` (which connects) so reading a sweep file imports no Docker client.
 """
 
 from __future__ import annotations

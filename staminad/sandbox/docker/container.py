@@ -19,14 +19,13 @@ import aiodocker
 import anyio
 
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Loss, SandboxError
-from staminad.sandbox.image import AGENT_UID, PRIVATE_DIR
+from staminad.sandbox.docker.image import AGENT_UID, PRIVATE_DIR
 
 log = logging.getLogger(__name__)
 LABEL_SWEEP = "staminabench.sweep"
 LABEL_SCENARIO = "staminabench.scenario"
 LABEL_SANDBOXES = "staminabench.sandboxes"  # the sweep's sandbox directory on the host: whose container it is
 NETWORK = "staminabench-sealed"  # ICC off; the older `staminabench` network (ICC on) is no longer used
-HARNESS_DIR = Path(__file__).parents[1]
 CONTROL = f"{PRIVATE_DIR}/control"  # the control directory as the root side sees it
 OP_TIMEOUT = 60.0
 TMP_MB = 512  # the writable /tmp (tmpfs, counted in the memory limit)
@@ -37,7 +36,7 @@ _KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait
 OUTPUT_LIMIT = 64 * 1024  # bytes read back from an exec or an events query
 PID_TIMEOUT = 10.0  # seconds for the detached server shell to record its process group
 HEALTH_INTERVAL = 1.0  # seconds between container state checks while a server starts
-LAUNCHER = "/harness/sandbox/launcher.py"
+LAUNCHER = "/harness/sandbox/inside/launcher.py"
 OUTSIDE = frozenset({"kill", "stop", "pause", "destroy"})  # engine events that are the platform's doing
 EVENTS = OUTSIDE | {"die", "restart", "start"}
 EVENT_SETTLE = 0.5  # seconds: see `health`

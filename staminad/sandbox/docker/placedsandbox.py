@@ -26,9 +26,9 @@ from staminad.sandbox.base import (
     ServerHandle,
     Snapshot,
 )
-from staminad.sandbox.endpoint import PING_EVERY, Endpoint
+from staminad.sandbox.docker.engineconnect import PING_EVERY, Endpoint
+from staminad.sandbox.docker.placementfiles import current, read_placement, set_current, write_placement
 from staminad.sandbox.markers import Marker, MarkerWatcher
-from staminad.sandbox.placement import current, read_placement, set_current, write_placement
 
 
 class EngineLike(Protocol):

@@ -1,6 +1,6 @@
 """The four named volumes a volume sandbox lives on, and how a prepare knows a set of them is ready.
 
-`volume.VolumeSandbox` keeps a scenario's files in four labelled volumes on its engine (see `PARTS`).
+`volumesandbox.VolumeSandbox` keeps a scenario's files in four labelled volumes on its engine (see `PARTS`).
 Preparing them is cut off wherever the daemon is killed, so readiness is never inferred from a volume
 existing: each volume gets a random token as a label when made (labels never change, so a volume
 removed and made again under its name is told apart), and the prepare that finishes populating a set
@@ -20,8 +20,8 @@ import aiodocker
 import anyio
 
 from staminad.sandbox.base import SandboxError
-from staminad.sandbox.container import CONTROL, LABEL_SANDBOXES, ROOT, agent_ids
-from staminad.sandbox.image import PRIVATE_DIR
+from staminad.sandbox.docker.container import CONTROL, LABEL_SANDBOXES, ROOT, agent_ids
+from staminad.sandbox.docker.image import PRIVATE_DIR
 
 PARTS = {  # volume part -> (its writable mount, its read-only mount for the agent or "")
     "workspace": ("/workspace", ""),

@@ -11,12 +11,12 @@ engine, so it may run on any engine the daemon reaches by its API:
 - `<container>-layer` and `<container>-prompts`, each mounted twice: writable below /opt/stamina,
   where their files are put, and read-only at /harness and /stamina/prompts for the agent.
 
-Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part (`volset`: the volumes,
+Docker 20.10 (API 1.41) has no volume subpaths, hence one volume per part (`volumeset`: the volumes,
 and the stamp by which a prepare cut off anywhere, say by a daemon killed -9, is known and done
 again; the layer, which holds the launcher, goes in on every prepare). Files go in by
 `put_archive` (the layer, root's; README and specification, the agent's; a restored snapshot) or,
 for the root-owned prompt and job command of every turn, by the container's launcher, reached over
-one attached `docker exec` (`streamer`; a `put_archive` costs 65-135 ms on this engine, a launcher
+one attached `docker exec` (`streamlauncher`; a `put_archive` costs 65-135 ms on this engine, a launcher
 write about 1 ms); the agent can neither change them nor read a job's command. Nothing comes out but
 through `get_archive` or that launcher. A marker is awaited by the launcher and read back through it,
 so completion is seen with no inotify, and after a daemon restart a new launcher finds a finished
@@ -41,6 +41,7 @@ import anyio
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
+    HARNESS_DIR,
     SERVER_PORT_IN_CONTAINER,
     SNAPSHOT_LIMIT,
     ContainerSettings,
@@ -48,40 +49,47 @@ from staminad.sandbox.base import (
     HostView,
     JobState,
     SandboxError,
-    SandboxFactory,
     Snapshot,
     job_script,
 )
 from staminad.sandbox.codekeep import keep_from_archive, keep_nothing
-from staminad.sandbox.container import (
+from staminad.sandbox.docker.container import (
     CONTROL,
-    HARNESS_DIR,
     OP_TIMEOUT,
     ROOT,
-    ContainerFactory,
     _agent,
     agent_ids,
     ensure_network,
-    reap,
-    reap_volumes,
 )
+from staminad.sandbox.docker.placementfiles import SNAPSHOT
+from staminad.sandbox.docker.replies import A
+from staminad.sandbox.docker.requests import (
+    CountLoc,
+    FindAbsent,
+    ReadFile,
+    ReadJob,
+    ReadOwner,
+    RemoveFile,
+    Request,
+    Spawn,
+    WaitMarker,
+    WriteFile,
+)
+from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SealedContainer
+from staminad.sandbox.docker.snapshot import take_snapshot, tar_bytes
+from staminad.sandbox.docker.streamclient import LauncherStream
+from staminad.sandbox.docker.volumeset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
-from staminad.sandbox.placement import SNAPSHOT
-from staminad.sandbox.replies import A, Absent, Done, JobFiles, Loc, Owner, Text, Waited
-from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
-from staminad.sandbox.snapshot import take_snapshot, tar_bytes
-from staminad.sandbox.stream import LauncherStream
-from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
 
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
 STREAM_FILES = (
-    "sandbox/launcher.py",
-    "sandbox/pgroups.py",
-    "sandbox/streamer.py",
-    "sandbox/loc.py",
-    "sandbox/beneath.py",
+    "sandbox/inside/launcher.py",
+    "sandbox/inside/pgroups.py",
+    "sandbox/inside/streamlauncher.py",
+    "sandbox/inside/loc.py",
+    "sandbox/inside/beneath.py",
 )
-STREAMER = "/harness/sandbox/streamer.py"
+STREAMER = "/harness/sandbox/inside/streamlauncher.py"
 MIRROR_LIMIT = 256 << 10  # bytes of a harness or server log mirrored into the sandbox directory
 
 
@@ -217,7 +225,7 @@ class VolumeSandbox(SealedContainer):
     async def _populate(self, tokens: dict[str, str]) -> None:
         """What a volume set gets once, each step safe to repeat, then the stamp naming these volumes: written
         last, so a prepare cut off before it finds no stamp (or another set's) and does it all again."""
-        if (await self._op("owner", {}, Owner)).uid != agent_ids()[0]:
+        if (await self._op(ReadOwner())).uid != agent_ids()[0]:
             await self.volumes.hand_workspace(self.image)
         await self._put(CONTROL, tar_bytes([("jobs", None, 0, 0o755), ("markers", None, 0, 0o755)]))
         snapshot = self.root / SNAPSHOT
@@ -231,7 +239,7 @@ class VolumeSandbox(SealedContainer):
 
     async def _write_stamp(self) -> None:
         text = stamp(self._tokens, self.restored)
-        await self._op("write", {"under": "control", "path": STAMP, "text": text, "mode": 0o600}, Done)
+        await self._op(WriteFile(under="control", path=STAMP, text=text, mode=0o600))
 
     async def _open_launcher(self) -> Any:
         container = await self._container()
@@ -240,11 +248,11 @@ class VolumeSandbox(SealedContainer):
         cmd = ["python3", "-I", "-S", STREAMER, CONTROL, "/workspace"]
         return await container.exec(cmd=cmd, user=ROOT, stdin=True, stdout=True, stderr=True, workdir="/workspace")
 
-    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
-        return await self.stream.call(op, args, answer, timeout, self._usable)
+    async def _op(self, request: Request[A], timeout: float = OP_TIMEOUT) -> A:
+        return await self.stream.call(request, timeout, self._usable)
 
     async def _read(self, rel: str, limit: int, tail: bool = False) -> str | None:
-        return (await self._op("read", {"path": rel, "limit": limit, "tail": tail}, Text)).text
+        return (await self._op(ReadFile(path=rel, limit=limit, tail=tail))).text
 
     async def _mirror(self, rel: str) -> None:
         """The tail of a control file, copied into the sandbox directory (the daemon's views read it there)."""
@@ -259,13 +267,18 @@ class VolumeSandbox(SealedContainer):
             self.restored = False
             await self._write_stamp()
         cmd = job_script(self.paths, argv, env)
-        await self._op("write", {"under": "control", "path": f"jobs/{job_id}/cmd", "text": cmd, "mode": 0o600}, Done)
-        wrapper = ["sh", "/harness/sandbox/wrapper.sh", f"{CONTROL}/jobs/{job_id}", f"{CONTROL}/markers/{job_id}.json"]
+        await self._op(WriteFile(under="control", path=f"jobs/{job_id}/cmd", text=cmd, mode=0o600))
+        wrapper = [
+            "sh",
+            "/harness/sandbox/inside/wrapper.sh",
+            f"{CONTROL}/jobs/{job_id}",
+            f"{CONTROL}/markers/{job_id}.json",
+        ]
         limits = [str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT)]
-        await self._op("spawn", {"argv": [*wrapper, _agent(), *limits]}, Done)
+        await self._op(Spawn(argv=(*wrapper, _agent(), *limits)))
 
     async def job_state(self, job_id: str) -> JobState:
-        found = await self._op("state", {"job": job_id}, JobFiles)
+        found = await self._op(ReadJob(job=job_id))
         return JobState(
             written=found.written,
             started=found.pid is not None,
@@ -273,14 +286,13 @@ class VolumeSandbox(SealedContainer):
         )
 
     async def _pid(self, job_id: str) -> int | None:
-        pid = (await self._op("state", {"job": job_id}, JobFiles)).pid
+        pid = (await self._op(ReadJob(job=job_id))).pid
         return int(pid) if pid is not None and pid.isdigit() else None
 
     async def wait_marker(self, job_id: str, timeout: float, watcher: MarkerWatcher) -> Marker | None:
         """The marker once the launcher sees it (it looks every few ms), or None after `timeout`."""
         try:
-            args = {"job": job_id, "timeout": timeout}
-            found = (await self._op("wait", args, Waited, timeout + OP_TIMEOUT)).marker
+            found = (await self._op(WaitMarker(job=job_id, timeout=timeout), timeout + OP_TIMEOUT)).marker
         except SandboxError:
             loss = await self.health(0.0)
             if loss is not None and loss.paused:
@@ -300,18 +312,18 @@ class VolumeSandbox(SealedContainer):
 
     async def seed(self, files: dict[str, str]) -> None:
         # Interfered with by the agent's processes: every file is written again (they are ours, the same texts).
-        found = await self._op("absent", {"names": list(files), "as": _agent()}, Absent)
+        found = await self._op(FindAbsent(names=tuple(files), as_=_agent()))
         absent = list(files) if found.absent is None else found.absent
         if absent:
             uid = agent_ids()[0]
             await self._put("/workspace", tar_bytes([(n, files[n].encode(), uid, 0o644) for n in absent if n in files]))
 
     async def put_prompt(self, job_id: str, text: str) -> str:
-        await self._op("write", {"under": "prompts", "path": f"{job_id}.md", "text": text, "mode": 0o644}, Done)
+        await self._op(WriteFile(under="prompts", path=f"{job_id}.md", text=text, mode=0o644))
         return f"{self.paths.control}/prompts/{job_id}.md"
 
     async def count_loc(self) -> int:
-        found = await self._op("loc", {"as": _agent()}, Loc, timeout=120)
+        found = await self._op(CountLoc(as_=_agent()), timeout=120)
         if found.loc is None:
             raise SandboxError(f"no line count: {found.interfered}", "engine_error")  # judged as no count
         return found.loc
@@ -328,7 +340,7 @@ class VolumeSandbox(SealedContainer):
 
     async def _clear_server_files(self) -> None:
         for name in ("server.pid", "server.exit"):
-            await self._op("remove", {"path": name}, Done)
+            await self._op(RemoveFile(path=name))
 
     def _server_url(self, port: int) -> str:
         return f"http://{self.server_host}:{port}"
@@ -364,62 +376,3 @@ class VolumeSandbox(SealedContainer):
         if container is not None:
             with contextlib.suppress(SandboxError):
                 await self._engine("remove container", lambda: container.delete(force=True))
-
-
-class VolumeFactory(ContainerFactory):
-    """Volume sandboxes on one engine: `connect` reaches it, its published ports are reached at `server_host`."""
-
-    def __init__(
-        self,
-        run: ContainerSettings,
-        connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
-        publish_ip: str = "127.0.0.1",
-        server_host: str = "127.0.0.1",
-        gateway: str | None = None,
-    ) -> None:
-        super().__init__(run, connect)
-        self.publish_ip, self.server_host = publish_ip, server_host
-        self.gateway = gateway  # where its containers reach the LLM gateway; None: the engine's own bridge
-
-    async def llm_hosts(self) -> list[str]:
-        """The gateway's address for this engine's containers: the one configured, else its bridge's host side."""
-        if self.gateway is None:
-            return await super().llm_hosts()
-        self.bridge_ip = self.gateway  # where granted sandboxes are sent, and the one address their seal lets out
-        return [self.gateway]
-
-    def __call__(self, root: Path, label: str, grant: Grant = Grant()) -> VolumeSandbox:  # noqa: B008 - frozen
-        sandbox = VolumeSandbox(
-            self.client(),
-            root,
-            root.parent.name,
-            label,
-            self.run,
-            self.creations,
-            grant,
-            self.llm(),
-            self.publish_ip,
-            self.server_host,
-        )
-        sandbox.llm_host = self.bridge_ip or "127.0.0.1"
-        return sandbox
-
-    async def aclose(self, sandboxes: Path) -> None:
-        """Remove the sweep's containers, then its volumes (its snapshots stay in the state dir)."""
-        client, self._client = self._client or self.connect(), None
-        try:
-            where = Path(await anyio.Path(sandboxes).resolve())
-            await reap(client, where)
-            await reap_volumes(client, where)
-        finally:
-            await client.close()
-
-
-def volume_factory(
-    run: ContainerSettings,
-    connect: Callable[[], aiodocker.Docker] = aiodocker.Docker,
-    publish_ip: str = "127.0.0.1",
-    server_host: str = "127.0.0.1",
-    gateway: str | None = None,
-) -> SandboxFactory:
-    return VolumeFactory(run, connect, publish_ip, server_host, gateway)

@@ -3,7 +3,7 @@
 A sandbox whose files live in the engine's volumes shares no disk with the daemon, so there is no FIFO
 to write into: the host keeps one attached exec of
 
-    python3 -I -S streamer.py CONTROL WORKSPACE
+    python3 -I -S streamlauncher.py CONTROL WORKSPACE
 
 (as root) and writes requests, one JSON line each with an `id`, to its stdin; every answer is one JSON
 line on stdout carrying that id. It runs the operations of `launcher.py` (loaded from its own
@@ -181,6 +181,6 @@ def stream(control: str, workspace: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        print("usage: streamer.py CONTROL WORKSPACE", file=sys.stderr)
+        print("usage: streamlauncher.py CONTROL WORKSPACE", file=sys.stderr)
         sys.exit(2)
     stream(sys.argv[1], sys.argv[2])

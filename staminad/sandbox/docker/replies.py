@@ -1,9 +1,10 @@
 """The in-container launcher's answers, decoded on the host into Structs (the launcher itself stays stdlib-only).
 
-The launcher (`launcher.py`, and `streamer.py` over an exec stream) answers each request with one JSON object:
+The launcher (`launcher.py`, and `streamlauncher.py` over an exec stream) answers each request with one JSON object:
 `{"ok": {...}}` with the operation's answer, or `{"error": "..."}` (a streamed one also repeats the request's
 `id`). `decode` reads it as the `Struct` the operation answers with, so the host reads fields, never keys, and
 an answer of the wrong shape is a `SandboxError` (`engine_error`) naming the operation, never a `KeyError` later.
+The requests are typed the same way, each with the answer it gets (`requests`).
 """
 
 from __future__ import annotations

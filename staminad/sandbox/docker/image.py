@@ -28,8 +28,8 @@ from pathlib import Path
 
 import msgspec
 
-from staminad.sandbox.buildshow import Tail, say_stderr, step, tag_lock
-from staminad.sandbox.wheelset import download_flags, fingerprint, unmet
+from staminad.sandbox.docker.buildshow import Tail, say_stderr, step, tag_lock
+from staminad.sandbox.docker.wheelset import download_flags, fingerprint, unmet
 
 BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux", "iptables")
 AGENT_UID = 1000  # the `agent` user (and group) of the image
@@ -306,7 +306,7 @@ def _fetch(h: LayerSpec, packages: list[str], wheels: Path, stage: Path, timeout
     `pip download` checks it against the target version, after which the wheel set is fixed.
     Pure-Python packages published only as source (`LayerSpec.sdists`) are built into wheels here first. A
     harness whose own wheel's Requires-Python leaves out the base's Python has that ceiling alone ignored
-    (`staminad.sandbox.wheelset`, which also pins a release's lock).
+    (`staminad.sandbox.docker.wheelset`, which also pins a release's lock).
     """
     name = h.name
     python, platforms = SUITES[h.base].python_target()

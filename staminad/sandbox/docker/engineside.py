@@ -1,11 +1,10 @@
-"""The sealed container every Docker sandbox is: its create request, network seal, health and server checks.
+"""The engine's side of a sealed container: its create request, network seal, state, events and statistics.
 
-`docker.DockerSandbox` (files bind-mounted from the daemon's disk) and `volume.VolumeSandbox` (files
-in the engine's volumes) differ only in how files reach the container and how its launcher is
-reached; both build on `SealedContainer`, which holds what the engine sees the same way in both: the
-container's limits and capabilities, the firewall loaded by a helper before the agent runs, the
-judgement of a lost container from the engine's state and events, and the server's start and stop
-with the check that whatever answers is the server just started.
+`EngineContainer` is what the engine sees of one scenario's container, the same for every Docker sandbox
+(`sealed.SealedContainer` builds the launcher's side on it): the container's limits and capabilities
+(`_config`), the firewall loaded by a helper before the agent runs (`_seal`), commands run in it by
+`docker exec` (`_run`), the judgement of a lost or paused container from the engine's state and events
+(`health`, `frozen`), and whether its own processes exhausted its limits (`exhausted`).
 """
 
 from __future__ import annotations
@@ -21,77 +20,33 @@ import aiohttp
 import anyio
 
 from protocol.kinds import InfraKind
-from staminad.sandbox.base import (
-    SERVER_PORT_IN_CONTAINER,
-    ContainerSettings,
-    Grant,
-    Loss,
-    NotReady,
-    SandboxError,
-    SandboxPaths,
-    ServerHandle,
-)
-from staminad.sandbox.container import (
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Grant, Loss, SandboxError, SandboxPaths
+from staminad.sandbox.docker.container import (
     _KEEPALIVE,
-    CONTROL,
     EVENT_SETTLE,
     EVENTS,
     FSIZE,
-    HEALTH_INTERVAL,
     LABEL_SANDBOXES,
     LABEL_SCENARIO,
     LABEL_SWEEP,
     NETWORK,
     OP_TIMEOUT,
     OUTPUT_LIMIT,
-    PID_TIMEOUT,
     QUOTA_KB,
     ROOT,
     TMP_MB,
-    _agent,
     _started,
-    agent_ids,
     container_name,
     firewall,
     judge,
 )
-from staminad.sandbox.readiness import wait_ready
-from staminad.sandbox.replies import A, Alive, Done, Ended, Holder, Listeners, Stopped, Usage
 
-SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
-HARNESS_LOG_LIMIT = 4 << 20  # bytes of a harness's output its job log keeps
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
 MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
 
 
-def _holder(holder: Holder) -> str:
-    return f"process {holder.pid} (`{' '.join(holder.cmd.split())[:120]}`)"
-
-
-def _left_running(holder: Holder | None, leader_start: int | None) -> str:
-    """Feedback for a port held outside the new server's process group (`holder` None: by a hidden process)."""
-    if holder is None:
-        return (
-            f"port {SERVER_PORT_IN_CONTAINER} is held by a process that cannot be inspected (it made itself "
-            "non-dumpable) and is not in the process group that `bash run_server.sh` runs in, so the new "
-            "server could not be told apart from it. Stop every server you start before you finish."
-        )
-    who = _holder(holder)
-    if leader_start is not None and holder.start < leader_start:
-        return (
-            f"port {SERVER_PORT_IN_CONTAINER} is held by {who}, which was started before this server start: "
-            "a server left running by an earlier turn or by the harness, so the new server could not bind "
-            "the port. Stop every server you start before you finish."
-        )
-    return (
-        f"port {SERVER_PORT_IN_CONTAINER} is held by {who} outside the process group that "
-        "`bash run_server.sh` runs in (it was detached, e.g. with setsid or a daemon fork), so it would be "
-        "left running after the tests. Keep the server in run_server.sh's process group."
-    )
-
-
-class SealedContainer:
-    """One scenario's labelled, sealed container on an engine (see the module docstring)."""
+class EngineContainer:
+    """One scenario's labelled, sealed container as its engine sees it (see the module docstring)."""
 
     def __init__(
         self,
@@ -230,35 +185,9 @@ class SealedContainer:
             what = "gone" if container is None else "paused" if state.get("Paused") else "not running"
             raise SandboxError(f"container {self.name} is {what}")
 
-    # --- what each way of reaching the container's files provides ----------------------------------
-
     def _mounts(self) -> dict[str, Any]:
         """The HostConfig entries that give the container its workspace, control, layer and prompts."""
         raise NotImplementedError
-
-    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
-        """One root-side operation of the container's launcher (see `launcher`), its answer decoded as `answer`."""
-        raise NotImplementedError
-
-    async def _pid(self, job_id: str) -> int | None:
-        raise NotImplementedError
-
-    async def _server_pgid(self) -> int | None:
-        raise NotImplementedError
-
-    async def _server_exited(self) -> bool:
-        raise NotImplementedError
-
-    async def _clear_server_files(self) -> None:
-        raise NotImplementedError
-
-    def _server_url(self, port: int) -> str:
-        return f"http://127.0.0.1:{port}"
-
-    async def _server_base(self) -> str:
-        """Where the suite reaches the server: its published port, unless a runtime knows a shorter way."""
-        assert self.port is not None
-        return self._server_url(self.port)
 
     async def _exec(self, cmd: list[str], detach: bool = False, timeout: float = OP_TIMEOUT, user: str = ROOT) -> int:
         return (await self._run(cmd, detach, timeout, user))[0]
@@ -348,53 +277,6 @@ class SealedContainer:
                     actions.add(action)
         return actions
 
-    async def job_alive(self, job_id: str) -> bool:
-        pid = await self._pid(job_id)
-        if pid is None:
-            return False
-        try:
-            return (await self._op("alive", {"pgid": pid}, Alive)).alive
-        except SandboxError:
-            if await self._container() is None:
-                return False  # the container is gone, and the job with it
-            raise  # paused, or the engine failing: not the job's doing
-
-    async def kill_job(self, job_id: str) -> None:
-        pid = await self._pid(job_id)
-        if pid is not None and await self._container() is not None:
-            await self._op("kill", {"pgid": pid}, Done)
-
-    async def _listeners(self, leader: int) -> Listeners:
-        """What holds the server port inside the container, read as the agent (see `launcher`)."""
-        args = {"port": SERVER_PORT_IN_CONTAINER, "leader": leader, "as": _agent()}
-        return await self._op("listeners", args, Listeners)
-
-    async def end_agent(self) -> int:
-        """End every process of the agent's user in the container (see `pgroups.end_user`): how many were ended.
-
-        Run at the end of each phase, so nothing of the agent outlives it: whatever the harness left (a server
-        it tried, a detached pid filler, memory hog or disk writer) is gone before the server starts, and
-        whatever the server left before the next harness call.
-        """
-        uid = agent_ids()[0]
-        if uid == 0:
-            return 0
-        return (await self._op("end_agent", {"uid": uid}, Ended)).ended
-
-    async def _over_quota(self) -> str:
-        """Why the workspace is over its quota now that nothing of the agent runs ("" when it is not): a writer the
-        harness detached from the wrapper's watchdog does not get to keep what it wrote past the quota."""
-        found = await self._op("usage", {"path": self.paths.workspace, "as": _agent()}, Usage)
-        used = found.kb
-        if used is None:  # nothing of the agent runs now: only its tree can defeat the measurement
-            return f"the workspace could not be measured ({found.interfered or 'no answer'})"
-        if used > self.quota_kb:
-            return (
-                f"the workspace holds {used / 1024 / 1024:.1f} GiB, over its quota of "
-                f"{self.quota_kb / 1024 / 1024:.1f} GiB: delete what the server does not need"
-            )
-        return ""
-
     async def exhausted(self) -> str:
         """Why the container cannot run more of anything by its own contents' doing (its pid limit or memory held),
         or "" when it is not so: the engine's own statistics, which the agent cannot write."""
@@ -420,132 +302,3 @@ class SealedContainer:
         if cap and used >= cap * MEMORY_FULL:
             return f"the sandbox's memory limit was exhausted ({used >> 20} of {cap >> 20} MiB)"
         return ""
-
-    async def _judged(self, exc: SandboxError) -> NotReady | SandboxError:
-        """An operation of the server start that failed: the agent's (`server_exhausted`) when the container runs and
-        its own processes hold its limits, else the platform fault it was raised as."""
-        if exc.kind != "engine_error":
-            return exc
-        loss = await self.health(time.time() - OP_TIMEOUT)
-        if loss is not None:
-            return SandboxError(loss.detail, loss.kind)
-        why = await self.exhausted()
-        return NotReady("server_exhausted", f"{why}, so the server could not be started or checked") if why else exc
-
-    async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
-        """Start `bash run_server.sh` in its own process group and wait until it answers.
-
-        Every process the harness left is ended first (`end_agent`). The port inside is fixed, so whatever
-        answers there is checked to be the server just started: every process holding the listening socket
-        must be in the new server's process group. A child the server detached holding the port is the agent's
-        failure, `server_left_running`; a server that exhausts its sandbox's limits, `server_exhausted`.
-        """
-        try:
-            return await self._start_server(timeout, request_timeout)
-        except SandboxError as exc:
-            raise await self._judged(exc) from None
-
-    async def _start_server(self, timeout: float, request_timeout: float) -> ServerHandle:
-        if await self._server_pgid() is not None:  # left running by a daemon killed mid-suite
-            await self.stop_server(ServerHandle(url="", port=self.port or 0))
-        await self.end_agent()
-        if over := await self._over_quota():
-            raise NotReady("server_exhausted", over)
-        await self._clear_server_files()
-        if self.port is None:
-            raise SandboxError("the container has no published server port")
-        started = time.time()
-        await self._op(
-            "spawn",
-            {
-                "argv": [
-                    "sh",
-                    "/harness/sandbox/server.sh",
-                    CONTROL,
-                    str(SERVER_PORT_IN_CONTAINER),
-                    _agent(),
-                    str(SERVER_LOG_LIMIT),
-                ]
-            },
-            Done,
-        )
-        with anyio.move_on_after(PID_TIMEOUT):
-            while await self._server_pgid() is None:  # noqa: ASYNC110 - a file written inside the container sets no Event
-                await anyio.sleep(0.01)  # the detached shell writes its pid first thing
-        pgid = await self._server_pgid()
-        if pgid is None:
-            raise SandboxError(
-                f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s", "engine_error"
-            )
-        handle = ServerHandle(url=await self._server_base(), port=self.port, pgid=pgid)
-        checked = [time.monotonic()]
-
-        async def running() -> bool:
-            if time.monotonic() - checked[0] >= HEALTH_INTERVAL:  # a gone container never answers: say so now
-                checked[0] = time.monotonic()
-                loss = await self.health(started)
-                if loss is not None and not loss.paused:
-                    raise SandboxError(loss.detail, loss.kind)
-            return not await self._server_exited()
-
-        async def listening() -> bool:
-            found = await self._listeners(0)
-            if found.interfered:  # the agent's processes stopped the check of its own port
-                raise NotReady("server_left_running", f"{found.interfered}, so the server could not be checked")
-            return bool(found.sockets)
-
-        try:
-            try:
-                await wait_ready(handle.url, timeout, running, request_timeout, listening)
-            except NotReady as exc:
-                if exc.kind != "server_exited":
-                    raise
-                # It may have exited because the port was taken: then what holds it is the failure to report.
-                await self._check_holders(pgid, exc)
-                raise
-            await self._check_holders(pgid, None)
-        except BaseException as exc:
-            # Judged before the stop, which ends every process of the agent: a hog it ended would hide the cause.
-            verdict = await self._judged(exc) if isinstance(exc, SandboxError) else exc
-            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
-                await self.stop_server(handle)
-            if verdict is not exc:
-                raise verdict from None
-            raise
-        return handle
-
-    async def _check_holders(self, pgid: int, exited: NotReady | None) -> None:
-        """NotReady(server_left_running) when anything outside the server's group holds the port (`exited`: the
-        server already ended, as wait_ready saw; its leader gone by the time of the check counts the same)."""
-        found = await self._listeners(pgid)
-        if found.interfered:  # the agent's processes stopped the check of its own port
-            raise NotReady("server_left_running", f"{found.interfered}, so the server could not be checked")
-        strangers = [h for h in found.holders if h.pgid != pgid]
-        # The new server is gone (it could not bind the port, say): what holds the port was not started by it.
-        gone = exited is not None or found.leader_start is None
-        if gone and (strangers or (found.unseen and found.sockets)):
-            who = _holder(strangers[0]) if strangers else "a process that cannot be inspected"
-            raise NotReady(
-                "server_left_running",
-                f"`bash run_server.sh` exited, and port {SERVER_PORT_IN_CONTAINER} is held by {who} outside the "
-                "process group that `bash run_server.sh` runs in: a server left running (by an earlier turn or "
-                "the harness, or detached by this start). Stop every server you start before you finish, and "
-                "keep the server in run_server.sh's process group.",
-            )
-        if strangers or found.unseen:
-            raise NotReady(
-                "server_left_running", _left_running(strangers[0] if strangers else None, found.leader_start)
-            )
-
-    async def stop_server(self, handle: ServerHandle) -> None:
-        """TERM then KILL the server's process group, then whatever still holds the server port (a process
-        the server or the harness detached); wait until nothing listens there."""
-        pgid = await self._server_pgid()
-        if pgid is None:
-            await self.end_agent()  # whatever the server left (detached, or a writer) goes before the next harness call
-            return
-        stop: dict[str, Any] = {"pgid": pgid, "port": SERVER_PORT_IN_CONTAINER, "as": _agent()}
-        if uid := agent_ids()[0]:
-            stop["uid"] = uid  # the stop ends the agent's processes too (`end_agent`), in the same round trip
-        await self._op("stop", stop, Stopped, timeout=30)
-        await self._clear_server_files()

@@ -31,7 +31,7 @@ Every operation that takes time runs in a detached grandchild, so the loop never
 its TERM and leaves the port free (a fork costs more than such a teardown), and hands the rest to a
 grandchild otherwise.
 
-A container whose files live in the engine's volumes is reached through `streamer.py` instead,
+A container whose files live in the engine's volumes is reached through `streamlauncher.py` instead,
 which runs these same operations.
 """
 

@@ -1,6 +1,6 @@
 """The host side of a container's launcher reached over one attached `docker exec` (no shared disk).
 
-A volume sandbox's root-side operations go to `launcher.py stream` (see its docstring) as JSON lines
+A volume sandbox's root-side operations go to `streamlauncher.py` (see its docstring) as JSON lines
 with request ids on the exec's stdin; answers come back as JSON lines on its stdout. One request is
 in flight at a time (a scenario drives its sandbox serially), every read is bounded in size and every
 wait in time; an answer left over from a request that timed out is recognised by its id and dropped.
@@ -24,7 +24,8 @@ import msgspec
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import SandboxError
-from staminad.sandbox.replies import A, Tagged, decode
+from staminad.sandbox.docker.replies import A, Tagged, decode
+from staminad.sandbox.docker.requests import Request, answer_of, wire
 
 LINE_LIMIT = 2 << 20  # bytes of one answer line (a `read` returns at most 1 MiB of text, JSON-escaped)
 OPEN_TIMEOUT = 30.0
@@ -96,13 +97,14 @@ class LauncherStream:
         self._buffer = bytearray(rest)
         return line
 
-    async def call(self, op: str, args: dict[str, Any], answer: type[A], timeout: float, check: Check) -> A:
-        """The launcher's answer to one request, decoded as `answer`; a SandboxError when it fails, breaks or is
-        late.
+    async def call(self, request: Request[A], timeout: float, check: Check) -> A:
+        """The launcher's answer to one request, decoded as the Struct its type names (see `requests`); a
+        SandboxError when it fails, breaks or is late.
 
         `check` raises SandboxError when the container is no longer usable; it runs while the answer is late
         (every CHECK_INTERVAL), so a container paused or removed meanwhile is known in a second."""
         rid = secrets.token_hex(8)
+        op, args = wire(request)
         line = json.dumps({"op": op, "args": args, "id": rid}).encode() + b"\n"
         async with self._lock:
             try:
@@ -132,4 +134,4 @@ class LauncherStream:
                 # AssertionError: aiodocker's write_in on a stream whose connection has already gone.
                 await self.close()
                 raise SandboxError(f"the launcher of {self.name}: {exc!r}", "sandbox_lost") from None
-        return decode(line, answer, op)
+        return decode(line, answer_of(request), op)

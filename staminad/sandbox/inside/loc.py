@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 try:
-    from staminad.sandbox.beneath import WalkBudget, walk_files
+    from staminad.sandbox.inside.beneath import WalkBudget, walk_files
 except ImportError:  # inside a container, from the agent layer (no package): the layer's beneath.py sits beside it
     import importlib.util
 

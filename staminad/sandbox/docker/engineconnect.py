@@ -26,7 +26,7 @@ import aiodocker
 import aiohttp
 import anyio
 
-from staminad.sandbox.enginespec import EngineSpec, published_host
+from staminad.sandbox.docker.enginespec import EngineSpec, published_host
 
 PING_TIMEOUT = 3.0  # seconds a /_ping may take before the engine counts as not answering
 PING_EVERY = 3.0  # seconds a ping's answer is trusted before the next caller pings again

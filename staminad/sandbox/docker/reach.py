@@ -16,7 +16,7 @@ import aiodocker
 import aiohttp
 import anyio
 
-from staminad.sandbox.container import NETWORK, OP_TIMEOUT
+from staminad.sandbox.docker.container import NETWORK, OP_TIMEOUT
 
 
 def local_address(address: str) -> bool:

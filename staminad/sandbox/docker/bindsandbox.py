@@ -1,7 +1,7 @@
 """The `docker` runtime (aiodocker): one labelled, sealed container per scenario, its files bind-mounted.
 
 The container itself (limits, seal, health, server checks) is `sealed.SealedContainer`'s, shared with
-the volume mode (`volume`), whose files live in the engine's volumes instead.
+the volume mode (`volumesandbox`), whose files live in the engine's volumes instead.
 
 The workspace is bind-mounted from the host, so the agent's code and its harness session (HOME lives
 in the workspace) survive a lost container, which `prepare` recreates. What the container is given:
@@ -57,6 +57,7 @@ import anyio
 
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
+    HARNESS_DIR,
     SERVER_PORT_IN_CONTAINER,
     ContainerSettings,
     Grant,
@@ -64,13 +65,10 @@ from staminad.sandbox.base import (
     SandboxFactory,
     write_job,
 )
-from staminad.sandbox.beneath import ensure_dir
 from staminad.sandbox.bounded import read_int
-from staminad.sandbox.channel import Channel
-from staminad.sandbox.container import (
+from staminad.sandbox.docker.container import (
     CONTROL,
     FSIZE,
-    HARNESS_DIR,
     LABEL_SANDBOXES,
     LABEL_SCENARIO,
     LABEL_SWEEP,
@@ -86,11 +84,14 @@ from staminad.sandbox.container import (
     judge,
     reap,
 )
+from staminad.sandbox.docker.fifoclient import Channel
+from staminad.sandbox.docker.reach import direct_address
+from staminad.sandbox.docker.replies import NOTHING, A, decode
+from staminad.sandbox.docker.requests import Request, Spawn, answer_of, wire
+from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
+from staminad.sandbox.inside.beneath import ensure_dir
 from staminad.sandbox.ports import PortAllocator
-from staminad.sandbox.reach import direct_address
-from staminad.sandbox.replies import NOTHING, A, Done, decode
-from staminad.sandbox.sealed import HARNESS_LOG_LIMIT, SealedContainer
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
 RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
@@ -262,9 +263,11 @@ class DockerSandbox(HostFiles, SealedContainer):
             return f"http://{self._direct}:{SERVER_PORT_IN_CONTAINER}"
         return await super()._server_base()
 
-    async def _op(self, op: str, args: dict[str, Any], answer: type[A], timeout: float = OP_TIMEOUT) -> A:
+    async def _op(self, request: Request[A], timeout: float = OP_TIMEOUT) -> A:
         """One root-side operation (see `launcher`): through the container's launcher, or, when none reads
         its FIFO, once by `docker exec` of the same code (and a new launcher is started for what follows)."""
+        op, args = wire(request)
+        answer = answer_of(request)
         if op == "spawn":
             if self.channel.post(op, args):
                 return decode(NOTHING, answer, op)
@@ -286,22 +289,14 @@ class DockerSandbox(HostFiles, SealedContainer):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         if os.getuid() != 0:
             job.chmod(0o777)  # the root side inside writes the pid and log here (see `_host_dirs`)
-        await self._op(
-            "spawn",
-            {
-                "argv": [
-                    "sh",
-                    "/harness/sandbox/wrapper.sh",
-                    f"{CONTROL}/jobs/{job_id}",
-                    f"{CONTROL}/markers/{job_id}.json",
-                    _agent(),
-                    str(self.quota_kb),
-                    "/workspace",
-                    str(HARNESS_LOG_LIMIT),
-                ]
-            },
-            Done,
+        wrapper = (
+            "sh",
+            "/harness/sandbox/inside/wrapper.sh",
+            f"{CONTROL}/jobs/{job_id}",
+            f"{CONTROL}/markers/{job_id}.json",
         )
+        limits = (str(self.quota_kb), "/workspace", str(HARNESS_LOG_LIMIT))
+        await self._op(Spawn(argv=(*wrapper, _agent(), *limits)))
 
     async def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")

@@ -1,10 +1,10 @@
 """A sweep spread over several Docker engines: each scenario placed on an engine with a free slot, kept there.
 
 `EnginePool` is a `SandboxFactory` over one factory per engine (volume sandboxes: nothing is shared
-with the daemon's disk). A scenario's sandbox (`placed.PlacedSandbox`) takes a slot on an engine when it
+with the daemon's disk). A scenario's sandbox (`placedsandbox.PlacedSandbox`) takes a slot on an engine when it
 is prepared and gives it back when it is closed; the pool's capacity is the sum of the slots (shared by a
 daemon's sweeps, `Slots`), and the sweep's `parallel` and the daemon's limit apply on top. Where a
-scenario is placed is written next to its sandbox (`placement`), so after a restart (kill -9 included)
+scenario is placed is written next to its sandbox (`placementfiles`), so after a restart (kill -9 included)
 it goes back to the same engine and adopts its running container there, even past that engine's slots.
 
 An engine is healthy while it answers a bounded `/_ping`, asked at most every few seconds while any
@@ -39,11 +39,11 @@ from staminad.sandbox.base import (
     SandboxError,
     SandboxFactory,
 )
-from staminad.sandbox.distribute import DistributionError, distribute
-from staminad.sandbox.endpoint import Endpoint, local_socket
-from staminad.sandbox.enginespec import EngineSpec
-from staminad.sandbox.placed import PlacedSandbox
-from staminad.sandbox.placement import PLACEMENT, read_placement
+from staminad.sandbox.docker.distribute import DistributionError, distribute
+from staminad.sandbox.docker.engineconnect import Endpoint, local_socket
+from staminad.sandbox.docker.enginespec import EngineSpec
+from staminad.sandbox.docker.placedsandbox import PlacedSandbox
+from staminad.sandbox.docker.placementfiles import PLACEMENT, read_placement
 
 ENGINE_WAIT = 60.0  # seconds a sandbox waits for any engine to answer before its attempt is an infra retry
 CLOSE_TIMEOUT = 30.0  # bound on removing what a sweep left on an engine that answers
@@ -97,7 +97,7 @@ def volume_on(run: ContainerSettings) -> Callable[[Endpoint], SandboxFactory]:
     """Volume sandboxes on an endpoint: published on loopback for a local engine, on every address elsewhere."""
 
     def make(endpoint: Endpoint) -> SandboxFactory:
-        from staminad.sandbox.volume import volume_factory
+        from staminad.sandbox.docker.volumefactory import volume_factory
 
         publish = "127.0.0.1" if endpoint.host in ("127.0.0.1", "localhost", "::1") else "0.0.0.0"
         return volume_factory(run, endpoint.connect, publish, endpoint.host, endpoint.spec.gateway)
