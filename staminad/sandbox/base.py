@@ -62,6 +62,7 @@ RUNTIME_FILES = (
     "sandbox/server.sh",
     "sandbox/launcher.py",
     "sandbox/pgroups.py",
+    "sandbox/listening.py",
     "sandbox/logcap.py",
     "sandbox/quota.py",
 )

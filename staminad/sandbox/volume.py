@@ -77,6 +77,7 @@ from staminad.sandbox.volset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, s
 STREAM_FILES = (
     "sandbox/launcher.py",
     "sandbox/pgroups.py",
+    "sandbox/listening.py",
     "sandbox/streamer.py",
     "sandbox/loc.py",
     "sandbox/beneath.py",

@@ -22,6 +22,7 @@ def test_restaging_keeps_the_directory_and_drops_what_the_layer_lacks(tmp_path: 
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == [
         "sandbox",
         "sandbox/launcher.py",
+        "sandbox/listening.py",
         "sandbox/logcap.py",
         "sandbox/pgroups.py",
         "sandbox/quota.py",
