@@ -63,6 +63,7 @@ RUNTIME_FILES = (
     "sandbox/inside/server.sh",
     "sandbox/inside/launcher.py",
     "sandbox/inside/pgroups.py",
+    "sandbox/inside/listening.py",
     "sandbox/inside/logcap.py",
     "sandbox/inside/quota.py",
 )

@@ -24,6 +24,7 @@ def test_restaging_keeps_the_directory_and_drops_what_the_layer_lacks(tmp_path: 
         "sandbox",
         "sandbox/inside",
         "sandbox/inside/launcher.py",
+        "sandbox/inside/listening.py",
         "sandbox/inside/logcap.py",
         "sandbox/inside/pgroups.py",
         "sandbox/inside/quota.py",

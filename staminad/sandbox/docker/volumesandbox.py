@@ -85,6 +85,7 @@ from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
 STREAM_FILES = (
     "sandbox/inside/launcher.py",
     "sandbox/inside/pgroups.py",
+    "sandbox/inside/listening.py",
     "sandbox/inside/streamlauncher.py",
     "sandbox/inside/loc.py",
     "sandbox/inside/beneath.py",

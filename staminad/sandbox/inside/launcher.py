@@ -68,6 +68,7 @@ def _load(name: str) -> Any:
 
 
 G = _load("pgroups")
+N = _load("listening")
 
 
 def _stat(pid: int) -> tuple[int, int]:
@@ -78,25 +79,9 @@ def _stat(pid: int) -> tuple[int, int]:
     return int(rest[2]), int(rest[19])
 
 
-def _sockets(port: int) -> set[str]:
-    """The listening sockets on `port` (the socket tables are world-readable: any user sees them)."""
-    sockets: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                lines = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
-                sockets.add(f"socket:[{f[9]}]")
-    return sockets
-
-
 def _scan(port: int, leader: int) -> dict[str, Any]:
     """The listening sockets on `port` and every readable process holding one; run as the agent."""
-    sockets = _sockets(port)
+    sockets = N.sockets(port)
     holders: list[dict[str, Any]] = []
     held: set[str] = set()
     for name in os.listdir("/proc") if sockets else []:
@@ -184,7 +169,7 @@ def _stop(pgid: int, port: int, who: str, termed: bool = False) -> dict[str, Any
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
         # Only who holds a socket needs the agent's eyes (a forked child): a free port is seen by root directly.
-        found: dict[str, Any] = _as_agent(who, lambda: _scan(port, 0)) if _sockets(port) else {"sockets": 0}
+        found: dict[str, Any] = _as_agent(who, lambda: _scan(port, 0)) if N.sockets(port) else {"sockets": 0}
         sockets = found.get("sockets", 1)  # interfered with: taken as still held, until the deadline
         if not sockets or time.monotonic() > deadline:
             return {"sockets": sockets}
@@ -225,7 +210,7 @@ def _quick_stop(args: dict[str, Any]) -> dict[str, Any] | None:
     if not G.wait_group(pgid, QUICK_STOP):
         return None
     G.signal_group(pgid, signal.SIGKILL)  # as `_stop` does after its grace
-    if _sockets(port):
+    if N.sockets(port):
         return None
     return {"sockets": 0, **G.end_user(int(args["uid"]))} if args.get("uid") else {"sockets": 0}
 

@@ -11,7 +11,7 @@ import signal
 import time
 from typing import Any
 
-STOP_POLL = 0.002  # seconds between looks at whether a group whose leader exited is gone (no fork)
+STOP_POLL = 0.002  # seconds between looks at whether a group too large to watch by pidfds is gone (no fork)
 END_AGENT_TIMEOUT = 10.0  # seconds to end every process of the agent's user
 PIDFD_WATCH = 64  # processes whose exits are awaited by pidfd (more are given a fixed pause instead)
 
@@ -31,9 +31,10 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _live_members(pgid: int) -> bool:
-    """Whether a process of the group has not exited yet (a zombie has: it holds no socket or file, and init
+def _live_members(pgid: int) -> list[int]:
+    """The processes of the group that have not exited yet (a zombie has: it holds no socket or file, and init
     reaps it on its own time)."""
+    live = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
@@ -42,66 +43,58 @@ def _live_members(pgid: int) -> bool:
             except (OSError, IndexError):
                 continue
             if rest[0] not in ("Z", "X") and int(rest[2]) == pgid:
-                return True
-    return False
+                live.append(int(name))
+    return live
 
 
-def _pidfd(pid: int) -> int | None:
-    """A descriptor that reads ready when the process exits (None when it is gone or cannot be had)."""
-    try:
-        return os.pidfd_open(pid)
-    except (OSError, AttributeError):
-        return None
-
-
-def _await_exits(pids: list[int], seconds: float) -> None:
-    """Wait up to `seconds` until every one of `pids` has exited: by their pidfds, so at once when they have; a
-    crowd too large to watch, or a kernel without pidfds, is simply given the time."""
+def _exits(pids: list[int], seconds: float) -> bool:
+    """Wait up to `seconds` until every one of `pids` has exited, by their pidfds (so at once when they have);
+    False, at once, when they cannot be watched (a crowd over PIDFD_WATCH, a kernel without pidfds)."""
+    if len(pids) > PIDFD_WATCH:
+        return False
     until = time.monotonic() + seconds
     fds: list[int] = []
-    watchable = len(pids) <= PIDFD_WATCH
     try:
-        for pid in pids if watchable else ():
+        for pid in pids:
             try:
                 fds.append(os.pidfd_open(pid))
             except ProcessLookupError:
                 continue  # gone already
             except (OSError, AttributeError):
-                watchable = False
-                break
-        if not watchable:
-            time.sleep(seconds)
-            return
+                return False
         while fds and (left := until - time.monotonic()) > 0:
             for fd in select.select(fds, [], [], left)[0]:
                 os.close(fd)
                 fds.remove(fd)
+        return True
     finally:
         for fd in fds:
             os.close(fd)
 
 
+def _await_exits(pids: list[int], seconds: float) -> None:
+    """Wait up to `seconds` until every one of `pids` has exited (see `_exits`); a crowd too large to watch, or a
+    kernel without pidfds, is simply given the time."""
+    if not _exits(pids, seconds):
+        time.sleep(seconds)
+
+
 def wait_group(pgid: int, seconds: float) -> bool:
     """Wait up to `seconds` until no process of the group is alive; whether that came.
 
-    While the leader runs, its pidfd is awaited (no polling); after, the group is looked at every STOP_POLL."""
+    The group's live members are awaited by their pidfds (no polling), and the group looked at again once they
+    have exited (one may have forked meanwhile); a group that cannot be watched so is looked at every STOP_POLL."""
     deadline = time.monotonic() + seconds
-    fd = _pidfd(pgid)
-    try:
-        while group_alive(pgid) and (fd is not None or _live_members(pgid)):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if fd is not None:
-                if select.select([fd], [], [], left)[0]:  # the leader exited: its group may follow at once
-                    os.close(fd)
-                    fd = None
-            else:
-                time.sleep(STOP_POLL)
-        return True
-    finally:
-        if fd is not None:
-            os.close(fd)
+    while group_alive(pgid):
+        members = _live_members(pgid)
+        if not members:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if not _exits(members, left):
+            time.sleep(min(STOP_POLL, left))
+    return True
 
 
 def _uids(pid: str) -> set[int]:
