@@ -43,7 +43,7 @@ from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
-from staminad.suite.niceness import in_new_session, lowered
+from staminad.suite.niceness import NICE_ENV, child_nice, in_new_session, lowered
 from staminad.suite.pool import run_sync as offload
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
@@ -326,9 +326,9 @@ class LocalSandbox(HostFiles):
     def _launch(self, job_id: str, argv: list[str], env: dict[str, str]) -> None:
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
-        wrapper = ["sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        argv_ = [*LIMITS, *lowered(["setsid", "-f", *in_new_session(wrapper)])]  # below the daemon's priority
-        _run_briefly(argv_, {**base_env(), AGENT_TAG: str(self.root)})
+        argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
+        # The wrapper runs the harness below the daemon's priority, and itself (its marker) at it.
+        _run_briefly(argv_, {**base_env(), AGENT_TAG: str(self.root), NICE_ENV: str(child_nice())})
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")

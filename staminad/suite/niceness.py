@@ -18,12 +18,17 @@ Two kernel mechanisms are covered, forking nothing and running no Python between
   ignored where the kernel has no autogroups, or refuses: it lets a process without CAP_SYS_ADMIN set one
   only every 100 ms).
 
-Suite workers stay in the daemon's session (and autogroup), so their nice value alone ranks them below it.
+The harness is lowered by its wrapper (`sandbox/wrapper.sh`, told through `NICE_ENV`), not from here: the
+wrapper, which notices the harness's end and writes its marker, must not wait behind the harnesses for a core
+(marker latency), so it runs at the daemon's priority and puts its session's autogroup back once the harness
+ends. Servers are lowered with `lowered(in_new_session(...))`, suite workers (in the daemon's session and
+autogroup) with `lowered` alone.
 """
 
 from __future__ import annotations
 
 DEFAULT = 10
+NICE_ENV = "STAMINAD_CHILD_NICE"  # how the harness wrapper (`sandbox/wrapper.sh`) is told the niceness
 _set: list[int] = [DEFAULT]  # the daemon's choice, set once at start (`set_child_nice`)
 # Runs as `sh -c SCRIPT sh ARGV...`: sets the session's autogroup nice ($1), then execs ARGV (same pid).
 _AUTOGROUP = 'n=$1; shift; echo "$n" > /proc/self/autogroup 2>/dev/null; exec "$@"'
