@@ -85,7 +85,8 @@ if [ -n "${capper:-}" ]; then
 fi
 sig=null
 if [ "$code" -gt 128 ]; then sig=$((code - 128)); fi
-over=$(cat "$job/over_quota" 2>/dev/null || echo null)
+over=null  # read by the shell itself: between `ended` and the marker, every fork is marker latency
+[ -f "$job/over_quota" ] && { read -r over < "$job/over_quota"; } 2>/dev/null
 printf '{"exit": %s, "signal": %s, "started": %s, "ended": %s, "over_quota": %s}\n' \
     "$code" "$sig" "$start" "$end" "$over" > "$marker.tmp"
 mv "$marker.tmp" "$marker"
