@@ -18,8 +18,8 @@ throughput against cores as a ratio to the fewest cores run (the figure for scal
 
 The model for N cores: an attempt costs L CPU seconds in the daemon's loop process (one core at most, the GIL),
 W in its worker processes (N - 1 of them) and A in the agent's and server's own processes (not measured here), so
-X(N) <= min(1/L, (N - 1)/W, N/(L + W + A)) attempts/s; the daemon runs agents, servers and workers below its
-priority (`--child-nice`), so L is served first and the loop's latency does not grow with N.
+X(N) <= min(1/L, (N - 1)/W, N/(L + W + A)) attempts/s; with `--child-nice` (passed to the daemon) agents,
+servers and workers run below its priority, so L is served first and the loop's latency does not grow with N.
 Every daemon is stopped by cancelling its sweep (which ends its sandboxes) and then SIGTERM to its own
 process; nothing else is touched.
 

@@ -83,7 +83,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         type=bounded_int(0, 19),
         default=DEFAULT_NICE,
         help="niceness of agents, servers and suite workers below the daemon's, so its control plane gets a core "
-        f"first under load (default {DEFAULT_NICE}; 0: the daemon's own)",
+        f"first under load; slows them where other work shares the cores (default {DEFAULT_NICE}: the daemon's own)",
     )
     s.add_argument(
         "--max-connections",

@@ -28,7 +28,7 @@ def expected(n: int) -> int:
     return min(19, os.getpriority(os.PRIO_PROCESS, 0) + n)
 
 
-@pytest.fixture(params=[niceness.DEFAULT, 0])
+@pytest.fixture(params=[10, 0])
 def nice(request: pytest.FixtureRequest) -> Iterator[int]:
     """The children's niceness set for one test, the default put back after it."""
     niceness.set_child_nice(request.param)
