@@ -13,7 +13,13 @@ window of `--window` seconds is measured in steady state:
 - `status` round trip: a client on its own connection sends `ListSweeps` every 100 ms; p50 and p99;
 - marker latency p99: the marker's seen time less its end time, over the window's attempts.
 
-Each row is also given as a ratio against the in-thread anchor of the same size and cores in this run.
+Each row is also given as a ratio against the in-thread anchor of the same size and cores in this run, and
+throughput against cores as a ratio to the fewest cores run (the figure for scaling).
+
+The model for N cores: an attempt costs L CPU seconds in the daemon's loop process (one core at most, the GIL),
+W in its worker processes (N - 1 of them) and A in the agent's and server's own processes (not measured here), so
+X(N) <= min(1/L, (N - 1)/W, N/(L + W + A)) attempts/s; with `--child-nice` (passed to the daemon) agents,
+servers and workers run below its priority, so L is served first and the loop's latency does not grow with N.
 Every daemon is stopped by cancelling its sweep (which ends its sandboxes) and then SIGTERM to its own
 process; nothing else is touched.
 
@@ -181,7 +187,9 @@ def _wait_socket(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 120
     raise TimeoutError("the daemon did not serve its socket")
 
 
-def measure(cores: list[int], size: int, mode: str, turns: int, window: float, warmup: float, stacks: bool) -> Row:
+def measure(
+    cores: list[int], size: int, mode: str, turns: int, window: float, warmup: float, stacks: bool, daemon: list[str]
+) -> Row:
     with tempfile.TemporaryDirectory(prefix="bench-conc-") as tmp_s:
         tmp = Path(tmp_s)
         state, sock = tmp / "state", tmp / "state" / "staminad.sock"
@@ -192,7 +200,7 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
             f"parallel = {size}\nturn_timeout = 600\nserver_start_timeout = 120\n"
         )
         argv = [*CLI, "start", "--state-dir", str(state), "--runtime", "local", "--parallel", str(size)]
-        argv += ["--workers", "0"] if mode == "threads" else []
+        argv += [*(["--workers", "0"] if mode == "threads" else []), *daemon]
         cpus = ",".join(map(str, cores))
         probe = tmp / "probe.jsonl"
         env = {**os.environ, PROBE_ENV: str(probe), **({STACKS_ENV: "1"} if stacks else {})}
@@ -214,6 +222,8 @@ def measure(cores: list[int], size: int, mode: str, turns: int, window: float, w
             pool = workers_of(proc.pid)
             t0, c0, w0 = time.time(), cpu_of(proc.pid), sum(map(cpu_of, pool))
             time.sleep(window)
+            while not any(t0 <= when for when, _ in _tested(db)) and time.time() - t0 < 10 * window:
+                time.sleep(0.5)  # a loaded box: the window goes on until one attempt is in it (a smoke run's 2 s)
             t1, c1, w1 = time.time(), cpu_of(proc.pid), sum(map(cpu_of, pool))
             done = [(when, lat) for when, lat in _tested(db) if t0 <= when <= t1]
             prober.stop.set()
@@ -294,6 +304,7 @@ def main() -> None:
         default=0,
         help="sample the loop's stacks and print the N that most often held it (the sampler perturbs the timings)",
     )
+    ap.add_argument("--child-nice", help="the daemon's --child-nice (default: its own default)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: 3 scenarios, 1 core, a 2 s window")
     args = ap.parse_args()
     if args.smoke:
@@ -306,7 +317,8 @@ def main() -> None:
             continue
         for size in map(int, args.sizes.split(",")):
             for mode in args.modes.split(","):
-                row = measure(usable[:n], size, mode, args.turns, args.window, args.warmup, args.stacks > 0)
+                daemon = ["--child-nice", args.child_nice] if args.child_nice else []
+                row = measure(usable[:n], size, mode, args.turns, args.window, args.warmup, args.stacks > 0, daemon)
                 print(
                     f"  {n} cores, {size} scenarios, {mode}: {row.attempts} attempts in {row.seconds:.1f} s",
                     flush=True,
@@ -315,10 +327,24 @@ def main() -> None:
                 if len(rows) > 1 and not args.smoke:
                     report(rows)  # so far: a long run interrupted still leaves its figures
     report(rows)
+    scaling(rows)
     model(rows)
     lagged(rows)
     if args.stacks:
         held(rows, args.stacks)
+
+
+def scaling(rows: list[Row]) -> None:
+    """Throughput against cores, per size and mode: attempts/s on each core count, as a ratio to the fewest."""
+    rates: dict[tuple[int, str], dict[int, float]] = {}
+    for r in rows:
+        rates.setdefault((r.size, r.mode), {})[r.cores] = r.rate
+    for (size, mode), by in sorted(rates.items()):
+        low = by[min(by)]
+        shown = [
+            f"{n} cores {x:.2f}/s (x{x / low:.2f})" if low else f"{n} cores {x:.2f}/s" for n, x in sorted(by.items())
+        ]
+        print(f"throughput vs cores: {size} scenarios, {mode}: " + ", ".join(shown))
 
 
 def lagged(rows: list[Row]) -> None:

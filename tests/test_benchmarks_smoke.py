@@ -39,6 +39,7 @@ LOCAL: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             rf"\s1\s+3\s+threads\s+{NUM}\s+1\.00\s+{NUM}",
             rf"\s1\s+3\s+workers\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}ms\s+{NUM}ms",
+            rf"throughput vs cores: 3 scenarios, workers: 1 cores {NUM}/s",
             r"model: threads are held to one GIL",
         ),
     ),

@@ -43,6 +43,8 @@ from staminad.commands.args import (
 )
 from staminad.commands.eventlines import event_line
 from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
+from staminad.suite.niceness import DEFAULT as DEFAULT_NICE
+from staminad.suite.niceness import set_child_nice
 from state.lock import lock_holder
 
 
@@ -75,6 +77,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         type=bounded_int(0, 1024),
         help="worker processes for suites and their generation (default: usable CPUs less one, at least 1; "
         "0: run them in threads of the daemon)",
+    )
+    s.add_argument(
+        "--child-nice",
+        type=bounded_int(0, 19),
+        default=DEFAULT_NICE,
+        help="niceness of agents, servers and suite workers below the daemon's, so its control plane gets a core "
+        f"first under load; slows them where other work shares the cores (default {DEFAULT_NICE}: the daemon's own)",
     )
     s.add_argument(
         "--max-connections",
@@ -186,6 +195,7 @@ def start_cmd(args: argparse.Namespace) -> int:
             grp.getgrnam(args.socket_group)
         except KeyError:
             raise UsageError(f"--socket-group {args.socket_group!r} is not a group on this machine") from None
+    set_child_nice(args.child_nice)
     daemon = Daemon(
         _state_dir(args),
         mode,

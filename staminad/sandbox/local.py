@@ -41,6 +41,7 @@ from staminad.sandbox.hostprocs import kill_group, kill_tagged, listener_holders
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
+from staminad.suite.niceness import NICE_ENV, child_nice, in_new_session, lowered
 from staminad.suite.pool import run_sync as offload
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
@@ -128,7 +129,8 @@ class LocalSandbox(HostFiles):
         job = write_job(self.host_control, self.paths, job_id, argv, env)
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
-        _run_briefly(argv_, {**base_env(), AGENT_TAG: str(self.root)})
+        # The wrapper runs the harness below the daemon's priority, and itself (its marker) at it.
+        _run_briefly(argv_, {**base_env(), AGENT_TAG: str(self.root), NICE_ENV: str(child_nice())})
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")
@@ -215,7 +217,7 @@ class LocalSandbox(HostFiles):
         log = open(self.host_control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
             self._server = subprocess.Popen(
-                [*LIMITS, "bash", "run_server.sh", str(port)],
+                [*LIMITS, *lowered(in_new_session(["bash", "run_server.sh", str(port)]))],  # below the daemon
                 cwd=self.host_workspace,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

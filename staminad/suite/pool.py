@@ -45,6 +45,7 @@ from staminad.bench.schema import State
 from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.history import History
 from staminad.suite.model import Suite
+from staminad.suite.niceness import lowered
 from staminad.suite.runner import SuiteResult
 from staminad.suite.verdict import SuiteVerdict
 from staminad.suite.worker import (
@@ -256,7 +257,7 @@ class WorkerPool:
         assert self._tg is not None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_ROOT, os.environ.get("PYTHONPATH"))))}
         process = await anyio.open_process(
-            [sys.executable, "-c", _WORKER_MAIN, str(os.getpid())],
+            lowered([sys.executable, "-c", _WORKER_MAIN, str(os.getpid())]),  # below the loop's priority
             stdin=PIPE,
             stdout=PIPE,
             stderr=None,

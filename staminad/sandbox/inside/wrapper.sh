@@ -7,6 +7,11 @@
 # read JOBDIR, write MARKER nor signal the wrapper. With QUOTA_KB, a watchdog kills the harness once
 # WORKSPACE holds more than that (the marker then says how much it held). With LOG_LIMIT, the harness's output
 # reaches JOBDIR/log through logcap.py (beside this script), which keeps the log within twice that many bytes.
+# With STAMINAD_CHILD_NICE=N in its environment (the local runtime; not passed on to the harness), the harness runs
+# N niceness levels down, and this session's autogroup too while it runs: the wrapper itself, which notices its end
+# and writes the marker, runs at the daemon's priority (suite/niceness.py).
+lower="${STAMINAD_CHILD_NICE:-0}"
+unset STAMINAD_CHILD_NICE
 job="$1"
 marker="$2"
 as="${3:-}"
@@ -52,6 +57,9 @@ fi
 if [ -n "$as" ]; then
     setpriv --reuid="${as%%:*}" --regid="${as##*:}" --clear-groups sh -c "$(cat "$job/cmd")" \
         < /dev/null > "$out" 2>&1 &
+elif [ "$lower" -gt 0 ]; then
+    echo "$lower" > /proc/self/autogroup 2>/dev/null  # the session's group, while the harness runs
+    nice -n "$lower" sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
 else
     sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
 fi
@@ -62,6 +70,9 @@ if [ "$quota" -gt 0 ]; then
 fi
 wait "$harness"
 code=$?
+if [ "$lower" -gt 0 ]; then
+    echo 0 > /proc/self/autogroup 2>/dev/null  # the marker at the daemon's priority, the end stamped after that
+fi
 if [ -n "$as" ]; then
     end_agent "${as%%:*}"
 fi
@@ -74,7 +85,8 @@ if [ -n "${capper:-}" ]; then
 fi
 sig=null
 if [ "$code" -gt 128 ]; then sig=$((code - 128)); fi
-over=$(cat "$job/over_quota" 2>/dev/null || echo null)
+over=null  # read by the shell itself: between `ended` and the marker, every fork is marker latency
+[ -f "$job/over_quota" ] && { read -r over < "$job/over_quota"; } 2>/dev/null
 printf '{"exit": %s, "signal": %s, "started": %s, "ended": %s, "over_quota": %s}\n' \
     "$code" "$sig" "$start" "$end" "$over" > "$marker.tmp"
 mv "$marker.tmp" "$marker"
