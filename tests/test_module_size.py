@@ -20,7 +20,6 @@ OVER_TODAY = frozenset(
         "staminad/daemon/service.py",
         "staminad/engine/scenario.py",
         "staminad/engine/sweep.py",
-        "staminad/reference/server.py",
         "staminad/sandbox/local.py",
         "staminad/sandbox/sealed.py",
         "staminad/sandbox/volume.py",

@@ -93,10 +93,10 @@ with socket.create_server(("0.0.0.0", port)) as server:
 RUN = {
     "no-server": "# never listens on the port\nexec sleep 100000\n",
     "server-crash": 'cd "$(dirname "$0")"\nexec python3 broken_server.py "$1"\n',
-    "slow-start": 'cd "$(dirname "$0")"\nsleep 3\nexec python3 server.py --config config.json --port "$1"\n',
+    "slow-start": 'cd "$(dirname "$0")"\nsleep 3\nexec python3 -B -m refserver --config config.json --port "$1"\n',
     "forked-server": (
         'cd "$(dirname "$0")"\n# detached into a session of its own: stopping run_server.sh leaves it\n'
-        'setsid python3 server.py --config config.json --port "$1" &\nexec sleep 100000\n'
+        'setsid python3 -B -m refserver --config config.json --port "$1" &\nexec sleep 100000\n'
     ),
 }
 
