@@ -1,7 +1,7 @@
 """The reference server's bug names: each switches on one mutant's mistake (config `bugs`, `--bug` of the oracle).
 
-The names are the catalogue's keys (`staminad.reference.mutants`); the modules of this package test for them
-by name where the mistake is made.
+Each is a bug of the mutant catalogue (`staminad.reference.mutants`) that the server, not the agent, makes;
+the modules of this package test for it by name where the mistake is made.
 """
 
 from __future__ import annotations

@@ -18,16 +18,20 @@ _ID = re.compile(r"^[A-Za-z0-9._~-]+$")
 
 
 class Reject(Exception):
+    """A request refused with `status`; the message becomes the answer's `error`."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
 
 
 def is_int(v: Any) -> bool:
+    """A JSON integer (a bool is not one, though Python says it is an int)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def is_num(v: Any) -> bool:
+    """A JSON number, integer or float (not a bool)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
