@@ -257,10 +257,10 @@ def _path(a: dict[str, Any]) -> str:
 # The server package (`server/` beside this file) as the workspace names it.
 SERVER_PACKAGE = "refserver"
 # `-B`: importing the package writes no __pycache__ into the workspace.
-RUN_SERVER = """#!/usr/bin/env bash
+RUN_SERVER = f"""#!/usr/bin/env bash
 # Written by the StaminaBench reference agent.
 cd "$(dirname "$0")"
-exec python3 -B -m refserver --config config.json --port "$1"
+exec python3 -B -m {SERVER_PACKAGE} --config config.json --port "$1"
 """
 
 
