@@ -45,7 +45,11 @@ FAULTS = (
 # The files (below staminad/) each kind of agent runs inside its sandbox: its agent layer, mounted read-only
 # at `paths.harness`. Only the built-in agents, which act from the reference code, get the reference code; a
 # real harness's sandbox gets its launcher and nothing of the oracle, the suite or the generators.
-REFERENCE_FILES = ("reference/agent.py", "reference/parse.py", "reference/server.py")
+REFERENCE_FILES = (
+    "reference/agent.py",
+    "reference/parse.py",
+    *sorted(f"reference/server/{p.name}" for p in (Path(__file__).parents[1] / "reference" / "server").glob("*.py")),
+)
 HARNESS_FILES = (
     "agents/scripts/harness.py",
     *sorted(f"agents/harnesses/{p.name}" for p in (Path(__file__).parent / "harnesses").glob("*.py")),

@@ -3,10 +3,12 @@
 Standard library only, so it runs in any sandbox. It reads only `initial_specification.md` and
 the prompts (never the pack, the seed or the tests), keeps its understanding of the design in
 `.reference-agent/model.json` inside the workspace (as a harness keeps its session), and writes
-`run_server.sh`, `server.py` and `config.json`. It passing every test of every turn is the proof
-that the texts are complete. With `--bug`, it is a mutant: one injected mistake.
+`run_server.sh`, `config.json` and the server package `refserver/` (a copy of `server/`, beside it). It
+passing every test of every turn is the proof that the texts are complete. With `--bug`, it is a mutant:
+one injected mistake.
 
 Run: python3 agent.py --workspace DIR --prompt-file FILE [--bug NAME] [--fix-on-feedback]
+(next to parse.py and the server/ package, as the sandbox's layer has them)
 """
 
 from __future__ import annotations
@@ -252,11 +254,19 @@ def _path(a: dict[str, Any]) -> str:
     return f"/analytics/{a['entity'].lower()}/{a['field']}/{a['op']}"
 
 
-RUN_SERVER = """#!/usr/bin/env bash
+# The server package (`server/` beside this file) as the workspace names it.
+SERVER_PACKAGE = "refserver"
+# `-B`: importing the package writes no __pycache__ into the workspace.
+RUN_SERVER = f"""#!/usr/bin/env bash
 # Written by the StaminaBench reference agent.
 cd "$(dirname "$0")"
-exec python3 server.py --config config.json --port "$1"
+exec python3 -B -m {SERVER_PACKAGE} --config config.json --port "$1"
 """
+
+
+def _not_source(_dir: str, names: list[str]) -> set[str]:
+    """What `copytree` leaves out of the server package: everything but its modules (no __pycache__)."""
+    return {n for n in names if not n.endswith(".py")}
 
 
 def step(
@@ -308,7 +318,9 @@ def run(workspace: Path, prompt: str, bug: str | None, fix_on_feedback: bool) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(memory, indent=1))
     (workspace / "config.json").write_text(json.dumps(config, indent=1))
-    shutil.copyfile(Path(__file__).with_name("server.py"), workspace / "server.py")
+    shutil.copytree(
+        Path(__file__).with_name("server"), workspace / SERVER_PACKAGE, ignore=_not_source, dirs_exist_ok=True
+    )
     (workspace / "run_server.sh").write_text(RUN_SERVER)
     os.chmod(workspace / "run_server.sh", 0o755)
 

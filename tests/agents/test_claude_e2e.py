@@ -33,7 +33,6 @@ pytestmark = [
 ]
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
-FILES = ("server.py", "config.json", "run_server.sh")
 RUN_TIMEOUT = 600  # seconds for one whole `staminad run`; each harness call is bounded by turn_timeout
 
 

@@ -23,7 +23,8 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.helpers.e2e import FILES, PARAMS, scenario_end, started_outcomes
+from staminad.reference.agent import SERVER_PACKAGE
+from tests.helpers.e2e import COMPILE, FILES, PARAMS, scenario_end, started_outcomes
 from tests.helpers.e2e import codex_sweep as _sweep
 from tests.helpers.e2e import run_sweep as _run
 from tests.helpers.standin import Reply, StandIn
@@ -38,7 +39,7 @@ def _write(work: Path) -> Reply:
     `terminal` tool, create each with its `file_editor` (a terminal line longer than its PTY's 4 KB canonical
     limit is cut), then make the script runnable and compile the server. Each call carries the risk field
     its tool schema asks for."""
-    calls: list[dict[str, Any]] = [_terminal(f"rm -f {' '.join(FILES)}")]
+    calls: list[dict[str, Any]] = [_terminal(f"rm -f {' '.join(FILES)} && mkdir -p {SERVER_PACKAGE}")]
     for name in FILES:
         text = (work / name).read_text()
         calls.append(
@@ -52,7 +53,7 @@ def _write(work: Path) -> Reply:
                 },
             }
         )
-    calls.append(_terminal("chmod +x run_server.sh && python3 -m py_compile server.py && echo rewritten"))
+    calls.append(_terminal(f"chmod +x run_server.sh && {COMPILE} && echo rewritten"))
     return Reply(tool_calls=calls)
 
 

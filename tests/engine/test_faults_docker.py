@@ -208,7 +208,7 @@ async def test_a_broken_server_in_a_container_is_the_agents_failure(
         rows = await store.attempts((await store.scenarios(f"dsrv-{fault}"))[0][1].id)
     assert [(r.attempt, r.outcome, r.categories) for r in rows[:2]] == [(1, "fail", (kind,)), (2, "pass", ())]
     if fault == "forked-server":  # the feedback names what holds the port, and why it does not count
-        assert rows[0].feedback is not None and "server.py --config config.json" in rows[0].feedback
+        assert rows[0].feedback is not None and "-m refserver --config config.json" in rows[0].feedback
         assert "outside the process group" in rows[0].feedback
 
 

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.sweep, pytest.mark.docker]
 SHIM = """#!{real}
 import os, socket, sys
 args = sys.argv[1:]
-if args[:1] == ["server.py"]:  # the agent's server: say which port it got, start once the test says so
+if args[:3] == ["-B", "-m", "refserver"]:  # the agent's server: say which port it got, start once the test says so
     with socket.create_connection(("127.0.0.1", {gate}), timeout=120) as gate:
         gate.sendall(args[args.index("--port") + 1].encode() + b"\\n")
         gate.recv(16)

@@ -13,12 +13,20 @@ import textwrap
 from pathlib import Path
 
 from staminad.bench.scenario import ScenarioParams
+from staminad.reference import agent as reference_agent
+from staminad.reference.agent import SERVER_PACKAGE
 from tests.helpers.standin import StandIn
 from tests.helpers.tiers import needs
 
 PARAMS = ScenarioParams(turns=1, changes_per_turn=2)
 CODEX_MODEL = "gpt-5.5"  # a model codex knows, so it declares its real tools (apply_patch among them)
-FILES = ("server.py", "config.json", "run_server.sh")  # what the reference agent writes
+# What the reference agent writes: its server package's modules, the config and the start script.
+SERVER_MODULES = tuple(
+    sorted(f"{SERVER_PACKAGE}/{p.name}" for p in Path(reference_agent.__file__).with_name("server").glob("*.py"))
+)
+FILES = (*SERVER_MODULES, "config.json", "run_server.sh")
+# A shell command that checks the server package compiles (as an agent would check its code).
+COMPILE = f"python3 -m py_compile {' '.join(SERVER_MODULES)}"
 RECORDINGS = Path(__file__).parents[1] / "agents" / "recordings"  # real harness outputs, captured
 
 
@@ -110,7 +118,11 @@ def scenario_end(state: Path) -> tuple[str, int, str | None]:
 def rewrite_files(workspace: Path) -> str:
     """A shell command that rewrites the reference agent's files exactly."""
     parts = [f"echo {base64.b64encode((workspace / n).read_bytes()).decode()} | base64 -d > {n}" for n in FILES]
-    return " && ".join(parts) + " && chmod +x run_server.sh && python3 -m py_compile server.py && echo rewritten"
+    return (
+        f"mkdir -p {SERVER_PACKAGE} && "
+        + " && ".join(parts)
+        + f" && chmod +x run_server.sh && {COMPILE} && echo rewritten"
+    )
 
 
 def codex_sweep(

@@ -12,7 +12,8 @@ from staminad.bench.readme import render_readme
 from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
 from staminad.reference import agent as reference_agent
-from tests.helpers.e2e import FILES, PARAMS, rewrite_files
+from staminad.reference.agent import SERVER_PACKAGE
+from tests.helpers.e2e import COMPILE, FILES, PARAMS, rewrite_files
 from tests.helpers.standin import Reply
 
 
@@ -33,7 +34,7 @@ def _prompts() -> list[str]:
 
 def _write_files(workspace: Path) -> str:
     """A bash command that recreates the reference agent's output files exactly."""
-    parts = []
+    parts = [f"mkdir -p {SERVER_PACKAGE}"]
     for name in FILES:
         data = base64.b64encode((workspace / name).read_bytes()).decode()
         parts.append(f"echo {data} | base64 -d > {name}")
@@ -80,7 +81,7 @@ def claude_script(tmp: Path, false_claim: bool = True) -> list[Reply]:
     check = {
         "name": "Bash",
         "arguments": {
-            "command": "python3 -m py_compile server.py && echo compiled",
+            "command": f"{COMPILE} && echo compiled",
             "description": "Check the server compiles",
         },
     }
@@ -116,7 +117,7 @@ def codex_script(tmp: Path, idle_attempt: bool = True) -> list[Reply]:
             tool_calls=[
                 {
                     "name": "exec_command",
-                    "arguments": {"cmd": "chmod +x run_server.sh && python3 -m py_compile server.py && echo compiled"},
+                    "arguments": {"cmd": f"chmod +x run_server.sh && {COMPILE} && echo compiled"},
                 }
             ]
         ),

@@ -72,8 +72,9 @@ def _agent(ws: Path, prompt: str, *extra: str) -> None:
     bindir = ws.parent / "agent-bin"
     if not bindir.exists():
         bindir.mkdir()
-        for name in ("agent.py", "parse.py", "server.py"):
+        for name in ("agent.py", "parse.py"):
             shutil.copy(AGENT.with_name(name), bindir / name)
+        shutil.copytree(AGENT.with_name("server"), bindir / "server", ignore=shutil.ignore_patterns("__pycache__"))
     (ws.parent / "prompt.md").write_text(prompt)
     subprocess.run(
         [

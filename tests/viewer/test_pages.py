@@ -119,7 +119,7 @@ def test_each_attempt_shows_its_code_change_beside_its_failing_tests(client: Tes
     ref = _code_sections(client, REF)
     assert len(ref) == 4 and ref[0][0].endswith("against an empty workspace (the first code kept)")
     assert [w.rsplit("against ", 1)[1] for w, _ in ref[1:]] == [f"turn {t}, attempt 1" for t in range(3)]
-    assert '<span class="d-hdr">+++ b/server.py</span>' in ref[0][1] and '<span class="d-add">+' in ref[0][1]
+    assert '<span class="d-hdr">+++ b/refserver/app.py</span>' in ref[0][1] and '<span class="d-add">+' in ref[0][1]
     mutant = _code_sections(client, MUT)
     failed = next(body for _, body in mutant if "-failing" in body)
     assert failed.index("-failing") < failed.index("-code") < failed.index("-log")  # next to the failing tests

@@ -41,7 +41,7 @@ from pathlib import Path
 HERE = Path(os.path.abspath(__file__)).parent
 sys.path.insert(0, str(HERE.parent.parent / "reference"))
 
-from agent import run  # type: ignore[import-not-found]  # noqa: E402 - the reference agent, in the sandbox
+from agent import SERVER_PACKAGE, run  # type: ignore[import-not-found]  # noqa: E402 - the reference agent, in the sandbox
 
 HARNESS_FAULTS = ("self-kill", "hang", "crash", "hostile")
 SERVER_FAULTS = (
@@ -90,13 +90,14 @@ with socket.create_server(("0.0.0.0", port)) as server:
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
 """
 
+SERVE = f'python3 -B -m {SERVER_PACKAGE} --config config.json --port "$1"'  # the reference server, as run_server.sh
 RUN = {
     "no-server": "# never listens on the port\nexec sleep 100000\n",
     "server-crash": 'cd "$(dirname "$0")"\nexec python3 broken_server.py "$1"\n',
-    "slow-start": 'cd "$(dirname "$0")"\nsleep 3\nexec python3 server.py --config config.json --port "$1"\n',
+    "slow-start": f'cd "$(dirname "$0")"\nsleep 3\nexec {SERVE}\n',
     "forked-server": (
         'cd "$(dirname "$0")"\n# detached into a session of its own: stopping run_server.sh leaves it\n'
-        'setsid python3 server.py --config config.json --port "$1" &\nexec sleep 100000\n'
+        f"setsid {SERVE} &\nexec sleep 100000\n"
     ),
 }
 

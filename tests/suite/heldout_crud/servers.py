@@ -14,7 +14,8 @@ from typing import Any
 
 from staminad.bench.changes import Change
 from staminad.bench.schema import Field, State
-from staminad.reference.server import App, Reject, _is_int, _is_num
+from staminad.reference.server import App, Reject
+from staminad.reference.server.validation import is_int, is_num
 
 
 class StrictIdCharset(App):
@@ -137,7 +138,7 @@ class IntegerBoundsTruncated(App):
     """[range] integer bounds compared after `int()` on float bounds; floats compared as integers too."""
 
     def _in_range(self, v: Any, lo: Any, hi: Any) -> bool:
-        if _is_num(v) and not _is_int(v) and (lo is None or _is_num(lo)) and (hi is None or _is_num(hi)):
+        if is_num(v) and not is_int(v) and (lo is None or is_num(lo)) and (hi is None or is_num(hi)):
             v = int(v)  # truncates 100.5 to 100, so a float just above an integer maximum passes
         return super()._in_range(v, lo, hi)
 
