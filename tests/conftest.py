@@ -1,23 +1,25 @@
 """Shared pytest configuration: anyio runs on asyncio only (aiodocker, aiosqlite and Textual need it), the Docker
-fixtures, and the tier checks of tests/helpers/tiers.py (a test needing Docker, a sweep or a daemon is marked so)."""
+fixtures, the tier checks of tests/helpers/tiers.py (a test needing Docker, a sweep or a daemon is marked so) and
+the xdist groups of tests/helpers/parallel.py."""
 
 import subprocess
 from typing import Any
 
 import pytest
 
-from tests.helpers import tiers
+from tests.helpers import parallel, tiers
 
 _DOCKER_USED: list[bool] = []  # set once a test asks for the sandbox image
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Stop before running anything if a test uses a fixture of tiers.FIXTURES without its marker (before `-m`
-    deselects, so the fast tier checks every test it leaves out too)."""
+    deselects, so the fast tier checks every test it leaves out too); then give each its xdist group."""
     wrong = [f"{item.nodeid}: mark it {', '.join(m)}" for item in items if (m := tiers.missing_markers(item))]
     if wrong:
         raise pytest.UsageError("tests using a fixture that needs a marker lack it:\n" + "\n".join(wrong))
+    parallel.assign_groups(config, items)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -117,8 +117,7 @@ def test_claude_code_passes_turns_with_a_feedback_retry_in_one_session_beside_th
 def test_an_upstream_outage_is_an_infra_retry_for_claude_code(
     tmp_path: Path, claude_image: str, fault: Fault, turn: int
 ) -> None:
-    """An outage makes the attempt `llm_unavailable` (503s past the timeout, each reset after sending); the infra
-    retry passes, R and history clean."""
+    """An outage makes the attempt `llm_unavailable`; the infra retry passes with R and the history clean."""
     script = _script(tmp_path, false_claim=False)
     with _OutageAt(script, len(script) - 3 * turn, [fault] * 2) as standin:  # turn 0: 3 replies, turn 1: 3
         sweep = _sweep(tmp_path, standin, ["claude-code"], extra_llm="outage_timeout = 1")

@@ -101,8 +101,7 @@ def _capture(state: Path, label: str) -> None:
 
 @pytest.mark.timeout(900)
 def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, codex_image: str) -> None:
-    """Upstream 503s past the outage timeout make the attempt `llm_unavailable` (codex exits 1 on it; its
-    own retries are off); the infra retry then passes turn 0 with the attempt number unchanged."""
+    """Upstream 503s past the outage timeout are `llm_unavailable`; the infra retry passes turn 0, same attempt."""
     with StandIn(_script(tmp_path), model=MODEL) as standin:
         standin.faults.extend([Fault("status", 503)] * 2)
         done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 1"), tmp_path / "st")
@@ -127,9 +126,7 @@ def test_a_cost_cap_stops_the_scenario_with_its_reason(tmp_path: Path, codex_ima
 
 @pytest.mark.timeout(900)
 def test_an_outage_at_turn_1_is_retried_on_the_thread_as_it_was(tmp_path: Path, codex_image: str) -> None:
-    """503s past the outage timeout at turn 1's first call (codex exits 1): `llm_unavailable`; the infra retry
-    resumes the thread with the turn-1 prompt once (the failed call was cut from its rollout), then the
-    feedback retry passes."""
+    """An outage at turn 1 is `llm_unavailable`; the infra retry resumes the thread with the prompt once."""
     with OutageAt(_script(tmp_path), 3, [Fault("status", 503)] * 2, model=MODEL) as standin:  # turn 1: 3 left
         done = _run(_sweep(tmp_path, standin, codex_image, extra_llm="outage_timeout = 1"), tmp_path / "st")
         requests = list(standin.requests)

@@ -61,8 +61,7 @@ def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_provider_failures_are_classified_for_every_harness(
     name: str, fault: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The model's first answer is the failure: the attempt's kind is the provider's (context_exhausted,
-    scored with the turns passed; llm_unavailable, an infra failure), never a harness crash."""
+    """A provider failure as the first answer keeps the provider's kind for every harness, never a crash."""
     image = _layer(name, tmp_path_factory)
     with StandIn(model=EXECUTED[name]) as standin:
         # Every call meets it: a harness that compacts or retries on its own meets it again and gives up.
@@ -82,8 +81,7 @@ def test_provider_failures_are_classified_for_every_harness(
 def test_mini_swe_agent_survives_the_shapes_real_models_send(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Reasoning, arguments in 9-character deltas and a cache hit; then truncated arguments and a reply cut at
-    its length, which the agent is told about and gets past: both turns pass, no infra retry, cache metered."""
+    """mini-swe-agent passes reasoning, tiny deltas, truncated arguments and a length cut; cache metered."""
     image = _layer("mini-swe-agent", tmp_path_factory)
     script = mini_script(tmp_path)
     write, submit = script[0], script[1]
@@ -112,9 +110,7 @@ def test_mini_swe_agent_survives_the_shapes_real_models_send(
 def test_every_harness_passes_turn_0_through_reasoning_fragments_and_a_cache_hit(
     name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The model thinks first (reasoning), streams its tool call's arguments 7 characters at a time and its answer
-    5 at a time, and reports a prompt-cache hit: every harness runs the command, turn 0 passes with no infra retry,
-    and the cache hit is metered."""
+    """Every harness passes turn 0 through reasoning, small argument deltas and a metered prompt-cache hit."""
     image = _layer(name, tmp_path_factory)
     work = tmp_path / "scripted"
     work.mkdir()
@@ -162,9 +158,7 @@ MALFORMED = {
 def test_a_truncated_tool_call_and_a_length_cut_are_the_agent_s_not_the_platform_s(
     name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The model's first tool call has its arguments cut short, it then writes the files, and its last reply is cut
-    at its length: whatever the harness makes of it, the attempt is never the platform's (`llm_unavailable`,
-    `context_exhausted`); each harness's verdict is pinned (MALFORMED)."""
+    """A truncated tool call and a length cut are never the platform's failure; each harness's verdict is pinned."""
     image = _layer(name, tmp_path_factory)
     work = tmp_path / "scripted"
     work.mkdir()

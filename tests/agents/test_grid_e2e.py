@@ -70,8 +70,7 @@ def _sweep(tmp: Path, a: StandIn, b: StandIn) -> Path:
 
 @pytest.mark.timeout(900)
 def test_three_agents_on_two_endpoints_each_scenario_reaching_its_own_model(tmp_path: Path, mini_layer: str) -> None:
-    """Six configurations on one seed; mini-swe-agent passes both turns on each model, its four calls going to
-    that model's endpoint only, metered under that model at that model's price; the report's grid pairs them."""
+    """Six configurations pass both turns, each calling and metered under only its own model; the grid pairs them."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with (

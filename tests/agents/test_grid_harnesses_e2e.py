@@ -100,9 +100,7 @@ def _text(page: str) -> str:
 
 @pytest.mark.timeout(1800)
 def test_three_harnesses_on_two_models_pair_meter_report_and_compare(tmp_path: Path, layers: dict[str, str]) -> None:
-    """Six configurations (3 harnesses x 2 models) on seed 0 all pass both turns; each harness's calls reach only
-    its scenario's model's endpoint, in its own protocol, metered under that model at that model's price; the
-    report's grid has both models for each harness, paired; the viewer compares each harness across the models."""
+    """Three harnesses x two models pass, reach and meter only their model, and pair in the report and viewer."""
     with contextlib.ExitStack() as stack:
         standins = {name: PerApi(_scripts(tmp_path / f"model{i}"), model=name) for i, name in enumerate(MODELS)}
         for standin in standins.values():

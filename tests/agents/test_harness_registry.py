@@ -29,8 +29,7 @@ def test_the_registry_is_the_modules_of_the_package() -> None:
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_each_record_holds_its_recipe_layer_and_transcript_reader(name: str) -> None:
-    """A record carries its launch recipe, the layer the sandbox builds (on a known base) and its transcript reader
-    (or says it has none); the layer reaches the image build as a LayerSpec with the same contents."""
+    """A record holds its recipe, its layer (reaching the image build as a LayerSpec) and its transcript reader."""
     h = HARNESSES[name]
     assert isinstance(h, Harness) and h.version
     assert all(callable(f) for f in (h.first, h.resume, h.env, h.files, h.parse, h.history))
@@ -91,8 +90,7 @@ print(json.dumps({
 
 
 def test_adding_a_harness_is_one_file(tmp_path: Path) -> None:
-    """A copy of the tree with one module added to `agents/harnesses/` runs the new harness end to end on paper: it
-    is an agent with its own layer image, its launcher file reaches the sandbox, its layer and transcript are read."""
+    """One module added to `agents/harnesses/` is a whole new harness: agent, layer image, launcher, transcript."""
     tree = tmp_path / "tree"
     shutil.copytree(PACKAGE.parents[1], tree / "staminad", ignore=shutil.ignore_patterns("__pycache__"))
     (tree / "staminad" / "agents" / "harnesses" / "toy_agent.py").write_text(textwrap.dedent(TOY))

@@ -24,8 +24,7 @@ def _parse(name: str, recording: str, code: int = 0) -> Report:
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_every_harness_runs_unattended_and_continues_its_session(name: str) -> None:
-    """The first call and the continuation carry the prompt and the model; continuing names the session
-    (or the history file); no command can wait on a person (prompts bypassed, stdin closed by the launcher)."""
+    """Every harness carries prompt and model, continues its session and never waits on a person."""
     h = HARNESSES[name]
     first, again = h.first("PROMPT", "m-1"), h.resume("PROMPT", "m-1", "SESSION-9")
     assert ("PROMPT" in first and "PROMPT" in again and first != again) or name == "mini-swe-agent"
@@ -99,8 +98,7 @@ def test_recorded_outputs_give_session_success_and_tokens() -> None:
 
 
 def test_qwen_code_reads_its_json_array_and_the_older_single_object() -> None:
-    """Qwen Code's `--output-format json` is an array of messages ending in a result (session, usage, is_error);
-    the older single object (`stats`) is still read; a failed call is a harness failure with the model's words."""
+    """Qwen Code's JSON array and its older single object are both read; a failed call keeps the model's words."""
     session = "7b1e2c3d-4f5a-6b7c-8d9e-0f1a2b3c4d5e"
     assert _parse("qwen-code", "qwen-code-array.json") == Report(
         session=session, ok=True, input_tokens=41230, output_tokens=5120

@@ -21,8 +21,8 @@ def _launcher() -> ModuleType:
 
 
 def test_a_failed_first_call_leaves_no_session_store_behind(tmp_path: Path) -> None:
-    """mini-swe-agent's store did not exist before turn 0's failed call: it is removed, so the retry starts clean
-    (it used to keep the failed prompt, and the retry read `user TURN0 | user TURN0`)."""
+    """A session store created by a failed first call is removed, so the retry starts clean."""
+    # The store used to keep the failed prompt, and the retry read `user TURN0 | user TURN0`.
     home = tmp_path / "ws" / ".home"
     home.mkdir(parents=True)
     before = _launcher().History.take(home, home / ".staminabench" / "kept", HARNESSES["mini-swe-agent"].history(""))
@@ -48,8 +48,7 @@ def test_a_failed_later_call_puts_the_store_back_as_it_was(tmp_path: Path) -> No
 
 
 def test_appended_histories_are_cut_back_also_in_the_workspace(tmp_path: Path) -> None:
-    """Codex appends to its thread's rollout (HOME) and aider to its chat history (the workspace, `../`): both are
-    cut back to their size before the call; another thread's rollout is left alone."""
+    """Appended histories (codex's rollout, aider's chat file) are cut back; another thread's rollout is kept."""
     ws = tmp_path / "ws"
     home = ws / ".home"
     day = home / ".codex" / "sessions" / "2026" / "12" / "02"
@@ -69,8 +68,7 @@ def test_appended_histories_are_cut_back_also_in_the_workspace(tmp_path: Path) -
 
 
 def test_every_harness_names_its_history_without_a_session_only_where_that_is_safe() -> None:
-    """Before a session exists only whole stores are named (mini's, OpenCode's, aider's file); a pattern built from a
-    session id is never built from an empty one (it would match every session)."""
+    """Before a session exists only whole stores are named, never a pattern built from an empty session id."""
     for name, h in HARNESSES.items():
         for pattern in h.history(""):
             assert "{" not in pattern and not pattern.endswith(("/", "/.jsonl", "-.jsonl")), (name, pattern)

@@ -19,8 +19,7 @@ def _conversation(turn_at: int = 5) -> list[dict[str, Any]]:
 
 
 def test_compaction_keeps_system_task_current_prompt_and_recent_steps() -> None:
-    """The middle becomes one summary message; the system prompt, the first task, the current turn's prompt and the
-    last steps stay whole, and the kept tail starts at an assistant call, never at its orphaned result."""
+    """Compaction keeps system prompt, first task, current prompt and recent steps, starting at an assistant call."""
     messages = _conversation(turn_at=2)  # the current prompt falls in the older part: it is kept, after the summary
     current = next(i for i, m in enumerate(messages) if m["content"] == "TURN1")
     seen: list[list[dict[str, Any]]] = []

@@ -86,8 +86,7 @@ def _run(sweep: Path, state: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.timeout(900)
 def test_a_model_outage_is_an_infra_retry_not_a_failed_attempt(tmp_path: Path, mini_image: str) -> None:
-    """Upstream 503s past the outage timeout make the attempt `llm_unavailable`; the infra retry then passes
-    both turns with R=0, so the outage cost the agent nothing."""
+    """Upstream 503s past the outage timeout are `llm_unavailable`; the infra retry passes both turns with R=0."""
     with StandIn(_script(tmp_path)) as standin:
         standin.faults.extend(
             [Fault("status", 503)] * 2
@@ -127,8 +126,7 @@ def _host_address() -> str:
 def test_a_harness_on_another_engine_reaches_the_gateway_at_its_entry_s_address(
     tmp_path: Path, mini_image: str, second_engine: Any
 ) -> None:
-    """mini-swe-agent on a second engine, sealed so that its one way out is the `gateway` address its engine entry
-    names (not that engine's bridge), passes both turns with every call metered."""
+    """mini-swe-agent on a second engine, sealed to its entry's `gateway` address, passes with every call metered."""
     address = _host_address()
     with StandIn(_script(tmp_path)) as standin:
         sweep = write_sweep(
@@ -157,8 +155,7 @@ def test_a_harness_on_another_engine_reaches_the_gateway_at_its_entry_s_address(
 
 @pytest.mark.timeout(900)
 def test_an_outage_at_turn_1_is_retried_on_the_session_as_it_was(tmp_path: Path, mini_image: str) -> None:
-    """503s past the outage timeout at turn 1's first call: `llm_unavailable`; the infra retry's conversation has the
-    turn-1 prompt once (the failed call's prompt and error were put back out of the driver's store) and passes."""
+    """An outage at turn 1 is `llm_unavailable`; the infra retry sees the turn-1 prompt once and passes."""
     with OutageAt(_script(tmp_path), 2, [Fault("status", 503)] * 2) as standin:  # turn 1's two replies left
         sweep = _sweep(tmp_path, standin, mini_image, extra_llm="outage_timeout = 1")
         done = _run(sweep, tmp_path / "st")
@@ -174,10 +171,7 @@ def test_an_outage_at_turn_1_is_retried_on_the_session_as_it_was(tmp_path: Path,
 
 @pytest.mark.timeout(900)
 def test_the_driver_compacts_its_context_past_the_model_s_window_share(tmp_path: Path, mini_image: str) -> None:
-    """With a 2000-token window compacted at half, turn 1 pushes the conversation over once it has steps older than
-    the recent ones: the driver asks the model for a summary (a metered call without tools), and the next request
-    carries the summary, the system prompt, the first task and the recent steps, without turn 0's big write;
-    both turns still pass."""
+    """Past its window share the driver asks for a summary and sends it with the kept parts; both turns pass."""
     script = _script(tmp_path)
     look = Reply(tool_calls=[{"name": "bash", "arguments": {"command": "ls -l"}}])
     summary = Reply(content="SUMMARY-OF-EARLIER: turn 0 wrote server.py, config.json and run_server.sh.")

@@ -152,8 +152,7 @@ def test_mistral_vibe_store_gives_its_latest_generations_messages(tmp_path: Path
 
 
 def test_openhands_events_become_turns_read_back_from_the_last_files(tmp_path: Path) -> None:
-    """OpenHands 1.12.1 (real capture): the prompt, its five tool calls in one reply, their results, answers; the
-    earliest events are left out once past the byte budget."""
+    """An OpenHands 1.12.1 capture becomes turns, its earliest events left out past the byte budget."""
     _place_openhands(tmp_path)
     shape = _shape(tmp_path, "openhands")
     assert shape[0] == ("user", (), "Implement the REST API s")

@@ -26,8 +26,7 @@ def test_no_window_changes_nothing(name: str) -> None:
 
 
 def test_codex_gets_the_window_and_its_compaction_limit_as_root_keys() -> None:
-    """Codex's config.toml carries model_context_window and model_auto_compact_token_limit at its root, and the
-    provider table is untouched (a root key after a table would land in that table)."""
+    """Codex gets the window and compaction limit as root keys of config.toml, its provider table untouched."""
     config = tomllib.loads(_tuned("codex")[1][".codex/config.toml"])
     assert (config["model_context_window"], config["model_auto_compact_token_limit"]) == (131072, 98304)
     assert config["model_providers"]["staminabench"]["base_url"] == BASE

@@ -31,8 +31,7 @@ class Scenario:
 
 
 def test_consecutive_attempts_and_turns_are_compared(tmp_path: Path) -> None:
-    """Attempt 2 against attempt 1 of its turn; a turn's first attempt against the turn before's last attempt, an
-    infra attempt (no code kept) skipped; the first attempt against an empty workspace."""
+    """Each attempt is compared with the one before it (retry, previous turn, or an empty workspace), infra skipped."""
     s = Scenario(tmp_path)
     s.write("app.py", "def f():\n    return 1\n")
     s.write("old.py", "gone = True\n")

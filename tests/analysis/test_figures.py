@@ -130,8 +130,7 @@ def test_text_stays_editable_in_svg_and_pdf(report_dir: Path) -> None:
 def test_captions_say_n_turns_r_and_the_error_bars_beside_the_image_not_in_it(
     report_dir: Path, metered: Path, tmp_path: Path
 ) -> None:
-    """Each figure's caption (K scenarios, the turns, R, what its bars or bands are) is in report.md and, as a
-    figure float's caption, in report.tex; the images carry none (a paper sets its own)."""
+    """Captions (K, turns, R, what the bars are) are in report.md and report.tex, never in the images."""
     scope = "K = 3 scored scenarios per configuration, turns = 3 (turn 0 + 3 changes), R = 1"
     md = (report_dir / "report.md").read_text()
     assert (
@@ -168,8 +167,7 @@ def test_captions_say_n_turns_r_and_the_error_bars_beside_the_image_not_in_it(
 def test_twelve_configurations_have_twelve_distinct_legend_entries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With 12 configurations no two legend entries look alike: colour, marker and line style (retry figure),
-    colour and line style (survival, which has no markers); `style` keeps 32 apart."""
+    """Twelve configurations get twelve distinct legend entries in every figure; `style` keeps 32 apart."""
     names = [f"agent{i} R=1 detailed" for i in range(12)]
     report = report_of(
         configurations=[row(f"agent{i}", 1, "detailed", 2.0, scenarios=3, n_turns=3) for i in range(12)],
@@ -249,8 +247,7 @@ def test_turns_within_budget_counts_turns_until_the_running_cost_exceeds_it() ->
 
 
 def test_report_html_writes_a_self_contained_static_site(metered: Path, tmp_path: Path) -> None:
-    """`report --html` writes index, sweep, scenario and comparison pages that link only to each other, with
-    figures embedded and no script."""
+    """`report --html` writes a self-contained static site: linked pages, embedded figures, no script."""
     assert (
         main(["report", "fig", "--state-dir", str(metered), "--out", str(tmp_path), "--bootstrap", "200", "--html"])
         == 0

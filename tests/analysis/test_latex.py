@@ -53,8 +53,7 @@ def test_tables_match_the_golden_file() -> None:
 
 
 def test_ties_are_all_bold_and_every_table_is_a_labelled_booktabs_float() -> None:
-    """Main table: the best of each row is bold (agent_a's 3.0 is not, b&c's is); retry table: 3.04 and 2.96 both
-    print as 3.0 and are both bold; each table has caption, label and booktabs rules."""
+    """Ties (after rounding) are all bold, and every table is a captioned, labelled booktabs float."""
     text = document(REPORT)
     main = text.split(r"\label{tab:main}")[1].split(r"\end{table}")[0]
     assert r"\textbf{4.0 $\pm$ 0.1 (50\%)}" in main and r"\textbf{3.0 $\pm$ 0.4 (25\%)}" in main

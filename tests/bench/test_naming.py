@@ -47,8 +47,7 @@ def _new_enums(change: Change) -> tuple[EnumType, ...]:
 @pytest.mark.parametrize("naming", ["themed", "programmatic"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_names_agree_with_types_and_history(seed: int, naming: str) -> None:
-    """No field's head word says another kind (`username` is no float); a reference is named after an entity; an
-    entity or enum type name is never given twice; an enum type is named after its field, never after an entity."""
+    """Names agree with types and history: head words, references, unique type names, enums after their field."""
     scenario = _scenario(seed, naming)
     seen = {e.name.lower() for e in scenario.initial.entities} | {e.name.lower() for e in scenario.initial.enums}
     entities = {_snake(e.name) for e in scenario.initial.entities}
@@ -115,8 +114,7 @@ def _removes(change: Change, key: tuple[str, ...]) -> bool:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_change_request_holds_items_that_cancel_each_other(seed: int) -> None:
-    """Within a turn nothing added or extended is removed again (an action, its guard or effect, a field, an
-    entity), and nothing is renamed back to a name it had earlier in the turn."""
+    """No change request adds and removes (or renames back) the same item within one turn."""
     for turn, batch in enumerate(_scenario(seed, "themed").turns, 1):
         added: list[tuple[str, ...]] = []
         names: dict[tuple[str, ...], set[str]] = {}

@@ -61,8 +61,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_a_read_only_state_dir_refuses_start_and_run_but_still_reports(
     finished: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """`start` and `run` on a read-only state dir exit 1 with one line naming it; `report` and `export` only
-    read it, so they still work; the store is unchanged."""
+    """A read-only state dir refuses `start` and `run` in one line, while `report` and `export` still work."""
     state, path = finished
     before = (state / "staminad.db").read_bytes()
     for args in (
@@ -112,8 +111,7 @@ def test_done_with_a_marker_in_a_missing_directory_is_refused(tmp_path: Path) ->
 def test_export_and_report_never_write_over_the_store_and_ask_before_overwriting(
     finished: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """`export`/`report --out` into the state dir (the store, its -wal) or onto the store under another name exit 2
-    even with --force; an existing output file needs --force; the store is unchanged."""
+    """`export`/`report --out` never write over the store (even with --force); other files need --force."""
     state, _ = finished
     db = state / "staminad.db"
     before = db.read_bytes()
@@ -178,8 +176,7 @@ def test_start_keeps_a_file_where_its_socket_goes(tmp_path: Path) -> None:
 
 
 def test_export_never_writes_over_another_store_even_with_force(finished: tuple[Path, Path], tmp_path: Path) -> None:
-    """`export --force --out` onto any SQLite database, its -wal/-shm, or a path in another locked state dir
-    exits 2 in one line and changes nothing."""
+    """`export --force` onto another store, its -wal/-shm or a locked state dir exits 2 and changes nothing."""
     state, _ = finished
     other = tmp_path / "other"
     other.mkdir()
@@ -204,8 +201,7 @@ def test_export_never_writes_over_another_store_even_with_force(finished: tuple[
 
 
 def test_report_checks_every_figure_file_like_the_report(finished: tuple[Path, Path], tmp_path: Path) -> None:
-    """An existing figure file needs --force; a figure name that is a symbolic link (to a store) is refused even
-    with --force; neither is written, and the report is not written either."""
+    """The report checks its figure files like itself: existing ones need --force, symlinks are refused."""
     state, _ = finished
     rep = tmp_path / "rep"
     rep.mkdir()

@@ -58,8 +58,7 @@ def test_clients_say_clearly_when_no_daemon_runs(tmp_path: Path) -> None:
 
 
 def test_status_while_a_staminad_run_holds_the_state_dir_says_so(tmp_path: Path) -> None:
-    """With the state dir locked by a `staminad run` (its lock, taken here) and no daemon, `status` exits 1 in one
-    line naming the run and its pid, not "not running"."""
+    """With a `staminad run` holding the state dir, `status` exits 1 naming the run and its pid."""
     from state.lock import lock_state_dir
 
     state = tmp_path / "st"
@@ -127,8 +126,7 @@ def _read(s: socket.socket) -> Any:
 
 
 def test_garbage_oversized_and_wrongly_typed_input_never_hurts_the_daemon(tmp_path: Path) -> None:
-    """Garbage, no hello, a wrong version, bad msgpack, wrong types and a 100 MB frame header are refused;
-    a subscriber that never reads is dropped; the daemon keeps answering."""
+    """Garbage, bad versions, wrong types, huge frames and stuck subscribers never stop the daemon answering."""
     enc = encoder()
     with daemon(tmp_path / "st") as proc:
         s = _raw(tmp_path / "st")
@@ -163,8 +161,7 @@ def test_garbage_oversized_and_wrongly_typed_input_never_hurts_the_daemon(tmp_pa
 
 
 def test_submit_pause_resume_cancel_and_status(tmp_path: Path) -> None:
-    """A sweep submitted paused runs nothing until resumed, then runs to its results; a running sweep pauses,
-    resumes and cancels."""
+    """A paused submission runs nothing until resumed; a running sweep pauses, resumes and cancels."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "svc", ["reference", "mutant:accept-null"], seeds="0-1", turns=3)
     bad = tmp_path / "bad.toml"
@@ -265,8 +262,7 @@ def _processes_under(root: Path) -> list[str]:
 
 
 def test_kill_minus_9_at_random_moments_resumes_to_identical_results(tmp_path: Path) -> None:
-    """kill -9 the daemon at random moments of a sweep, restart each time: the final results equal an
-    uninterrupted run, no (turn, attempt) ran twice, and no process is left behind."""
+    """kill -9 of the daemon at random moments resumes to the uninterrupted results, nothing run twice or left."""
     agents = ["reference", "mutant:rounded-avg+fix", "mutant:no-cascade", "fault:crash:once"]
     _kill_and_resume(tmp_path, agents, "0-2", 6, 6, "local")
 
@@ -304,8 +300,7 @@ def test_scenario_timeline_and_attempt_texts_over_the_socket(tmp_path: Path) -> 
 
 
 def test_missing_image_fails_the_sweep_not_the_daemon(tmp_path: Path) -> None:
-    """A sweep whose Docker image does not exist ends in status error with the reason, which `status` (text and
-    JSON) shows in one line; the daemon goes on."""
+    """A missing Docker image ends the sweep in error with a one-line reason in `status`; the daemon goes on."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "noimg", ["reference"], runtime="docker")
     path.write_text(path.read_text() + 'image = "staminabench/sandbox:does-not-exist"\n')

@@ -87,8 +87,7 @@ async def run_to_end(state: Path, files: list[Path], on_first_harness: Any = Non
 
 
 async def test_a_full_state_disk_pauses_the_sweep_and_it_resumes_when_space_returns(tmp_path: Path) -> None:
-    """Fill the state tmpfs mid-sweep: the sweep shows paused with the disk's reason while the daemon answers;
-    free it: both sweeps finish, and every scenario ends as in an undisturbed run."""
+    """A full state disk pauses the sweep with its reason; freed, every scenario ends as undisturbed."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs state directory needs root")
     files = sweeps(tmp_path)

@@ -18,8 +18,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_a_large_sweep_materialises_only_its_window(tmp_path: Path) -> None:
-    """200 scenarios with parallel 2, agents that never answer: 8 are recorded and started, status says
-    "expanding: 8 of 200", and a cancel ends the expansion."""
+    """A 200-scenario sweep materialises only its window of 8, says so in status, and a cancel ends it."""
     path = write_sweep(tmp_path, "wide", ["manual"], seeds="0-199", turns=1)
     path.write_text(path.read_text().replace("parallel = 4", "parallel = 2"))
     state = tmp_path / "st"

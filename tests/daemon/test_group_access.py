@@ -110,8 +110,7 @@ def _share(state_dir: Path, group: str) -> int:
 
 @needs_root
 def test_members_of_the_socket_group_use_the_daemon_and_others_cannot_look_in() -> None:
-    """The state dir (made root:root 0750, as systemd's StateDirectory did) becomes G's with mode 2750 and the
-    socket G's 660: a member's `staminad status` answers, an outsider's is refused, and so is reading the store."""
+    """The state dir and socket become the socket group's: members use the daemon, outsiders cannot look in."""
     suffix = secrets.token_hex(3)
     group, member, outsider = f"sbg{suffix}", f"sbm{suffix}", f"sbo{suffix}"
     base = Path(tempfile.mkdtemp(prefix="sb-group-", dir="/tmp"))  # pytest's tmp_path is root's alone (0700)

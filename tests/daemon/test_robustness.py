@@ -47,8 +47,7 @@ def _reply(s: socket.socket) -> dict[str, object] | None:
 
 
 def test_many_idle_connections_under_a_low_fd_limit_never_stop_the_daemon(tmp_path: Path) -> None:
-    """240 idle connections to a daemon limited to 256 fds: beyond its cap each gets one error line and is
-    closed; the daemon stays up and serves again once the idle ones go."""
+    """240 idle connections under a 256-fd limit are refused past the cap and never stop the daemon."""
     state = tmp_path / "st"
 
     def low_fd_limit() -> None:
@@ -114,8 +113,7 @@ def test_many_idle_connections_under_a_low_fd_limit_never_stop_the_daemon(tmp_pa
 
 @pytest.mark.anyio
 async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_path: Path) -> None:
-    """After the hello, a connection that says nothing for the idle timeout is closed; a client that is only
-    idle (it pings) keeps its connection through the same time and is still answered."""
+    """A connection silent past the idle timeout is closed while a pinging client keeps its connection."""
     state = tmp_path / "st"
     # 3 s: a stall of the one process both sides share must not make the pinging client look silent too.
     async with running_daemon(state, idle_timeout=3.0), Client(state / "staminad.sock", keepalive=0.05) as patient:
@@ -135,8 +133,7 @@ async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_p
 async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Generation is held until a status request has been answered: on the event loop that could never happen,
-    off it the status reply comes first and the sweep then starts."""
+    """The daemon answers status while a large sweep is generated (generation runs off the event loop)."""
     import staminad.engine.jobs as engine_jobs
 
     generating, answered = threading.Event(), threading.Event()
@@ -172,8 +169,7 @@ def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.anyio
 async def test_submit_refuses_a_missing_or_tampered_pack_in_one_line(tmp_path: Path) -> None:
-    """`submit` verifies the pack as `run` does: a missing or tampered pack exits 2 with one line, and
-    the daemon stores nothing and keeps serving."""
+    """`submit` refuses a missing or tampered pack with one line, like `run`; the daemon stores nothing."""
     from staminad.bench.pack import build_pack
     from staminad.bench.scenario import ScenarioParams
     from staminad.packio import write_pack

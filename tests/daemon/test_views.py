@@ -81,8 +81,7 @@ def test_scenario_row_history_and_phase() -> None:
 
 
 def test_the_turn_timeout_is_read_from_the_stored_sweep_file(caplog: pytest.LogCaptureFixture) -> None:
-    """Its seconds when the file says; 0 without a word when an older file does not; 0 and a warning naming the
-    sweep and the bad field when the file cannot be read."""
+    """The turn timeout comes from the stored sweep file: 0 if absent, 0 and a warning if unreadable."""
     assert turn_timeout('{"name": "a", "run": {"turn_timeout": 20}}', "a") == 20.0
     assert turn_timeout('{"name": "b", "run": {}}', "b") == 0.0 and not caplog.records
     assert turn_timeout('{"name": "c", "run": {"turn_timeout": "soon"}}', "c") == 0.0
@@ -175,8 +174,7 @@ async def test_subscribe_replays_recent_events_then_goes_live(tmp_path: Path) ->
 async def test_a_request_the_daemon_cannot_use_is_refused_as_the_requests_fault(
     tmp_path: Path, message: RequestFor[Message], refusal: str
 ) -> None:
-    """A subscription that could match nothing, ids and seeds outside what SQLite stores, and a relative base_dir get
-    a usage error up front (never "subscribed" nor a daemon fault); the connection stays usable."""
+    """A request the daemon cannot use is a usage error up front and leaves the connection usable."""
     state = tmp_path / "st"
     async with running_daemon(state), Client(state / "staminad.sock", name="test") as client:
         reply = await client.request(message)

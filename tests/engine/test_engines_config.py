@@ -94,8 +94,7 @@ def test_an_engine_s_gateway_is_an_ipv4_address_a_container_can_reach(tmp_path: 
 
 @pytest.mark.anyio
 async def test_real_harnesses_on_an_engine_elsewhere_need_its_gateway() -> None:
-    """The LLM gateway's addresses: an engine on another host with no `gateway` is refused, naming the fix;
-    one with a `gateway` is served there (asked before any connection to the engine)."""
+    """An engine on another host needs a `gateway` address (refused naming the fix) and is served there."""
     from protocol.errors import UsageError as Refused
     from staminad.engine.config import RunSettings
     from staminad.sandbox.docker.enginepool import EnginePool

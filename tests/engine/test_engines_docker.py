@@ -102,8 +102,7 @@ async def containers(url: str, sandboxes: Path) -> list[dict[str, Any]]:
 async def test_a_sweep_over_two_engines_gives_the_local_results_with_no_bind_mount(
     tmp_path: Path, second_engine: SecondEngine, sandbox_image: str
 ) -> None:
-    """Four scenarios over two engines (two each) give what local processes give; every container seen on
-    either engine mounts volumes only, and none is left when the sweep ends."""
+    """A sweep over two engines gives the local results on volumes only, leaving no container behind."""
     path = two_engines(tmp_path, "two", second_engine, sandbox_image, "0-3", 2)
     local = await sweep(write_sweep(tmp_path, "loc", ["reference"], seeds="0-3", turns=2), tmp_path / "l")
     sw, _ = load_sweep(path)
@@ -143,13 +142,9 @@ async def test_a_sweep_over_two_engines_gives_the_local_results_with_no_bind_mou
 async def test_an_engine_lost_mid_sweep_moves_its_scenarios_without_touching_r(
     tmp_path: Path, second_engine: SecondEngine, sandbox_image: str, how: str
 ) -> None:
-    """The second engine (one slot) frozen (SIGSTOP: no answer, its containers run on) or stopped (SIGTERM: it
-    stops its containers, refuses work, then goes) as its scenario's harness runs turn 1: that becomes one
-    `sandbox_lost` infra retry (same attempt, next infra try) that passes on the local engine from the
-    snapshot of turn 0; every scenario ends as the local run does.
-
-    One scenario there, lost in its harness, so its last snapshot is always current: one lost while tested
-    would rightly wait for its engine instead (its newest workspace is only there)."""
+    """An engine frozen or stopped mid-harness is one `sandbox_lost` retry, passing locally; results unchanged."""
+    # Frozen (SIGSTOP) its containers run on; stopped (SIGTERM) it stops them and goes. The one scenario there is
+    # lost in its harness, so its last snapshot is current: one lost while tested would rightly wait for its engine.
     path = two_engines(tmp_path, "stop", second_engine, sandbox_image, "0-3", 3, slots=(3, 1))
     local = await sweep(write_sweep(tmp_path, "loc", ["reference"], seeds="0-3", turns=3), tmp_path / "l")
     sw, _ = load_sweep(path)
@@ -204,9 +199,7 @@ async def test_an_engine_lost_mid_sweep_moves_its_scenarios_without_touching_r(
 def test_kill_minus_9_of_staminad_run_resumes_each_scenario_on_its_engine(
     tmp_path: Path, second_engine: SecondEngine, sandbox_image: str
 ) -> None:
-    """`staminad run --engine A --engine B` killed with SIGKILL once scenarios on both engines are into turn 1;
-    run again, it finishes every scenario on the engine it was on, with the local results and no attempt
-    tested twice."""
+    """`staminad run` over two engines, killed -9 and rerun, finishes each scenario on its own engine."""
     path = two_engines(tmp_path, "k9", second_engine, sandbox_image, "0-3", 3, in_file=False)
     local = anyio.run(sweep, write_sweep(tmp_path, "loc", ["reference"], seeds="0-3", turns=3), tmp_path / "l")
     state = tmp_path / "s"
@@ -264,8 +257,7 @@ def _into_turn1(state: Path) -> dict[int, str]:
 def test_staminad_status_shows_each_engine_of_a_running_sweep(
     tmp_path: Path, second_engine: SecondEngine, sandbox_image: str
 ) -> None:
-    """`staminad start --engine A --engine B`: while a sweep runs, `status` names both engines, healthy, with
-    the sweep's scenarios on each and the slots in use; every scenario row names its engine."""
+    """`status` of a two-engine sweep names both engines with their scenarios and slots, and each row's engine."""
     path = two_engines(tmp_path, "st", second_engine, sandbox_image, "0-3", 3, in_file=False)
     state = tmp_path / "s"
     cli = [sys.executable, "-m", "staminad.cli"]

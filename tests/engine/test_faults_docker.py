@@ -81,8 +81,7 @@ def _docker_sweep(
 async def test_a_lost_container_is_one_sandbox_lost_retry(
     tmp_path: Path, sandbox_image: str, phase: str, action: str
 ) -> None:
-    """docker kill / rm -f / pause (past every bound) while the harness runs, the server starts or the suite runs:
-    exactly one sandbox_lost, then the scenario ends as an undisturbed reference run does."""
+    """A container killed, removed or paused at any phase is exactly one sandbox_lost, then ends as reference."""
     agent = {"harness": "fault:hang:once", "server": "fault:slow-start", "suite": "reference"}[phase]
     name = f"lost-{phase}-{action}"
     # The retry's turn includes re-creating the container; only a pause waits the whole timeout out.
@@ -120,8 +119,7 @@ async def test_a_lost_container_is_one_sandbox_lost_retry(
 async def test_a_hostile_agent_cannot_end_its_container_and_is_scored_for_trying(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """kill 1, the control files, a full /tmp, kill -9 -1: the container, wrapper and marker survive; the agent's
-    `harness_killed` (harness side), never a platform fault; the retry runs in the same container."""
+    """A hostile agent cannot end its container and is scored `harness_killed`; the retry reuses the container."""
     name = "hostile"
     path = _docker_sweep(tmp_path, name, "fault:hostile:once", sandbox_image)
     root = (tmp_path / "state" / "sandboxes" / name / "c1-s0").resolve()
@@ -215,8 +213,7 @@ async def test_a_broken_server_in_a_container_is_the_agents_failure(
 async def test_a_server_left_running_by_the_harness_is_ended_before_the_server_starts(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """A detached process of the agent still holding the server port when its phase ends is ended with it (nothing
-    of the agent outlives its phase): the new server binds the port and is the one that answers."""
+    """A server the harness left holding the port is ended with its phase, so the new server answers."""
     path = _docker_sweep(tmp_path, "held", "reference", sandbox_image)
     sw, _ = load_sweep(path)
     async with aiodocker.Docker() as client:

@@ -64,8 +64,7 @@ async def test_a_process_left_holding_the_sandboxs_limits_is_ended_with_its_phas
 async def test_a_detached_disk_writer_past_the_quota_is_the_agents_scored_failure(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """3 GiB left in a 2 GiB workspace by a writer that outlived the harness: `server_exhausted`, scored; the
-    writer is gone with its phase, and the neighbour scenario passes."""
+    """A detached writer filling the workspace past its quota is the agent's scored failure; the neighbour passes."""
     name = "left-disk"
     path = _sweep_file(tmp_path, name, ["fault:disk-writer", "reference"], sandbox_image)
     sw, _ = load_sweep(path)
@@ -86,9 +85,7 @@ async def test_a_detached_disk_writer_past_the_quota_is_the_agents_scored_failur
 async def test_planted_links_and_non_directories_survive_recreation_without_reaching_the_host(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """`.home` as a link to a host directory or a plain file, the spec as a dangling host link, a FIFO and a sparse
-    gigabyte among the sources: the container is removed after turn 0, re-created on the same workspace (as after a
-    loss, or a daemon restart), and no host path outside the workspace changes; both scenarios pass their turns."""
+    """Planted links, FIFOs and sparse files survive container re-creation without any host path changing."""
     name = "planted"
     agents = ["fault:plant-links", "fault:plant-specials", "reference"]
     path = _sweep_file(tmp_path, name, agents, sandbox_image)
@@ -127,9 +124,7 @@ async def test_planted_links_and_non_directories_survive_recreation_without_reac
 async def test_a_sandbox_prepared_again_never_writes_through_the_agents_links(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """The agent points `.home` at a root-owned host directory and the spec at a host path, then its container is
-    re-created and a fresh sandbox object (a restarted daemon) prepares it again: the host directory keeps its
-    owner, no file appears at the host path, and the seeded spec is not written through the link."""
+    """A sandbox prepared again never writes through the agent's links to host paths."""
     host_dir = tmp_path / "host-owned"
     host_dir.mkdir()
     os.chmod(host_dir, 0o700)
@@ -163,8 +158,7 @@ async def test_a_sandbox_prepared_again_never_writes_through_the_agents_links(
 
 
 async def test_a_pause_from_outside_during_the_suite_is_the_platforms(tmp_path: Path, sandbox_image: str) -> None:
-    """`docker pause` for longer than the request budget while the suite runs, then unpause: one `sandbox_lost`
-    (never a scored failure of the server), then the scenario ends as an undisturbed reference run."""
+    """A `docker pause` past the request budget during the suite is one `sandbox_lost`, never the server's."""
     name = "paused-suite"
     path = _sweep_file(tmp_path, name, ["reference"], sandbox_image)
     sw, _ = load_sweep(path)
@@ -192,8 +186,7 @@ async def test_a_pause_from_outside_during_the_suite_is_the_platforms(tmp_path: 
 
 
 async def test_a_pause_that_ended_is_still_seen_in_the_engines_record(tmp_path: Path, sandbox_image: str) -> None:
-    """A container paused and resumed since a time says so (`frozen`), so timeouts meanwhile are never the server's;
-    one not paused since says nothing."""
+    """A container paused and resumed since a time is `frozen`; one not paused since says nothing."""
     path = _sweep_file(tmp_path, "frozen", ["reference"], sandbox_image)
     sw, _ = load_sweep(path)
     async with aiodocker.Docker() as client:

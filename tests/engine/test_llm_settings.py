@@ -55,9 +55,7 @@ def test_context_exhaustion_ends_the_scenario_at_once_and_is_scored() -> None:
 
 
 def test_a_context_window_and_compaction_share_reach_the_model_and_are_checked(tmp_path: Path) -> None:
-    """`context_window` and `compact_at` on the one-model `[llm]` (as on each `[[llm.models]]`) reach the model the
-    harnesses are told about; a share outside 0.05..1 or without a window is refused; unset, the fingerprint of a
-    sweep stored before them is unchanged."""
+    """`context_window` and `compact_at` reach the model, are range-checked, and leave old fingerprints unchanged."""
     from staminad.engine.models import sweep_models
 
     plain = _load(tmp_path, "")[1]

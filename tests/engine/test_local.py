@@ -86,8 +86,7 @@ async def test_permanent_fault_ends_the_scenario_as_infra_not_agent_failure(tmp_
 
 
 async def test_manual_agent_waits_for_staminad_done(tmp_path: Path) -> None:
-    """`manual`: the engine announces the prompt and waits; a person answers and runs `staminad done`; the
-    attempt's harness time runs from the prompt's delivery to `done`, not `done`'s instant."""
+    """`manual` waits for `staminad done`; harness time runs from the prompt's delivery to `done`."""
     path = write_sweep(tmp_path, "human", ["manual"], turns=1, retries=0)
     rec = Recorder()
     agent = Path(__file__).parents[2] / "staminad" / "reference" / "agent.py"

@@ -57,8 +57,8 @@ def test_each_model_is_read_with_its_endpoint_protocols_key_price_window_and_lim
 
 
 def test_the_single_model_form_keeps_its_names_and_fingerprint(tmp_path: Path) -> None:
-    """An `[llm]` with one endpoint and model is one model; its configuration names and fingerprint are unchanged
-    (the fingerprint below is what staminad computed for this file before models were an axis)."""
+    """A one-model `[llm]` keeps its configuration names and its fingerprint from before models were an axis."""
+    # The fingerprint below is what staminad computed for this file before models were an axis.
     path = tmp_path / "old.toml"
     path.write_text(
         'name = "old"\n[matrix]\nagents = ["reference"]\n[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
@@ -70,8 +70,7 @@ def test_the_single_model_form_keeps_its_names_and_fingerprint(tmp_path: Path) -
 
 
 def test_a_harness_whose_protocol_a_model_does_not_serve_is_refused_in_one_line() -> None:
-    """claude-code speaks Anthropic messages, which glm-local does not serve: one line naming both, before anything
-    runs; codex (Responses) on qwen-local likewise."""
+    """A harness whose protocol a model does not serve is refused in one line naming both, before anything runs."""
     with pytest.raises(SweepError) as claude:
         _parse(["reference", "claude-code"])
     message = str(claude.value)
@@ -104,8 +103,7 @@ def test_a_bad_model_table_is_refused_with_the_reason(llm: str, expected: str) -
 @pytest.mark.anyio
 @pytest.mark.sweep
 async def test_three_agents_on_two_models_pair_in_the_reports_grid(tmp_path: Path) -> None:
-    """reference and two mutants on two models over the same four seeds: every configuration stores its model,
-    the report has a harness x model grid with paired tests, and per-model survival figures are planned."""
+    """Three agents on two models store their model, pair in the report's grid and plan per-model figures."""
     extra = MODELS.replace('protocols = ["openai-chat", "anthropic-messages"]\n', "")
     path = write_sweep(
         tmp_path,

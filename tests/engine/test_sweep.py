@@ -35,8 +35,7 @@ SCENARIOS: dict[int, tuple[ScenarioStatus, int, list[tuple[int, Outcome | None, 
 
 
 async def test_status_counts_scored_scenarios_by_the_reports_rule(tmp_path: Path) -> None:
-    """Never-run (pending, cancelled before start), unfinished (running) and platform-ended scenarios are left out,
-    as the report leaves them out; the mean is over the ended others (a harness out of infra retries counts)."""
+    """Status's mean counts exactly the scenarios the report scores (ended, not platform-ended)."""
     db = tmp_path / "staminad.db"
     async with await Store.open(db) as store:
         await store.ensure_sweep("w", "w", "f", "{}")
@@ -92,8 +91,7 @@ class _BuggyFactory(LocalFactory):
 async def test_a_bug_of_ours_in_one_scenario_ends_that_scenario_alone_and_a_retry_takes_it_up(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A real sweep where one scenario's run raises: it ends infra_failed (internal_error, logged with its traceback,
-    unscored), its neighbour finishes every turn, the sweep finishes; granted retries resume it where it stopped."""
+    """A bug of ours ends only its scenario as infra_failed; the sweep finishes and a retry resumes it."""
     path = write_sweep(tmp_path, "contained", ["reference"], seeds="0-1", turns=2)
     state = tmp_path / "state"
     recorder = Recorder()

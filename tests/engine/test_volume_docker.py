@@ -56,8 +56,7 @@ anyio.run(main)
 
 
 async def test_volume_sweep_matches_mount_results(tmp_path: Path, sandbox_image: str) -> None:
-    """Reference and a mutant give the same turns on volumes as on bind mounts; every tested attempt has a
-    snapshot; the logs are mirrored; no container or volume is left."""
+    """A volume sweep gives the bind-mount results, a snapshot per tested attempt, mirrored logs, no leftovers."""
     agents = ["reference", "mutant:no-cascade"]
     extra = f'image = "{sandbox_image}"\n'
     mount = write_sweep(tmp_path, "mnt", agents, turns=2, runtime="docker")
@@ -85,8 +84,7 @@ async def test_volume_sweep_matches_mount_results(tmp_path: Path, sandbox_image:
 async def test_a_restarted_daemon_finds_the_running_harness_on_volumes_and_nothing_runs_twice(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """kill -9 of the daemon mid-harness: the next one adopts the container, sees the job started and alive
-    through a new launcher stream, and reads its marker; the job ran once."""
+    """A daemon restarted mid-harness adopts the volume container and reads its marker; the job ran once."""
     root = tmp_path / "sandboxes" / "resume" / "c1-s0"
     daemon = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(DAEMON), str(root), sandbox_image],
@@ -185,8 +183,7 @@ async def _started_once_settled(root: Path, run: RunSettings, job: str) -> bool:
 async def test_kill_9_of_staminad_run_mid_harness_then_a_rerun_runs_the_harness_once(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """`staminad run` killed -9 once a turn's harness is launched: the rerun adopts the container, launches no job
-    its predecessor launched, and the scenario ends as a clean run does (every turn passed, no infra retry)."""
+    """`staminad run` killed -9 mid-harness and rerun adopts the container and launches no job twice."""
     path = write_sweep(tmp_path, "kill", ["reference"], turns=3, runtime="docker")
     path.write_text(path.read_text() + f'image = "{sandbox_image}"\nworkspace = "volume"\n')
     state = tmp_path / "state"
@@ -340,9 +337,7 @@ async def _run_until(cmd: list[str], triggers: list[tuple[str, Trigger]], log: P
 
 
 async def test_kill_9_at_early_points_of_a_volume_sweep_changes_no_result(tmp_path: Path, sandbox_image: str) -> None:
-    """`staminad run` killed -9 at each early point of preparing its volume sandboxes in turn (a volume made, the
-    container made, the seal, the launcher, the workspace's hand-over), run again each time, then to the end: the
-    same scenarios, turns, attempts and verdicts as an undisturbed run, and no scenario ends infra_failed."""
+    """`staminad run` killed -9 at each early step of volume preparation, then rerun, changes no result."""
     extra = f'image = "{sandbox_image}"\nworkspace = "volume"\n'
     agents = ["reference", "mutant:no-cascade"]
     path = write_sweep(tmp_path, "kvol", agents, seeds="0-1", retries=1, runtime="docker", extra=extra)

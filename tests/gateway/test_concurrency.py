@@ -15,8 +15,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_the_endpoint_never_sees_more_calls_than_the_limit_and_queue_time_is_booked() -> None:
-    """Eight harness calls at once against a limit of two: at most two reach the model; the rest queue, and
-    the time queued is booked as waited (the turn watchdog gives it back); all eight are answered."""
+    """Eight calls against a limit of two: at most two reach the model, and queue time is booked as waited."""
     with StandIn([Reply(content=f"r{i}") for i in range(8)]) as standin:
         standin.delay = 0.2
         limits = Limits(backoff_start=0.05, outage_timeout=5.0, concurrency=2)

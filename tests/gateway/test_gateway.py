@@ -110,8 +110,7 @@ async def test_upstream_429_and_500_become_waits_not_failures() -> None:
 
 
 async def test_a_connection_lost_after_sending_is_never_sent_again() -> None:
-    """A reset after the request went out may hide a model still at work: one upstream request, the attempt
-    marked llm_unavailable, nothing re-sent."""
+    """A connection lost after sending is never re-sent: one upstream request, the attempt llm_unavailable."""
     with StandIn([Reply(content="never asked for")]) as standin:
         standin.faults.append(Fault("reset"))
         async with gateway(standin) as (gw, route, events, _), httpx.AsyncClient(timeout=30) as client:
@@ -150,8 +149,7 @@ async def test_a_long_outage_marks_the_attempt_llm_unavailable() -> None:
 
 
 async def test_a_slow_first_byte_is_not_sent_again_and_a_stalled_stream_is_cut() -> None:
-    """No answer within first_byte_timeout loses the attempt's model without a second upstream request; a
-    stream silent past its idle timeout is cut."""
+    """A slow first byte is not re-sent (the attempt loses its model), and a stalled stream is cut."""
     with StandIn([Reply(content="late")]) as standin:
         # Each bound is a few times what the stand-in, a thread of this process, needs on a busy machine.
         standin.faults.extend([Fault("slow", seconds=4.0)])
@@ -199,8 +197,7 @@ async def test_unknown_routes_and_garbage_get_clear_errors() -> None:
 
 
 async def test_an_address_the_gateway_cannot_listen_on_is_one_line_and_frees_the_others() -> None:
-    """A listen address that is not this host's (a wrong engine `gateway`) is a UsageError naming it; the
-    listener already opened on loopback is closed again (its port can be bound at once)."""
+    """An address the gateway cannot listen on is a one-line UsageError, and the loopback listener is closed."""
     from protocol.errors import UsageError
 
     async def record(call: Call) -> None:

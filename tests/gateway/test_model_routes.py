@@ -17,8 +17,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_each_route_reaches_its_own_models_endpoint_with_its_key_and_price() -> None:
-    """Route 1 goes to endpoint A with key A at A's price, route 2 to B with key B (Anthropic header); a route
-    given no upstream uses the gateway's own endpoint."""
+    """Each route reaches its own endpoint with its key and price; a route with no upstream uses the default."""
     calls: list[Call] = []
     seen: list[EventData] = []
 

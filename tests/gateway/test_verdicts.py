@@ -54,8 +54,7 @@ def test_in_stream_errors_of_each_wire_format_are_recognised() -> None:
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
 async def test_a_context_refusal_is_passed_on_noted_and_never_sent_again(api: str) -> None:
-    """The harness gets the provider's 400; the route notes the exhaustion (not an outage); the same request
-    sent again is answered by the gateway, never reaching the upstream; a new attempt starts clean."""
+    """A context refusal is passed on, noted (not an outage) and answered by the gateway if sent again."""
     with StandIn([Reply(content="fits")]) as standin:
         standin.faults.append(Fault("context"))
         async with gateway(standin) as (gw, route, events, calls), httpx.AsyncClient(timeout=30) as client:
@@ -71,8 +70,7 @@ async def test_a_context_refusal_is_passed_on_noted_and_never_sent_again(api: st
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
 async def test_a_provider_error_inside_a_stream_is_an_outage(api: str) -> None:
-    """Anthropic's overloaded event, Responses' response.failed and a chat error chunk inside a 200 stream
-    mark the attempt llm_unavailable; the harness still gets the stream as sent."""
+    """A provider error inside a 200 stream marks the attempt llm_unavailable; the harness gets the stream."""
     with StandIn() as standin:
         standin.faults.append(Fault("stream_error"))
         async with gateway(standin) as (gw, route, events, calls), httpx.AsyncClient(timeout=30) as client:

@@ -47,8 +47,7 @@ def test_an_empty_state_dir_flag_is_refused_in_one_line(argv: list[str], capsys:
 def test_a_home_of_no_user_is_one_line_naming_the_value(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`~nosuchuser/x` as the flag or STAMINAD_STATE_DIR is a usage error naming it (it was RuntimeError's
-    traceback); `./~nosuchuser/x` is a directory of that name, and `~/x` is still under $HOME."""
+    """A `~nosuchuser` state dir is a usage error naming it; `./~nosuchuser/x` and `~/x` resolve as before."""
     with pytest.raises(SystemExit) as exited:
         main(["report", "--state-dir", "~nosuchuser/x"])
     err = capsys.readouterr().err
@@ -82,8 +81,7 @@ def _listening(path: Path) -> socket.socket:
 
 
 def test_only_a_socket_nobody_listens_on_is_removed(short: Path) -> None:
-    """A stale socket goes; nothing there is fine; a file, a directory or a link (even to a socket) is refused
-    in one line and kept."""
+    """Only a stale socket is removed; a file, directory or link in its place is refused in one line and kept."""
     stale = short / "stale.sock"
     _listening(stale).close()  # closed without unlinking: what a viewer killed by SIGKILL leaves
     clear_stale_socket(stale, "pick another --socket")

@@ -46,8 +46,7 @@ def _workspace(tmp_path: Path) -> Path:
 
 
 def test_a_workspace_is_listed_by_kind_and_only_text_is_kept(tmp_path: Path) -> None:
-    """Text is kept by hash; binary and non-UTF-8 are hashed only; a huge file is listed by size; links and a FIFO
-    are listed, never followed or read; hidden and dependency directories are not entered."""
+    """A workspace is listed by kind: text kept, binaries hashed, links and FIFOs never followed, deps skipped."""
     ws = _workspace(tmp_path)
     listing = keep_from_dir(ws, tmp_path, "t0000-a01-i00")
     files = listing.files

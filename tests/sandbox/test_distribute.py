@@ -31,8 +31,7 @@ async def test_an_engine_holding_the_image_is_not_copied_to_again(
 async def test_a_missing_image_is_copied_bounded_and_one_missing_locally_refused(
     second_engine: SecondEngine, sandbox_image: str
 ) -> None:
-    """A tag the engine lacks is streamed across (same ID after) within the size bound; past it, or missing
-    locally, it is one error."""
+    """A missing image is copied to the engine within its size bound; too big or missing locally is one error."""
     tag = "staminabench/sandbox:distribute-test"
     local, other = Endpoint(EngineSpec(url=local_socket())), Endpoint(EngineSpec(url=second_engine.url))
     repo, _, name = tag.partition(":")
@@ -74,8 +73,7 @@ def _cmdline(proc: Path) -> bytes:
 
 
 async def test_an_engine_over_tls_answers_only_a_client_of_its_ca(tmp_path: Path) -> None:
-    """A dockerd with --tlsverify: the endpoint with the TLS directory pings it; without it, or with another
-    CA's files, it counts as not answering."""
+    """An engine with --tlsverify answers only a client holding its CA's files."""
     tls = make_tls(tmp_path / "tls")
     other = make_tls(tmp_path / "other")
     engine = SecondEngine(tls=tls)

@@ -64,8 +64,7 @@ async def test_the_suite_reaches_the_server_at_the_containers_address(box: Docke
 
 
 async def test_a_server_stop_ends_what_the_agent_left_running(box: DockerSandbox) -> None:
-    """A process the server detached (in a session of its own, outside the server's group) is ended by the stop
-    itself: nothing of the agent's is left for a separate `end_agent` to find."""
+    """Stopping the server ends what the agent detached from it, leaving nothing for `end_agent`."""
     (box.host_workspace / "run_server.sh").write_text(
         'setsid sleep 3600 &\nexec python3 -m http.server --bind 0.0.0.0 "$1"\n'
     )
@@ -76,8 +75,7 @@ async def test_a_server_stop_ends_what_the_agent_left_running(box: DockerSandbox
 
 
 async def test_a_seal_that_fails_is_raised_as_itself_and_leaves_no_helper(tmp_path: Path, sandbox_image: str) -> None:
-    """Rules iptables refuses (a gateway address that is no address) fail `prepare` with one SandboxError, not an
-    exception group of the steps run beside the seal; the seal's helper container is gone."""
+    """A failing seal is one SandboxError, not an exception group, and its helper container is gone."""
     async with aiodocker.Docker() as docker:
         box = DockerSandbox(
             docker,
@@ -99,8 +97,7 @@ async def test_a_seal_that_fails_is_raised_as_itself_and_leaves_no_helper(tmp_pa
 
 
 async def test_a_server_that_ignores_term_is_killed_after_its_grace(box: DockerSandbox) -> None:
-    """A server group that outlives the quick stop the launcher's loop attempts is stopped by the rest of the
-    operation (grace, then KILL), and the port and the agent's processes are left clear."""
+    """A server group ignoring TERM is killed after its grace, leaving the port and the agent clear."""
     (box.host_workspace / "run_server.sh").write_text(
         "trap '' TERM\n"
         "python3 -c 'import signal, http.server as h; signal.signal(signal.SIGTERM, signal.SIG_IGN); "

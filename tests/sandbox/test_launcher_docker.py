@@ -60,8 +60,7 @@ async def watcher() -> AsyncIterator[MarkerWatcher]:
 async def test_a_restarted_daemon_finds_the_running_harness_and_nothing_runs_twice(
     tmp_path: Path, sandbox_image: str, watcher: MarkerWatcher
 ) -> None:
-    """kill -9 of the daemon mid-turn: the next one adopts the container and its launcher, sees the job alive,
-    and gets its marker; the job ran once and no second launcher started."""
+    """A daemon restarted mid-turn adopts the container and its launcher; the job ran once, one launcher."""
     root = tmp_path / "sandboxes" / "resume" / "c1-s0"
     daemon = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(DAEMON), str(root), sandbox_image],

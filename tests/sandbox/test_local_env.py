@@ -39,8 +39,7 @@ async def watcher() -> AsyncIterator[MarkerWatcher]:
 async def test_secrets_in_the_daemon_environment_reach_neither_harness_nor_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watcher: MarkerWatcher
 ) -> None:
-    """With OPENAI_API_KEY and others set for the daemon, the harness sees only the allow-list and its adapter's
-    variables, and the server only the allow-list."""
+    """Secrets in the daemon's environment reach neither harness nor server: only the allow-lists pass."""
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "STAMINAD_STATE_DIR"):
         monkeypatch.setenv(name, SECRET)
     box = LocalSandbox(tmp_path / "box", PortAllocator(31130, 31139, lock_dir=tmp_path / "locks"))

@@ -54,8 +54,7 @@ def reported(path: Path) -> tuple[int, int | None]:
 
 
 def test_a_new_session_gets_the_niceness_and_an_autogroup_at_it(tmp_path: Path, nice: int) -> None:
-    """`lowered` + `in_new_session` after setsid: the process runs `nice` levels down, and so does its session's
-    autogroup where the kernel has them; with 0 the argv is unchanged."""
+    """After setsid the process and its session's autogroup (where the kernel has them) run `nice` levels down."""
     out = tmp_path / "report"
     argv = niceness.lowered(["setsid", "-w", *niceness.in_new_session(["sh", "-c", REPORT, str(out)])])
     subprocess.run(argv, check=True, timeout=30)

@@ -28,10 +28,8 @@ from staminad.sandbox.ports import (
 
 
 def test_port_allocator_never_hands_out_a_port_twice(tmp_path: Path) -> None:
-    """Ports are unique until released, and the range running out is an error, not a wait.
-
-    The range lies below Linux's ephemeral ports (32768+), so outgoing connections cannot occupy it.
-    """
+    """Ports are unique until released, and the range running out is an error, not a wait."""
+    # The range lies below Linux's ephemeral ports (32768+), so outgoing connections cannot occupy it.
     ports = PortAllocator(31200, 31203, lock_dir=tmp_path / "locks")
     got = {ports.allocate() for _ in range(4)}
     assert len(got) == 4
@@ -142,8 +140,8 @@ print(len(seen), min(seen), max(seen))
 def test_only_ports_no_outgoing_connection_can_take_are_handed_out(
     tmp_path: Path, kernel: str, reserved: str, configured: str, says: str
 ) -> None:
-    """The default range is used less the kernel's outgoing ports (ports it reserves are safe), refused when none is
-    left; a configured one must avoid them all. Each case runs in a network namespace with sysctls of its own."""
+    """Only ports outgoing connections cannot take are handed out, by default and in a configured range."""
+    # Each case runs in a network namespace with sysctls of its own.
     done = subprocess.run(
         [*UNSHARE, sys.executable, "-c", _IN_NETNS, str(tmp_path / "locks"), kernel, reserved, configured],
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
@@ -233,8 +231,7 @@ def test_a_lock_file_one_user_made_is_locked_by_another(tmp_path: Path) -> None:
 
 
 def test_a_symlink_in_place_of_a_lock_file_or_directory_is_never_followed(tmp_path: Path) -> None:
-    """A planted symlink is no lock: its port is skipped (the target untouched); a symlinked directory is refused
-    when the allocator is made (at start, not at the first server start)."""
+    """A symlink in place of a lock file is skipped and a symlinked lock directory is refused at start."""
     locks = tmp_path / "locks"
     locks.mkdir(mode=0o1777)
     target = tmp_path / "precious"

@@ -168,8 +168,7 @@ def iptables() -> str:
 async def test_sandboxes_reach_neither_each_other_nor_host_services(
     tmp_path: Path, sandboxes: DockerFactory, watcher: MarkerWatcher
 ) -> None:
-    """A's agent cannot reach B's server, a host listener on 0.0.0.0 nor the engine's DNS; the host still tests B's
-    server."""
+    """Sandboxes reach neither each other, host listeners nor the engine's DNS; the host still tests them."""
     await sandboxes.llm_hosts()
     a = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s0", "a", Grant(layer=adapter_for("manual").layer()))
     b = sandboxes(tmp_path / "sandboxes" / "seal" / "c1-s1", "b", Grant(layer=adapter_for("manual").layer()))

@@ -91,8 +91,7 @@ async def test_the_agent_cannot_change_the_layer_prompts_or_markers(tmp_path: Pa
 
 
 async def test_a_snapshot_restores_the_workspace_into_fresh_volumes(tmp_path: Path, volumes: VolumeFactory) -> None:
-    """The workspace snapshot (bounded .tar.gz) put into a new sandbox's volumes gives the same files and owner; the
-    attempt's code is kept from it, and a skipped snapshot keeps none and says why."""
+    """A snapshot restores the same files and owner into fresh volumes; a skipped snapshot keeps none and says why."""
     root = tmp_path / "sandboxes" / "vol" / "c1-s0"
     box = volumes(root, "reference/0")
     await box.prepare()
@@ -117,8 +116,7 @@ async def test_a_snapshot_restores_the_workspace_into_fresh_volumes(tmp_path: Pa
 async def test_volumes_reaped_under_a_scenario_come_back_from_its_last_snapshot(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    """A scenario whose volumes were reaped (a cancel before a resume) is prepared on fresh volumes holding its last
-    snapshot, and says so (`restored`), instead of on an empty workspace."""
+    """Reaped volumes come back from the scenario's last snapshot, marked `restored`, not an empty workspace."""
     sandboxes = tmp_path / "sandboxes" / "vol"
     first = VolumeFactory(RunSettings(image=sandbox_image, workspace="volume"))
     try:
@@ -178,8 +176,7 @@ async def test_a_lost_container_is_recreated_on_the_same_volumes(tmp_path: Path,
 async def test_a_paused_container_is_waited_for_and_its_marker_read_after(
     tmp_path: Path, volumes: VolumeFactory
 ) -> None:
-    """While the container is paused a marker wait says "not yet" (the engine waits, as with bind mounts) instead of
-    failing; once unpaused the harness finishes and its marker is read through a new launcher stream."""
+    """A marker wait on a paused container says "not yet"; unpaused, the marker is read through a new stream."""
     box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
     await box.prepare()
     await box.seed({"job.sh": "while [ ! -e /workspace/go ]; do sleep 0.1; done\n"})
@@ -247,9 +244,7 @@ def dying_box(client: DyingDocker, image: str, root: Path) -> VolumeSandbox:
 
 
 async def test_a_prepare_cut_off_after_any_step_is_completed_by_the_next(tmp_path: Path, sandbox_image: str) -> None:
-    """A daemon killed after any engine change or launcher request of the first prepare of a scenario whose volumes
-    were reaped: the next prepare gives a working sandbox, the snapshot back in an agent-owned workspace, and says
-    it restored (the engine must redo the attempt), since no harness ran on those volumes yet."""
+    """A prepare cut off after any step is completed by the next one, restoring the snapshot and saying so."""
     sandboxes = tmp_path / "sandboxes" / "vol"
     root = sandboxes / "c1-s0"
     (root / SNAPSHOT).parent.mkdir(parents=True)
@@ -279,8 +274,7 @@ async def test_a_prepare_cut_off_after_any_step_is_completed_by_the_next(tmp_pat
 
 
 async def test_a_container_that_cannot_be_used_is_made_anew_by_prepare(tmp_path: Path, volumes: VolumeFactory) -> None:
-    """A container found under the sandbox's name that fails the same way every time (here one without its volumes,
-    as an older daemon might have left) is replaced within one prepare, instead of failing every retry."""
+    """A container under the sandbox's name that always fails is replaced within one prepare."""
     box = volumes(tmp_path / "sandboxes" / "vol" / "c1-s0", "reference/0")
     async with aiodocker.Docker() as client:
         config: dict[str, Any] = {"Image": box.image, "Cmd": ["sleep", "3600"], "Labels": box._labels()}
@@ -294,8 +288,7 @@ async def test_a_container_that_cannot_be_used_is_made_anew_by_prepare(tmp_path:
 
 
 async def test_volumes_an_older_daemon_made_keep_their_workspace(tmp_path: Path, volumes: VolumeFactory) -> None:
-    """Volumes made with no token (by a daemon from before stamps) are populated and stamped on the next prepare,
-    but never get the snapshot put over their workspace, whose work may be newer than it."""
+    """Volumes from before stamps are stamped on prepare, but their workspace is never overwritten by a snapshot."""
     root = tmp_path / "sandboxes" / "vol" / "c1-s0"
     (root / SNAPSHOT).parent.mkdir(parents=True)
     (root / SNAPSHOT).write_bytes(gzip.compress(tar_bytes([("old.py", b"print(0)\n", 1000, 0o644)])))

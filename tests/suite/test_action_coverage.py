@@ -97,8 +97,7 @@ def test_a_null_operand_of_a_computed_guard_is_always_tried() -> None:
 
 
 def test_every_null_check_meets_a_falsy_value() -> None:
-    """`is not null` and `is null` on a field that can hold 0 each get a test with 0, even where an effect data mode
-    would move the field elsewhere."""
+    """`is null` and `is not null` on a field that can hold 0 each get a test with 0."""
     for is_null in (False, True):
         st, action = _state((NullCheck("temperature", is_null),), (Increment("temperature", 1.5),))
         _always_caught(st, action, "null-check-falsy")
@@ -139,8 +138,7 @@ def test_a_null_increase_reaches_a_target_a_guard_links() -> None:
 
 
 def test_a_bound_crossing_survives_the_data_of_later_effects() -> None:
-    """A later (overwritten) computation over the same fields does not move the data that makes an earlier one
-    cross a bound."""
+    """A later overwritten computation does not move the data that makes an earlier one cross a bound."""
     st, action = _state(
         (), (Compute("age", "rank", "*", "age"), Compute("rank", "age", "+", "points"), SetValue("rank", 5))
     )

@@ -114,8 +114,7 @@ def test_null_checks_are_met_with_falsy_values_and_all_fails_on_its_second_entit
 
 
 def test_effect_data_sits_on_bounds_nulls_and_missing_targets() -> None:
-    """bounds: inputs at the bound pushed past (0 for an unbounded decrease); nulls: inputs null; null_operands: one
-    operand of a computation null; empty: no targets."""
+    """Effect data sits on bounds, nulls, null operands and missing targets, one data mode each."""
     action = Action(
         entity="Order",
         name="ship",

@@ -54,8 +54,7 @@ def _on(state: State, entity: str, path: str) -> bool:
 
 @pytest.mark.parametrize(("seed", "turn"), CASES)
 def test_attempts_keep_the_tests_and_their_picks(seed: int, turn: int) -> None:
-    """Every attempt has the same test names, categories and rules in the same order, each test picking the same
-    field or starting state; the first attempt is the suite callers got before attempts existed (the default)."""
+    """Every attempt keeps the same tests and picks in the same order; the first is the default suite."""
     state, _ = state_and_history(SCENARIOS[seed], turn)
     first = _suite(seed, turn)
     assert _suite(seed, turn, 1) == first
@@ -78,7 +77,6 @@ def test_attempts_differ_in_every_request_that_holds_data(seed: int, turn: int) 
 
 @pytest.mark.parametrize(("seed", "turn"), [(0, 12), (7, 30)])
 def test_an_attempts_suite_is_the_same_whenever_it_is_made(seed: int, turn: int) -> None:
-    """The same (seed, turn, attempt) gives the same suite (an infra retry or a resume gets what the attempt got),
-    and attempts other than the first differ from each other too."""
+    """The same (seed, turn, attempt) always gives the same suite, and later attempts differ from each other."""
     assert _suite(seed, turn, 2) == _suite(seed, turn, 2)
     assert [_requests(t) for t in _suite(seed, turn, 2).tests] != [_requests(t) for t in _suite(seed, turn, 3).tests]

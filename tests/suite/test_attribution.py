@@ -46,8 +46,7 @@ def _turns() -> list[tuple[int, int, Any, Any]]:
 
 
 def test_a_list_answered_as_null_is_reported_under_reference_list() -> None:
-    """A server answering empty list fields as null fails under `reference-list` (or `omitted`, which says an omitted
-    list is stored as []), never under `update`, `create` or the rule of another test that reads a list back."""
+    """A list answered as null fails under `reference-list` (or `omitted`), never another test's rule."""
     seen = 0
     for seed, turn, state, history in _turns():
         if not any(f.kind == "ref_list" for e in state.entities for f in e.fields):

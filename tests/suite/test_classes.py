@@ -24,8 +24,7 @@ def test_catalogue_names_readme_rules_once() -> None:
 
 
 def test_every_class_is_exercised_at_its_first_turn_fast() -> None:
-    """Seeds 0-2 x 20 turns: each field class applies somewhere, and every class is covered wherever it applies
-    (the rarer computation classes all apply to `test_computations`' state)."""
+    """Seeds 0-2 x 20 turns apply every field class somewhere and cover each class wherever it applies."""
     text = _gate(range(3), 20)
     fields = {(c.rule, c.name) for c in FIELD_CLASSES}
     never = [line.split()[:2] for line in text.splitlines() if "never applies" in line]

@@ -325,8 +325,7 @@ def test_fresh_connection_closed_without_answer_is_not_retried() -> None:
     ],
 )
 def test_bad_answers_fail_with_one_clear_line(script: Callable[[Conn, bytes], None], message: str) -> None:
-    """Oversized heads and bodies, endless 1xx, broken chunking and non-HTTP answers are TransportErrors marked
-    `bad` (an answer that cannot be used, not a server gone), with one short line."""
+    """Oversized, endless, broken or non-HTTP answers are TransportErrors marked `bad`, each one short line."""
     with (
         RawServer(keep_alive(script)).running() as server,
         Http11Transport.for_url(server.url, timeout=5.0) as t,

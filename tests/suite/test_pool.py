@@ -206,9 +206,7 @@ def test_a_suite_msgpack_cannot_carry_crosses_intact() -> None:
 
 
 async def test_a_kept_suite_runs_in_its_worker_to_the_in_thread_verdict() -> None:
-    """A suite kept in the worker that made it runs there by its handle, to the verdict the in-thread path makes of
-    its result (the stored results byte for byte); a released one, or one whose worker died, is made again (the
-    same suite) and runs to the same verdict."""
+    """A kept suite runs in its worker to the in-thread verdict; a released or orphaned one is made again."""
     state, history = state_and_history(SCENARIO, 15)
     async with anyio.create_task_group() as tg:
         pool = WorkerPool(1)

@@ -54,8 +54,7 @@ def test_the_suite_tests_the_removals_and_the_reference_passes() -> None:
 
 
 def test_a_server_that_kept_the_removed_guard_and_effect_fails_those_tests() -> None:
-    """A server still on the old schema (guard enforced, effect applied) fails the removal tests (and the other
-    tests of the action whose effect it still applies)."""
+    """A server that kept a removed guard and effect fails the removal tests and its action's other tests."""
     assert {f.name for f in _run(STATE).failures} >= NEW
 
 

@@ -55,8 +55,7 @@ def _requests(suite: Suite) -> set[tuple[str, str, bytes]]:
 
 @pytest.mark.parametrize("seed", [0, 3, 7])
 def test_replayed_answers_pass_the_recorded_attempt_and_fail_the_next(seed: int) -> None:
-    """Recorded from the reference server on attempt k, the table passes attempt k again and fails attempt k+1,
-    where the only tests it still passes are those a server with no table passes too (404s, data-less GETs)."""
+    """Replayed answers pass the recorded attempt and fail the next, except tests a tableless server passes."""
     for turn, state, history, config in _reference_turns(seed, 24):
         if turn % 8:
             continue

@@ -72,8 +72,7 @@ def _finished(status: FinalStatus, turns_passed: int, reason: str = "") -> Scena
 
 
 def test_model_waits_outages_and_caps_show_in_phase_history_and_log() -> None:
-    """An LLM wait is an infra line (the phase stays), an outage too, a cap ends the history with C; replays are
-    ignored."""
+    """LLM waits and outages are infra lines, a cap ends the history with C, and replays are ignored."""
     board = _board()
     change = board.apply(
         _event(LlmWait(scenario=5, turn=1, reason="upstream answered 429", wait_seconds=2.0, waited=0.0), 1)

@@ -17,8 +17,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 
 
 async def test_d_shows_the_highlighted_attempts_code_change_and_hides_it_again(tmp_path: Path) -> None:
-    """`d` adds the diff below the failing tests, it follows the cursor (a retry against the attempt it retries, a
-    turn against the turn before), `d` again hides it, and `?` lists the key."""
+    """`d` toggles the highlighted attempt's code change, which follows the cursor; `?` lists the key."""
     state = tmp_path / "st"
     path = write_sweep(tmp_path, "cc", ["fault:server-crash:once"], turns=1)
     async with running_daemon(state), events(state, ("cc",)) as stream:

@@ -14,8 +14,7 @@ NASTY = ['"entities": [', "[red]not a tag[/red]", "path = C:\\temp\\", "x[0] = y
 
 
 def test_the_code_change_follows_the_failing_tests_and_shows_the_agents_lines_as_they_are() -> None:
-    """Brackets that are or look like markup, and a trailing backslash, come out as written; the section sits
-    between the failing tests and the logs."""
+    """The code change sits between failing tests and logs, with markup-like text shown as written."""
     diff = "--- a/app.py\n+++ b/app.py\n@@ -1,5 +1,5 @@\n" + "".join(f"+{line}\n" for line in NASTY)
     code = CodeChange(
         id=2,

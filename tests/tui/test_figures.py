@@ -217,8 +217,7 @@ def test_a_stopped_sweep_shows_no_running_scenarios_whatever_the_rows_still_say(
 
 
 async def test_overview_progress_dialog_and_no_stale_running_after_a_cancel(tmp_path: Path) -> None:
-    """Pending rows show '-', End/Home move the cursor, the cancel dialog wraps and names its sweep, and a
-    cancelled sweep shows no running scenarios."""
+    """Overview shows pending '-', End/Home move, the cancel dialog names its sweep, no stale running rows."""
     state = tmp_path / "st"
     held = write_sweep(tmp_path, "held", ["manual"], seeds="0-2", turns=1)
     other = write_sweep(tmp_path, "other", ["manual"], turns=1)

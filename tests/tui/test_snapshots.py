@@ -197,8 +197,8 @@ def test_daemon_not_running(snap_compare: Any, tmp_path: Path) -> None:
 
 
 def test_box_screen(snap_compare: Any, socket_path: Path) -> None:
-    """`b` opens the box screen: sweeps, slots, endpoints, load, memory, disks, GPUs and sparklines (one fixed
-    report shown, since the machine's figures move; the live fetch is pinned in tests/tui/test_box.py)."""
+    """`b` opens the box screen with sweeps, slots, endpoints, load, memory, disks, GPUs and sparklines."""
+    # One fixed report is shown, since the machine's figures move; the live fetch is pinned in tests/tui/test_box.py.
     from protocol import OpsReport
     from protocol.messages import BoxSample, DiskUsage, GpuInfo, OpsEndpoint, OpsPoint, OpsSweep
     from tui.screens.box import BoxScreen

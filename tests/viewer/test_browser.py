@@ -214,8 +214,7 @@ def test_tui_served_to_a_browser_loads_nothing_from_the_internet(page: Any, tmp_
 
 
 def test_the_ops_page_shows_a_live_sweep_and_refreshes_itself(page: Any, tmp_path: Path) -> None:
-    """`staminad start` runs a sweep: /ops shows it with its slots, the box, GPUs (or why none), sparklines,
-    and refetches itself in place."""
+    """/ops shows a live sweep with its slots, the box, GPUs and sparklines, and refetches itself in place."""
     path = write_sweep(tmp_path, "opslive", ["manual"], seeds="0-2", turns=1)
     path.write_text(path.read_text().replace("turn_timeout = 20", "turn_timeout = 600"))
     state = tmp_path / "state"

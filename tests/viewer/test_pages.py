@@ -113,9 +113,7 @@ def _code_sections(client: TestClient, configuration: str) -> list[tuple[str, st
 
 
 def test_each_attempt_shows_its_code_change_beside_its_failing_tests(client: TestClient) -> None:
-    """Every attempt of a real run has a collapsed "code change" after its failing tests: the first against an empty
-    workspace, a later turn against the turn before, a retry against the attempt it retries, as a coloured diff;
-    an infra attempt says why it has none."""
+    """Every attempt shows its collapsed code change after its failing tests, or why an infra attempt has none."""
     ref = _code_sections(client, REF)
     assert len(ref) == 4 and ref[0][0].endswith("against an empty workspace (the first code kept)")
     assert [w.rsplit("against ", 1)[1] for w, _ in ref[1:]] == [f"turn {t}, attempt 1" for t in range(3)]
