@@ -81,7 +81,9 @@ from staminad.sandbox.docker.container import (
     agent_ids,
     container_name,
     ensure_network,
+    forget_network,
     judge,
+    network_gone,
     reap,
 )
 from staminad.sandbox.docker.fifoclient import Channel
@@ -184,8 +186,7 @@ class DockerSandbox(HostFiles, SealedContainer):
             config = self._config()
             try:
                 async with self.creations:
-                    with anyio.fail_after(OP_TIMEOUT):
-                        container = await self.docker.containers.create(config=config, name=self.name)
+                    container = await self._create(config)
             except aiodocker.exceptions.DockerError as exc:
                 self.ports.release(self.port)
                 raise SandboxError(f"cannot create container {self.name}: {exc.message}") from None
@@ -202,6 +203,8 @@ class DockerSandbox(HostFiles, SealedContainer):
                 if created or not (await container.show())["State"]["Running"]:
                     await container.start()
         except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError) as exc:
+            if isinstance(exc, aiodocker.exceptions.DockerError) and network_gone(exc):
+                forget_network(self.docker)  # the retry's `prepare` makes it again
             # Say a program outside took the published port meanwhile: this container can never start, so
             # it goes, and the retry's `prepare` creates one on a fresh port.
             with anyio.CancelScope(shield=True), contextlib.suppress(aiodocker.exceptions.DockerError, TimeoutError):
@@ -216,12 +219,25 @@ class DockerSandbox(HostFiles, SealedContainer):
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
         await self._seal_and_launch(container)
 
+    async def _create(self, config: dict[str, Any]) -> Any:
+        """The container, made once more after making the network again when the engine says it is gone."""
+        for attempt in (1, 2):
+            try:
+                with anyio.fail_after(OP_TIMEOUT):
+                    return await self.docker.containers.create(config=config, name=self.name)
+            except aiodocker.exceptions.DockerError as exc:
+                if attempt == 2 or not network_gone(exc):
+                    raise
+            forget_network(self.docker)
+            await ensure_network(self.docker)
+        raise AssertionError("unreachable")
+
     async def _seal_and_launch(self, container: Any) -> None:
         """Load the firewall (idempotent: iptables-restore replaces the whole table) while the launcher starts.
 
         The launcher is root's and runs nothing of the agent's until asked, after `prepare`: ready is the longer of
         the two, not their sum. A failure of either is raised as itself (not in an exception group), the other
-        step cancelled (the seal's helper is removed all the same).
+        step cancelled (the seal's helper is removed all the same, by the engine once it exits).
         """
         failures: list[Exception] = []
 

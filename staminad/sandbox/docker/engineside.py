@@ -136,7 +136,11 @@ class EngineContainer:
         """Load the firewall into the container's network namespace before any agent process runs.
 
         A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
-        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules.
+        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules. The engine
+        removes the helper itself once it exits (AutoRemove), off the ready path: the wait for its exit is
+        registered before it starts, so its status is never lost to the removal. A helper left behind by a
+        daemon or engine killed meanwhile carries the sweep's labels, so the reaper removes it; the next
+        seal of this container replaces it by name. A seal that fails waits for its helper to be gone.
         """
         config: dict[str, Any] = {
             "Image": self.image,
@@ -151,31 +155,56 @@ class EngineContainer:
                 "ReadonlyRootfs": True,
                 "SecurityOpt": ["no-new-privileges"],
                 "Memory": 64 << 20,
+                "AutoRemove": True,
             },
         }
-        helper = None
-        name = f"{self.name}-seal"
         try:
             with anyio.fail_after(OP_TIMEOUT):
-                # A daemon killed while sealing leaves its helper behind under this name: it is ours, remove it.
-                with contextlib.suppress(aiodocker.exceptions.DockerError):
-                    await (await self.docker.containers.get(name)).delete(force=True)
-                helper = await self.docker.containers.create(config=config, name=name)
-                await helper.start()
-                code = (await helper.wait()).get("StatusCode")
+                helper = await self._create_helper(config, f"{self.name}-seal")
+                wait = f"containers/{helper.id}/wait"
+                # The engine answers the wait's headers once it is registered, its status when the helper exits.
+                started = False
+                try:
+                    async with self.docker._query(wait, "POST", params={"condition": "next-exit"}, timeout=None) as ex:
+                        await helper.start()
+                        started = True
+                        code = (await ex.json()).get("StatusCode")
+                except BaseException:
+                    if not started:  # never started (failed, or cancelled): AutoRemove does not apply
+                        with (
+                            anyio.CancelScope(shield=True),
+                            anyio.move_on_after(OP_TIMEOUT),
+                            contextlib.suppress(aiodocker.exceptions.DockerError),
+                        ):
+                            await helper.delete(force=True)
+                    raise
                 if code != 0:
-                    logs = "".join(await helper.log(stdout=True, stderr=True, tail=5))[-500:]
-                    raise SandboxError(f"cannot seal the network of {self.name}: {logs.strip() or f'exit {code}'}")
+                    await self._helper_gone(helper.id)
+                    raise SandboxError(f"cannot seal the network of {self.name}: iptables-restore exited {code}")
         except aiodocker.exceptions.DockerError as exc:
             raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
-        finally:
-            if helper is not None:
-                with (
-                    anyio.CancelScope(shield=True),
-                    anyio.move_on_after(OP_TIMEOUT),
-                    contextlib.suppress(aiodocker.exceptions.DockerError),
-                ):
-                    await helper.delete(force=True)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"cannot seal the network of {self.name}: {type(exc).__name__}: {exc}") from None
+
+    async def _create_helper(self, config: dict[str, Any], name: str) -> Any:
+        """The helper container under `name`, replacing one left there (by a daemon killed while sealing, or
+        one the engine is still removing)."""
+        try:
+            return await self.docker.containers.create(config=config, name=name)
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status != 409:
+                raise
+        with contextlib.suppress(aiodocker.exceptions.DockerError):
+            await (await self.docker.containers.get(name)).delete(force=True)
+        await self._helper_gone(name)
+        return await self.docker.containers.create(config=config, name=name)
+
+    async def _helper_gone(self, ref: str) -> None:
+        """Wait until the engine has removed the helper `ref` (an id or a name)."""
+        with contextlib.suppress(aiodocker.exceptions.DockerError):
+            params = {"condition": "removed"}
+            async with self.docker._query(f"containers/{ref}/wait", "POST", params=params, timeout=None) as r:
+                await r.read()
 
     async def _usable(self) -> None:
         """Raise SandboxError (`sandbox_lost`) unless the container runs and is not paused."""
