@@ -37,8 +37,11 @@ from staminad.sandbox.docker.container import (
     TMP_MB,
     _started,
     container_name,
+    ensure_network,
     firewall,
+    forget_network,
     judge,
+    network_gone,
 )
 
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
@@ -132,17 +135,9 @@ class EngineContainer:
             },
         }
 
-    async def _seal(self, container: Any) -> None:
-        """Load the firewall into the container's network namespace before any agent process runs.
-
-        A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
-        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules. The engine
-        removes the helper itself once it exits (AutoRemove), off the ready path: the wait for its exit is
-        registered before it starts, so its status is never lost to the removal. A helper left behind by a
-        daemon or engine killed meanwhile carries the sweep's labels, so the reaper removes it; the next
-        seal of this container replaces it by name. A seal that fails waits for its helper to be gone.
-        """
-        config: dict[str, Any] = {
+    def _seal_config(self, container: Any) -> dict[str, Any]:
+        """The seal helper's create request: the container's namespace, NET_ADMIN alone, removed once it exits."""
+        return {
             "Image": self.image,
             "User": ROOT,
             "Env": [f"RULES={firewall(self.llm)}"],
@@ -158,9 +153,72 @@ class EngineContainer:
                 "AutoRemove": True,
             },
         }
+
+    async def seal_helper(self, container: Any) -> Any:
+        """A seal helper for `container`, made (not started) while the container starts; None when the engine
+        refused (then `_seal` makes one, and says why it cannot)."""
         try:
             with anyio.fail_after(OP_TIMEOUT):
-                helper = await self._create_helper(config, f"{self.name}-seal")
+                return await self._create_helper(self._seal_config(container), f"{self.name}-seal")
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
+            return None
+
+    async def _start_beside_helper(self, container: Any) -> Any:
+        """Start the new container while its seal's helper is made (None if the engine refused: `_seal` makes
+        it then). A start that fails removes the helper and raises as itself."""
+        made: list[Any] = []
+
+        async def make() -> None:
+            made.append(await self.seal_helper(container))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(make)
+                try:
+                    await container.start()
+                except BaseException:
+                    tg.cancel_scope.cancel()
+                    raise
+        except BaseException as exc:
+            if made and made[0] is not None:
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(OP_TIMEOUT),
+                    contextlib.suppress(aiodocker.exceptions.DockerError),
+                ):
+                    await made[0].delete(force=True)
+            if isinstance(exc, BaseExceptionGroup):  # the start's failure alone (`make` raises nothing)
+                raise exc.exceptions[0] from None
+            raise
+        return made[0] if made else None
+
+    async def _create(self, config: dict[str, Any]) -> Any:
+        """The container, made once more after making the network again when the engine says it is gone."""
+        for attempt in (1, 2):
+            try:
+                with anyio.fail_after(OP_TIMEOUT):
+                    return await self.docker.containers.create(config=config, name=self.name)
+            except aiodocker.exceptions.DockerError as exc:
+                if attempt == 2 or not network_gone(exc):
+                    raise
+            forget_network(self.docker)
+            await ensure_network(self.docker)
+        raise AssertionError("unreachable")
+
+    async def _seal(self, container: Any, helper: Any = None) -> None:
+        """Load the firewall into the container's network namespace before any agent process runs.
+
+        A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
+        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules. The engine
+        removes the helper itself once it exits (AutoRemove), off the ready path: the wait for its exit is
+        registered before it starts, so its status is never lost to the removal. A helper left behind by a
+        daemon or engine killed meanwhile carries the sweep's labels, so the reaper removes it; the next
+        seal of this container replaces it by name. A seal that fails waits for its helper to be gone.
+        `helper`: one `seal_helper` made already (beside the container's start), else one is made here.
+        """
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                helper = helper or await self._create_helper(self._seal_config(container), f"{self.name}-seal")
                 wait = f"containers/{helper.id}/wait"
                 # The engine answers the wait's headers once it is registered, its status when the helper exits.
                 started = False
