@@ -3,7 +3,9 @@
 The local runtime's processes share the daemon's user and pid space, so they are found by what they
 carry, never by name: a tag in their environment (`NAME=value`, see `local.SERVER_TAG`), or the server's
 process group or session. `kill_tagged` ends them; `port_blame` and `listener_holders` read who holds the
-server's port, which decides whether a failed start is the agent's or another program's.
+server's port, which decides whether a failed start is the agent's or another program's. Listeners come from
+the kernel's socket diagnostics (`inside.listening`); `port_blame`, on a failed start only, reads every socket
+on the port, in any state, from /proc/net/tcp{,6}.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from staminad.sandbox.base import NotReady, SandboxError
+from staminad.sandbox.inside import listening
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
@@ -129,8 +132,12 @@ def _sockets_on(port: int) -> list[PortSocket]:
 
 
 def listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on `port` (any address, IPv4 or IPv6) in this network namespace."""
-    return {s.inode for s in _sockets_on(port) if s.state == "0A"}
+    """Socket inodes listening on `port` (any address, IPv4 or IPv6) in this network namespace.
+
+    By a NETLINK_SOCK_DIAG dump of listening sockets (`inside.listening`: the tables, which walk the whole
+    connection hash, only where netlink cannot be had); a server start asks this on every poll.
+    """
+    return {link.removeprefix("socket:[").removesuffix("]") for link in listening.sockets(port)}
 
 
 def port_blame(port: int, tag: str, pgid: int | None, connected: bool) -> SandboxError | NotReady | None:

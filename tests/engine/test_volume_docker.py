@@ -162,8 +162,13 @@ LAUNCHERS = (
     "        return open(f'/proc/{p}/cmdline', 'rb').read()\n"
     "    except OSError:\n"
     "        return b''\n"
-    "print(sum(b'launcher.py\\0stream' in cmd(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+    "print(sum(b'/streamlauncher.py\\0' in cmd(p) for p in os.listdir('/proc') if p.isdigit()))\n"
 )
+
+
+async def _launchers(box: VolumeSandbox) -> int:
+    """How many streaming launchers run in `box`'s container (see LAUNCHERS)."""
+    return int((await box._run(["python3", "-I", "-S", "-c", LAUNCHERS]))[1].strip())
 
 
 async def _started_once_settled(root: Path, run: RunSettings, job: str) -> bool:
@@ -172,9 +177,11 @@ async def _started_once_settled(root: Path, run: RunSettings, job: str) -> bool:
     box = VolumeFactory(run)(root, "probe")
     try:
         with anyio.fail_after(60):
-            while (await box._run(["python3", "-I", "-S", "-c", LAUNCHERS]))[1].strip() != b"0":  # noqa: ASYNC110
-                await anyio.sleep(0.1)  # a process inside ending on its own; nothing to await from here
-        return (await box.job_state(job)).started
+            while await _launchers(box) != 0:  # noqa: ASYNC110 - a process inside ending; nothing to await here
+                await anyio.sleep(0.1)
+        started = (await box.job_state(job)).started
+        assert await _launchers(box) == 1  # the probe's own launcher: the count sees a real one (so the wait did)
+        return started
     finally:
         await box.stream.close()
         await box.docker.close()

@@ -17,7 +17,7 @@ in the workspace) survive a lost container, which `prepare` recreates. What the 
   the agent's process groups), no-new-privileges, a read-only root file system, a bounded /tmp,
   an `fsize` limit and a workspace quota the wrapper's watchdog enforces, memory-swap = memory, pids;
 - a network namespace sealed by iptables rules loaded before anything of the agent runs (by one
-  privileged exec of `iptables-restore`; the container never holds NET_ADMIN): no outgoing
+  short-lived helper container holding NET_ADMIN alone; the container never holds it): no outgoing
   connection but to the sweep's LLM gateway when `Grant.llm`, no incoming one but to the server port.
   So no sandbox reaches another or a host service, on one shared project network (ICC off as well).
   The rules live in the container's namespace and go with it: nothing to clean up or to leak.
@@ -81,7 +81,9 @@ from staminad.sandbox.docker.container import (
     agent_ids,
     container_name,
     ensure_network,
+    forget_network,
     judge,
+    network_gone,
     reap,
 )
 from staminad.sandbox.docker.fifoclient import Channel
@@ -184,8 +186,7 @@ class DockerSandbox(HostFiles, SealedContainer):
             config = self._config()
             try:
                 async with self.creations:
-                    with anyio.fail_after(OP_TIMEOUT):
-                        container = await self.docker.containers.create(config=config, name=self.name)
+                    container = await self._create(config)
             except aiodocker.exceptions.DockerError as exc:
                 self.ports.release(self.port)
                 raise SandboxError(f"cannot create container {self.name}: {exc.message}") from None
@@ -197,11 +198,16 @@ class DockerSandbox(HostFiles, SealedContainer):
             self.port = int(binding[0]["HostPort"]) if binding else None
             if self.port is not None:
                 self.ports.held.add(self.port)
+        helper = None  # the seal's helper, made while a new container starts
         try:
             with anyio.fail_after(OP_TIMEOUT):
-                if created or not (await container.show())["State"]["Running"]:
+                if created:
+                    helper = await self._start_beside_helper(container)
+                elif not (await container.show())["State"]["Running"]:
                     await container.start()
         except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError) as exc:
+            if isinstance(exc, aiodocker.exceptions.DockerError) and network_gone(exc):
+                forget_network(self.docker)  # the retry's `prepare` makes it again
             # Say a program outside took the published port meanwhile: this container can never start, so
             # it goes, and the retry's `prepare` creates one on a fresh port.
             with anyio.CancelScope(shield=True), contextlib.suppress(aiodocker.exceptions.DockerError, TimeoutError):
@@ -214,14 +220,14 @@ class DockerSandbox(HostFiles, SealedContainer):
             taken = any(s in str(message) for s in ("address already in use", "port is already allocated"))
             kind: InfraKind = "port_taken" if taken else "engine_error"
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
-        await self._seal_and_launch(container)
+        await self._seal_and_launch(container, helper)
 
-    async def _seal_and_launch(self, container: Any) -> None:
+    async def _seal_and_launch(self, container: Any, helper: Any = None) -> None:
         """Load the firewall (idempotent: iptables-restore replaces the whole table) while the launcher starts.
 
         The launcher is root's and runs nothing of the agent's until asked, after `prepare`: ready is the longer of
         the two, not their sum. A failure of either is raised as itself (not in an exception group), the other
-        step cancelled (the seal's helper is removed all the same).
+        step cancelled (the seal's helper is removed all the same, by the engine once it exits).
         """
         failures: list[Exception] = []
 
@@ -234,7 +240,7 @@ class DockerSandbox(HostFiles, SealedContainer):
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(step, self._ensure_launcher)
-            tg.start_soon(step, lambda: self._seal(container))
+            tg.start_soon(step, lambda: self._seal(container, helper))
         if failures:
             raise failures[0]
 

@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import re
+import weakref
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -125,34 +126,59 @@ def firewall(llm: tuple[str, int] | None) -> str:
 
 
 _network_lock: dict[int, anyio.Lock] = {}
+_network_seen: weakref.WeakSet[aiodocker.Docker] = weakref.WeakSet()  # clients whose engine has the network
+
+
+def network_gone(exc: aiodocker.exceptions.DockerError) -> bool:
+    """Whether an engine's refusal says the project's network is missing (removed from outside, say)."""
+    return exc.status == 404 and "network" in str(exc.message).lower()
+
+
+def forget_network(docker: aiodocker.Docker) -> None:
+    """The engine said the network is gone: the next `ensure_network` looks again (and makes it)."""
+    _network_seen.discard(docker)
 
 
 async def ensure_network(docker: aiodocker.Docker) -> None:
-    """Create the project's bridge network once (Docker allows duplicate names, so creation is serialised)."""
+    """Create the project's bridge network once (Docker allows duplicate names, so creation is serialised).
+
+    Looked up once per client: every prepare calls this, and a listing costs an engine round trip; a create or
+    start the engine refuses for want of the network calls `forget_network`, so the next call looks again.
+    """
+    if docker in _network_seen:
+        return
     lock = _network_lock.setdefault(id(docker), anyio.Lock())
     async with lock:
-        with anyio.fail_after(OP_TIMEOUT):
-            found = await docker.networks.list(filters={"name": [NETWORK]})
-        exact = sorted((n for n in found if n["Name"] == NETWORK), key=lambda n: n.get("Created", ""))
-        for extra in exact[1:]:  # left by an older, unserialised run
-            with anyio.fail_after(OP_TIMEOUT):
-                await (await docker.networks.get(extra["Id"])).delete()
-        if exact:
+        if docker in _network_seen:
             return
-        try:
-            with anyio.fail_after(OP_TIMEOUT):
-                await docker.networks.create(
-                    {
-                        "Name": NETWORK,
-                        "Driver": "bridge",
-                        "CheckDuplicate": True,
-                        "Labels": {LABEL_SWEEP: "shared"},
-                        "Options": {"com.docker.network.bridge.enable_icc": "false"},
-                    }
-                )
-        except aiodocker.exceptions.DockerError as exc:
-            if exc.status != 409:
-                raise SandboxError(f"cannot create network {NETWORK}: {exc.message}") from None
+        await _ensure_network(docker)
+        _network_seen.add(docker)
+
+
+async def _ensure_network(docker: aiodocker.Docker) -> None:
+    """List the network, remove duplicates an older run left, make it when missing."""
+    with anyio.fail_after(OP_TIMEOUT):
+        found = await docker.networks.list(filters={"name": [NETWORK]})
+    exact = sorted((n for n in found if n["Name"] == NETWORK), key=lambda n: n.get("Created", ""))
+    for extra in exact[1:]:  # left by an older, unserialised run
+        with anyio.fail_after(OP_TIMEOUT):
+            await (await docker.networks.get(extra["Id"])).delete()
+    if exact:
+        return
+    try:
+        with anyio.fail_after(OP_TIMEOUT):
+            await docker.networks.create(
+                {
+                    "Name": NETWORK,
+                    "Driver": "bridge",
+                    "CheckDuplicate": True,
+                    "Labels": {LABEL_SWEEP: "shared"},
+                    "Options": {"com.docker.network.bridge.enable_icc": "false"},
+                }
+            )
+    except aiodocker.exceptions.DockerError as exc:
+        if exc.status != 409:
+            raise SandboxError(f"cannot create network {NETWORK}: {exc.message}") from None
 
 
 async def reap(docker: aiodocker.Docker, sandboxes: Path, keep: set[str] | None = None) -> list[str]:

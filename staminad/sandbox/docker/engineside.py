@@ -37,8 +37,11 @@ from staminad.sandbox.docker.container import (
     TMP_MB,
     _started,
     container_name,
+    ensure_network,
     firewall,
+    forget_network,
     judge,
+    network_gone,
 )
 
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
@@ -132,13 +135,9 @@ class EngineContainer:
             },
         }
 
-    async def _seal(self, container: Any) -> None:
-        """Load the firewall into the container's network namespace before any agent process runs.
-
-        A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
-        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules.
-        """
-        config: dict[str, Any] = {
+    def _seal_config(self, container: Any) -> dict[str, Any]:
+        """The seal helper's create request: the container's namespace, NET_ADMIN alone, removed once it exits."""
+        return {
             "Image": self.image,
             "User": ROOT,
             "Env": [f"RULES={firewall(self.llm)}"],
@@ -151,31 +150,119 @@ class EngineContainer:
                 "ReadonlyRootfs": True,
                 "SecurityOpt": ["no-new-privileges"],
                 "Memory": 64 << 20,
+                "AutoRemove": True,
             },
         }
-        helper = None
-        name = f"{self.name}-seal"
+
+    async def seal_helper(self, container: Any) -> Any:
+        """A seal helper for `container`, made (not started) while the container starts; None when the engine
+        refused (then `_seal` makes one, and says why it cannot)."""
         try:
             with anyio.fail_after(OP_TIMEOUT):
-                # A daemon killed while sealing leaves its helper behind under this name: it is ours, remove it.
-                with contextlib.suppress(aiodocker.exceptions.DockerError):
-                    await (await self.docker.containers.get(name)).delete(force=True)
-                helper = await self.docker.containers.create(config=config, name=name)
-                await helper.start()
-                code = (await helper.wait()).get("StatusCode")
-                if code != 0:
-                    logs = "".join(await helper.log(stdout=True, stderr=True, tail=5))[-500:]
-                    raise SandboxError(f"cannot seal the network of {self.name}: {logs.strip() or f'exit {code}'}")
-        except aiodocker.exceptions.DockerError as exc:
-            raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
-        finally:
-            if helper is not None:
+                return await self._create_helper(self._seal_config(container), f"{self.name}-seal")
+        except (aiodocker.exceptions.DockerError, TimeoutError, aiohttp.ClientError, OSError):
+            return None
+
+    async def _start_beside_helper(self, container: Any) -> Any:
+        """Start the new container while its seal's helper is made (None if the engine refused: `_seal` makes
+        it then). A start that fails removes the helper and raises as itself."""
+        made: list[Any] = []
+
+        async def make() -> None:
+            made.append(await self.seal_helper(container))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(make)
+                try:
+                    await container.start()
+                except BaseException:
+                    tg.cancel_scope.cancel()
+                    raise
+        except BaseException as exc:
+            if made and made[0] is not None:
                 with (
                     anyio.CancelScope(shield=True),
                     anyio.move_on_after(OP_TIMEOUT),
                     contextlib.suppress(aiodocker.exceptions.DockerError),
                 ):
-                    await helper.delete(force=True)
+                    await made[0].delete(force=True)
+            if isinstance(exc, BaseExceptionGroup):  # the start's failure alone (`make` raises nothing)
+                raise exc.exceptions[0] from None
+            raise
+        return made[0] if made else None
+
+    async def _create(self, config: dict[str, Any]) -> Any:
+        """The container, made once more after making the network again when the engine says it is gone."""
+        for attempt in (1, 2):
+            try:
+                with anyio.fail_after(OP_TIMEOUT):
+                    return await self.docker.containers.create(config=config, name=self.name)
+            except aiodocker.exceptions.DockerError as exc:
+                if attempt == 2 or not network_gone(exc):
+                    raise
+            forget_network(self.docker)
+            await ensure_network(self.docker)
+        raise AssertionError("unreachable")
+
+    async def _seal(self, container: Any, helper: Any = None) -> None:
+        """Load the firewall into the container's network namespace before any agent process runs.
+
+        A short-lived helper container joins the namespace with NET_ADMIN alone and runs iptables-restore;
+        the sandbox container itself never holds NET_ADMIN, so the agent cannot undo the rules. The engine
+        removes the helper itself once it exits (AutoRemove), off the ready path: the wait for its exit is
+        registered before it starts, so its status is never lost to the removal. A helper left behind by a
+        daemon or engine killed meanwhile carries the sweep's labels, so the reaper removes it; the next
+        seal of this container replaces it by name. A seal that fails waits for its helper to be gone.
+        `helper`: one `seal_helper` made already (beside the container's start), else one is made here.
+        """
+        try:
+            with anyio.fail_after(OP_TIMEOUT):
+                helper = helper or await self._create_helper(self._seal_config(container), f"{self.name}-seal")
+                wait = f"containers/{helper.id}/wait"
+                # The engine answers the wait's headers once it is registered, its status when the helper exits.
+                started = False
+                try:
+                    async with self.docker._query(wait, "POST", params={"condition": "next-exit"}, timeout=None) as ex:
+                        await helper.start()
+                        started = True
+                        code = (await ex.json()).get("StatusCode")
+                except BaseException:
+                    if not started:  # never started (failed, or cancelled): AutoRemove does not apply
+                        with (
+                            anyio.CancelScope(shield=True),
+                            anyio.move_on_after(OP_TIMEOUT),
+                            contextlib.suppress(aiodocker.exceptions.DockerError),
+                        ):
+                            await helper.delete(force=True)
+                    raise
+                if code != 0:
+                    await self._helper_gone(helper.id)
+                    raise SandboxError(f"cannot seal the network of {self.name}: iptables-restore exited {code}")
+        except aiodocker.exceptions.DockerError as exc:
+            raise SandboxError(f"cannot seal the network of {self.name}: {exc.message}") from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SandboxError(f"cannot seal the network of {self.name}: {type(exc).__name__}: {exc}") from None
+
+    async def _create_helper(self, config: dict[str, Any], name: str) -> Any:
+        """The helper container under `name`, replacing one left there (by a daemon killed while sealing, or
+        one the engine is still removing)."""
+        try:
+            return await self.docker.containers.create(config=config, name=name)
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status != 409:
+                raise
+        with contextlib.suppress(aiodocker.exceptions.DockerError):
+            await (await self.docker.containers.get(name)).delete(force=True)
+        await self._helper_gone(name)
+        return await self.docker.containers.create(config=config, name=name)
+
+    async def _helper_gone(self, ref: str) -> None:
+        """Wait until the engine has removed the helper `ref` (an id or a name)."""
+        with contextlib.suppress(aiodocker.exceptions.DockerError):
+            params = {"condition": "removed"}
+            async with self.docker._query(f"containers/{ref}/wait", "POST", params=params, timeout=None) as r:
+                await r.read()
 
     async def _usable(self) -> None:
         """Raise SandboxError (`sandbox_lost`) unless the container runs and is not paused."""

@@ -182,7 +182,7 @@ class SealedContainer(EngineContainer):
         await self._op(Spawn(argv=argv))
         with anyio.move_on_after(PID_TIMEOUT):
             while await self._server_pgid() is None:  # noqa: ASYNC110 - a file written inside the container sets no Event
-                await anyio.sleep(0.01)  # the detached shell writes its pid first thing
+                await anyio.sleep(0.002)  # the detached shell writes its pid first thing (a file read, or ~1 ms op)
         pgid = await self._server_pgid()
         if pgid is None:
             raise SandboxError(

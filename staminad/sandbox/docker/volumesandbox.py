@@ -60,6 +60,8 @@ from staminad.sandbox.docker.container import (
     _agent,
     agent_ids,
     ensure_network,
+    forget_network,
+    network_gone,
 )
 from staminad.sandbox.docker.placementfiles import SNAPSHOT
 from staminad.sandbox.docker.replies import A
@@ -140,6 +142,8 @@ class VolumeSandbox(SealedContainer):
             with anyio.fail_after(OP_TIMEOUT):
                 return await op()
         except aiodocker.exceptions.DockerError as exc:
+            if network_gone(exc):
+                forget_network(self.docker)  # the next create makes it again (the retry below, or the next prepare)
             kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
             raise SandboxError(f"{what} ({self.name}): {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -168,7 +172,6 @@ class VolumeSandbox(SealedContainer):
             # to the model, the harness would fail for the platform's reason and be scored for it.
             raise SandboxError(f"no LLM gateway address for {self.name}'s engine", "engine_error")
         tokens = await self.volumes.ensure()
-        await ensure_network(self.docker)
         try:
             booted, text = await self._boot()
         except SandboxError as exc:
@@ -202,6 +205,7 @@ class VolumeSandbox(SealedContainer):
         container = await self._container()
         booted = container is None
         if container is None:
+            await ensure_network(self.docker)  # looked up once per client (see `ensure_network`)
             async with self.creations:
                 container = await self._engine(
                     "create container", lambda: self.docker.containers.create(config=self._config(), name=self.name)
