@@ -4,8 +4,8 @@ At 500 concurrent scenarios on two cores the daemon's event loop shared the CPUs
 processes and the suite workers: its late wake-ups were spent waiting for a core, not running (the loop probe
 saw its thread on CPU in 1% of them), so `status` and marker latency were the OS's queue, not our code. Every
 process the daemon starts for a scenario therefore runs `CHILD_NICE` niceness levels below it (`staminad start
---child-nice N`, 0 for none): under contention the control plane gets the CPU first, and throughput, which
-only needs the CPU the control plane leaves, is unchanged.
+--child-nice N`, 0 for none): under contention the control plane gets the CPU first, and where nothing else
+competes for the cores the children still get all the CPU it leaves.
 
 Two kernel mechanisms are covered, forking nothing and running no Python between fork and exec:
 
@@ -18,7 +18,7 @@ Two kernel mechanisms are covered, forking nothing and running no Python between
   ignored where the kernel has no autogroups, or refuses: it lets a process without CAP_SYS_ADMIN set one
   only every 100 ms).
 
-The harness is lowered by its wrapper (`sandbox/wrapper.sh`, told through `NICE_ENV`), not from here: the
+The harness is lowered by its wrapper (`sandbox/inside/wrapper.sh`, told through `NICE_ENV`), not from here: the
 wrapper, which notices the harness's end and writes its marker, must not wait behind the harnesses for a core
 (marker latency), so it runs at the daemon's priority and puts its session's autogroup back once the harness
 ends. Servers are lowered with `lowered(in_new_session(...))`, suite workers (in the daemon's session and
@@ -28,14 +28,15 @@ It is off by default because it trades throughput and scored timings for latency
 cores: other users' processes then outrank the harnesses and servers too. On this project's shared 2-core box
 (load average 20-50 from other jobs), `--child-nice 10` cut `status` p99 to 0.12-0.44x and the loop's lag p99 to
 0.07-0.61x, but throughput fell to 0.23-0.5x on 2 cores and servers started by the engine tests missed their
-start timeout (an agent's `server_not_listening`). Use it on a box given to the daemon (or run the daemon in a
-cgroup of its own with more CPU weight).
+start timeout (an agent's `server_not_listening`). Use it on a box given to the daemon, or where the daemon runs in
+a CPU cgroup of its own, as the systemd unit does: there the children's nice value only ranks them below the
+daemon inside its cgroup, and other work is weighed against the cgroup as a whole.
 """
 
 from __future__ import annotations
 
 DEFAULT = 0  # off: opt in on a box that runs little else (see the last paragraph)
-NICE_ENV = "STAMINAD_CHILD_NICE"  # how the harness wrapper (`sandbox/wrapper.sh`) is told the niceness
+NICE_ENV = "STAMINAD_CHILD_NICE"  # how the harness wrapper (`sandbox/inside/wrapper.sh`) is told the niceness
 _set: list[int] = [DEFAULT]  # the daemon's choice, set once at start (`set_child_nice`)
 # Runs as `sh -c SCRIPT sh ARGV...`: sets the session's autogroup nice ($1), then execs ARGV (same pid).
 _AUTOGROUP = 'n=$1; shift; echo "$n" > /proc/self/autogroup 2>/dev/null; exec "$@"'
