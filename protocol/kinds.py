@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeVar, get_args
 
+from protocol.errors import ExpectedError
+
 # How an attempt failed on the infrastructure side (`staminad.engine.outcome` says whose fault each is).
 HarnessKind = Literal["harness_crash", "self_kill", "harness_killed", "stuck", "sandbox_exited", "context_exhausted"]
 # internal_error: a bug of the benchmark's own code ended the scenario (see `staminad.engine.contain`).
@@ -82,8 +84,9 @@ FAILURE_CATEGORIES: Final[tuple[FailureCategory, ...]] = CATEGORIES + tuple(
 W = TypeVar("W", bound=str)
 
 
-class UnknownWord(ValueError):
-    """A stored or received word outside its closed set: names the set, the word and the words it may be."""
+class UnknownWord(ExpectedError, ValueError):
+    """A stored or received word outside its closed set: names the set, the word and the words it may be (one
+    line; a command that meets one says it and exits 1)."""
 
     def __init__(self, what: str, word: object, words: tuple[str, ...]) -> None:
         super().__init__(f"unknown {what} {word!r} (known: {', '.join(words)})")

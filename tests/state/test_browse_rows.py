@@ -139,3 +139,17 @@ def test_an_unknown_stored_failure_category_is_one_line_naming_the_attempt(tmp_p
     for line in (str(raised.value), str(progress.value)):
         assert "\n" not in line and line.startswith("attempt 1 in the store cannot be read:"), line
         assert "'gremlins'" in line and "validation" in line, line
+
+
+def test_report_on_a_store_with_an_unknown_category_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`staminad report` over a damaged categories column says the word in one line and exits 1, no traceback."""
+    from staminad.cli import main
+
+    db = _store(tmp_path)
+    _damage(db, "UPDATE attempts SET categories = 'gremlins'")
+    _damage(db, "UPDATE sweeps SET status = 'finished'")
+    assert main(["report", "--state-dir", str(tmp_path), "--bootstrap", "100"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "unknown failure category 'gremlins'" in err, err

@@ -190,6 +190,9 @@ class DockerSandbox(HostFiles, SealedContainer):
             except aiodocker.exceptions.DockerError as exc:
                 self.ports.release(self.port)
                 raise SandboxError(f"cannot create container {self.name}: {exc.message}") from None
+            except BaseException:  # the network made again, a timeout, a cancel: the port is not kept either
+                self.ports.release(self.port)
+                raise
         else:
             info = container._container
             if "NetworkSettings" not in info:

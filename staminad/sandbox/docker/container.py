@@ -129,6 +129,18 @@ _network_lock: dict[int, anyio.Lock] = {}
 _network_seen: weakref.WeakSet[aiodocker.Docker] = weakref.WeakSet()  # clients whose engine has the network
 
 
+SEALS_AT_ONCE = 16  # per engine client: each holds two of its connections (aiohttp's pool: 100) while it runs
+_seal_slots: weakref.WeakKeyDictionary[aiodocker.Docker, anyio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def seal_slots(docker: aiodocker.Docker) -> anyio.Semaphore:
+    """The client's bound on network seals at once (`SEALS_AT_ONCE`), made on first use."""
+    slots = _seal_slots.get(docker)
+    if slots is None:
+        slots = _seal_slots[docker] = anyio.Semaphore(SEALS_AT_ONCE)
+    return slots
+
+
 def network_gone(exc: aiodocker.exceptions.DockerError) -> bool:
     """Whether an engine's refusal says the project's network is missing (removed from outside, say)."""
     return exc.status == 404 and "network" in str(exc.message).lower()

@@ -42,6 +42,7 @@ from staminad.sandbox.docker.container import (
     forget_network,
     judge,
     network_gone,
+    seal_slots,
 )
 
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
@@ -223,10 +224,18 @@ class EngineContainer:
                 # The engine answers the wait's headers once it is registered, its status when the helper exits.
                 started = False
                 try:
-                    async with self.docker._query(wait, "POST", params={"condition": "next-exit"}, timeout=None) as ex:
-                        await helper.start()
-                        started = True
-                        code = (await ex.json()).get("StatusCode")
+                    # The wait holds one of the client's connections while the start takes another: a bound on
+                    # seals at once per client keeps them from taking every connection and stalling each other.
+                    async with (
+                        seal_slots(self.docker),
+                        self.docker._query(wait, "POST", params={"condition": "next-exit"}, timeout=None) as ex,
+                    ):
+                        try:
+                            await helper.start()
+                            started = True
+                            code = (await ex.json()).get("StatusCode")
+                        finally:
+                            ex.close()  # aiodocker's `_query` leaves releasing the response to its caller
                 except BaseException:
                     if not started:  # never started (failed, or cancelled): AutoRemove does not apply
                         with (

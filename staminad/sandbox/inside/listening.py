@@ -69,5 +69,11 @@ def sockets(port: int) -> set[str]:
     """The listening sockets on `port`, each as its descriptors read (`socket:[INODE]`)."""
     try:
         return _dump(socket.AF_INET, port) | _dump(socket.AF_INET6, port)
-    except (OSError, AttributeError):  # no netlink here (not Linux, a seccomp profile that refuses it)
+    except (
+        OSError,
+        AttributeError,
+        struct.error,
+        IndexError,
+        ValueError,
+    ):  # no netlink here, or a reply it cannot read
         return _tables(port)
