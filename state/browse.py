@@ -19,10 +19,7 @@ import msgspec
 
 from protocol.errors import ExpectedError
 from protocol.kinds import (
-    AttemptStep,
-    FailureCategory,
     InfraKind,
-    Outcome,
     ScenarioStatus,
     SweepStatus,
     UnknownWord,
@@ -31,7 +28,7 @@ from protocol.kinds import (
 from state.queries import decode_results
 from state.rows import DamagedRow, decode_row
 from state.schema import MIGRATIONS
-from state.store import Progress
+from state.store import AttemptRow, Progress
 
 LATEST = len(MIGRATIONS)
 S = TypeVar("S", bound=msgspec.Struct)
@@ -99,37 +96,13 @@ class ScenarioDetail(ScenarioRecord, frozen=True, kw_only=True):
     feedback: str
 
 
-class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """An attempt's row, with its per-test results decoded (`tests`; empty when the suite never ran)."""
+class AttemptRecord(AttemptRow, frozen=True, kw_only=True):
+    """An attempt's row as the store keeps it (`AttemptRow`), with what only the viewer reads, and its per-test
+    results decoded (`tests`; empty when the suite never ran)."""
 
-    id: int
-    scenario_id: int
-    turn: int
-    attempt: int
-    infra_try: int
-    phase: AttemptStep
-    prompt_kind: str
-    prompt: str
-    launched_at: float
-    harness_exit: int | None = None
-    harness_signal: int | None = None
-    harness_seconds: float | None = None
-    marker_latency: float | None = None
-    server_seconds: float | None = None
-    suite_seconds: float | None = None
-    teardown_seconds: float | None = None
-    outcome: Outcome | None = None
-    infra_kind: InfraKind | None = None
-    categories: tuple[FailureCategory, ...] = ()  # stored comma-joined (NULL: none)
-    passed_tests: int | None = None
-    total_tests: int | None = None
-    feedback: str | None = None
-    finished_at: float | None = None
-    loc: int | None = None
     server_log: str | None = None
     snapshot_bytes: int | None = None
     snapshot_skipped: str | None = None
-    resumed_at: float | None = None
     tests: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
