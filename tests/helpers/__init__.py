@@ -10,6 +10,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -20,7 +21,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_listening(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20.0) -> None:
+def wait_listening(port: int, proc: subprocess.Popen[Any] | None = None, timeout: float = 20.0) -> None:
     """Block until something accepts TCP connections on the port (bounded; fails if the process dies)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

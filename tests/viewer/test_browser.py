@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from staminad.cli import main
+from tests.helpers import wait_listening
 from tests.helpers.lines import Lines
 from tests.helpers.sweeps import write_sweep
 from tests.helpers.viewer import XSS_CONFIG, XSS_SWEEP
@@ -204,6 +205,7 @@ def test_tui_served_to_a_browser_loads_nothing_from_the_internet(page: Any, tmp_
     try:
         assert proc.stdout is not None
         Lines(proc.stdout).wait_for(f":{port}", timeout=60)
+        wait_listening(port, proc, timeout=60)  # textual-serve prints its address before aiohttp binds it
         fonts: list[tuple[str, int]] = []
         page.on("response", lambda r: fonts.append((r.url, r.status)) if r.url.endswith(".ttf") else None)
         page.goto(f"http://127.0.0.1:{port}/")
