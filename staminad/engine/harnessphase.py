@@ -28,8 +28,11 @@ JOB_CHECK_EVERY = 3  # health checks per check that the harness's wrapper still 
 class HarnessPhase(RunnerBase):
     """An attempt from its launch to its harness's marker (or to why there is none)."""
 
-    async def _harness(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[InfraKind, str] | None:  # noqa: C901 - the harness phase's states (fresh, re-attached, lost, timed out) in the order they happen
-        """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail)."""
+    async def _harness(  # noqa: C901 - the harness phase's states (fresh, re-attached, lost, timed out) in the order they happen
+        self, scenario_id: int, row: AttemptRow, job: str, launched: anyio.Event | None = None
+    ) -> tuple[InfraKind, str] | None:
+        """Launch (or re-attach to) the harness and wait for its marker; returns (infra kind, detail). `launched`
+        is set once the harness runs (or is found running), when the marker's wait begins."""
         if self.llm is not None:  # calls from now on (fresh launch or resumed after a restart) are this attempt's
             self.llm.begin_attempt(row.id, row.turn)
         state = await self.sandbox.job_state(job)
@@ -54,6 +57,8 @@ class HarnessPhase(RunnerBase):
                 await self.sandbox.launch(job, argv, self._env())
             elif state.marker is None:
                 return "sandbox_lost", "the harness is gone and left no marker (sandbox lost while the daemon was away)"
+        if launched is not None:
+            launched.set()
         marker, lost = await self._wait_marker(row, job)
         if marker is None:
             await self.store.harness_done(row.id, HarnessEnd(harness_seconds=time.time() - row.launched_at))

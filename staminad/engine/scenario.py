@@ -143,20 +143,29 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
             await self._infra(scenario_id, row, exc.kind, str(exc))
 
     async def _harness_and_suite(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[InfraKind, str] | None:
-        """`_harness`, with the turn's suite generated meanwhile (so it is ready when the marker comes)."""
+        """`_harness`, with the turn's suite generated meanwhile (so it is ready when the marker comes).
+
+        Generation starts once the harness is launched: made at the same moment, its CPU (a thread's GIL, or a
+        worker's core on a busy box) would delay the launch, which is on the turn's critical path and it is not.
+        """
         lost: SandboxError | None = None
+        launched = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._prefetch, row.turn, row.attempt)
+            tg.start_soon(self._prefetch, row.turn, row.attempt, launched)
             try:
-                infra = await self._harness(scenario_id, row, job)
+                infra = await self._harness(scenario_id, row, job, launched)
             except SandboxError as exc:  # raised below, not as a group of one
                 lost, infra = exc, None
+            finally:
+                launched.set()  # a harness phase that ended before its launch: the test step may still want it
         if lost is not None:
             raise lost
         return infra
 
-    async def _prefetch(self, turn: int, attempt: int) -> None:
-        """`_suite_for` ahead of the marker; a lost worker is left for the test step to meet (and record)."""
+    async def _prefetch(self, turn: int, attempt: int, launched: anyio.Event) -> None:
+        """`_suite_for` ahead of the marker, once the harness runs; a lost worker is left for the test step to
+        meet (and record)."""
+        await launched.wait()
         with contextlib.suppress(SandboxError):
             await self._suite_for(turn, attempt)
 
