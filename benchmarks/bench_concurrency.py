@@ -18,8 +18,9 @@ throughput against cores as a ratio to the fewest cores run (the figure for scal
 
 The model for N cores: an attempt costs L CPU seconds in the daemon's loop process (one core at most, the GIL),
 W in its worker processes (N - 1 of them) and A in the agent's and server's own processes (not measured here), so
-X(N) <= min(1/L, (N - 1)/W, N/(L + W + A)) attempts/s; with `--child-nice` (passed to the daemon) agents,
-servers and workers run below its priority, so L is served first and the loop's latency does not grow with N.
+X(N) <= min(1/L, (N - 1)/W, N/(L + W + A)) attempts/s; with the daemon's raised priority (`--raise-priority`,
+its default where the OS allows: the daemon is started in a session of its own, as a service manager does) or
+`--child-nice`, agents and servers run below it, so L is served first and the loop's latency does not grow with N.
 Every daemon is stopped by cancelling its sweep (which ends its sandboxes) and then SIGTERM to its own
 process; nothing else is touched.
 
@@ -204,8 +205,12 @@ def measure(
         cpus = ",".join(map(str, cores))
         probe = tmp / "probe.jsonl"
         env = {**os.environ, PROBE_ENV: str(probe), **({STACKS_ENV: "1"} if stacks else {})}
-        proc = subprocess.Popen(
-            ["taskset", "-c", cpus, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        proc = subprocess.Popen(  # its own session, as a service manager starts it (see `suite.niceness`)
+            ["taskset", "-c", cpus, *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
         )
         try:
             _wait_socket(sock, proc)
@@ -305,6 +310,7 @@ def main() -> None:
         help="sample the loop's stacks and print the N that most often held it (the sampler perturbs the timings)",
     )
     ap.add_argument("--child-nice", help="the daemon's --child-nice (default: its own default)")
+    ap.add_argument("--raise-priority", help="the daemon's --raise-priority (default: its own default)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: 3 scenarios, 1 core, a 2 s window")
     args = ap.parse_args()
     if args.smoke:
@@ -318,6 +324,7 @@ def main() -> None:
         for size in map(int, args.sizes.split(",")):
             for mode in args.modes.split(","):
                 daemon = ["--child-nice", args.child_nice] if args.child_nice else []
+                daemon += ["--raise-priority", args.raise_priority] if args.raise_priority else []
                 row = measure(usable[:n], size, mode, args.turns, args.window, args.warmup, args.stacks > 0, daemon)
                 print(
                     f"  {n} cores, {size} scenarios, {mode}: {row.attempts} attempts in {row.seconds:.1f} s",

@@ -44,7 +44,7 @@ from staminad.commands.args import (
 from staminad.commands.eventlines import event_line
 from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
 from staminad.suite.niceness import DEFAULT as DEFAULT_NICE
-from staminad.suite.niceness import set_child_nice
+from staminad.suite.niceness import DEFAULT_RAISE, raise_daemon, raised, set_child_nice
 from state.lock import lock_holder
 
 
@@ -84,6 +84,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         default=DEFAULT_NICE,
         help="niceness of agents, servers and suite workers below the daemon's, so its control plane gets a core "
         f"first under load; slows them where other work shares the cores (default {DEFAULT_NICE}: the daemon's own)",
+    )
+    s.add_argument(
+        "--raise-priority",
+        type=bounded_int(0, 39),
+        default=DEFAULT_RAISE,
+        metavar="N",
+        help="run the daemon and its suite workers N niceness levels above the default where the OS allows (root "
+        "or CAP_SYS_NICE), agents and servers at the default, so the control plane gets a core first under load "
+        f"(default {DEFAULT_RAISE}; 0: off)",
     )
     s.add_argument(
         "--max-connections",
@@ -214,6 +223,14 @@ def start_cmd(args: argparse.Namespace) -> int:
     except DaemonError as exc:
         raise CommandError(str(exc)) from None
     check_store(daemon.state_dir / "staminad.db", migrating=True)
+    raise_daemon(args.raise_priority)  # before any thread: they inherit it
+    if args.raise_priority and not raised():
+        print(
+            "staminad: running at the default CPU priority (raising it needs root or CAP_SYS_NICE; "
+            "--child-nice lowers the agents instead)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

@@ -41,7 +41,7 @@ from staminad.sandbox.hostprocs import kill_group, kill_tagged, listener_holders
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
-from staminad.suite.niceness import NICE_ENV, child_nice, in_new_session, lowered
+from staminad.suite.niceness import NICE_ENV, RAISED_ENV, child_nice, in_new_session, lowered, raised
 from staminad.suite.pool import run_sync as offload
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
@@ -130,7 +130,8 @@ class LocalSandbox(HostFiles):
         # setsid -f: the wrapper runs in a new session, not as our child, so it outlives a daemon restart.
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
         # The wrapper runs the harness below the daemon's priority, and itself (its marker) at it.
-        _run_briefly(argv_, {**base_env(), AGENT_TAG: str(self.root), NICE_ENV: str(child_nice())})
+        env = {**base_env(), AGENT_TAG: str(self.root), NICE_ENV: str(child_nice()), RAISED_ENV: str(raised())}
+        _run_briefly(argv_, env)
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")

@@ -1,9 +1,11 @@
-"""Agents, servers and suite workers run below the daemon's CPU priority (`suite.niceness`), or at it with 0."""
+"""Agents, servers and suite workers run below the daemon's CPU priority (`suite.niceness`), or at it with 0; a
+daemon that raised itself puts agents and servers back at the default and keeps its workers raised."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -23,17 +25,29 @@ GROUPS = Path("/proc/self/autogroup").exists()  # a kernel with session autogrou
 REPORT = 'echo "$(nice) $(cut -d" " -f3 /proc/self/autogroup 2>/dev/null)" > "$0"'
 
 
+ROOT = os.geteuid() == 0  # raising a priority needs root (or CAP_SYS_NICE)
+
+
 def expected(n: int) -> int:
-    """The nice value a child started `n` levels below this process gets (the kernel caps it at 19)."""
-    return min(19, os.getpriority(os.PRIO_PROCESS, 0) + n)
+    """The nice value an agent's child started `n` levels below the daemon gets: below the box's default where the
+    daemon raised itself (the kernel caps it at 19)."""
+    return min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness.raised() + n)
 
 
-@pytest.fixture(params=[10, 0])
+@pytest.fixture(params=[(10, 0), (0, 0)] + ([(10, 5), (0, 5)] if ROOT else []), ids=lambda p: f"nice{p[0]}-raise{p[1]}")
 def nice(request: pytest.FixtureRequest) -> Iterator[int]:
-    """The children's niceness set for one test, the default put back after it."""
-    niceness.set_child_nice(request.param)
-    yield request.param
+    """The children's niceness set for one test, and (as root) this process raised as the daemon raises itself;
+    the default niceness and this process's priority put back after it."""
+    child, lift = request.param
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    niceness.set_child_nice(child)
+    if lift:
+        assert niceness.raise_daemon(lift) == lift
+    yield child
     niceness.set_child_nice(niceness.DEFAULT)
+    for tid in os.listdir("/proc/self/task"):
+        os.setpriority(os.PRIO_PROCESS, int(tid), before)
+    niceness._raised[0] = 0
 
 
 @pytest.fixture
@@ -62,7 +76,7 @@ def test_a_new_session_gets_the_niceness_and_an_autogroup_at_it(tmp_path: Path, 
     assert value == expected(nice)
     if GROUPS:
         assert group == nice  # 0: a new session's group starts at the kernel's default, 0
-    if nice == 0:
+    if nice == 0 and niceness.raised() == 0:  # nothing to change: the argv as it was
         assert argv == ["setsid", "-w", "sh", "-c", REPORT, str(out)]
 
 
@@ -93,10 +107,67 @@ async def test_harness_and_server_run_at_the_niceness(tmp_path: Path, watcher: M
 
 
 async def test_suite_workers_run_at_the_niceness(nice: int) -> None:
-    """A worker process of the pool runs `nice` levels below the daemon (it stays in the daemon's session)."""
+    """A worker process of the pool runs `nice` levels below the default, under the daemon's raised loop, in the
+    daemon's session (whose raised group it shares)."""
     async with anyio.create_task_group() as tg:
         pool = WorkerPool(1)
         await tg.start(pool.serve)
         assert await pool.call(os.nice, 0) == expected(nice)  # asked of the worker: it runs Python by then
         assert await pool.call(os.getsid, 0) == os.getsid(0)
         tg.cancel_scope.cancel()
+
+
+RAISE = """
+import os, sys
+from staminad.suite import niceness
+got = niceness.raise_daemon(int(sys.argv[1]))
+group = open("/proc/self/autogroup").read().split()[-1] if os.path.exists("/proc/self/autogroup") else "-"
+print(got, niceness.raised(), os.getpriority(os.PRIO_PROCESS, 0), group)
+"""
+
+
+def _raise_in_own_session(lift: int, prefix: list[str]) -> tuple[int, int, int, int | None]:
+    """(levels obtained, levels above the default, nice value, autogroup nice) of a fresh session leader that
+    asked for `lift` levels."""
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", RAISE, str(lift)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0, done.stderr
+    got, above, value, group = done.stdout.split()
+    return int(got), int(above), int(value), None if group == "-" else int(group)
+
+
+@pytest.mark.skipif(not ROOT, reason="raising a priority needs root")
+def test_a_session_leader_raises_itself_and_its_sessions_group() -> None:
+    """As root, a daemon leading its session runs `n` levels up, its session's autogroup with it."""
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    got, above, value, group = _raise_in_own_session(7, [])
+    assert got == 7 and value == max(-20, base - 7) and above == max(0, -value)
+    if GROUPS:
+        assert group == -7  # a new session's group starts at 0
+
+
+@pytest.mark.skipif(not ROOT, reason="starting a process raised needs root")
+def test_a_daemon_started_raised_counts_it_without_raising_itself() -> None:
+    """Started at nice -3 (systemd's `Nice=-3`) with no raise asked, the daemon knows it runs 3 levels up."""
+    got, above, value, _ = _raise_in_own_session(0, ["nice", "-n", "-3"])
+    assert (got, value) == (0, min(19, os.getpriority(os.PRIO_PROCESS, 0) - 3)) and above == max(0, -value)
+
+
+def test_a_daemon_that_may_not_raise_itself_stays_at_its_priority() -> None:
+    """Without the privilege (run as nobody) the raise obtains nothing and changes nothing; a bad count is refused."""
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if ROOT else []
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    got, above, value, group = _raise_in_own_session(10, prefix)
+    assert got == 0 and value == base and above == max(0, -base)
+    if GROUPS:
+        assert group == 0
+    for bad in (-1, 40):
+        with pytest.raises(ValueError, match="0-39"):
+            niceness.raise_daemon(bad)

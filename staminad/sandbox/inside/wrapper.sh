@@ -10,8 +10,11 @@
 # With STAMINAD_CHILD_NICE=N in its environment (the local runtime; not passed on to the harness), the harness runs
 # N niceness levels down, and this session's autogroup too while it runs: the wrapper itself, which notices its end
 # and writes the marker, runs at the daemon's priority (suite/niceness.py).
+# With STAMINAD_RAISED=R, the daemon (whose priority the wrapper inherits) runs R levels above the box's default:
+# the harness is put back at the default (less N), and the marker is written at the daemon's raised priority.
 lower="${STAMINAD_CHILD_NICE:-0}"
-unset STAMINAD_CHILD_NICE
+raised="${STAMINAD_RAISED:-0}"
+unset STAMINAD_CHILD_NICE STAMINAD_RAISED
 job="$1"
 marker="$2"
 as="${3:-}"
@@ -57,9 +60,9 @@ fi
 if [ -n "$as" ]; then
     setpriv --reuid="${as%%:*}" --regid="${as##*:}" --clear-groups sh -c "$(cat "$job/cmd")" \
         < /dev/null > "$out" 2>&1 &
-elif [ "$lower" -gt 0 ]; then
+elif [ "$lower" -gt 0 ] || [ "$raised" -gt 0 ]; then
     echo "$lower" > /proc/self/autogroup 2>/dev/null  # the session's group, while the harness runs
-    nice -n "$lower" sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
+    nice -n "$((lower + raised))" sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
 else
     sh "$job/cmd" < /dev/null > "$job/log" 2>&1 &
 fi
@@ -70,8 +73,8 @@ if [ "$quota" -gt 0 ]; then
 fi
 wait "$harness"
 code=$?
-if [ "$lower" -gt 0 ]; then
-    echo 0 > /proc/self/autogroup 2>/dev/null  # the marker at the daemon's priority, the end stamped after that
+if [ "$lower" -gt 0 ] || [ "$raised" -gt 0 ]; then
+    echo "$((0 - raised))" > /proc/self/autogroup 2>/dev/null  # the marker at the daemon's priority, then the end
 fi
 if [ -n "$as" ]; then
     end_agent "${as%%:*}"
