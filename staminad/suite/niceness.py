@@ -31,8 +31,9 @@ without the daemon. The daemon's session's autogroup is raised too when the daem
 manager starts it so; a shell's session is left alone): its suite workers, in that session, then share the
 group's weight against the agents' sessions, while inside it they rank below the event loop, which is what
 keeps the loop's lag low (with the workers at the loop's own level, its lag p99 was 13x higher). At 500
-scenarios on two cores, raised 10 levels with its session's group: `status` p99 0.03x (422 -> 12 ms), the loop's
-lag p99 0.02x, and throughput 3.0x (1.4 -> 4.2 attempts/s): the loop no longer waits behind a thousand sessions.
+scenarios on two cores (`benchmarks/bench_concurrency.py`), raised 10 levels against not raised: `status` p99
+0.04x (401 -> 15 ms), the loop's lag p99 0.03x (131 -> 3.8 ms) and throughput 2.4x (1.8 -> 4.25 attempts/s): the
+loop no longer waits behind a thousand sessions, and the attempts it drives flow.
 
 `--child-nice` is off by default because it trades throughput and scored timings for latency wherever other work
 shares the cores: other users' processes then outrank the harnesses and servers too. On this project's shared 2-core
