@@ -107,8 +107,7 @@ async def test_harness_and_server_run_at_the_niceness(tmp_path: Path, watcher: M
 
 
 async def test_suite_workers_run_at_the_niceness(nice: int) -> None:
-    """A worker process of the pool runs `nice` levels below the default, under the daemon's raised loop, in the
-    daemon's session (whose raised group it shares)."""
+    """A suite worker runs `nice` levels below the default, under a raised daemon's loop, in the daemon's session."""
     async with anyio.create_task_group() as tg:
         pool = WorkerPool(1)
         await tg.start(pool.serve)
