@@ -90,9 +90,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         type=bounded_int(0, 39),
         default=DEFAULT_RAISE,
         metavar="N",
-        help="run the daemon and its suite workers N niceness levels above the default where the OS allows (root "
-        "or CAP_SYS_NICE), agents and servers at the default, so the control plane gets a core first under load "
-        f"(default {DEFAULT_RAISE}; 0: off)",
+        help="run the daemon N niceness levels above the default where the OS allows (root or CAP_SYS_NICE) and "
+        "what it starts (agents, servers, suite workers) at the default, so the control plane gets a core first "
+        f"under load (default {DEFAULT_RAISE}; 0: off)",
     )
     s.add_argument(
         "--max-connections",
