@@ -137,7 +137,9 @@ class HarnessPhase(RunnerBase):
         granted, polls = 0.0, 0
         while True:
             waited = self.llm.waited if self.llm is not None else 0.0
-            deadline = watchdog_deadline(row.launched_at, self.settings.turn_timeout, waited, row.resumed_at)
+            # From the launch, or from when the sandbox was ready if it was made for this attempt (a first turn, a
+            # retry after a loss): creating, restoring and sealing it is the platform's time, not the agent's.
+            deadline = watchdog_deadline(self._since(row), self.settings.turn_timeout, waited, row.resumed_at)
             remaining = deadline - time.time()
             if remaining <= 0:  # a harness that finished is finished, whenever it did: look once more, then judge
                 marker = None

@@ -386,3 +386,53 @@ def test_run_with_a_relative_state_dir_passes_its_turns(tmp_path: Path, monkeypa
             return [(s.status, s.turns_passed) for _, s in await store.scenarios("rel")]
 
     assert anyio.run(stored) == [("done", 2)]
+
+
+async def test_the_time_a_sandbox_takes_to_be_made_does_not_count_against_the_turn_timeout(tmp_path: Path) -> None:
+    """A sandbox made (or remade after a loss) for this attempt starts its watchdog at ready, not at launch."""
+
+    class Files(HostFiles):
+        def __init__(self, control: Path) -> None:
+            self.host_control = control
+
+        async def health(self, since: float) -> None:
+            return None
+
+    control = tmp_path / "control"
+    (control / "markers").mkdir(parents=True)
+    watcher = MarkerWatcher()
+    runner = ScenarioRunner(
+        cast(Any, None),
+        cast(Any, None),
+        cast(Any, Files(control)),
+        adapter_for("manual"),
+        watcher,
+        EngineSettings(turn_timeout=20.0),
+        lambda data: None,
+    )
+    row = AttemptRow(
+        id=1, scenario_id=1, turn=0, attempt=1, infra_try=0, phase="launched", prompt_kind="initial", prompt="p",
+        launched_at=time.time() - 25.0,
+    )  # fmt: skip
+    runner._ready_at = time.time()  # the sandbox took 25 s to make: longer than the whole turn timeout
+    found: list[tuple[Any, Any]] = []
+    done = anyio.Event()
+
+    async def wait() -> None:
+        found.append(await runner._wait_marker(row, "t0000-a01-i00"))
+        done.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.serve)
+            tg.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()  # the watchdog waits for the marker (it has not judged it stuck)
+            assert not found
+            (control / "markers" / "t0000-a01-i00.json").write_text('{"exit": 0, "signal": null}')
+            with anyio.fail_after(30):  # bounded: the marker's inotify event arrives
+                await done.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        watcher.close()
+    ((marker, lost),) = found
+    assert marker is not None and marker["exit"] == 0 and lost is None
