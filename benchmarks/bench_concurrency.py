@@ -11,7 +11,7 @@ window of `--window` seconds is measured in steady state:
 - daemon CPU per scenario-turn: the daemon's process (its event loop, and its threads) and, apart, its
   worker processes, over the attempts tested in the window;
 - `status` round trip: a client on its own connection sends `ListSweeps` every 100 ms; p50 and p99;
-- marker latency p99: the marker's seen time less its end time, over the window's attempts.
+- marker latency p50 and p99: the marker's seen time less its end time, over the window's attempts.
 
 Each row is also given as a ratio against the in-thread anchor of the same size and cores in this run, and
 throughput against cores as a ratio to the fewest cores run (the figure for scaling).
@@ -272,7 +272,7 @@ def report(rows: list[Row]) -> None:
     anchors = {(r.cores, r.size): r for r in rows if r.mode == "threads"}
     print(
         f"{'cores':>5} {'N':>4} {'mode':>8} {'att/s':>6} {'x anc':>6} {'loop ms/turn':>12} {'workers ms/turn':>15} "
-        f"{'status p50':>10} {'status p99':>10} {'x anc':>6} {'marker p99':>10} {'x anc':>6} "
+        f"{'status p50':>10} {'status p99':>10} {'x anc':>6} {'marker p50':>10} {'marker p99':>10} {'x anc':>6} "
         f"{'lag p50':>8} {'lag p99':>8} {'lag max':>8} {'held':>5}"
     )
     for r in rows:
@@ -286,7 +286,8 @@ def report(rows: list[Row]) -> None:
         print(
             f"{r.cores:>5} {r.size:>4} {r.mode:>8} {r.rate:>6.2f} {ratio[0]:>6.2f} {r.per_turn(r.loop_cpu):>12.0f} "
             f"{r.per_turn(r.worker_cpu):>15.0f} {pct(r.status, 50) * 1000:>8.1f}ms {sp99:>8.1f}ms {ratio[1]:>6.2f} "
-            f"{mp99:>8.1f}ms {ratio[2]:>6.2f} {pct(r.lags, 50) * 1000:>6.1f}ms {pct(r.lags, 99) * 1000:>6.1f}ms "
+            f"{pct(r.markers, 50) * 1000:>8.1f}ms {mp99:>8.1f}ms {ratio[2]:>6.2f} "
+            f"{pct(r.lags, 50) * 1000:>6.1f}ms {pct(r.lags, 99) * 1000:>6.1f}ms "
             f"{max(r.lags, default=float('nan')) * 1000:>6.0f}ms {sum(r.busy.values()) / max(1, r.samples):>5.0%}"
         )
     print(

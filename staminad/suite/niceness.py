@@ -85,12 +85,10 @@ def raise_daemon(n: int) -> int:
     after = max(-20, before - n)
     if after != before:
         try:
-            for tid in _threads():
-                os.setpriority(os.PRIO_PROCESS, tid, after)
+            set_threads(after)
         except PermissionError:
             with contextlib.suppress(OSError):
-                for tid in _threads():  # any thread already moved goes back
-                    os.setpriority(os.PRIO_PROCESS, tid, before)
+                set_threads(before)  # any thread already moved goes back
             after = before
     if after != before and os.getsid(0) == os.getpid():  # the session is the daemon's alone: its group goes too
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -100,12 +98,16 @@ def raise_daemon(n: int) -> int:
     return before - after
 
 
-def _threads() -> list[int]:
-    """This process's threads (this one alone where there is no /proc)."""
+def set_threads(value: int) -> None:
+    """Give every thread of this process the nice value `value` (a thread ending meanwhile is skipped);
+    PermissionError where raising is not allowed."""
     try:
-        return [int(p.name) for p in Path("/proc/self/task").iterdir()]
+        threads = [int(p.name) for p in Path("/proc/self/task").iterdir()]
     except OSError:
-        return [0]
+        threads = [0]  # no /proc: this thread alone
+    for tid in threads:
+        with contextlib.suppress(ProcessLookupError):
+            os.setpriority(os.PRIO_PROCESS, tid, value)
 
 
 def raised() -> int:

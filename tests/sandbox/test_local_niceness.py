@@ -43,11 +43,12 @@ def nice(request: pytest.FixtureRequest) -> Iterator[int]:
     niceness.set_child_nice(child)
     if lift:
         assert niceness.raise_daemon(lift) == lift
-    yield child
-    niceness.set_child_nice(niceness.DEFAULT)
-    for tid in os.listdir("/proc/self/task"):
-        os.setpriority(os.PRIO_PROCESS, int(tid), before)
-    niceness._raised[0] = 0
+    try:
+        yield child
+    finally:  # nothing of the raise may outlive the test: later tests in this worker run at the default
+        niceness.set_child_nice(niceness.DEFAULT)
+        niceness._raised[0] = 0
+        niceness.set_threads(before)
 
 
 @pytest.fixture
