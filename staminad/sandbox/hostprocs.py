@@ -215,7 +215,16 @@ def listener_holders(port: int, tag: str) -> list[tuple[int, int]] | None:
     holders = []
     for proc in _tagged(tag):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            if any(os.readlink(fd) in wanted for fd in (proc / "fd").iterdir()):
+            if any(_names(fd) in wanted for fd in (proc / "fd").iterdir()):
                 stat = (proc / "stat").read_text()
                 holders.append((int(proc.name), int(stat[stat.rindex(")") + 2 :].split()[2])))
     return holders
+
+
+def _names(fd: Path) -> str | None:
+    """What the descriptor names; None when it closed since its directory was listed (a server closing a
+    connection while it is looked at still holds its listener: only that descriptor is skipped)."""
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return None

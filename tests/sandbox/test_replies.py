@@ -50,10 +50,11 @@ def test_the_launchers_own_answers_decode_into_their_structs(tmp_path: Path) -> 
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        # A child holds the socket too (a scan cannot read its own descriptors while it lists them).
+        # A child holds the socket, alone once this process lets go of it.
         with subprocess.Popen(
             [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, pass_fds=[held.fileno()]
         ) as child:
+            held.close()
             found = launcher.run_op("listeners", {"port": port, "leader": child.pid, "as": ME})
             assert child.stdin is not None
             child.stdin.close()

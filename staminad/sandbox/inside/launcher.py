@@ -79,6 +79,17 @@ def _stat(pid: int) -> tuple[int, int]:
     return int(rest[2]), int(rest[19])
 
 
+def _links(pid: int) -> set[str]:
+    """What each open descriptor of `pid` names; OSError when its descriptors cannot be listed (gone, or not
+    readable). A descriptor closed between the listing and its read is skipped, not the process: a server
+    closing a connection while it is looked at still holds its listener."""
+    links = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            links.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return links
+
+
 def _scan(port: int, leader: int) -> dict[str, Any]:
     """The listening sockets on `port` and every readable process holding one; run as the agent."""
     sockets = N.sockets(port)
@@ -89,7 +100,7 @@ def _scan(port: int, leader: int) -> dict[str, Any]:
             continue
         pid = int(name)
         try:
-            mine = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")} & sockets
+            mine = _links(pid) & sockets
             if not mine:
                 continue
             pgid, start = _stat(pid)
