@@ -49,7 +49,7 @@ def two_engines(
     if in_file:
         pair = f'{{ url = "{LOCAL}", slots = {slots[0]} }}, {{ url = "{engine.url}", slots = {slots[1]} }}'
         extra += f"engines = [{pair}]\n"
-    return write_sweep(tmp, name, ["reference"], seeds=seeds, turns=turns, runtime="docker", extra=extra)
+    return write_sweep(tmp, name, ["reference"], seeds=seeds, turns=turns, runtime="docker", extra=extra, patient=True)
 
 
 def placements(state: Path, name: str) -> dict[str, str]:

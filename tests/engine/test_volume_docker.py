@@ -191,7 +191,7 @@ async def test_kill_9_of_staminad_run_mid_harness_then_a_rerun_runs_the_harness_
     tmp_path: Path, sandbox_image: str
 ) -> None:
     """`staminad run` killed -9 mid-harness and rerun adopts the container and launches no job twice."""
-    path = write_sweep(tmp_path, "kill", ["reference"], turns=3, runtime="docker")
+    path = write_sweep(tmp_path, "kill", ["reference"], turns=3, runtime="docker", patient=True)
     path.write_text(path.read_text() + f'image = "{sandbox_image}"\nworkspace = "volume"\n')
     state = tmp_path / "state"
     db = state / "staminad.db"
@@ -347,7 +347,7 @@ async def test_kill_9_at_early_points_of_a_volume_sweep_changes_no_result(tmp_pa
     """`staminad run` killed -9 at each early step of volume preparation, then rerun, changes no result."""
     extra = f'image = "{sandbox_image}"\nworkspace = "volume"\n'
     agents = ["reference", "mutant:no-cascade"]
-    path = write_sweep(tmp_path, "kvol", agents, seeds="0-1", retries=1, runtime="docker", extra=extra)
+    path = write_sweep(tmp_path, "kvol", agents, seeds="0-1", retries=1, runtime="docker", extra=extra, patient=True)
     base = [sys.executable, "-m", "staminad.cli", "run", str(path), "--quiet", "--state-dir"]
     calm, killed, log = tmp_path / "calm", tmp_path / "killed", tmp_path / "runs.err"
     sandboxes = (killed / "sandboxes" / "kvol").resolve()

@@ -29,7 +29,11 @@ def write_sweep(
     retries: int = 2,
     runtime: str = "local",
     extra: str = "",
+    patient: bool = False,
 ) -> Path:
+    """A sweep file of `agents` over `seeds`; `patient`: turn and server start timeouts long enough that a loaded
+    machine (a parallel test run) never decides a verdict, for tests that compare the results of two runs."""
+    turn_timeout, start_timeout = (120, 60) if patient else (20, 5)
     path = tmp / f"{name}.toml"
     path.write_text(
         textwrap.dedent(f"""
@@ -43,8 +47,8 @@ def write_sweep(
         [run]
         runtime = "{runtime}"
         parallel = 4
-        turn_timeout = 20
-        server_start_timeout = 5
+        turn_timeout = {turn_timeout}
+        server_start_timeout = {start_timeout}
         infra_retries = 2
         """)
         + textwrap.dedent(extra)
