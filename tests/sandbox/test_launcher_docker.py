@@ -108,7 +108,12 @@ async def test_without_its_launcher_a_sandbox_works_by_exec_and_starts_a_new_one
             await box.prepare()
             first = read_int(box.host_control / "launcher.pid")
             assert first is not None and box.channel.reading()
-            assert await box._exec(["kill", "-KILL", str(first)]) == 0
+            # Waited for until it has closed its files (gone, or a zombie): `kill` returns at the signal, and the
+            # FIFO's read end closes only as the process exits (bounded by `timeout`).
+            stat = f"/proc/{first}/stat"
+            gone = f'kill -KILL {first}; until [ ! -e {stat} ] || [ "$(cut -d" " -f3 {stat})" = Z ]; do sleep 0.01; '
+            gone += "done"
+            assert await box._exec(["timeout", "20", "sh", "-c", gone]) == 0
             assert not box.channel.reading()
             await box.launch("job", ["sh", "-c", "exit 3"], {})  # by exec; a new launcher is started
             marker = await watcher.wait(marker_path(box.host_control, "job"), 60)
