@@ -339,24 +339,24 @@ async def test_the_time_the_engine_was_stopped_does_not_count_against_the_turn_t
     assert answered == [first.prompt]
 
 
-async def test_a_marker_present_at_the_deadline_is_read_not_judged_stuck(tmp_path: Path) -> None:
-    """The watchdog looks for the marker once more when the turn timeout has passed, before calling it stuck."""
+class _Files(HostFiles):
+    """Marker files under `control`, in a sandbox that is always healthy: the watchdog alone, on real files."""
 
-    class Files(HostFiles):
-        def __init__(self, control: Path) -> None:
-            self.host_control = control
+    def __init__(self, control: Path) -> None:
+        self.host_control = control
 
-        async def health(self, since: float) -> None:
-            return None
+    async def health(self, since: float) -> None:
+        return None
 
-    control = tmp_path / "control"
+
+def _watchdog(control: Path, launched_ago: float) -> tuple[ScenarioRunner, MarkerWatcher, AttemptRow]:
+    """A runner over `_Files(control)` (turn timeout 20 s), its watcher, and a row launched `launched_ago` s ago."""
     (control / "markers").mkdir(parents=True)
-    (control / "markers" / "t0000-a01-i00.json").write_text('{"exit": 0, "signal": null}')
     watcher = MarkerWatcher()
     runner = ScenarioRunner(
         cast(Any, None),
         cast(Any, None),
-        cast(Any, Files(control)),
+        cast(Any, _Files(control)),
         adapter_for("manual"),
         watcher,
         EngineSettings(turn_timeout=20.0),
@@ -364,8 +364,16 @@ async def test_a_marker_present_at_the_deadline_is_read_not_judged_stuck(tmp_pat
     )
     row = AttemptRow(
         id=1, scenario_id=1, turn=0, attempt=1, infra_try=0, phase="launched", prompt_kind="initial", prompt="p",
-        launched_at=time.time() - 1000.0,
+        launched_at=time.time() - launched_ago,
     )  # fmt: skip
+    return runner, watcher, row
+
+
+async def test_a_marker_present_at_the_deadline_is_read_not_judged_stuck(tmp_path: Path) -> None:
+    """The watchdog looks for the marker once more when the turn timeout has passed, before calling it stuck."""
+    control = tmp_path / "control"
+    runner, watcher, row = _watchdog(control, 1000.0)
+    (control / "markers" / "t0000-a01-i00.json").write_text('{"exit": 0, "signal": null}')
     try:
         marker, lost = await runner._wait_marker(row, "t0000-a01-i00")
     finally:
@@ -390,30 +398,8 @@ def test_run_with_a_relative_state_dir_passes_its_turns(tmp_path: Path, monkeypa
 
 async def test_the_time_a_sandbox_takes_to_be_made_does_not_count_against_the_turn_timeout(tmp_path: Path) -> None:
     """A sandbox made (or remade after a loss) for this attempt starts its watchdog at ready, not at launch."""
-
-    class Files(HostFiles):
-        def __init__(self, control: Path) -> None:
-            self.host_control = control
-
-        async def health(self, since: float) -> None:
-            return None
-
     control = tmp_path / "control"
-    (control / "markers").mkdir(parents=True)
-    watcher = MarkerWatcher()
-    runner = ScenarioRunner(
-        cast(Any, None),
-        cast(Any, None),
-        cast(Any, Files(control)),
-        adapter_for("manual"),
-        watcher,
-        EngineSettings(turn_timeout=20.0),
-        lambda data: None,
-    )
-    row = AttemptRow(
-        id=1, scenario_id=1, turn=0, attempt=1, infra_try=0, phase="launched", prompt_kind="initial", prompt="p",
-        launched_at=time.time() - 25.0,
-    )  # fmt: skip
+    runner, watcher, row = _watchdog(control, 25.0)
     runner._ready_at = time.time()  # the sandbox took 25 s to make: longer than the whole turn timeout
     found: list[tuple[Any, Any]] = []
     done = anyio.Event()
