@@ -180,6 +180,7 @@ def _state_dir(args: argparse.Namespace) -> Path:
 
 
 def start_cmd(args: argparse.Namespace) -> int:
+    from staminad.daemon.heap import settle
     from staminad.daemon.service import Daemon, DaemonError
 
     try:
@@ -254,6 +255,7 @@ def start_cmd(args: argparse.Namespace) -> int:
             await daemon.serve()  # returns once a stop (graceful or draining) has completed
             tg.cancel_scope.cancel()
 
+    settle()  # what start-up built lives as long as the daemon: out of every later collection's walk
     anyio.run(main)
     return 0
 

@@ -47,8 +47,8 @@ class Starter:
         config_id, config, seed, root = self.prepared[scenario_id]
         assert self.plan is not None
         plan = self.plan
-        # Off the event loop: generating a scenario of many turns takes a while.
-        scenario = await anyio.to_thread.run_sync(plan.make, seed, abandon_on_cancel=True)
+        # Off the event loop's process where it can be: generating a scenario of many turns takes a while.
+        scenario = await plan.held(seed)
         spec = ScenarioSpec(
             config_id=config_id,
             config_name=config.name,

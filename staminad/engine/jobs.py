@@ -18,7 +18,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from protocol.errors import leaves
 from staminad.agents.base import adapter_for
 from staminad.bench.pack import Pack
-from staminad.bench.scenario import Scenario, ScenarioParams, generate
+from staminad.bench.scenario import ScenarioParams
 from staminad.engine import contain
 from staminad.engine.access import ModelAccess
 from staminad.engine.config import Configuration
@@ -27,8 +27,9 @@ from staminad.engine.gate import Gate
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.scenario import ScenarioRunner
 from staminad.engine.spec import EngineSettings, EventSink, ScenarioSpec
+from staminad.engine.turns import HeldScenario, generated
 from staminad.sandbox.base import Grant, SandboxFactory
-from staminad.suite.pool import WorkerPool
+from staminad.suite.pool import WorkerPool, run_sync
 from state.space import disk_problem
 from state.store import Store
 
@@ -52,7 +53,7 @@ class Shared(msgspec.Struct, kw_only=True):
 
 @dataclass(frozen=True)
 class Plan:
-    """What the sweep file (or its pack) says to run; each scenario is generated (`make`) only as it starts."""
+    """What the sweep file (or its pack) says to run; each scenario is generated (`held`) only as it starts."""
 
     params: ScenarioParams
     seeds: list[int]
@@ -60,8 +61,14 @@ class Plan:
     readme: str
     settings: EngineSettings
 
-    def make(self, seed: int) -> Scenario:
-        return self.pack.scenario(seed) if self.pack else generate(seed, self.params)
+    async def held(self, seed: int) -> HeldScenario:
+        """The scenario of `seed` as a running job holds it (`engine.turns`): read from the pack in a thread, or
+        generated in one of the daemon's worker processes (a thread without them)."""
+        if self.pack is not None:
+            pack = self.pack
+            return await anyio.to_thread.run_sync(lambda: HeldScenario.of(pack.scenario(seed)), abandon_on_cancel=True)
+        seed_, initial, batches = await run_sync(generated, seed, msgspec.to_builtins(self.params))
+        return HeldScenario(seed=seed_, initial_bytes=initial, batches=tuple(batches))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What every phase of a scenario's run works with.
 
-`RunnerBase` holds a run's spec (`engine.spec`) and runtime parts, the texts and states of every turn,
+`RunnerBase` holds a run's spec (`engine.spec`) and runtime parts, the current turn (`engine.turns`),
 the attempt suites, and the few questions each phase asks: is the sandbox lost, what do its events
 start with, what environment does the harness get. The phases (`engine.harnessphase`,
 `engine.suitephase`) and the loop that drives them (`engine.scenario`) build on it.
@@ -8,19 +8,18 @@ start with, what environment does the harness get. The phases (`engine.harnessph
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import anyio
 
 from staminad.agents.base import Adapter
-from staminad.bench.texts import change_prompt, initial_prompt
 from staminad.engine.access import ModelAccess
 from staminad.engine.gate import Gate
 from staminad.engine.markers import MarkerWatcher
 from staminad.engine.spec import EngineSettings, EventSink, ScenarioSpec
 from staminad.engine.suites import AttemptSuites
+from staminad.engine.turns import Turn, TurnCursor
 from staminad.sandbox.base import Loss, Sandbox, SandboxError
-from staminad.suite.history import History, turn_history
 from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, Store
 
@@ -53,30 +52,19 @@ class RunnerBase:
         self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
         self.suites = suites  # bounds concurrent server starts + suites across all scenarios
         self.workers = workers  # the daemon's worker processes for suites (None: a thread of this process)
-        self._prompts: list[str] | None = None
-        self._histories: list[History | None] = []
-        self._states: list[Any] = []
+        self._turns = TurnCursor(spec.scenario, spec.language)  # the current turn's texts, state and history
+        self._turns_lock = anyio.Lock()
         self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
         self._suites = AttemptSuites(workers)  # the latest (turn, attempt)'s suite, kept where it runs
 
     # --- texts and suites per turn ------------------------------------------------------------
 
-    def _prepare_turns(self) -> None:
-        if self._prompts is not None:
-            return
-        sc = self.spec.scenario
-        prompts = [initial_prompt(self.spec.language)]
-        state, history = sc.initial, None
-        states: list[Any] = [state]
-        histories: list[History | None] = [None]
-        for batch in sc.turns:
-            text, after = change_prompt(batch, state)
-            history = turn_history(history, state, batch, after)
-            state = after
-            prompts.append(text)
-            states.append(state)
-            histories.append(history)
-        self._states, self._histories, self._prompts = states, histories, prompts  # all at once, or not at all
+    async def _turn(self, number: int) -> Turn:
+        """Turn `number`'s prompt, state and history; moving the cursor runs off the event loop."""
+        async with self._turns_lock:
+            if self._turns.current.number == number:
+                return self._turns.current
+            return await anyio.to_thread.run_sync(self._turns.at, number)
 
     async def _suite_for(self, turn: int, attempt: int) -> int:
         """The attempt's suite, generated once per (turn, attempt) in a worker (`engine.suites`); it is pure, so
@@ -88,7 +76,8 @@ class RunnerBase:
         runs on the event loop, which every other scenario shares; `_execute` starts it while the
         harness works, so that it is off the turn's critical path too.
         """
-        return await self._suites.get(turn, attempt, self._states[turn], self.spec.scenario.seed, self._histories[turn])
+        at = await self._turn(turn)
+        return await self._suites.get(turn, attempt, at.state, self.spec.scenario.seed, at.history)
 
     def _names(self, scenario_id: int) -> _Names:
         """The fields every runner event starts with: the scenario's id, configuration and seed."""

@@ -47,10 +47,7 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
             await self._suites.close()  # the worker keeping its last suite forgets it
 
     async def _drive(self, scenario_id: int, infra_grant: int) -> Position:
-        if self._prompts is None:  # seconds for 1,000 turns: off the loop every scenario shares
-            await anyio.to_thread.run_sync(self._prepare_turns)
-        assert self._prompts is not None
-        n_turns = len(self.spec.scenario.turns)
+        n_turns = self._turns.turns
         marked = False  # recorded as running: only once past the gate, since one held at a pause runs nothing
         while True:
             rows = await self.store.latest_turn_attempts(scenario_id)  # not every row: flat cost per step
@@ -84,7 +81,7 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
                 self.gate.enter()
             try:
                 if row is None:
-                    prompt = pos.prompt if pos.prompt is not None else self._prompts[pos.turn]
+                    prompt = pos.prompt if pos.prompt is not None else (await self._turn(pos.turn)).prompt
                     row = await self.store.begin_attempt(
                         scenario_id, pos.turn, pos.attempt, pos.infra_try, pos.prompt_kind, prompt
                     )
@@ -110,7 +107,7 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
                 "sandbox_lost",
             )
         await self.sandbox.seed(
-            {"README.md": self.spec.readme, "initial_specification.md": render_spec(self.spec.scenario.initial)}
+            {"README.md": self.spec.readme, "initial_specification.md": render_spec(self.spec.scenario.initial())}
         )
         self._ready_at = time.time()
 

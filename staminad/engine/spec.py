@@ -7,7 +7,7 @@ from collections.abc import Callable
 import msgspec
 
 from protocol.events import EventData
-from staminad.bench.scenario import Scenario
+from staminad.engine.turns import HeldScenario
 from staminad.suite.feedback import FeedbackLevel
 
 EventSink = Callable[[EventData], None]
@@ -27,7 +27,7 @@ class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):
     config_name: str
     retries: int
     feedback: FeedbackLevel
-    scenario: Scenario
+    scenario: HeldScenario  # s_0 and its change batches as bytes: a running job holds one turn as objects
     language: str
     readme: str
 

@@ -51,7 +51,8 @@ def test_a_saved_figure_holds_its_whole_legend(tmp_path: Path, monkeypatch: pyte
     (fig,) = drawn
     monkeypatch.undo()
     try:
-        _legend_inside(fig, Image.open(next(p for p in made.paths if p.endswith(".png"))))
+        with Image.open(next(p for p in made.paths if p.endswith(".png"))) as image:
+            _legend_inside(fig, image)
     finally:
         plt.close(fig)
 

@@ -47,6 +47,7 @@ async def test_a_scenario_held_at_a_pause_stays_pending(tmp_path: Path) -> None:
     from staminad.bench.scenario import ScenarioParams, generate
     from staminad.engine.scenario import ScenarioRunner
     from staminad.engine.spec import EngineSettings, ScenarioSpec
+    from staminad.engine.turns import HeldScenario
     from state.store import Store
 
     gate = _Reached()
@@ -60,7 +61,7 @@ async def test_a_scenario_held_at_a_pause_stays_pending(tmp_path: Path) -> None:
             config_name="c",
             retries=0,
             feedback="detailed",
-            scenario=generate(0, ScenarioParams(turns=1)),
+            scenario=HeldScenario.of(generate(0, ScenarioParams(turns=1))),
             language="python",
             readme=render_readme(),
         )
