@@ -52,12 +52,19 @@ class RunnerBase:
         self.watcher, self.settings, self.emit, self.gate = watcher, settings, emit, gate
         self.suites = suites  # bounds concurrent server starts + suites across all scenarios
         self.workers = workers  # the daemon's worker processes for suites (None: a thread of this process)
-        self._turns = TurnCursor(spec.scenario, spec.language)  # the current turn's texts, state and history
+        self._cursor: TurnCursor | None = None  # the current turn's texts, state and history (`_turns`)
         self._turns_lock = anyio.Lock()
         self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
         self._suites = AttemptSuites(workers)  # the latest (turn, attempt)'s suite, kept where it runs
 
     # --- texts and suites per turn ------------------------------------------------------------
+
+    @property
+    def _turns(self) -> TurnCursor:
+        """The scenario's turn cursor, made on first use (at turn 0)."""
+        if self._cursor is None:
+            self._cursor = TurnCursor(self.spec.scenario, self.spec.language)
+        return self._cursor
 
     async def _turn(self, number: int) -> Turn:
         """Turn `number`'s prompt, state and history; moving the cursor runs off the event loop."""

@@ -133,8 +133,9 @@ async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_p
 async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The daemon answers status while a large sweep is generated (generation runs off the event loop)."""
-    import staminad.engine.jobs as engine_jobs
+    """The daemon answers status while a large sweep is generated (generation runs off the event loop: in a
+    thread here, with no worker processes to hold it in; in a worker process where the daemon has them)."""
+    import staminad.engine.turns as engine_turns
 
     generating, answered = threading.Event(), threading.Event()
     order: list[str] = []
@@ -148,10 +149,10 @@ async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
             order.append("generated")
         return real(seed, params)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine_jobs, "generate", held_generate)
+    monkeypatch.setattr(engine_turns, "generate", held_generate)
     path = write_sweep(tmp_path, "big", ["reference"], seeds="0-1", turns=1)
     state = tmp_path / "st"
-    async with running_daemon(state):
+    async with running_daemon(state, workers=0):
         await submit(state, path)
         assert await anyio.to_thread.run_sync(generating.wait, 30)
         info = await request(state, GetSweep(sweep="big"))

@@ -209,8 +209,8 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
     """Suite generation (which grows with the design) and the turn texts never run on the loop every scenario shares."""
     import threading
 
-    import staminad.engine.runbase as engine
     import staminad.engine.suites as suites
+    import staminad.engine.turns as turns
 
     threads: dict[str, set[int]] = {"suite": set(), "texts": set()}
     from staminad.bench.texts import change_prompt as real_prompt
@@ -225,7 +225,7 @@ async def test_suites_and_turn_texts_are_generated_off_the_event_loop_thread(
         return real_prompt(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(suites, "generate_suite", suite_spy)  # the in-thread path (no worker pool in process)
-    monkeypatch.setattr(engine, "change_prompt", prompt_spy)
+    monkeypatch.setattr(turns, "change_prompt", prompt_spy)
     path = write_sweep(tmp_path, "offloop", ["reference"], turns=2)
     res = await sweep(path, tmp_path / "state")
     assert res["reference R=2 detailed"].mean_turns == 3
