@@ -133,8 +133,8 @@ async def test_a_silent_connection_is_dropped_while_a_pinging_client_stays(tmp_p
 async def test_the_daemon_answers_while_a_large_sweep_is_being_generated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The daemon answers status while a large sweep is generated (generation runs off the event loop: in a
-    thread here, with no worker processes to hold it in; in a worker process where the daemon has them)."""
+    """The daemon answers status while a large sweep is generated (generation runs off the event loop)."""
+    # In a thread here, with no worker processes to hold it in; in a worker process where the daemon has them.
     import staminad.engine.turns as engine_turns
 
     generating, answered = threading.Event(), threading.Event()
