@@ -43,13 +43,17 @@ class Starter:
         self.prepared: dict[int, tuple[int, Configuration, int, Path]] = {}
         self.plan: Plan | None = None
         self.models = {m.name: m for m in sweep_models(sweep.llm)}
+        # One scenario generated at a time: in threads, generation holds the GIL, and more of them at once would
+        # only queue the event loop behind them; in a worker, it leaves that worker's other slots to suites.
+        self.generating = anyio.CapacityLimiter(1)
 
     async def start(self, scenario_id: int, infra_grant: int) -> None:
         config_id, config, seed, root = self.prepared[scenario_id]
         assert self.plan is not None
         plan = self.plan
-        # Off the event loop's process where it can be: generating a scenario of many turns takes a while.
-        scenario = await plan.held(seed)
+        # Off the event loop: generating a scenario of many turns takes a while.
+        async with self.generating:
+            scenario = await plan.held(seed)
         spec = ScenarioSpec(
             config_id=config_id,
             config_name=config.name,

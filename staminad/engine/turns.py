@@ -59,8 +59,8 @@ class HeldScenario(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def generated(seed: int, params: dict[str, object]) -> tuple[int, bytes, list[bytes]]:
-    """`HeldScenario.of(generate(seed, params))` as plain data, for a worker process to make: generating
-    hundreds of scenarios as a sweep starts is seconds of CPU that the event loop's process should not hold."""
+    """`HeldScenario.of(generate(seed, params))` from plain data to plain data (what a thread or a worker process
+    can be handed): the `Scenario` it builds is dropped before it returns, so no caller ever holds its objects."""
     held = HeldScenario.of(generate(seed, msgspec.convert(params, ScenarioParams)))
     return held.seed, held.initial_bytes, list(held.batches)
 
