@@ -18,6 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import Collapsible, DataTable, Footer, Header, Static
 
 from protocol import AttemptTexts, CodeChange, GetAttempt, GetCodeChange, GetScenario, ScenarioInfo
@@ -188,11 +189,14 @@ class ScenarioScreen(MonitorScreen):
         code = await self.stamina.ask(GetCodeChange(attempt_id=attempt_id)) if self._with_code else None
         if code is not None and code.id != attempt_id:
             return
-        if attempt_id != self._highlighted():
-            return  # an answer for a row the cursor has left: the highlighted row's own fetch shows it
-        summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
-        self._shown_attempt, self._texts = attempt_id, texts
-        self.query_one("#attempt", Static).update(render_attempt(texts, summary, code))
+        try:
+            if attempt_id != self._highlighted():
+                return  # an answer for a row the cursor has left: the highlighted row's own fetch shows it
+            summary = next((a for a in self.info.attempts if a.id == attempt_id), None)
+            self._shown_attempt, self._texts = attempt_id, texts
+            self.query_one("#attempt", Static).update(render_attempt(texts, summary, code))
+        except NoMatches:  # the screen was closed (its widgets removed) while the daemon answered
+            return
 
     # --- actions ------------------------------------------------------------------------------
 
