@@ -8,7 +8,6 @@ makes the job wait for space and take the scenario up again.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from staminad.engine.scenario import ScenarioRunner
 from staminad.engine.spec import EngineSettings, EventSink, ScenarioSpec
 from staminad.engine.turns import HeldScenario, generated
 from staminad.sandbox.base import Grant, SandboxFactory
-from staminad.suite.pool import WorkerPool, run_sync
+from staminad.suite.pool import WorkerPool, run_sync, usable_cpus
 from state.space import disk_problem
 from state.store import Store
 
@@ -72,7 +71,7 @@ class Plan:
             pack = self.pack
             return await anyio.to_thread.run_sync(lambda: HeldScenario.of(pack.scenario(seed)), abandon_on_cancel=True)
         params = msgspec.to_builtins(self.params)
-        if len(os.sched_getaffinity(0)) > 1:
+        if usable_cpus() > 1:
             seed_, initial, batches = await run_sync(generated, seed, params)
         else:
             seed_, initial, batches = await anyio.to_thread.run_sync(generated, seed, params, abandon_on_cancel=True)

@@ -79,13 +79,17 @@ _ROOT = str(Path(staminad.__file__).resolve().parent.parent)  # where a worker i
 log = logging.getLogger(__name__)
 
 
-def default_size() -> int:
-    """The CPUs this process may run on (its affinity), less one for the event loop; at least one."""
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity)."""
     try:
-        usable = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        usable = os.cpu_count() or 1
-    return max(1, usable - 1)
+        return os.cpu_count() or 1
+
+
+def default_size() -> int:
+    """The CPUs this process may run on, less one for the event loop; at least one."""
+    return max(1, usable_cpus() - 1)
 
 
 T = TypeVar("T")
