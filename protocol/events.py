@@ -126,6 +126,15 @@ class LlmCall(_OfScenario, tag="llm_call", frozen=True):
     cached: int
     cost: float
     status: int
+    estimated: bool = False  # tokens counted from bytes: the provider reported none
+    unpriced: bool = False  # its model has no price: `cost` is 0 but not known
+    abandoned: bool = False  # the endpoint got it, nobody saw it through (no answer in time, cut off, cancelled)
+
+
+def event_cost(d: LlmCall) -> str:
+    """A call's cost as every event line shows it: exact, estimated (`~`), abandoned, or unpriced."""
+    text = "unpriced" if d.unpriced else f"{'~' if d.estimated else ''}${d.cost:.4f}{' est.' if d.estimated else ''}"
+    return text + (" (abandoned: the endpoint got it, nobody saw it through)" if d.abandoned else "")
 
 
 class LlmUnavailable(_OfScenario, tag="llm_unavailable", frozen=True):
@@ -280,6 +289,7 @@ __all__ = [
     "SweepFinished",
     "SweepRuntime",
     "SweepStarted",
+    "event_cost",
     "kind_of",
     "phase",
     "scenario_of",

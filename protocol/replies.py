@@ -7,6 +7,7 @@ import msgspec
 
 from protocol.kinds import AttemptStep, FailureCategory, InfraKind, Outcome, Phase, ScenarioStatus, SweepStatus
 from protocol.msgbase import Msg
+from protocol.units import dollars
 
 
 class Ok(Msg, tag="ok", frozen=True):
@@ -42,6 +43,15 @@ class ConfigStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     unfinished: int = 0
     never_run: int = 0
     model: str = ""  # the model it runs on ("" for built-in agents in a sweep without [llm])
+    # Of its model calls: how many, how many estimated (no usage reported, or abandoned) and how many unpriced (a
+    # model without a price: cost unknown, not 0). `protocol.units.dollars` shows `cost` with them.
+    calls: int = 0
+    estimated_calls: int = 0
+    unpriced_calls: int = 0
+
+    @property
+    def cost_text(self) -> str:
+        return dollars(self.cost, self.calls, self.estimated_calls, self.unpriced_calls)
 
 
 class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -99,6 +109,14 @@ class AttemptSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     suite_seconds: float | None
     tokens: int = 0  # model tokens (input + output) the attempt's harness used through the gateway
     cost: float = 0.0  # their price in dollars
+    calls: int = 0  # model calls, of which estimated and unpriced as in `ConfigStatus`
+    estimated_calls: int = 0
+    unpriced_calls: int = 0
+    compactions: int = 0  # calls the harness made to compact its context (mini-swe-agent's summary)
+
+    @property
+    def cost_text(self) -> str:
+        return dollars(self.cost, self.calls, self.estimated_calls, self.unpriced_calls)
 
 
 class TranscriptItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

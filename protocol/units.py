@@ -1,4 +1,9 @@
-"""How the ops report's figures read: bytes in binary units and spans of time, the same in the viewer and the TUI."""
+"""How the ops report's figures read: bytes in binary units, spans of time and dollars, the same in every view.
+
+Dollars are never shown as exact when they are not: `dollars` marks a sum with estimated calls (`~`, tokens
+counted from bytes because the provider reported none, or a call abandoned before its usage came) and says
+`unpriced` for calls of a model without a price, whose cost is unknown rather than $0.
+"""
 
 from __future__ import annotations
 
@@ -20,4 +25,13 @@ def span(seconds: float) -> str:
     return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-__all__ = ["human_bytes", "span"]
+def dollars(cost: float, calls: int = 0, estimated: int = 0, unpriced: int = 0, digits: int = 2) -> str:
+    """A sum of model calls' cost: `$1.23`; `~$1.23 est.` when some calls were estimated; `unpriced` when every
+    call had no price, `$1.23 + N unpriced` when some had none."""
+    if calls and unpriced >= calls:
+        return "unpriced"
+    text = f"{'~' if estimated else ''}${cost:.{digits}f}{' est.' if estimated else ''}"
+    return f"{text} + {unpriced} unpriced" if unpriced else text
+
+
+__all__ = ["dollars", "human_bytes", "span"]

@@ -25,6 +25,7 @@ from protocol.kinds import (
     UnknownWord,
     known_scenario_status,
 )
+from state.money import CallMoney, money_columns, money_of
 from state.queries import decode_results
 from state.rows import DamagedRow, decode_row
 from state.schema import MIGRATIONS
@@ -126,6 +127,19 @@ class AttemptUsage(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int
     cached_tokens: int
     cost: float
+    estimated: int = 0  # calls whose tokens were counted from bytes (no usage reported, or abandoned)
+    unpriced: int = 0  # calls of a model without a price: their cost is unknown, not 0
+    abandoned: int = 0  # calls the endpoint got that nobody saw through
+    compactions: int = 0  # calls the harness made to compact its context
+
+    @property
+    def money(self) -> CallMoney:
+        tokens = self.input_tokens + self.output_tokens
+        flags = (self.estimated, self.unpriced, self.abandoned, self.compactions)
+        return CallMoney(cost=self.cost, tokens=tokens, calls=self.calls, **dict(zip(MONEY_FLAGS, flags, strict=True)))
+
+
+MONEY_FLAGS = ("estimated", "unpriced", "abandoned", "compactions")
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -245,10 +259,12 @@ def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, At
     """Tokens, cost and model calls per attempt id of the scenario (empty for a store without a gateway)."""
     if not has_table(conn, "llm_calls"):
         return {}
+    flags = money_columns(conn).split(", ")[-4:]  # estimated, unpriced, abandoned, compaction: 0 where not recorded
     sql = (
         "SELECT attempt_id, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, "
-        "SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost) AS cost "
-        "FROM llm_calls WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id"
+        "SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost) AS cost, "
+        + ", ".join(f"{flag} AS {name}" for flag, name in zip(flags, MONEY_FLAGS, strict=True))
+        + " FROM llm_calls l WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id"
     )
     return {
         int(r["attempt_id"]): decode_row(AttemptUsage, r, f"the model calls of attempt {r['attempt_id']}")
@@ -256,18 +272,16 @@ def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, At
     }
 
 
-def usage_by_scenario(conn: sqlite3.Connection, sweep_id: str) -> dict[int, tuple[float, int]]:
-    """(dollars, input + output tokens) per scenario id of the sweep."""
+def usage_by_scenario(conn: sqlite3.Connection, sweep_id: str) -> dict[int, CallMoney]:
+    """The model calls of each scenario id of the sweep (`state.money`)."""
     if not has_table(conn, "llm_calls"):
         return {}
     sql = (
-        "SELECT l.scenario_id, SUM(l.cost) AS cost, SUM(l.input_tokens + l.output_tokens) AS tokens "
+        f"SELECT l.scenario_id, {money_columns(conn)} "
         "FROM llm_calls l JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
         "WHERE c.sweep_id = ? GROUP BY l.scenario_id"
     )
-    return {
-        int(r["scenario_id"]): (float(r["cost"] or 0.0), int(r["tokens"] or 0)) for r in conn.execute(sql, (sweep_id,))
-    }
+    return {int(r[0]): money_of(r, 1) for r in conn.execute(sql, (sweep_id,))}
 
 
 def change_mark(conn: sqlite3.Connection) -> str:

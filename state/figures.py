@@ -8,6 +8,8 @@ import sqlite3
 
 import msgspec
 
+from state.money import CallMoney, money_columns, money_of
+
 
 class ScenarioFigures(msgspec.Struct, frozen=True):
     """What the figures read of one scenario: its configuration, row, status and turns passed; its last
@@ -25,7 +27,7 @@ class ScenarioFigures(msgspec.Struct, frozen=True):
 class SweepFigures(msgspec.Struct, frozen=True):
     scenarios: list[ScenarioFigures]  # in configuration and seed order
     infra: dict[tuple[str, str], int]  # infra events per (configuration, kind)
-    usage: dict[str, tuple[float, int]]  # (dollars, input + output tokens) per configuration
+    usage: dict[str, CallMoney]  # the model calls of each configuration
     models: dict[str, str]  # each configuration's model ('' for none)
 
 
@@ -43,7 +45,7 @@ def sweep_figures(conn: sqlite3.Connection, sweep_id: str) -> SweepFigures:
         (sweep_id,),
     ).fetchall()
     usage = conn.execute(
-        "SELECT c.name, SUM(l.cost), SUM(l.input_tokens + l.output_tokens) FROM llm_calls l "
+        f"SELECT c.name, {money_columns(conn)} FROM llm_calls l "
         "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
         "WHERE c.sweep_id = ? GROUP BY c.name",
         (sweep_id,),
@@ -52,6 +54,6 @@ def sweep_figures(conn: sqlite3.Connection, sweep_id: str) -> SweepFigures:
     return SweepFigures(
         scenarios=[ScenarioFigures(str(r[0]), int(r[1]), str(r[2]), int(r[3]), r[4], bool(r[5])) for r in scenarios],
         infra={(str(r[0]), str(r[1])): int(r[2]) for r in infra},
-        usage={str(r[0]): (float(r[1] or 0.0), int(r[2] or 0)) for r in usage},
+        usage={str(r[0]): money_of(r, 1) for r in usage},
         models={str(r[0]): str(r[1]) for r in models},
     )

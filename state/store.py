@@ -210,12 +210,14 @@ class Store(ScenarioRecords):
         waited: float,
         streamed: bool,
         estimated: bool = False,
+        flags: tuple[bool, bool, bool] = (False, False, False),
     ) -> None:
-        """Record one model call; `tokens` is (input, output, cached input), `estimated` when counted from bytes."""
+        """Record one model call; `tokens` is (input, output, cached input), `estimated` when counted from bytes,
+        `flags` (unpriced, abandoned, compaction) as `llm_calls` says."""
         await self._write(
             "INSERT INTO llm_calls (scenario_id, attempt_id, turn, api, model, input_tokens, output_tokens, "
-            "cached_tokens, cost, status, seconds, waited, streamed, at, estimated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?)",
+            "cached_tokens, cost, status, seconds, waited, streamed, at, estimated, unpriced, abandoned, compaction) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 scenario_id,
                 attempt_id,
@@ -230,6 +232,7 @@ class Store(ScenarioRecords):
                 int(streamed),
                 time.time(),
                 int(estimated),
+                *map(int, flags),
             ),
         )
 

@@ -13,6 +13,7 @@ import msgspec
 from aiosqlite import Row
 
 from protocol.kinds import SweepStatus, UnknownWord, known_sweep_status
+from state.money import CallMoney, money_columns, money_of
 from state.store import Store
 
 
@@ -164,14 +165,14 @@ async def attempt_scenario(store: Store, attempt_id: int) -> tuple[int, dict[str
     return int(row[0]), sandbox if isinstance(sandbox, dict) else {}
 
 
-async def attempt_usage(store: Store, scenario_id: int) -> dict[int, tuple[int, float]]:
-    """(tokens in + out, dollars) per attempt id of the scenario, from the gateway's recorded calls."""
+async def attempt_usage(store: Store, scenario_id: int) -> dict[int, CallMoney]:
+    """The model calls of each attempt id of the scenario, from the gateway's records (`state.money`)."""
     async with store.db.execute(
-        "SELECT attempt_id, SUM(input_tokens + output_tokens), SUM(cost) FROM llm_calls "
+        f"SELECT attempt_id, {money_columns()} FROM llm_calls l "
         "WHERE scenario_id = ? AND attempt_id IS NOT NULL GROUP BY attempt_id",
         (scenario_id,),
     ) as cur:
-        return {int(r[0]): (int(r[1] or 0), float(r[2] or 0.0)) for r in await cur.fetchall()}
+        return {int(r[0]): money_of(r, 1) for r in await cur.fetchall()}
 
 
 async def configuration_agent(store: Store, config_id: int) -> str:

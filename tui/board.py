@@ -33,6 +33,7 @@ from protocol.events import (
     SuiteStarted,
     SweepFailed,
     SweepStarted,
+    event_cost,
     phase,
     scenario_of,
     step_after,
@@ -265,7 +266,7 @@ def describe(event: Event, scenario: Scenario | None) -> tuple[str, str]:
         case LlmCapped():
             return f"{who}: stopped by a cost cap: {d.reason}", "error"
         case LlmCall():
-            return (f"{who} turn {d.turn}: {d.model} {d.input} in / {d.output} out tokens, ${d.cost}"), "info"
+            return (f"{who} turn {d.turn}: {d.model} {d.input} in / {d.output} out tokens, {event_cost(d)}"), "info"
         case SweepFailed():
             return f"sweep failed: {d.error}", "error"
         case SweepStarted():

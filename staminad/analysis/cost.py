@@ -14,6 +14,7 @@ import msgspec
 from staminad.analysis.reportdata import CostConfig, CostScenario
 from staminad.analysis.stats import mean_se
 from state import browse, queries
+from state.money import CallMoney, money_columns, money_of, total
 
 NO_USAGE = "no token or cost data recorded for these sweeps (needs the LLM gateway)"
 
@@ -59,9 +60,13 @@ def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> CostStud
                     cost_by_turn=sorted(turns.items()),
                 )
             )
+    money = _money(conn, sweeps)
+    spent = ", ".join(f"{name} {m.text()}" for name, m in money.items())
+    marks = _marks(list(money.values()))
     total = sum(x.cost for xs in found.values() for x in xs)
     if total <= 0:
-        return CostStudy(configurations=None, text=NO_USAGE)
+        text = f"no cost study: every recorded call is unpriced ({spent}){marks}" if money else NO_USAGE
+        return CostStudy(configurations=None, text=text)
     top = max(x.cost for xs in found.values() for x in xs)
     budgets = [top * i / (points - 1) for i in range(points)]
     configs = {
@@ -71,8 +76,31 @@ def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> CostStud
         )
         for name, xs in found.items()
     }
-    spent = ", ".join(f"{name} ${sum(x.cost for x in c.scenarios):.2f}" for name, c in configs.items())
-    return CostStudy(configurations=configs, text=f"spent through the gateway: {spent}")
+    return CostStudy(configurations=configs, text=f"spent through the gateway: {spent}{marks}")
+
+
+def _money(conn: sqlite3.Connection, sweeps: list[str]) -> dict[str, CallMoney]:
+    """The model calls of each configuration of the sweeps (`state.money`), in the order they were made."""
+    out: dict[str, CallMoney] = {}
+    for sweep in sweeps:
+        sql = (
+            f"SELECT c.name, {money_columns(conn)} FROM llm_calls l "  # noqa: S608 - column names, no input
+            "JOIN scenarios s ON s.id = l.scenario_id JOIN configurations c ON c.id = s.config_id "
+            "WHERE c.sweep_id = ? GROUP BY c.id ORDER BY c.id"
+        )
+        for r in conn.execute(sql, (sweep,)):
+            out[str(r[0])] = total([out.get(str(r[0]), CallMoney()), money_of(r, 1)])
+    return out
+
+
+def _marks(groups: list[CallMoney]) -> str:
+    """What is not exact in the sums, in words ('' when all is)."""
+    m = total(groups)
+    words = [f"{m.estimated} of {m.calls} calls estimated from their size (~)"] if m.estimated else []
+    words += [f"{m.abandoned} abandoned calls metered"] if m.abandoned else []
+    words += [f"{m.unpriced} calls of a model without a price: their cost is unknown, not $0"] if m.unpriced else []
+    words += [f"context compacted {m.compactions} times"] if m.compactions else []
+    return f" ({'; '.join(words)})" if words else ""
 
 
 def turns_within(scenario: CostScenario, budget: float) -> int:

@@ -50,7 +50,13 @@ COLUMNS: dict[str, str] = {
     "input_tokens": "input tokens of those calls (cached ones included)",
     "output_tokens": "output tokens of those calls",
     "cached_tokens": "input tokens served from the provider's cache",
-    "cost": "US dollars of those calls at the configured prices",
+    "cost": "US dollars of those calls at the configured prices (0 for unpriced calls, whose cost is unknown)",
+    "estimated_calls": "of those calls, how many had their tokens (so cost) estimated from their size: the provider "
+    "reported no usage, or the call was abandoned before it did; 0: the cost is exact",
+    "unpriced_calls": "of those calls, how many were to a model without a price: their cost is unknown, not 0",
+    "abandoned_calls": "of those calls, how many the endpoint got but nobody saw through (no answer in time, cut "
+    "off, the attempt ended first): metered by estimate where the stream did not report usage",
+    "compactions": "calls the harness made to compact its context (mini-swe-agent's summary), 0 for none",
 }
 
 _TIMING = (
@@ -64,7 +70,17 @@ _TIMING = (
     "harness_exit",
     "harness_signal",
 )
-_USAGE = ("model_calls", "input_tokens", "output_tokens", "cached_tokens", "cost")
+_USAGE = (
+    "model_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cost",
+    "estimated_calls",
+    "unpriced_calls",
+    "abandoned_calls",
+    "compactions",
+)
 
 
 def _timing(a: browse.AttemptRecord) -> dict[str, Any]:
@@ -92,6 +108,10 @@ def _usage(u: browse.AttemptUsage | None) -> dict[str, Any]:
         "output_tokens": u.output_tokens,
         "cached_tokens": u.cached_tokens,
         "cost": u.cost,
+        "estimated_calls": u.estimated,
+        "unpriced_calls": u.unpriced,
+        "abandoned_calls": u.abandoned,
+        "compactions": u.compactions,
     }
 
 

@@ -286,7 +286,7 @@ def info_lines(info: SweepInfo) -> list[str]:
         t = config_tally(c)
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
         infra = ", ".join(f"{k} {v}" for k, v in sorted(c.infra.items())) or "-"
-        spend = f", {c.tokens:,} tokens, ${c.cost:.2f}" if c.tokens else ""
+        spend = f", {c.tokens:,} tokens, {c.cost_text}" if c.tokens else ""
         note = not_final(t, info.status)
         lines.append(
             f"  {c.name}: turns passed {score_text(t, '+-')}, {counts_text(t)}; "

@@ -20,6 +20,7 @@ from protocol.events import (
     SweepFailed,
     SweepFinished,
     SweepRuntime,
+    event_cost,
 )
 from staminad.commands.progress import Progress
 
@@ -61,7 +62,7 @@ def describe_event(event: Event) -> str:
         case LlmCall() as d:
             return (
                 f"scenario {d.scenario} turn {d.turn}: model call {d.model} -> {d.status}, {d.input:,} tokens in "
-                f"({d.cached:,} cached), {d.output:,} out, ${d.cost:.4f}"
+                f"({d.cached:,} cached), {d.output:,} out, {event_cost(d)}"
             )
         case LlmWait() as d:
             return (

@@ -24,8 +24,9 @@ from staminad.engine.standing import scenario_row, turn_timeout
 from staminad.engine.summary import summarize_in
 from staminad.sandbox.bounded import bounded_tail
 from state import sweeps
+from state.money import CallMoney
 from state.scenarios import StoredScenario
-from state.store import Store
+from state.store import AttemptRow, Store
 
 LOG_TAIL = 4000  # bytes of a harness log a reply carries (the engine bounds the stored server logs)
 
@@ -86,14 +87,24 @@ def _tail(path: Path) -> str:
     return "" if tail is None else tail.text
 
 
+def _money(m: CallMoney) -> dict[str, Any]:
+    """An attempt's model calls as its summary carries them."""
+    return {
+        "tokens": m.tokens,
+        "cost": m.cost,
+        "calls": m.calls,
+        "estimated_calls": m.estimated,
+        "unpriced_calls": m.unpriced,
+        "compactions": m.compactions,
+    }
+
+
 async def scenario_info(store: Store, sweep_id: str, configuration: str, seed: int) -> ScenarioInfo:
     row = await find_scenario(store, sweep_id, configuration, seed)
     usage = await sweeps.attempt_usage(store, row.id)
-    stored = [f for f in AttemptSummary.__struct_fields__ if f not in ("tokens", "cost")]
+    stored = [f for f in AttemptSummary.__struct_fields__ if f in AttemptRow.__struct_fields__]
     attempts = tuple(
-        AttemptSummary(
-            **{f: getattr(a, f) for f in stored}, tokens=usage.get(a.id, (0, 0.0))[0], cost=usage.get(a.id, (0, 0.0))[1]
-        )
+        AttemptSummary(**{f: getattr(a, f) for f in stored}, **_money(usage.get(a.id, CallMoney())))
         for a in await store.attempts(row.id)
     )
     root = _root(row.sandbox)

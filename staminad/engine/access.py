@@ -11,10 +11,11 @@ import os
 import anyio
 
 from staminad.agents.base import adapter_for
-from staminad.engine.config import SweepFile, configurations
+from staminad.engine.config import LLMSettings, SweepFile, configurations
 from staminad.engine.models import ModelSpec, sweep_models
 from staminad.engine.spec import EventSink
 from staminad.gateway.proxy import Call, Gateway, Limits, Route, Upstream
+from staminad.gateway.routes import Recorder
 from staminad.sandbox.base import SandboxFactory
 from state.store import Store
 
@@ -68,6 +69,21 @@ def upstream_of(model: ModelSpec) -> Upstream:
     return Upstream(model.endpoint, key, model.price, model.concurrency)
 
 
+def build_gateway(llm: LLMSettings, emit: EventSink, record: Recorder | None = None) -> Gateway:
+    """The sweep's gateway (not yet serving): its limits, prices, and every model's endpoint with its own limit."""
+    limits = Limits(
+        scenario_cost_cap=llm.scenario_cost_cap,
+        sweep_cost_cap=llm.sweep_cost_cap,
+        outage_timeout=llm.outage_timeout,
+        stream_idle_timeout=llm.stream_idle_timeout,
+        first_byte_timeout=llm.first_byte_timeout,
+        concurrency=llm.concurrency,
+    )
+    models = [upstream_of(model) for model in sweep_models(llm)]
+    first = models[0]  # each route names its own model's endpoint; this is a fallback
+    return Gateway(first.endpoint, first.api_key, dict(llm.pricing), limits, emit, record, models)
+
+
 async def start_gateway(
     sweep: SweepFile, store: Store, make_sandbox: SandboxFactory, emit: EventSink, tg: anyio.abc.TaskGroup
 ) -> Gateway | None:
@@ -90,22 +106,14 @@ async def start_gateway(
             call.waited,
             call.streamed,
             call.estimated,
+            (call.unpriced, call.abandoned, call.compaction),
         )
 
-    limits = Limits(
-        scenario_cost_cap=llm.scenario_cost_cap,
-        sweep_cost_cap=llm.sweep_cost_cap,
-        outage_timeout=llm.outage_timeout,
-        stream_idle_timeout=llm.stream_idle_timeout,
-        first_byte_timeout=llm.first_byte_timeout,
-        concurrency=llm.concurrency,
-    )
-    first = upstream_of(sweep_models(llm)[0])  # each route names its own model's endpoint; this is a fallback
-    gateway = Gateway(first.endpoint, first.api_key, dict(llm.pricing), limits, emit, record)
+    gateway = build_gateway(llm, emit, record)
     await tg.start(gateway.serve, ["127.0.0.1", *await make_sandbox.llm_hosts()], 0)
     if gateway.port is not None:
         make_sandbox.llm_serving(gateway.port)  # the runtime opens its sandboxes' way to this port only
     return gateway
 
 
-__all__ = ["ModelAccess", "start_gateway", "upstream_of"]
+__all__ = ["ModelAccess", "build_gateway", "start_gateway", "upstream_of"]

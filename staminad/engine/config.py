@@ -254,8 +254,13 @@ def _check(sweep: SweepFile, path: Path) -> None:  # noqa: C901 - one branch per
         if not 1 <= llm.concurrency <= 1024:
             raise bad("llm.concurrency must be 1..1024 calls in flight at once")
         capped = llm.scenario_cost_cap is not None or llm.sweep_cost_cap is not None
-        if capped and price_for(llm.pricing, llm.model) is None:
-            raise bad(f"llm: a cost cap is set but {llm.model!r} has no price: add it to [llm.pricing] or drop the cap")
+        for model in sweep_models(llm) if capped else ():  # every model: a cap blind to one model caps nothing
+            if model.price is None and price_for(llm.pricing, model.name) is None:
+                where = "its [[llm.models]] entry (price = { input = ..., output = ... })" if llm.models else ""
+                raise bad(
+                    f"llm: a cost cap is set but {model.name!r} has no price: add it to "
+                    f"{where or '[llm.pricing]'}{' or [llm.pricing]' if where else ''} or drop the cap"
+                )
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
     from staminad.engine.runtime import runtime_problem  # the registry builds on this module's settings

@@ -11,6 +11,7 @@ from protocol.events import FINAL
 from protocol.messages import ConfigStatus
 from staminad.engine.score import config_tally, counts_text, score_text, standing, tally
 from state.figures import sweep_figures
+from state.money import CallMoney
 from state.store import Store
 
 # One shape for a configuration's figures: what the engine summarises is what the socket sends.
@@ -30,7 +31,7 @@ def summarize_in(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]
     for name in dict.fromkeys(r.configuration for r in figures.scenarios):
         mine = [r for r in figures.scenarios if r.configuration == name]
         t = tally((standing(r.status, r.end_kind, r.tested), r.turns_passed, r.status == "done") for r in mine)
-        cost, tokens = figures.usage.get(name, (0.0, 0))
+        money = figures.usage.get(name, CallMoney())
         statuses: dict[str, int] = {}
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
@@ -44,8 +45,11 @@ def summarize_in(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]
                 pass_rate=t.pass_rate or 0.0,
                 statuses=statuses,
                 infra={k: v for (n, k), v in figures.infra.items() if n == name},
-                cost=cost,
-                tokens=tokens,
+                cost=money.cost,
+                tokens=money.tokens,
+                calls=money.calls,
+                estimated_calls=money.estimated,
+                unpriced_calls=money.unpriced,
                 unscored=t.unscored,
                 scored=t.scored,
                 unfinished=t.unfinished,
@@ -74,7 +78,7 @@ def format_summary(summaries: list[ConfigSummary]) -> str:
             f"{s.scenarios:3} ({status}){'':<{max(0, 26 - len(status))}}  {infra}"
         )
         if metered:
-            line += f"{'':<{max(0, 16 - len(infra))}} {s.tokens:>9,} {s.cost:>8.2f} $"
+            line += f"{'':<{max(0, 16 - len(infra))}} {s.tokens:>9,} {s.cost_text:>9}"
         lines.append(line)
     return "\n".join(lines)
 

@@ -14,6 +14,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 
 import anyio
 import httpx
@@ -51,20 +52,21 @@ class Forwarder:
         raise NotImplementedError
 
     async def _forward(
-        self, route: Route, api: Api, method: str, url: str, headers: dict[str, str], body: bytes
+        self, route: Route, asked: Asked, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> Response:
         t0 = time.monotonic()
         self.stats.in_flight += 1
         try:
-            return await self._forward_counted(route, api, method, url, headers, body, t0)
+            return await self._forward_counted(route, asked, method, url, headers, body, t0)
         finally:
             self.stats.in_flight -= 1  # a stream is still relayed after this: `_relay` counts itself
 
     async def _forward_counted(
-        self, route: Route, api: Api, method: str, url: str, headers: dict[str, str], body: bytes, t0: float
+        self, route: Route, asked: Asked, method: str, url: str, headers: dict[str, str], body: bytes, t0: float
     ) -> Response:
         waited, delay = 0.0, self.limits.backoff_start
         limiter = self.limiter_for(route)
+        api = asked.api
         while True:
             queued = await limiter.acquire()
             route.waited += queued  # waiting for the model's turn is the platform's time, never the agent's
@@ -92,9 +94,13 @@ class Forwarder:
                     if isinstance(exc, httpx.TimeoutException)
                     else f"connection lost after the request was sent ({type(exc).__name__})"
                 )
+                await self._abandoned(route, asked, estimate(asked.sent, 0), 0, t0, waited)
                 return self._unavailable(route, f"upstream {lost}; not sent again, it may still be processing it")
-            except BaseException:
+            except BaseException:  # cancelled (the sweep stopped, the attempt ended) with the request out
                 limiter.release()
+                with anyio.CancelScope(shield=True):
+                    status = upstream.status_code if upstream is not None else 0
+                    await self._abandoned(route, asked, estimate(asked.sent, 0), status, t0, waited)
                 raise
             limiter.release()  # nobody holds a slot through a backoff
             jittered = delay * random.uniform(0.5, 1.0)  # spreads retries; no secret
@@ -125,33 +131,47 @@ class Forwarder:
             if k.lower() in ("content-type", "x-request-id", "request-id", "openai-processing-ms")
         }
         if "text/event-stream" in upstream.headers.get("content-type", ""):
-            stream = self._relay(route, api, upstream, t0, waited, len(body), model_of(body))
+            stream = self._relay(route, asked, upstream, t0, waited)
             await anext(stream)  # started, so that closing it (the server always does) releases its slot
             return Response(upstream.status_code, out_headers, stream=stream)
+        data = bytearray()
         try:
-            data = await _read_all(upstream, self.limits.stream_idle_timeout)
+            await _read_all(upstream, self.limits.stream_idle_timeout, data)
         except (httpx.HTTPError, TimeoutError, ValueError) as exc:
             self.stats.error("broken")
+            await self._abandoned(route, asked, estimate(asked.sent, len(data)), upstream.status_code, t0, waited)
             return self._unavailable(route, f"upstream response broke off: {type(exc).__name__}")
+        except BaseException:  # cancelled while the answer came in: billed all the same
+            with anyio.CancelScope(shield=True):
+                usage = estimate(asked.sent, len(data))
+                await self._abandoned(route, asked, usage, upstream.status_code, t0, waited)
+            raise
         finally:
             limiter.release()
-        if refusal := context_refusal(upstream.status_code, data):
+        if refusal := context_refusal(upstream.status_code, bytes(data)):
             self._exhausted(route, refusal)
-        usage, model = from_body(api, data)
+        usage, model = from_body(api, bytes(data))
         self.stats.first_token.observe(time.monotonic() - t0)  # whole answers: the first token came with the rest
         if not usage.reported and upstream.is_success and api != "other":  # listings, counts: free
-            usage = estimate(len(body), len(data))
-        requested = model_of(body)
-        await self._account(
-            route, api, model or requested, usage, upstream.status_code, t0, waited, streamed=False, requested=requested
-        )
-        return Response(upstream.status_code, out_headers, data)
+            usage = estimate(asked.sent, len(data))
+        await self._account(route, asked, model or asked.requested, usage, upstream.status_code, t0, waited)
+        return Response(upstream.status_code, out_headers, bytes(data))
+
+    async def _abandoned(
+        self, route: Route, asked: Asked, usage: Usage, status: int, t0: float, waited: float, streamed: bool = False
+    ) -> None:
+        """Meter a call the upstream got but nobody saw through (it gave no answer in time, broke off, or the
+        attempt ended first): the endpoint may bill it, so it is counted, estimated where it reported nothing."""
+        if asked.api == "other":  # listings, counts: free
+            return
+        await self._account(route, asked, asked.requested, usage, status, t0, waited, streamed, abandoned=True)
 
     async def _relay(
-        self, route: Route, api: Api, upstream: httpx.Response, t0: float, waited: float, sent: int, requested: str
+        self, route: Route, asked: Asked, upstream: httpx.Response, t0: float, waited: float
     ) -> AsyncGenerator[bytes]:
+        api = asked.api
         meter = StreamMeter(api)
-        first = True
+        first, ended = True, False
         self.stats.in_flight += 1
         try:
             yield b""  # the priming step (an empty chunk is not sent)
@@ -161,6 +181,7 @@ class Forwarder:
                     first = False
                 meter.feed(chunk)
                 yield chunk
+            ended = True
         except (httpx.HTTPError, TimeoutError) as exc:
             self.stats.error("broken")
             self._unavailable(route, f"stream broke off: {type(exc).__name__}")
@@ -176,10 +197,12 @@ class Forwarder:
                     self._unavailable(route, f"provider error inside the stream: {meter.error}")
                 usage = meter.usage
                 if not usage.reported and upstream.is_success and api != "other":  # listings, counts: free
-                    usage = estimate(sent, meter.size)
-                model = meter.model or requested
+                    usage = estimate(asked.sent, meter.size)
+                elif not ended and not usage.output and api != "other":  # cut before its closing usage: guessed
+                    usage = Usage(usage.input, meter.size // 4, usage.cached, estimated=True)
+                model = meter.model or asked.requested
                 status = upstream.status_code
-                await self._account(route, api, model, usage, status, t0, waited, streamed=True, requested=requested)
+                await self._account(route, asked, model, usage, status, t0, waited, True, abandoned=not ended)
 
     def _exhausted(self, route: Route, words: str) -> None:
         """A call was over the model's context window: the harness hears it; the engine judges what follows."""
@@ -191,21 +214,21 @@ class Forwarder:
     async def _account(
         self,
         route: Route,
-        api: Api,
+        asked: Asked,
         model: str,
         usage: Usage,
         status: int,
         t0: float,
         waited: float,
-        streamed: bool,
-        requested: str = "",
+        streamed: bool = False,
+        abandoned: bool = False,
     ) -> None:
         # A server may name its model otherwise than the request did (a local path, a provider prefix).
         own = route.upstream.price if route.upstream is not None else None
-        price = own if own is not None else price_for(self.pricing, model) or price_for(self.pricing, requested)
-        if price is None and model not in self._unpriced:  # counted in tokens, but no cap can see it
+        price = own if own is not None else price_for(self.pricing, model) or price_for(self.pricing, asked.requested)
+        if price is None and model not in self._unpriced:  # counted in tokens and marked unpriced in every view
             self._unpriced.add(model)
-            log.warning("gateway: model %.200r has no price in [llm.pricing]: its calls are recorded at $0", model)
+            log.warning("gateway: model %.200r has no price in [llm.pricing]: its calls are recorded unpriced", model)
         spent = cost(usage, price)
         route.spent += spent
         self.sweep_spent += spent
@@ -213,6 +236,8 @@ class Forwarder:
         stats.spent = self.sweep_spent
         stats.tokens_in, stats.tokens_out = stats.tokens_in + usage.input, stats.tokens_out + usage.output
         stats.tokens_cached += usage.cached
+        for basis, counted in (("estimated", usage.estimated), ("unpriced", price is None), ("abandoned", abandoned)):
+            stats.flagged[basis] = stats.flagged.get(basis, 0) + counted
         stats.responses[status] = stats.responses.get(status, 0) + 1
         stats.latency.observe(time.monotonic() - t0)
         call = Call(
@@ -220,7 +245,7 @@ class Forwarder:
             scenario_id=route.scenario_id,
             attempt_id=route.attempt_id,
             turn=route.turn,
-            api=api,
+            api=asked.api,
             model=model,
             usage=usage,
             cost=spent,
@@ -229,6 +254,9 @@ class Forwarder:
             waited=waited,
             streamed=streamed,
             estimated=usage.estimated,
+            unpriced=price is None,
+            abandoned=abandoned,
+            compaction=asked.compaction,
         )
         if self.record is not None:
             await self.record(call)
@@ -242,6 +270,9 @@ class Forwarder:
                 cached=usage.cached,
                 cost=round(spent, 6),
                 status=status,
+                estimated=usage.estimated,
+                unpriced=price is None,
+                abandoned=abandoned,
             )
         )
 
@@ -249,6 +280,16 @@ class Forwarder:
         route.unavailable = route.unavailable or reason
         self.emit(LlmUnavailable(scenario=route.scenario_id, turn=route.turn, reason=reason))
         return gateway_error(503, f"model endpoint unavailable: {reason}")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a request asked for, as its accounting needs it."""
+
+    api: Api
+    requested: str  # the model the request names ('' when none): the price of a call whose answer does not say
+    sent: int  # bytes of the request body (an estimate's input when the provider reports nothing)
+    compaction: bool = False  # the harness said (COMPACTION_HEADER) that this call summarises its context
 
 
 class StreamBroken(Exception):
@@ -289,16 +330,16 @@ async def _chunks(upstream: httpx.Response, idle: float) -> AsyncIterator[bytes]
         yield chunk
 
 
-async def _read_all(upstream: httpx.Response, idle: float) -> bytes:
-    data = bytearray()
+async def _read_all(upstream: httpx.Response, idle: float, data: bytearray) -> None:
+    """The whole answer into `data` (what came before a failure stays there, for the estimate)."""
     try:
         async for chunk in _chunks(upstream, idle):
             data += chunk
             if len(data) > MAX_RESPONSE:
                 raise ValueError("response too large")
     finally:
-        await upstream.aclose()
-    return bytes(data)
+        with anyio.CancelScope(shield=True):
+            await upstream.aclose()
 
 
-__all__ = ["Forwarder", "StreamBroken", "gateway_error", "model_of"]
+__all__ = ["Asked", "Forwarder", "StreamBroken", "gateway_error", "model_of"]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from collections.abc import Sequence
 
 import anyio
 import httpx
@@ -41,7 +42,7 @@ from protocol.errors import UsageError
 from protocol.events import LlmCapped
 from staminad.gateway.allow import SUMMARY, upstream_target
 from staminad.gateway.errors import context_refusal
-from staminad.gateway.forward import Forwarder, gateway_error
+from staminad.gateway.forward import Asked, Forwarder, gateway_error, model_of
 from staminad.gateway.http import Request, Response, serve_connection
 from staminad.gateway.limit import EndpointLimiter, LimiterStats
 from staminad.gateway.pricing import Price
@@ -51,6 +52,9 @@ from staminad.gateway.usage import api_of, with_stream_usage
 
 OVERSIZED_KEPT = 16  # per route: context refusals answered again without reaching the upstream
 FORWARD_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
+# A harness's driver sets it to 1 on the call that summarises its context (mini-swe-agent's compaction): that call
+# is recorded as the attempt's compaction. Never forwarded.
+COMPACTION_HEADER = "x-staminabench-compaction"
 REFUSALS_LOGGED = 20  # per route (and for unknown routes together): a probing agent cannot flood the daemon's log
 
 log = logging.getLogger(__name__)
@@ -67,17 +71,28 @@ class Gateway(Forwarder):
         limits: Limits,
         emit: Sink,
         record: Recorder | None = None,
+        models: Sequence[Upstream] = (),
     ) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.api_key = api_key
-        self.upstream = Upstream(self.endpoint, api_key)  # for a route given no model's endpoint of its own
         self.pricing, self.limits, self.emit, self.record = pricing, limits, emit, record
         self.routes: dict[str, Route] = {}
         self.by_scenario: dict[int, Route] = {}
         self.sweep_spent = 0.0
         self.unrouted = 0  # requests for no known route
-        self.limiter = EndpointLimiter(self.endpoint, limits.concurrency)  # the gateway's own endpoint's
-        self._limiters: dict[str, EndpointLimiter] = {self.endpoint: self.limiter}
+        # One limiter per endpoint, made before any call, with the smallest concurrency a model served there names:
+        # a fallback made first with `[llm] concurrency` would otherwise stand in for the first model's own limit.
+        ceilings: dict[str, int] = {self.endpoint: limits.concurrency}
+        named: dict[str, int] = {}
+        for model in models:
+            where = model.endpoint.rstrip("/")
+            ceilings.setdefault(where, limits.concurrency)
+            if model.concurrency is not None:
+                named[where] = min(named.get(where, model.concurrency), model.concurrency)
+        ceilings |= named
+        self._limiters = {where: EndpointLimiter(where, ceiling) for where, ceiling in ceilings.items()}
+        # For a route given no model's endpoint of its own.
+        self.upstream = Upstream(self.endpoint, api_key, concurrency=ceilings[self.endpoint])
         self._unpriced: set[str] = set()
         # No pool bound or pool timeout: the limiter bounds connections, and a queued call is no outage.
         self.client = httpx.AsyncClient(
@@ -87,7 +102,7 @@ class Gateway(Forwarder):
             trust_env=False,
         )
         self.port: int | None = None
-        self.stats = EndpointStats(endpoint=self.endpoint, cap=limits.sweep_cost_cap)
+        self.stats = EndpointStats(endpoint=self.endpoint, cap=limits.sweep_cost_cap, endpoints=self.endpoint_stats)
 
     # --- routes -------------------------------------------------------------------------------
 
@@ -126,7 +141,7 @@ class Gateway(Forwarder):
         the concurrency its model names (the sweep's `[llm] concurrency` otherwise)."""
         upstream = route.upstream or self.upstream
         limiter = self._limiters.get(upstream.endpoint)
-        if limiter is None:
+        if limiter is None:  # an endpoint no model listed at the start named
             limiter = EndpointLimiter(upstream.endpoint, upstream.concurrency or self.limits.concurrency)
             self._limiters[upstream.endpoint] = limiter
         return limiter
@@ -198,7 +213,8 @@ class Gateway(Forwarder):
         if (oversized := route.oversized.get(digest)) is not None:  # sent again as it was: it cannot fit now either
             self._exhausted(route, context_refusal(oversized.status, oversized.body))
             return Response(oversized.status, dict(oversized.headers), oversized.body)
-        response = await self._forward(route, api, request.method, f"{upstream.endpoint}/{target}", headers, body)
+        asked = Asked(api, model_of(body), len(body), compaction=request.headers.get(COMPACTION_HEADER) == "1")
+        response = await self._forward(route, asked, request.method, f"{upstream.endpoint}/{target}", headers, body)
         kept = len(route.oversized) < OVERSIZED_KEPT
         if response.stream is None and kept and context_refusal(response.status, response.body):
             route.oversized[digest] = response
@@ -227,4 +243,4 @@ class Gateway(Forwarder):
 
 
 # The shapes the Gateway's API takes, re-exported: the engine (engine/access.py) imports them here.
-__all__ = ["Call", "Gateway", "Limits", "Route", "Upstream"]
+__all__ = ["COMPACTION_HEADER", "Call", "Gateway", "Limits", "Route", "Upstream"]

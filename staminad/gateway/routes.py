@@ -59,6 +59,8 @@ class Route:
 
 @dataclass
 class Call:
+    """One model call as the store records it."""
+
     sweep: str
     scenario_id: int
     attempt_id: int | None
@@ -72,6 +74,9 @@ class Call:
     waited: float
     streamed: bool
     estimated: bool = False  # the provider reported no usage: tokens counted from bytes
+    unpriced: bool = False  # no price for its model: `cost` is 0 but unknown, and every view says so
+    abandoned: bool = False  # the upstream got it but nobody saw it through (no answer in time, cut, cancelled)
+    compaction: bool = False  # the harness summarised its context with this call (COMPACTION_HEADER)
 
 
 __all__ = ["Call", "Limits", "Recorder", "Route", "Sink", "Upstream"]

@@ -9,7 +9,10 @@ any metrics library; the daemon's collector turns these into series at scrape ti
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from staminad.gateway.limit import LimiterStats
 
 # Seconds: a local model answers a short prompt in tens of milliseconds, a long agent turn in minutes.
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -48,6 +51,9 @@ class EndpointStats:
     retrying: int = 0  # requests waiting out upstream trouble before trying again
     responses: dict[int, int] = field(default_factory=dict)  # upstream status -> answers passed on
     errors: dict[str, int] = field(default_factory=dict)  # "429", "5xx", "timeout", "unreachable", "broken"
+    # Calls whose money is not exact: "estimated" (no usage reported), "unpriced" (no price), "abandoned".
+    flagged: dict[str, int] = field(default_factory=dict)
+    endpoints: Callable[[], list[LimiterStats]] | None = None  # each endpoint's adaptive limit, calls in flight
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0

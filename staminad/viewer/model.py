@@ -29,6 +29,7 @@ from staminad.sandbox.bounded import bounded_tail
 from staminad.sandbox.codekeep import KeptCode
 from staminad.viewer.rows import ConfigSummary, Curve, GridRow, Pair, SweepLine
 from state import browse
+from state.money import CallMoney, total
 from state.scenarios import StoredScenario
 from state.store import Progress
 
@@ -114,7 +115,7 @@ def _config_summary(
     c: browse.ConfigurationRecord,
     scen: list[browse.ScenarioRecord],
     n_turns: int,
-    usage: dict[int, tuple[float, int]],
+    usage: dict[int, CallMoney],
     where: dict[int, Standing],
     sweep_status: SweepStatus,
 ) -> ConfigSummary:
@@ -122,8 +123,7 @@ def _config_summary(
     statuses: dict[ScenarioStatus, int] = {}
     for s in scen:
         statuses[s.status] = statuses.get(s.status, 0) + 1
-    cost = sum(usage.get(s.id, (0.0, 0))[0] for s in scen)
-    tokens = sum(usage.get(s.id, (0.0, 0))[1] for s in scen)
+    money = total(usage[s.id] for s in scen if s.id in usage)
     return ConfigSummary(
         name=c.name,
         agent=c.agent,
@@ -142,8 +142,8 @@ def _config_summary(
         counts=counts_text(t),
         not_final=not_final(t, sweep_status),
         statuses=statuses,
-        cost=cost if tokens or cost else None,
-        tokens=tokens or None,
+        cost=money.text() if money.calls else None,
+        tokens=money.tokens or None,
         n_turns=n_turns,
     )
 
@@ -271,7 +271,7 @@ def scenario_page(conn: sqlite3.Connection, sweep_id: str, configuration: str, s
         "attempts": attempts,
         "events": browse.infra_events(conn, sc.id),
         "updated": when(sc.updated_at),
-        "cost": sum(u.cost for u in usage.values()) or None,
+        "cost": total(u.money for u in usage.values()).text() if usage else None,
     }
 
 

@@ -32,7 +32,7 @@ class ConfigSummary(msgspec.Struct, frozen=True, kw_only=True):
     counts: str  # `n=3; 1 unfinished, ...` (`staminad.engine.score.counts_text`)
     not_final: str  # why its numbers may still change, or ""
     statuses: dict[ScenarioStatus, int]  # scenarios per status
-    cost: float | None  # US dollars through the gateway; None when it recorded nothing
+    cost: str | None  # US dollars through the gateway, estimates and unpriced calls marked; None without calls
     tokens: int | None
     n_turns: int
 

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
 from protocol import Cancel, Pause, Resume, SweepInfo
+from protocol.units import dollars
 from protocol.usage import hint
 from tui.components.banner import Banner
 from tui.components.confirm import Confirm
@@ -267,7 +268,14 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
             _count(sum(c.statuses.get("running", 0) for c in configs) if live else 0),
             *_failures({k: sum(c.statuses.get(k, 0) for c in configs) for k in ("failed", "infra_failed")}, infra),
             f"{tokens:,}" if tokens else "-",
-            f"${sum(c.cost for c in configs):.2f}" if tokens else "-",
+            dollars(
+                sum(c.cost for c in configs),
+                sum(c.calls for c in configs),
+                sum(c.estimated_calls for c in configs),
+                sum(c.unpriced_calls for c in configs),
+            )
+            if tokens
+            else "-",
         )
     ]
     for n, c in enumerate(configs):
@@ -290,7 +298,7 @@ def _rows(info: SweepInfo, now: float) -> list[tuple[Any, ...]]:
                 _count(c.statuses.get("running", 0) if live else 0),
                 *_failures(c.statuses, c.infra),
                 f"{c.tokens:,}" if c.tokens else "-",
-                f"${c.cost:.2f}" if c.tokens else "-",
+                c.cost_text if c.tokens else "-",
             )
         )
     return rows

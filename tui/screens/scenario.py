@@ -250,8 +250,8 @@ def _cells(a: AttemptSummary) -> tuple[Any, ...]:
         "-" if a.harness_exit is None else str(a.harness_exit),
         _seconds(a.harness_seconds),
         _seconds(a.suite_seconds),
-        f"{a.tokens:,}" if a.tokens else "-",
-        f"${a.cost:.2f}" if a.tokens else "-",
+        (f"{a.tokens:,}" if a.tokens else "-") + (f" (compacted {a.compactions}x)" if a.compactions else ""),
+        a.cost_text if a.tokens else "-",
     )
 
 
@@ -298,7 +298,8 @@ def render_attempt(texts: AttemptTexts, a: AttemptSummary | None, code: CodeChan
         parts.append(
             f"harness exit {a.harness_exit if a.harness_exit is not None else '-'} after "
             f"{_seconds(a.harness_seconds)} s; suite {_seconds(a.suite_seconds)} s; "
-            + (f"{a.tokens:,} tokens, ${a.cost:.2f}" if a.tokens else "no model calls metered")
+            + (f"{a.tokens:,} tokens, {a.cost_text}" if a.tokens else "no model calls metered")
+            + (f", context compacted {a.compactions}x" if a.compactions else "")
         )
     parts += ["", f"[b u]prompt ({texts.prompt_kind})[/b u]", _clip(texts.prompt)]
     if texts.feedback:

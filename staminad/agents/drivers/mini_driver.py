@@ -8,7 +8,8 @@ one step. Prints one JSON line for the launcher: session id, exit status and the
 Like the paper's modified mini-swe-agent, it compacts its context: when the conversation's estimated size
 passes a share (STAMINA_MINI_COMPACT_AT, 0.8) of the model's context window (STAMINA_MINI_CONTEXT_WINDOW, set
 from the sweep's model; no window, no compaction), the older steps are replaced by a summary the model writes
-(one call through the gateway, metered like the rest), keeping the system prompt, the first task, the current
+(one call through the gateway, metered like the rest and marked with a header so the attempt records that it
+compacted), keeping the system prompt, the first task, the current
 prompt and the most recent steps. If the summary call fails they are dropped with a note instead.
 """
 
@@ -30,6 +31,7 @@ SUMMARY = """Summarise the conversation so far for yourself, to continue the wor
 are removed: the task and every change requested, what was done and where (files, functions), how the project is
 run and tested, what is still open. Be specific and complete; do not call any tool."""
 RECENT = 6  # messages kept whole at the end of the conversation
+COMPACTION_HEADER = "x-staminabench-compaction"  # staminad.gateway.proxy.COMPACTION_HEADER (not importable here)
 
 
 def estimate(messages: list[dict]) -> int:
@@ -114,7 +116,11 @@ def main() -> int:
         plain = [{k: v for k, v in m.items() if k != "extra"} for m in older]
         asked = [*plain, {"role": "user", "content": SUMMARY}]
         reply = litellm.completion(
-            model=f"openai/{args.model}", messages=asked, api_base=base, api_key=os.environ.get("OPENAI_API_KEY")
+            model=f"openai/{args.model}",
+            messages=asked,
+            api_base=base,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            extra_headers={COMPACTION_HEADER: "1"},  # the gateway records this call as the attempt's compaction
         )
         used = getattr(reply, "usage", None)
         count({key: getattr(used, key, 0) for key in usage})
