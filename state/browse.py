@@ -25,7 +25,7 @@ from protocol.kinds import (
     UnknownWord,
     known_scenario_status,
 )
-from state.money import CallMoney, money_columns, money_of
+from state.money import CallMoney, flag_columns, money_columns, money_of
 from state.queries import decode_results
 from state.rows import DamagedRow, decode_row
 from state.schema import MIGRATIONS
@@ -259,7 +259,7 @@ def usage_by_attempt(conn: sqlite3.Connection, scenario_id: int) -> dict[int, At
     """Tokens, cost and model calls per attempt id of the scenario (empty for a store without a gateway)."""
     if not has_table(conn, "llm_calls"):
         return {}
-    flags = money_columns(conn).split(", ")[-4:]  # estimated, unpriced, abandoned, compaction: 0 where not recorded
+    flags = flag_columns(conn)  # estimated, unpriced, abandoned, compaction: 0 where not recorded
     sql = (
         "SELECT attempt_id, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, "
         "SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens, SUM(cost) AS cost, "

@@ -38,12 +38,16 @@ class CallMoney(msgspec.Struct, frozen=True, kw_only=True):
 def money_columns(conn: sqlite3.Connection | None = None, alias: str = "l") -> str:
     """The SELECT list that sums `alias` (llm_calls) rows into CallMoney's fields, in its order; `conn` (a reader
     of a store that may be older) reads a flag it lacks as 0, None takes the latest schema."""
+    tokens = f"COALESCE(SUM({alias}.input_tokens + {alias}.output_tokens), 0)"
+    return f"TOTAL({alias}.cost), {tokens}, COUNT(*), {', '.join(flag_columns(conn, alias))}"
+
+
+def flag_columns(conn: sqlite3.Connection | None = None, alias: str = "l") -> list[str]:
+    """The sums of FLAGS over `alias` (llm_calls) rows, one SELECT expression each (see `money_columns`)."""
     have = set(FLAGS)
     if conn is not None:
         have = {row[1] for row in conn.execute("PRAGMA table_info(llm_calls)")} & have
-    flags = ", ".join(f"COALESCE(SUM({alias}.{flag}), 0)" if flag in have else "0" for flag in FLAGS)
-    tokens = f"COALESCE(SUM({alias}.input_tokens + {alias}.output_tokens), 0)"
-    return f"TOTAL({alias}.cost), {tokens}, COUNT(*), {flags}"
+    return [f"COALESCE(SUM({alias}.{flag}), 0)" if flag in have else "0" for flag in FLAGS]
 
 
 def money_of(row: Any, start: int = 0) -> CallMoney:
@@ -67,4 +71,4 @@ def total(parts: Any) -> CallMoney:
     return CallMoney(**sums)
 
 
-__all__ = ["FLAGS", "CallMoney", "money_columns", "money_of", "total"]
+__all__ = ["FLAGS", "CallMoney", "flag_columns", "money_columns", "money_of", "total"]

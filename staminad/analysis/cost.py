@@ -61,7 +61,7 @@ def _study(conn: sqlite3.Connection, sweeps: list[str], points: int) -> CostStud
                 )
             )
     money = _money(conn, sweeps)
-    spent = ", ".join(f"{name} {m.text()}" for name, m in money.items())
+    spent = ", ".join(f"{name} {money.get(name, CallMoney()).text()}" for name in found)
     marks = _marks(list(money.values()))
     total = sum(x.cost for xs in found.values() for x in xs)
     if total <= 0:

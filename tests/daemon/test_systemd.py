@@ -46,6 +46,28 @@ def test_unit_runs_as_its_own_user_with_a_low_exposure(tmp_path: Path) -> None:
     assert {"User=/DynamicUser=", "CapabilityBoundingSet=~CAP_SYS_ADMIN", "NoNewPrivileges="} <= passed, report
 
 
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
+def test_unit_lets_the_daemon_reach_the_gpus_and_no_other_hardware(tmp_path: Path) -> None:
+    """No private /dev (it hides /dev/nvidia*): a closed device policy allowing the NVIDIA devices NVML opens."""
+    exe = Path(sys.executable).with_name("staminad")
+    unit = tmp_path / "staminad.service"
+    unit.write_text(UNIT.read_text().replace("/opt/staminabench/.venv/bin/staminad", str(exe)))
+    done = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", "--no-pager", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = {line.split()[1]: line for line in done.stdout.splitlines() if line[:1] and line[0] in "✓✗"}
+    settings = [line.strip() for line in UNIT.read_text().splitlines() if not line.startswith("#")]
+    assert "PrivateDevices=no" in settings and "DevicePolicy=closed" in settings, settings
+    assert {"DeviceAllow=char-nvidia-frontend rw", "DeviceAllow=char-nvidia-caps r"} <= set(settings)
+    acl = lines["DeviceAllow="]  # the ACL systemd computed: the pseudo devices' closed set, and the NVIDIA ones
+    assert "char-nvidia-frontend:rw" in acl and "char-nvidia-caps:r" in acl and "block-" not in acl, acl
+    assert all(lines[f"CapabilityBoundingSet=~CAP_{c}"].startswith("✓") for c in ("MKNOD", "SYS_RAWIO"))
+    assert lines["SystemCallFilter=~@raw-io"].startswith("✓"), lines["SystemCallFilter=~@raw-io"]
+
+
 def test_daemon_notifies_systemd_when_ready(tmp_path: Path) -> None:
     """With NOTIFY_SOCKET set (Type=notify), the daemon sends READY=1 once its socket serves."""
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
