@@ -52,6 +52,7 @@ class SweepRecord(msgspec.Struct, frozen=True, kw_only=True):
     paused_seconds: float = 0.0
     paused_at: float | None = None
     reason: str = ""
+    planned: int | None = None  # scenarios per configuration it lays out (None: from before it was recorded)
 
 
 class SweepCounts(msgspec.Struct, frozen=True, kw_only=True):

@@ -22,20 +22,23 @@ class ScenarioFigures(msgspec.Struct, frozen=True):
     turns_passed: int
     end_kind: str | None
     tested: bool
+    started: bool = False  # it has an attempt
 
 
 class SweepFigures(msgspec.Struct, frozen=True):
     scenarios: list[ScenarioFigures]  # in configuration and seed order
     infra: dict[tuple[str, str], int]  # infra events per (configuration, kind)
     usage: dict[str, CallMoney]  # the model calls of each configuration
-    models: dict[str, str]  # each configuration's model ('' for none)
+    models: dict[str, str]  # each configuration's model ('' for none), every configuration in order
+    planned: int | None = None  # scenarios per configuration the sweep lays out (None: not recorded)
 
 
 def sweep_figures(conn: sqlite3.Connection, sweep_id: str) -> SweepFigures:
     scenarios = conn.execute(
         "SELECT c.name, s.id, s.status, s.turns_passed, (SELECT a.infra_kind FROM attempts a "
         "WHERE a.scenario_id = s.id ORDER BY a.turn DESC, a.attempt DESC, a.infra_try DESC LIMIT 1), "
-        "EXISTS (SELECT 1 FROM attempts a WHERE a.scenario_id = s.id AND a.outcome IN ('pass', 'fail')) "
+        "EXISTS (SELECT 1 FROM attempts a WHERE a.scenario_id = s.id AND a.outcome IN ('pass', 'fail')), "
+        "EXISTS (SELECT 1 FROM attempts a WHERE a.scenario_id = s.id) "
         "FROM scenarios s JOIN configurations c ON c.id = s.config_id WHERE c.sweep_id = ? ORDER BY c.id, s.seed",
         (sweep_id,),
     ).fetchall()
@@ -50,10 +53,16 @@ def sweep_figures(conn: sqlite3.Connection, sweep_id: str) -> SweepFigures:
         "WHERE c.sweep_id = ? GROUP BY c.name",
         (sweep_id,),
     ).fetchall()
-    models = conn.execute("SELECT name, model FROM configurations WHERE sweep_id = ?", (sweep_id,)).fetchall()
+    models = conn.execute(
+        "SELECT name, model FROM configurations WHERE sweep_id = ? ORDER BY id", (sweep_id,)
+    ).fetchall()
+    planned = conn.execute("SELECT planned FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
     return SweepFigures(
-        scenarios=[ScenarioFigures(str(r[0]), int(r[1]), str(r[2]), int(r[3]), r[4], bool(r[5])) for r in scenarios],
+        scenarios=[
+            ScenarioFigures(str(r[0]), int(r[1]), str(r[2]), int(r[3]), r[4], bool(r[5]), bool(r[6])) for r in scenarios
+        ],
         infra={(str(r[0]), str(r[1])): int(r[2]) for r in infra},
         usage={str(r[0]): money_of(r, 1) for r in usage},
         models={str(r[0]): str(r[1]) for r in models},
+        planned=int(planned[0]) if planned and planned[0] is not None else None,
     )

@@ -31,6 +31,14 @@ def sweep_turns(conn: sqlite3.Connection, sweep_id: str) -> int:
     return int(row["turns"] or 0) if row else 0
 
 
+def sweep_planned(conn: sqlite3.Connection, sweep_id: str) -> int | None:
+    """Scenarios per configuration the sweep lays out (None for a store from before it was recorded)."""
+    if "planned" not in {r[1] for r in conn.execute("PRAGMA table_info(sweeps)")}:
+        return None
+    row = conn.execute("SELECT planned FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+    return int(row["planned"]) if row and row["planned"] is not None else None
+
+
 def sweep_status(conn: sqlite3.Connection, sweep_id: str) -> str:
     row = conn.execute("SELECT status FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
     return str(row["status"] or "") if row else ""

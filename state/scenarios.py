@@ -54,8 +54,10 @@ class ScenarioRecords(Database):
         )
         return False
 
-    async def set_sweep_turns(self, sweep_id: str, turns: int) -> None:
-        await self._write("UPDATE sweeps SET turns = ? WHERE id = ?", (turns, sweep_id))
+    async def set_sweep_turns(self, sweep_id: str, turns: int, planned: int | None = None) -> None:
+        """The sweep's horizon N and, when given, the scenarios per configuration it lays out (`planned`)."""
+        sql = "UPDATE sweeps SET turns = ?, planned = COALESCE(?, planned) WHERE id = ?"
+        await self._write(sql, (turns, planned, sweep_id))
 
     async def set_sweep_status(
         self, sweep_id: str, status: SweepStatus, now: float | None = None, reason: str = ""

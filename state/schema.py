@@ -123,8 +123,10 @@ MIGRATIONS: tuple[str, ...] = (
     # 14: the model a configuration runs on (models are a matrix axis); '' for one stored before, or none.
     "ALTER TABLE configurations ADD COLUMN model TEXT NOT NULL DEFAULT '';",
     # 15: a model call's money that is not exact: no price for its model (its cost is unknown, not $0); abandoned
-    # (the endpoint got it, nobody saw it through: estimated); the harness's compaction of its context.
+    # (the endpoint got it, nobody saw it through: estimated); the harness's compaction of its context. And the
+    # scenarios per configuration a sweep lays out (lazily): every view's totals count those not yet recorded.
     """
+    ALTER TABLE sweeps ADD COLUMN planned INTEGER;
     ALTER TABLE llm_calls ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE llm_calls ADD COLUMN abandoned INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE llm_calls ADD COLUMN compaction INTEGER NOT NULL DEFAULT 0;

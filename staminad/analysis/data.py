@@ -39,6 +39,7 @@ class ConfigData(msgspec.Struct, frozen=True, kw_only=True):
     scenarios: tuple[ScenarioData, ...]
     sweep_status: str = ""  # the sweep's status when loaded (running, paused, finished, cancelled, error)
     model: str = ""  # the model it ran on ("" when stored before models were an axis, or none)
+    planned: int | None = None  # scenarios it lays out (some maybe not recorded yet); None: not recorded
 
     def by_seed(self) -> dict[int, ScenarioData]:
         return {s.seed: s for s in self.scenarios}
@@ -57,6 +58,7 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
         for sweep in wanted:
             n_turns = queries.sweep_turns(conn, sweep)
             sweep_status = queries.sweep_status(conn, sweep)
+            planned = queries.sweep_planned(conn, sweep)
             for c in queries.configurations(conn, sweep):
                 scenarios = []
                 for s in queries.scenarios(conn, c["id"]):
@@ -93,6 +95,7 @@ def load(db: Path, sweeps: list[str] | None = None) -> list[ConfigData]:
                         sweep_status=sweep_status,
                         # a store not yet migrated has no model column; `in` on a Row tests values, not keys
                         model=c["model"] if "model" in c.keys() else "",  # noqa: SIM118
+                        planned=planned,
                     )
                 )
         return out

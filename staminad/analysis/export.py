@@ -139,7 +139,7 @@ def rows(configs: list[ConfigData], db: Path | None = None) -> list[dict[str, An
     out = []
     for c in configs:
         for s in c.scenarios:
-            where = standing(s.status, end_kind(s), bool(agent_attempts(s)))
+            where = standing(s.status, end_kind(s), bool(agent_attempts(s)), bool(s.attempts))
             for a in s.attempts:
                 tested = a.outcome in ("pass", "fail")
                 out.append(

@@ -46,7 +46,7 @@ from staminad.analysis.reportdata import (
     to_json,
 )
 from staminad.analysis.stats import holm, kaplan_meier, logrank, rmst_bootstrap, wilcoxon_paired
-from staminad.engine.score import Standing, Tally, not_final, standing, tally, turns_words
+from staminad.engine.score import Standing, Tally, not_final, standing, tally, turns_words, unrecorded
 
 
 def _column(c: ConfigData) -> str:
@@ -65,12 +65,13 @@ def scored(s: ScenarioData) -> bool:
 
 
 def _standing(s: ScenarioData) -> Standing:
-    return standing(s.status, end_kind(s), bool(agent_attempts(s)))
+    return standing(s.status, end_kind(s), bool(agent_attempts(s)), bool(s.attempts))
 
 
 def tally_of(c: ConfigData) -> Tally:
     """The configuration's figures and denominators by the shared rule (`staminad.engine.score.tally`)."""
-    return tally((_standing(s), s.turns_passed, s.status == "done") for s in c.scenarios)
+    missing = unrecorded(c.planned, len(c.scenarios))  # laid out lazily, not recorded yet: never run
+    return tally(((_standing(s), s.turns_passed, s.status == "done") for s in c.scenarios), missing)
 
 
 def _not_final(configs: list[ConfigData]) -> list[str]:
@@ -78,7 +79,9 @@ def _not_final(configs: list[ConfigData]) -> list[str]:
     out = []
     for sweep in dict.fromkeys(c.sweep for c in configs):
         mine = [c for c in configs if c.sweep == sweep]
-        everything = tally((_standing(s), s.turns_passed, s.status == "done") for c in mine for s in c.scenarios)
+        missing = sum(unrecorded(c.planned, len(c.scenarios)) for c in mine)
+        rows = ((_standing(s), s.turns_passed, s.status == "done") for c in mine for s in c.scenarios)
+        everything = tally(rows, missing)
         note = not_final(everything, mine[0].sweep_status or None)
         if note:
             out.append(f"{sweep}: {note}")
@@ -230,7 +233,7 @@ def build(configs: list[ConfigData], n_boot: int = 2000) -> Report:
         turns=sorted({turns_words(c.n_turns) for c in configs}),
         configurations=[_row(c, where[c.name]) for c in configs],
         scenarios={
-            c.name: Counts(scored=len(c.scenarios), **where[c.name], total=len(full.scenarios))
+            c.name: Counts(scored=len(c.scenarios), **where[c.name], total=tally_of(full).total)
             for c, full in zip(configs, everything, strict=True)
         },
         table=_table(configs, row_of, where),

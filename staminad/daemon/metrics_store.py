@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from staminad.engine.score import unrecorded
 from state.queries import connect_readonly
 
 FINISHED_KEPT = 5  # finished, cancelled or failed sweeps still exported, newest first
@@ -86,6 +87,7 @@ def _read(conn: sqlite3.Connection) -> StoreFigures:
     ):
         out.scenarios[(r[0], r[1], r[2])] = r[3]
         out.turns_passed[(r[0], r[1])] = out.turns_passed.get((r[0], r[1]), 0) + (r[4] or 0)
+    _unrecorded(conn, ids, out)
     sums = ", ".join(
         f"COUNT(a.{col}), TOTAL(a.{col}), " + ", ".join(f"TOTAL(a.{col} <= {b})" for b in DURATION_BUCKETS)
         for col in DURATIONS
@@ -119,6 +121,24 @@ def _read(conn: sqlite3.Connection) -> StoreFigures:
         out.spend[r[0]] = out.spend.get(r[0], 0.0) + float(r[5])
         out.llm_calls[(r[0], r[1])] = r[6]
     return out
+
+
+def _unrecorded(conn: sqlite3.Connection, ids: list[str], out: StoreFigures) -> None:
+    """Scenarios a sweep lays out lazily and has not recorded yet count as pending, as every view counts them
+    (`staminad.engine.score.unrecorded`), so the series sum to the sweep's scenarios from its start."""
+    if "planned" not in {r[1] for r in conn.execute("PRAGMA table_info(sweeps)")}:
+        return
+    marks = ",".join("?" * len(ids))
+    for sweep, name, planned in conn.execute(
+        f"SELECT c.sweep_id, c.name, w.planned FROM configurations c JOIN sweeps w ON w.id = c.sweep_id "
+        f"WHERE c.sweep_id IN ({marks})",
+        ids,
+    ):
+        recorded = sum(n for (sw, c, _), n in out.scenarios.items() if (sw, c) == (sweep, name))
+        if missing := unrecorded(planned, recorded):
+            key = (sweep, name, "pending")
+            out.scenarios[key] = out.scenarios.get(key, 0) + missing
+            out.turns_passed.setdefault((sweep, name), 0)
 
 
 def _add(

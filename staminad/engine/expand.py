@@ -89,10 +89,14 @@ async def prepare(sweep: SweepFile, state_dir: Path, plan: Plan, store: Store, s
     starter.plan = plan
     limit = window(sweep.run.parallel)
     try:
+        ids = []  # every configuration first: each view lists it (its scenarios never run) before any is recorded
         for config in configs:
-            config_id = await store.ensure_configuration(
-                sweep.name, config.name, config.agent, config.retries, config.feedback, config.model
+            ids.append(
+                await store.ensure_configuration(
+                    sweep.name, config.name, config.agent, config.retries, config.feedback, config.model
+                )
             )
+        for config, config_id in zip(configs, ids, strict=True):
             for seed in plan.seeds:
                 expanding[sweep.name] = (done, total)
                 await starter.live.below(limit)

@@ -44,11 +44,12 @@ def turns_words(n_turns: int) -> str:
     return f"turns = {n_turns}: turn 0 + {n_turns} changes (best score {best_score(n_turns)})"
 
 
-def standing(status: str, end_kind: str | None, tested: bool) -> Standing:
+def standing(status: str, end_kind: str | None, tested: bool, started: bool = False) -> Standing:
     """Where a scenario stands for scoring. `end_kind` is its last attempt's infra kind (None if none);
-    `tested` whether the suite tested any of its attempts (pass or fail)."""
+    `tested` whether the suite tested any of its attempts (pass or fail); `started` whether it has any attempt.
+    A `pending` scenario that got somewhere (a cancel or a stop puts running ones back to pending) is unfinished."""
     if status not in FINAL:
-        return "never_run" if status == "pending" else "unfinished"
+        return "never_run" if status == "pending" and not (tested or started) else "unfinished"
     if platform_ended(status, end_kind):
         return "unscored"
     return "scored" if tested or status == "infra_failed" else "unscored"
@@ -75,9 +76,17 @@ class Tally(msgspec.Struct, frozen=True, kw_only=True):
         return not self.unfinished and not self.never_run
 
 
-def tally(rows: Iterable[tuple[Standing, int, bool]]) -> Tally:
-    """Figures over `(standing, turns_passed, passed_every_turn)` rows: mean ± SE and pass rate of the scored."""
+def unrecorded(planned: int | None, recorded: int) -> int:
+    """Scenarios of a configuration not recorded yet: a sweep lays them out lazily (`engine.expand`), and they
+    are never run until they are. `planned` is the sweep's scenarios per configuration (None: not known)."""
+    return max(0, planned - recorded) if planned else 0
+
+
+def tally(rows: Iterable[tuple[Standing, int, bool]], unrecorded: int = 0) -> Tally:
+    """Figures over `(standing, turns_passed, passed_every_turn)` rows: mean ± SE and pass rate of the scored;
+    `unrecorded` scenarios (see `unrecorded`) count as never run."""
     counts = dict.fromkeys(STANDINGS, 0)
+    counts["never_run"] += unrecorded
     turns: list[int] = []
     full = 0
     for where, passed, complete in rows:
@@ -158,4 +167,5 @@ __all__ = [
     "standing",
     "tally",
     "turns_words",
+    "unrecorded",
 ]

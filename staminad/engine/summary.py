@@ -9,7 +9,7 @@ import sqlite3
 
 from protocol.events import FINAL
 from protocol.messages import ConfigStatus
-from staminad.engine.score import config_tally, counts_text, score_text, standing, tally
+from staminad.engine.score import config_tally, counts_text, score_text, standing, tally, unrecorded
 from state.figures import sweep_figures
 from state.money import CallMoney
 from state.store import Store
@@ -28,17 +28,21 @@ async def summarize(store: Store, sweep_id: str) -> list[ConfigSummary]:
 def summarize_in(conn: sqlite3.Connection, sweep_id: str) -> list[ConfigSummary]:
     figures = sweep_figures(conn, sweep_id)
     out = []
-    for name in dict.fromkeys(r.configuration for r in figures.scenarios):
+    for name in dict.fromkeys([*figures.models, *(r.configuration for r in figures.scenarios)]):
         mine = [r for r in figures.scenarios if r.configuration == name]
-        t = tally((standing(r.status, r.end_kind, r.tested), r.turns_passed, r.status == "done") for r in mine)
+        rows = ((standing(r.status, r.end_kind, r.tested, r.started), r.turns_passed, r.status == "done") for r in mine)
+        missing = unrecorded(figures.planned, len(mine))
+        t = tally(rows, missing)
         money = figures.usage.get(name, CallMoney())
         statuses: dict[str, int] = {}
         for r in mine:
             statuses[r.status] = statuses.get(r.status, 0) + 1
+        if missing:  # not recorded yet: pending, as a recorded scenario that has not started
+            statuses["pending"] = statuses.get("pending", 0) + missing
         out.append(
             ConfigSummary(
                 name=name,
-                scenarios=len(mine),
+                scenarios=len(mine) + missing,
                 finished=sum(r.status in FINAL for r in mine),
                 mean_turns=t.mean or 0.0,
                 se_turns=t.se or 0.0,

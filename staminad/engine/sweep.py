@@ -85,7 +85,8 @@ async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: Plan, 
     store = parts.shared.store
     try:
         await store.ensure_sweep(sweep.name, sweep.name, fingerprint, msgspec.json.encode(sweep).decode())
-        await store.set_sweep_turns(sweep.name, plan.params.turns)
+        # Every view counts the scenarios not yet recorded (laid out lazily) as never run: it needs their number.
+        await store.set_sweep_turns(sweep.name, plan.params.turns, len(plan.seeds))
         # Resumed means an earlier run got as far as recording scenarios (a restart, a retry, a second run):
         # the sweep row alone says nothing, as the daemon records it when the sweep is submitted.
         recorded = await store.scenarios(sweep.name)

@@ -23,7 +23,16 @@ from protocol.kinds import ScenarioStatus, SweepStatus
 from protocol.messages import CodeChange
 from staminad.analysis.codediff import AttemptRef, code_change
 from staminad.analysis.stats import kaplan_meier, mean_se, wilcoxon_paired
-from staminad.engine.score import Standing, best_score, counts_text, not_final, standing, tally, turns_words
+from staminad.engine.score import (
+    Standing,
+    best_score,
+    counts_text,
+    not_final,
+    standing,
+    tally,
+    turns_words,
+    unrecorded,
+)
 from staminad.engine.standing import scenario_row
 from staminad.sandbox.bounded import bounded_tail
 from staminad.sandbox.codekeep import KeptCode
@@ -71,19 +80,20 @@ def sweeps_page(conn: sqlite3.Connection) -> dict[str, Any]:
     for r in browse.sweeps(conn):
         sw = r.sweep
         where = _standings(conn, sw.id)
+        headline = [
+            _config_summary(c, ss, sw.turns or 0, {}, where, sw.status, sw.planned) for c, ss in _by_config(conn, sw.id)
+        ]
         lines.append(
             SweepLine(
                 id=sw.id,
                 name=sw.name,
                 status=sw.status,
                 turns=sw.turns,
-                scenarios=sum(r.statuses.values()),
+                scenarios=sum(c.scenarios for c in headline),  # the recorded ones and those not yet laid out
                 finished=sum(n for s, n in r.statuses.items() if s in FINAL),
                 attempts=r.attempts,
                 created=when(sw.created_at),
-                headline=[
-                    _config_summary(c, ss, sw.turns or 0, {}, where, sw.status) for c, ss in _by_config(conn, sw.id)
-                ],
+                headline=headline,
             )
         )
     return {"sweeps": lines, "version": version, "latest": browse.LATEST}
@@ -104,7 +114,10 @@ def _standings(conn: sqlite3.Connection, sweep_id: str) -> dict[int, Standing]:
         last_kind[p.scenario_id] = p.infra_kind
         if p.outcome in ("pass", "fail"):
             tested.add(p.scenario_id)
-    return {s.id: standing(s.status, last_kind.get(s.id), s.id in tested) for s in browse.scenarios(conn, sweep_id)}
+    return {
+        s.id: standing(s.status, last_kind.get(s.id), s.id in tested, s.id in last_kind)
+        for s in browse.scenarios(conn, sweep_id)
+    }
 
 
 def _num(x: float | None) -> float | None:
@@ -118,9 +131,11 @@ def _config_summary(
     usage: dict[int, CallMoney],
     where: dict[int, Standing],
     sweep_status: SweepStatus,
+    planned: int | None = None,
 ) -> ConfigSummary:
-    t = tally((where[s.id], s.turns_passed, s.status == "done") for s in scen)
-    statuses: dict[ScenarioStatus, int] = {}
+    missing = unrecorded(planned, len(scen))  # laid out lazily: not recorded yet, never run
+    t = tally(((where[s.id], s.turns_passed, s.status == "done") for s in scen), missing)
+    statuses: dict[ScenarioStatus, int] = {"pending": missing} if missing else {}
     for s in scen:
         statuses[s.status] = statuses.get(s.status, 0) + 1
     money = total(usage[s.id] for s in scen if s.id in usage)
@@ -130,7 +145,7 @@ def _config_summary(
         model=c.model,
         retries=c.retries,
         feedback=c.feedback,
-        scenarios=len(scen),
+        scenarios=len(scen) + missing,
         finished=sum(s.status in FINAL for s in scen),
         mean=t.mean,
         se=t.se,
@@ -164,7 +179,7 @@ def sweep_page(conn: sqlite3.Connection, sweep_id: str) -> dict[str, Any]:
     grid: list[GridRow] = []
     where = _standings(conn, sweep_id)
     for c, scen in groups:
-        configs.append(_config_summary(c, scen, n_turns, usage, where, sw.status))
+        configs.append(_config_summary(c, scen, n_turns, usage, where, sw.status, sw.planned))
         # The survival curve is over the scored scenarios, as the report's: a harness out of infra retries
         # is an event there (paper), an unfinished or never-run scenario is not in it.
         counted = [s for s in scen if where[s.id] == "scored"]

@@ -10,6 +10,7 @@ import pytest
 from protocol.events import LlmCall, event_cost
 from protocol.units import dollars
 from staminad.agents.drivers import mini_driver
+from staminad.gateway.limit import LimiterStats
 from staminad.gateway.proxy import COMPACTION_HEADER, Gateway
 from staminad.gateway.routes import Call, Limits
 from tests.gateway.test_gateway import PRICES, _chat, gateway
@@ -90,7 +91,7 @@ async def test_a_call_cancelled_while_the_model_works_is_metered_as_abandoned() 
             route = gw.route("sw", 1)
             tg.start_soon(ask, client)
             with anyio.fail_after(10):
-                while not standin.active:  # polls a server thread: the request reached the model
+                while not standin.active:  # noqa: ASYNC110 - the stand-in's server thread counts it: no event to await
                     await anyio.sleep(0.01)
             serving.cancel()
     (call,) = calls
@@ -99,15 +100,24 @@ async def test_a_call_cancelled_while_the_model_works_is_metered_as_abandoned() 
 
 async def test_a_stream_the_client_leaves_half_way_is_metered_as_abandoned() -> None:
     """A harness that drops a stream before its usage chunk: the tokens so far are metered, as an estimate."""
+    calls: list[Call] = []
+    recorded = anyio.Event()
+
+    async def record(call: Call) -> None:
+        calls.append(call)
+        recorded.set()
+
     with StandIn([Reply(content="word " * 400, fragment=8)]) as standin:
-        async with gateway(standin) as (gw, route, _, calls), httpx.AsyncClient(timeout=30) as client:
-            url = f"{gw.base_url(route, '127.0.0.1')}/chat/completions"
+        gw = Gateway(standin.url, "", PRICES, Limits(), lambda _: None, record)
+        async with anyio.create_task_group() as tg, httpx.AsyncClient(timeout=30) as client:
+            await tg.start(gw.serve, ["127.0.0.1"], free_port())
+            url = f"{gw.base_url(gw.route('sw', 1), '127.0.0.1')}/chat/completions"
             async with client.stream("POST", url, json=_chat(stream=True)) as s:
                 async for _ in s.aiter_bytes():
                     break  # the harness gives up after the first chunk
             with anyio.fail_after(10):
-                while not calls:
-                    await anyio.sleep(0.01)  # the gateway notices the closed connection at its next write
+                await recorded.wait()  # the gateway notices the closed connection at its next write
+            tg.cancel_scope.cancel()
     (call,) = calls
     assert call.abandoned and call.streamed and call.estimated and call.usage.input > 0
 
@@ -133,7 +143,7 @@ async def test_the_adaptive_limit_lowers_under_overload_and_recovers(status: int
         limits = Limits(backoff_start=0.01, backoff_max=0.05, outage_timeout=30.0, concurrency=4)
         async with gateway(standin, limits) as (gw, route, _, _), httpx.AsyncClient(timeout=30) as client:
             url = f"{gw.base_url(route, '127.0.0.1')}/chat/completions"
-            seen = []
+            seen: list[LimiterStats] = []
             while len(seen) < 40 and (not seen or seen[-1].limit < 4):  # a loaded box's slow answers trim it too
                 assert (await client.post(url, json=_chat())).status_code == 200
                 seen.append(gw.endpoint_stats()[0])
