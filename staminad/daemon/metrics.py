@@ -101,6 +101,10 @@ class DaemonCollector(Collector):
             sandboxes = await self.sampler.sample()
         out = scheduler_of(self.daemon)
         out.sandboxes, out.sandboxes_at = sandboxes, self.sampler.at
+        local = self.sampler.engine
+        if not out.engines and local is not None and self.daemon.runtime != "local":
+            # One engine, the local one: its health is exported too (else EngineUnhealthy could never fire).
+            out.engines.append(EngineFigures(local[0], out.limit, out.in_use, local[1]))
         return out
 
 

@@ -219,6 +219,25 @@ def gateway_metrics(live: list[EndpointStats]) -> Iterator[Metric]:
         [((g.sweep, g.endpoint), g.spent) for g in live],
         se,
     )
+    yield counter(
+        "staminad_gateway_calls_flagged",
+        "Calls whose cost is not exact: estimated (no usage reported), unpriced (no price), abandoned",
+        [((g.sweep, g.endpoint, b), n) for g in live for b, n in sorted(g.flagged.items())],
+        (*se, "basis"),
+    )
+    limits = [(g.sweep, x) for g in live for x in (g.endpoints() if g.endpoints is not None else [])]
+    for name, doc, attr in (
+        ("staminad_gateway_endpoint_limit", "Calls the endpoint admits at once now (adapted to overload)", "limit"),
+        ("staminad_gateway_endpoint_ceiling", "The endpoint's configured concurrency (the limit's ceiling)", "ceiling"),
+        ("staminad_gateway_endpoint_queued", "Calls waiting for a slot at the endpoint", "queued"),
+    ):
+        yield gauge(name, doc, [((sweep, x.endpoint), getattr(x, attr)) for sweep, x in limits], se)
+    yield counter(
+        "staminad_gateway_endpoint_throttled",
+        "Overload answers (429, 503, 529) the endpoint gave, each halving its limit at most once per cooldown",
+        [((sweep, x.endpoint), x.throttled) for sweep, x in limits],
+        se,
+    )
     yield gauge(
         "staminad_gateway_cost_cap_dollars",
         "The sweep's cost cap, where it has one",

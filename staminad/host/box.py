@@ -178,6 +178,8 @@ class SandboxSampler:
         self.last: tuple[SandboxStats, ...] = ()
         self.at = 0.0  # unix time of `last`
         self.docker_root: Path | None = None
+        # The local engine as the last round found it: (its URL, whether it answered); None without Docker here.
+        self.engine: tuple[str, bool] | None = None
         self._lock = anyio.Lock()
 
     async def sample(self) -> tuple[SandboxStats, ...]:
@@ -201,6 +203,7 @@ class SandboxSampler:
                     info = await docker.system.info()
                     self.docker_root = Path(info.get("DockerRootDir") or "/var/lib/docker")
                 listed = await docker.containers.list(filters={"label": [LABEL_SANDBOXES]})
+            self.engine = (local_engine(), True)
             ours = [c for c in listed if str(c["Labels"].get(LABEL_SANDBOXES, "")).startswith(self.sandboxes)]
             found: list[SandboxStats] = []
             limiter = anyio.CapacityLimiter(STATS_PARALLEL)
@@ -216,9 +219,15 @@ class SandboxSampler:
                     tg.start_soon(one, container)
             return tuple(sorted(found, key=lambda s: s.name))
         except Exception:  # noqa: BLE001 - the engine went away mid-round: nothing this time, asked again next round
+            self.engine = (local_engine(), False)
             return ()
         finally:
             await docker.close()
+
+
+def local_engine() -> str:
+    """The URL of the Docker engine a client here reaches by default (DOCKER_HOST, else the socket)."""
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
 def _stats(container: Any, stats: dict[str, Any]) -> SandboxStats:

@@ -10,6 +10,7 @@ import pytest
 from protocol.events import LlmCall, event_cost
 from protocol.units import dollars
 from staminad.agents.drivers import mini_driver
+from staminad.daemon.metrics_series import gateway_metrics
 from staminad.gateway.limit import LimiterStats
 from staminad.gateway.proxy import COMPACTION_HEADER, Gateway
 from staminad.gateway.routes import Call, Limits
@@ -148,4 +149,7 @@ async def test_the_adaptive_limit_lowers_under_overload_and_recovers(status: int
                 assert (await client.post(url, json=_chat())).status_code == 200
                 seen.append(gw.endpoint_stats()[0])
             assert gw.stats.endpoints is not None and gw.stats.endpoints() == [seen[-1]]
+            series = {m.name: m.samples for m in gateway_metrics([gw.stats])}
+    assert [(s.labels["endpoint"], s.value) for s in series["staminad_gateway_endpoint_limit"]] == [(standin.url, 4)]
+    assert [s.value for s in series["staminad_gateway_endpoint_throttled"] if s.name.endswith("_total")] == [1]
     assert seen[0].limit == 2 and seen[0].throttled == 1 and seen[-1].limit == 4 and seen[-1].throttled == 1
