@@ -1,4 +1,5 @@
-"""Prometheus metrics for the ops dashboards (optional: `staminad start --metrics-port N`), served on 127.0.0.1.
+"""Prometheus metrics for the ops dashboards (optional: `staminad start --metrics-port N`), served on 127.0.0.1
+(`--metrics-host ADDRESS` for a Prometheus on another host).
 
 Every series is computed when Prometheus scrapes (a custom collector), never counted up and down beside
 the truth: scenarios, attempts, turns, infra failures, durations, tokens and spend from the store
@@ -112,16 +113,17 @@ class Metrics:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
         self.registry = CollectorRegistry()
+        self.http: tuple[Any, Any] | None = None  # the HTTP server and its thread, once serving
 
-    def serve(self, port: int) -> None:
-        """Listen on 127.0.0.1:`port` (a thread); call from the daemon's event loop, which scrapes read from."""
+    def serve(self, port: int, host: str = "127.0.0.1") -> None:
+        """Listen on `host`:`port` (a thread); call from the daemon's event loop, which scrapes read from."""
         self.registry.register(DaemonCollector(self.daemon, anyio.lowlevel.current_token()))
         try:
-            start_http_server(port, addr="127.0.0.1", registry=self.registry)
+            self.http = start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
             raise MetricsPortError(
-                f"cannot serve metrics on 127.0.0.1:{port} (--metrics-port {port}): {exc.strerror or exc}; "
-                "pick another port, or leave out --metrics-port"
+                f"cannot serve metrics on {host}:{port} (--metrics-host {host} --metrics-port {port}): "
+                f"{exc.strerror or exc}; pick another port or an address of this host, or leave out --metrics-port"
             ) from None
 
 

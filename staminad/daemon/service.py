@@ -68,13 +68,14 @@ class Daemon(SweepControl):
         log_to_stderr: bool = True,
         engines: list[EngineSpec] | None = None,
         workers: int | None = None,
+        metrics_host: str = "127.0.0.1",
     ) -> None:
         self.state_dir = state_dir
         self.log_to_stderr = log_to_stderr
         self.socket_path = socket_path(state_dir)  # refused in one line if the path is too long for a socket
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
         self.bus = EventBus()
-        self.metrics_port = metrics_port
+        self.metrics_port, self.metrics_host = metrics_port, metrics_host
         self.max_connections = max_connections or connection_cap()  # fits the fd limit: accept() never fails
         self.idle_timeout = idle_timeout
         self.metrics: Any = None
@@ -121,7 +122,7 @@ class Daemon(SweepControl):
                 from staminad.daemon.metrics import Metrics
 
                 self.metrics = Metrics(self)
-                self.metrics.serve(self.metrics_port)
+                self.metrics.serve(self.metrics_port, self.metrics_host)
             if self.socket_group:  # before the log and the store are made in it: they take its group
                 share_state_dir(self.state_dir, self.socket_group)
             logs.enter_context(daemon_logging(self.state_dir, stderr=self.log_to_stderr))

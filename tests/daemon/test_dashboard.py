@@ -56,3 +56,31 @@ def test_promtool_sees_every_alert_fire_on_its_series() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.anyio
+async def test_metrics_listen_on_the_address_given_for_a_prometheus_elsewhere(tmp_path: Path) -> None:
+    """`--metrics-host` moves the listener off loopback-only 127.0.0.1 (here to 127.0.0.2); a name is refused."""
+    from types import SimpleNamespace
+
+    import httpx
+
+    from staminad.cli import main
+    from staminad.daemon.metrics import Metrics
+    from tests.helpers import free_port
+
+    metrics = Metrics(SimpleNamespace(state_dir=tmp_path))  # type: ignore[arg-type]  # serve reads no other part
+    port = free_port()
+    metrics.serve(port, "127.0.0.2")
+    assert metrics.http is not None
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            with pytest.raises(httpx.ConnectError):
+                await client.get(f"http://127.0.0.1:{port}/metrics")
+            served = await client.get(f"http://127.0.0.2:{port}/metrics")
+    finally:
+        metrics.http[0].shutdown()
+        metrics.http[0].server_close()
+    assert served.status_code == 200
+    refused = main(["start", "--state-dir", str(tmp_path / "st"), "--metrics-port", "9", "--metrics-host", "box"])
+    assert refused == 2
