@@ -66,3 +66,11 @@ def test_a_global_option_before_the_subcommand_is_taken(tmp_path: Path) -> None:
     done = _sb("--state-dir", str(tmp_path), "report")
     assert done.returncode == 2 and f"no state store at {tmp_path}" in done.stderr, done.stderr
     assert "invalid choice" not in done.stderr
+
+
+def test_sb_tui_runs_the_monitor_a_clone_has_no_stamina_tui_on_path() -> None:
+    """`./sb tui ARGS` is `stamina-tui ARGS` inside the project's environment, not an invalid subcommand."""
+    sb = Path(__file__).resolve().parents[1] / "sb"
+    env = {k: v for k, v in os.environ.items() if k != "STAMINAD_STATE_DIR"}
+    done = subprocess.run([str(sb), "tui", "--help"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("usage: stamina-tui"), done.stdout + done.stderr
