@@ -10,6 +10,7 @@ reads it as 0.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -64,10 +65,10 @@ def money_of(row: Any, start: int = 0) -> CallMoney:
     )
 
 
-def total(parts: Any) -> CallMoney:
+def total(parts: Iterable[CallMoney]) -> CallMoney:
     """The sum of several groups."""
-    fields = CallMoney.__struct_fields__
-    sums = {f: sum(getattr(p, f) for p in parts) for f in fields}
+    groups = list(parts)
+    sums = {f: sum(getattr(p, f) for p in groups) for f in CallMoney.__struct_fields__}
     return CallMoney(**sums)
 
 
