@@ -47,6 +47,18 @@ def bounded_int(lo: int, hi: int):  # type: ignore[no-untyped-def]
     return parse
 
 
+def ip_address(text: str) -> str:
+    """An argparse type for an address to listen on: an IP address (a name could resolve to another host's)."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an IP address: give one of this host's addresses (or 0.0.0.0 for all)"
+        ) from None
+
+
 def seconds(text: str) -> float:
     """An argparse type for a timeout: the bound a sweep file's `run.*_timeout` has (never NaN or negative)."""
     try:

@@ -82,5 +82,6 @@ async def test_metrics_listen_on_the_address_given_for_a_prometheus_elsewhere(tm
         metrics.http[0].shutdown()
         metrics.http[0].server_close()
     assert served.status_code == 200
-    refused = main(["start", "--state-dir", str(tmp_path / "st"), "--metrics-port", "9", "--metrics-host", "box"])
-    assert refused == 2
+    with pytest.raises(SystemExit) as refused:  # a usage error: one line, status 2
+        main(["start", "--state-dir", str(tmp_path / "st"), "--metrics-port", "9", "--metrics-host", "box"])
+    assert refused.value.code == 2
