@@ -76,25 +76,25 @@ def store_metrics(f: StoreFigures) -> Iterator[Metric]:
     yield gauge(
         "staminad_scenarios",
         "Scenarios by status (pending, running, done, failed, infra_failed, capped)",
-        [((s, c, m(s), st), n) for (s, c, st), n in sorted(f.scenarios.items())],
+        [((s, c, m(s, c), st), n) for (s, c, st), n in sorted(f.scenarios.items())],
         (*SCM, "status"),
     )
     yield counter(
         "staminad_attempts",
         "Attempts recorded, by outcome (pass, fail, infra; running while under way)",
-        [((s, c, m(s), o), n) for (s, c, o), n in sorted(f.attempts.items())],
+        [((s, c, m(s, c), o), n) for (s, c, o), n in sorted(f.attempts.items())],
         (*SCM, "outcome"),
     )
     yield counter(
         "staminad_turns_passed",
         "Turns passed by the sweep's scenarios",
-        [((s, c, m(s)), n) for (s, c), n in sorted(f.turns_passed.items())],
+        [((s, c, m(s, c)), n) for (s, c), n in sorted(f.turns_passed.items())],
         SCM,
     )
     yield counter(
         "staminad_infra_failures",
         "Infrastructure failures recorded, by kind",
-        [((s, c, m(s), k), n) for (s, c, k), n in sorted(f.infra.items())],
+        [((s, c, m(s, c), k), n) for (s, c, k), n in sorted(f.infra.items())],
         (*SCM, "kind"),
     )
     yield gauge(
@@ -107,18 +107,18 @@ def store_metrics(f: StoreFigures) -> Iterator[Metric]:
         family = HistogramMetricFamily(name, doc, labels=list(SCM))
         for (s, c, col), h in sorted(f.durations.items()):
             if col == column:
-                family.add_metric([s, c, m(s)], [(le, float(n)) for le, n in h.buckets], h.total)
+                family.add_metric([s, c, m(s, c)], [(le, float(n)) for le, n in h.buckets], h.total)
         yield family
     yield counter(
         "staminad_llm_tokens",
         "Model tokens recorded by the gateway, by direction (input, output; cached is part of input)",
-        [((s, c, m(s), d), n) for (s, c, d), n in sorted(f.tokens.items())],
+        [((s, c, m(s, c), d), n) for (s, c, d), n in sorted(f.tokens.items())],
         (*SCM, "direction"),
     )
     yield counter(
         "staminad_llm_calls",
         "Model calls recorded by the gateway",
-        [((s, c, m(s)), n) for (s, c), n in sorted(f.llm_calls.items())],
+        [((s, c, m(s, c)), n) for (s, c), n in sorted(f.llm_calls.items())],
         SCM,
     )
     yield gauge(

@@ -50,9 +50,11 @@ class StoreFigures:
     tokens: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (sweep, config, direction) -> n
     llm_calls: dict[Key, int] = field(default_factory=dict)
     spend: dict[str, float] = field(default_factory=dict)  # sweep -> dollars
+    models: dict[tuple[str, str], str] = field(default_factory=dict)  # (sweep, config) -> its model, when it has one
 
-    def model(self, sweep: str) -> str:
-        return next((s.model for s in self.sweeps if s.id == sweep), "none")
+    def model(self, sweep: str, config: str = "") -> str:
+        """The configuration's model (a sweep of `[[llm.models]]` runs several), else the sweep's `[llm] model`."""
+        return self.models.get((sweep, config)) or next((s.model for s in self.sweeps if s.id == sweep), "none")
 
 
 def read_figures(db: Path) -> StoreFigures:
@@ -88,6 +90,12 @@ def _read(conn: sqlite3.Connection) -> StoreFigures:
         out.scenarios[(r[0], r[1], r[2])] = r[3]
         out.turns_passed[(r[0], r[1])] = out.turns_passed.get((r[0], r[1]), 0) + (r[4] or 0)
     _unrecorded(conn, ids, out)
+    for sweep, name, model in conn.execute(
+        f"SELECT sweep_id, name, model FROM configurations WHERE sweep_id IN ({marks})",
+        ids,
+    ):
+        if model:
+            out.models[(sweep, name)] = model
     sums = ", ".join(
         f"COUNT(a.{col}), TOTAL(a.{col}), " + ", ".join(f"TOTAL(a.{col} <= {b})" for b in DURATION_BUCKETS)
         for col in DURATIONS

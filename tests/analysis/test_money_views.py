@@ -14,6 +14,7 @@ from protocol import ScenarioInfo, SweepInfo
 from staminad.analysis import cost, export
 from staminad.analysis.data import load
 from staminad.commands.daemon import info_lines
+from staminad.daemon.metrics_store import read_figures
 from staminad.daemon.views import scenario_info, sweep_info
 from staminad.viewer.model import scenario_page, sweep_page
 from state.store import Store, Verdict
@@ -88,3 +89,7 @@ def test_estimated_unpriced_and_compacted_show_in_every_view(tmp_path: Path) -> 
         "0",
     )
     assert rows[UNPRICED]["unpriced_calls"] == "1" and rows[UNPRICED]["abandoned_calls"] == "0"
+
+    # the metrics label each configuration with its own model (a sweep of several models has no one `[llm] model`)
+    figures = read_figures(db)
+    assert (figures.model("money", PRICED), figures.model("money", UNPRICED)) == ("m1", "m2")
