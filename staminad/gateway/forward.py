@@ -98,9 +98,9 @@ class Forwarder:
                 return self._unavailable(route, f"upstream {lost}; not sent again, it may still be processing it")
             except BaseException:  # cancelled (the sweep stopped, the attempt ended) with the request out
                 limiter.release()
-                with anyio.CancelScope(shield=True):
-                    status = upstream.status_code if upstream is not None else 0
-                    await self._abandoned(route, asked, estimate(asked.sent, 0), status, t0, waited)
+                if upstream is None:  # else an overload answer was being closed: nothing was billed
+                    with anyio.CancelScope(shield=True):
+                        await self._abandoned(route, asked, estimate(asked.sent, 0), 0, t0, waited)
                 raise
             limiter.release()  # nobody holds a slot through a backoff
             jittered = delay * random.uniform(0.5, 1.0)  # spreads retries; no secret
