@@ -1,9 +1,12 @@
-"""Debian's Prometheus scrapes a live daemon during a sweep: every dashboard query and alert rule evaluates,
-and those over the series this sweep makes return data; promtool accepts the rules and our exposition."""
+"""Debian's Prometheus scrapes a live daemon during a sweep, with a gateway serving beside it: every dashboard
+query and alert rule evaluates, and those over the series they make return data; promtool accepts the rules and
+our exposition."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +14,19 @@ import anyio
 import httpx
 import pytest
 
+from staminad.gateway.pricing import Price
+from staminad.gateway.proxy import Gateway, Limits
 from tests.helpers import free_port
 from tests.helpers.inprocess import events, running_daemon, submit, until
+from tests.helpers.standin import Fault, Reply, StandIn
 from tests.helpers.sweeps import write_sweep
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sweep]
 OPS = Path(__file__).resolve().parents[2] / "ops"
-# Series this local sweep cannot make: no model gateway, no `--engine`, no GPU, no Docker sandboxes, and no
-# vLLM or SGLang server scraped. Their queries must still evaluate without error.
+# Series this local sweep cannot make: no `--engine`, no GPU, no Docker sandboxes, no model calls recorded by a
+# sweep, and no vLLM or SGLang server scraped (a gateway serves beside it: its panels have data). Their queries
+# must still evaluate without error.
 EMPTY_HERE = (
-    "staminad_gateway_",
     "staminad_engine_",
     "staminad_gpu_utilization",
     "staminad_gpu_memory",
@@ -69,8 +75,13 @@ async def test_prometheus_scrapes_the_daemon_and_every_panel_and_rule_evaluates(
     # the others have finished and recorded passes, an infra failure and durations.
     path = write_sweep(tmp_path, "prom", ["reference", "fault:crash:once", "manual"], turns=1)
     base = f"http://127.0.0.1:{web}"
-    async with running_daemon(state, metrics_port=port, log_to_stderr=False), events(state, ("prom",)) as stream:
+    async with (
+        running_daemon(state, metrics_port=port, log_to_stderr=False),
+        events(state, ("prom",)) as stream,
+        _gateway_beside() as gateway_calls,
+    ):
         await submit(state, path)
+        await gateway_calls()
         for _ in range(2):  # the reference and the crashing one; the manual one waits for a person
             await until(stream, "scenario_finished")
         async with httpx.AsyncClient(timeout=30) as client:
@@ -95,6 +106,27 @@ async def test_prometheus_scrapes_the_daemon_and_every_panel_and_rule_evaluates(
     assert len(rules) == len(rule_queries()) and all(r["health"] == "ok" for r in rules), rules
     ours = [e for e in empty if not any(k in e for k in EMPTY_HERE)]
     assert ours == [], ours
+
+
+@asynccontextmanager
+async def _gateway_beside() -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """A sweep's gateway serving in the daemon's process with a stand-in model behind it (the gateway panels read
+    it through the same registry as a real sweep's); the function it yields makes a few calls through it."""
+    with StandIn([Reply(content=f"r{i}", usage=i != 0) for i in range(4)]) as standin:
+        standin.faults.append(Fault("status", 429, retry_after=0.0))  # an upstream error, waited out
+        prices = {"standin-1": Price(input=1.0, output=2.0)}
+        gw = Gateway(standin.url, "", prices, Limits(backoff_start=0.05), lambda _: None)
+        async with anyio.create_task_group() as tg, httpx.AsyncClient(timeout=30) as client:
+            await tg.start(gw.serve, ["127.0.0.1"], free_port())
+            route = gw.route("prom", 1)
+
+            async def calls() -> None:
+                for _ in range(4):
+                    chat = {"model": "standin-1", "messages": [{"role": "user", "content": "hi"}]}
+                    await client.post(f"{gw.base_url(route, '127.0.0.1')}/chat/completions", json=chat)
+
+            yield calls
+            tg.cancel_scope.cancel()
 
 
 async def _evaluate(client: httpx.AsyncClient, base: str) -> list[str]:
