@@ -104,3 +104,12 @@ async def test_every_listed_models_concurrency_limit_holds_at_its_endpoint(tmp_p
     assert a.peak == 1 and 1 <= b.peak <= 2 and len(calls) == 12
     assert stats[a.url].ceiling == 1 and stats[b.url].ceiling == 2 and len(stats) == 2
     assert stats[a.url].queued_seconds > 0  # the probe's calls overlapped: the limit, not luck, kept them apart
+
+
+def test_models_sharing_one_endpoint_share_its_limit_at_the_smallest_they_name() -> None:
+    """Two models served by one server are one limiter, at the smaller concurrency; an unnamed one takes [llm]'s."""
+    from staminad.gateway.proxy import Gateway, Limits, Upstream
+
+    models = [Upstream("http://e/v1/", concurrency=5), Upstream("http://e/v1", concurrency=3), Upstream("http://f/v1")]
+    gw = Gateway("http://e/v1", "", {}, Limits(concurrency=7), lambda _: None, None, models)
+    assert {s.endpoint: s.ceiling for s in gw.endpoint_stats()} == {"http://e/v1": 3, "http://f/v1": 7}
