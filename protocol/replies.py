@@ -63,6 +63,8 @@ class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     healthy: bool
     detail: str = ""  # why it is not healthy (or what it last failed)
     scenarios: int = 0  # this sweep's scenarios on it now
+    down_since: float = 0.0  # Unix time an outage its scenarios wait out began; 0 while it answers
+    waiting: int = 0  # scenarios paused until it answers again (every sweep's)
 
 
 class SweepInfo(Msg, tag="sweep", frozen=True):

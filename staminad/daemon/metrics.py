@@ -25,6 +25,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from protocol.errors import ExpectedError
+from staminad.daemon.enginestate import engines_of
 from staminad.daemon.metrics_series import (
     EngineFigures,
     Scheduler,
@@ -61,10 +62,9 @@ def scheduler_of(daemon: Daemon) -> Scheduler:
             max(0, held - run.gate.held),
             daemon.limiter.waiting(name),
         )
-        status = getattr(run.factory, "status", None)
-        for e in status() if status is not None else ():
+        for e in engines_of(run.factory):
             if all(f.url != e.url for f in out.engines):
-                out.engines.append(EngineFigures(e.url, e.slots, e.used, e.healthy))
+                out.engines.append(EngineFigures(e.url, e.slots, e.used, e.healthy, e.down_since, e.waiting))
     for spec in daemon.engines:  # `--engine`s no running sweep uses yet: their slots are all free
         if all(f.url != spec.url for f in out.engines):
             slots = daemon.engine_slots.get(spec.url)

@@ -33,6 +33,8 @@ class EngineFigures:
     slots: int
     used: int
     healthy: bool
+    down_since: float = 0.0  # Unix time an outage its scenarios wait out began; 0 while it answers
+    waiting: int = 0  # scenarios paused until it answers again
 
 
 @dataclass
@@ -163,6 +165,18 @@ def scheduler_metrics(s: Scheduler) -> Iterator[Metric]:
         "staminad_engine_healthy",
         "1 while the engine answers its ping",
         [((x.url,), x.healthy) for x in e],
+        ("engine",),
+    )
+    yield gauge(
+        "staminad_engine_down_since_timestamp_seconds",
+        "When the outage its scenarios wait out began (0 while the engine answers)",
+        [((x.url,), x.down_since) for x in e],
+        ("engine",),
+    )
+    yield gauge(
+        "staminad_engine_scenarios_waiting",
+        "Scenarios paused until the engine answers again",
+        [((x.url,), x.waiting) for x in e],
         ("engine",),
     )
 

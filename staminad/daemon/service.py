@@ -14,6 +14,7 @@ import contextlib
 import functools
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from staminad.daemon.access import share_socket, share_state_dir
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.control import SweepControl
+from staminad.daemon.enginestate import engines_of, outage_line
 from staminad.daemon.logs import EngineHealth, daemon_logging, log
 from staminad.daemon.loopprobe import probe_from_env
 from staminad.daemon.notify import notify, watchdog
@@ -216,9 +218,8 @@ class Daemon(SweepControl):
         """Every engine the running sweeps are spread over, once each, as their pools see it now."""
         seen: dict[str, EngineInfo] = {}
         for run in list(self.running.values()):
-            status = getattr(run.factory, "status", None)
-            for e in status() if status is not None else ():
-                seen.setdefault(e.url, EngineInfo(**msgspec.structs.asdict(e)))
+            for e in engines_of(run.factory):
+                seen.setdefault(e.url, e)
         return list(seen.values())
 
     def with_slots(self, info: SweepInfo) -> SweepInfo:
@@ -226,11 +227,16 @@ class Daemon(SweepControl):
         it is spread over (their slots and health); a sweep whose writes wait on the state disk is `paused`."""
         parallel = self.limiter.caps.get(info.sweep, 0)
         run = self.running.get(info.sweep)
-        status = getattr(run.factory, "status", None) if run is not None else None
-        engines = tuple(EngineInfo(**msgspec.structs.asdict(e)) for e in status()) if status is not None else ()
+        engines = engines_of(run.factory) if run is not None else ()
         if run is not None and self.store is not None and self.store.space.stalled(info.sweep):
             # Its writes wait on a full (or read-only) state disk: paused until space returns, and why.
             info = msgspec.structs.replace(info, status="paused", reason=self.store.space.stall)
+        down = [e for e in engines if e.down_since and e.waiting]
+        if run is not None and down and info.status == "running":
+            # Its scenarios wait for an engine that stopped answering: paused until it does (`sandbox.outage`).
+            e = down[0]
+            why = f"engine {e.url} does not answer ({e.detail}): {outage_line(e, time.time())}"
+            info = msgspec.structs.replace(info, status="paused", reason=why)
         return msgspec.structs.replace(
             info,
             parallel=parallel,

@@ -73,6 +73,9 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     pids: int = 512
     # Docker engines to spread the sweep's sandboxes over (each in volume mode); none: the local engine as above.
     engines: list[EngineSpec] = []
+    # Seconds a scenario waits out engine outages in total (paused, no infra retry spent) before the attempt
+    # is recorded as the platform's and the scenario ends `infra_failed` (see staminad/sandbox/outage.py).
+    outage_budget: float = 1800.0
 
 
 class LLMSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -186,11 +189,12 @@ LATER_MODEL_FIELDS = ("compact_at",)
 def fingerprint(sweep: SweepFile) -> str:
     """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with.
 
-    `run.engines` is left out: where the sandboxes run changes no row, so a sweep may resume on other engines
+    `run.engines` and `run.outage_budget` are left out: where the sandboxes run changes no row, so a sweep may resume on other engines
     (and a sweep stored before engines existed keeps its fingerprint); so are `LLM_OPERATIONAL`.
     """
     data = msgspec.to_builtins(sweep, order="sorted")
     data["run"].pop("engines", None)
+    data["run"].pop("outage_budget", None)  # how long an engine outage is waited out changes no row
     for key in LLM_OPERATIONAL:  # how patiently and how many at once the model is called changes no row
         (data.get("llm") or {}).pop(key, None)
     for key, default in LATER_RUN_FIELDS.items():
@@ -270,7 +274,7 @@ def _check(sweep: SweepFile, path: Path) -> None:  # noqa: C901 - one branch per
     if not 1 <= r.parallel <= 1024:
         raise bad("run.parallel must be 1..1024")
     _check_engines(r, path)
-    for key in ("turn_timeout", "server_start_timeout", "request_timeout"):
+    for key in ("turn_timeout", "server_start_timeout", "request_timeout", "outage_budget"):
         if not positive_seconds(getattr(r, key)):
             raise bad(f"run.{key} must be a positive number of seconds")
     if not 0 <= r.infra_retries <= 100:

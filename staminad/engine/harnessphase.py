@@ -134,9 +134,10 @@ class HarnessPhase(RunnerBase):
         container is waited for until the turn timeout; then it is the platform's loss: an agent has no
         way to pause its own container (no engine socket inside), and the time frozen is not the agent's.
         """
-        granted, polls = 0.0, 0
+        granted, polls, outage_from = 0.0, 0, self.outage_waited
         while True:
-            waited = self.llm.waited if self.llm is not None else 0.0
+            # Time spent waiting for a model or for the engine to answer again is not the agent's.
+            waited = (self.llm.waited if self.llm is not None else 0.0) + self.outage_waited - outage_from
             # From the launch, or from when the sandbox was ready if it was made for this attempt (a first turn, a
             # retry after a loss): creating, restoring and sealing it is the platform's time, not the agent's.
             deadline = watchdog_deadline(self._since(row), self.settings.turn_timeout, waited, row.resumed_at)

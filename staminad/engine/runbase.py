@@ -8,6 +8,7 @@ start with, what environment does the harness get. The phases (`engine.harnessph
 
 from __future__ import annotations
 
+import time
 from typing import TypedDict
 
 import anyio
@@ -20,8 +21,12 @@ from staminad.engine.spec import EngineSettings, EventSink, ScenarioSpec
 from staminad.engine.suites import AttemptSuites
 from staminad.engine.turns import Turn, TurnCursor
 from staminad.sandbox.base import Loss, Sandbox, SandboxError
+from staminad.sandbox.outage import OutageOver
 from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, Store
+
+
+OUTAGE_KINDS = ("sandbox_lost", "engine_error")  # the platform faults an engine that stopped answering causes
 
 
 class _Names(TypedDict):
@@ -56,6 +61,8 @@ class RunnerBase:
         self._turns_lock = anyio.Lock()
         self._ready_at: float | None = None  # when the sandbox was last (re)prepared; None: prepare first
         self._suites = AttemptSuites(workers)  # the latest (turn, attempt)'s suite, kept where it runs
+        self.outage_waited = 0.0  # seconds this scenario has waited for its engine to answer again, in total
+        self.outage_over = ""  # why it stopped waiting (the outage budget spent): the scenario then ends
 
     # --- texts and suites per turn ------------------------------------------------------------
 
@@ -95,11 +102,32 @@ class RunnerBase:
         return max(row.launched_at, self._ready_at or 0.0)
 
     async def _loss(self, row: AttemptRow) -> Loss | None:
-        """Whether the sandbox is gone (or frozen) now; an engine that cannot say is itself a loss."""
+        """Whether the sandbox is gone (or frozen) now; an engine that cannot say is itself a loss, unless it
+        does not answer at all: that outage is waited out (`ride_out`) and the sandbox asked again."""
+        while True:
+            try:
+                loss = await self.sandbox.health(self._since(row))
+            except SandboxError as exc:
+                loss = Loss(kind=exc.kind, detail=str(exc))
+            if loss is None or loss.paused or loss.kind not in OUTAGE_KINDS or not await self.ride_out():
+                return loss
+
+    async def ride_out(self) -> bool:
+        """Whether a platform fault just met was the sandbox's engine not answering, now waited out: True once
+        it answers again (the step is taken up again, no infra retry spent); False when it answers now (the
+        fault is judged as it is) or the scenario's outage budget ran out (`outage_over` says so)."""
+        watch = self.sandbox.watch()
+        if watch is None or self.outage_over or await watch.answers():
+            return False
+        t0 = time.monotonic()
         try:
-            return await self.sandbox.health(self._since(row))
-        except SandboxError as exc:
-            return Loss(kind=exc.kind, detail=str(exc))
+            await watch.ride_out(self.settings.outage_budget - self.outage_waited)
+        except OutageOver as exc:
+            self.outage_over = str(exc)
+            return False
+        finally:
+            self.outage_waited += time.monotonic() - t0
+        return True
 
     def _env(self) -> dict[str, str]:
         """The harness's environment; for a real harness, also its model and gateway route."""

@@ -22,6 +22,7 @@ from protocol.kinds import InfraKind
 from staminad.bench.texts import render_spec
 from staminad.engine.harnessphase import HarnessPhase
 from staminad.engine.position import Position, position
+from staminad.engine.runbase import OUTAGE_KINDS
 from staminad.engine.suitephase import SuitePhase
 from staminad.sandbox.base import SandboxError
 from staminad.sandbox.codekeep import job_id
@@ -60,6 +61,9 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
             )
             if pos.final is None and pos.resume is None and self.llm is not None and self.llm.capped:
                 pos = msgspec.structs.replace(pos, final="capped", reason=self.llm.capped)
+            if pos.final is None and pos.resume is None and self.outage_over:
+                # Its engine did not answer within the outage budget: ended, unscored and re-runnable (`retry`).
+                pos = msgspec.structs.replace(pos, final="infra_failed", reason=self.outage_over)
             if pos.final is not None:
                 await self.store.set_scenario_status(
                     scenario_id, pos.final, turns_passed=pos.turns_passed, reason=pos.reason
@@ -167,6 +171,12 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
             await self._suite_for(turn, attempt)
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: InfraKind, detail: str) -> None:
+        """Record the attempt as an infra failure, unless its engine stopped answering: then the scenario waits
+        for it (no retry spent) and the loop takes the attempt up again where it was."""
+        if kind in OUTAGE_KINDS and await self.ride_out():
+            return
+        if self.outage_over:
+            kind, detail = "engine_error", self.outage_over
         await self.store.infra_event(scenario_id, row.turn, row.attempt, kind, detail)
         await self.store.tested(row.id, Verdict(outcome="infra", infra_kind=kind))
         self.emit(

@@ -18,6 +18,7 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     server_start_timeout: float = 60.0
     request_timeout: float = 5.0
     infra_retries: int = 10
+    outage_budget: float = 1800.0  # seconds of engine outages a scenario waits out (`staminad.sandbox.outage`)
 
 
 class ScenarioSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,6 +7,7 @@ skipped and unfinished ones continue from their last recorded step. Laying the s
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anyio
@@ -27,6 +28,8 @@ from staminad.engine.spec import EngineSettings, EventSink
 from staminad.engine.summary import ConfigSummary, summarize
 from staminad.sandbox.base import SandboxFactory
 from state.store import Store
+
+log = logging.getLogger(__name__)
 
 
 async def run_sweep(
@@ -76,6 +79,7 @@ async def _plan(sweep: SweepFile, pack: Pack | None) -> Plan:
         request_timeout=sweep.run.request_timeout,
         server_start_timeout=sweep.run.server_start_timeout,
         infra_retries=sweep.run.infra_retries,
+        outage_budget=sweep.run.outage_budget,
     )
     return Plan(params=params, seeds=seeds, pack=pack, readme=render_readme(params.language), settings=settings)
 
@@ -115,7 +119,12 @@ async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: Plan, 
     finally:
         if not parts.shared.detach.is_set():
             with anyio.CancelScope(shield=True):
-                await parts.make_sandbox.aclose(state_dir / "sandboxes" / sweep.name)
+                try:
+                    await parts.make_sandbox.aclose(state_dir / "sandboxes" / sweep.name)
+                except Exception as exc:  # noqa: BLE001 - an engine that does not answer must not fail a finished sweep
+                    # What is left there is an orphan now: the next daemon start, or `staminad sandboxes --prune`,
+                    # removes it (`staminad.sandbox.docker.orphans`).
+                    log.warning("sweep %s: its sandboxes were not removed (%s: %s)", sweep.name, type(exc).__name__, exc)
 
 
 __all__ = ["run_sweep"]

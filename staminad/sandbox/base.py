@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from protocol.kinds import InfraKind, ServerKind
 from staminad.sandbox.markers import Marker, MarkerWatcher
+
+if TYPE_CHECKING:
+    from staminad.sandbox.outage import EngineWatch
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: what a layer stages, by paths relative to it
 WRAPPER = HARNESS_DIR / "sandbox" / "inside" / "wrapper.sh"
@@ -138,6 +141,9 @@ class Sandbox(Protocol):
     async def stop_server(self, handle: ServerHandle) -> None: ...
     async def close(self) -> None: ...
     def describe(self) -> dict[str, Any]: ...  # where it is (runtime, root, container), stored with the scenario
+    # The outage watch of the engine it runs on, when an attempt that met a platform fault should wait for that
+    # engine to answer again rather than spend an infra retry (`outage`); None: nothing to wait for.
+    def watch(self) -> EngineWatch | None: ...
 
 
 class ContainerSettings(Protocol):

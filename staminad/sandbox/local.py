@@ -105,6 +105,10 @@ class LocalSandbox(HostFiles):
     def describe(self) -> dict[str, str]:
         return {"runtime": "local", "root": str(self.root)}
 
+    def watch(self) -> None:
+        """Processes on this machine: no engine to wait for."""
+        return None
+
     async def prepare(self) -> None:
         await quick(self._make_dirs)  # file operations stay off the loop every scenario shares
         # A server never has to outlive the daemon that started it (harnesses do): kill any left by a daemon

@@ -120,6 +120,7 @@ def test_a_later_run_field_at_its_default_leaves_the_fingerprint_of_older_sweeps
     before = msgspec.to_builtins(sweep, order="sorted")
     del before["run"]["workspace"]
     del before["run"]["engines"]  # never fingerprinted (see `fingerprint`), and younger than the stored sweeps too
+    del before["run"]["outage_budget"]  # never fingerprinted either: how long an outage is waited out
     assert fingerprint == hashlib.sha256(msgspec.json.encode(before)).hexdigest()[:16]
     volume = write_sweep(tmp_path, "f", ["reference"], runtime="docker", extra='workspace = "volume"\n')
     assert load_sweep(volume)[1] != load_sweep(write_sweep(tmp_path, "f", ["reference"], runtime="docker"))[1]

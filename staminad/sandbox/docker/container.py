@@ -20,7 +20,9 @@ import aiodocker
 import anyio
 
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Loss, SandboxError
+from staminad.sandbox.docker.engineconnect import client_watch
 from staminad.sandbox.docker.image import AGENT_UID, PRIVATE_DIR
+from staminad.sandbox.outage import EngineWatch
 
 log = logging.getLogger(__name__)
 LABEL_SWEEP = "staminabench.sweep"
@@ -242,6 +244,10 @@ class ContainerFactory:
         if self._client is None:
             self._client = self.connect()
         return self._client
+
+    def watch(self) -> EngineWatch | None:
+        """The outage watch of its engine, once it has spoken to it (`staminad.sandbox.outage`)."""
+        return client_watch(self._client) if self._client is not None else None
 
     async def disconnect(self) -> None:
         """Close the engine connection and leave every container running (a graceful daemon stop)."""

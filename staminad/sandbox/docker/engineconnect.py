@@ -27,6 +27,7 @@ import aiohttp
 import anyio
 
 from staminad.sandbox.docker.enginespec import EngineSpec, published_host
+from staminad.sandbox.outage import EngineWatch, watch_for
 
 PING_TIMEOUT = 3.0  # seconds a /_ping may take before the engine counts as not answering
 PING_EVERY = 3.0  # seconds a ping's answer is trusted before the next caller pings again
@@ -139,6 +140,14 @@ class Endpoint:
             self.checked = time.monotonic()
             return self.healthy
 
+    def watch(self) -> EngineWatch:
+        """The process's outage watch of this engine, probed through this endpoint (`staminad.sandbox.outage`)."""
+
+        async def probe() -> str | None:
+            return None if await self.ping(fresh=True) else self.detail or "no answer"
+
+        return watch_for(self.url, probe)
+
     def mark_down(self, detail: str) -> None:
         """An operation on the engine failed as only an engine that stopped answering does: ping it next time."""
         self.checked = 0.0
@@ -161,6 +170,22 @@ class Endpoint:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await client.close()
         self._close_tunnel()
+
+
+async def ping(client: aiodocker.Docker) -> str | None:
+    """Whether the engine of `client` answers a bounded `/_ping`: None if it does, else why not in one line."""
+    try:
+        with anyio.fail_after(PING_TIMEOUT):
+            async with client._query("_ping", versioned_api=False) as reply:
+                return None if reply.status == 200 else f"/_ping answered {reply.status}"
+    except (TimeoutError, aiohttp.ClientError, aiodocker.exceptions.DockerError, OSError, RuntimeError) as exc:
+        # RuntimeError: a client whose session was closed under it (its sweep ended meanwhile).
+        return f"/_ping: {type(exc).__name__}: {exc}".rstrip(": ")
+
+
+def client_watch(client: aiodocker.Docker) -> EngineWatch:
+    """The process's outage watch of the engine `client` speaks to, probed through `client`."""
+    return watch_for(str(client.docker_host), lambda: ping(client))
 
 
 def local_socket() -> str:

@@ -44,6 +44,7 @@ from staminad.sandbox.docker.engineconnect import Endpoint, local_socket
 from staminad.sandbox.docker.enginespec import EngineSpec
 from staminad.sandbox.docker.placedsandbox import PlacedSandbox
 from staminad.sandbox.docker.placementfiles import PLACEMENT, read_placement
+from staminad.sandbox.outage import watches_by_url
 
 ENGINE_WAIT = 60.0  # seconds a sandbox waits for any engine to answer before its attempt is an infra retry
 CLOSE_TIMEOUT = 30.0  # bound on removing what a sweep left on an engine that answers
@@ -58,6 +59,8 @@ class EngineStatus(msgspec.Struct, frozen=True, kw_only=True):
     healthy: bool
     detail: str = ""
     scenarios: int = 0  # of this pool's sweep, holding a slot there now
+    down_since: float = 0.0  # Unix time an outage its scenarios wait out began (`outage`); 0 while it answers
+    waiting: int = 0  # scenarios paused until it answers again
 
 
 class Slots:
@@ -244,17 +247,22 @@ class EnginePool:
         await self.source.aclose()
 
     def status(self) -> list[EngineStatus]:
-        return [
-            EngineStatus(
-                url=e.url,
-                slots=e.endpoint.spec.slots,
-                used=e.used,
-                healthy=e.endpoint.healthy,
-                detail=e.endpoint.detail,
-                scenarios=sum(url == e.url for url in self.placed.values()),
+        out = []
+        for e in self.engines:
+            watch = watches_by_url().get(e.url)
+            out.append(
+                EngineStatus(
+                    url=e.url,
+                    slots=e.endpoint.spec.slots,
+                    used=e.used,
+                    healthy=e.endpoint.healthy and not (watch is not None and watch.down),
+                    detail=(watch.detail if watch is not None and watch.down else "") or e.endpoint.detail,
+                    scenarios=sum(url == e.url for url in self.placed.values()),
+                    down_since=watch.down_since if watch is not None else 0.0,
+                    waiting=watch.waiting if watch is not None else 0,
+                )
             )
-            for e in self.engines
-        ]
+        return out
 
 
 __all__ = ["PLACEMENT", "EnginePool", "EngineStatus", "PlacedSandbox", "Slots", "volume_on"]

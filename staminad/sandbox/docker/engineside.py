@@ -44,6 +44,8 @@ from staminad.sandbox.docker.container import (
     network_gone,
     seal_slots,
 )
+from staminad.sandbox.docker.engineconnect import client_watch
+from staminad.sandbox.outage import EngineWatch
 
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
 MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
@@ -80,6 +82,10 @@ class EngineContainer:
 
     def _labels(self) -> dict[str, str]:
         return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
+
+    def watch(self) -> EngineWatch:
+        """The outage watch of this container's engine (`staminad.sandbox.outage`)."""
+        return client_watch(self.docker)
 
     def describe(self) -> dict[str, Any]:
         return {

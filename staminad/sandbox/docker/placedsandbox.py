@@ -29,6 +29,7 @@ from staminad.sandbox.base import (
 from staminad.sandbox.docker.engineconnect import PING_EVERY, Endpoint
 from staminad.sandbox.docker.placementfiles import current, read_placement, set_current, write_placement
 from staminad.sandbox.markers import Marker, MarkerWatcher
+from staminad.sandbox.outage import EngineWatch
 
 
 class EngineLike(Protocol):
@@ -100,6 +101,13 @@ class PlacedSandbox(Generic[E]):
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "engine": self.engine.url}
+
+    def watch(self) -> EngineWatch | None:
+        """Its engine's outage watch when it has to wait for that engine: its workspace is there alone (no
+        snapshot of its last tested attempt) or no other engine answers. None when it may move: its retry
+        takes it to an engine that answers (see `engines`)."""
+        others = any(e is not self.engine and e.endpoint.usable for e in self.pool.engines)
+        return None if others and current(self.root) else self.engine.endpoint.watch()
 
     def _lost(self) -> SandboxError:
         detail = self.engine.endpoint.detail or "no answer"
