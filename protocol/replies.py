@@ -67,6 +67,20 @@ class EngineInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     waiting: int = 0  # scenarios paused until it answers again (every sweep's)
 
 
+class SandboxInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A sandbox's container or volume on an engine, and which state directory owns it (`staminad sandboxes`)."""
+
+    engine: str
+    kind: str  # "container" or "volume"
+    name: str
+    state_dir: str = ""  # the state directory its labels name ("" when they name none)
+    sweep: str = ""
+    scenario: str = ""
+    running: bool = False  # a container that runs (holding memory and pids)
+    orphan: str = ""  # why no state directory owns it any more ("" when one does, or it is not ours to judge)
+    owner: str = ""  # who keeps it, when it is not an orphan
+
+
 class SweepInfo(Msg, tag="sweep", frozen=True):
     """A sweep's figures; `parallel` is its own limit, `active` its scenarios running now (not those held at a
     pause), `queued` those awaiting a slot."""
@@ -326,3 +340,4 @@ class OpsReport(Msg, tag="ops", frozen=True):
     history: tuple[OpsPoint, ...] = ()
     sample_every: float = 0.0  # seconds between history points
     stall: str = ""  # why the store's writes wait (a full or read-only state disk), "" when they do not
+    orphans: tuple[SandboxInfo, ...] = ()  # sandboxes whose state directory is gone or no longer knows them

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from protocol.errors import ExpectedError, describe, leaves
 from protocol.usage import OneLineParser, options_after_command, program
-from staminad.commands import daemon, image, llm, oracle, report, run, scenario, view
+from staminad.commands import daemon, image, llm, oracle, report, run, sandboxes, scenario, view
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parsers(sub)
     daemon.add_parsers(sub)
     view.add_parsers(sub)
+    sandboxes.add_parsers(sub)
     return parser
 
 

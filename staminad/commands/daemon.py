@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -30,6 +31,7 @@ from protocol.events import KIND_NAMES
 from protocol.messages import RequestFor, SweepList
 from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.paths import socket_path as _socket_path
+from protocol.units import span
 from protocol.usage import hint
 from staminad.commands.args import (
     CommandError,
@@ -291,7 +293,9 @@ def info_lines(info: SweepInfo) -> list[str]:
     lines = [f"sweep {info.sweep}: {info.status}{slots}{expanding}{reason}"]
     for e in info.engines:
         health = "healthy" if e.healthy else f"not answering ({e.detail})" if e.detail else "not answering"
-        lines.append(f"  engine {e.url}: {health}; {e.scenarios} of this sweep's scenarios, {e.used}/{e.slots} slots")
+        slots = f"; {e.scenarios} of this sweep's scenarios, {e.used}/{e.slots} slots" if e.slots else ""
+        down = f"; down for {span(time.time() - e.down_since)}, {e.waiting} scenarios paused" if e.down_since else ""
+        lines.append(f"  engine {e.url}: {health}{slots}{down}")
     for c in info.configurations:
         t = config_tally(c)
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))

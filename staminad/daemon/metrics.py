@@ -95,6 +95,12 @@ class DaemonCollector(Collector):
         if scheduler is not None:
             yield from scheduler_metrics(scheduler)
         yield from gateway_metrics(list(LIVE.values()))
+        orphans = self.daemon.orphan_watch.orphans  # as the last look found them (`orphanwatch`)
+        yield gauge(
+            "staminad_orphaned_sandboxes",
+            "Sandbox containers and volumes whose state directory is gone or no longer needs them",
+            [((), len(orphans))],
+        )
         yield from box_metrics(self.daemon.state_dir, scheduler, self.sampler.docker_root)
 
     async def _on_loop(self) -> Scheduler:

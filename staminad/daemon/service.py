@@ -35,6 +35,7 @@ from staminad.daemon.logs import EngineHealth, daemon_logging, log
 from staminad.daemon.loopprobe import probe_from_env
 from staminad.daemon.notify import notify, watchdog
 from staminad.daemon.ops import OpsRing, report, sweep_infos
+from staminad.daemon.orphanwatch import OrphanWatch
 from staminad.daemon.running import Running
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
@@ -99,6 +100,7 @@ class Daemon(SweepControl):
         docker = Path("/var/lib/docker")  # Docker's usual data root: where sandbox images and layers fill up
         self.ops = OpsRing({"state": state_dir, **({"docker": docker} if docker.is_dir() else {})})
         self.expanding: dict[str, tuple[int, int]] = {}  # sweeps still being laid out: (recorded, total)
+        self.orphan_watch = OrphanWatch(state_dir)  # sandboxes no state directory owns any more (issue 42)
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -162,6 +164,7 @@ class Daemon(SweepControl):
                     tg.start_soon(probe.serve)
                 tg.start_soon(watchdog)
                 tg.start_soon(EngineHealth().watch, self.engine_status)
+                tg.start_soon(self.orphan_watch.serve, lambda: self.engines)
                 tg.start_soon(self.ops.serve, lambda: self.limiter.in_use)
                 for sweep_id, status, config in await self._unfinished():
                     log.info("resuming sweep %s (%s when the daemon last stopped)", sweep_id, status)
@@ -252,7 +255,8 @@ class Daemon(SweepControl):
         """The box at a glance (`staminad.daemon.ops`), with up to `history` points of its recent past."""
         assert self.store is not None
         infos = await sweep_infos(self.store, self.with_slots)
-        return await report(self.store, self.ops, infos, self.limiter, history, self.expanding)
+        found = await report(self.store, self.ops, infos, self.limiter, history, self.expanding)
+        return msgspec.structs.replace(found, orphans=self.orphan_watch.orphans)
 
 
 __all__ = ["VERSION", "Daemon", "DaemonError"]

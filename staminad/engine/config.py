@@ -189,8 +189,9 @@ LATER_MODEL_FIELDS = ("compact_at",)
 def fingerprint(sweep: SweepFile) -> str:
     """sha256 of the canonical configuration: a resubmitted sweep must match what its rows were made with.
 
-    `run.engines` and `run.outage_budget` are left out: where the sandboxes run changes no row, so a sweep may resume on other engines
-    (and a sweep stored before engines existed keeps its fingerprint); so are `LLM_OPERATIONAL`.
+    `run.engines` and `run.outage_budget` are left out: where the sandboxes run, and how long an engine outage is
+    waited out, change no row, so a sweep may resume on other engines (and a sweep stored before engines existed
+    keeps its fingerprint); so are `LLM_OPERATIONAL`.
     """
     data = msgspec.to_builtins(sweep, order="sorted")
     data["run"].pop("engines", None)

@@ -8,6 +8,7 @@ makes the job wait for space and take the scenario up again.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +29,12 @@ from staminad.engine.markers import MarkerWatcher
 from staminad.engine.scenario import ScenarioRunner
 from staminad.engine.spec import EngineSettings, EventSink, ScenarioSpec
 from staminad.engine.turns import HeldScenario, generated
-from staminad.sandbox.base import Grant, SandboxFactory
+from staminad.sandbox.base import Grant, SandboxError, SandboxFactory
 from staminad.suite.pool import WorkerPool, run_sync, usable_cpus
 from state.space import disk_problem
 from state.store import Store
+
+log = logging.getLogger(__name__)
 
 
 class Shared(msgspec.Struct, kw_only=True):
@@ -161,7 +164,10 @@ async def _scenario(parts: Parts, job: Job) -> None:
     finally:
         if not shared.detach.is_set():  # a graceful daemon stop leaves detached harnesses running
             with anyio.CancelScope(shield=True):
-                await sandbox.close()
+                try:
+                    await sandbox.close()
+                except SandboxError as exc:  # its engine does not answer: an orphan, reaped at the next start
+                    log.warning("the sandbox of scenario %d was not removed: %s", job.scenario_id, exc)
 
 
 __all__ = ["Job", "Parts", "Plan", "Shared", "run_job"]

@@ -25,7 +25,6 @@ from staminad.sandbox.outage import OutageOver
 from staminad.suite.pool import WorkerPool
 from state.store import AttemptRow, Store
 
-
 OUTAGE_KINDS = ("sandbox_lost", "engine_error")  # the platform faults an engine that stopped answering causes
 
 

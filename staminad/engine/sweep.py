@@ -124,7 +124,9 @@ async def _run(sweep: SweepFile, fingerprint: str, state_dir: Path, plan: Plan, 
                 except Exception as exc:  # noqa: BLE001 - an engine that does not answer must not fail a finished sweep
                     # What is left there is an orphan now: the next daemon start, or `staminad sandboxes --prune`,
                     # removes it (`staminad.sandbox.docker.orphans`).
-                    log.warning("sweep %s: its sandboxes were not removed (%s: %s)", sweep.name, type(exc).__name__, exc)
+                    log.warning(
+                        "sweep %s: its sandboxes were not removed (%s: %s)", sweep.name, type(exc).__name__, exc
+                    )
 
 
 __all__ = ["run_sweep"]

@@ -107,7 +107,7 @@ class LocalSandbox(HostFiles):
 
     def watch(self) -> None:
         """Processes on this machine: no engine to wait for."""
-        return None
+        return
 
     async def prepare(self) -> None:
         await quick(self._make_dirs)  # file operations stay off the loop every scenario shares

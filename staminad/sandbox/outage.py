@@ -22,8 +22,6 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from staminad.sandbox.base import SandboxError
-
 log = logging.getLogger(__name__)
 
 OUTAGE_BUDGET = 1800.0  # seconds a scenario waits out engine outages in total, by default (`[run] outage_budget`)
@@ -33,11 +31,8 @@ BACKOFF_MAX = 15.0  # the longest pause between probes of an engine that does no
 Probe = Callable[[], Awaitable[str | None]]  # None: the engine answers; else why not, in one line
 
 
-class OutageOver(SandboxError):
-    """The engine did not answer within the outage budget: the attempt is the platform's (`engine_error`)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, "engine_error")
+class OutageOver(RuntimeError):
+    """The engine did not answer within the outage budget: the attempt is the platform's (an `engine_error`)."""
 
 
 class EngineWatch:
@@ -85,7 +80,7 @@ class EngineWatch:
                         f"engine {self.url} did not answer for {budget:.0f} s, the sweep's outage budget "
                         f"([run] outage_budget): {self.detail}"
                     )
-                await anyio.sleep(min(left, random.uniform(delay / 2, delay)))  # noqa: S311 - jitter, not a secret
+                await anyio.sleep(min(left, random.uniform(delay / 2, delay)))
                 delay = min(BACKOFF_MAX, delay * 2)
         finally:
             self.waiting -= 1

@@ -79,9 +79,13 @@ async def test_an_engine_cut_mid_sweep_pauses_its_scenarios_and_spends_no_infra_
             seen.extend((not e.healthy, e.waiting) for e in engines_of(factory))
             proxy.restore()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(restore_once_all_wait)
-            cutrun = await sweep(path, tmp_path / "cut", factory=factory, recorder=recorder)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(restore_once_all_wait)
+                cutrun = await sweep(path, tmp_path / "cut", factory=factory, recorder=recorder)
+        finally:  # whatever a failed run left there
+            proxy.restore()
+            await volume_factory(sw.run).aclose(tmp_path / "cut" / "sandboxes" / "cut")
 
     assert seen == [(True, SEEDS)]  # what status, the TUI and the metrics show during the cut
     assert proxy.refused > 0  # the engine was asked, and did not answer, while cut
@@ -110,9 +114,11 @@ async def test_an_outage_past_the_budget_ends_the_scenario_unscored_after_one_in
                 proxy.cut()
 
         recorder.hooks.append(at_second_turn)
-        result = await sweep(path, tmp_path / "st", factory=volume_factory(sw.run), recorder=recorder)
-        proxy.restore()
-        await volume_factory(sw.run).aclose(tmp_path / "st" / "sandboxes" / "gone")  # what the cut sweep left
+        try:
+            result = await sweep(path, tmp_path / "st", factory=volume_factory(sw.run), recorder=recorder)
+        finally:
+            proxy.restore()
+            await volume_factory(sw.run).aclose(tmp_path / "st" / "sandboxes" / "gone")  # what the cut sweep left
 
     (summary,) = result.values()
     assert summary.statuses == {"infra_failed": SEEDS}

@@ -38,8 +38,8 @@ async def test_scenarios_wait_until_the_engine_answers_and_the_watch_says_so_mea
         tg.start_soon(wait)
         tg.start_soon(wait)
         with anyio.fail_after(10):
-            while watch.waiting < 2:
-                await anyio.sleep(0.01)  # polling the count the waiters keep, not a synchronisation
+            while watch.waiting < 2:  # noqa: ASYNC110 - the count the waiters keep is what is under test
+                await anyio.sleep(0.01)
         assert watch.down_since == began  # one outage, however many wait for it
         engine.up.set()
     assert len(waited) == 2 and (watch.down, watch.waiting, watch.outages) == (False, 0, 1)
@@ -47,12 +47,12 @@ async def test_scenarios_wait_until_the_engine_answers_and_the_watch_says_so_mea
 
 
 async def test_the_wait_ends_at_the_budget_saying_so() -> None:
-    """An engine that never answers ends the wait at the budget as an `engine_error` naming it."""
+    """An engine that never answers ends the wait at the budget, naming the engine and the budget."""
     engine = Engine()
     watch = EngineWatch("tcp://10.0.0.1:2375", engine.probe)
     with pytest.raises(OutageOver) as raised:
         await watch.ride_out(0.2)
-    assert raised.value.kind == "engine_error" and "outage budget" in str(raised.value)
+    assert "outage budget" in str(raised.value)
     assert "tcp://10.0.0.1:2375" in str(raised.value) and watch.waiting == 0 and watch.down
     assert 2 <= engine.probes <= 10  # backed off between probes, not asked in a loop
 

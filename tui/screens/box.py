@@ -43,7 +43,20 @@ def report_text(r: OpsReport) -> str:
         lines.append("[b]engines[/b]")
         for e in r.engines:
             health = "healthy" if e.healthy else f"[b red]not answering[/b red] {literal(e.detail)}"
-            lines.append(f"  {literal(e.url)}: {health}, {e.used}/{e.slots} slots")
+            slots = f", {e.used}/{e.slots} slots" if e.slots else ""
+            down = (
+                f", [b red]down for {span(r.at - e.down_since)}[/b red], {e.waiting} scenarios paused until it answers"
+                if e.down_since
+                else ""
+            )
+            lines.append(f"  {literal(e.url)}: {health}{slots}{down}")
+    if r.orphans:
+        lines.append(
+            f"[b red]orphaned sandboxes[/b red]  ({len(r.orphans)}; `staminad sandboxes --prune` removes them)"
+        )
+        for o in r.orphans:
+            running = " (running)" if o.running else ""
+            lines.append(f"  {o.kind} {literal(o.name)}{running} on {literal(o.engine)}: {literal(o.orphan)}")
     lines.append("[b]model endpoints[/b]")
     for p in r.endpoints:
         cap = f" of ${p.cap:.2f}" if p.cap else ""

@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import re
+import socket
 import weakref
 from collections.abc import Callable
 from datetime import datetime
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 LABEL_SWEEP = "staminabench.sweep"
 LABEL_SCENARIO = "staminabench.scenario"
 LABEL_SANDBOXES = "staminabench.sandboxes"  # the sweep's sandbox directory on the host: whose container it is
+LABEL_STATE = "staminabench.state"  # the state directory that owns it (`orphans`: gone, or not knowing it)
+LABEL_HOST = "staminabench.host"  # the machine that state directory is on (`host_id`)
 NETWORK = "staminabench-sealed"  # ICC off; the older `staminabench` network (ICC on) is no longer used
 CONTROL = f"{PRIVATE_DIR}/control"  # the control directory as the root side sees it
 OP_TIMEOUT = 60.0
@@ -85,6 +88,26 @@ def judge(name: str, state: dict[str, Any], actions: set[str] | None) -> Loss:
         detail=f"container {name} {what}{oom} with no kill from the engine "
         "or an operator: a process inside ended what kept it running",
     )
+
+
+def host_id() -> str:
+    """This machine, as a sandbox's labels name it: its hostname and, where it has one, its machine id.
+
+    Another machine (or container) on the same engine has another: its state directories are not ours to look at.
+    """
+    try:
+        machine = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        machine = ""
+    return f"{socket.gethostname()}/{machine}" if machine else socket.gethostname()
+
+
+def ownership(root: Path) -> dict[str, str]:
+    """The labels that say which state directory owns the sandbox at `root` (<state>/sandboxes/<sweep>/<scenario>),
+    none for a root outside a state directory's layout."""
+    if len(root.parents) < 3 or root.parents[1].name != "sandboxes":
+        return {}
+    return {LABEL_STATE: str(root.parents[2]), LABEL_HOST: host_id()}
 
 
 def _agent() -> str:

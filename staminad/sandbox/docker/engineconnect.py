@@ -183,9 +183,15 @@ async def ping(client: aiodocker.Docker) -> str | None:
         return f"/_ping: {type(exc).__name__}: {exc}".rstrip(": ")
 
 
+def client_url(client: aiodocker.Docker) -> str:
+    """The URL of the engine `client` speaks to (aiodocker names every socket `unix://localhost`)."""
+    path = getattr(client.connector, "path", None)
+    return f"unix://{path}" if isinstance(path, str) and path else str(client.docker_host)
+
+
 def client_watch(client: aiodocker.Docker) -> EngineWatch:
     """The process's outage watch of the engine `client` speaks to, probed through `client`."""
-    return watch_for(str(client.docker_host), lambda: ping(client))
+    return watch_for(client_url(client), lambda: ping(client))
 
 
 def local_socket() -> str:

@@ -42,6 +42,7 @@ from staminad.sandbox.docker.container import (
     forget_network,
     judge,
     network_gone,
+    ownership,
     seal_slots,
 )
 from staminad.sandbox.docker.engineconnect import client_watch
@@ -81,7 +82,8 @@ class EngineContainer:
         self.llm_host = "127.0.0.1"
 
     def _labels(self) -> dict[str, str]:
-        return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
+        labels = {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
+        return {**labels, **ownership(self.root)}  # which state directory owns it (`orphans`)
 
     def watch(self) -> EngineWatch:
         """The outage watch of this container's engine (`staminad.sandbox.outage`)."""
