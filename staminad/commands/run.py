@@ -101,11 +101,40 @@ def run_cmd(args: argparse.Namespace) -> int:
             choose_runtime, runtime, sweep.run, PortAllocator(), sweep_images(sweep), check_engines(args.engines)
         )
         print(f"runtime: {chosen}; state: {state_dir}", flush=True)
-        summaries = anyio.run(run_sweep, sweep, fingerprint, state_dir, factory, Progress(args.quiet, _say), pack)
+        progress = Progress(args.quiet, _say)
+        summaries = anyio.run(_until_interrupted, sweep, fingerprint, state_dir, factory, progress, pack)
+        if summaries is None:
+            again = f"`{hint('run')} {args.sweep}`"
+            prune = f"`{hint('sandboxes --prune --sweep')} {sweep.name} --state-dir {state_dir}`"
+            print(f"interrupted: the sweep's sandboxes are kept for a resume ({again} again); {prune} removes them")
+            return 130
         print(format_summary(summaries))
         return 0
     finally:
         os.close(lock)
+
+
+async def _until_interrupted(
+    sweep: Any, fingerprint: str, state_dir: Path, factory: Any, progress: Progress, pack: Any
+) -> Any:
+    """`run_sweep`'s summaries, or None when Ctrl-C stopped it: then, as at a graceful daemon stop, its harnesses
+    and sandboxes are left running for a resume (not torn down one by one while the user waits)."""
+    import signal
+
+    detach = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def on_interrupt() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    detach.set()
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(on_interrupt)
+        summaries = await run_sweep(sweep, fingerprint, state_dir, factory, progress, pack, detach=detach)
+        tg.cancel_scope.cancel()
+    return None if detach.is_set() else summaries
 
 
 def _lock_state_dir(state_dir: Path) -> int:

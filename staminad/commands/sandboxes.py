@@ -17,7 +17,7 @@ import msgspec
 
 from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.usage import hint
-from staminad.commands.args import CommandError, engine
+from staminad.commands.args import CommandError, UsageError, engine
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -32,6 +32,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
         help="another Docker engine to look at (repeatable; this machine's is always looked at)",
     )
+    p.add_argument(
+        "--sweep",
+        default="",
+        help="with --prune, also remove this sweep's sandboxes of the state directory, kept for a resume "
+        "(refused while a daemon or run uses the directory; a resume then makes them afresh)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per sandbox")
     p.add_argument(
         "--state-dir", type=state_dir_flag, default=None, help="default: $STAMINAD_STATE_DIR or XDG state home"
@@ -43,7 +49,10 @@ def sandboxes_cmd(args: argparse.Namespace) -> int:
     from staminad.sandbox.docker.orphans import engines_used, survey
 
     state_dir = resolve_state_dir(args.state_dir)
-    found = anyio.run(survey, engines_used(state_dir, args.engines), None, args.prune)
+    if args.sweep and not args.prune:
+        raise UsageError("--sweep names the sweep whose sandboxes --prune removes: give --prune too")
+    release = (state_dir.resolve(), args.sweep) if args.sweep else None
+    found = anyio.run(survey, engines_used(state_dir, args.engines), None, args.prune, release)
     removed = {(r.engine, r.kind, r.name) for r in found.removed}
     for s in found.sandboxes:
         gone = (s.engine, s.kind, s.name) in removed

@@ -40,15 +40,19 @@ async def run_sweep(
     emit: EventSink,
     pack: Pack | None = None,
     shared: Shared | None = None,
+    detach: anyio.Event | None = None,
 ) -> list[ConfigSummary]:
-    """Run (or resume) the sweep: on the daemon's `shared` parts, or on its own store and watcher."""
+    """Run (or resume) the sweep: on the daemon's `shared` parts, or on its own store and watcher; `detach` (its
+    own only) set before it is cancelled leaves its harnesses and sandboxes running for a resume."""
     plan = await _plan(sweep, pack)
     if shared is not None:
         return await _run(sweep, fingerprint, state_dir, plan, Parts(shared, make_sandbox, emit, plan.settings))
     store = await Store.open(state_dir / "staminad.db")
     watcher = MarkerWatcher()
     try:
-        own = Shared(store=store, watcher=watcher, limiter=FairLimiter(sweep.run.parallel))
+        own = Shared(
+            store=store, watcher=watcher, limiter=FairLimiter(sweep.run.parallel), detach=detach or anyio.Event()
+        )
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.serve)
             result = await _run(sweep, fingerprint, state_dir, plan, Parts(own, make_sandbox, emit, plan.settings))

@@ -109,10 +109,13 @@ def _orphan(info: SandboxInfo, why: str) -> SandboxInfo:
 
 
 @contextlib.contextmanager
-def judged(found: list[SandboxInfo], own: Path | None) -> Iterator[list[SandboxInfo]]:
+def judged(
+    found: list[SandboxInfo], own: Path | None, release: tuple[Path, str] | None = None
+) -> Iterator[list[SandboxInfo]]:
     """`found` with each one's owner or why it is an orphan; the lock of every other state directory judged by its
     store is held until the block ends (remove the orphans inside it). `own`: the state directory whose lock this
-    process holds already (a daemon's), judged by its store alone."""
+    process holds already (a daemon's), judged by its store alone. `release`: (state directory, sweep) whose
+    sandboxes count as orphans too, when no process uses that directory (`staminad sandboxes --prune --sweep`)."""
     held: list[int] = []
     try:
         by_state: dict[str, list[SandboxInfo]] = {}
@@ -121,7 +124,7 @@ def judged(found: list[SandboxInfo], own: Path | None) -> Iterator[list[SandboxI
                 by_state.setdefault(info.state_dir, []).append(info)
         verdicts: dict[tuple[str, str, str], SandboxInfo] = {}
         for state, items in by_state.items():
-            for info in _judge_state(Path(state), items, own, held):
+            for info in _judge_state(Path(state), items, own, held, release):
                 verdicts[(info.engine, info.kind, info.name)] = info
         yield [verdicts.get((i.engine, i.kind, i.name), i) for i in found]
     finally:
@@ -129,7 +132,9 @@ def judged(found: list[SandboxInfo], own: Path | None) -> Iterator[list[SandboxI
             os.close(fd)
 
 
-def _judge_state(state: Path, items: list[SandboxInfo], own: Path | None, held: list[int]) -> list[SandboxInfo]:
+def _judge_state(
+    state: Path, items: list[SandboxInfo], own: Path | None, held: list[int], release: tuple[Path, str] | None
+) -> list[SandboxInfo]:
     """One state directory's sandboxes, judged (see the module docstring); its lock joins `held` when taken."""
     try:
         os.stat(state)
@@ -161,7 +166,9 @@ def _judge_state(state: Path, items: list[SandboxInfo], own: Path | None, held: 
     out = []
     for i in items:
         status = sweeps.get(i.sweep)
-        if status is None:
+        if release is not None and (state, i.sweep) == release:
+            out.append(_orphan(i, f"its sweep {i.sweep} of {state} was released (--sweep {i.sweep})"))
+        elif status is None:
             out.append(_orphan(i, f"its store {db} has no sweep {i.sweep}"))
         elif status not in LIVE:
             out.append(_orphan(i, f"its sweep {i.sweep} is {status}"))
@@ -223,7 +230,9 @@ class Survey(msgspec.Struct, frozen=True, kw_only=True):
         return tuple(s for s in self.sandboxes if s.orphan and (s.engine, s.kind, s.name) not in gone)
 
 
-async def survey(engines: list[EngineSpec], own: Path | None, prune: bool) -> Survey:
+async def survey(
+    engines: list[EngineSpec], own: Path | None, prune: bool, release: tuple[Path, str] | None = None
+) -> Survey:
     """Every sandbox of the project on `engines`, judged (`judged`); with `prune`, the orphans removed."""
     found: list[SandboxInfo] = []
     removed: list[SandboxInfo] = []
@@ -233,7 +242,7 @@ async def survey(engines: list[EngineSpec], own: Path | None, prune: bool) -> Su
         try:
             client = endpoint.client()
             items = await listed(client, spec.url)
-            with judged(items, own) as verdicts:
+            with judged(items, own, release) as verdicts:
                 found += verdicts
                 if prune:
                     removed += await remove(client, [v for v in verdicts if v.orphan])
