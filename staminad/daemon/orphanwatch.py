@@ -51,8 +51,13 @@ class OrphanWatch:
 
         with anyio.move_on_after(LOOK_TIMEOUT):
             found = await survey(engines_used(self.state_dir, engines), self.state_dir, prune)
-            if prune and found.removed:
-                log.info("removed %d orphaned sandboxes at start", len(found.removed))
+            if prune:
+                log.info(
+                    "looked for orphaned sandboxes at start on %d engines: %d removed, %d left",
+                    len(found.sandboxes and {s.engine for s in found.sandboxes}),
+                    len(found.removed),
+                    len(found.orphans),
+                )
             for line in found.unanswered:
                 log.debug("orphaned sandboxes not looked for: %s", line)
             self.orphans, self.at = found.orphans, time.time()

@@ -103,11 +103,11 @@ def host_id() -> str:
 
 
 def ownership(root: Path) -> dict[str, str]:
-    """The labels that say which state directory owns the sandbox at `root` (<state>/sandboxes/<sweep>/<scenario>),
-    none for a root outside a state directory's layout."""
+    """The labels that say whose the sandbox at `root` is: its sweep's sandbox directory, and, for a root in a
+    state directory's layout (<state>/sandboxes/<sweep>/<scenario>), that state directory and its machine."""
     if len(root.parents) < 3 or root.parents[1].name != "sandboxes":
-        return {}
-    return {LABEL_STATE: str(root.parents[2]), LABEL_HOST: host_id()}
+        return {LABEL_SANDBOXES: str(root.parent)}
+    return {LABEL_SANDBOXES: str(root.parent), LABEL_STATE: str(root.parents[2]), LABEL_HOST: host_id()}
 
 
 def _agent() -> str:

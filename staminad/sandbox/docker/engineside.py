@@ -26,7 +26,6 @@ from staminad.sandbox.docker.container import (
     EVENT_SETTLE,
     EVENTS,
     FSIZE,
-    LABEL_SANDBOXES,
     LABEL_SCENARIO,
     LABEL_SWEEP,
     NETWORK,
@@ -45,8 +44,6 @@ from staminad.sandbox.docker.container import (
     ownership,
     seal_slots,
 )
-from staminad.sandbox.docker.engineconnect import client_watch
-from staminad.sandbox.outage import EngineWatch
 
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
 MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
@@ -82,12 +79,7 @@ class EngineContainer:
         self.llm_host = "127.0.0.1"
 
     def _labels(self) -> dict[str, str]:
-        labels = {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, LABEL_SANDBOXES: str(self.root.parent)}
-        return {**labels, **ownership(self.root)}  # which state directory owns it (`orphans`)
-
-    def watch(self) -> EngineWatch:
-        """The outage watch of this container's engine (`staminad.sandbox.outage`)."""
-        return client_watch(self.docker)
+        return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, **ownership(self.root)}  # whose (`orphans`)
 
     def describe(self) -> dict[str, Any]:
         return {

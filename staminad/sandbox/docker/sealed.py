@@ -17,6 +17,7 @@ import anyio
 
 from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, NotReady, SandboxError, ServerHandle
 from staminad.sandbox.docker.container import CONTROL, HEALTH_INTERVAL, OP_TIMEOUT, PID_TIMEOUT, _agent, agent_ids
+from staminad.sandbox.docker.engineconnect import client_watch
 from staminad.sandbox.docker.engineside import EngineContainer
 from staminad.sandbox.docker.replies import A, Holder, Listeners
 from staminad.sandbox.docker.requests import (
@@ -29,6 +30,7 @@ from staminad.sandbox.docker.requests import (
     Spawn,
     StopServer,
 )
+from staminad.sandbox.outage import EngineWatch
 from staminad.sandbox.readiness import wait_ready
 
 SERVER_LOG_LIMIT = 1 << 20  # bytes of the server's output its log keeps (the newest; see logcap.py)
@@ -63,6 +65,10 @@ def _left_running(holder: Holder | None, leader_start: int | None) -> str:
 
 class SealedContainer(EngineContainer):
     """One scenario's labelled, sealed container on an engine (see the module docstring)."""
+
+    def watch(self) -> EngineWatch:
+        """The outage watch of its engine (`staminad.sandbox.outage`)."""
+        return client_watch(self.docker)
 
     # --- what each way of reaching the container's files provides ----------------------------------
 
