@@ -85,7 +85,10 @@ def test_a_deleted_state_dirs_sandboxes_go_at_the_next_daemon_start_and_a_live_n
                 _until("the fresh daemon has looked", lambda: _logged(fresh, "looked for orphaned sandboxes at start"))
                 assert set(_containers(neighbour).values()) == {"running"}  # a live neighbour's: untouched
                 listed = cli(fresh, "sandboxes")
-                assert "is in use (a daemon or run keeps it)" in listed.stdout and "orphan " not in listed.stdout
+                assert (
+                    f"{neighbour.resolve()} is in use (a daemon, pid " in listed.stdout
+                    and "orphan " not in listed.stdout
+                )
     finally:  # the neighbour stopped leaves its sandbox for a resume: released here
         pruned = cli(neighbour, "sandboxes", "--prune", "--sweep", "kept")
         _remove(doomed)  # anything a failure above left

@@ -49,7 +49,7 @@ def _sandbox(state: Path, sweep: str, seed: int, engine: str = LOCAL, host: str 
 
 def _verdicts(found: list[SandboxInfo], own: Path | None = None, release: tuple[Path, str] | None = None) -> list[str]:
     """Each sandbox's verdict: `orphan: why` or `kept: whose`."""
-    with judged(found, own, release) as out:
+    with judged(found, own, release, lock=True) as out:
         return [f"orphan: {s.orphan}" if s.orphan else f"kept: {s.owner}" for s in out]
 
 
@@ -87,7 +87,7 @@ async def test_a_state_directory_in_use_another_machines_or_without_a_store_is_n
         verdicts = _verdicts(found)
     finally:
         os.close(fd)
-    assert verdicts[0] == f"kept: its state directory {busy} is in use (a daemon or run keeps it)"
+    assert verdicts[0] == f"kept: its state directory {busy} is in use (a daemon, pid {os.getpid()})"
     assert verdicts[1] == "kept: a state directory on elsewhere/1234"
     assert verdicts[2] == f"kept: state directory {bare} holds no store"
     assert verdicts[3] == "orphan: its state directory " + str(gone) + " is gone"  # labelled with this machine

@@ -12,8 +12,9 @@ directory, `<state>/sandboxes/<sweep>`, which says the same. A sandbox is an orp
 Ownership is never decided from names, and never for what is not ours to judge: a sandbox labelled with
 another machine's id (or, unlabelled, on an engine that is not this machine's socket), a state directory we
 cannot read (another user's), one whose lock another process holds (a live daemon or `staminad run`: it keeps
-its own), or a store that cannot be read. While a state directory is judged and its orphans removed, its lock is
-held here, so no daemon can start on it meanwhile and take up a sandbox we are removing.
+its own), or a store that cannot be read. While an existing state directory's orphans are removed, its lock is
+held here, so no daemon can start on it meanwhile and take up a sandbox being removed; a look that removes
+nothing takes no lock.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from staminad.sandbox.docker.container import (
 )
 from staminad.sandbox.docker.engineconnect import Endpoint, EngineUnreachable, local_socket
 from staminad.sandbox.docker.enginespec import EngineSpec
-from state.lock import LOCK_NAME
+from state.lock import LOCK_NAME, lock_holder
 
 log = logging.getLogger(__name__)
 LIVE = ("running", "paused")  # sweep statuses a daemon resumes: their unfinished scenarios keep their sandboxes
@@ -110,12 +111,15 @@ def _orphan(info: SandboxInfo, why: str) -> SandboxInfo:
 
 @contextlib.contextmanager
 def judged(
-    found: list[SandboxInfo], own: Path | None, release: tuple[Path, str] | None = None
+    found: list[SandboxInfo], own: Path | None, release: tuple[Path, str] | None = None, lock: bool = False
 ) -> Iterator[list[SandboxInfo]]:
-    """`found` with each one's owner or why it is an orphan; the lock of every other state directory judged by its
-    store is held until the block ends (remove the orphans inside it). `own`: the state directory whose lock this
-    process holds already (a daemon's), judged by its store alone. `release`: (state directory, sweep) whose
-    sandboxes count as orphans too, when no process uses that directory (`staminad sandboxes --prune --sweep`)."""
+    """`found` with each one's owner or why it is an orphan. `own`: the state directory whose lock this process
+    holds already (a daemon's), judged by its store alone. `release`: (state directory, sweep) whose sandboxes
+    count as orphans too, when no process uses that directory (`staminad sandboxes --prune --sweep`).
+
+    Another state directory in use (its lock held, as `/proc/locks` says) is never judged. With `lock` (to remove
+    the orphans inside the block), each other existing directory with orphans is locked here, then judged again,
+    and stays locked until the block ends; without it nothing is locked, so a look never makes a start fail."""
     held: list[int] = []
     try:
         by_state: dict[str, list[SandboxInfo]] = {}
@@ -124,7 +128,7 @@ def judged(
                 by_state.setdefault(info.state_dir, []).append(info)
         verdicts: dict[tuple[str, str, str], SandboxInfo] = {}
         for state, items in by_state.items():
-            for info in _judge_state(Path(state), items, own, held, release):
+            for info in _judge_locked(Path(state), items, own, held if lock else None, release):
                 verdicts[(info.engine, info.kind, info.name)] = info
         yield [verdicts.get((i.engine, i.kind, i.name), i) for i in found]
     finally:
@@ -132,30 +136,43 @@ def judged(
             os.close(fd)
 
 
-def _judge_state(
-    state: Path, items: list[SandboxInfo], own: Path | None, held: list[int], release: tuple[Path, str] | None
+def _judge_locked(
+    state: Path, items: list[SandboxInfo], own: Path | None, held: list[int] | None, release: tuple[Path, str] | None
 ) -> list[SandboxInfo]:
-    """One state directory's sandboxes, judged (see the module docstring); its lock joins `held` when taken."""
+    """`_judge_state`; where it finds orphans of an existing directory not `own` and `held` is given, that
+    directory's lock is taken (its fd joins `held`) and it is judged again under it."""
+    out = _judge_state(state, items, own, release)
+    if held is None or state == own or not any(i.orphan for i in out) or not os.path.isdir(state):
+        return out
+    try:
+        fd = os.open(state / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        return out  # no daemon or run ever took it (an in-process sweep of a test): none can be starting there
+    except OSError as exc:
+        return [_owned(i, f"state directory {state} cannot be read ({exc.strerror})") for i in items]
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return [_owned(i, f"its state directory {state} is in use (a daemon or run keeps it)") for i in items]
+    held.append(fd)
+    return _judge_state(state, items, own, release, locked=True)
+
+
+def _judge_state(
+    state: Path, items: list[SandboxInfo], own: Path | None, release: tuple[Path, str] | None, locked: bool = False
+) -> list[SandboxInfo]:
+    """One state directory's sandboxes, judged by its store (see the module docstring); `locked`: its lock is
+    held here."""
     try:
         os.stat(state)
     except (FileNotFoundError, NotADirectoryError):
         return [_orphan(i, f"its state directory {state} is gone") for i in items]
     except OSError as exc:
         return [_owned(i, f"state directory {state} cannot be read ({exc.strerror})") for i in items]
-    if own is None or state != own:
-        try:
-            fd = os.open(state / LOCK_NAME, os.O_RDONLY)
-        except FileNotFoundError:
-            fd = -1  # no daemon or run took it (an in-process sweep of a test): its store says the rest
-        except OSError as exc:
-            return [_owned(i, f"state directory {state} cannot be read ({exc.strerror})") for i in items]
-        if fd >= 0:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                return [_owned(i, f"its state directory {state} is in use (a daemon or run keeps it)") for i in items]
-            held.append(fd)
+    holder = lock_holder(state) if state != own and not locked else None
+    if holder is not None:  # a live daemon or run: it keeps its own
+        return [_owned(i, f"its state directory {state} is in use (a {holder[1]}, pid {holder[0]})") for i in items]
     db = state / "staminad.db"
     if not db.exists():  # a directory laid out by hand or by a test, or a store being made: not ours to judge
         return [_owned(i, f"state directory {state} holds no store") for i in items]
@@ -242,7 +259,7 @@ async def survey(
         try:
             client = endpoint.client()
             items = await listed(client, spec.url)
-            with judged(items, own, release) as verdicts:
+            with judged(items, own, release, lock=prune) as verdicts:
                 found += verdicts
                 if prune:
                     removed += await remove(client, [v for v in verdicts if v.orphan])
