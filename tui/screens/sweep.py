@@ -282,7 +282,8 @@ def state_words(info: SweepInfo) -> str:
 def _engine(e: EngineInfo) -> str:
     """One engine of a sweep spread over several, in the summary line: its scenarios and slots, or that it is down."""
     health = f"{e.scenarios} here, {e.used}/{e.slots} slots" if e.healthy else "[b red]not answering[/b red]"
-    return f"\n[b]engine[/b] {literal(e.url)}: {health}"
+    paused = f", {e.waiting} scenarios paused until it answers" if e.down_since else ""
+    return f"\n[b]engine[/b] {literal(e.url)}: {health}{paused}"
 
 
 def span(seconds: float) -> str:
