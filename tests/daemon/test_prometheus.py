@@ -64,10 +64,6 @@ async def test_prometheus_scrapes_the_daemon_and_every_panel_and_rule_evaluates(
         ["promtool", "check", "rules", str(OPS / "prometheus" / "alerts.yml")], check=False
     )
     assert checked.returncode == 0, checked.stderr.decode()
-    unit = await anyio.run_process(  # the rules' own unit tests (ops/prometheus/alerts_test.yml)
-        ["promtool", "test", "rules", str(OPS / "prometheus" / "alerts_test.yml")], check=False
-    )
-    assert unit.returncode == 0, unit.stdout.decode() + unit.stderr.decode()
     state, port, web = tmp_path / "st", free_port(), free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
