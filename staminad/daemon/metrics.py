@@ -95,7 +95,8 @@ class DaemonCollector(Collector):
         if scheduler is not None:
             yield from scheduler_metrics(scheduler)
         yield from gateway_metrics(list(LIVE.values()))
-        orphans = self.daemon.orphan_watch.orphans  # as the last look found them (`orphanwatch`)
+        watch = getattr(self.daemon, "orphan_watch", None)  # the last look's orphans (`orphanwatch`)
+        orphans = watch.orphans if watch is not None else ()
         yield gauge(
             "staminad_orphaned_sandboxes",
             "Sandbox containers and volumes whose state directory is gone or no longer needs them",
