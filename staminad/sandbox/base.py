@@ -43,6 +43,18 @@ class SandboxError(RuntimeError):
         self.kind = kind
 
 
+class InsideFailure(SandboxError):
+    """An operation of the runtime's that failed inside the sandbox, where the agent's processes run and compete
+    with it for the sandbox's processes, memory and CPU: the in-container launcher late, out of a resource, or a
+    command it started that did not run. Raised as an `engine_error`, it is judged before it is blamed: a step
+    the agent's processes could have influenced is the agent's failure unless the engine's own record shows the
+    platform failed (see `docker.sealed.SealedContainer.start_server`).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "engine_error")
+
+
 class Loss(msgspec.Struct, frozen=True, kw_only=True):
     """Why a sandbox is not usable now. `kind` is an infra kind: `sandbox_lost` for the platform's doing,
     `sandbox_exited` when it ended from inside (the agent killed what keeps it alive)."""

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from staminad.sandbox.base import SandboxError
+from staminad.sandbox.base import InsideFailure, SandboxError
 from staminad.sandbox.docker.replies import (
     NOTHING,
     Absent,
@@ -22,6 +22,7 @@ from staminad.sandbox.docker.replies import (
     Done,
     JobFiles,
     Listeners,
+    Loc,
     Owner,
     Pong,
     Tagged,
@@ -45,7 +46,7 @@ def test_the_launchers_own_answers_decode_into_their_structs(tmp_path: Path) -> 
     assert decode(_sent(launcher.run_op("ping", {})), Pong, "ping").pid == os.getpid()
     (tmp_path / "f").write_bytes(b"x" * 4096)
     usage = decode(_sent(launcher.run_op("usage", {"path": str(tmp_path), "as": ME})), Usage, "usage")
-    assert usage.kb is not None and usage.kb >= 4 and not usage.partial and not usage.interfered
+    assert usage.kb >= 4 and not usage.partial
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
@@ -86,12 +87,22 @@ def test_the_streamers_own_answers_decode_into_their_structs(tmp_path: Path) -> 
     assert msgspec.json.decode(line, type=Tagged).id == "r1" and decode(line, Done, "write") == Done()
 
 
-def test_an_operation_that_answers_nothing_and_a_spoiled_check_decode() -> None:
-    """`spawn` (no answer written) is Done, and a check the agent's processes spoiled says so in `interfered`."""
+def test_an_operation_that_answers_nothing_and_a_spoiled_count_decode() -> None:
+    """`spawn` (no answer written) is Done, and a count the agent's processes spoiled says so in `interfered`."""
     assert decode(NOTHING, Done, "spawn") == Done()
-    spoiled = _sent({"interfered": "stopped by the agent"})
-    assert decode(spoiled, Listeners, "listeners").interfered == "stopped by the agent"
-    assert decode(spoiled, Usage, "usage") == Usage(kb=None, interfered="stopped by the agent")
+    assert decode(_sent({"interfered": "stopped by the agent"}), Loc, "loc") == Loc(interfered="stopped by the agent")
+
+
+def test_a_failure_for_want_of_the_containers_resources_is_judged_not_blamed() -> None:
+    """An operation that ran out of processes or memory inside is an InsideFailure (judged at the server start);
+    any other failure of the launcher stays the platform's engine_error."""
+    scarce = json.dumps(launcher.failure(BlockingIOError(11, "Resource temporarily unavailable")))
+    with pytest.raises(InsideFailure, match="the sandbox launcher failed listeners: BlockingIOError"):
+        decode(scarce, Listeners, "listeners")
+    other = json.dumps(launcher.failure(ValueError("unknown operation 'x'")))
+    with pytest.raises(SandboxError) as caught:
+        decode(other, Listeners, "listeners")
+    assert type(caught.value) is SandboxError and caught.value.kind == "engine_error"
 
 
 @pytest.mark.parametrize(

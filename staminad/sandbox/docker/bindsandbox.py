@@ -223,6 +223,7 @@ class DockerSandbox(HostFiles, SealedContainer):
             taken = any(s in str(message) for s in ("address already in use", "port is already allocated"))
             kind: InfraKind = "port_taken" if taken else "engine_error"
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
+        await self.own_current()  # started now, or adopted running: this is the container made ready (see `health`)
         await self._seal_and_launch(container, helper)
 
     async def _seal_and_launch(self, container: Any, helper: Any = None) -> None:

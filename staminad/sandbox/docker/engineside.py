@@ -5,6 +5,11 @@
 (`_config`), the firewall loaded by a helper before the agent runs (`_seal`), commands run in it by
 `docker exec` (`_run`), the judgement of a lost or paused container from the engine's state and events
 (`health`, `frozen`), and whether its own processes exhausted its limits (`exhausted`).
+
+A container is lost only on the engine's own record of something done to *this* container from outside:
+its events are asked for by the container's id, never by its name, which the container it replaced had
+too (so removing that one on a loss is never this one's loss), and a container running as it was when we
+started it (its id and start time, `own`) is not restarted, however recently that was.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ import aiohttp
 import anyio
 
 from protocol.kinds import InfraKind
-from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Grant, Loss, SandboxError, SandboxPaths
+from staminad.sandbox.base import (
+    SERVER_PORT_IN_CONTAINER,
+    ContainerSettings,
+    Grant,
+    InsideFailure,
+    Loss,
+    SandboxError,
+    SandboxPaths,
+)
 from staminad.sandbox.docker.container import (
     _KEEPALIVE,
     EVENT_SETTLE,
@@ -47,6 +60,9 @@ from staminad.sandbox.docker.container import (
 
 PIDS_SPARE = 8  # a container this close to its pid limit is full: the engine's own exec needs a few
 MEMORY_FULL = 0.95  # share of the memory limit in use that counts as full
+# What the engine says when an exec could not be started for want of the container's processes or memory, which
+# the agent's processes compete for: judged as such (`InsideFailure`), never as the engine's failure.
+SCARCE = ("resource temporarily unavailable", "cannot allocate memory", "no space left on device", "pids limit")
 
 
 class EngineContainer:
@@ -77,6 +93,18 @@ class EngineContainer:
         self.publish_ip = publish_ip  # the engine host's address the port is published on
         self.creations = creations or anyio.CapacityLimiter(1)
         self.llm_host = "127.0.0.1"
+        self._own = ("", "")  # (id, StartedAt) of the container as we last started or adopted it (see `own`)
+
+    def own(self, info: dict[str, Any]) -> None:
+        """Remember the container (its engine-side inspection, `info`) as we started or adopted it: running with
+        this id and start time, it is the container we made ready, whatever happened to the one before it."""
+        self._own = (str(info.get("Id", "")), str((info.get("State") or {}).get("StartedAt", "")))
+
+    async def own_current(self) -> None:
+        """`own` the container the engine has under our name now (just started, or adopted running)."""
+        container = await self._container()
+        if container is not None:
+            self.own(container._container)
 
     def _labels(self) -> dict[str, str]:
         return {LABEL_SWEEP: self.sweep, LABEL_SCENARIO: self.label, **ownership(self.root)}  # whose (`orphans`)
@@ -309,7 +337,10 @@ class EngineContainer:
                             out += msg.data[: OUTPUT_LIMIT - len(out)]
                 return int((await ex.inspect())["ExitCode"] or 0), bytes(out)
         except aiodocker.exceptions.DockerError as exc:
-            # 404: removed; 409: paused or not running. Anything else is the engine failing.
+            # 404: removed; 409: paused or not running. Anything else is the engine failing, unless it could not
+            # start the command for want of the container's processes or memory (judged: `InsideFailure`).
+            if any(s in str(exc.message).lower() for s in SCARCE):
+                raise InsideFailure(f"docker exec in {self.name}: {exc.message}") from None
             kind: InfraKind = "sandbox_lost" if exc.status in (404, 409) else "engine_error"
             raise SandboxError(f"docker exec in {self.name}: {exc.message}", kind) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -320,16 +351,20 @@ class EngineContainer:
         container = await self._container()
         if container is None:
             return Loss(kind="sandbox_lost", detail=f"container {self.name} was removed")
-        state = container._container.get("State") or {}
+        info = container._container
+        state = info.get("State") or {}
         if state.get("Paused"):
             return Loss(kind="sandbox_lost", detail=f"container {self.name} is paused", paused=True)
-        if state.get("Running") and _started(state.get("StartedAt", "")) <= since:
+        if state.get("Running") and (
+            _started(state.get("StartedAt", "")) <= since or (info.get("Id"), state.get("StartedAt")) == self._own
+        ):
             return None
-        actions = await self._actions(since)
+        cid = str(info.get("Id", ""))
+        actions = await self._actions(since, cid)
         if actions is not None and "die" not in actions and not state.get("Running"):
             # The engine logs `die` as it marks the container stopped: a state read in between sees no event yet.
             await anyio.sleep(EVENT_SETTLE)
-            actions = await self._actions(since)
+            actions = await self._actions(since, cid)
         return judge(self.name, state, actions)
 
     async def frozen(self, since: float) -> str:
@@ -338,17 +373,21 @@ class EngineContainer:
         A pause that ends within a suite leaves it running, so `health` sees nothing; requests that timed out
         meanwhile are the platform's doing, never the server's: the engine's event log says so.
         """
-        actions = await self._actions(since)
+        container = await self._container()
+        actions = await self._actions(since, container.id) if container is not None else None
         if actions is not None and "pause" in actions:
             return f"container {self.name} was paused from outside"
         return ""
 
-    async def _actions(self, since: float) -> set[str] | None:
-        """The engine's lifecycle events for the container since `since` (see `EVENTS`); None if unknown."""
+    async def _actions(self, since: float, cid: str) -> set[str] | None:
+        """The engine's lifecycle events since `since` for the container of id `cid` (see `EVENTS`), never for
+        one it replaced under the same name; None if unknown."""
+        if not cid:
+            return None
         params = {
             "since": f"{since - 1:.0f}",
             "until": f"{time.time() + 1:.0f}",
-            "filters": json.dumps({"container": [self.name], "type": ["container"]}),
+            "filters": json.dumps({"container": [cid], "type": ["container"]}),
         }
         try:
             with anyio.fail_after(OP_TIMEOUT):
@@ -365,8 +404,8 @@ class EngineContainer:
         for line in text.splitlines():
             with contextlib.suppress(ValueError, AttributeError, TypeError):
                 event = json.loads(line)
-                # The filter matches names by prefix: the container's sealing helper (`<name>-seal`) too.
-                if (event.get("Actor") or {}).get("Attributes", {}).get("name") != self.name:
+                # This container's own, by its full id (a filter by id matches a prefix, as one by name does).
+                if (event.get("Actor") or {}).get("ID", event.get("id")) != cid:
                     continue
                 action = str(event.get("Action", "")).split(":")[0]
                 if action in EVENTS:

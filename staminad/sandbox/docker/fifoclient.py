@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from asyncinotify import Inotify, Mask
 
-from staminad.sandbox.base import SandboxError
+from staminad.sandbox.base import InsideFailure, SandboxError
 from staminad.sandbox.bounded import read_head
 
 REQUEST_LIMIT = 4096  # the launcher's own bound (PIPE_BUF: a line is written whole or not at all)
@@ -90,10 +90,8 @@ class Channel:
                                     break
                         if late.cancelled_caught and not reply.exists():
                             await check()
-            except TimeoutError:
-                raise SandboxError(
-                    f"the sandbox launcher did not answer {op} within {timeout:.0f} s", "engine_error"
-                ) from None
+            except TimeoutError:  # it runs in the container, beside the agent's processes: judged (`InsideFailure`)
+                raise InsideFailure(f"the sandbox launcher did not answer {op} within {timeout:.0f} s") from None
         try:
             return read_head(reply, REPLY_LIMIT)
         except OSError as exc:

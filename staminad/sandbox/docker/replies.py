@@ -2,8 +2,10 @@
 
 The launcher (`launcher.py`, and `streamlauncher.py` over an exec stream) answers each request with one JSON object:
 `{"ok": {...}}` with the operation's answer, or `{"error": "..."}` (a streamed one also repeats the request's
-`id`). `decode` reads it as the `Struct` the operation answers with, so the host reads fields, never keys, and
-an answer of the wrong shape is a `SandboxError` (`engine_error`) naming the operation, never a `KeyError` later.
+`id`; a failure for want of a resource of the container says `"inside": true`). `decode` reads it as the `Struct`
+the operation answers with, so the host reads fields, never keys, and an answer of the wrong shape is a
+`SandboxError` (`engine_error`) naming the operation, never a `KeyError` later; a failure inside is an
+`InsideFailure`, judged by whose processes hold the container before it is blamed.
 The requests are typed the same way, each with the answer it gets (`requests`).
 """
 
@@ -13,7 +15,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from staminad.sandbox.base import SandboxError
+from staminad.sandbox.base import InsideFailure, SandboxError
 
 NOTHING = b'{"ok": {}}'  # the answer of an operation that answers nothing, for a way in that writes none
 
@@ -46,13 +48,12 @@ class Holder(msgspec.Struct, frozen=True):
 
 class Listeners(msgspec.Struct, frozen=True):
     """`listeners`: the listening sockets on the port, those no readable process holds (`unseen`), the first
-    holders, and the start of the server's leader (None: gone); or why the agent's processes spoiled the check."""
+    holders, and the start of the server's leader (None: gone)."""
 
     sockets: int = 0
     unseen: int = 0
     holders: tuple[Holder, ...] = ()
     leader_start: int | None = None
-    interfered: str = ""  # why the agent's processes spoiled the check run as the agent ("" when they did not)
 
 
 class Stopped(msgspec.Struct, frozen=True):
@@ -64,11 +65,10 @@ class Stopped(msgspec.Struct, frozen=True):
 
 
 class Usage(msgspec.Struct, frozen=True):
-    """`usage`: the kibibytes a tree takes (`partial`: the walk stopped at its bound), or why it was not measured."""
+    """`usage`: the kibibytes a tree takes (`partial`: the walk stopped at its bound)."""
 
-    kb: int | None = None
+    kb: int = 0
     partial: bool = False
-    interfered: str = ""  # why the agent's processes spoiled the check run as the agent ("" when they did not)
 
 
 class Pong(msgspec.Struct, frozen=True):
@@ -125,6 +125,7 @@ class _Envelope(msgspec.Struct, Generic[A], frozen=True):
     ok: A | None = None
     error: str | None = None
     id: str = ""
+    inside: bool = False  # the failure was for want of a resource of the container (see `InsideFailure`)
 
 
 class Tagged(msgspec.Struct, frozen=True):
@@ -141,7 +142,10 @@ def decode(raw: bytes | str, answer: type[A], op: str) -> A:
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise SandboxError(f"unreadable launcher answer to {op}: {exc}", "engine_error") from None
     if found.ok is None:
-        raise SandboxError(f"the sandbox launcher failed {op}: {str(found.error)[:300]}", "engine_error")
+        message = f"the sandbox launcher failed {op}: {str(found.error)[:300]}"
+        if found.inside:
+            raise InsideFailure(message)
+        raise SandboxError(message, "engine_error")
     return found.ok
 
 

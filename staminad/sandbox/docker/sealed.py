@@ -6,6 +6,12 @@ reached; both build on `SealedContainer`, which holds what is the same in both: 
 (`engineside.EngineContainer`: limits, seal, health), a job's liveness and kill, the agent's processes
 ended at each phase's end, and the server's start and stop with the check that whatever answers is the
 server just started.
+
+Blame at the server's start needs proof: the agent's processes run beside every step of it (they are
+ended first, then the server's own run), so a step that fails inside the container (`InsideFailure`:
+the launcher late or out of processes or memory, the start command not run) is the agent's
+`server_exhausted`, unless the engine's own record shows the container lost or paused from outside,
+or the engine itself does not answer (`_judged`).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import time
 
 import anyio
 
-from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, NotReady, SandboxError, ServerHandle
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, InsideFailure, NotReady, SandboxError, ServerHandle
 from staminad.sandbox.docker.container import CONTROL, HEALTH_INTERVAL, OP_TIMEOUT, PID_TIMEOUT, _agent, agent_ids
 from staminad.sandbox.docker.engineconnect import client_watch
 from staminad.sandbox.docker.engineside import EngineContainer
@@ -114,28 +120,35 @@ class SealedContainer(EngineContainer):
             await self._op(Kill(pgid=pid))
 
     async def _listeners(self, leader: int) -> Listeners:
-        """What holds the server port inside the container, read as the agent (see `launcher`)."""
+        """What holds the server port inside the container, read with the agent's ids by the launcher itself, which
+        forks nothing for it and which the agent's processes cannot signal (see `launcher`)."""
         return await self._op(FindListeners(port=SERVER_PORT_IN_CONTAINER, leader=leader, as_=_agent()))
 
     async def end_agent(self) -> int:
         """End every process of the agent's user in the container (see `pgroups.end_user`): how many were ended.
 
         Run at the end of each phase, so nothing of the agent outlives it: whatever the harness left (a server
-        it tried, a detached pid filler, memory hog or disk writer) is gone before the server starts, and
-        whatever the server left before the next harness call.
+        it tried, a detached pid filler, memory hog, fork chain or disk writer) is gone before the server starts,
+        and whatever the server left before the next harness call. The launcher proves none is left; any still
+        alive at its bound make this a NotReady (`server_exhausted`): the agent's doing, never the platform's.
         """
         uid = agent_ids()[0]
         if uid == 0:
             return 0
-        return (await self._op(EndAgent(uid=uid))).ended
+        found = await self._op(EndAgent(uid=uid))
+        if found.left:
+            raise NotReady(
+                "server_exhausted",
+                f"{found.left} of the sandbox's own processes (of {found.ended} ended) were still running when they "
+                "had been killed for 10 s, so the server could not be started on a sandbox of its own. Leave nothing "
+                "running when you finish.",
+            )
+        return found.ended
 
     async def _over_quota(self) -> str:
         """Why the workspace is over its quota now that nothing of the agent runs ("" when it is not): a writer the
         harness detached from the wrapper's watchdog does not get to keep what it wrote past the quota."""
-        found = await self._op(MeasureUsage(path=self.paths.workspace, as_=_agent()))
-        used = found.kb
-        if used is None:  # nothing of the agent runs now: only its tree can defeat the measurement
-            return f"the workspace could not be measured ({found.interfered or 'no answer'})"
+        used = (await self._op(MeasureUsage(path=self.paths.workspace, as_=_agent()))).kb
         if used > self.quota_kb:
             return (
                 f"the workspace holds {used / 1024 / 1024:.1f} GiB, over its quota of "
@@ -144,15 +157,25 @@ class SealedContainer(EngineContainer):
         return ""
 
     async def _judged(self, exc: SandboxError) -> NotReady | SandboxError:
-        """An operation of the server start that failed: the agent's (`server_exhausted`) when the container runs and
-        its own processes hold its limits, else the platform fault it was raised as."""
+        """An operation of the server start that failed: the platform's only on the engine's own record (the
+        container lost or paused from outside, the engine not answering, the engine refusing an operation); the
+        agent's (`server_exhausted`) when its processes hold the container's limits, or when the failure was
+        inside the container (`InsideFailure`), where they run beside every step of the start."""
         if exc.kind != "engine_error":
             return exc
         loss = await self.health(time.time() - OP_TIMEOUT)
         if loss is not None:
             return SandboxError(loss.detail, loss.kind)
         why = await self.exhausted()
-        return NotReady("server_exhausted", f"{why}, so the server could not be started or checked") if why else exc
+        if why:
+            return NotReady("server_exhausted", f"{why}, so the server could not be started or checked")
+        if isinstance(exc, InsideFailure):
+            return NotReady(
+                "server_exhausted",
+                f"the sandbox could not start or check the server ({exc}); nothing outside the sandbox stopped it, "
+                "and the sandbox's processes, memory and CPU are shared with the server's own processes",
+            )
+        return exc
 
     async def start_server(self, timeout: float, request_timeout: float = 5.0) -> ServerHandle:
         """Start `bash run_server.sh` in its own process group and wait until it answers.
@@ -190,10 +213,8 @@ class SealedContainer(EngineContainer):
             while await self._server_pgid() is None:  # noqa: ASYNC110 - a file written inside the container sets no Event
                 await anyio.sleep(0.002)  # the detached shell writes its pid first thing (a file read, or ~1 ms op)
         pgid = await self._server_pgid()
-        if pgid is None:
-            raise SandboxError(
-                f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s", "engine_error"
-            )
+        if pgid is None:  # nothing of the agent runs now, but what it left in memory (/tmp) is still held
+            raise InsideFailure(f"the server start command did not run in {self.name} within {PID_TIMEOUT:.0f} s")
         handle = ServerHandle(url=await self._server_base(), port=self.port, pgid=pgid)
         checked = [time.monotonic()]
 
@@ -206,10 +227,7 @@ class SealedContainer(EngineContainer):
             return not await self._server_exited()
 
         async def listening() -> bool:
-            found = await self._listeners(0)
-            if found.interfered:  # the agent's processes stopped the check of its own port
-                raise NotReady("server_left_running", f"{found.interfered}, so the server could not be checked")
-            return bool(found.sockets)
+            return bool((await self._listeners(0)).sockets)
 
         try:
             try:
@@ -235,8 +253,6 @@ class SealedContainer(EngineContainer):
         """NotReady(server_left_running) when anything outside the server's group holds the port (`exited`: the
         server already ended, as wait_ready saw; its leader gone by the time of the check counts the same)."""
         found = await self._listeners(pgid)
-        if found.interfered:  # the agent's processes stopped the check of its own port
-            raise NotReady("server_left_running", f"{found.interfered}, so the server could not be checked")
         strangers = [h for h in found.holders if h.pgid != pgid]
         # The new server is gone (it could not bind the port, say): what holds the port was not started by it.
         gone = exited is not None or found.leader_start is None
@@ -259,7 +275,10 @@ class SealedContainer(EngineContainer):
         the server or the harness detached); wait until nothing listens there."""
         pgid = await self._server_pgid()
         if pgid is None:
-            await self.end_agent()  # whatever the server left (detached, or a writer) goes before the next harness call
+            # Whatever the server left (detached, or a writer) goes before the next harness call; any still alive
+            # at the bound are the next server start's to judge (`end_agent`).
+            with contextlib.suppress(NotReady):
+                await self.end_agent()
             return
         # With the agent's uid, the stop ends the agent's processes too (`end_agent`), in the same round trip.
         stop = StopServer(pgid=pgid, port=SERVER_PORT_IN_CONTAINER, as_=_agent(), uid=agent_ids()[0])

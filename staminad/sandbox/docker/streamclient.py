@@ -23,7 +23,7 @@ import anyio
 import msgspec
 
 from protocol.kinds import InfraKind
-from staminad.sandbox.base import SandboxError
+from staminad.sandbox.base import InsideFailure, SandboxError
 from staminad.sandbox.docker.replies import A, Tagged, decode
 from staminad.sandbox.docker.requests import Request, answer_of, wire
 
@@ -122,11 +122,9 @@ class LauncherStream:
                                 break
                         except (msgspec.DecodeError, msgspec.ValidationError):
                             continue  # not an answer (the launcher never writes one that is not JSON)
-            except TimeoutError:
+            except TimeoutError:  # it runs in the container, beside the agent's processes: judged (`InsideFailure`)
                 await self.close()
-                raise SandboxError(
-                    f"the launcher of {self.name} did not answer {op} within {timeout:.0f} s", "engine_error"
-                ) from None
+                raise InsideFailure(f"the launcher of {self.name} did not answer {op} within {timeout:.0f} s") from None
             except SandboxError:
                 await self.close()
                 raise

@@ -216,6 +216,7 @@ class VolumeSandbox(SealedContainer):
             await self.stream.close()
             await self._engine("start container", container.start)
             info = await self._engine("inspect container", container.show)
+        self.own(info)  # started now, or adopted running: this is the container made ready (see `health`)
         ports = (info.get("NetworkSettings") or {}).get("Ports") or {}
         binding = ports.get(f"{SERVER_PORT_IN_CONTAINER}/tcp") or []
         self.port = int(binding[0]["HostPort"]) if binding else None

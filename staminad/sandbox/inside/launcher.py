@@ -16,26 +16,32 @@ a new launcher.
 Operations (the same for both ways in):
 - `spawn` argv: run detached in a session of its own (the wrapper, the server launcher); no answer;
 - `alive` pgid / `kill` pgid: whether a process group exists / SIGKILL it;
-- `listeners` port, leader, as: the listening sockets on the port and who holds them, read as the agent
-  (`as`, "uid:gid"): root here has neither CAP_SYS_PTRACE nor CAP_DAC_OVERRIDE, so it cannot see the
-  agent's file descriptors, while the agent's own user can;
+- `listeners` port, leader, as: the listening sockets on the port and who holds them, read with the agent's
+  effective ids (`as`, "uid:gid"; `pgroups.acting_as`): root here has neither CAP_SYS_PTRACE nor
+  CAP_DAC_OVERRIDE, so it cannot see the agent's file descriptors, while the agent's own user can;
 - `stop` pgid, port, as[, uid]: TERM then KILL the server's group, then kill whatever still holds the port;
   with `uid`, then end every process of that user as `end_agent` does (one round trip for a teardown);
-- `usage` path, as: the disk a tree takes, walked as the agent (who alone can read all of its workspace);
+- `usage` path, as: the disk a tree takes, walked with the agent's ids (who alone can read all of its workspace);
 - `end_agent` uid: end every process of the agent's user (run at each phase's end, so nothing the agent
-  left, a detached pid filler, memory hog or disk writer, outlives its phase). It runs in the launcher
-  itself, forking nothing, so a container whose pid limit the agent holds can still be cleared.
+  left, a detached pid filler, memory hog, fork chain or disk writer, outlives its phase).
 
-Every operation that takes time runs in a detached grandchild, so the loop never waits on one for long;
-`stop` starts in the loop, which answers it itself when the server's group ends within QUICK_STOP of
-its TERM and leaves the port free (a fork costs more than such a teardown), and hands the rest to a
-grandchild otherwise.
+No step that decides blame needs a fork: the agent's processes may hold every free pid of the container
+(and free them a moment later, so that nothing on record shows it). `listeners`, `alive`, `kill` and
+`end_agent` run in the loop itself, forking nothing, and what they read or signal as the agent they do
+wearing the agent's effective ids for a moment (`pgroups.acting_as`), so no process of the agent can
+signal or stop the check either. `usage` and the slow rest of a `stop` run in a detached grandchild,
+so the loop never waits on one for long; when no process can be forked they run in the loop instead
+(bounded), never failing for it. `stop` starts in the loop, which answers it itself when the server's
+group ends within QUICK_STOP of its TERM and leaves the port free (a fork costs more than such a
+teardown). An operation that fails for want of a resource of the container (no process, no memory)
+says so (`inside`), so the host judges it by whose processes hold the container, not as the engine's.
 
 A container whose files live in the engine's volumes is reached through `streamlauncher.py` instead,
 which runs these same operations.
 """
 
 import contextlib
+import errno
 import importlib.util
 import json
 import os
@@ -170,6 +176,16 @@ def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"interfered": "the check run as the agent's user was stopped or killed by the agent's processes"}
 
 
+def _seen_as(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """fn()'s result, computed by this process with the agent's effective ids (`who`: "uid:gid"), forking
+    nothing; the agent's processes can neither signal nor stop it meanwhile (see `pgroups.acting_as`)."""
+    uid, gid = (int(x) for x in who.split(":"))
+    if (uid, gid) == (os.getuid(), os.getgid()):
+        return fn()
+    with G.acting_as(uid, gid):
+        return fn()
+
+
 def _stop(pgid: int, port: int, who: str, termed: bool = False) -> dict[str, Any]:
     """TERM the server's group (unless `termed`: the loop did), KILL it after the grace, then kill every holder
     of the port until none."""
@@ -179,9 +195,9 @@ def _stop(pgid: int, port: int, who: str, termed: bool = False) -> dict[str, Any
     G.signal_group(pgid, signal.SIGKILL)
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
-        # Only who holds a socket needs the agent's eyes (a forked child): a free port is seen by root directly.
-        found: dict[str, Any] = _as_agent(who, lambda: _scan(port, 0)) if N.sockets(port) else {"sockets": 0}
-        sockets = found.get("sockets", 1)  # interfered with: taken as still held, until the deadline
+        # Only who holds a socket needs the agent's eyes: a free port is seen by root directly.
+        found: dict[str, Any] = _seen_as(who, lambda: _scan(port, 0)) if N.sockets(port) else {"sockets": 0}
+        sockets = found["sockets"]
         if not sockets or time.monotonic() > deadline:
             return {"sockets": sockets}
         for holder in found.get("holders", []):
@@ -234,32 +250,41 @@ def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
         G.signal_group(int(args["pgid"]), signal.SIGKILL)
         return {}
     if op == "listeners":
-        return _as_agent(args["as"], lambda: _scan(int(args["port"]), int(args["leader"])))
+        return _seen_as(args["as"], lambda: _scan(int(args["port"]), int(args["leader"])))
     if op == "stop":
         return _stop_op(args)
     if op == "ping":
         return {"pid": os.getpid()}
     if op == "usage":
-        return _as_agent(args["as"], lambda: _usage(str(args["path"])))
+        return _seen_as(args["as"], lambda: _usage(str(args["path"])))
     if op == "end_agent":
         return dict(G.end_user(int(args["uid"])))
     raise ValueError(f"unknown operation {op!r}")
 
 
-def _detached(fn: Callable[[], object], failed: Callable[[OSError], object] = lambda exc: None) -> None:
+def _detached(fn: Callable[[], object], inline: bool = True) -> None:
     """Run fn() in a grandchild that leads a session of its own (pgid = its pid); the launcher never waits on it.
 
-    A first fork that fails raises here; a second one that fails (one process left under the limit) calls
-    failed(error) in the child, so the host hears of it at once instead of waiting out its bound."""
-    child = os.fork()
+    When no process can be forked (the agent's processes hold the container's pid limit) fn() runs in the loop
+    itself (or in the child, which the loop waits for, when only the second fork failed): the operation is
+    bounded, and done late is better than a failure the host would have to blame on someone. `inline` False
+    (a `spawn`, which replaces its process): a first fork that fails raises, a second one that fails drops it."""
+    try:
+        child = os.fork()
+    except OSError:
+        if not inline:
+            raise
+        fn()
+        return
     if child:
         os.waitpid(child, 0)
         return
     try:
         try:
             grandchild = os.fork()
-        except OSError as exc:
-            failed(exc)
+        except OSError:
+            if inline:
+                fn()
             return  # to the `finally`: the child ends
         if grandchild == 0:
             for fd in _held:  # else a long operation would keep the FIFO "read" after the launcher died
@@ -284,12 +309,24 @@ def _answer(replies: str, rid: str, op: str, args: dict[str, Any]) -> None:
     _answer_with(replies, rid, lambda: run_op(op, args))
 
 
+SCARCE = frozenset({errno.EAGAIN, errno.ENOMEM, errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.EDQUOT})
+
+
+def failure(exc: Exception) -> dict[str, object]:
+    """An operation's failure as answered: `inside` when a resource of the container ran out (no process, no
+    memory, no space), which the agent's processes compete for, so the host judges it by who holds them."""
+    found: dict[str, object] = {"error": f"{type(exc).__name__}: {exc}"}
+    if isinstance(exc, OSError) and exc.errno in SCARCE:
+        found["inside"] = True
+    return found
+
+
 def _answer_with(replies: str, rid: str, fn: Callable[[], dict[str, Any]]) -> None:
     result: dict[str, object]
     try:
         result = {"ok": fn()}
     except Exception as exc:  # noqa: BLE001 - the host reads the failure instead of waiting out its bound
-        result = {"error": f"{type(exc).__name__}: {exc}"}
+        result = failure(exc)
     _reply(replies, rid, result)
 
 
@@ -314,11 +351,11 @@ def handle(control: str, line: str) -> None:
     if op == "spawn":
         argv = args.get("argv")
         if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
-            with contextlib.suppress(OSError):  # no process to fork (the agent holds the pid limit): the host's
-                _detached(lambda: _spawn(argv))  # bounded wait for what it started judges that; we serve on
+            with contextlib.suppress(OSError):  # no process to fork: the host's bounded wait for what it started
+                _detached(lambda: _spawn(argv), inline=False)  # judges that (by whose processes hold them)
     elif _valid_id(rid):
         replies = os.path.join(control, "replies")
-        if op in ("alive", "kill", "ping", "end_agent"):  # immediate: answered by the loop itself, forking nothing
+        if op in ("alive", "kill", "ping", "end_agent", "listeners"):  # answered by the loop itself, forking nothing
             _answer(replies, rid, op, args)
             return
         quick = None
@@ -327,19 +364,10 @@ def handle(control: str, line: str) -> None:
                 quick = _quick_stop(args)
         if quick is not None:
             _reply(replies, rid, {"ok": quick})
+        elif op == "stop":  # TERM was sent: the detached rest does not send it again
+            _detached(lambda: _answer_with(replies, rid, lambda: _stop_op(args, termed=True)))
         else:
-            termed = op == "stop"
-
-            def unforked(exc: OSError) -> None:  # cannot fork: say so at once rather than leave the host to time out
-                _reply(replies, rid, {"error": f"the launcher could not fork: {exc}"})
-
-            try:
-                if termed:  # TERM was sent: the detached rest does not send it again
-                    _detached(lambda: _answer_with(replies, rid, lambda: _stop_op(args, termed)), unforked)
-                else:
-                    _detached(lambda: _answer(replies, rid, op, args), unforked)
-            except OSError as exc:
-                unforked(exc)
+            _detached(lambda: _answer(replies, rid, op, args))
 
 
 def serve(control: str) -> None:
@@ -376,9 +404,12 @@ def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "once":
         op, args = argv[1], json.loads(argv[2])
         if op == "spawn":
-            _detached(lambda: _spawn(args["argv"]))
+            _detached(lambda: _spawn(args["argv"]), inline=False)
             return 0
-        print(json.dumps({"ok": run_op(op, args)}))
+        try:
+            print(json.dumps({"ok": run_op(op, args)}))
+        except Exception as exc:  # noqa: BLE001 - answered as the loop answers it
+            print(json.dumps(failure(exc)))
         return 0
     print("usage: launcher.py serve CONTROL | once OP JSON-ARGS", file=sys.stderr)
     return 2

@@ -12,8 +12,11 @@ job (command written, pid, marker), `read` of a bounded head or tail of a contro
 root-owned control or prompt file, `remove`, `owner` of the workspace, `wait` for a job's marker
 (bounded), `absent` (which workspace files are missing) and `loc` (lines of code, by the layer's
 `loc.py`), the last two as the agent. Each request is answered in a thread of its own, so a `wait`
-holds up nothing else. Its stdin ending (the daemon went) ends it; what it spawned runs on, and a
-new daemon attaches a new one.
+holds up nothing else. The launcher's checks as the agent wear the agent's ids for a moment
+(`pgroups.acting_as`), which the C library changes for every thread at once: so one operation runs
+at a time (`ONE_AT_A_TIME`), a `wait` taking its turn only for each look at its marker (the daemon
+sends one request at a time anyway). Its stdin ending (the daemon went) ends it; what it spawned runs
+on, and a new daemon attaches a new one.
 """
 
 import contextlib
@@ -43,6 +46,7 @@ MARKER_LIMIT = 64 * 1024
 READ_LIMIT = 1 << 20  # the most a `read` returns
 WAIT_LIMIT = 30.0  # seconds one `wait` may take
 WAIT_POLL = 0.02  # seconds between looks for a marker (no inotify in the standard library)
+ONE_AT_A_TIME = threading.Lock()  # held by every operation, so none runs as root while another wears the agent's ids
 
 
 def _below(base: str, rel: str) -> str:
@@ -105,7 +109,8 @@ def _job_state(control: str, job: str) -> dict[str, Any]:
 def _wait(control: str, job: str, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + min(float(timeout), WAIT_LIMIT)
     while True:
-        marker = _marker(control, job)
+        with ONE_AT_A_TIME:
+            marker = _marker(control, job)
         if (isinstance(marker, dict) and "exit" in marker) or time.monotonic() >= deadline:
             return {"marker": marker}
         time.sleep(WAIT_POLL)
@@ -147,7 +152,7 @@ def _stream_op(control: str, workspace: str, op: str, args: dict[str, Any]) -> d
         argv = args["argv"]
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
             raise ValueError("spawn needs an argv of strings")
-        L._detached(lambda: L._spawn(argv))
+        L._detached(lambda: L._spawn(argv), inline=False)
         return {}
     return dict(L.run_op(op, args))
 
@@ -159,9 +164,14 @@ def stream(control: str, workspace: str) -> None:
 
     def answer(rid: str, op: str, args: dict[str, Any]) -> None:
         try:
-            result: dict[str, object] = {"id": rid, "ok": _stream_op(control, workspace, op, args)}
+            if op == "wait":  # takes its turn per look (see the module docstring)
+                found = _stream_op(control, workspace, op, args)
+            else:
+                with ONE_AT_A_TIME:
+                    found = _stream_op(control, workspace, op, args)
+            result: dict[str, object] = {"id": rid, "ok": found}
         except Exception as exc:  # noqa: BLE001 - the host reads the failure instead of waiting out its bound
-            result = {"id": rid, "error": f"{type(exc).__name__}: {exc}"}
+            result = {"id": rid, **L.failure(exc)}
         line = json.dumps(result).encode() + b"\n"
         with lock:
             out.write(line)
