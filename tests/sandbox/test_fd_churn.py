@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from staminad.sandbox import hostprocs
-from staminad.sandbox.inside import launcher
+from staminad.sandbox.inside import listening
 from tests.helpers import free_port, wait_listening
 
 SCANS = 300  # each a chance to meet a descriptor closing mid-read; the churn closes thousands a second
@@ -56,10 +56,10 @@ def churning() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
 def test_the_launchers_scan_names_a_churning_server_as_the_holder_every_time(
     churning: tuple[int, subprocess.Popen[bytes]],
 ) -> None:
-    """`launcher._scan` finds the churning server holding its listener, no socket unseen, in every scan."""
+    """`listening.holders` finds the churning server holding its listener, no socket unseen, in every scan."""
     port, proc = churning
     for _ in range(SCANS):
-        found = launcher._scan(port, proc.pid)
+        found = listening.holders(port, proc.pid)
         assert found["sockets"] == 1 and found["unseen"] == 0, found
         assert [h["pid"] for h in found["holders"]] == [proc.pid]
 

@@ -94,8 +94,7 @@ def test_an_operation_that_answers_nothing_and_a_spoiled_count_decode() -> None:
 
 
 def test_a_failure_for_want_of_the_containers_resources_is_judged_not_blamed() -> None:
-    """An operation that ran out of processes or memory inside is an InsideFailure (judged at the server start);
-    any other failure of the launcher stays the platform's engine_error."""
+    """Out of processes or memory inside is an InsideFailure (judged later); other failures stay engine_error."""
     scarce = json.dumps(launcher.failure(BlockingIOError(11, "Resource temporarily unavailable")))
     with pytest.raises(InsideFailure, match="the sandbox launcher failed listeners: BlockingIOError"):
         decode(scarce, Listeners, "listeners")

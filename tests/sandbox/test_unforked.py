@@ -51,8 +51,7 @@ def spare_user() -> Iterator[int]:
 
 
 def test_fork_chains_are_ended_in_one_sweep_and_proven_gone(spare_user: int) -> None:
-    """Detached fork chains, whose every process is gone before a kill per pid could reach it, all end: the pipe
-    every one of them holds open reads as ended once `end_user` returns."""
+    """Detached fork chains, which outrun a kill per pid, all end: the pipe each holds reads as ended after it."""
     r, w = os.pipe()
     try:
         started = subprocess.run(

@@ -53,7 +53,6 @@ from collections.abc import Callable
 from typing import Any
 
 REQUEST_LIMIT = 4096  # bytes per request line: below PIPE_BUF, so concurrent writes never interleave
-HOLDERS_LIMIT = 20
 AS_AGENT_TIMEOUT = 30.0  # seconds for a check run as the agent (a /proc scan, a line count) to answer
 STOP_CHECK = 0.1  # seconds between looks at whether the agent stopped that check
 STOP_GRACE = 5.0  # seconds a server gets after TERM
@@ -75,54 +74,6 @@ def _load(name: str) -> Any:
 
 G = _load("pgroups")
 N = _load("listening")
-
-
-def _stat(pid: int) -> tuple[int, int]:
-    """(process group, start time in clock ticks) of a process."""
-    with open(f"/proc/{pid}/stat") as f:
-        s = f.read()
-    rest = s[s.rindex(")") + 2 :].split()
-    return int(rest[2]), int(rest[19])
-
-
-def _links(pid: int) -> set[str]:
-    """What each open descriptor of `pid` names; OSError when its descriptors cannot be listed (gone, or not
-    readable). A descriptor closed between the listing and its read is skipped, not the process: a server
-    closing a connection while it is looked at still holds its listener."""
-    links = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(OSError):
-            links.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
-    return links
-
-
-def _scan(port: int, leader: int) -> dict[str, Any]:
-    """The listening sockets on `port` and every readable process holding one; run as the agent."""
-    sockets = N.sockets(port)
-    holders: list[dict[str, Any]] = []
-    held: set[str] = set()
-    for name in os.listdir("/proc") if sockets else []:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        try:
-            mine = _links(pid) & sockets
-            if not mine:
-                continue
-            pgid, start = _stat(pid)
-            with open(f"/proc/{pid}/cmdline", "rb") as raw:
-                cmd = raw.read(300).replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        held |= mine
-        if len(holders) < HOLDERS_LIMIT:
-            holders.append({"pid": pid, "pgid": pgid, "start": start, "cmd": cmd.strip()})
-    try:
-        leader_start = _stat(leader)[1] if leader else None
-    except OSError:
-        leader_start = None
-    # A socket no readable process holds: its holder hid itself (not dumpable) or is not the agent's.
-    return {"sockets": len(sockets), "unseen": len(sockets - held), "holders": holders, "leader_start": leader_start}
 
 
 def _as_agent(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -186,20 +137,22 @@ def _seen_as(who: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return fn()
 
 
-def _stop(pgid: int, port: int, who: str, termed: bool = False) -> dict[str, Any]:
-    """TERM the server's group (unless `termed`: the loop did), KILL it after the grace, then kill every holder
-    of the port until none."""
+def _stop(pgid: int, port: int, who: str, termed: bool = False, uid: int = 0) -> dict[str, Any]:
+    """TERM the server's group (unless `termed`: the loop did), KILL it after the grace, then (with `uid`) every
+    process of the agent's user, then kill every holder of the port until none. The agent's processes go before
+    the port is looked at: a fork chain the server left holding the listener would outrun a kill per holder."""
     if not termed:
         G.signal_group(pgid, signal.SIGTERM)
     G.wait_group(pgid, STOP_GRACE)
     G.signal_group(pgid, signal.SIGKILL)
+    ended = G.end_user(uid) if uid else {}
     deadline = time.monotonic() + PORT_FREE_TIMEOUT
     while True:
         # Only who holds a socket needs the agent's eyes: a free port is seen by root directly.
-        found: dict[str, Any] = _seen_as(who, lambda: _scan(port, 0)) if N.sockets(port) else {"sockets": 0}
+        found: dict[str, Any] = _seen_as(who, lambda: N.holders(port, 0)) if N.sockets(port) else {"sockets": 0}
         sockets = found["sockets"]
         if not sockets or time.monotonic() > deadline:
-            return {"sockets": sockets}
+            return {"sockets": sockets, **ended}
         for holder in found.get("holders", []):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(holder["pid"], signal.SIGKILL)
@@ -224,8 +177,7 @@ def _usage(path: str) -> dict[str, Any]:
 
 
 def _stop_op(args: dict[str, Any], termed: bool = False) -> dict[str, Any]:
-    stopped = _stop(int(args["pgid"]), int(args["port"]), args["as"], termed)
-    return {**stopped, **G.end_user(int(args["uid"]))} if args.get("uid") else stopped
+    return _stop(int(args["pgid"]), int(args["port"]), args["as"], termed, int(args.get("uid") or 0))
 
 
 def _quick_stop(args: dict[str, Any]) -> dict[str, Any] | None:
@@ -250,7 +202,7 @@ def run_op(op: str, args: dict[str, Any]) -> dict[str, Any]:
         G.signal_group(int(args["pgid"]), signal.SIGKILL)
         return {}
     if op == "listeners":
-        return _seen_as(args["as"], lambda: _scan(int(args["port"]), int(args["leader"])))
+        return _seen_as(args["as"], lambda: N.holders(int(args["port"]), int(args["leader"])))
     if op == "stop":
         return _stop_op(args)
     if op == "ping":

@@ -1,22 +1,27 @@
 """The listening TCP sockets on a port inside a sandbox container, by the kernel's socket diagnostics (stdlib only).
 
 Part of the in-container launcher (`launcher.py`, which loads this file beside it); asked as root for whether
-the server's port is free, and as the agent for who holds it. /proc/net/tcp{,6} would say the same, but the
-kernel writes those tables by walking every bucket of the host's whole connection hash, whatever namespace
-asks: on a busy host (thousands of connections in TIME_WAIT, a large hash) reading the two took ~45 ms each,
-and a teardown reads them once, a server start four times. A NETLINK_SOCK_DIAG dump asked for listening
-sockets only walks the listening hash and answers in well under a millisecond. It needs no capability and
-sees this network namespace only, as the tables do. Where netlink cannot be had the tables are read instead.
+the server's port is free, and with the agent's ids for who holds it (`holders`). /proc/net/tcp{,6} would
+say the same, but the kernel writes those tables by walking every bucket of the host's whole connection hash,
+whatever namespace asks: on a busy host (thousands of connections in TIME_WAIT, a large hash) reading the two
+took ~45 ms each, and a teardown reads them once, a server start four times. A NETLINK_SOCK_DIAG dump asked
+for listening sockets only walks the listening hash and answers in well under a millisecond. It needs no
+capability and sees this network namespace only, as the tables do. Where netlink cannot be had the tables
+are read instead.
 """
 
+import contextlib
+import os
 import socket
 import struct
+from typing import Any
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST_DUMP = 0x301  # NLM_F_REQUEST | NLM_F_DUMP
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 TCP_LISTEN = 10
+HOLDERS_LIMIT = 20  # holders of the port named in an answer
 _HEADER = struct.Struct("=IHHII")  # struct nlmsghdr
 _REQUEST = struct.Struct("=BBBBI")  # struct inet_diag_req_v2 before its 48-byte inet_diag_sockid
 _SPORT_AT, _INODE_AT, _MESSAGE = 4, 68, 72  # in struct inet_diag_msg: idiag_id.idiag_sport, idiag_inode, its size
@@ -77,3 +82,52 @@ def sockets(port: int) -> set[str]:
         ValueError,
     ):  # no netlink here, or a reply it cannot read
         return _tables(port)
+
+
+def _stat(pid: int) -> tuple[int, int]:
+    """(process group, start time in clock ticks) of a process."""
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    rest = s[s.rindex(")") + 2 :].split()
+    return int(rest[2]), int(rest[19])
+
+
+def _links(pid: int) -> set[str]:
+    """What each open descriptor of `pid` names; OSError when its descriptors cannot be listed (gone, or not
+    readable). A descriptor closed between the listing and its read is skipped, not the process: a server
+    closing a connection while it is looked at still holds its listener."""
+    links = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            links.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return links
+
+
+def holders(port: int, leader: int) -> dict[str, Any]:
+    """The listening sockets on `port` and every readable process holding one; run with the agent's ids (who alone
+    may read its processes' descriptors)."""
+    found = sockets(port)
+    holding: list[dict[str, Any]] = []
+    held: set[str] = set()
+    for name in os.listdir("/proc") if found else []:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            mine = _links(pid) & found
+            if not mine:
+                continue
+            pgid, start = _stat(pid)
+            with open(f"/proc/{pid}/cmdline", "rb") as raw:
+                cmd = raw.read(300).replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        held |= mine
+        if len(holding) < HOLDERS_LIMIT:
+            holding.append({"pid": pid, "pgid": pgid, "start": start, "cmd": cmd.strip()})
+    try:
+        leader_start = _stat(leader)[1] if leader else None
+    except OSError:
+        leader_start = None
+    # A socket no readable process holds: its holder hid itself (not dumpable) or is not the agent's.
+    return {"sockets": len(found), "unseen": len(found - held), "holders": holding, "leader_start": leader_start}
