@@ -5,8 +5,10 @@ prompt of the same session, which environment it needs and what state to keep. B
 `reference`, `mutant:<bug>` (optionally `+fix` to repair after feedback), `fault:<kind>[:once]`
 (harness faults: self-kill, hang, crash, hostile; server faults: no-server, server-crash,
 accept-close, trickle, slow, huge-response, nested-json, forked-server; and slow-start, a correct
-server that is slow to listen; leftover faults, a correct agent leaving hostile things behind as its
-harness ends: pid-filler, memory-hog, disk-writer, plant-links, plant-specials; see `scripts/fault.py`)
+server that is slow to listen; the reference's server hostile to the platform's steps: pid-trick,
+teardown-hog, hostile-server; leftover faults, a correct agent leaving hostile things behind as its
+harness ends: pid-filler, memory-hog, fork-chains, disk-writer, plant-links, plant-specials; see
+`scripts/fault.py` and `scripts/hostile.py`)
 and `manual`
 (a person, or an outside agent, answers each prompt and runs `staminad done`).
 """
@@ -36,8 +38,12 @@ FAULTS = (
     "nested-json",
     "forked-server",
     "slow-start",
+    "pid-trick",
+    "teardown-hog",
+    "hostile-server",
     "pid-filler",
     "memory-hog",
+    "fork-chains",
     "disk-writer",
     "plant-links",
     "plant-specials",
@@ -86,7 +92,7 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
         if self.harness is not None:
             return (*RUNTIME_FILES, *HARNESS_FILES)
         if self.fault is not None:
-            return (*RUNTIME_FILES, "agents/scripts/fault.py", *REFERENCE_FILES)
+            return (*RUNTIME_FILES, "agents/scripts/fault.py", "agents/scripts/hostile.py", *REFERENCE_FILES)
         return (*RUNTIME_FILES, *REFERENCE_FILES)
 
     def argv(self, paths: SandboxPaths, prompt_path: str) -> list[str] | None:

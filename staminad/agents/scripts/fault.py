@@ -12,15 +12,17 @@ budget of 5 s), huge-response (a 100 KiB header), forked-server (the server deta
 run_server.sh's process group, so it would be left running). Not a fault: slow-start (a correct
 server that listens only after 3 s, for exercising a sandbox lost while its server starts).
 Server fault nested-json: every answer is a 200 whose body is valid JSON nested 100,000 deep (200 KB,
-under the size cap, so the suite has to read it).
+under the size cap, so the suite has to read it). Server faults against the platform's own steps (the
+reference's code, hostile to the host side; see `hostile.py`): pid-trick, teardown-hog, hostile-server.
 
 Leftover faults (the agent's code is the reference's, correct; what it leaves behind when its harness
 ends is hostile to the host side and must not change the verdict nor reach the host): pid-filler (a
 detached process holding the container's whole pid limit), memory-hog (a detached process holding most of
-its memory), disk-writer (a detached writer that puts 3 GiB of allocated blocks in the workspace, past the
-2 GiB quota, and keeps writing), plant-links (`.home` becomes a link to the workspace's host directory's
-parent, read from /proc/self/mountinfo, and `initial_specification.md` a dangling link to a host path),
-plant-specials (`.home` a plain file, a FIFO and a sparse 1 GiB file among the sources).
+its memory), fork-chains (detached fork chains, see `hostile.py`), disk-writer (a detached writer that puts
+3 GiB of allocated blocks in the workspace, past the 2 GiB quota, and keeps writing), plant-links (`.home`
+becomes a link to the workspace's host directory's parent, read from /proc/self/mountinfo, and
+`initial_specification.md` a dangling link to a host path), plant-specials (`.home` a plain file, a FIFO
+and a sparse 1 GiB file among the sources).
 
 With --once the fault happens on the first call only (a transient failure that an infra retry, or
 a feedback retry for server faults, recovers from); the state of that lives in the workspace, like
@@ -42,6 +44,7 @@ HERE = Path(os.path.abspath(__file__)).parent
 sys.path.insert(0, str(HERE.parent.parent / "reference"))
 
 from agent import SERVER_PACKAGE, run  # type: ignore[import-not-found]  # noqa: E402 - the reference agent, in the sandbox
+from hostile import SERVERS, fork_chains  # type: ignore[import-not-found]  # noqa: E402 - beside this script
 
 HARNESS_FAULTS = ("self-kill", "hang", "crash", "hostile")
 SERVER_FAULTS = (
@@ -54,9 +57,10 @@ SERVER_FAULTS = (
     "nested-json",
     "forked-server",
     "slow-start",
+    *SERVERS,
 )
 
-LEFTOVER_FAULTS = ("pid-filler", "memory-hog", "disk-writer", "plant-links", "plant-specials")
+LEFTOVER_FAULTS = ("pid-filler", "memory-hog", "fork-chains", "disk-writer", "plant-links", "plant-specials")
 
 # A misbehaving server: python3 fault_server.py SHAPE PORT. Each connection gets its own thread, so a
 # slow answer to one probe never hides how the server treats the next.
@@ -106,6 +110,12 @@ def write_server(workspace: Path, fault: str) -> None:
     """Replace the reference server's start script with the faulty one."""
     if fault == "server-crash":
         (workspace / "broken_server.py").write_text("import json\n\ndef main(:\n    pass\n")
+    elif fault in SERVERS:
+        script = f"fault_{fault.replace('-', '_')}.py"
+        (workspace / script).write_text(SERVERS[fault])
+        run = f'#!/usr/bin/env bash\ncd "$(dirname "$0")"\nexec python3 -B {script} "$1"\n'
+        (workspace / "run_server.sh").write_text(run)
+        return
     elif fault not in RUN:
         (workspace / "fault_server.py").write_text(FAULT_SERVER)
     body = RUN.get(fault, f'cd "$(dirname "$0")"\nexec python3 fault_server.py {fault} "$1"\n')
@@ -190,6 +200,8 @@ def leave(workspace: Path, fault: str) -> None:
         _detach(_fill_pids)
     elif fault == "memory-hog":
         _detach(_hog_memory)
+    elif fault == "fork-chains":
+        _detach(fork_chains)
     elif fault == "disk-writer":
         _detach(lambda: _write_disk(workspace))
         deadline = time.monotonic() + 10
