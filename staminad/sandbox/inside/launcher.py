@@ -19,8 +19,8 @@ Operations (the same for both ways in):
 - `listeners` port, leader, as: the listening sockets on the port and who holds them, read with the agent's
   effective ids (`as`, "uid:gid"; `pgroups.acting_as`): root here has neither CAP_SYS_PTRACE nor
   CAP_DAC_OVERRIDE, so it cannot see the agent's file descriptors, while the agent's own user can;
-- `stop` pgid, port, as[, uid]: TERM then KILL the server's group, then kill whatever still holds the port;
-  with `uid`, then end every process of that user as `end_agent` does (one round trip for a teardown);
+- `stop` pgid, port, as[, uid]: TERM then KILL the server's group, then (with `uid`) end every process of
+  that user as `end_agent` does, then kill whatever still holds the port (one round trip for a teardown);
 - `usage` path, as: the disk a tree takes, walked with the agent's ids (who alone can read all of its workspace);
 - `end_agent` uid: end every process of the agent's user (run at each phase's end, so nothing the agent
   left, a detached pid filler, memory hog, fork chain or disk writer, outlives its phase).
