@@ -195,3 +195,6 @@ def test_the_driver_compacts_its_context_past_the_model_s_window_share(tmp_path:
     assert first_write in json.dumps(requests[3]["body"]) and first_write not in json.dumps(requests[5]["body"])
     with contextlib.closing(sqlite3.connect(tmp_path / "st" / "staminad.db")) as db:
         assert db.execute("SELECT COUNT(*) FROM llm_calls").fetchone() == (6,)  # the summary is metered too
+        # ... and recorded as the attempt's compaction, from a header the gateway keeps to itself
+        assert db.execute("SELECT turn, compaction FROM llm_calls WHERE compaction = 1").fetchall() == [(1, 1)]
+    assert all("x-staminabench-compaction" not in {k.lower() for k in r["headers"]} for r in requests)
