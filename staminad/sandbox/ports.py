@@ -8,14 +8,15 @@ handed out only while this process holds an exclusive `flock` on its file in eve
 directory (the kernel drops the lock when the process dies, so a crash leaks nothing), no other
 scenario of this process holds it, and binds on the wildcard addresses succeed. `release` gives it back.
 
-Lock directories (`lock_dirs`): `$STAMINAD_PORT_LOCKS` alone when set; else `/run/staminabench/ports`
-(when it exists or this process may create it: root, or a unit or tmpfiles.d that made it) and always
-`/tmp/staminabench-ports`, a fixed path that no user's or unit's `TMPDIR` moves. Locking in both makes
-any two processes meet in one: a root daemon and a user's `staminad run` share `/tmp`, and a unit with
-a private `/tmp` shares `/run`. Both directories are world-writable and sticky, like `/tmp`; a lock file
-is created once, readable by everyone (flock needs only a descriptor, not write access, so user B locks
-the file user A created), never removed (so every process locks the same inode), and opened without
-following symlinks or blocking on anything but a regular file.
+Lock directory (`default_lock_dir`): `$STAMINAD_PORT_LOCKS` when set, else `lockdir.default_dir("ports")`
+(`/run/staminabench/ports` for root, a directory below the user's state home otherwise). It is this user's
+alone, mode 0700, reached through no directory another user may change (`lockdir`): a lock file anyone could
+open is a lock anyone could hold, so every process of one user meets in one directory and processes of
+different users coordinate by the bind check alone (give them disjoint `STAMINAD_PORTS`; a clash is still
+caught when the server starts, as the platform's `port_taken`). A lock file is created once, 0600, never
+removed (so every process locks the same inode), and opened without following symlinks or blocking on
+anything but a regular file. A port whose lock cannot be taken is busy: the next one is tried, and a range
+with none left is `PortsExhausted`, one line saying why each port was passed over.
 
 The kernel picks the local port of an outgoing connection from `net.ipv4.ip_local_port_range`
 (less the ports listed in `ip_local_reserved_ports`); a connection that took a server's port before the
@@ -29,27 +30,28 @@ time, has since put in that range.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import socket
-import stat
 import threading
 from pathlib import Path
 
 from protocol.errors import UsageError
+from staminad.sandbox.base import SandboxError
+from staminad.sandbox.lockdir import LockDirError, default_dir, open_lock_file, open_private_dir
 
 LOCK_DIR_ENV = "STAMINAD_PORT_LOCKS"
 RANGE_ENV = "STAMINAD_PORTS"
-RUN_LOCK_DIR = Path("/run/staminabench/ports")
-TMP_LOCK_DIR = Path("/tmp/staminabench-ports")  # not tempfile.gettempdir(): TMPDIR differs between users and units
 DEFAULT_RANGE = (20000, 29999)
 EPHEMERAL_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 RESERVED_FILE = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")
 
 
-class PortsExhausted(RuntimeError):
-    """Every port of the configured range is taken."""
+class PortsExhausted(SandboxError):
+    """Every port of the configured range is busy: the platform's `port_taken` (retried, never the agent's)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "port_taken")
 
 
 class PortRangeError(UsageError, ValueError):
@@ -57,7 +59,7 @@ class PortRangeError(UsageError, ValueError):
 
 
 class PortLockError(UsageError, OSError):
-    """A lock directory that cannot be used safely (a symlink, not a directory, not shared), in one line."""
+    """A lock directory that cannot be made safe or used, in one line."""
 
 
 def port_is_free(port: int, host: str | None = None) -> bool:
@@ -141,72 +143,18 @@ def check_range(low: int, high: int, configured: bool, origin: str = "port range
     )
 
 
-def lock_dirs() -> list[tuple[Path, bool]]:
-    """The lock directories to use, each with whether it is required (False: used when available)."""
+def default_lock_dir() -> Path:
+    """The lock directory every process of this user shares (see the module)."""
     override = os.environ.get(LOCK_DIR_ENV)
-    if override:
-        return [(Path(override), True)]
-    return [(RUN_LOCK_DIR, False), (TMP_LOCK_DIR, True)]
-
-
-def _open_dir(path: Path) -> int:
-    """A descriptor of the lock directory `path`, created world-writable and sticky if missing.
-
-    A symlink in its place is refused (O_NOFOLLOW), as is a world-writable directory without the sticky bit
-    (anyone could replace a lock file there); one this user made before with its umask's mode is opened up.
-    """
-    if not os.path.lexists(path):
-        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
-            path.mkdir(mode=0o1777, parents=True)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise PortLockError(f"port lock directory {path} is not a directory (a symlink or a file)") from None
-        raise
-    info = os.fstat(fd)
-    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != 0o1777:
-        os.fchmod(fd, 0o1777)  # mkdir's mode is cut by the umask; every user's processes must create files here
-    elif info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
-        os.close(fd)
-        raise PortLockError(f"port lock directory {path} is world-writable without the sticky bit: chmod 1777 it")
-    return fd
-
-
-def _lock_file(dir_fd: int, port: int) -> int | None:
-    """A locked descriptor of `port`'s lock file in the directory `dir_fd`; None when another holds it (or the
-    name is not a regular file that this user may open: the port is not handed out then either)."""
-    name = f"{port}.lock"
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO there cannot hang us
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)  # no O_CREAT first: fs.protected_regular refuses it on others' files
-    except FileNotFoundError:
-        try:
-            fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dir_fd)
-            os.fchmod(fd, 0o644)  # readable by every user, whatever the umask: they lock it through a read descriptor
-        except FileExistsError:  # another process made it meanwhile
-            return _lock_file(dir_fd, port)
-        except OSError:
-            return None
-    except OSError:  # a symlink (ELOOP), or unreadable to this user
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    return Path(override) if override else default_dir("ports")
 
 
 class PortAllocator:
     """Ports from `low`-`high`; with neither given, from `$STAMINAD_PORTS`, else the default range (see above).
 
     A range given here or in `$STAMINAD_PORTS` that overlaps the kernel's outgoing ports is refused in one line
-    (PortRangeError), as is a lock directory that cannot be used (PortLockError); `lock_dir` replaces the lock
-    directories (tests; `$STAMINAD_PORT_LOCKS` for everything).
+    (PortRangeError), as is a lock directory that cannot be made safe (PortLockError); `lock_dir` replaces the
+    lock directory (tests; `$STAMINAD_PORT_LOCKS` for everything).
     """
 
     def __init__(self, low: int | None = None, high: int | None = None, lock_dir: Path | None = None) -> None:
@@ -218,68 +166,83 @@ class PortAllocator:
         else:
             self.low, self.high = DEFAULT_RANGE
             check_range(self.low, self.high, configured=False, origin="the default port range")
-        self.lock_dirs = [(lock_dir, True)] if lock_dir is not None else lock_dirs()
+        self.lock_dir = lock_dir if lock_dir is not None else default_lock_dir()
         self.held: set[int] = set()
-        self._locks: dict[int, list[int]] = {}  # port -> descriptors holding its flocks, one per lock directory
-        self._dirs: dict[Path, int] = {}  # lock directory -> its descriptor, once opened
+        self._locks: dict[int, int] = {}  # port -> the descriptor holding its flock
         self._next = self.low
         self._lock = threading.Lock()  # allocations run in worker threads (they read /proc and take lock files)
-        self._open_dirs()  # a lock directory that cannot be used is refused now, not at the first server start
+        self._dir_fd = self._open_dir()  # a lock directory that cannot be used is refused now, not at a server start
+
+    def _open_dir(self) -> int:
+        try:
+            return open_private_dir(self.lock_dir)
+        except LockDirError as exc:
+            raise PortLockError(f"port {exc}") from None
+        except OSError as exc:
+            raise PortLockError(f"cannot use port lock directory {self.lock_dir}: {exc.strerror}") from None
 
     def allocate(self) -> int:
-        """A free port, reserved (in this process and in the lock directories); callable from any thread."""
+        """A free port, reserved (in this process and in the lock directory); callable from any thread.
+        `PortsExhausted` (the platform's `port_taken`) when every port is busy, saying why in one line."""
         with self._lock:
             return self._allocate()
 
     def _allocate(self) -> int:
         span = self.high - self.low + 1
         ephemeral, reserved = outgoing_ports()
-        dirs = self._open_dirs()
+        passed = {"held by this process": 0, "outgoing": 0, "locked by another process": 0, "bound": 0}
         for _ in range(span):
             port = self._next
             self._next = self.low + (self._next - self.low + 1) % span
-            if port in self.held or is_outgoing(port, ephemeral, reserved) or not self._reserve(port, dirs):
-                continue
-            if port_is_free(port):
+            if port in self.held:
+                passed["held by this process"] += 1
+            elif is_outgoing(port, ephemeral, reserved):
+                passed["outgoing"] += 1
+            elif not self._reserve(port):
+                passed["locked by another process"] += 1
+            elif not port_is_free(port):
+                passed["bound"] += 1
+                self._unreserve(port)
+            else:
                 self.held.add(port)
                 return port
-            self._unreserve(port)
-        raise PortsExhausted(f"no free port in {self.low}-{self.high}")
+        why = ", ".join(f"{n} {what}" for what, n in passed.items() if n)
+        raise PortsExhausted(
+            f"no free port in {self.low}-{self.high} ({why}; locks in {self.lock_dir}): "
+            f"wait for other sweeps to end, or set {RANGE_ENV}=LOW-HIGH to a wider range"
+        )
+
+    def adopt(self, port: int) -> bool:
+        """Reserve `port`, which something of this process already uses (a container found after a restart that
+        publishes it), as `allocate` would: False when another process holds its lock or this one hands it out
+        already (then it must not be used). No bind check: the user's own listener is what holds it."""
+        with self._lock:
+            if port in self.held or not self._reserve(port):
+                return False
+            self.held.add(port)
+            return True
 
     def release(self, port: int) -> None:
         with self._lock:
             self.held.discard(port)
             self._unreserve(port)
 
-    def _open_dirs(self) -> list[int]:
-        """Descriptors of the lock directories usable now (an optional one that cannot be made is left out, and
-        tried again on the next allocation: root or a unit may create it meanwhile)."""
-        for path, required in self.lock_dirs:
-            if path in self._dirs:
-                continue
-            try:
-                self._dirs[path] = _open_dir(path)
-            except PortLockError:
-                raise
-            except OSError as exc:
-                if required:
-                    raise PortLockError(f"cannot use port lock directory {path}: {exc.strerror}") from None
-        return list(self._dirs.values())
-
-    def _reserve(self, port: int, dirs: list[int]) -> bool:
-        """Take `port`'s lock in every lock directory without waiting; False when another process holds one."""
-        fds: list[int] = []
-        for dir_fd in dirs:
-            fd = _lock_file(dir_fd, port)
-            if fd is None:
-                for taken in fds:
-                    os.close(taken)
-                return False
-            fds.append(fd)
-        self._locks[port] = fds
+    def _reserve(self, port: int) -> bool:
+        """Take `port`'s lock without waiting; False when another process holds it, or its name is not this
+        user's regular file (a busy port either way)."""
+        fd = open_lock_file(self._dir_fd, f"{port}.lock")
+        if fd is None:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._locks[port] = fd
         return True
 
     def _unreserve(self, port: int) -> None:
-        for fd in self._locks.pop(port, []):
+        fd = self._locks.pop(port, None)
+        if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing the only descriptor drops the flock

@@ -4,10 +4,8 @@ never a port the kernel may give to an outgoing connection."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,12 +13,10 @@ import pytest
 from staminad.sandbox.ports import (
     LOCK_DIR_ENV,
     RANGE_ENV,
-    RUN_LOCK_DIR,
-    TMP_LOCK_DIR,
     PortAllocator,
-    PortLockError,
     PortRangeError,
     PortsExhausted,
+    default_lock_dir,
     is_outgoing,
     outgoing_ports,
     port_is_free,
@@ -63,7 +59,37 @@ def test_a_port_another_process_reserved_is_skipped_until_that_process_dies(tmp_
         holder.kill()
         holder.communicate()  # reaps it and closes its stdout pipe
     assert PortAllocator(31210, 31210, lock_dir=locks).allocate() == 31210
-    assert (locks.stat().st_mode & 0o7777) == 0o1777  # every user's processes share the directory
+    assert (locks.stat().st_mode & 0o777) == 0o700  # this user's processes share it; no other user reaches in
+
+
+def test_a_range_with_every_port_busy_is_the_platforms_port_taken_in_one_line(tmp_path: Path) -> None:
+    """Every lock held elsewhere: PortsExhausted, the platform's `port_taken`, in one line saying why."""
+    locks = tmp_path / "locks"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(locks)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and int(holder.stdout.readline()) == 31210
+        ours = PortAllocator(31210, 31210, lock_dir=locks)
+        with pytest.raises(PortsExhausted) as info:
+            ours.allocate()
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert info.value.kind == "port_taken"
+    message = str(info.value)
+    assert "\n" not in message and "no free port in 31210-31210 (1 locked by another process" in message
+    assert str(locks) in message and RANGE_ENV in message
+
+
+def test_adopting_a_port_takes_its_lock_and_refuses_one_held_elsewhere(tmp_path: Path) -> None:
+    """`adopt` reserves a port as `allocate` would, and refuses one another allocator (or this one) holds."""
+    locks = tmp_path / "locks"
+    first, second = PortAllocator(31250, 31252, lock_dir=locks), PortAllocator(31250, 31252, lock_dir=locks)
+    assert first.adopt(31251) and 31251 in first.held
+    assert not first.adopt(31251)  # already handed out here
+    assert not second.adopt(31251)  # its lock is the first one's
+    assert first.allocate() == 31250 and first.allocate() == 31252  # an adopted port is never handed out
+    first.release(31251)
+    assert second.adopt(31251)
 
 
 def _outgoing_block(size: int) -> tuple[int, int]:
@@ -156,15 +182,15 @@ def test_only_ports_no_outgoing_connection_can_take_are_handed_out(
 
 _TMPDIR_HOLDER = """
 import sys, tempfile
-from staminad.sandbox.ports import PortAllocator, lock_dirs
+from staminad.sandbox.ports import PortAllocator, default_lock_dir
 ports = PortAllocator(31220, 31221)
-print(tempfile.gettempdir(), [str(p) for p, _ in lock_dirs()], ports.allocate(), flush=True)
+print(tempfile.gettempdir(), default_lock_dir(), ports.allocate(), flush=True)
 sys.stdin.read()  # holds its port until the test closes its stdin
 """
 
 
-def test_the_lock_directories_do_not_depend_on_tmpdir(tmp_path: Path) -> None:
-    """Two allocators whose TMPDIRs differ lock in the same machine-wide directories and never share a port."""
+def test_the_lock_directory_does_not_depend_on_tmpdir(tmp_path: Path) -> None:
+    """Two allocators whose TMPDIRs differ lock in the same directory, this user's, and never share a port."""
     env = {k: v for k, v in os.environ.items() if k != LOCK_DIR_ENV}
     env["PYTHONPATH"] = str(Path(__file__).parents[2])
     holders, lines = [], []
@@ -180,65 +206,41 @@ def test_the_lock_directories_do_not_depend_on_tmpdir(tmp_path: Path) -> None:
             )
             holders.append(holder)
             assert holder.stdout is not None
-            lines.append(holder.stdout.readline().split(" ", 1))
+            lines.append(holder.stdout.readline().split())
     finally:
         for holder in holders:
             assert holder.stdin is not None and holder.stdout is not None
             holder.stdin.close()
             holder.wait(timeout=60)
             holder.stdout.close()
-    (tmp_a, rest_a), (tmp_b, rest_b) = lines
+    (tmp_a, dir_a, port_a), (tmp_b, dir_b, port_b) = lines
     assert (tmp_a, tmp_b) == (str(tmp_path / "a"), str(tmp_path / "b"))  # each sees its own TMPDIR
-    dirs_a, port_a = rest_a.rsplit(" ", 1)
-    dirs_b, port_b = rest_b.rsplit(" ", 1)
-    assert dirs_a == dirs_b == str([str(RUN_LOCK_DIR), str(TMP_LOCK_DIR)])
+    assert dir_a == dir_b and not dir_a.startswith("/tmp")
     assert {int(port_a), int(port_b)} == {31220, 31221}
 
 
-_OTHER_USER = """
-import sys
-from pathlib import Path
-from staminad.sandbox.ports import PortAllocator
-print(PortAllocator(31230, 31232, lock_dir=Path(sys.argv[1])).allocate())
-"""
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
-def test_a_lock_file_one_user_made_is_locked_by_another(tmp_path: Path) -> None:
-    """User A's lock files (made under umask 077) still lock for user B, and A's held port is never B's."""
-    shared = Path(tempfile.mkdtemp(prefix="staminabench-test-", dir="/tmp"))  # tmp_path is root's alone (0700)
-    try:
-        shared.chmod(0o755)
-        old = os.umask(0o077)
-        try:
-            ours = PortAllocator(31230, 31232, lock_dir=shared / "locks")
-            assert [ours.allocate(), ours.allocate()] == [31230, 31231]
-        finally:
-            os.umask(old)
-        ours.release(31231)  # its file stays, root's, made under umask 077
-        assert (shared / "locks" / "31231.lock").stat().st_mode & 0o777 == 0o644
-        done = subprocess.run(
-            [*AS_NOBODY, sys.executable, "-c", _OTHER_USER, str(shared / "locks")],
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert (done.returncode, done.stdout) == (0, "31231\n"), done.stderr  # 31230 is root's, held
-        ours.release(31230)
-    finally:
-        shutil.rmtree(shared)
-
-
-def test_a_symlink_in_place_of_a_lock_file_or_directory_is_never_followed(tmp_path: Path) -> None:
-    """A symlink in place of a lock file is skipped and a symlinked lock directory is refused at start."""
+def test_a_symlink_in_place_of_a_lock_file_is_never_followed(tmp_path: Path) -> None:
+    """A symlink in place of a lock file is a busy port: skipped, its target untouched."""
     locks = tmp_path / "locks"
-    locks.mkdir(mode=0o1777)
+    PortAllocator(31240, 31241, lock_dir=locks)
     target = tmp_path / "precious"
     target.write_text("keep")
     (locks / "31240.lock").symlink_to(target)
     assert PortAllocator(31240, 31241, lock_dir=locks).allocate() == 31241
-    assert target.read_text() == "keep"
-    (tmp_path / "link").symlink_to(locks)
-    with pytest.raises(PortLockError, match="not a directory"):
-        PortAllocator(31240, 31241, lock_dir=tmp_path / "link")
+    assert target.read_text() == "keep" and (locks / "31240.lock").is_symlink()
+
+
+def test_the_default_lock_directory_is_roots_under_run_or_the_users_state_home(tmp_path: Path) -> None:
+    """Root locks in /run/staminabench/ports; another user below its state home, never in a world-writable place."""
+    if os.geteuid() == 0:
+        assert default_lock_dir() == Path("/run/staminabench/ports")
+    env = {k: v for k, v in os.environ.items() if k not in (LOCK_DIR_ENV, "XDG_STATE_HOME")}
+    show = "from staminad.sandbox.ports import default_lock_dir; print(default_lock_dir())"
+    done = subprocess.run(
+        [*(AS_NOBODY if os.geteuid() == 0 else []), sys.executable, "-c", show],
+        env={**env, "HOME": "/home/someone", "PYTHONPATH": str(Path(__file__).parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "/home/someone/.local/state/staminabench/ports", done.stderr
