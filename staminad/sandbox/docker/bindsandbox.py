@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -94,6 +95,8 @@ from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
 from staminad.sandbox.inside.beneath import ensure_dir
 from staminad.sandbox.ports import PortAllocator
+
+log = logging.getLogger(__name__)
 
 LAUNCHER_START_TIMEOUT = 10.0  # seconds for a new launcher to open its FIFO
 RESTART_EVERY = 5.0  # seconds between attempts to restart a launcher found gone
@@ -179,9 +182,9 @@ class DockerSandbox(HostFiles, SealedContainer):
         await anyio.to_thread.run_sync(self._host_dirs)
         self._direct = None  # a recreated container has an address of its own
         await ensure_network(self.docker)
-        container = await self._container()
-        created = container is None
-        if container is None:
+        found = await self._container()
+        container = found if found is not None and await self._adopt(found) else None
+        if created := container is None:
             self.port = self.ports.allocate()
             config = self._config()
             try:
@@ -193,14 +196,6 @@ class DockerSandbox(HostFiles, SealedContainer):
             except BaseException:  # the network made again, a timeout, a cancel: the port is not kept either
                 self.ports.release(self.port)
                 raise
-        else:
-            info = container._container
-            if "NetworkSettings" not in info:
-                info = await container.show()
-            binding = (info.get("HostConfig", {}).get("PortBindings") or {}).get(f"{SERVER_PORT_IN_CONTAINER}/tcp")
-            self.port = int(binding[0]["HostPort"]) if binding else None
-            if self.port is not None:
-                self.ports.held.add(self.port)
         helper = None  # the seal's helper, made while a new container starts
         try:
             with anyio.fail_after(OP_TIMEOUT):
@@ -213,9 +208,8 @@ class DockerSandbox(HostFiles, SealedContainer):
                 forget_network(self.docker)  # the retry's `prepare` makes it again
             # Say a program outside took the published port meanwhile: this container can never start, so
             # it goes, and the retry's `prepare` creates one on a fresh port.
-            with anyio.CancelScope(shield=True), contextlib.suppress(aiodocker.exceptions.DockerError, TimeoutError):
-                with anyio.fail_after(OP_TIMEOUT):
-                    await container.delete(force=True)
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
+                await self._remove(container)
             if self.port is not None:
                 self.ports.release(self.port)
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
@@ -225,6 +219,31 @@ class DockerSandbox(HostFiles, SealedContainer):
             raise SandboxError(f"cannot start container {self.name}: {message}", kind) from None
         await self.own_current()  # started now, or adopted running: this is the container made ready (see `health`)
         await self._seal_and_launch(container, helper)
+
+    async def _adopt(self, container: Any) -> bool:
+        """Lock a found container's port as `allocate` would; if another process or scenario has it, remove it."""
+        info = container._container if "NetworkSettings" in container._container else await container.show()
+        binding = (info.get("HostConfig", {}).get("PortBindings") or {}).get(f"{SERVER_PORT_IN_CONTAINER}/tcp")
+        port = int(binding[0]["HostPort"]) if binding else None
+        ours = port is not None and port == self.port and port in self.ports.held  # this sandbox's, prepared again
+        if port is None or ours or self.ports.adopt(port):
+            self.port = port
+            return True
+        log.warning("container %s publishes port %d, which is no longer ours: recreating it", self.name, port)
+        self.port = None
+        with anyio.CancelScope(shield=True):
+            await self._remove(container, "engine_error")
+        return False
+
+    async def _remove(self, container: Any, kind: InfraKind = "sandbox_lost") -> None:
+        try:  # one already gone is fine
+            with anyio.fail_after(OP_TIMEOUT):
+                await container.delete(force=True)
+        except TimeoutError:
+            raise SandboxError(f"cannot remove {self.name}: no answer in {OP_TIMEOUT:.0f} s", kind) from None
+        except aiodocker.exceptions.DockerError as exc:
+            if exc.status != 404:
+                raise SandboxError(f"cannot remove {self.name}: {exc.message}", kind) from None
 
     async def _seal_and_launch(self, container: Any, helper: Any = None) -> None:
         """Load the firewall (idempotent: iptables-restore replaces the whole table) while the launcher starts.
@@ -325,12 +344,7 @@ class DockerSandbox(HostFiles, SealedContainer):
         """Remove the container (the workspace stays on the host; `prepare` recreates it on resume)."""
         container = await self._container()
         if container is not None:
-            try:
-                with anyio.fail_after(OP_TIMEOUT):
-                    await container.delete(force=True)
-            except aiodocker.exceptions.DockerError as exc:
-                if exc.status != 404:
-                    raise SandboxError(f"cannot remove {self.name}: {exc.message}") from None
+            await self._remove(container)
         if self.port is not None:
             self.ports.release(self.port)
         for name in ("server.pid", "server.exit"):  # pids of a removed container mean nothing in the next one
