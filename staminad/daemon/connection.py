@@ -139,7 +139,7 @@ async def serve_client(daemon: Daemon, stream: ByteStream) -> None:
                     await send(ErrorReply(message=refusal, usage=True), request.rid)
                     continue
                 if isinstance(request, Subscribe):
-                    await _stream_events(daemon, request, send)
+                    await _stream_events(daemon, request, send, stream)
                     return
                 await send(await _answer(daemon, request), request.rid)
                 if isinstance(request, Stop):
@@ -235,17 +235,34 @@ def _refusal(request: Request) -> str | None:
 
 
 async def _stream_events(
-    daemon: Daemon, request: Subscribe, send: Callable[[Reply | Event, int], Awaitable[None]]
+    daemon: Daemon, request: Subscribe, send: Callable[[Reply | Event, int], Awaitable[None]], stream: ByteStream
 ) -> None:
+    """Stream the subscription's events until the client goes: its end closed is seen at once (`_until_closed`),
+    not at the next event's failed write, which on a quiet sweep may be hours away."""
     sub = daemon.bus.subscribe(request.sweeps, request.kinds)
     # Taken in the same step as subscribing, so the replay and the live stream meet without a gap.
     backlog = [e for e in daemon.bus.recent if sub.wants(e)][-request.replay :] if request.replay > 0 else []
     try:
-        await send(Ok(detail="subscribed"), request.rid)
-        for event in backlog:
-            await send(event, 0)
-        async with sub.receive:
-            async for event in sub.receive:
-                await send(event, 0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_until_closed, stream, tg.cancel_scope)
+            try:
+                await send(Ok(detail="subscribed"), request.rid)
+                for event in backlog:
+                    await send(event, 0)
+                async with sub.receive:
+                    async for event in sub.receive:
+                        await send(event, 0)
+            except (TimeoutError, *_CLOSED):
+                pass  # a client that stopped reading, or whose end is gone: nothing left to tell it
+            tg.cancel_scope.cancel()
     finally:
         daemon.bus.unsubscribe(sub)
+
+
+async def _until_closed(stream: ByteStream, scope: anyio.CancelScope) -> None:
+    """Wait for the subscribed client to close its end (what it sends meanwhile is dropped: it has nothing more to
+    ask), then end its stream."""
+    with contextlib.suppress(*_CLOSED):
+        while await stream.receive():
+            pass
+    scope.cancel()
