@@ -3,14 +3,16 @@
 An attempt is compared with the attempt kept last before it in the scenario's order (turn, attempt, infra try):
 the attempt before it in the same turn, or, for a turn's first attempt, the last attempt of the turn before. The
 first kept attempt is compared with an empty workspace. The diff is bounded: at most MAX_DIFFED files get their
-lines compared, a file's diff stops after MAX_FILE_LINES lines, the whole after `limit` characters; `cut` says
-what was left out. The answer is the protocol's `CodeChange`, so the TUI (through the daemon) and the viewer show
-the same thing. UI-free.
+lines compared, a file's diff stops after MAX_FILE_LINES lines, the whole after `limit` characters, and the files
+of the least crowded directories go first (`_first`), so a directory of generated files does not push the code
+out; `cut` says what was left out. The answer is the protocol's `CodeChange`, so the TUI (through the daemon)
+and the viewer show the same thing. UI-free.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -139,6 +141,10 @@ def _note(a: KeptFile | None, b: KeptFile | None) -> str:
     return f"was {_why_not(a) if a.kind != 'text' else 'text'}, now {_why_not(b) if b.kind != 'text' else 'text'}"
 
 
+def _unchanged(a: KeptFile | None, b: KeptFile | None) -> bool:
+    return a is not None and b is not None and _same(a, b)
+
+
 def _same(a: KeptFile, b: KeptFile) -> bool:
     if a.kind != b.kind:
         return False
@@ -147,31 +153,39 @@ def _same(a: KeptFile, b: KeptFile) -> bool:
     return a.size == b.size  # a large file, a link, a FIFO: what was listed of it
 
 
+def _first(paths: list[str]) -> list[str]:
+    """`paths` in the order their lines are compared within the bounds: those in directories with fewer changed
+    files first, shallower first, so that the agent's code is shown when a directory of thousands of generated
+    files changed beside it (each of those is still listed, by path, with why it is not shown)."""
+    crowd = Counter(path.rpartition("/")[0] for path in paths)
+    return sorted(paths, key=lambda path: (crowd[path.rpartition("/")[0]], path.count("/"), path))
+
+
 def _compare(
     root: Path, old: KeptCode, new: KeptCode, attempt_id: int, base: str, base_id: int, limit: int
 ) -> CodeChange:
     texts = _Text(root)
-    files: list[FileChange] = []
-    out: list[str] = []
+    changes: dict[str, FileChange] = {}
+    shown: dict[str, str] = {}
     size = 0
     cut: list[str] = []
     if old.cut:
         cut.append(f"the listing of {base} was cut: {old.cut}")
     if new.cut:
         cut.append(f"this attempt's listing was cut: {new.cut}")
-    unshown = undiffed = 0
-    for path in sorted(set(old.files) | set(new.files)):
+    unshown = undiffed = diffed = 0
+    changed = [p for p in set(old.files) | set(new.files) if not _unchanged(old.files.get(p), new.files.get(p))]
+    for path in _first(changed):
         a, b = old.files.get(path), new.files.get(path)
-        if a is not None and b is not None and _same(a, b):
-            continue
         status = "added" if a is None else "removed" if b is None else "changed"
-        if len(files) >= MAX_DIFFED:
-            files.append(FileChange(path=path, status=status, note="not compared: too many files changed"))
+        if diffed >= MAX_DIFFED:
+            changes[path] = FileChange(path=path, status=status, note="not compared: too many files changed")
             undiffed += 1
             continue
+        diffed += 1
         before, after = texts.lines(a), texts.lines(b)
         if before is None or after is None:
-            files.append(FileChange(path=path, status=status, note=_note(a, b)))
+            changes[path] = FileChange(path=path, status=status, note=_note(a, b))
             continue
         lines = list(
             difflib.unified_diff(
@@ -180,15 +194,17 @@ def _compare(
         )
         added = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
         removed = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
-        files.append(FileChange(path=path, status=status, added=added, removed=removed))
+        changes[path] = FileChange(path=path, status=status, added=added, removed=removed)
         if len(lines) > MAX_FILE_LINES:
             lines = [*lines[:MAX_FILE_LINES], f"... ({len(lines) - MAX_FILE_LINES} more lines of {path}'s diff)\n"]
         text = "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
         if size + len(text) > limit:
             unshown += 1
             continue
-        out.append(text)
+        shown[path] = text
         size += len(text)
+    files = [changes[path] for path in sorted(changes)]
+    out = [shown[path] for path in sorted(shown)]
     if undiffed:
         cut.append(f"{undiffed} more changed files are listed without their lines (over {MAX_DIFFED})")
     if unshown:

@@ -13,8 +13,11 @@ The workspace is the agent's, so all of it is bounded: directories of dependenci
 (`loc.SKIP_DIRS`, and every hidden directory, `.home` among them) are not entered; a file over MAX_FILE_BYTES is
 listed with its size only; one with a NUL byte or not UTF-8 is binary (listed with its hash, its content not
 kept); past MAX_FILES files or MAX_KEPT_BYTES of text in one listing, or SCENARIO_BYTES of blobs for the
-scenario, the rest is listed without content (or not at all) and the listing says it was cut. Nothing here ever
-fails an attempt: what could not be kept is said in the listing.
+scenario, the rest is listed without content (or not at all) and the listing says it was cut. A workspace on
+this disk is walked breadth first (a directory's files before anything below it) and at most DIR_ENTRIES entries
+of one directory are looked at (a snapshot's members likewise), so a directory of 100,000 files costs its own
+listing a cut, not the code beside it. Nothing here ever fails an attempt: what could not be kept is said in the
+listing.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ import stat
 import tarfile
 import time
 import zlib
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 import msgspec
 
-from staminad.sandbox.inside.beneath import WalkBudget, create_file, ensure_dir, read_file, walk_files
+from staminad.sandbox.inside.beneath import MAX_DEPTH, WalkBudget, create_file, ensure_dir, open_root, read_file
 from staminad.sandbox.inside.loc import SKIP_DIRS
 
 CODE_DIR = "code"  # below the sandbox directory
@@ -43,9 +47,12 @@ MAX_FILE_BYTES = 256 << 10  # a text file larger than this is listed by size onl
 MAX_KEPT_BYTES = 8 << 20  # bytes of text read per attempt
 SCENARIO_BYTES = 256 << 20  # compressed bytes of blobs per scenario
 MAX_ENTRIES = 100_000  # directory entries (or archive members) looked at per attempt
+DIR_ENTRIES = 1000  # of them in one directory: one directory of junk cannot use up the walk
 MAX_SECONDS = 20.0
 LISTING_LIMIT = 4 << 20  # bytes of a listing read back
 KINDS = ("text", "binary", "large", "link", "other")
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO planted meanwhile
 _JOB = re.compile(r"t\d{4}-a\d{2}-i\d{2}")
 _SHA = re.compile(r"[0-9a-f]{64}")
 
@@ -102,6 +109,10 @@ class _Keeper:
             self._cut(f"only the first {MAX_FILES} files are listed")
             return True
         return False
+
+    def crowded(self, prefix: str) -> None:
+        """Say that directory `prefix` has more than DIR_ENTRIES entries, of which the rest are left out."""
+        self._cut(f"{prefix or 'the workspace'}: only {DIR_ENTRIES} of its entries are looked at")
 
     def _cut(self, why: str) -> None:
         if why not in self.cuts:
@@ -171,14 +182,89 @@ def _read_fd(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _names(dir_fd: int, prefix: str, budget: WalkBudget, keeper: _Keeper) -> list[str]:
+    """The first DIR_ENTRIES names of a directory, sorted (what `scandir` gives first: reading all of a directory
+    of millions costs what it holds); one cut when it has more."""
+    names: list[str] = []
+    try:
+        with os.scandir(dir_fd) as entries:
+            for entry in entries:
+                if len(names) >= DIR_ENTRIES:
+                    keeper.crowded(prefix)
+                    break
+                if not budget.spend():
+                    break
+                names.append(entry.name)
+    except OSError:
+        pass  # an unreadable directory: what was read of it is listed
+    return sorted(names)
+
+
+def _open_below(root_fd: int, rel: str) -> int:
+    """A descriptor of the directory `rel` below `root_fd`, opened one component at a time, never through a link."""
+    fd = os.dup(root_fd)
+    for part in filter(None, rel.split("/")):
+        try:
+            sub = os.open(part, _DIR, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = sub
+    return fd
+
+
+def _breadth_first(
+    workspace: Path, budget: WalkBudget, keeper: _Keeper
+) -> Iterator[tuple[str, os.stat_result, int | None]]:
+    """(relative path, lstat, read descriptor or None) below `workspace`, shallowest first: every file of a directory
+    before anything deeper, so the code an agent keeps near the top is listed whatever fills the tree below it;
+    at most DIR_ENTRIES entries of one directory; links never followed, skipped directories never entered."""
+    root_fd = open_root(workspace)
+    pending: deque[str] = deque([""])
+    try:
+        while pending and not budget.exhausted:
+            prefix = pending.popleft()
+            try:
+                dir_fd = _open_below(root_fd, prefix)
+            except OSError:
+                continue  # replaced meanwhile (a link now): not entered
+            try:
+                for name in _names(dir_fd, prefix, budget, keeper):
+                    try:
+                        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    rel = prefix + name
+                    if stat.S_ISDIR(st.st_mode):
+                        if name not in SKIP_DIRS and not name.startswith(".") and rel.count("/") < MAX_DEPTH:
+                            pending.append(rel + "/")
+                    elif stat.S_ISREG(st.st_mode):
+                        yield from _opened(dir_fd, name, rel, st)
+                    else:
+                        yield rel, st, None
+            finally:
+                os.close(dir_fd)
+    finally:
+        os.close(root_fd)
+
+
+def _opened(dir_fd: int, name: str, rel: str, st: os.stat_result) -> Iterator[tuple[str, os.stat_result, int | None]]:
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # still a file once opened
+            yield rel, st, fd
+    finally:
+        os.close(fd)
+
+
 def keep_from_dir(workspace: Path, root: Path, job: str) -> KeptCode:
     """List (and keep the text of) `workspace` as attempt `job`'s code under `root/code`; links are never followed."""
     keeper = _Keeper(root)
     budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
     try:
-        for rel, st, fd in walk_files(workspace, budget, SKIP_DIRS, skip_hidden=True):
-            if stat.S_ISDIR(st.st_mode) or _skipped_dir(tuple(rel.split("/"))):
-                continue
+        for rel, st, fd in _breadth_first(workspace, budget, keeper):
             if keeper.full():
                 break
             if stat.S_ISLNK(st.st_mode):
@@ -198,10 +284,19 @@ def keep_from_archive(archive: Path, root: Path, job: str) -> KeptCode:
     budget = WalkBudget(MAX_ENTRIES, MAX_SECONDS)
     try:
         with tarfile.open(archive, "r|gz") as tar:
+            crowds: Counter[str] = Counter()  # members seen per directory
             for member in tar:
+                parts = tuple(p for p in PurePosixPath(member.name).parts if p not in ("", ".", "/"))
+                parent = "/".join(parts[:-1]) + "/" if len(parts) > 1 else ""
+                crowds[parent] += 1
+                if crowds[parent] > DIR_ENTRIES:  # passed over (its header read, its data skipped): time bounds it
+                    keeper.crowded(parent)
+                    if time.monotonic() > budget.deadline:
+                        budget.exhausted = "time"
+                        break
+                    continue
                 if not budget.spend():
                     break
-                parts = tuple(p for p in PurePosixPath(member.name).parts if p not in ("", ".", "/"))
                 if not parts or ".." in parts or member.isdir() or _skipped_dir(parts):
                     continue
                 if keeper.full():
