@@ -169,3 +169,43 @@ async def test_a_published_port_taken_before_its_container_starts_is_port_taken(
             for s in held:
                 s.close()
             await box.close()
+
+
+async def test_a_found_container_takes_its_ports_lock_or_is_made_anew(tmp_path: Path, sandbox_image: str) -> None:
+    """Docker: a container found on prepare (a daemon restarted) locks its published port again; when another process
+    holds that lock, the container is made anew on a fresh port instead of sharing one."""
+    import aiodocker
+
+    from staminad.engine.config import load_sweep
+    from staminad.sandbox.docker.bindsandbox import DockerSandbox
+
+    path = write_sweep(tmp_path, "adopted", ["reference"], runtime="docker")
+    path.write_text(path.read_text() + f'image = "{sandbox_image}"\n')
+    sw, _ = load_sweep(path)
+    root, locks = tmp_path / "adopted" / "c1-s0", tmp_path / "locks"
+
+    def sandbox(client: aiodocker.Docker, allocator: PortAllocator) -> DockerSandbox:
+        return DockerSandbox(client, root, "adopted", "x", sw.run, allocator)
+
+    async with aiodocker.Docker() as client:
+        first = PortAllocator(31350, 31354, lock_dir=locks)
+        box = sandbox(client, first)
+        try:
+            await box.prepare()
+            port = box.port
+            assert port is not None
+            first.release(port)  # the daemon that made it is gone
+            restarted = PortAllocator(31350, 31354, lock_dir=locks)
+            box = sandbox(client, restarted)
+            await box.prepare()
+            assert box.port == port and port in restarted.held
+            assert not PortAllocator(31350, 31354, lock_dir=locks).adopt(port)  # its lock is taken again
+            other = PortAllocator(31350, 31354, lock_dir=locks)  # a process that finds it while `restarted` holds it
+            box = sandbox(client, other)
+            await box.prepare()
+            assert box.port not in (None, port) and box.port in other.held and port not in other.held
+            container = (await client.containers.get(box.name))._container
+            published = container["HostConfig"]["PortBindings"]
+            assert [b["HostPort"] for bs in published.values() for b in bs] == [str(box.port)]
+        finally:
+            await box.close()
