@@ -37,6 +37,7 @@ from staminad.daemon.notify import notify, watchdog
 from staminad.daemon.ops import OpsRing, report, sweep_infos
 from staminad.daemon.orphanwatch import OrphanWatch
 from staminad.daemon.running import Running
+from staminad.daemon.stopbound import EXIT_GRACE, STOP_TIMEOUT, ExitTimer, wait_for_sweeps
 from staminad.engine.fair import FairLimiter
 from staminad.engine.markers import MarkerWatcher
 from staminad.sandbox.docker.enginespec import EngineSpec
@@ -72,8 +73,11 @@ class Daemon(SweepControl):
         engines: list[EngineSpec] | None = None,
         workers: int | None = None,
         metrics_host: str = "127.0.0.1",
+        stop_timeout: float = STOP_TIMEOUT,
     ) -> None:
         self.state_dir = state_dir
+        self.stop_timeout = stop_timeout  # the sweeps' clean-up on a stop, then EXIT_GRACE more at most (`stopbound`)
+        self.exit_timer: ExitTimer | None = None
         self.log_to_stderr = log_to_stderr
         self.socket_path = socket_path(state_dir)  # refused in one line if the path is too long for a socket
         self.socket_mode, self.socket_group, self.runtime = socket_mode, socket_group, runtime
@@ -184,9 +188,11 @@ class Daemon(SweepControl):
                     await self.store.close()
                 if socket_ours:
                     self.socket_path.unlink(missing_ok=True)
-                os.close(lock_fd)
-                log.info("stopped")
-                logs.close()
+            os.close(lock_fd)
+            log.info("stopped")
+            if self.exit_timer is not None:
+                self.exit_timer.cancel()
+            logs.close()
 
     def stop(self, drain: bool = False) -> None:
         log.info("stop requested%s", " (drain: running attempts finish first)" if drain else "")
@@ -203,10 +209,11 @@ class Daemon(SweepControl):
                     for r in list(self.running.values()):
                         await r.gate.idle()
         self.detach.set()
+        # Whatever a sweep's clean-up waits on, the process ends: see `stopbound`.
+        self.exit_timer = ExitTimer(self.stop_timeout + EXIT_GRACE).start()
         for r in list(self.running.values()):
             r.scope.cancel()
-            with anyio.move_on_after(30):
-                await r.done.wait()
+        await wait_for_sweeps(self.running.values(), self.stop_timeout)
 
     async def _unfinished(self) -> list[tuple[str, str, bytes]]:
         assert self.store is not None
