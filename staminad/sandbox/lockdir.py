@@ -9,11 +9,11 @@ who can write the directory can plant a symlink per name. So a lock directory is
   and checks each directory it passes with `fstat` on the descriptor it holds: owned by root or by this user,
   and writable by nobody else unless sticky (like `/tmp`: there only an entry's owner may rename or remove it,
   and the next step checks that owner). A path through another user's directory is refused in one line.
-- the directory itself is made mode 0700 and owned by this user. Whatever else is found at its name (a
-  symlink, a file, a directory of another owner, or one that others could enter or write, which is how
-  earlier versions made it: mode 1777) is moved aside as `.<name>.untrusted-<ns>` in the checked parent,
-  never followed or emptied, and a fresh directory is made in its place; no descriptor opened through the
-  old one locks anything in the new one.
+- the directory itself is made mode 0700 and owned by this user (one of this user's that others may only
+  read is closed to them). Whatever else is found at its name (a symlink, a file, a directory of another
+  owner, or one that others may write, which is how earlier versions made it: mode 1777) is moved aside
+  as `.<name>.untrusted-<ns>` in the checked parent, never followed or emptied, and a fresh directory is
+  made in its place; no descriptor opened through the old one locks anything in the new one.
 - its files are made 0600 (`open_lock_file`) and used only when they are regular files of this user.
 
 Processes of different users share no lock directory this way, by design: another user's lock could deny
@@ -92,7 +92,8 @@ def _set_aside(parent: int, name: str, path: Path, why: str) -> None:
 
 
 def _own(parent: int, name: str, path: Path) -> int | None:
-    """A descriptor of `name` if it is this user's directory closed to everyone else; else it is moved aside."""
+    """A descriptor of `name` if it is this user's directory that no one else may write (closed to them now, if
+    it was open for reading: `mkdir` under a umask of 022); else it is moved aside."""
     try:
         fd = os.open(name, DIR_FLAGS, dir_fd=parent)
     except FileNotFoundError:
@@ -103,7 +104,9 @@ def _own(parent: int, name: str, path: Path) -> int | None:
         _set_aside(parent, name, path, "a symlink or not a directory")
         return None
     info = os.fstat(fd)
-    if info.st_uid == os.geteuid() and not info.st_mode & OTHERS:
+    if info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if info.st_mode & OTHERS:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~OTHERS)
         return fd
     os.close(fd)
     mode = stat.S_IMODE(info.st_mode)

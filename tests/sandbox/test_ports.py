@@ -244,3 +244,13 @@ def test_the_default_lock_directory_is_roots_under_run_or_the_users_state_home(t
         timeout=60,
     )
     assert done.stdout.strip() == "/home/someone/.local/state/staminabench/ports", done.stderr
+
+
+def test_a_lock_directory_of_this_user_that_others_may_read_is_kept_and_closed(tmp_path: Path) -> None:
+    """A lock directory made by `mkdir` under umask 022 is this user's: kept, with its locks, and closed to others."""
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o755)
+    (locks / "31260.lock").write_text("")
+    ports = PortAllocator(31260, 31261, lock_dir=locks)
+    assert locks.stat().st_mode & 0o777 == 0o700 and not list(tmp_path.glob(".locks.untrusted-*"))
+    assert ports.allocate() == 31260 and (locks / "31260.lock").stat().st_mode & 0o777 == 0o600
