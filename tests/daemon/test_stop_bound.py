@@ -101,8 +101,9 @@ def engine(tmp_path: Path) -> Iterator[HungEngine]:
 def test_a_stop_ends_the_daemon_in_bounded_time_while_its_clean_up_waits_on_a_hung_engine(
     tmp_path: Path, engine: HungEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A cancelled sweep's sandbox clean-up waits on the hung engine; a stop still ends the daemon within
-    --stop-timeout plus the grace, saying so in the log (without the bound it waited on each call's own timeout)."""
+    """A stop ends the daemon within --stop-timeout plus the grace while its clean-up waits on a hung engine."""
+    # The cancelled sweep's sandbox clean-up asks the engine for its container: without the bound the stop waited on
+    # each such call's own timeout (60 s) in turn.
     monkeypatch.setenv("DOCKER_HOST", f"unix://{engine.path}")
     state = tmp_path / "state"
     state.mkdir()

@@ -24,8 +24,8 @@ AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")
 def test_a_run_starts_and_scores_with_a_link_planted_at_its_lock_directory(tmp_path: Path) -> None:
-    """`staminad run` whose lock directory's path another user made a link (in a sticky, world-writable parent)
-    moves the link aside and runs its scenario to a scored end."""
+    """`staminad run` moves aside the link another user planted at its lock directory's path, and scores."""
+    # The parent is sticky and world-writable, like /tmp: where another user can plant a name.
     shared = Path(tempfile.mkdtemp(prefix="staminabench-ports-test-", dir="/tmp"))
     try:
         shared.chmod(0o1777)
@@ -60,8 +60,7 @@ sys.stdin.read()
 
 
 async def test_no_free_port_is_the_platforms_port_taken_saying_why(tmp_path: Path) -> None:
-    """Every port of the range locked by another process: each attempt is a `port_taken` infra failure whose
-    detail says so in one line; the scenario ends unscored by the platform, not as `internal_error`."""
+    """Every port locked by another process: each attempt is `port_taken`, saying why in one line, never internal."""
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(tmp_path / "locks")],
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},

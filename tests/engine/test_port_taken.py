@@ -172,8 +172,7 @@ async def test_a_published_port_taken_before_its_container_starts_is_port_taken(
 
 
 async def test_a_found_container_takes_its_ports_lock_or_is_made_anew(tmp_path: Path, sandbox_image: str) -> None:
-    """Docker: a container found on prepare (a daemon restarted) locks its published port again; when another process
-    holds that lock, the container is made anew on a fresh port instead of sharing one."""
+    """Docker: a container found on prepare locks its port again, or is made anew on a fresh one if that is held."""
     import aiodocker
 
     from staminad.engine.config import load_sweep

@@ -110,8 +110,8 @@ def test_a_world_writable_lock_directory_full_of_planted_locks_is_moved_aside(sh
 
 
 def test_a_symlink_planted_at_the_lock_directorys_path_is_replaced_not_followed(shared: Path) -> None:
-    """Where nobody could write the parent (sticky, like /tmp), its link at our path is moved aside; its target,
-    a directory of its own with its locks held, is never used."""
+    """Nobody's link at our path (in a sticky parent, like /tmp) is moved aside; its target is never used."""
+    # The target is a directory of nobody's own, where it holds what locks it can.
     shared.chmod(0o1777)
     trap = shared / "trap"
     plant = _nobody(
