@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -178,3 +179,42 @@ def test_a_user_that_is_not_root_locks_in_its_own_directory_shared_by_its_proces
     locks = home / ".local" / "state" / "staminabench" / "ports"
     assert [d for d, _ in said] == [str(locks)] * 2 and {int(p) for _, p in said} == {31440, 31441}
     assert locks.stat().st_uid == NOBODY and locks.stat().st_mode & 0o777 == 0o700
+
+
+_HOLD_IMAGE_LOCK = """
+import fcntl, os, sys
+path = os.path.join(sys.argv[1], sys.argv[2])
+fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_image_build_lock_held_by_another_user_does_not_stop_a_build(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Image-build locks are this user's alone too: nobody's lock in an old 1777 directory makes no build wait."""
+    from staminad.sandbox.docker.buildshow import LOCK_DIR_ENV as IMAGE_LOCKS
+    from staminad.sandbox.docker.buildshow import lock_name, tag_lock
+
+    images, tag = shared / "images", "staminabench/sandbox:locked-by-nobody"
+    images.mkdir()
+    images.chmod(0o1777)
+    monkeypatch.setenv(IMAGE_LOCKS, str(images))
+    attacker = _nobody(_HOLD_IMAGE_LOCK, images, lock_name(tag))
+    said: list[str] = []
+    try:
+        assert _said(attacker) == "held"
+
+        def build() -> None:
+            with tag_lock(tag, said.append):
+                pass
+
+        took = threading.Thread(target=build)
+        took.start()
+        took.join(60)
+        assert not took.is_alive() and said == []  # taken at once: no "another build ... waiting"
+    finally:
+        _done(attacker)
+    assert images.stat().st_mode & 0o7777 == 0o700 and len(list(shared.glob(".images.untrusted-*"))) == 1

@@ -1,11 +1,13 @@
-"""What an image build shares and shows: one build per tag machine-wide, and progress for every long step.
+"""What an image build shares and shows: one build per tag for each user, and progress for every long step.
 
-`tag_lock` takes an exclusive `flock` on a file named after the tag in a machine-wide directory
-(`$STAMINAD_IMAGE_LOCKS`, else `/run/staminabench/images` where `/run/staminabench` exists, else
-`/tmp/staminabench-images`; made world-writable and sticky like `/tmp`, a symlink in its place refused). A
-second build of the same tag says `another build of TAG is running (pid N); waiting` and waits; it then finds
-the image present. `step` says what runs and for how long, every few seconds, with the last line a tool
-printed (`Tail`), so a build of several minutes is never a silent wait.
+`tag_lock` takes an exclusive `flock` on a file named after the tag in this user's lock directory
+(`$STAMINAD_IMAGE_LOCKS`, else `lockdir.default_dir("images")`: `/run/staminabench/images` for root, below the
+user's state home otherwise; the user's alone, 0700, as for the port locks: a lock file another user could open
+is one it could hold, and every build would wait on it). A second build of the same tag says `another build of
+TAG is running (pid N); waiting` and waits; it then finds the image present. Builds of different users do not
+wait on each other (each finds the tag missing and builds it; the import of the same content twice is harmless).
+`step` says what runs and for how long, every few seconds, with the last line a tool printed (`Tail`), so a build
+of several minutes is never a silent wait.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import contextlib
 import fcntl
 import os
 import re
-import stat
 import sys
 import threading
 import time
@@ -22,9 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+from staminad.sandbox.lockdir import default_dir, open_lock_file, open_private_dir
+
 LOCK_DIR_ENV = "STAMINAD_IMAGE_LOCKS"
-RUN_DIR = Path("/run/staminabench")
-TMP_LOCK_DIR = Path("/tmp/staminabench-images")
 EVERY = 5.0  # seconds between progress lines of one step
 MAX_LINE = 160  # a tool's line as shown
 
@@ -34,54 +35,15 @@ def say_stderr(line: str) -> None:
 
 
 def lock_dir() -> Path:
-    """The machine-wide directory of the image build locks (see the module)."""
+    """This user's directory of the image build locks (see the module)."""
     if override := os.environ.get(LOCK_DIR_ENV):
         return Path(override)
-    if RUN_DIR.is_dir() and os.access(RUN_DIR, os.W_OK):
-        return RUN_DIR / "images"
-    return TMP_LOCK_DIR
-
-
-def _open_dir(path: Path) -> int:
-    """A descriptor of the lock directory, created world-writable and sticky if missing; a symlink is refused."""
-    if not os.path.lexists(path):
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o1777, parents=True)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    info = os.fstat(fd)
-    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != 0o1777:
-        os.fchmod(fd, 0o1777)  # every user's builds create their lock files here
-    elif info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
-        os.close(fd)
-        raise OSError(f"image lock directory {path} is world-writable without the sticky bit: chmod 1777 it")
-    return fd
+    return default_dir("images")
 
 
 def lock_name(tag: str) -> str:
     """The lock file of a tag: `staminabench/sandbox:abc` -> `staminabench_sandbox_abc.lock`."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", tag) + ".lock"
-
-
-def _open_lock(dir_fd: int, name: str) -> tuple[int, bool]:
-    """(a descriptor of the lock file, whether it is writable), made if missing; never through a symlink."""
-    for flags in (os.O_RDWR, os.O_RDONLY):  # another user's file: read-only is enough to flock it
-        try:
-            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-        except FileNotFoundError:
-            with contextlib.suppress(FileExistsError):
-                made = os.open(
-                    name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd
-                )
-                os.fchmod(made, 0o644)
-                return made, True
-            continue
-        except PermissionError:
-            continue
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise OSError(f"image lock {name} is not a regular file")
-        return fd, flags == os.O_RDWR
-    raise OSError(f"cannot open the image lock {name}")
 
 
 def holder(fd: int) -> str:
@@ -96,11 +58,13 @@ def holder(fd: int) -> str:
 @contextlib.contextmanager
 def tag_lock(tag: str, say: Callable[[str], None] = say_stderr) -> Iterator[None]:
     """Hold the machine-wide build lock of `tag`; wait (saying so, with the holder's pid) while another has it."""
-    dir_fd = _open_dir(lock_dir())
+    dir_fd = open_private_dir(lock_dir())
     try:
-        fd, writable = _open_lock(dir_fd, lock_name(tag))
+        fd = open_lock_file(dir_fd, lock_name(tag))
     finally:
         os.close(dir_fd)
+    if fd is None:
+        raise OSError(f"the image lock {lock_name(tag)} in {lock_dir()} is not a regular file of this user")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -109,9 +73,8 @@ def tag_lock(tag: str, say: Callable[[str], None] = say_stderr) -> Iterator[None
             start = time.monotonic()
             fcntl.flock(fd, fcntl.LOCK_EX)
             say(f"the other build of {tag} ended after {time.monotonic() - start:.0f}s of waiting")
-        if writable:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # drops the flock
