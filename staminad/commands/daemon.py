@@ -119,8 +119,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument(
         "--stop-timeout",
         type=bounded_int(1, 86400),
-        help="seconds the sweeps get to clean up on a stop, after which the daemon exits whatever still waits, "
-        "say on an engine not answering (default 60: staminad.daemon.stopbound)",
+        help="seconds the sweeps get to clean up on a stop; then the daemon exits whatever still waits (default 60)",
     )
     s.set_defaults(func=start_cmd)
     for name, helptext in (
@@ -237,8 +236,7 @@ def start_cmd(args: argparse.Namespace) -> int:
         workers=args.workers,
         metrics_host=args.metrics_host,
     )
-    if args.stop_timeout:
-        daemon.stop_timeout = float(args.stop_timeout)
+    daemon.stop_timeout = float(args.stop_timeout or daemon.stop_timeout)
     try:
         daemon.acquire()
     except DaemonError as exc:
