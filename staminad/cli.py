@@ -64,16 +64,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"staminad: error: the state disk is read-only ({exc}): make it writable and run again", file=sys.stderr
             )
             return 1
-        if isinstance(exc, sqlite3.DatabaseError):
-            print(
-                f"{program()}: error: the state store cannot be used: {exc} (a corrupted staminad.db? move it "
-                "aside and run again)",
-                file=sys.stderr,
-            )
+        if isinstance(exc, sqlite3.DatabaseError):  # damaged, or sound and our fault: it says which
+            print(f"{program()}: error: {_store_error(args, exc)}", file=sys.stderr)
             return 1
         if isinstance(exc, KeyboardInterrupt):
             return 130
         raise
+
+
+def _store_error(args: argparse.Namespace, exc: sqlite3.DatabaseError) -> str:
+    """The line for a store error no layer caught: whether the file is damaged, checked, never guessed."""
+    from protocol.paths import resolve_state_dir
+    from state.readonly import store_error
+
+    try:
+        db = resolve_state_dir(getattr(args, "state_dir", None)) / "staminad.db"
+    except ExpectedError:
+        db = None
+    return store_error(db, exc)
 
 
 if __name__ == "__main__":

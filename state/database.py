@@ -1,5 +1,5 @@
-"""The state store's connection: opening and migrating the database, writes committed at once that wait out a
-full disk, and reads on connections and threads of their own.
+"""The state store's connection: opening the database (once `state.migrate` has given it its schema), writes
+committed at once that wait out a full disk, and reads on connections and threads of their own.
 
 One aiosqlite connection in WAL mode; each write commits at once, so a daemon killed at any moment loses at most the
 step it was in. Every write goes through `Database.write_all`: one the disk refuses (full, read-only) is rolled back
@@ -21,7 +21,7 @@ import anyio
 import msgspec
 
 from protocol.kinds import known_categories
-from state.schema import MIGRATIONS
+from state.migrate import migrate
 from state.space import DiskWatch, disk_problem
 
 T = TypeVar("T")
@@ -62,14 +62,14 @@ class Database:
 
     @classmethod
     async def open(cls, path: Path) -> Self:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """The store at `path`, made or migrated to the latest schema first (`state.migrate`: one transaction per
+        migration, so a kill at any point leaves it whole at one version)."""
+        await anyio.to_thread.run_sync(migrate, path)
         db = await aiosqlite.connect(path, timeout=30)
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute("PRAGMA synchronous=NORMAL")
         await db.execute("PRAGMA foreign_keys=ON")
-        store = cls(db, DiskWatch(path.parent), path)
-        await store._migrate()
-        return store
+        return cls(db, DiskWatch(path.parent), path)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(conn, *args)` in a worker thread on a read-only connection of its own: a read of many queries is
@@ -85,17 +85,6 @@ class Database:
 
     async def close(self) -> None:
         await self.db.close()
-
-    async def _migrate(self) -> None:
-        async with self.db.execute("PRAGMA user_version") as cur:
-            row = await cur.fetchone()
-        version = int(row[0]) if row else 0
-        if version > len(MIGRATIONS):
-            raise RuntimeError(f"database schema version {version} is newer than this staminad ({len(MIGRATIONS)})")
-        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
-            await self.db.executescript(sql)
-            await self.db.execute(f"PRAGMA user_version = {i}")
-            await self.db.commit()
 
 
 def _read(path: Path, fn: Callable[..., T], args: tuple[Any, ...]) -> T:

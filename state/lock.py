@@ -70,40 +70,33 @@ def lock_holder(state_dir: Path) -> tuple[int, str] | None:
 
 def check_store(db: Path, migrating: bool = False) -> None:
     """Refuse, in one line (exit status 1), a state store that exists but cannot be used: not a SQLite
-    database, damaged anywhere in the file (`quick_check`, not just its header), or written by a newer staminad.
-    A store with no tables at all (schema version 0: an empty file, a bare header, a copy made without its
-    `-wal`) is refused too unless the caller is `migrating` it (`run`, `start`), which gives it the schema;
-    for a read (`report`, `export`) it is no older store, so it is not called one.
+    database, damaged anywhere in the file (`quick_check`, not just its header), written by a newer staminad, or
+    whose live rows this user cannot read (`state.readonly.StoreUnreadable`). A sound store is never called
+    damaged, and only a damaged one is to be moved aside. A store with no tables at all (schema version 0: an
+    empty file, a bare header, a copy made without its `-wal`) is refused too unless the caller is `migrating`
+    it (`run`, `start`), which gives it the schema; for a read (`report`, `export`) it is no older store, so it
+    is not called one.
 
     Every command that opens the store runs this first (`run`, `start`, `report`, `export`), so each refuses
     the same store the same way. Checked synchronously before the async store opens it: a failed open there
     leaves aiosqlite's worker thread alive, and the process would hang at exit after printing its error.
     """
-    import os
-    import sqlite3
+    import contextlib
 
+    from state.readonly import damage, open_readonly
     from state.schema import MIGRATIONS
 
     if not db.exists():
         return
-    # As `state.queries` reads it: in a directory nobody can write, a WAL store is read as immutable.
-    immutable = "&immutable=1" if not os.access(db.parent, os.W_OK) else ""
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro{immutable}", uri=True, timeout=5)
-        try:
-            problem = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            tables = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is not None
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        problem, version, tables = str(exc), 0, True
-    if problem != "ok":
-        problem = " ".join(problem.replace("*** in database main ***", "").split())
+    problem = damage(db)
+    if problem:
         raise StateDirError(
-            f"the state store {db} cannot be used ({problem}); move it aside (or pass another --state-dir) "
-            "and run again"
+            f"the state store {db} cannot be used: the file is damaged ({problem}); move it aside with its -wal "
+            f"file (or pass another --state-dir) and run again (`sqlite3 {db.name} .recover` salvages its rows)"
         )
+    with contextlib.closing(open_readonly(db, timeout=5)) as conn:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        tables = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is not None
     if version > len(MIGRATIONS):
         raise StateDirError(
             f"the state store {db} was written by a newer staminad (schema version {version}, this one knows "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import zlib
 from pathlib import Path
@@ -10,15 +9,16 @@ from typing import Any
 
 import msgspec
 
+from state.readonly import open_readonly
+
 
 def connect_readonly(db: Path) -> sqlite3.Connection:
-    if not db.exists():
-        raise FileNotFoundError(f"no state database at {db}")
-    # In a directory nobody can write (a read-only mount) a WAL store cannot make its -shm file: read it as
-    # immutable, which needs none (and nothing can change it there).
-    immutable = "&immutable=1" if not os.access(db.parent, os.W_OK) else ""
-    conn = sqlite3.connect(f"file:{db}?mode=ro{immutable}", uri=True, timeout=30)
+    """The store's latest rows, read-only, as one snapshot: a read transaction is open from the first query to
+    `close`, so a report's queries agree with each other while a daemon writes. How it is opened (live, by a
+    user who cannot write the directory too) is `state.readonly`'s."""
+    conn = open_readonly(db)
     conn.row_factory = sqlite3.Row
+    conn.execute("BEGIN")
     return conn
 
 
