@@ -3,7 +3,8 @@
 A client needs to search the state directory and write the socket. So a daemon started with a socket
 group gives the state directory to that group with mode 2750: members may enter it (and read what is
 there, as `staminad report` does) but not write it; the setgid bit makes files and directories created
-in it later belong to the group too; everyone else cannot even look in, so the database, the logs and
+in it later belong to the group too; the store (`share_store`) is group-readable, so members read it live (its
+WAL too: `state.readonly`); everyone else cannot even look in, so the database, the logs and
 the sandboxes stay closed to them whatever their own modes. The socket gets the group and its mode
 (660 by default then). Nothing is changed that is already right: under systemd the unit's
 `StateDirectoryMode=2750` has set the bits before `RestrictSUIDSGID=` would refuse setting them.
@@ -48,6 +49,24 @@ def share_state_dir(state_dir: Path, group: str) -> None:
         raise AccessError(_refused(state_dir, group, f"it is still mode {stat.S_IMODE(done.st_mode):o}"))
 
 
+def share_store(db: Path, group: str) -> None:
+    """Let `group` read the store live: the database and the `-wal` and `-shm` beside it, group-owned and
+    group-readable (never group-writable: a member could then corrupt the index the daemon reads the WAL through).
+    SQLite makes the `-wal` and `-shm` with the database's own mode, so from here on they are born this way."""
+    gid = group_id(group)
+    for path in (db, db.with_name(f"{db.name}-wal"), db.with_name(f"{db.name}-shm")):
+        try:
+            st = path.stat()
+            if st.st_gid != gid:
+                os.chown(path, -1, gid)
+            if not st.st_mode & stat.S_IRGRP:
+                path.chmod(stat.S_IMODE(st.st_mode) | stat.S_IRGRP)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise AccessError(f"cannot let group {group!r} read {path}: {exc.strerror or exc}") from None
+
+
 def share_socket(path: Path, mode: int, group: str | None) -> None:
     """Give the bound socket its configured mode and group."""
     try:
@@ -65,4 +84,4 @@ def _refused(state_dir: Path, group: str, why: str) -> str:
     )
 
 
-__all__ = ["SHARED_DIR_MODE", "AccessError", "group_id", "share_socket", "share_state_dir"]
+__all__ = ["SHARED_DIR_MODE", "AccessError", "group_id", "share_socket", "share_state_dir", "share_store"]

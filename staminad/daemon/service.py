@@ -26,7 +26,7 @@ from protocol import EngineInfo, ErrorReply, OpsReport, SweepInfo, encoder
 from protocol.framing import frame
 from protocol.paths import clear_stale_socket, socket_path
 from protocol.stream import connection_cap, serve_unix
-from staminad.daemon.access import share_socket, share_state_dir
+from staminad.daemon.access import share_socket, share_state_dir, share_store
 from staminad.daemon.bus import EventBus
 from staminad.daemon.connection import IDLE_TIMEOUT, VERSION, serve_client
 from staminad.daemon.control import SweepControl
@@ -136,6 +136,8 @@ class Daemon(SweepControl):
             logs.enter_context(daemon_logging(self.state_dir, stderr=self.log_to_stderr))
             log.info("starting on %s (pid %d)", self.state_dir, os.getpid())
             self.store = await Store.open(self.state_dir / "staminad.db")
+            if self.socket_group:  # its -wal and -shm exist now, and stay while the store is open
+                share_store(self.state_dir / "staminad.db", self.socket_group)
             self.watcher = MarkerWatcher()
             # We hold the lock, so no daemon serves it: a socket left by one that died goes, anything else stays.
             clear_stale_socket(self.socket_path, f"move it out of {self.state_dir}")

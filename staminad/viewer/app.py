@@ -1,9 +1,11 @@
 """The viewer's ASGI app (Starlette): read-only pages over one store, a change mark to poll, local assets.
 
-Each request opens the store read-only (`mode=ro`), so pages work while a daemon writes (WAL) and after it
-is gone, and the viewer can never change a result. Every response carries a Content-Security-Policy that
-allows only this origin: no script, font or image from elsewhere can load, and no inline script runs even
-if one slipped past the templates' escaping. With a token, every request must present it.
+Each request opens the store read-only and live (`state.readonly`: the daemon's WAL too, for a member of its
+socket group as well; a store whose live rows this user cannot read is a page saying so, never old rows), so
+pages work while a daemon writes and after it is gone, and the viewer can never change a result. Every response
+carries a Content-Security-Policy that allows only this origin: no script, font or image from elsewhere can
+load, and no inline script runs even if one slipped past the templates' escaping. With a token, every request
+must present it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from staminad.viewer.ops import ops_context
 from staminad.viewer.render import STATIC, LiveLinks, render
 from state import browse
 from state.queries import connect_readonly
+from state.readonly import StoreUnreadable
 from state.rows import DamagedRow
 
 CSP = (
@@ -52,6 +55,8 @@ def _page(db: Path, build: Callable[[sqlite3.Connection], tuple[str, dict[str, A
             message=f"There is no state database at {db} yet: it appears when the first sweep "
             f"starts ({hint('run')} or {hint('submit')} with this --state-dir).",
         )
+    except StoreUnreadable as exc:  # its live rows are out of this user's reach: said, never shown stale
+        return 200, render("message.html", LINKS, heading="Store not readable live", message=str(exc))
     try:
         template, context = build(conn)
         return 200, render(template, LINKS, **context)
@@ -105,6 +110,8 @@ def create_app(state_dir: Path, token: str | None = None, allowed_hosts: list[st
                 conn = connect_readonly(db)
             except (FileNotFoundError, sqlite3.Error):
                 return "no-store"
+            except StoreUnreadable:
+                return "unreadable"
             try:
                 return browse.change_mark(conn)
             except sqlite3.Error:

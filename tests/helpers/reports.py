@@ -173,28 +173,33 @@ def curve(times: list[float], survival: list[float], *, tau: float = 4.0, rmst: 
 async def write_store(db: Path) -> None:
     """The fixed selection as a running sweep `fixed` in a store, with a gateway-metered model call per attempt."""
     async with await Store.open(db) as store:
-        await store.ensure_sweep("fixed", "fixed", "fp", "{}")
-        await store.set_sweep_turns("fixed", 4)
-        await store.set_sweep_status("fixed", "running")
-        for c in report_configs():
-            config = await store.ensure_configuration("fixed", c.name, c.agent, c.retries, c.feedback, c.model)
-            for s in c.scenarios:
-                row = await store.ensure_scenario(config, s.seed)
-                for a in s.attempts:
-                    begun = await store.begin_attempt(row.id, a.turn, a.attempt, a.infra_try, "change", "p")
-                    await store.tested(
-                        begun.id,
-                        Verdict(
-                            outcome=known_outcome(a.outcome),
-                            infra_kind=None if a.infra_kind is None else known_infra_kind(a.infra_kind),
-                            categories=known_categories(",".join(a.categories)),
-                        ),
-                    )
-                    cost = 0.01 * a.attempt + 0.003 * s.seed
-                    await store.llm_call(
-                        row.id, begun.id, a.turn, "openai", "m", (1000 * a.attempt, 200, 0), cost, 200, 0.5, 0.0, False
-                    )
-                if s.status != "pending":
-                    await store.set_scenario_status(
-                        row.id, known_scenario_status(s.status), turns_passed=s.turns_passed, reason="r"
-                    )
+        await fill_store(store)
+
+
+async def fill_store(store: Store) -> None:
+    """The fixed selection written as a running sweep `fixed` into an open store (see `write_store`)."""
+    await store.ensure_sweep("fixed", "fixed", "fp", "{}")
+    await store.set_sweep_turns("fixed", 4)
+    await store.set_sweep_status("fixed", "running")
+    for c in report_configs():
+        config = await store.ensure_configuration("fixed", c.name, c.agent, c.retries, c.feedback, c.model)
+        for s in c.scenarios:
+            row = await store.ensure_scenario(config, s.seed)
+            for a in s.attempts:
+                begun = await store.begin_attempt(row.id, a.turn, a.attempt, a.infra_try, "change", "p")
+                await store.tested(
+                    begun.id,
+                    Verdict(
+                        outcome=known_outcome(a.outcome),
+                        infra_kind=None if a.infra_kind is None else known_infra_kind(a.infra_kind),
+                        categories=known_categories(",".join(a.categories)),
+                    ),
+                )
+                cost = 0.01 * a.attempt + 0.003 * s.seed
+                await store.llm_call(
+                    row.id, begun.id, a.turn, "openai", "m", (1000 * a.attempt, 200, 0), cost, 200, 0.5, 0.0, False
+                )
+            if s.status != "pending":
+                await store.set_scenario_status(
+                    row.id, known_scenario_status(s.status), turns_passed=s.turns_passed, reason="r"
+                )
