@@ -31,10 +31,13 @@ from staminad.viewer.app import create_app
 from state import Store
 from tests.helpers.reports import fill_store
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("groupadd") is None,
-    reason="changing to other uids and making a group (groupadd) needs root and the shadow tools",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("groupadd") is None,
+        reason="changing to other uids and making a group (groupadd) needs root and the shadow tools",
+    ),
+    pytest.mark.slow,  # nine reports, exports and viewer pages over a 246-attempt sweep: ~6 s of CPU
+]
 
 WRITER, READER = 61_001, 61_002  # uids no account needs: the kernel checks numbers
 
