@@ -42,8 +42,8 @@ HALF_DONE = [(v, n) for v, script in enumerate(MIGRATIONS, start=1) for n in ran
 
 @pytest.mark.parametrize(("version", "done"), HALF_DONE, ids=[f"migration{v}-{n}" for v, n in HALF_DONE])
 def test_a_migration_an_older_staminad_left_half_done_is_finished(tmp_path: Path, version: int, done: int) -> None:
-    """The first statements of a migration committed one by one, the version not bumped: the next start finishes
-    it (its data intact), where it used to refuse every start with "duplicate column name" or "already exists"."""
+    """A migration's first statements committed one by one, its version not bumped: the next start finishes it."""
+    # Where an older staminad's executescript left it: every start refused "duplicate column name"/"already exists".
     db = tmp_path / "staminad.db"
     if version - 1 >= 6:
         old_store(db, version - 1)
