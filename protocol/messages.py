@@ -44,8 +44,9 @@ from protocol.replies import (
     TranscriptItem,
 )
 
-PROTOCOL_VERSION = 9  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
-# 8: GetCodeChange; 9: failure categories as a tuple of words (AttemptTested, AttemptSummary)
+PROTOCOL_VERSION = 10  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
+# 8: GetCodeChange; 9: failure categories as a tuple of words (AttemptTested, AttemptSummary);
+# 10: EngineInfo.down_since and waiting (engine outages), OpsReport.orphans (orphaned sandboxes)
 
 
 class Hello(RequestFor["HelloReply"], tag="hello", frozen=True):
