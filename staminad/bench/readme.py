@@ -7,6 +7,8 @@ the specification or a change prompt states.
 
 from __future__ import annotations
 
+from staminad.bench.environment import environment
+
 LANGUAGE_NAMES = {
     "python": "Python",
     "javascript": "JavaScript",
@@ -27,9 +29,14 @@ _SETUP: tuple[tuple[str, str], ...] = (
         "run-script",
         "Create `run_server.sh` in this directory. `bash run_server.sh <port>` must start the server on "
         "that port, listening on 0.0.0.0, and keep it running in the foreground until the process is "
-        "stopped. The script must install or load anything the server needs.",
+        "stopped. The script must install or load anything the server needs, from what the sandbox offers "
+        "(see the next rule).",
     ),
-    ("language", "Write the server in {lang}. Any web framework or library for {lang} is fine."),
+    # The sandbox's offer (`bench.environment`) follows this rule's text in the README.
+    (
+        "language",
+        "Write the server in {lang}. Any web framework or library for {lang} that the sandbox offers is fine.",
+    ),
     (
         "spec-file",
         "Do not modify `initial_specification.md`. The design you must implement is that file plus every "
@@ -244,7 +251,10 @@ def render_readme(language: str = "python") -> str:
         "## Setup",
         "",
     ]
-    lines += [f"- [{rid}] {text.format(lang=lang)}" for rid, text in _SETUP]
+    lines += [
+        f"- [{rid}] {text.format(lang=lang)}" + (f" {environment(language)}" if rid == "language" else "")
+        for rid, text in _SETUP
+    ]
     lines += [
         "",
         "Example `run_server.sh`:",

@@ -24,6 +24,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     b.add_argument("--suite", default="bookworm", help="Debian suite")
     b.add_argument("--mirror", help="Debian mirror URL (default: mmdebstrap's)")
     b.set_defaults(func=build_cmd)
+    lock = isub.add_parser(
+        "lock-stacks",
+        help="pin the web stacks' dependencies anew (from PyPI) after a version changed in bench.environment",
+    )
+    lock.set_defaults(func=lock_stacks_cmd)
     a = sub.add_parser("agents", help="agents and harnesses")
     asub = a.add_subparsers(dest="agents_cmd", required=True)
     lst = asub.add_parser("list", help="every adapter with its version and whether its image is built")
@@ -43,6 +48,19 @@ def build_cmd(args: argparse.Namespace) -> int:
     except ImageError as exc:
         raise UsageError(str(exc)) from None
     print(f"{'built' if built else 'already built'}: {tag}")
+    return 0
+
+
+def lock_stacks_cmd(args: argparse.Namespace) -> int:
+    from staminad.sandbox.docker import stacks
+    from staminad.sandbox.docker.image import SUITES, wheel_target
+
+    try:
+        found = stacks.relock(wheel_target(SUITES["bookworm"]))
+    except stacks.StackError as exc:
+        raise UsageError(str(exc)) from None
+    stacks.write_lock(found, "pip's resolution of bench.environment.PYTHON_PACKAGES for bookworm's CPython 3.11")
+    print(f"{stacks.LOCK}: {len(found)} pins")
     return 0
 
 

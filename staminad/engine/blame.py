@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from protocol.kinds import ServerKind
 from staminad.engine.outcome import is_platform
+from staminad.engine.unavailable import hints
 from staminad.suite.feedback import FeedbackLevel
 from state.store import AttemptRow
 
@@ -38,6 +39,7 @@ def server_feedback(kind: ServerKind, message: str, log: str, level: FeedbackLev
         lines.append("At least one test failed. No further details are available.")
     else:
         lines.append(f"What happened ({kind}): {message.rstrip('.')}.")
+        lines += [f"- {hint}" for hint in hints(log)]  # what it needs that the sandbox lacks, said plainly
         if level == "detailed" and log.strip():
             lines += ["", "The end of the server's output:", "```", log.rstrip()[-2000:], "```"]
     lines += ["", _CLOSING, ""]

@@ -7,13 +7,8 @@ Node.js and Rust toolchains for the language ablation, go on top with the same m
 is the `LayerSpec` its record hands down (`staminad.agents.layers`): this module knows no harness by name.
 Two Debian suites are bases: bookworm (Python 3.11, the default) and trixie (Python 3.13) for the
 harnesses that need a newer Python; each harness names its base, and its layer's wheels are chosen
-for that base's Python and C library.
-
-The recipe also fixes the sandbox's users and the directories the runtime mounts over: the agent
-runs as `agent` (AGENT_UID), never as root; /opt/stamina (root, mode 0700) holds the control
-directory only the runtime's root-side processes can reach; `iptables` is there for the short-lived
-helper that seals each container's network namespace (the sandbox container itself never has
-NET_ADMIN).
+for that base's Python and C library. What a base holds is its recipe (`staminad.sandbox.docker.recipe`,
+whose names this module re-exports).
 """
 
 from __future__ import annotations
@@ -23,79 +18,55 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
+from staminad.sandbox.docker import stacks
 from staminad.sandbox.docker.buildshow import Tail, say_stderr, step, tag_lock
+from staminad.sandbox.docker.recipe import (
+    AGENT_UID,
+    BASE_PACKAGES,
+    DEFAULT_SUITE,
+    LAYERS,
+    LAYOUT,
+    LAYOUT_LABEL,
+    PRIVATE_DIR,
+    REPO,
+    SETUP,
+    SUITES,
+    ImageError,
+    Recipe,
+    Suite,
+    recipe,
+    wheel_target,
+)
 from staminad.sandbox.docker.wheelset import download_flags, fingerprint, unmet
 
-BASE_PACKAGES = ("python3", "bash", "procps", "ca-certificates", "coreutils", "util-linux", "iptables")
-AGENT_UID = 1000  # the `agent` user (and group) of the image
-LAYOUT_LABEL = "staminabench.layout"
-LAYOUT = "sealed-1"  # what the docker runtime needs of an image: the agent user, /opt/stamina, iptables
-PRIVATE_DIR = "/opt/stamina"  # root-only (0700): the control directory is mounted below it
-# Run in the new root ($1) before it is packed: users and mount points are part of the recipe (and its hash).
-SETUP = (
-    f'echo "agent:x:{AGENT_UID}:{AGENT_UID}:sandbox agent:/workspace/.home:/bin/bash" >> "$1/etc/passwd"',
-    f'echo "agent:x:{AGENT_UID}:" >> "$1/etc/group"',
-    'echo "agent:!:19000:0:99999:7:::" >> "$1/etc/shadow"',
-    f'mkdir -p "$1/workspace" "$1/stamina" "$1/harness" "$1{PRIVATE_DIR}" && chmod 0700 "$1{PRIVATE_DIR}"',
-)
-LAYERS = {
-    "base": (),
-    "node": ("nodejs", "npm"),
-    "rust": ("rustc", "cargo"),
-}
-REPO = "staminabench/sandbox"
-DEFAULT_SUITE = "bookworm"
-
-
-class Suite(msgspec.Struct, frozen=True):
-    """A Debian release usable as a base: the Python it ships and its C library (for wheel tags)."""
-
-    python: str
-    glibc: tuple[int, int]
-
-    def python_target(self) -> tuple[str, tuple[str, ...]]:
-        """The Python version and the wheel platform tags this base can run (manylinux up to its glibc)."""
-        major, minor = self.glibc
-        tags = ("manylinux2014_x86_64", *(f"manylinux_{major}_{m}_x86_64" for m in range(17, minor + 1)))
-        return self.python, tags
-
-
-SUITES = {"bookworm": Suite(python="3.11", glibc=(2, 36)), "trixie": Suite(python="3.13", glibc=(2, 41))}
-
-
-class ImageError(RuntimeError):
-    """The image could not be built; the message says what is missing."""
-
-
-class Recipe(msgspec.Struct, frozen=True):
-    suite: str
-    variant: str
-    packages: tuple[str, ...]
-    setup: tuple[str, ...] = ()
-    layout: str = ""
-
-    def tag(self) -> str:
-        digest = hashlib.sha256(msgspec.json.encode(self)).hexdigest()[:12]
-        return f"{REPO}:{digest}"
-
-
-def recipe(layer: str = "base", suite: str = "bookworm") -> Recipe:
-    if layer not in LAYERS:
-        raise ImageError(f"unknown layer {layer!r}; choose from {', '.join(LAYERS)}")
-    if suite not in SUITES:
-        raise ImageError(f"unknown Debian suite {suite!r}; choose from {', '.join(SUITES)}")
-    return Recipe(
-        suite=suite,
-        variant="minbase",
-        packages=tuple(sorted({*BASE_PACKAGES, *LAYERS[layer]})),
-        setup=SETUP,
-        layout=LAYOUT,
-    )
+__all__ = [  # the recipe's names, re-exported for the modules that build or name images
+    "AGENT_UID",
+    "BASE_PACKAGES",
+    "DEFAULT_SUITE",
+    "LAYERS",
+    "LAYOUT",
+    "LAYOUT_LABEL",
+    "PRIVATE_DIR",
+    "REPO",
+    "SETUP",
+    "SUITES",
+    "ImageError",
+    "LayerSpec",
+    "Recipe",
+    "Suite",
+    "build",
+    "build_harness",
+    "harness_tag",
+    "image_exists",
+    "recipe",
+    "wheel_target",
+]
 
 
 def image_exists(tag: str) -> bool:
@@ -126,49 +97,67 @@ def build(
 
 def _build(r: Recipe, tag: str, suite: str, mirror: str | None, timeout: float, say: Callable[[str], None]) -> bool:
     """Build the image `tag` from the recipe unless it is there; whether it was built now."""
-    if not image_exists(tag):
-        for tool in ("mmdebstrap", "docker"):
-            if shutil.which(tool) is None:
-                raise ImageError(f"{tool} is not installed (apt-get install mmdebstrap docker.io)")
-        cmd = [
-            "mmdebstrap",
-            f"--variant={r.variant}",
-            f"--include={','.join(r.packages)}",
-            *(f"--customize-hook={hook}" for hook in r.setup),
-            suite,
-            "-",
-        ]
-        if mirror:
-            cmd.append(mirror)
-        say(f"building {tag}: mmdebstrap {suite} ({len(r.packages)} packages) into docker import; minutes")
-        debootstrap = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert debootstrap.stdout is not None and debootstrap.stderr is not None
-        tail = Tail(debootstrap.stderr)
-        with step(say, "mmdebstrap | docker import", lambda: tail.last):
-            imported = subprocess.run(
-                [
-                    "docker",
-                    "import",
-                    "--change",
-                    'CMD ["sh"]',
-                    "--change",
-                    f"LABEL {LAYOUT_LABEL}={r.layout}",
-                    "-",
-                    tag,
-                ],
-                stdin=debootstrap.stdout,
-                capture_output=True,
-                timeout=timeout,
-            )
-            debootstrap.stdout.close()
-            debootstrap.wait(timeout=timeout)
-        err = tail.text()
-        if debootstrap.returncode != 0:
-            raise ImageError(f"mmdebstrap failed: {err.strip().splitlines()[-1:]}")
-        if imported.returncode != 0:
-            raise ImageError(f"docker import failed: {imported.stderr.decode(errors='replace').strip()}")
-        return True
-    return False
+    if image_exists(tag):
+        return False
+    for tool in ("mmdebstrap", "docker"):
+        if shutil.which(tool) is None:
+            raise ImageError(f"{tool} is not installed (apt-get install mmdebstrap docker.io)")
+    with tempfile.TemporaryDirectory(prefix="staminabench-wheelhouse-") as tmp:
+        with step(say, f"fetching the web stacks' wheels with pip ({len(stacks.pins())} pinned)"):
+            try:
+                wheels = stacks.fetch(Path(tmp) / "wheelhouse", wheel_target(SUITES[suite]), timeout)
+            except stacks.StackError as exc:
+                raise ImageError(str(exc)) from None
+        _debootstrap(r, tag, suite, mirror, timeout, say, wheels)
+    return True
+
+
+def _debootstrap(
+    r: Recipe, tag: str, suite: str, mirror: str | None, timeout: float, say: Callable[[str], None], wheels: Path
+) -> None:
+    """mmdebstrap the recipe into `docker import`, its hooks copying and installing the wheelhouse `wheels`."""
+    cmd = [
+        "mmdebstrap",
+        f"--variant={r.variant}",
+        f"--include={','.join(r.packages)}",
+        *(f"--customize-hook={hook}" for hook in r.setup),
+        suite,
+        "-",
+    ]
+    if mirror:
+        cmd.append(mirror)
+    say(f"building {tag}: mmdebstrap {suite} ({len(r.packages)} packages) into docker import; minutes")
+    debootstrap = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, stacks.WHEELHOUSE_ENV: str(wheels)}
+    )
+    assert debootstrap.stdout is not None and debootstrap.stderr is not None
+    tail = Tail(debootstrap.stderr)
+    with step(say, "mmdebstrap | docker import", lambda: tail.last):
+        imported = subprocess.run(
+            [
+                "docker",
+                "import",
+                "--change",
+                'CMD ["sh"]',
+                "--change",
+                f"LABEL {LAYOUT_LABEL}={r.layout}",
+                "-",
+                tag,
+            ],
+            stdin=debootstrap.stdout,
+            capture_output=True,
+            timeout=timeout,
+        )
+        debootstrap.stdout.close()
+        debootstrap.wait(timeout=timeout)
+    err = tail.text()
+    if debootstrap.returncode != 0:
+        # `docker import` made an image of the stream cut short: never leave it under the tag, which says "built".
+        subprocess.run(["docker", "image", "rm", "--force", tag], capture_output=True)
+        lines = [line for line in err.strip().splitlines() if not line.startswith("I: ")]
+        raise ImageError(f"mmdebstrap failed: {lines[-3:]}")
+    if imported.returncode != 0:
+        raise ImageError(f"docker import failed: {imported.stderr.decode(errors='replace').strip()}")
 
 
 class LayerSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -309,17 +298,7 @@ def _fetch(h: LayerSpec, packages: list[str], wheels: Path, stage: Path, timeout
     (`staminad.sandbox.docker.wheelset`, which also pins a release's lock).
     """
     name = h.name
-    python, platforms = SUITES[h.base].python_target()
-    target = [
-        "--python-version",
-        python,
-        *(f"--platform={p}" for p in platforms),
-        "--only-binary=:all:",
-        "--implementation",
-        "cp",
-        "--find-links",
-        str(wheels),
-    ]
+    target = [*wheel_target(SUITES[h.base]), "--find-links", str(wheels)]
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     shutil.rmtree(wheels, ignore_errors=True)
     wheels.mkdir(parents=True)
