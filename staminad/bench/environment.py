@@ -39,6 +39,11 @@ NODE_PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("node-typescript", "4.8", "TypeScript {v} (`tsc`)"),
 )
 NODE_VERSION = "18"
+# Debian's Express 4.18 routes with Debian's path-to-regexp 6, not the 0.1 npm's Express 4 bundles.
+EXPRESS_ROUTES = (
+    "Express here matches route paths with path-to-regexp 6: a path holding a bare `*` (`app.get('*', ...)`) "
+    "is refused when the server starts; for a catch-all use `app.use(...)` or the path `(.*)`."
+)
 
 
 def python_pins() -> tuple[str, ...]:
@@ -81,6 +86,7 @@ def environment(language: str) -> str:
     if language in ("javascript", "typescript"):
         return (
             f"{offline} {node_offer()} are installed globally: `require('express')` works without "
-            "`npm install`, and `npm install` cannot fetch anything. Use these or Node's built-in modules."
+            "`npm install`, and `npm install` cannot fetch anything. Use these or Node's built-in modules. "
+            f"{EXPRESS_ROUTES}"
         )
     return f"{offline} Use the standard library and what the sandbox has installed."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from staminad.bench.environment import module_names, node_offer, python_offer
+from staminad.bench.environment import EXPRESS_ROUTES, module_names, node_offer, python_offer
 
 LIMIT = 3  # names said per kind; a log naming more is the same advice again
 _PY_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([A-Za-z0-9_]+)")
@@ -19,6 +19,7 @@ _NODE_MODULE = re.compile(r"Error: Cannot find module '([^'./][^']*)'")
 _PIP = re.compile(r"No matching distribution found for ([^\s;]+)")
 _COMMAND = re.compile(r"^(?:.*: )?([A-Za-z0-9_.+-]+): (?:command )?not found$", re.MULTILINE)
 _NPM = re.compile(r"npm (?:ERR!|error) (?:code )?(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ENETUNREACH)")
+_ROUTE = re.compile(r"TypeError: Unexpected MODIFIER at \d+, expected END")  # path-to-regexp 6 on a bare `*`
 _OFFLINE = "the sandbox has no network, so it cannot be downloaded"
 
 
@@ -56,4 +57,6 @@ def hints(log: str) -> list[str]:
     out += [f"The command `{name}` is not installed in the sandbox, and {_OFFLINE}." for name in _found(_COMMAND, log)]
     if _NPM.search(log):
         out.append(f"npm cannot reach a registry: the sandbox has no network. There is: {node_offer()}.")
+    if _ROUTE.search(log):
+        out.append(EXPRESS_ROUTES)
     return out

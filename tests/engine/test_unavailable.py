@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from staminad.bench.environment import EXPRESS_ROUTES
 from staminad.engine.blame import server_feedback
 from staminad.engine.unavailable import LIMIT, hints
 
@@ -59,3 +60,9 @@ def test_the_retry_prompt_carries_the_hint_above_the_log() -> None:
     assert detailed.index("The module `tornado` is not available") < detailed.index("The end of the server's output")
     assert "`tornado`" in server_feedback("server_exited", "exited", TRACEBACK, "medium")
     assert "`tornado`" not in server_feedback("server_exited", "exited", TRACEBACK, "minimal")
+
+
+def test_a_bare_star_route_under_debians_express_is_explained() -> None:
+    """path-to-regexp 6's refusal of `*` gets the README's sentence on Express's routes."""
+    log = "TypeError: Unexpected MODIFIER at 0, expected END\n    at mustConsume (/usr/share/nodejs/path-to-regexp"
+    assert hints(log) == [EXPRESS_ROUTES]

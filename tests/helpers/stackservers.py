@@ -136,7 +136,7 @@ const BACKEND = 18181;
 const app = express();
 app.use(express.raw({ type: () => true, limit: '16mb' }));
 
-app.all('*', (req, res) => {
+app.use((req, res) => {
   const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
   const headers = { 'content-type': 'application/json', 'content-length': body.length };
   const forward = http.request({ port: BACKEND, method: req.method, path: req.originalUrl, headers }, (answer) => {

@@ -112,16 +112,16 @@ async def test_every_package_the_readme_names_imports_and_pip_installs_offline(b
         "python - <<'EOF'\nimport aiohttp, django, fastapi, flask, flask_cors, gunicorn, httpx, pydantic, pytest\n"
         "import requests, rest_framework, sqlalchemy, starlette, uvicorn, uvloop\nprint('IMPORTS OK')\nEOF\n"
         f"pip install {names} && echo SYSTEM PIP OK\n"
-        "python3 -m venv /tmp/venv && /tmp/venv/bin/pip install -q flask==3.1.3 && /tmp/venv/bin/python -c "
-        "'import flask; print(\"VENV OK\", flask.__file__)'\n"
+        "python3 -m venv /workspace/venv && /workspace/venv/bin/pip install -q flask==3.1.3 && "
+        "/workspace/venv/bin/python -c 'import flask; print(\"VENV OK\", flask.__file__)'\n"
         "pip download --no-deps -d /tmp/x tornado || echo NO INDEX\n"
         f"touch {WHEELHOUSE}/x || echo WHEELHOUSE READ-ONLY\n"
         'exec python3 -m http.server --bind 0.0.0.0 "$1"\n'
     )
-    handle = await box.start_server(START)
+    handle = await box.start_server(2 * START)  # fourteen packages resolved, a venv made: minutes on a busy box
     await box.stop_server(handle)
     log = await box.server_log(64_000)
-    for said in ("IMPORTS OK", "SYSTEM PIP OK", "VENV OK /tmp/venv/", "NO INDEX", "WHEELHOUSE READ-ONLY"):
+    for said in ("IMPORTS OK", "SYSTEM PIP OK", "VENV OK /workspace/venv/", "NO INDEX", "WHEELHOUSE READ-ONLY"):
         assert said in log, log
 
 
@@ -135,6 +135,7 @@ async def test_every_package_the_readme_names_imports_and_pip_installs_offline(b
         ),
         ('exec node server.js "$1"\n', "The command `node` is not installed in the sandbox"),
     ],
+    ids=["module", "version", "command"],
 )
 async def test_a_server_needing_what_the_sandbox_lacks_is_told_so_plainly(
     box: DockerSandbox, script: str, said: str
