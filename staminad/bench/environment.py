@@ -71,16 +71,16 @@ def node_offer() -> str:
 def environment(language: str) -> str:
     """The README's paragraph on what the server can use, for the implementation language."""
     offline = (
-        "The server runs in a sandbox without network access: nothing can be downloaded, from any package "
-        "registry, at any time."
+        "The server runs in a sandbox without network access: nothing can be downloaded, from any registry, "
+        "at any time."
     )
     if language == "python":
         return (
             f"{offline} Python 3.11 or newer is there (`python3`, also `python`), with the standard library "
-            "(`sqlite3` included) and these packages, already installed for `python3` with their dependencies: "
+            "(`sqlite3` included) and these libraries, already installed for `python3` with their dependencies: "
             f"{python_offer()}. `pip install` (also in a virtual environment made with `python3 -m venv`) "
             "installs these versions from a local copy and nothing else: a requirements file may name them "
-            "without versions or with these versions. Any other package or version is not available; use these "
+            "without versions or with these versions. Any other library or version is not available; use these "
             "or the standard library."
         )
     if language in ("javascript", "typescript"):

@@ -25,7 +25,7 @@ def test_the_python_readme_says_what_is_installed_and_that_nothing_downloads() -
     assert python_offer() in line and "without network access" in line and "python3 -m venv" in line
     for _, version, label in PYTHON_PACKAGES:
         assert f"{label} {version}" in line
-    assert "Any other package or version is not available" in line
+    assert "Any other library or version is not available" in line
     assert "from what the sandbox offers" in RULES["run-script"]
 
 

@@ -151,6 +151,7 @@ def _debootstrap(
         debootstrap.stdout.close()
         debootstrap.wait(timeout=timeout)
     err = tail.text()
+    debootstrap.stderr.close()
     if debootstrap.returncode != 0:
         # `docker import` made an image of the stream cut short: never leave it under the tag, which says "built".
         subprocess.run(["docker", "image", "rm", "--force", tag], capture_output=True)
