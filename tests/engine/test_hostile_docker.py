@@ -69,11 +69,11 @@ async def test_a_hostile_agent_at_every_step_is_scored_never_unscored(tmp_path: 
         assert not set(s.infra) & set(PLATFORM_KINDS), (agent, step, s.infra)
         assert s.statuses == {verdict: 1}, (agent, step, s.statuses, s.infra)
         assert s.mean_turns == (2 if verdict == "done" else 0), (agent, step)
-    # The attacks ran: the squeeze held pids while the launcher worked, the hog started chains when stopped.
+    # The attacks ran: the squeeze held pids while the launcher worked, the hog was stopped and turned on it.
     trick = json.loads((_workspace(state, name, agents, "fault:pid-trick") / ".pid-trick.json").read_text())
     assert trick["launchers"] >= 1 and trick["squeezes"] >= 1 and trick["held"] > 0, trick
     hog = json.loads((_workspace(state, name, agents, "fault:teardown-hog") / ".teardown-hog.json").read_text())
-    assert hog["chains"] > 0, hog
+    assert hog["termed"], hog  # its chains then take the CPU: how many it started before the KILL varies
     tried = json.loads((_workspace(state, name, agents, "fault:hostile-server") / ".hostile-server.json").read_text())
     on_root = {what: got for what, got in tried.items() if " uid 0 " in what or "FIFO" in what}
     assert any("launcher.py" in what for what in on_root), sorted(tried)

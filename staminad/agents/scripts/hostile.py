@@ -117,6 +117,7 @@ TEARDOWN_HOG = (
     _COMMON
     + r"""
 def hog(signum, frame):
+    note("teardown-hog", {"termed": True})  # first: the chains take the CPU, the stop's KILL may come before the rest
     started = 0
     for _ in range(50):
         try:
@@ -126,9 +127,9 @@ def hog(signum, frame):
             started += 1
         except OSError:
             break
-    note("teardown-hog", {"chains": started})  # first: the stop's KILL may come before every pid is taken
+    note("teardown-hog", {"termed": True, "chains": started})
     release, held = hold()
-    note("teardown-hog", {"chains": started, "held": held})
+    note("teardown-hog", {"termed": True, "chains": started, "held": held})
 
 signal.signal(signal.SIGTERM, hog)
 serve(sys.argv[1])
