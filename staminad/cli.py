@@ -2,34 +2,103 @@
 
 Exit status 2 for usage errors (bad arguments, a bad sweep file or pack), 1 for runtime errors (no daemon,
 a state directory that cannot be written, a corrupted store), 130 on an interrupt.
+
+Each subcommand's module (`staminad.commands.*`) is imported only when its command is named: the parser
+starts with one placeholder per command (its name and help line, from COMMANDS), and `LazyCommands` puts the
+module's own parsers in their place once the command line names it. `staminad --version` and `--help` import
+none of the engine, the sandbox runtimes or the analysis stack (tests/test_cli_start.py checks it;
+benchmarks/bench_cli.py measures it).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sqlite3
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from protocol.errors import ExpectedError, describe, leaves
 from protocol.usage import OneLineParser, options_after_command, program
-from staminad.commands import daemon, image, llm, oracle, report, run, sandboxes, scenario, view
+
+# Every top-level command: (its module under staminad.commands, its help line), in the order --help lists them.
+# A module's `add_parsers` adds each of its commands with the same help (tests/test_cli_start.py checks both).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "scenario": ("scenario", "generate and inspect scenario packs"),
+    "validate": ("oracle", "reference agent must pass every turn; every mutant must be caught"),
+    "reference": ("oracle", "the reference server"),
+    "suite": ("oracle", "generated test suites"),
+    "run": ("run", "run a sweep in process (resumes if run again)"),
+    "done": ("run", "finish a manual attempt: write its completion marker"),
+    "image": ("image", "sandbox images"),
+    "agents": ("image", "agents and harnesses"),
+    "llm": ("llm", "the models a sweep runs on"),
+    "report": ("report", "tables and figures for one or more sweeps"),
+    "export": ("report", "every attempt as CSV or Parquet, for notebooks"),
+    "start": ("daemon", "run the daemon in the foreground (systemd-friendly)"),
+    "submit": ("daemon", "submit a sweep file"),
+    "status": ("daemon", "sweeps and their progress"),
+    "cancel": ("daemon", "cancel a sweep"),
+    "pause": ("daemon", "pause a sweep after running attempts"),
+    "resume": ("daemon", "resume a paused sweep"),
+    "stop": ("daemon", "stop the daemon"),
+    "retry": ("daemon", "give a scenario that used up its infra retries another round"),
+    "logs": ("daemon", "stream events"),
+    "view": ("view", "browse sweeps, scenarios and attempts in a web page (read-only)"),
+    "sandboxes": ("sandboxes", "list the project's sandboxes on each engine; --prune removes the orphans"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+class LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The subcommands, each a placeholder until `load` (or parsing) replaces it with its module's parsers."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loaded: set[str] = set()  # modules whose parsers replaced their placeholders
+
+    def load(self, command: str) -> None:
+        """Import `command`'s module and let it add its parsers in place of its commands' placeholders."""
+        module = COMMANDS[command][0]
+        if module in self.loaded:
+            return
+        self.loaded.add(module)
+        for name in [name for name, (mod, _) in COMMANDS.items() if mod == module]:
+            del self._name_parser_map[name]
+        listed = len(self._choices_actions)
+        importlib.import_module(f"staminad.commands.{module}").add_parsers(self)
+        del self._choices_actions[listed:]  # --help lists the placeholders' lines (the same texts)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, *rest: Any) -> None:
+        if values and values[0] in COMMANDS:
+            self.load(values[0])
+        super().__call__(parser, namespace, values, *rest)
+
+
+def build_parser(*named: str) -> argparse.ArgumentParser:
+    """The parser, with the modules of the commands among `named` (words of a command line) loaded; the
+    others load when a parse reaches them."""
     parser = OneLineParser(prog=program(), description="StaminaBench: how long do coding agents stay correct?")
-    parser.add_argument("--version", action="version", version=f"staminad {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    scenario.add_parsers(sub)
-    oracle.add_parsers(sub)
-    run.add_parsers(sub)
-    image.add_parsers(sub)
-    llm.add_parsers(sub)
-    report.add_parsers(sub)
-    daemon.add_parsers(sub)
-    view.add_parsers(sub)
-    sandboxes.add_parsers(sub)
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser, action=LazyCommands)
+    assert isinstance(sub, LazyCommands)
+    for name, (_, helptext) in COMMANDS.items():
+        sub.add_parser(name, help=helptext)
+    for word in dict.fromkeys(named):
+        if word in COMMANDS:  # options before the command (`--state-dir D run`) are moved by what it takes
+            sub.load(word)
     return parser
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed version, looked up (importlib.metadata) only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"staminad {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
@@ -42,8 +111,8 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     given = sys.argv[1:] if argv is None else argv
+    parser = build_parser(*given)
     args = parser.parse_args(options_after_command(parser, given))  # global options taken before the subcommand too
     try:
         return int(args.func(args))

@@ -1,18 +1,21 @@
 """Argument types shared by several commands; each raises a one-line error on bad input.
 
-`UsageError` (exit 2) and `CommandError` (exit 1) are the commands' `ExpectedError`s (`protocol.errors`).
+`UsageError` (exit 2) and `CommandError` (exit 1) are the commands' `ExpectedError`s (`protocol.errors`). The
+types import what they check against when they parse a value, so building a command's parser stays light.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from protocol.errors import ExpectedError, UsageError
 from protocol.usage import integer
 from staminad.bench import seeds
-from staminad.engine.config import MAX_SECONDS, positive_seconds
-from staminad.sandbox.docker.enginespec import EngineSpec, parse_flag
 from state.lock import check_store, lock_state_dir
+
+if TYPE_CHECKING:
+    from staminad.sandbox.docker.enginespec import EngineSpec
 
 
 class CommandError(ExpectedError):
@@ -61,6 +64,8 @@ def ip_address(text: str) -> str:
 
 def seconds(text: str) -> float:
     """An argparse type for a timeout: the bound a sweep file's `run.*_timeout` has (never NaN or negative)."""
+    from staminad.engine.config import MAX_SECONDS, positive_seconds  # parsing a value, not building the parser
+
     try:
         value = float(text)
     except ValueError:
@@ -72,6 +77,8 @@ def seconds(text: str) -> float:
 
 def engine(text: str) -> EngineSpec:
     """An argparse type for `--engine URL[,slots=N][,tls=DIR][,gateway=IP]` (see `sandbox.docker.enginespec`)."""
+    from staminad.sandbox.docker.enginespec import parse_flag  # parsing a value, not building the parser
+
     try:
         return parse_flag(text)
     except ValueError as exc:
