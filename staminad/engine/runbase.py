@@ -12,6 +12,7 @@ import time
 from typing import TypedDict
 
 import anyio
+import anyio.abc
 
 from staminad.agents.base import Adapter
 from staminad.engine.access import ModelAccess
@@ -62,6 +63,7 @@ class RunnerBase:
         self._suites = AttemptSuites(workers)  # the latest (turn, attempt)'s suite, kept where it runs
         self.outage_waited = 0.0  # seconds this scenario has waited for its engine to answer again, in total
         self.outage_over = ""  # why it stopped waiting (the outage budget spent): the scenario then ends
+        self._background: anyio.abc.TaskGroup | None = None  # the run's tasks that outlive an attempt (`run`)
 
     # --- texts and suites per turn ------------------------------------------------------------
 
@@ -78,6 +80,25 @@ class RunnerBase:
             if self._turns.current.number == number:
                 return self._turns.current
             return await anyio.to_thread.run_sync(self._turns.at, number)
+
+    async def _upcoming(self, number: int) -> Turn:
+        """Turn `number`: the one after the current one is made without moving the cursor (`TurnCursor.peek`),
+        so a retry of the current turn still finds it; any other is `_turn(number)`."""
+        async with self._turns_lock:
+            if self._turns.current.number == number:
+                return self._turns.current
+            if number == self._turns.current.number + 1:
+                return await anyio.to_thread.run_sync(self._turns.peek, number)
+        return await self._turn(number)
+
+    def _make_ahead(self, turn: int, attempt: int) -> None:
+        """Start making (turn, attempt)'s suite in the background, for its attempt's test step to find made."""
+        if self._background is not None and 0 <= turn <= self._turns.turns:
+            self._background.start_soon(self._ahead, turn, attempt)
+
+    async def _ahead(self, turn: int, attempt: int) -> None:
+        at = await self._upcoming(turn)
+        await self._suites.ahead(turn, attempt, at.state, self.spec.scenario.seed, at.history)
 
     async def _suite_for(self, turn: int, attempt: int) -> int:
         """The attempt's suite, generated once per (turn, attempt) in a worker (`engine.suites`); it is pure, so

@@ -41,11 +41,26 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
     # --- the loop -----------------------------------------------------------------------------
 
     async def run(self, scenario_id: int, infra_grant: int = 0) -> Position:
-        """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry)."""
+        """Drive the scenario to its verdict; `infra_grant` extends the infra retry budget (operator retry).
+
+        The next attempt's suite is made in a background task of the run (`_make_ahead`), cancelled at its end.
+        """
+        failed: Exception | None = None
         try:
-            return await self._drive(scenario_id, infra_grant)
+            async with anyio.create_task_group() as tg:
+                self._background = tg
+                try:
+                    pos = await self._drive(scenario_id, infra_grant)
+                except Exception as exc:  # noqa: BLE001 - re-raised below as itself, not as a group of one
+                    failed = exc
+                finally:
+                    self._background = None
+                    tg.cancel_scope.cancel()
         finally:
             await self._suites.close()  # the worker keeping its last suite forgets it
+        if failed is not None:
+            raise failed
+        return pos
 
     async def _drive(self, scenario_id: int, infra_grant: int) -> Position:
         n_turns = self._turns.turns
@@ -144,13 +159,15 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
             await self._infra(scenario_id, row, exc.kind, str(exc))
 
     async def _harness_and_suite(self, scenario_id: int, row: AttemptRow, job: str) -> tuple[InfraKind, str] | None:
-        """`_harness`, with the turn's suite generated meanwhile (so it is ready when the marker comes).
+        """`_harness`, with the turn's suite made meanwhile in the background (so it is ready when the marker
+        comes, or soon after: the test step starts the server before it waits for it); usually it was made
+        ahead already, when the attempt before was tested.
 
-        Generation starts once the harness is launched: made at the same moment, its CPU (a thread's GIL, or a
+        Making starts once the harness is launched: made at the same moment, its CPU (a thread's GIL, or a
         worker's core on a busy box) would delay the launch, which is on the turn's critical path and it is not.
         """
-        lost: SandboxError | None = None
         launched = anyio.Event()
+        lost: SandboxError | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._prefetch, row.turn, row.attempt, launched)
             try:
@@ -164,11 +181,10 @@ class ScenarioRunner(HarnessPhase, SuitePhase):
         return infra
 
     async def _prefetch(self, turn: int, attempt: int, launched: anyio.Event) -> None:
-        """`_suite_for` ahead of the marker, once the harness runs; a lost worker is left for the test step to
-        meet (and record)."""
+        """Once the harness runs, have the attempt's suite made in the background (`_make_ahead`; nothing new
+        when it was made ahead already)."""
         await launched.wait()
-        with contextlib.suppress(SandboxError):
-            await self._suite_for(turn, attempt)
+        self._make_ahead(turn, attempt)
 
     async def _infra(self, scenario_id: int, row: AttemptRow, kind: InfraKind, detail: str) -> None:
         """Record the attempt as an infra failure, unless its engine stopped answering: then the scenario waits

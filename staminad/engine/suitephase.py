@@ -53,21 +53,32 @@ class SuitePhase(RunnerBase):
             log.warning("the code of %s (scenario %s) was not kept: %s", job, row.scenario_id, exc)
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
-        tests = await self._suite_for(row.turn, row.attempt)  # its number of tests
+        """Start the server (while the suite may still be being made, see `_harness_and_suite`), run the suite
+        against it, record the verdict; the next attempt's suite is started meanwhile (`_make_ahead`)."""
         t0 = time.monotonic()
         try:
             handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)
         except NotReady as exc:
+            t1 = time.monotonic()
+            tests = await self._suite_for(row.turn, row.attempt)  # its number of tests, for the verdict
             loss = await self._loss(row)
             if loss is not None:  # the server did not start because the sandbox went: the platform's fault
                 raise SandboxError(f"{loss.detail} while the server started", loss.kind) from None
-            await self._server_failed(scenario_id, row, exc, tests, time.monotonic() - t0)
+            await self._server_failed(scenario_id, row, exc, tests, t1 - t0)
             return
-        t1, suite_began = time.monotonic(), time.time()
+        t1 = time.monotonic()
+        try:
+            await self._suite_for(row.turn, row.attempt)  # made by now, unless the harness was faster than that
+        except BaseException:
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
+                await self.sandbox.stop_server(handle)
+            raise
+        suite_began, t_run = time.time(), time.monotonic()  # the wait for the suite is the engine's own time
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
             timeout, level = self.settings.request_timeout, self.spec.feedback
             result = await self._suites.run(row.turn, row.attempt, handle.url, timeout, level)
+            self._make_ahead(*self._next_attempt(row, result.failed > 0))
         finally:
             t2 = time.monotonic()
             with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
@@ -90,7 +101,7 @@ class SuitePhase(RunnerBase):
                 total_tests=result.tests,
                 feedback=result.feedback,
                 server_seconds=t1 - t0,
-                suite_seconds=t2 - t1,
+                suite_seconds=t2 - t_run,
                 teardown_seconds=t3 - t2,
                 server_log=server_log,
             ),
@@ -104,10 +115,17 @@ class SuitePhase(RunnerBase):
                 failed_tests=result.failed,
                 tests=result.tests,
                 categories=result.categories,
-                suite_seconds=t2 - t1,
+                suite_seconds=t2 - t_run,
                 server_seconds=t1 - t0,
             )
         )
+
+    def _next_attempt(self, row: AttemptRow, failed: bool) -> tuple[int, int]:
+        """The attempt expected after this one: the next turn's first after a pass, this turn's next after a
+        failure (one past the last retry: none, `_make_ahead` skips it)."""
+        if not failed:
+            return row.turn + 1, 1
+        return (row.turn, row.attempt + 1) if row.attempt <= self.spec.retries else (-1, 0)
 
     async def _server_log(self) -> str:
         """The tail of this server start's log, kept with the attempt it tested (the next start overwrites it)."""

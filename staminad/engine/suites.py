@@ -8,11 +8,14 @@ never scored against the agent.
 
 A scenario holds its latest attempt's suite in `AttemptSuites`: with a pool, the suite stays in the worker
 that generated it (`KeptSuite`) and only its handle crosses the pipe when it runs; the one it replaces,
-and the last when the scenario ends, is released there.
+and the last when the scenario ends, is released there. It may also hold one suite made ahead (`ahead`): the
+next attempt's, generated once this attempt's suite has run, so that generation (hundreds of ms at turn 1,000)
+overlaps the teardown, the next launch, the harness and the server start instead of following a fast harness.
 """
 
 from __future__ import annotations
 
+import anyio
 import anyio.to_thread
 
 from staminad.bench.schema import State
@@ -50,21 +53,67 @@ async def suite_on_server(pool: WorkerPool | None, suite: Suite, url: str, timeo
         raise SandboxError(f"running the suite: {exc}", "engine_error") from None
 
 
+class _Ahead:
+    """A suite being made ahead of its attempt: `suite` once `done` (None: its making failed or was cancelled)."""
+
+    def __init__(self, turn: int, attempt: int) -> None:
+        self.key = (turn, attempt)
+        self.done = anyio.Event()
+        self.suite: Suite | KeptSuite | None = None
+
+
 class AttemptSuites:
     """The suite of a scenario's latest (turn, attempt), made once (it is pure: a retry or a resume gets the same)
-    and kept where it runs: in a worker of `pool` (`KeptSuite`), or here without one. `close` releases it."""
+    and kept where it runs: in a worker of `pool` (`KeptSuite`), or here without one; and at most one made ahead
+    for the attempt expected next. `close` releases both."""
 
     def __init__(self, pool: WorkerPool | None) -> None:
         self.pool = pool
         self._latest: tuple[int, int, Suite | KeptSuite] | None = None
+        self._ahead: _Ahead | None = None
 
     async def get(self, turn: int, attempt: int, state: State, seed: int, history: History | None) -> int:
-        """Make the attempt's suite unless it is the one held (the one before is released); its number of tests."""
+        """Make the attempt's suite unless it is the one held or made ahead (the one before is released); its
+        number of tests."""
         if self._latest is None or self._latest[:2] != (turn, attempt):
-            await self.close()
-            self._latest = (turn, attempt, await self._make(state, seed, turn, history, attempt))
+            made = await self._take_ahead(turn, attempt)
+            await self._release(self._latest)
+            self._latest = None
+            if made is None:
+                made = await self._make(state, seed, turn, history, attempt)
+            self._latest = (turn, attempt, made)
         suite = self._latest[2]
         return suite.tests if isinstance(suite, KeptSuite) else len(suite.tests)
+
+    async def ahead(self, turn: int, attempt: int, state: State, seed: int, history: History | None) -> None:
+        """Make (turn, attempt)'s suite now, for a later `get` to take (run it in a task of its own: `get` waits
+        for it, and makes the suite itself if this failed). A platform fault here is left for `get` to meet."""
+        if self._latest is not None and self._latest[:2] == (turn, attempt):
+            return
+        if self._ahead is not None:
+            if self._ahead.key == (turn, attempt):
+                return
+            stale, self._ahead = self._ahead, None
+            await stale.done.wait()
+            await self._release(None if stale.suite is None else (*stale.key, stale.suite))
+        slot = self._ahead = _Ahead(turn, attempt)
+        try:
+            slot.suite = await self._make(state, seed, turn, history, attempt)
+        except SandboxError:
+            pass  # `get` makes it again, and meets (and records) the fault itself
+        finally:
+            slot.done.set()
+        if self._ahead is not slot:  # closed (or replaced) while it was made
+            await self._release(None if slot.suite is None else (turn, attempt, slot.suite))
+
+    async def _take_ahead(self, turn: int, attempt: int) -> Suite | KeptSuite | None:
+        """The suite made ahead for (turn, attempt), waited for if it is still being made; None if there is none."""
+        slot = self._ahead
+        if slot is None or slot.key != (turn, attempt):
+            return None
+        await slot.done.wait()
+        self._ahead = None
+        return slot.suite
 
     async def _make(
         self, state: State, seed: int, turn: int, history: History | None, attempt: int
@@ -90,7 +139,14 @@ class AttemptSuites:
             raise SandboxError(f"running the suite: {exc}", "engine_error") from None
 
     async def close(self) -> None:
-        """Release the held suite (in its worker: that worker forgets it)."""
+        """Release the held suites (in their worker: that worker forgets them); one still being made ahead is
+        released by its task once made."""
         latest, self._latest = self._latest, None
-        if latest is not None and isinstance(latest[2], KeptSuite) and self.pool is not None:
-            await self.pool.release(latest[2])
+        slot, self._ahead = self._ahead, None
+        await self._release(latest)
+        if slot is not None and slot.done.is_set() and slot.suite is not None:
+            await self._release((*slot.key, slot.suite))
+
+    async def _release(self, held: tuple[int, int, Suite | KeptSuite] | None) -> None:
+        if held is not None and isinstance(held[2], KeptSuite) and self.pool is not None:
+            await self.pool.release(held[2])

@@ -8,6 +8,9 @@ turns, for every running scenario) made the daemon's heap grow with turns x scen
 collection of Python's cycle collector, which stops the event loop while it walks that heap, took hundreds of
 milliseconds at 500 scenarios of 20 turns. Bytes are not walked.
 
+`peek` makes the turn after the cursor's without moving it (the next turn's suite is generated while this one
+is tested, see `engine.suites`), and keeps it for `at`; at most two turns are held at once.
+
 Turns are pure functions of the scenario, so moving back (an earlier turn asked for again) starts over from
 s_0 and gives the same texts and states.
 """
@@ -81,6 +84,7 @@ class TurnCursor:
     def __init__(self, scenario: HeldScenario, language: str) -> None:
         self.scenario, self.language = scenario, language
         self._turn = self._start()
+        self._next: Turn | None = None  # the turn after the cursor's, made by `peek` ahead of `at`
 
     @property
     def turns(self) -> int:
@@ -100,12 +104,28 @@ class TurnCursor:
         if not 0 <= number <= self.turns:
             raise IndexError(f"turn {number} is not in 0..{self.turns}")
         turn = self._turn if self._turn.number <= number else self._start()
+        if self._next is not None and turn.number < self._next.number <= number:
+            turn = self._next
         while turn.number < number:
-            batch = self.scenario.batch(turn.number + 1)
-            text, after = change_prompt(batch, turn.state)
-            turn = Turn(turn.number + 1, text, after, turn_history(turn.history, turn.state, batch, after))
-        self._turn = turn
+            turn = self._after(turn)
+        self._turn, self._next = turn, None
         return turn
+
+    def peek(self, number: int) -> Turn:
+        """Turn `number` when it is the cursor's or the one after it, without moving the cursor (a retry of the
+        current turn still finds it there); `at(number)` then takes it as made."""
+        if number == self._turn.number:
+            return self._turn
+        if number != self._turn.number + 1 or number > self.turns:
+            raise IndexError(f"turn {number} is not the one after {self._turn.number} (of {self.turns})")
+        if self._next is None or self._next.number != number:
+            self._next = self._after(self._turn)
+        return self._next
+
+    def _after(self, turn: Turn) -> Turn:
+        batch = self.scenario.batch(turn.number + 1)
+        text, after = change_prompt(batch, turn.state)
+        return Turn(turn.number + 1, text, after, turn_history(turn.history, turn.state, batch, after))
 
 
 __all__ = ["HeldScenario", "Turn", "TurnCursor", "generated"]

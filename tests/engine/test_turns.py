@@ -103,3 +103,21 @@ def test_a_scenario_generated_as_plain_data_is_the_held_scenario() -> None:
     assert HeldScenario(seed=seed, initial_bytes=initial, batches=tuple(batches)) == HeldScenario.of(
         generate(9, params)
     )
+
+
+def test_peeking_at_the_next_turn_leaves_the_cursor_and_is_what_moving_gives() -> None:
+    """`peek(n + 1)` gives turn n + 1 as a pass does while the cursor stays at n (a retry of n finds it there);
+    `at(n + 1)` then takes that turn as made, and a peek past the next turn is refused."""
+    scenario = generate(3, ScenarioParams(turns=6))
+    expected = _every_turn(scenario, "python")
+    cursor = TurnCursor(HeldScenario.of(scenario), "python")
+    cursor.at(2)
+    peeked = cursor.peek(3)
+    assert cursor.current.number == 2 and cursor.peek(2) is cursor.current
+    assert (peeked.prompt, msgspec.msgpack.encode(peeked.state)) == expected[3][:2]
+    assert cursor.at(3) is peeked and _seen(cursor, 3) == expected[3]
+    with pytest.raises(IndexError):
+        cursor.peek(5)
+    cursor.at(6)
+    with pytest.raises(IndexError):
+        cursor.peek(7)
