@@ -15,15 +15,18 @@ writing out that all of them share are `plotting`'s.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
+import msgspec
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from staminad.analysis.grid import grid_heatmap
 from staminad.analysis.plotting import FORMATS, STYLE, Figure, FigureSet, save, scope, style, turn_axis
 from staminad.analysis.reportdata import Report, SurvivalEntry, missing
 
@@ -293,8 +296,6 @@ def plan(report: Report) -> tuple[list[tuple[str, Drawer]], list[str]]:
     else:
         skipped.append("turns_vs_feedback left out: every configuration uses the same feedback level.")
     if report.grid is not None:  # more than one model: the harness x model grid, and survival per model
-        from staminad.analysis.grid import grid_heatmap, survival_by_model
-
         drawers += [("grid_mean_turns", grid_heatmap), *survival_by_model(report)]
     if report.cost_study:
         drawers += [("cost_vs_turns", cost_vs_turns), ("turns_within_cost_budget", turns_within_budget)]
@@ -303,6 +304,27 @@ def plan(report: Report) -> tuple[list[tuple[str, Drawer]], list[str]]:
             "cost_vs_turns and turns_within_cost_budget left out: no model usage recorded (needs the LLM gateway)."
         )
     return drawers, skipped
+
+
+def survival_by_model(report: Report) -> list[tuple[str, Callable[[Report, Path], Figure]]]:
+    """(figure name, drawer) for each model's survival figure."""
+    models = [] if report.grid is None else report.grid.models
+    return [(f"survival_{_file_part(m)}", functools.partial(survival_for_model, m)) for m in models]
+
+
+def survival_for_model(model: str, report: Report, out: Path) -> Figure:
+    """The survival figure of one model's configurations alone."""
+    names = {c.name for c in report.configurations if c.model == model}
+    mine = msgspec.structs.replace(
+        report,
+        survival={n: s for n, s in report.survival.items() if n in names},
+        configurations=[c for c in report.configurations if c.name in names],
+    )
+    return survival(mine, out, file=f"survival_{_file_part(model)}", title=model)
+
+
+def _file_part(model: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)[:80]
 
 
 def file_names(report: Report) -> list[str]:

@@ -9,9 +9,7 @@ model.
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -149,27 +147,4 @@ def _value(v: GridCell | None) -> float:
     return math.nan if v is None or not v.n or missing(v.mean) else float(v.mean)
 
 
-def survival_by_model(report: Report) -> list[tuple[str, Callable[[Report, Path], Figure]]]:
-    """(figure name, drawer) for each model's survival figure."""
-    models = [] if report.grid is None else report.grid.models
-    return [(f"survival_{_file_part(m)}", functools.partial(survival_for_model, m)) for m in models]
-
-
-def survival_for_model(model: str, report: Report, out: Path) -> Figure:
-    """The survival figure of one model's configurations alone."""
-    from staminad.analysis.figures import survival
-
-    names = {c.name for c in report.configurations if c.model == model}
-    mine = msgspec.structs.replace(
-        report,
-        survival={n: s for n, s in report.survival.items() if n in names},
-        configurations=[c for c in report.configurations if c.name in names],
-    )
-    return survival(mine, out, file=f"survival_{_file_part(model)}", title=model)
-
-
-def _file_part(model: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)[:80]
-
-
-__all__ = ["build_grid", "grid_heatmap", "markdown_grid", "survival_by_model", "survival_for_model"]
+__all__ = ["build_grid", "grid_heatmap", "markdown_grid"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.from_thread
@@ -40,7 +40,24 @@ from staminad.gateway.stats import LIVE
 from staminad.host.box import SandboxSampler
 
 if TYPE_CHECKING:
-    from staminad.daemon.service import Daemon
+    from pathlib import Path
+
+    from staminad.daemon.running import Running
+    from staminad.engine.fair import FairLimiter
+    from staminad.sandbox.docker.enginepool import Slots
+    from staminad.sandbox.docker.enginespec import EngineSpec
+
+
+class Daemon(Protocol):
+    """What the metrics read of the running daemon (`daemon.service.Daemon` is one): its state directory, the
+    scheduler's limiter, its running sweeps and its `--engine`s. A protocol, so the service, which starts the
+    metrics, is not imported back by them."""
+
+    state_dir: Path
+    limiter: FairLimiter
+    running: dict[str, Running]
+    engines: list[EngineSpec]
+    engine_slots: dict[str, Slots]
 
 log = logging.getLogger(__name__)
 
