@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from staminad.agents.harnesses import HARNESSES
 from staminad.bench.readme import render_readme
 from staminad.bench.scenario import generate
 from staminad.bench.texts import change_prompt, initial_prompt, render_spec
@@ -33,7 +34,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.sweep]
 MODEL = "standin-1"
 
 
-SHELL_TOOL = {"mistral-vibe": "bash", "kimi-cli": "Shell"}  # each takes {"command": ...}
+# The Chat Completions harnesses on the trixie base whose shell tool is pinned (`Harness.shell`), each taking
+# {"command": ...}: Mistral Vibe's `bash`, Kimi CLI's `Shell`.
+SHELL_TOOL = {
+    name: h.shell[0]
+    for name, h in HARNESSES.items()
+    if h.shell is not None and h.layer.base == "trixie" and h.protocol == "openai-chat"
+}
 
 
 def _layer(name: str, tmp_path_factory: pytest.TempPathFactory) -> str:

@@ -109,6 +109,10 @@ class Harness:
     # Puts the model's context window and compaction threshold into its environment and config files, in
     # place: (model, window, compaction limit in tokens, compaction share, env, files). None: no such setting.
     window: Callable[[str, int, int, float, dict[str, str], dict[str, str]], None] | None = None
+    # The tool its model runs a shell command with, and that tool's argument holding the command, as found by
+    # running the pinned version against a stand-in model (the end-to-end tests drive every harness that has
+    # one through it). None: not pinned here (no such tool, or its layer is not built in the tests).
+    shell: tuple[str, str] | None = None
 
     @property
     def install(self) -> str:

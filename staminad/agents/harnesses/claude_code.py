@@ -79,6 +79,7 @@ HARNESS = Harness(
     ),
     history=lambda session: (f".claude/projects/*/{session}.jsonl",) if session else (),
     transcript=TranscriptReader(patterns=(".claude/projects/*/*.jsonl",), parse=_turns),
+    shell=("Bash", "command"),
     first=lambda prompt, model: ["claude", "-p", prompt, "--model", model, *_FLAGS],
     resume=lambda prompt, model, session: ["claude", "-p", prompt, "--model", model, "--resume", session, *_FLAGS],
     env=lambda base, model: {

@@ -88,6 +88,7 @@ HARNESS = Harness(
     # `exec resume` appends the call to the thread's rollout file (a failed first call's thread is never resumed).
     history=lambda session: (f".codex/sessions/*/*/*/rollout-*-{session}.jsonl",) if session else (),
     transcript=TranscriptReader(patterns=(".codex/sessions/*/*/*/rollout-*.jsonl",), parse=_turns),  # CODEX_HOME
+    shell=("exec_command", "cmd"),
     window=_window,
     caveat="speaks the OpenAI Responses API (the gateway passes /v1/responses); a model name codex does not "
     "know runs on fallback metadata without its apply_patch tool",

@@ -50,6 +50,7 @@ HARNESS = Harness(
     history=lambda session: (f".kimi/sessions/*/{session}",) if session else (),
     # <md5 of the work dir>/<session id>/
     transcript=TranscriptReader(patterns=(".kimi/sessions/*/*/context.jsonl",), parse=_turns),
+    shell=("Shell", "command"),
     window=_window,
     caveat="upstream stopped it for the Kimi Code CLI: 1.52.0 only prints that notice and exits 0 on every "
     "command (with no arguments it fetches an installer), so the last working release is pinned; its web "

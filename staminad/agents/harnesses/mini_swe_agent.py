@@ -101,6 +101,7 @@ HARNESS = Harness(
     parse=_parse,
     history=lambda session: (".staminabench/mini",),  # the driver's whole session store, the first call's too
     transcript=TranscriptReader(patterns=(".staminabench/mini/session.json",), parse=_turns),
+    shell=("bash", "command"),
     window=_window,
     caveat="its CLI cannot continue a conversation, so a small driver keeps the agent's messages in HOME and "
     "resumes them on every call",

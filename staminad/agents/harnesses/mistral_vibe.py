@@ -110,6 +110,7 @@ HARNESS = Harness(
     history=lambda session: (f".vibe/logs/session/unified/{session}",) if session else (),
     # CURRENT: the pointer to the session's latest generation.
     transcript=TranscriptReader(patterns=(".vibe/logs/session/unified/*/CURRENT",), parse=_turns, read=_read_store),
+    shell=("bash", "command"),
     first=lambda prompt, model: _stream(prompt),
     resume=lambda prompt, model, session: _stream(prompt, "--resume", session),
     env=lambda base, model: {"VIBE_HOME": ".vibe", "STAMINABENCH_KEY": "gateway"},
