@@ -1,6 +1,7 @@
-"""The suite builder's shared part: its state, its draws and `add`, and the value helpers its families use.
+"""The suite being built: its state, its draws and `add`, and the value helpers the families of tests use.
 
-The families (`entitytests`, `fieldtests`, `historytests`) extend `Builder`; `generate` puts them together.
+The families (`entitytests`, `fieldtests`, `historytests`, ...) are tables of functions over a `Builder`;
+`generate` runs them in order.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def create_steps(entity: Entity, body: dict[str, Any], state: State, why: str = 
 
 
 class Builder:
-    """What every family of tests shares: the state, the draws, and the tests made so far (names kept unique)."""
+    """What every family of tests works on: the state, the draws, and the tests made so far (names kept unique)."""
 
     def __init__(self, state: State, rng: SuiteRandom) -> None:
         self.state = state
@@ -60,8 +61,6 @@ class Builder:
         self.tests.append(
             Test(name=name, category=category, rule=rule, steps=tuple(steps), classes=classes)  # type: ignore[arg-type]
         )
-
-    # --- per entity ---------------------------------------------------------------------------
 
 
 def whole_number(f: Field) -> int:

@@ -8,62 +8,85 @@ the same tests on data of its own (`draws`), so answers replayed from an earlier
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from staminad.bench.schema import Analytics, State
+from staminad.bench.schema import State
 from staminad.suite import rawbody
 from staminad.suite.actions import action_tests
 from staminad.suite.aggregates import analytics_tests
+from staminad.suite.builder import Builder
 from staminad.suite.data import scalar_body
 from staminad.suite.draws import SuiteRandom, ident
-from staminad.suite.entitytests import EntityTests
-from staminad.suite.fieldtests import FieldTests
+from staminad.suite.entitytests import entity_tests
+from staminad.suite.fieldtests import field_tests
 from staminad.suite.history import History
-from staminad.suite.historytests import HistoryTests
+from staminad.suite.historytests import history_tests
 from staminad.suite.model import OK_OR_EMPTY, ListIds, Suite, req
 
 
-class SuiteBuilder(EntityTests, FieldTests, HistoryTests):
-    """Every family of tests over one state; `_build` calls them in the order that keeps each test's draws."""
-
-    def analytics(self, a: Analytics) -> None:
-        for name, category, rule, steps, classes in analytics_tests(self.state, a, self.rng, self.class_rng):
-            self.add(name, category, rule, steps, classes)
-
-    def reset(self) -> None:
-        steps: list[Any] = []
-        for e in self.state.entities[:3]:
-            body = scalar_body(self.rng, self.state, e, ident(self.rng, f"{e.endpoint}-r"))
-            steps.append(req("POST", f"/{e.endpoint}", body))
-        steps.append(req("POST", "/reset", expect=OK_OR_EMPTY, why="POST /reset must succeed"))
-        steps += [
-            req("GET", f"/{e.endpoint}", checks=(ListIds(()),), why="reset must empty every collection")
-            for e in self.state.entities[:3]
-        ]
-        self.add("reset_clears_everything", "missing_feature", "reset", steps)
+def _reset(b: Builder, history: History | None) -> None:
+    steps: list[Any] = []
+    for e in b.state.entities[:3]:
+        body = scalar_body(b.rng, b.state, e, ident(b.rng, f"{e.endpoint}-r"))
+        steps.append(req("POST", f"/{e.endpoint}", body))
+    steps.append(req("POST", "/reset", expect=OK_OR_EMPTY, why="POST /reset must succeed"))
+    steps += [
+        req("GET", f"/{e.endpoint}", checks=(ListIds(()),), why="reset must empty every collection")
+        for e in b.state.entities[:3]
+    ]
+    b.add("reset_clears_everything", "missing_feature", "reset", steps)
 
 
-def _build(state: State, rng: SuiteRandom, history: History | None) -> SuiteBuilder:
-    b = SuiteBuilder(state, rng)
-    b.reset()
-    for e in state.entities:
-        b.entity(e)
+def _entities(b: Builder, history: History | None) -> None:
+    for e in b.state.entities:
+        entity_tests(b, e)
         for f in e.fields:
-            b.field(e, f)
-    for a in state.analytics:
-        b.analytics(a)
-    for action in state.actions:
-        for name, category, rule, steps, classes in action_tests(state, action, b.rng):
+            field_tests(b, e, f)
+
+
+def _analytics(b: Builder, history: History | None) -> None:
+    for a in b.state.analytics:
+        for name, category, rule, steps, classes in analytics_tests(b.state, a, b.rng, b.class_rng):
             b.add(name, category, rule, steps, classes)
+
+
+def _actions(b: Builder, history: History | None) -> None:
+    for action in b.state.actions:
+        for name, category, rule, steps, classes in action_tests(b.state, action, b.rng):
+            b.add(name, category, rule, steps, classes)
+
+
+def _history(b: Builder, history: History | None) -> None:
     if history is not None:
-        b.history(history)
-    # Drawn last, so that the data of every test above stays what it was before raw bodies were tested.
-    for e in state.entities:
-        for test in (*rawbody.create_tests(b.rng, state, e), *rawbody.patch_tests(b.rng, state, e)):
+        history_tests(b, history)
+
+
+def _raw_bodies(b: Builder, history: History | None) -> None:
+    for e in b.state.entities:
+        for test in (*rawbody.create_tests(b.rng, b.state, e), *rawbody.patch_tests(b.rng, b.state, e)):
             b.add(*test)
-    for action in state.actions:
-        for test in rawbody.action_tests(b.rng, state, action):
+    for action in b.state.actions:
+        for test in rawbody.action_tests(b.rng, b.state, action):
             b.add(*test)
+
+
+# Every family of tests, in the order that keeps each test's draws: a family added later goes last (raw bodies
+# were drawn last, so that the data of every test before stayed what it was before raw bodies were tested).
+FAMILIES: tuple[Callable[[Builder, History | None], None], ...] = (
+    _reset,
+    _entities,
+    _analytics,
+    _actions,
+    _history,
+    _raw_bodies,
+)
+
+
+def _build(state: State, rng: SuiteRandom, history: History | None) -> Builder:
+    b = Builder(state, rng)
+    for family in FAMILIES:
+        family(b, history)
     return b
 
 
