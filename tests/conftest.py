@@ -1,13 +1,13 @@
 """Shared pytest configuration: anyio runs on asyncio only (aiodocker, aiosqlite and Textual need it), the Docker
 fixtures, the tier checks of tests/helpers/tiers.py (a test needing Docker, a sweep or a daemon is marked so) and
-the xdist groups of tests/helpers/parallel.py."""
+the xdist groups of tests/helpers/parallel.py and the fast tier's CPU budget (tests/helpers/cpubudget.py)."""
 
 import subprocess
 from typing import Any
 
 import pytest
 
-from tests.helpers import parallel, tiers
+from tests.helpers import cpubudget, parallel, tiers
 
 _DOCKER_USED: list[bool] = []  # set once a test asks for the sandbox image
 
@@ -20,6 +20,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if wrong:
         raise pytest.UsageError("tests using a fixture that needs a marker lack it:\n" + "\n".join(wrong))
     parallel.assign_groups(config, items)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--cpu-budget` and `cpu_budget` (tests/helpers/cpubudget.py)."""
+    cpubudget.add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Fail a test without a tier marker whose call spent more CPU than the fast tier's budget."""
+    return (yield from cpubudget.check(item))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -22,6 +22,7 @@ NUM = r"[\d.]+"
 
 # benchmark -> (the markers it needs besides `slow`, the figures its output must hold)
 LOCAL: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "bench_cli.py": ((), (rf"staminad --version\s+CPU\s+{NUM} ms\s+wall\s+{NUM} ms\s+{NUM}x bare CPU",)),
     "bench_generate.py": ((), (rf"20 turns\s+weighted\s+wall {NUM} s \[{NUM}-{NUM}\]\s+CPU {NUM} s",)),
     "bench_suite.py": (
         (),

@@ -82,8 +82,7 @@ def test_a_named_command_loads_its_module_alone() -> None:
 
 
 def test_every_placeholder_says_what_its_module_says() -> None:
-    """Each command's help line in cli.COMMANDS is the one its module gives it, and no module adds a command
-    COMMANDS lacks: the fast --help cannot drift from the commands."""
+    """Each help line in cli.COMMANDS is its module's, and no module adds a command COMMANDS lacks."""
     parser = cli.build_parser(*cli.COMMANDS)  # every module loaded
     sub = next(a for a in parser._actions if isinstance(a, cli.LazyCommands))
     assert isinstance(sub, cli.LazyCommands)

@@ -4,6 +4,8 @@ without carrying it fails (at collection for a fixture, when it runs for a helpe
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.helpers import daemon, dockerd, e2e, inprocess, sweeps, tiers
+from tests.helpers import cpubudget, daemon, dockerd, e2e, inprocess, sweeps, tiers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,3 +87,30 @@ def test_needs_lets_a_marked_test_through(request: pytest.FixtureRequest) -> Non
         tiers.needs("sweep", "runs a sweep")
     request.applymarker(pytest.mark.sweep)
     tiers.needs("sweep", "runs a sweep")
+
+
+def test_a_test_over_the_cpu_budget_is_failed_unless_a_tier_marker_exempts_it() -> None:
+    """Over the budget an unmarked test fails with its figure and the way out; a `slow` one is exempt; 0 is none."""
+
+    class Item:
+        def __init__(self, marks: set[str]) -> None:
+            self.marks = marks
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return name if name in self.marks else None
+
+    assert cpubudget.over_budget(4.5, 4.0) and not cpubudget.over_budget(3.9, 4.0)
+    assert not cpubudget.over_budget(100.0, 0)
+    assert cpubudget.exempt(Item({"slow"})) and cpubudget.exempt(Item({"docker"}))  # type: ignore[arg-type]
+    assert not cpubudget.exempt(Item({"anyio"}))  # type: ignore[arg-type]
+    said = cpubudget.message("tests/t.py::test_x", 6.25, 4.0)
+    assert "6.2 s of CPU" in said and "budget of 4 s" in said and "pytest.mark.slow" in said
+
+
+def test_the_cpu_budget_is_pyproject_s_and_measures_this_process_and_its_children() -> None:
+    """The run enforces pyproject.toml's cpu_budget, and the clock counts CPU spent in a reaped child process."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert float(config["cpu_budget"]) > 0
+    before = cpubudget.cpu_seconds()
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    assert cpubudget.cpu_seconds() - before > 0.05

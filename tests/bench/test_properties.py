@@ -67,6 +67,7 @@ def test_states_round_trip_through_json(seed: int, params: ScenarioParams) -> No
         assert load_state(dump_state(state)) == state
 
 
+@pytest.mark.slow  # 1.5-3 s of CPU per case: 1,000 turns generated
 @pytest.mark.parametrize("sampler", ["uniform", "weighted"])
 @pytest.mark.parametrize("naming", ["programmatic", "themed"])
 def test_states_keep_growing_for_a_thousand_turns(sampler: str, naming: str) -> None:

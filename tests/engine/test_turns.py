@@ -106,8 +106,7 @@ def test_a_scenario_generated_as_plain_data_is_the_held_scenario() -> None:
 
 
 def test_peeking_at_the_next_turn_leaves_the_cursor_and_is_what_moving_gives() -> None:
-    """`peek(n + 1)` gives turn n + 1 as a pass does while the cursor stays at n (a retry of n finds it there);
-    `at(n + 1)` then takes that turn as made, and a peek past the next turn is refused."""
+    """`peek(n + 1)` gives turn n + 1 as a pass does, the cursor stays at n, and `at(n + 1)` takes it as made."""
     scenario = generate(3, ScenarioParams(turns=6))
     expected = _every_turn(scenario, "python")
     cursor = TurnCursor(HeldScenario.of(scenario), "python")

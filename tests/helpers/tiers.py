@@ -4,8 +4,9 @@
 checks that, and that pyproject.toml declares exactly these). A test that needs one of them must carry it, and two
 checks make a missing marker an error rather than a slow test in the fast tier: at collection, a test using a
 fixture in FIXTURES without its marker stops the run (tests/conftest.py); while a test runs, each helper that
-starts a sweep, a daemon or a Docker engine calls `needs()`, which fails a test lacking the marker. `slow` has no
-check: it marks a test that is long by itself (`--durations` finds one).
+starts a sweep, a daemon or a Docker engine calls `needs()`, which fails a test lacking the marker. `slow` marks a
+test that is heavy by itself: one without a marker that spends more CPU than the budget fails
+(tests/helpers/cpubudget.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ TIERS = {
     "sweep": "runs a real sweep or daemon",
     "browser": "drives chromium",
     "tmux": "needs tmux",
-    "slow": "a minute or more of CPU on its own, needing nothing else (the oracle gate, schemathesis)",
+    "slow": "over the fast tier's CPU budget on its own (cpu_budget), needing nothing else (oracle gate, schemathesis)",
 }
 
 # Fixtures whose use needs a marker: a test asking for one of them carries it, wherever the test lives.

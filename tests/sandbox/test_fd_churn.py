@@ -19,6 +19,8 @@ from staminad.sandbox import hostprocs
 from staminad.sandbox.inside import listening
 from tests.helpers import free_port, wait_listening
 
+pytestmark = pytest.mark.slow  # a server churning descriptors, scanned many times (most of its CPU in that server)
+
 SCANS = 300  # each a chance to meet a descriptor closing mid-read; the churn closes thousands a second
 TAG = "STAMINA_FD_CHURN_TEST=1"
 

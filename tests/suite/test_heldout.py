@@ -16,6 +16,8 @@ from staminad.suite.inprocess import AppTransport
 from staminad.suite.runner import run_suite
 from tests.suite.heldout.servers import SERVERS
 
+pytestmark = pytest.mark.slow  # 3-7 s of CPU per held-out server: turns until each is caught
+
 SEEDS = (0, 1, 2)
 # Seeds whose first 40 turns reach the feature at all (rare ones: a `== false` guard on a nullable
 # field, a sum guard over a nullable field, a quantified guard); picked anew when the generator's draws change.

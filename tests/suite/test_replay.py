@@ -24,6 +24,8 @@ from staminad.suite.model import Suite
 from staminad.suite.runner import SuiteResult, run_suite, run_suite_blocking
 from tests.suite.replay import ReplayServer
 
+pytestmark = pytest.mark.slow  # 5-8 s of CPU per seed: every attempt of many turns against the reference server
+
 Turn = tuple[int, State, History | None, dict[str, Any]]
 
 

@@ -17,6 +17,7 @@ SEED = 3
 SCENARIO = generate(SEED, ScenarioParams(turns=6))
 
 
+@pytest.mark.slow  # 2-4 s of CPU per stack: a real server and a whole suite
 @pytest.mark.parametrize("stack", zoo.STACKS)
 async def test_zoo_server_passes_the_suite(stack: str) -> None:
     """The zoo server of this stack passes the whole suite at turns 0, 3 and 6, over one transport per turn."""
