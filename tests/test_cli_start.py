@@ -74,10 +74,11 @@ def test_version_and_help_import_nothing_heavy(flag: str) -> None:
 
 
 def test_a_named_command_loads_its_module_alone() -> None:
-    """`staminad status --help` imports the daemon commands' module, not the oracle's or the report's."""
+    """`staminad status --help` imports the clients' module, not the daemon's, the engine or the oracle's."""
     modules = _start("status", "--help")["modules"]
     assert isinstance(modules, list)
-    assert "staminad.commands.daemon" in modules
+    assert "staminad.commands.clients" in modules
+    assert not [m for m in modules if m.startswith(("staminad.commands.daemon", "staminad.engine", "staminad.suite"))]
     assert "staminad.commands.oracle" not in modules and "staminad.commands.report" not in modules
 
 

@@ -18,6 +18,7 @@ from staminad.engine.blame import server_feedback
 from staminad.engine.runbase import RunnerBase
 from staminad.sandbox.base import NotReady, SandboxError
 from staminad.sandbox.codekeep import job_id
+from staminad.suite.verdict import SuiteVerdict
 from state.store import AttemptRow, Verdict
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,12 @@ class SuitePhase(RunnerBase):
         if result.failed and (why := await self.sandbox.frozen(suite_began)):
             # Paused and resumed while tested: requests that timed out meanwhile are not the server's failures.
             raise SandboxError(f"{why} while the suite ran", "sandbox_lost")
-        server_log = await self._server_log()
+        await self._record(scenario_id, row, result, server=t1 - t0, suite=t2 - t_run, teardown=t3 - t2)
+
+    async def _record(
+        self, scenario_id: int, row: AttemptRow, result: SuiteVerdict, server: float, suite: float, teardown: float
+    ) -> None:
+        """Store the tested attempt's verdict (with its phases' seconds and its server's log) and announce it."""
         await self.store.tested(
             row.id,
             Verdict(
@@ -100,10 +106,10 @@ class SuitePhase(RunnerBase):
                 passed_tests=result.tests - result.failed,
                 total_tests=result.tests,
                 feedback=result.feedback,
-                server_seconds=t1 - t0,
-                suite_seconds=t2 - t_run,
-                teardown_seconds=t3 - t2,
-                server_log=server_log,
+                server_seconds=server,
+                suite_seconds=suite,
+                teardown_seconds=teardown,
+                server_log=await self._server_log(),
             ),
         )
         self.emit(
@@ -115,8 +121,8 @@ class SuitePhase(RunnerBase):
                 failed_tests=result.failed,
                 tests=result.tests,
                 categories=result.categories,
-                suite_seconds=t2 - t_run,
-                server_seconds=t1 - t0,
+                suite_seconds=suite,
+                server_seconds=server,
             )
         )
 

@@ -16,7 +16,7 @@ from protocol import SweepInfo
 from protocol.kinds import InfraKind, Outcome, ScenarioStatus, SweepStatus
 from staminad.analysis import export, report
 from staminad.analysis.data import load
-from staminad.commands.daemon import info_lines
+from staminad.commands.clients import info_lines
 from staminad.daemon.views import sweep_info
 from staminad.viewer.model import scenario_page, sweep_page, sweeps_page
 from state.store import Store, Verdict

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from protocol import Cancel, GetSweep, ListScenarios, ScenarioList, SweepInfo
-from staminad.commands.daemon import info_lines
+from staminad.commands.clients import info_lines
 from staminad.engine.expand import window
 from tests.helpers.inprocess import events, request, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep

@@ -9,7 +9,7 @@ import pytest
 
 from protocol import SweepInfo
 from protocol.messages import ConfigStatus
-from staminad.commands.daemon import info_lines
+from staminad.commands.clients import info_lines
 from staminad.daemon.views import sweep_info
 from tests.helpers.inprocess import events, running_daemon, submit, until
 from tests.helpers.sweeps import write_sweep

@@ -8,7 +8,7 @@ import pytest
 
 from protocol import EngineInfo, SweepInfo
 from staminad.commands.args import UsageError, check_engines
-from staminad.commands.daemon import info_lines
+from staminad.commands.clients import info_lines
 from staminad.engine.config import SweepError, parse_sweep
 from staminad.sandbox.docker.enginespec import EngineSpec, parse_flag, published_host
 
