@@ -11,7 +11,8 @@ the README's rules say what each of those must do, and ordinary data would never
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from staminad.bench.parts import condition_fields
 from staminad.bench.phrases import condition_phrase
@@ -21,6 +22,7 @@ from staminad.bench.schema import (
     Compute,
     CountOperand,
     Entity,
+    EnumType,
     NullCheck,
     Quantified,
     State,
@@ -181,99 +183,93 @@ def _extra_variants(cond: object) -> list[tuple[str, str, bool]]:
     return out
 
 
-def action_tests(state: State, action: Action, rng: random.Random) -> list[ActionTest]:
-    entity = state.entity(action.entity)
-    field = entity.field(action.field) if entity else None
-    enum = state.enum(field.enum or "") if field else None
-    assert entity is not None and enum is not None
-    ep, name = entity.endpoint, f"{entity.endpoint}_{action.name}"
-    path = f"/{ep}/{{id}}/{action.name}"
-    out: list[ActionTest] = [
-        (
-            f"{name}_unknown_id",
-            "wrong_response_format",
-            "actions",
-            [
-                req(
-                    "POST",
-                    f"/{ep}/{ident(rng, 'no-such-id')}/{action.name}",
-                    expect=(404,),
-                    action=True,
-                    why=f"{path} on an unknown id must answer 404",
-                )
-            ],
-            (),
-        )
-    ]
-    n = len(action.conditions)
-    outside = [v for v in enum.values if v not in action.sources]
-    if outside:
-        # Guards fail too where possible (all, else one): 400 must win over 409.
-        value = pick(rng, f"{name}_wrong_state", outside)
-        found = None
-        for wants in ([[False] * n] if n else []) + [[j != i for j in range(n)] for i in range(n)] + [[True] * n]:
-            found = found or _plan(rng, state, entity, action, wants, value)
-        if found:
-            plan, world = found
-            out.append(
-                (
-                    f"{name}_wrong_state",
-                    "wrong_response_format",
-                    "actions",
-                    _steps(
-                        state,
-                        entity,
-                        action,
-                        plan,
-                        world,
-                        f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked before "
-                        "guards)",
-                    ),
-                    (),
-                )
-            )
+class _Action(NamedTuple):
+    """What every test of one action is made from: the state, the entity, its state field's enum and the draws."""
+
+    state: State
+    entity: Entity
+    action: Action
+    enum: EnumType
+    rng: random.Random
+
+    @property
+    def name(self) -> str:
+        return f"{self.entity.endpoint}_{self.action.name}"
+
+    def steps(self, plan: Plan, world: World, why: str) -> list[Step]:
+        return _steps(self.state, self.entity, self.action, plan, world, why)
+
+    def plan(self, wants: list[bool], source: str, variants: dict[int, str] | None = None, **kw: Any) -> Any:
+        return _plan(self.rng, self.state, self.entity, self.action, wants, source, variants, **kw)
+
+
+def _unknown_id(a: _Action) -> list[ActionTest]:
+    ep, action = a.entity.endpoint, a.action
+    step = req(
+        "POST",
+        f"/{ep}/{ident(a.rng, 'no-such-id')}/{action.name}",
+        expect=(404,),
+        action=True,
+        why=f"/{ep}/{{id}}/{action.name} on an unknown id must answer 404",
+    )
+    return [(f"{a.name}_unknown_id", "wrong_response_format", "actions", [step], ())]
+
+
+def _wrong_state(a: _Action) -> list[ActionTest]:
+    """A state outside the action's sources is refused with 400, even where guards fail too (400 wins over 409)."""
+    action, n = a.action, len(a.action.conditions)
+    outside = [v for v in a.enum.values if v not in action.sources]
+    if not outside:
+        return []
+    # Guards fail too where possible (all, else one): 400 must win over 409.
+    value = pick(a.rng, f"{a.name}_wrong_state", outside)
+    found = None
+    for wants in ([[False] * n] if n else []) + [[j != i for j in range(n)] for i in range(n)] + [[True] * n]:
+        found = found or a.plan(wants, value)
+    if not found:
+        return []
+    plan, world = found
+    why = f"{action.field}={plan.body[action.field]!r} is not an allowed state, so 400 (checked before guards)"
+    return [(f"{a.name}_wrong_state", "wrong_response_format", "actions", a.steps(plan, world, why), ())]
+
+
+HOW = {"null": "with a null value", "empty": "for an empty list", "falsy": 'with false, 0 or "" (not null)'}
+
+
+def _guards(a: _Action) -> list[ActionTest]:
+    """Each guard unmet (409), and its null, empty and falsy cases, every other guard holding."""
+    action, n, out = a.action, len(a.action.conditions), []
     for i, cond in enumerate(action.conditions):
-        others = [j != i for j in range(n)]
         phrase = condition_phrase(cond)
-        found = _plan(rng, state, entity, action, others, pick(rng, f"{name}_guard_{i + 1}_unmet", action.sources))
+        found = a.plan([j != i for j in range(n)], pick(a.rng, f"{a.name}_guard_{i + 1}_unmet", action.sources))
         if found is not None:
-            out.append(
-                (
-                    f"{name}_guard_{i + 1}_unmet",
-                    "business_logic",
-                    "guards",
-                    _steps(state, entity, action, *found, f"the guard `{phrase}` does not hold, so 409"),
-                    (),
-                )
-            )
+            steps = a.steps(*found, f"the guard `{phrase}` does not hold, so 409")
+            out.append((f"{a.name}_guard_{i + 1}_unmet", "business_logic", "guards", steps, ()))
         for label, variant, want in _extra_variants(cond):
             wants = [want if j == i else True for j in range(n)]
-            source = pick(rng, f"{name}_guard_{i + 1}_{label}", action.sources)
-            found = _plan(rng, state, entity, action, wants, source, {i: variant})
+            source = pick(a.rng, f"{a.name}_guard_{i + 1}_{label}", action.sources)
+            found = a.plan(wants, source, {i: variant})
             if found is not None:
-                how = {
-                    "null": "with a null value",
-                    "empty": "for an empty list",
-                    "falsy": 'with false, 0 or "" (not null)',
-                }[variant]
                 verdict = "holds, so 200" if want else "does not hold, so 409"
-                out.append(
-                    (
-                        f"{name}_guard_{i + 1}_{label}",
-                        "business_logic",
-                        "guards",
-                        _steps(state, entity, action, *found, f"the guard `{phrase}` {how} {verdict}"),
-                        (_guard_class(cond, variant),),
-                    )
-                )
-    whys = {
-        "bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new state",
-        "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
-        "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
-        "null_targets": "every guard holds: 200; a computation whose target is null changes nothing if the target "
-        "is an operand (a null input), else stores its result",
-        "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing",
-    }
+                steps = a.steps(*found, f"the guard `{phrase}` {HOW[variant]} {verdict}")
+                classes = (_guard_class(cond, variant),)
+                out.append((f"{a.name}_guard_{i + 1}_{label}", "business_logic", "guards", steps, classes))
+    return out
+
+
+# A successful run's mode -> why it must succeed as it does.
+SUCCESS_WHYS = {
+    "bounds": "every guard holds: 200 with the effects applied (stored even past a bound) and the new state",
+    "nulls": "every guard holds: 200; an effect whose input is null changes nothing",
+    "null_operands": "every guard holds: 200; a computation with a null operand changes nothing",
+    "null_targets": "every guard holds: 200; a computation whose target is null changes nothing if the target "
+    "is an operand (a null input), else stores its result",
+    "empty": "every guard holds: 200; effects on a null reference or an empty list reach nothing",
+}
+
+
+def _success_runs(action: Action) -> list[tuple[str, str, str, int | None]]:
+    """(mode, name suffix, rule, the computation it is about) of each run in which every guard holds."""
     computes = [k for k, x in enumerate(action.effects) if isinstance(x, Compute)]
     runs: list[tuple[str, str, str, int | None]] = [
         ("bounds", "succeeds", "actions", None),
@@ -288,18 +284,37 @@ def action_tests(state: State, action: Action, rng: random.Random) -> list[Actio
         for j, k in enumerate(computes)
     ]  # one per computation: its target null before (an input where it is an operand, else overwritten)
     runs.append(("empty", "succeeds_no_targets", "effects", None))
-    for mode, suffix, rule, only in runs:
-        source = pick(rng, f"{name}_{suffix}", action.sources)
-        found = _plan(rng, state, entity, action, [True] * n, source, mode=mode, only=only)
-        if found is None and mode == "bounds" and skipped(rng, f"{name}_{suffix}/plain"):
+    return runs
+
+
+def _successes(a: _Action) -> list[ActionTest]:
+    action, rng, n, out = a.action, a.rng, len(a.action.conditions), []
+    for mode, suffix, rule, only in _success_runs(action):
+        source = pick(rng, f"{a.name}_{suffix}", action.sources)
+        found = a.plan([True] * n, source, mode=mode, only=only)
+        if found is None and mode == "bounds" and skipped(rng, f"{a.name}_{suffix}/plain"):
             for _ in range(_REDRAWS):  # the first attempt's test crossed a bound: a retry's must too, where it can
-                found = found or _plan(rng, state, entity, action, [True] * n, source, mode=mode)
+                found = found or a.plan([True] * n, source, mode=mode)
         if found is None and mode == "bounds":
-            found = _plan(rng, state, entity, action, [True] * n, pick(rng, f"{name}_{suffix}/plain", action.sources))
+            found = a.plan([True] * n, pick(rng, f"{a.name}_{suffix}/plain", action.sources))
         if found is not None:
-            steps = _steps(state, entity, action, *found, whys[mode])
-            out.append((f"{name}_{suffix}", "business_logic", rule, steps, tuple(sorted(found[0].classes))))
+            steps = a.steps(*found, SUCCESS_WHYS[mode])
+            out.append((f"{a.name}_{suffix}", "business_logic", rule, steps, tuple(sorted(found[0].classes))))
     return out
+
+
+# An action's tests, in the order they draw their data (a new maker goes last, so no other test's data moves).
+ACTION_TESTS: tuple[Callable[[_Action], list[ActionTest]], ...] = (_unknown_id, _wrong_state, _guards, _successes)
+
+
+def action_tests(state: State, action: Action, rng: random.Random) -> list[ActionTest]:
+    """Every test of `action` (ACTION_TESTS in order)."""
+    entity = state.entity(action.entity)
+    field = entity.field(action.field) if entity else None
+    enum = state.enum(field.enum or "") if field else None
+    assert entity is not None and enum is not None
+    a = _Action(state, entity, action, enum, rng)
+    return [test for make in ACTION_TESTS for test in make(a)]
 
 
 def _guard_class(cond: object, variant: str) -> str:
