@@ -59,6 +59,7 @@ class Daemon(Protocol):
     engines: list[EngineSpec]
     engine_slots: dict[str, Slots]
 
+
 log = logging.getLogger(__name__)
 
 LOOP_TIMEOUT = 10.0  # seconds a scrape waits for the event loop to hand over the scheduler's figures
