@@ -34,7 +34,6 @@ ALLOWED = {
     "staminad/reference/agent.py:Model.apply",  # validity: reference
     "staminad/sandbox/docker/image.py:_fetch",  # frameworks: the sandbox image
     "staminad/sandbox/docker/sealed.py:SealedContainer._start_server",  # blame: sealed container
-    "staminad/suite/aggregates.py:analytics_tests",  # perf: the suite builder
     "staminad/suite/effectdata.py:meet_effects",  # perf: the suite builder
     "staminad/suite/history.py:turn_history",  # perf: the suite builder
     "staminad/suite/plans.py:shape",  # perf: the suite builder

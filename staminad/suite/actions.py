@@ -199,8 +199,15 @@ class _Action(NamedTuple):
     def steps(self, plan: Plan, world: World, why: str) -> list[Step]:
         return _steps(self.state, self.entity, self.action, plan, world, why)
 
-    def plan(self, wants: list[bool], source: str, variants: dict[int, str] | None = None, **kw: Any) -> Any:
-        return _plan(self.rng, self.state, self.entity, self.action, wants, source, variants, **kw)
+    def plan(
+        self,
+        wants: list[bool],
+        source: str,
+        variants: dict[int, str] | None = None,
+        mode: str = "plain",
+        only: int | None = None,
+    ) -> tuple[Plan, World] | None:
+        return _plan(self.rng, self.state, self.entity, self.action, wants, source, variants, mode, only)
 
 
 def _unknown_id(a: _Action) -> list[ActionTest]:
@@ -238,12 +245,13 @@ HOW = {"null": "with a null value", "empty": "for an empty list", "falsy": 'with
 
 def _guards(a: _Action) -> list[ActionTest]:
     """Each guard unmet (409), and its null, empty and falsy cases, every other guard holding."""
-    action, n, out = a.action, len(a.action.conditions), []
+    action, n = a.action, len(a.action.conditions)
+    out: list[ActionTest] = []
     for i, cond in enumerate(action.conditions):
         phrase = condition_phrase(cond)
         found = a.plan([j != i for j in range(n)], pick(a.rng, f"{a.name}_guard_{i + 1}_unmet", action.sources))
         if found is not None:
-            steps = a.steps(*found, f"the guard `{phrase}` does not hold, so 409")
+            steps = a.steps(found[0], found[1], f"the guard `{phrase}` does not hold, so 409")
             out.append((f"{a.name}_guard_{i + 1}_unmet", "business_logic", "guards", steps, ()))
         for label, variant, want in _extra_variants(cond):
             wants = [want if j == i else True for j in range(n)]
@@ -251,7 +259,7 @@ def _guards(a: _Action) -> list[ActionTest]:
             found = a.plan(wants, source, {i: variant})
             if found is not None:
                 verdict = "holds, so 200" if want else "does not hold, so 409"
-                steps = a.steps(*found, f"the guard `{phrase}` {HOW[variant]} {verdict}")
+                steps = a.steps(found[0], found[1], f"the guard `{phrase}` {HOW[variant]} {verdict}")
                 classes = (_guard_class(cond, variant),)
                 out.append((f"{a.name}_guard_{i + 1}_{label}", "business_logic", "guards", steps, classes))
     return out
@@ -288,7 +296,8 @@ def _success_runs(action: Action) -> list[tuple[str, str, str, int | None]]:
 
 
 def _successes(a: _Action) -> list[ActionTest]:
-    action, rng, n, out = a.action, a.rng, len(a.action.conditions), []
+    action, rng, n = a.action, a.rng, len(a.action.conditions)
+    out: list[ActionTest] = []
     for mode, suffix, rule, only in _success_runs(action):
         source = pick(rng, f"{a.name}_{suffix}", action.sources)
         found = a.plan([True] * n, source, mode=mode, only=only)
@@ -298,7 +307,7 @@ def _successes(a: _Action) -> list[ActionTest]:
         if found is None and mode == "bounds":
             found = a.plan([True] * n, pick(rng, f"{a.name}_{suffix}/plain", action.sources))
         if found is not None:
-            steps = a.steps(*found, SUCCESS_WHYS[mode])
+            steps = a.steps(found[0], found[1], SUCCESS_WHYS[mode])
             out.append((f"{a.name}_{suffix}", "business_logic", rule, steps, tuple(sorted(found[0].classes))))
     return out
 

@@ -83,6 +83,72 @@ def _data(
     return bodies, aggregate(op, values, n)
 
 
+def _empty(a: Analytics) -> int | None:
+    """What `a` is over no entities (or only nulls): 0 for count and sum, else null."""
+    return 0 if a.op in ("count", "sum") else None
+
+
+def _empty_test(a: Analytics, name: str) -> AnalyticsTest:
+    empty = _empty(a)
+    step = req(
+        "GET",
+        a.path(),
+        expect=(200,),
+        checks=(Equals(("result",), empty),),
+        why=f"{a.op} over no entities must be {empty}",
+    )
+    return (f"{name}_empty", "wrong_response_format", "analytics", [step], ("empty",))
+
+
+def _drawn(
+    rng: random.Random, state: State, e: Entity, f: Field | None, a: Analytics, label: str, n: int
+) -> tuple[list[dict[str, Any]], Any]:
+    """`_data` for `n` entities, redrawn (up to 20 times) until an average is not already round: rounding must
+    show."""
+    for _ in range(20):
+        bodies, expected = _data(rng, state, e, f, a.op, label, n)
+        # Compared with a tolerance: 850.59 / 3 is 283.53000000000003, round in decimal all the same.
+        if a.op != "avg" or n == 1 or expected is None or not math.isclose(round(expected, 2), expected, rel_tol=1e-9):
+            break
+    return bodies, expected
+
+
+def _value_tests(
+    rng: random.Random, state: State, e: Entity, f: Field | None, a: Analytics, name: str
+) -> list[AnalyticsTest]:
+    """`a` over one entity and over several (one of them null where the field can be, which must be skipped)."""
+    integer = a.op in ("sum", "min", "max") and f is not None and f.kind == "integer"
+    nulls = f is not None and can_be_null(f)
+    out: list[AnalyticsTest] = []
+    # "many" is three values plus, where the field allows it, a null that must be skipped; three
+    # integers rarely average to a round number, four always average to quarters.
+    for label, n in (("single", 1), ("many", 4 if nulls else 3)):
+        bodies, expected = _drawn(rng, state, e, f, a, label, n)
+        checks: list[Check] = [Equals(("result",), expected)]
+        if (integer or a.op == "count") and expected is not None:
+            checks.append(IsInteger(("result",)))
+        what = f"{n} entit{'y' if n == 1 else 'ies'}" + (" (one null, skipped)" if n > 1 and nulls else "")
+        steps = [
+            *(req("POST", f"/{e.endpoint}", b) for b in bodies),
+            req("GET", a.path(), expect=(200,), checks=tuple(checks), why=f"{a.op} over {what} must be {expected!r}"),
+        ]
+        out.append((f"{name}_{label}", "type_error", "analytics", steps, ("null_skipped",) if n > 1 and nulls else ()))
+    return out
+
+
+def _all_null_test(rng: random.Random, state: State, e: Entity, f: Field, a: Analytics, name: str) -> AnalyticsTest:
+    bodies = [scalar_body(rng, state, e, ident(rng, f"{e.endpoint}-nulls{i}")) for i in range(2)]
+    for body in bodies:
+        set_null(body, f)
+    empty = _empty(a)
+    why = f"{a.op} over entities whose {f.name} is null skips them all: {empty}"
+    steps = [
+        *(req("POST", f"/{e.endpoint}", b) for b in bodies),
+        req("GET", a.path(), expect=(200,), checks=(Equals(("result",), empty),), why=why),
+    ]
+    return (f"{name}_all_null", "type_error", "analytics", steps, ("all_null",))
+
+
 def analytics_tests(
     state: State, a: Analytics, rng: random.Random, extra: random.Random | None = None
 ) -> list[AnalyticsTest]:
@@ -91,82 +157,7 @@ def analytics_tests(
     assert e is not None
     name = f"analytics_{e.endpoint}_{a.field or 'all'}_{a.op}"
     f = e.field(a.field) if a.field else None
-    integer = a.op in ("sum", "min", "max") and f is not None and f.kind == "integer"
-    empty: int | None = 0 if a.op in ("count", "sum") else None
-    out: list[AnalyticsTest] = [
-        (
-            f"{name}_empty",
-            "wrong_response_format",
-            "analytics",
-            [
-                req(
-                    "GET",
-                    a.path(),
-                    expect=(200,),
-                    checks=(Equals(("result",), empty),),
-                    why=f"{a.op} over no entities must be {empty}",
-                )
-            ],
-            ("empty",),
-        )
-    ]
-    # "many" is three values plus, where the field allows it, a null that must be skipped; three
-    # integers rarely average to a round number, four always average to quarters.
-    nulls = f is not None and can_be_null(f)
-    for label, n in (("single", 1), ("many", 4 if nulls else 3)):
-        for _ in range(20):  # prefer data whose average is not already round: rounding must show
-            bodies, expected = _data(rng, state, e, f, a.op, label, n)
-            # Compared with a tolerance: 850.59 / 3 is 283.53000000000003, round in decimal all the same.
-            if (
-                a.op != "avg"
-                or n == 1
-                or expected is None
-                or not math.isclose(round(expected, 2), expected, rel_tol=1e-9)
-            ):
-                break
-        checks: list[Check] = [Equals(("result",), expected)]
-        if (integer or a.op == "count") and expected is not None:
-            checks.append(IsInteger(("result",)))
-        what = f"{n} entit{'y' if n == 1 else 'ies'}" + (" (one null, skipped)" if n > 1 and nulls else "")
-        out.append(
-            (
-                f"{name}_{label}",
-                "type_error",
-                "analytics",
-                [
-                    *(req("POST", f"/{e.endpoint}", b) for b in bodies),
-                    req(
-                        "GET",
-                        a.path(),
-                        expect=(200,),
-                        checks=tuple(checks),
-                        why=f"{a.op} over {what} must be {expected!r}",
-                    ),
-                ],
-                ("null_skipped",) if n > 1 and nulls else (),
-            )
-        )
-    if f is not None and nulls:
-        more = extra or rng
-        bodies = [scalar_body(more, state, e, ident(more, f"{e.endpoint}-nulls{i}")) for i in range(2)]
-        for body in bodies:
-            set_null(body, f)
-        out.append(
-            (
-                f"{name}_all_null",
-                "type_error",
-                "analytics",
-                [
-                    *(req("POST", f"/{e.endpoint}", b) for b in bodies),
-                    req(
-                        "GET",
-                        a.path(),
-                        expect=(200,),
-                        checks=(Equals(("result",), empty),),
-                        why=f"{a.op} over entities whose {f.name} is null skips them all: {empty}",
-                    ),
-                ],
-                ("all_null",),
-            )
-        )
+    out = [_empty_test(a, name), *_value_tests(rng, state, e, f, a, name)]
+    if f is not None and can_be_null(f):
+        out.append(_all_null_test(extra or rng, state, e, f, a, name))
     return out
