@@ -36,7 +36,58 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     removed_effects: tuple[tuple[str, str, Effect, int], ...] = ()  # (entity, action, effect, its index) removed
 
 
-def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:  # noqa: C901 - one branch per change kind replayed
+class _Removed:
+    """What a turn's changes took away, replayed one change at a time (see `turn_history`)."""
+
+    def __init__(self, previous: History | None) -> None:
+        self.retired = set(previous.retired_endpoints if previous else ())
+        # Names recorded during the turn are carried forward through later renames in the same turn, in
+        # order (a rename A->B then B->A is legal, so no name can be resolved by following a mapping).
+        self.fields: list[list[str]] = []  # [entity, field, "deleted"|"renamed"|"dropped"]
+        self.analytics: list[list[str | None]] = []  # [entity, field, op, path when removed]
+        self.actions: list[list[str]] = []  # [entity, action]
+        self.renamed: list[list[str]] = []  # [entity]
+        self.moves: list[list[str]] = []  # [entity, old field, current name]
+
+    def follow(self, change: Change) -> None:
+        """Carry the names recorded so far through `change`'s renames, and retire the endpoints it ends."""
+        match change:
+            case RenameEntity(old=old, new=new):
+                self.retired.add(endpoint_of(old))
+                for record in (*self.fields, *self.actions, *self.renamed, *self.moves):
+                    if record[0] == old:
+                        record[0] = new
+                for arecord in self.analytics:
+                    if arecord[0] == old:
+                        arecord[0] = new
+                self.renamed.append([new])
+            case RenameField(entity=entity, old=old, new=new):
+                for move in self.moves:
+                    if move[0] == entity and move[2] == old:
+                        move[2] = new
+                self.moves.append([entity, old, new])
+                for arecord in self.analytics:
+                    if arecord[0] == entity and arecord[1] == old:
+                        arecord[1] = new
+            case DeleteEntity(name=name):
+                self.retired.add(endpoint_of(name))
+
+    def compare(self, change: Change, cur: State, nxt: State) -> None:
+        """Record what is in `cur` and gone from `nxt`: fields (by why they went), analytics and actions."""
+        why = {DeleteField: "deleted", RenameField: "renamed", DeleteEntity: "dropped"}.get(type(change))
+        for owner in cur.entities:
+            kept = nxt.entity(owner.name)
+            if why and kept is not None:
+                self.fields += [[owner.name, f.name, why] for f in owner.fields if kept.field(f.name) is None]
+        self.analytics += [[a.entity, a.field, a.op, a.path()] for a in cur.analytics if a not in nxt.analytics]
+        self.actions += [
+            [a.entity, a.name]
+            for a in cur.actions
+            if nxt.action(a.entity, a.name) is None and nxt.entity(a.entity) is not None
+        ]
+
+
+def turn_history(previous: History | None, before: State, changes: Sequence[Change], after: State) -> History:
     """The history at a turn, from the previous turn's history and this turn's changes.
 
     Removals are found by replaying the batch one change at a time and comparing the states around
@@ -44,75 +95,47 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
     reference fields of a deleted entity, the old paths a rename moves) is recorded as well as what
     it names.
     """
-    retired = set(previous.retired_endpoints if previous else ())
-    # Names recorded during the turn are carried forward through later renames in the same turn, in
-    # order (a rename A->B then B->A is legal, so no name can be resolved by following a mapping).
-    fields: list[list[str]] = []  # [entity, field, "deleted"|"renamed"|"dropped"]
-    analytics: list[list[str | None]] = []  # [entity, field, op, path when removed]
-    actions: list[list[str]] = []  # [entity, action]
-    renamed: list[list[str]] = []  # [entity]
-    moves: list[list[str]] = []  # [entity, old field, current name]
-    cur = before
+    removed, cur = _Removed(previous), before
     for change in changes:
         nxt = transition(cur, [change])
-        match change:
-            case RenameEntity(old=old, new=new):
-                retired.add(endpoint_of(old))
-                for record in (*fields, *actions, *renamed, *moves):
-                    if record[0] == old:
-                        record[0] = new
-                for arecord in analytics:
-                    if arecord[0] == old:
-                        arecord[0] = new
-                renamed.append([new])
-            case RenameField(entity=entity, old=old, new=new):
-                for move in moves:
-                    if move[0] == entity and move[2] == old:
-                        move[2] = new
-                moves.append([entity, old, new])
-                for arecord in analytics:
-                    if arecord[0] == entity and arecord[1] == old:
-                        arecord[1] = new
-            case DeleteEntity(name=name):
-                retired.add(endpoint_of(name))
-        why = {DeleteField: "deleted", RenameField: "renamed", DeleteEntity: "dropped"}.get(type(change))
-        for owner in cur.entities:
-            kept = nxt.entity(owner.name)
-            if why and kept is not None:
-                fields += [[owner.name, f.name, why] for f in owner.fields if kept.field(f.name) is None]
-        analytics += [[a.entity, a.field, a.op, a.path()] for a in cur.analytics if a not in nxt.analytics]
-        actions += [
-            [a.entity, a.name]
-            for a in cur.actions
-            if nxt.action(a.entity, a.name) is None and nxt.entity(a.entity) is not None
-        ]
+        removed.follow(change)
+        removed.compare(change, cur, nxt)
         cur = nxt
-    current = {e.endpoint for e in after.entities}
-    live_paths = {a.path() for a in after.analytics}
-    kept_fields = []
-    for entity, field, why in fields:
-        e = after.entity(entity)
-        if e is not None and e.field(field) is None:
-            kept_fields.append((e.name, field, why))
+    return _history(removed, before, changes, after)
+
+
+def _gone_paths(removed: _Removed, after: State) -> list[str]:
     paths: list[str] = []
-    for a_entity, a_field, op, path in analytics:
+    for a_entity, a_field, op, path in removed.analytics:
         assert a_entity is not None and op is not None and path is not None
         paths.append(path)  # where it was when it went, and where a server that kept it would have moved it
         if after.entity(a_entity) is not None:
             paths.append(Analytics(entity=a_entity, op=op, field=a_field).path())  # type: ignore[arg-type]
-    kept_actions = [(e, a) for e, a in actions if after.entity(e) and not after.action(e, a)]
-    renamed_final = {r[0] for r in renamed}
+    return paths
+
+
+def _history(removed: _Removed, before: State, changes: Sequence[Change], after: State) -> History:
+    """The turn's History: what `removed` recorded that is still gone from `after`."""
+    current = {e.endpoint for e in after.entities}
+    live_paths = {a.path() for a in after.analytics}
+    kept_fields = []
+    for entity, field, why in removed.fields:
+        e = after.entity(entity)
+        if e is not None and e.field(field) is None:
+            kept_fields.append((e.name, field, why))
+    kept_actions = [(e, a) for e, a in removed.actions if after.entity(e) and not after.action(e, a)]
+    renamed_final = {r[0] for r in removed.renamed}
     targets = [(e.name, f.name) for e in after.entities for f in e.fields if f.target in renamed_final]
     guards, effects = removed_items(before, changes, after)
     return History(
-        retired_endpoints=tuple(sorted(retired - current)),
+        retired_endpoints=tuple(sorted(removed.retired - current)),
         removed_fields=tuple(dict.fromkeys(kept_fields)),
-        removed_analytics=tuple(p for p in dict.fromkeys(paths) if p not in live_paths),
+        removed_analytics=tuple(p for p in dict.fromkeys(_gone_paths(removed, after)) if p not in live_paths),
         removed_actions=tuple(dict.fromkeys(kept_actions)),
         renamed_targets=tuple(targets),
         renamed_fields=tuple(
             (e.name, old, new)
-            for entity, old, new in moves
+            for entity, old, new in removed.moves
             if (e := after.entity(entity)) is not None and e.field(new) is not None and e.field(old) is None
         ),
         removed_guards=guards,
