@@ -8,6 +8,7 @@ caller checks the result with the semantics module, so a plan that misses is nev
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from itertools import product
 from typing import Any
 
@@ -145,7 +146,7 @@ def _compare_values(cands: list[Any], op: str, value: Any, want: bool) -> list[A
     return [v for v in cands if compare(v, op, value) == want]
 
 
-def shape(  # noqa: C901 - one case per condition operator
+def shape(
     rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Condition, want: bool, variant: str = "value"
 ) -> bool:
     """Adjust `plan` so `cond` should evaluate to `want`; False when no candidate fits.
@@ -154,79 +155,104 @@ def shape(  # noqa: C901 - one case per condition operator
     guard), "null" with a null operand or a referenced entity whose field is null (the guard then
     fails, although null read as 0 or a plain `!=` would pass it), "empty" with an empty list,
     "falsy" with false, 0 or "" in a null check's field (not null, whatever a truthiness test says).
+    One shaper per kind of condition, and per left operand of a comparison (SHAPERS).
     """
     if isinstance(cond, NullCheck):
-        f = entity.field(cond.field)
-        assert f is not None
-        if variant == "falsy":  # false, 0 or "": not null, although a truthiness test reads it so
-            falsy = falsy_value(state, f) if f.kind != "ref" else None
-            if falsy is None or want == cond.is_null:
-                return False
-            plan.body[f.name] = falsy
-            return True
-        if variant != "value":
-            return False
-        if cond.is_null == want:
-            if not can_be_null(f):
-                return False
-            if f.kind == "ref":
-                plan.body.pop(f.name, None)
-            else:
-                set_null(plan.body, f)
-            return True
-        if f.kind == "ref":
-            plan.link(rng, state, f, [{}])
-        else:  # false, 0 or "" where the field allows one: a truthiness test must not pass for null
-            falsy = falsy_value(state, f)
-            plan.body[f.name] = falsy if falsy is not None else scalar_value(rng, state, f)
-        return True
+        return _shape_null_check(rng, state, entity, plan, cond, want, variant)
     if isinstance(cond, Quantified):
         return _shape_quantified(rng, state, entity, plan, cond, want, variant)
     assert isinstance(cond, Compare)
-    left = cond.left
-    if isinstance(left, FieldOperand):
-        f = entity.field(left.field)
-        assert f is not None
-        if variant == "null":
-            if want or not can_be_null(f):
-                return False
-            set_null(plan.body, f)
-            return True
-        if variant != "value":
+    return SHAPERS[type(cond.left)](rng, state, entity, plan, cond, want, variant)
+
+
+def _shape_null_check(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: NullCheck, want: bool, variant: str
+) -> bool:
+    f = entity.field(cond.field)
+    assert f is not None
+    if variant == "falsy":  # false, 0 or "": not null, although a truthiness test reads it so
+        falsy = falsy_value(state, f) if f.kind != "ref" else None
+        if falsy is None or want == cond.is_null:
             return False
-        options = _compare_values(_candidates(rng, state, f, cond.value), cond.op, cond.value, want)
-        if not options:
-            if want or not can_be_null(f):
-                return False
-            set_null(plan.body, f)
-            return True
-        plan.body[f.name] = rng.choice(options)
+        plan.body[f.name] = falsy
         return True
-    if isinstance(left, ArithOperand):
-        return _shape_arith(rng, state, entity, plan, cond, left, want, variant)
+    if variant != "value":
+        return False
+    if cond.is_null == want:
+        if not can_be_null(f):
+            return False
+        if f.kind == "ref":
+            plan.body.pop(f.name, None)
+        else:
+            set_null(plan.body, f)
+        return True
+    if f.kind == "ref":
+        plan.link(rng, state, f, [{}])
+    else:  # false, 0 or "" where the field allows one: a truthiness test must not pass for null
+        falsy = falsy_value(state, f)
+        plan.body[f.name] = falsy if falsy is not None else scalar_value(rng, state, f)
+    return True
+
+
+def _shape_field(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Compare, want: bool, variant: str
+) -> bool:
+    assert isinstance(cond.left, FieldOperand)
+    f = entity.field(cond.left.field)
+    assert f is not None
+    if variant == "null":
+        if want or not can_be_null(f):
+            return False
+        set_null(plan.body, f)
+        return True
+    if variant != "value":
+        return False
+    options = _compare_values(_candidates(rng, state, f, cond.value), cond.op, cond.value, want)
+    if not options:
+        if want or not can_be_null(f):
+            return False
+        set_null(plan.body, f)
+        return True
+    plan.body[f.name] = rng.choice(options)
+    return True
+
+
+def _empty_list(rng: random.Random, state: State, plan: Plan, f: Field, cond: Compare, want: bool) -> bool:
+    """An empty list where it gives `want` (its count and its sum are 0)."""
+    if compare(0, cond.op, cond.value) != want:
+        return False
+    plan.link(rng, state, f, [])
+    return True
+
+
+def _shape_count(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Compare, want: bool, variant: str
+) -> bool:
+    assert isinstance(cond.left, CountOperand)
+    f = entity.field(cond.left.list_field)
+    assert f is not None
+    if variant == "empty":  # the count of an empty list is 0
+        return _empty_list(rng, state, plan, f, cond, want)
+    if variant != "value":
+        return False
+    ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
+    if not ks:
+        return False
+    # Two or more where allowed, so `for each` must reach them all; else one, so it reaches something.
+    many = [k for k in ks if k >= 2] or [k for k in ks if k >= 1] or ks
+    plan.link(rng, state, f, [{} for _ in range(rng.choice(many))])
+    return True
+
+
+def _shape_sum(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Compare, want: bool, variant: str
+) -> bool:
+    left = cond.left
+    assert isinstance(left, SumOperand)
     f = entity.field(left.list_field)
     assert f is not None
-    if isinstance(left, CountOperand):
-        if variant == "empty":  # the count of an empty list is 0
-            if compare(0, cond.op, cond.value) != want:
-                return False
-            plan.link(rng, state, f, [])
-            return True
-        if variant != "value":
-            return False
-        ks = [k for k in range(0, 5) if compare(k, cond.op, cond.value) == want]
-        if not ks:
-            return False
-        # Two or more where allowed, so `for each` must reach them all; else one, so it reaches something.
-        many = [k for k in ks if k >= 2] or [k for k in ks if k >= 1] or ks
-        plan.link(rng, state, f, [{} for _ in range(rng.choice(many))])
-        return True
-    assert isinstance(left, SumOperand)
     if variant == "empty":  # sum over no entities is 0
-        if compare(0, cond.op, cond.value) != want:
-            return False
-        plan.link(rng, state, f, [])
-        return True
+        return _empty_list(rng, state, plan, f, cond, want)
     if variant != "value":
         return False
     target = state.entity(f.target or "")
@@ -242,6 +268,13 @@ def shape(  # noqa: C901 - one case per condition operator
             plan.link(rng, state, f, [{tf.name: v} for v in values])
             return True
     return False
+
+
+def _shape_arith_compare(
+    rng: random.Random, state: State, entity: Entity, plan: Plan, cond: Compare, want: bool, variant: str
+) -> bool:
+    assert isinstance(cond.left, ArithOperand)
+    return _shape_arith(rng, state, entity, plan, cond, cond.left, want, variant)
 
 
 def _shape_quantified(
@@ -326,3 +359,12 @@ def _shape_arith(
         return True
     plan.body[fa.name], plan.body[fb.name] = rng.choice(pairs)
     return True
+
+
+# A comparison's left operand -> how a plan is shaped for it.
+SHAPERS: dict[type, Callable[[random.Random, State, Entity, Plan, Compare, bool, str], bool]] = {
+    FieldOperand: _shape_field,
+    ArithOperand: _shape_arith_compare,
+    CountOperand: _shape_count,
+    SumOperand: _shape_sum,
+}
