@@ -190,7 +190,7 @@ def _null_linked(action: Action, plan: Plan, f: Field, x: ForEach | OnReference)
     return False
 
 
-def meet_effects(  # noqa: C901 - one branch per data mode of an effect, in one pass over the effects
+def meet_effects(
     rng: random.Random,
     state: State,
     entity: Entity,
@@ -229,34 +229,50 @@ def meet_effects(  # noqa: C901 - one branch per data mode of an effect, in one 
                 fixed.add(x.field)
                 changed = True
         elif isinstance(x, OnReference | ForEach):
-            link = x.ref_field if isinstance(x, OnReference) else x.list_field
-            f = entity.field(link)
-            if f is not None and f.name in guarded and mode == "bounds":
-                changed |= _listed(rng, state, action, plan, f, x, _item_fields(action, f.name))
-            if f is not None and f.name in guarded and mode == "nulls":
-                changed |= _null_linked(action, plan, f, x)
-            if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
-                continue
-            target = state.entity(f.target or "")
-            assert target is not None
-            if mode == "empty":
-                plan.body[f.name] = [] if f.kind == "ref_list" else None
-                plan.classes.add("empty_list" if isinstance(x, ForEach) else "null_reference")
-                links.pop(f.name, None)
-                changed = True
-                continue
-            slots = links.setdefault(f.name, [{}] if f.kind == "ref" else [{}, {}])
-            for k, slot in enumerate(slots):  # the second listed entity keeps a drawn number
-                start = _start_for(rng, state, target, x.effect, mode)
-                if start is not None and x.effect.field not in slot and (k == 0 or isinstance(x.effect, SetValue)):
-                    slot[x.effect.field] = start
-                    changed = True
-                    if start is NULL:
-                        plan.classes.add("null_increase" if isinstance(x.effect, Increment) else "set_from_null")
+            changed |= _linked(rng, state, entity, action, plan, x, guarded, mode, links)
     for name, slots in links.items():
         f = entity.field(name)
         assert f is not None
         plan.link(rng, state, f, slots)
+    return changed
+
+
+def _linked(
+    rng: random.Random,
+    state: State,
+    entity: Entity,
+    action: Action,
+    plan: Plan,
+    x: OnReference | ForEach,
+    guarded: set[str],
+    mode: str,
+    links: dict[str, list[dict[str, Any]]],
+) -> bool:
+    """`meet_effects` for an effect on referenced entities: the linked entities' data (in `links`, linked at the
+    end), or the guarded link's own; True when it changed anything."""
+    changed = False
+    f = entity.field(x.ref_field if isinstance(x, OnReference) else x.list_field)
+    if f is not None and f.name in guarded and mode == "bounds":
+        changed |= _listed(rng, state, action, plan, f, x, _item_fields(action, f.name))
+    if f is not None and f.name in guarded and mode == "nulls":
+        changed |= _null_linked(action, plan, f, x)
+    if f is None or f.name in guarded or (f.name in plan.body and f.name not in links):
+        return changed
+    target = state.entity(f.target or "")
+    assert target is not None
+    if mode == "empty":
+        plan.body[f.name] = [] if f.kind == "ref_list" else None
+        plan.classes.add("empty_list" if isinstance(x, ForEach) else "null_reference")
+        links.pop(f.name, None)
+        return True
+    slots = links.setdefault(f.name, [{}] if f.kind == "ref" else [{}, {}])
+    for k, slot in enumerate(slots):  # the second listed entity keeps a drawn number
+        start = _start_for(rng, state, target, x.effect, mode)
+        if start is not None and x.effect.field not in slot and (k == 0 or isinstance(x.effect, SetValue)):
+            slot[x.effect.field] = start
+            changed = True
+            if start is NULL:
+                plan.classes.add("null_increase" if isinstance(x.effect, Increment) else "set_from_null")
     return changed
 
 
