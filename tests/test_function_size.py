@@ -25,12 +25,15 @@ ALLOWED = {
     "staminad/daemon/control.py:SweepControl._run_sweep",  # outage: sweep pause/resume
     "staminad/daemon/metrics_series.py:box_metrics",  # money: metrics
     "staminad/daemon/metrics_series.py:store_metrics",  # money: metrics
+    "staminad/daemon/metrics_series.py:gateway_metrics",  # money: metrics
+    "staminad/daemon/metrics_store.py:_read",  # money: metrics
     "staminad/daemon/ops.py:report",  # money: ops
     "staminad/daemon/service.py:Daemon.serve",  # ports: daemon shutdown
     "staminad/engine/config.py:_check",  # engine: the sweep file's checks
     "staminad/engine/harnessphase.py:HarnessPhase._harness",  # blame/outage: the harness phase
     "staminad/engine/position.py:position",  # engine: Algorithm 1's position
     "staminad/gateway/forward.py:Forwarder._forward_counted",  # money: gateway
+    "staminad/gateway/forward.py:Forwarder._account",  # money: gateway
     "staminad/reference/agent.py:Model.apply",  # validity: reference
     "staminad/sandbox/docker/image.py:_fetch",  # frameworks: the sandbox image
     "staminad/sandbox/docker/sealed.py:SealedContainer._start_server",  # blame: sealed container

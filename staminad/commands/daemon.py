@@ -68,22 +68,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         help="worker processes for suites and their generation (default: usable CPUs less one, at least 1; "
         "0: run them in threads of the daemon)",
     )
-    s.add_argument(
-        "--child-nice",
-        type=bounded_int(0, 19),
-        default=DEFAULT_NICE,
-        help="niceness of agents, servers and suite workers below the daemon's, so its control plane gets a core "
-        f"first under load; slows them where other work shares the cores (default {DEFAULT_NICE}: the daemon's own)",
-    )
-    s.add_argument(
-        "--raise-priority",
-        type=bounded_int(0, 39),
-        default=DEFAULT_RAISE,
-        metavar="N",
-        help="run the daemon N niceness levels above the default where the OS allows (root or CAP_SYS_NICE) and "
-        "what it starts (agents, servers, suite workers) at the default, so the control plane gets a core first "
-        f"under load (default {DEFAULT_RAISE}; 0: off)",
-    )
+    _priority_args(s)
     s.add_argument(
         "--max-connections",
         type=bounded_int(1, 65536),
@@ -101,6 +86,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         help="seconds the sweeps get to clean up on a stop; then the daemon exits whatever still waits (default 60)",
     )
     s.set_defaults(func=start_cmd)
+
+
+def _priority_args(s: argparse.ArgumentParser) -> None:
+    """--child-nice and --raise-priority: how the control plane gets a core first under load."""
+    s.add_argument(
+        "--child-nice",
+        type=bounded_int(0, 19),
+        default=DEFAULT_NICE,
+        help="niceness of agents, servers and suite workers below the daemon's, so its control plane gets a core "
+        f"first under load; slows them where other work shares the cores (default {DEFAULT_NICE}: the daemon's own)",
+    )
+    s.add_argument(
+        "--raise-priority",
+        type=bounded_int(0, 39),
+        default=DEFAULT_RAISE,
+        metavar="N",
+        help="run the daemon N niceness levels above the default where the OS allows (root or CAP_SYS_NICE) and "
+        "what it starts (agents, servers, suite workers) at the default, so the control plane gets a core first "
+        f"under load (default {DEFAULT_RAISE}; 0: off)",
+    )
 
 
 def _state(p: argparse.ArgumentParser) -> None:

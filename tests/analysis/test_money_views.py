@@ -13,7 +13,7 @@ import anyio
 from protocol import ScenarioInfo, SweepInfo
 from staminad.analysis import cost, export
 from staminad.analysis.data import load
-from staminad.commands.daemon import info_lines
+from staminad.commands.clients import info_lines
 from staminad.daemon.metrics_store import read_figures
 from staminad.daemon.views import scenario_info, sweep_info
 from staminad.viewer.model import scenario_page, sweep_page
