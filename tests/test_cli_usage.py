@@ -68,6 +68,7 @@ def test_a_global_option_before_the_subcommand_is_taken(tmp_path: Path) -> None:
     assert "invalid choice" not in done.stderr
 
 
+@pytest.mark.slow  # 6.4 s of CPU (over the fast tier's budget): ./sb, then the whole Textual app imported
 def test_sb_tui_runs_the_monitor_a_clone_has_no_stamina_tui_on_path() -> None:
     """`./sb tui ARGS` is `stamina-tui ARGS` inside the project's environment, not an invalid subcommand."""
     sb = Path(__file__).resolve().parents[1] / "sb"
