@@ -49,11 +49,12 @@ if TYPE_CHECKING:
 
 
 class Daemon(Protocol):
-    """What the metrics read of the running daemon (`daemon.service.Daemon` is one): its state directory, the
-    scheduler's limiter, its running sweeps and its `--engine`s. A protocol, so the service, which starts the
-    metrics, is not imported back by them."""
+    """What the metrics read of the running daemon (`daemon.service.Daemon` is one): its state directory, its
+    runtime override, the scheduler's limiter, its running sweeps and its `--engine`s. A protocol, so the
+    service, which starts the metrics, is not imported back by them."""
 
     state_dir: Path
+    runtime: str | None
     limiter: FairLimiter
     running: dict[str, Running]
     engines: list[EngineSpec]

@@ -69,7 +69,7 @@ async def test_metrics_listen_on_the_address_given_for_a_prometheus_elsewhere(tm
     from staminad.daemon.metrics import Metrics
     from tests.helpers import free_port
 
-    metrics = Metrics(SimpleNamespace(state_dir=tmp_path))  # type: ignore[arg-type]  # serve reads no other part
+    metrics = Metrics(SimpleNamespace(state_dir=tmp_path))  # serve reads no other part
     port = free_port()
     metrics.serve(port, "127.0.0.2")
     assert metrics.http is not None
