@@ -156,7 +156,9 @@ print(len(seen), min(seen), max(seen))
     ("kernel", "reserved", "configured", "says"),
     [
         ("25000 60999", "", "", "5000 20000 24999"),  # the default range less the outgoing ports
-        ("20011 60999", "20000-20010,20020-20029", "", "21 20000 20029"),  # reserved ports are never outgoing
+        pytest.param(  # reserved ports are never outgoing; 3.6-4.4 s of CPU, over the fast tier's budget
+            "20011 60999", "20000-20010,20020-20029", "", "21 20000 20029", marks=pytest.mark.slow
+        ),
         ("1024 65535", "", "", "refused: the default port range 20000-29999 overlaps"),
         ("1024 65535", "20000-29999", "", "10000 20000 29999"),
         ("1024 65535", "40000-40009", "40000-40009", "10 40000 40009"),  # a configured range the kernel reserves
