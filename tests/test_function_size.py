@@ -35,7 +35,6 @@ ALLOWED = {
     "staminad/gateway/forward.py:Forwarder._forward_counted",  # money: gateway
     "staminad/gateway/forward.py:Forwarder._account",  # money: gateway
     "staminad/reference/agent.py:Model.apply",  # validity: reference
-    "staminad/sandbox/docker/image.py:_fetch",  # frameworks: the sandbox image
     "staminad/validate/mutantgate.py:rule_gate",  # validity: validate
     "staminad/viewer/model.py:sweep_page",  # validity: viewer
     "staminad/viewer/svg.py:survival_svg",  # validity: viewer
