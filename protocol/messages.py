@@ -44,9 +44,9 @@ from protocol.replies import (
     TranscriptItem,
 )
 
-PROTOCOL_VERSION = 10  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
+PROTOCOL_VERSION = 11  # 4: typed events; 5: SweepInfo.reason, ErrorReply.usage; 6: GetOps; 7: ConfigStatus counts;
 # 8: GetCodeChange; 9: failure categories as a tuple of words (AttemptTested, AttemptSummary);
-# 10: EngineInfo.down_since and waiting (engine outages), OpsReport.orphans (orphaned sandboxes)
+# 10: EngineInfo.down_since and waiting (engine outages), OpsReport.orphans (orphaned sandboxes); 11: SweepInfo.waiting
 
 
 class Hello(RequestFor["HelloReply"], tag="hello", frozen=True):

@@ -81,6 +81,24 @@ class SandboxInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     owner: str = ""  # who keeps it, when it is not an orphan
 
 
+class ManualWait(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A manual scenario waiting on a person: the prompt to read, where to work and the command that ends the turn."""
+
+    configuration: str
+    seed: int
+    prompt: str
+    workspace: str
+    done: str
+
+    @property
+    def line(self) -> str:
+        """What `status` prints of it, in the words of the engine's `ManualPrompt` line."""
+        return (
+            f"{self.configuration} seed {self.seed}: your turn. Prompt: {self.prompt}; work in {self.workspace}; "
+            + (f"then run: {self.done}")
+        )
+
+
 class SweepInfo(Msg, tag="sweep", frozen=True):
     """A sweep's figures; `parallel` is its own limit, `active` its scenarios running now (not those held at a
     pause), `queued` those awaiting a slot."""
@@ -99,6 +117,7 @@ class SweepInfo(Msg, tag="sweep", frozen=True):
     # While a large sweep is still laid out lazily: scenarios recorded so far of its total (0, 0 otherwise).
     expanding: int = 0
     expand_total: int = 0
+    waiting: tuple[ManualWait, ...] = ()  # manual scenarios whose prompt is handed over and not yet answered
 
 
 class SweepList(Msg, tag="sweeps", frozen=True):
@@ -248,7 +267,7 @@ class CodeChange(Msg, tag="code_change", frozen=True):
         """One line: how many files changed and the lines added and removed."""
         if self.missing:
             return self.missing
-        n = len(self.files)
+        n = sum(1 for f in self.files if f.status != "seeded")  # the benchmark's README and spec are not the agent's
         files = "no file changed" if n == 0 else f"{n} file{'s' if n != 1 else ''} changed"
         return f"{files}, +{self.added} -{self.removed} lines, against {self.base}"
 

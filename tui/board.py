@@ -209,6 +209,7 @@ def _advance(s: Scenario, data: EventData) -> None:
         case AttemptTested() if data.passed:
             s.turns_passed = s.turn + 1
             s.history = s.history[: s.turn] + ("P" if s.attempt == 1 else "R")
+            s.last_failure = ""  # recovered: as `engine.standing` counts it, no failure stands after a pass
         case AttemptTested():
             s.last_failure = ",".join(data.categories) or "fail"
         case LlmCapped():
@@ -218,6 +219,8 @@ def _advance(s: Scenario, data: EventData) -> None:
             s.last_failure = data.infra_kind
         case ScenarioFinished():
             s.status = data.status
+            if data.status == "capped":  # the attempt the cap stopped is still tested, and may have passed
+                s.last_failure = "cost cap"
             s.turns_passed = data.turns_passed
             s.reason = data.reason
             s.history = s.history[: s.turns_passed] + HISTORY_END.get(s.status, "")

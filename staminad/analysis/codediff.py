@@ -2,11 +2,12 @@
 
 An attempt is compared with the attempt kept last before it in the scenario's order (turn, attempt, infra try):
 the attempt before it in the same turn, or, for a turn's first attempt, the last attempt of the turn before. The
-first kept attempt is compared with an empty workspace. The diff is bounded: at most MAX_DIFFED files get their
-lines compared, a file's diff stops after MAX_FILE_LINES lines, the whole after `limit` characters, and the files
-of the least crowded directories go first (`_first`), so a directory of generated files does not push the code
-out; `cut` says what was left out. The answer is the protocol's `CodeChange`, so the TUI (through the daemon)
-and the viewer show the same thing. UI-free.
+first kept attempt is compared with the workspace as the benchmark seeded it: its README and specification
+(`SEEDED`) are listed as seeded, never counted as lines the agent wrote. The diff is bounded: at most MAX_DIFFED
+files get their lines compared, a file's diff stops after MAX_FILE_LINES lines, the whole after `limit`
+characters, and the files of the least crowded directories go first (`_first`), so a directory of generated files
+does not push the code out; `cut` says what was left out. The answer is the protocol's `CodeChange`, so the TUI
+(through the daemon) and the viewer show the same thing. UI-free.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import NamedTuple
 from protocol.messages import CodeChange, FileChange
 from staminad.sandbox.codekeep import MAX_FILE_BYTES, KeptCode, KeptFile, job_id, read_listing, read_text
 
+# What the benchmark writes into a workspace before turn 0 (`engine.scenario`): not the agent's lines.
+SEEDED = ("README.md", "initial_specification.md")
 DIFF_CHARS = 200_000  # characters of unified diff in one answer (a control-socket frame holds 4 MiB)
 MAX_DIFFED = 300  # changed files whose lines are compared
 MAX_FILE_LINES = 4000  # lines of one file's diff shown
@@ -92,9 +95,10 @@ def code_change(
         old,
         new,
         attempt_id,
-        label(base) if base else "an empty workspace (the first code kept)",
+        label(base) if base else "the workspace as seeded (the first code kept)",
         base.id if base else 0,
         limit,
+        seeded=() if base else SEEDED,
     )
 
 
@@ -162,7 +166,14 @@ def _first(paths: list[str]) -> list[str]:
 
 
 def _compare(
-    root: Path, old: KeptCode, new: KeptCode, attempt_id: int, base: str, base_id: int, limit: int
+    root: Path,
+    old: KeptCode,
+    new: KeptCode,
+    attempt_id: int,
+    base: str,
+    base_id: int,
+    limit: int,
+    seeded: tuple[str, ...] = (),
 ) -> CodeChange:
     texts = _Text(root)
     changes: dict[str, FileChange] = {}
@@ -178,6 +189,9 @@ def _compare(
     for path in _first(changed):
         a, b = old.files.get(path), new.files.get(path)
         status = "added" if a is None else "removed" if b is None else "changed"
+        if a is None and path in seeded:  # its text at turn 0 is the benchmark's, whatever the agent added to it
+            changes[path] = FileChange(path=path, status="seeded", note="written by the benchmark: not counted")
+            continue
         if diffed >= MAX_DIFFED:
             changes[path] = FileChange(path=path, status=status, note="not compared: too many files changed")
             undiffed += 1

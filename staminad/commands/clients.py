@@ -170,7 +170,7 @@ def info_lines(info: SweepInfo) -> list[str]:
             f"  {c.name}: turns passed {score_text(t, '+-')}, {counts_text(t)}; "
             f"{c.finished}/{c.scenarios} finished ({statuses}), infra: {infra}{spend}" + (f" [{note}]" if note else "")
         )
-    return lines
+    return lines + [f"  {w.line}" for w in info.waiting]  # manual scenarios: where the person's prompt is
 
 
 def _request(name: str, args: argparse.Namespace, text: str) -> RequestFor[Ok | SweepInfo | SweepList]:

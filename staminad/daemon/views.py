@@ -6,6 +6,7 @@ where a scenario stands is `engine.standing`'s, one definition for every view.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from itertools import groupby
@@ -16,13 +17,17 @@ import anyio
 
 from protocol import AttemptTexts, CodeChange, ScenarioInfo, SweepInfo
 from protocol.messages import AttemptSummary, FailedTest, ScenarioList
+from protocol.replies import ManualWait
+from protocol.usage import hint
 from staminad.agents.transcripts import read_transcript
 from staminad.analysis import codediff
 from staminad.analysis.codediff import AttemptRef
 from staminad.engine.config import SweepError
 from staminad.engine.standing import scenario_row, turn_timeout
 from staminad.engine.summary import summarize_in
+from staminad.sandbox.base import marker_path
 from staminad.sandbox.bounded import bounded_tail
+from staminad.sandbox.codekeep import job_id
 from state import sweeps
 from state.money import CallMoney
 from state.scenarios import StoredScenario
@@ -39,6 +44,37 @@ async def _sweep_row(store: Store, sweep_id: str) -> sweeps.StoredSweep:
     return found
 
 
+_WAITING = """
+    SELECT c.name, s.seed, s.sandbox, a.turn, a.attempt, a.infra_try FROM configurations c
+    JOIN scenarios s ON s.config_id = c.id JOIN attempts a ON a.scenario_id = s.id
+    WHERE c.sweep_id = ? AND c.agent = 'manual' AND a.phase = 'launched'
+      AND a.id = (SELECT MAX(b.id) FROM attempts b WHERE b.scenario_id = s.id)
+    ORDER BY c.id, s.seed
+"""
+
+
+def _manual_waits(conn: sqlite3.Connection, sweep_id: str) -> tuple[ManualWait, ...]:
+    """The sweep's manual scenarios whose prompt is handed over and unanswered: what `status` tells the person
+    (the same three things the engine's `ManualPrompt` event says, so `logs` is not the only place to learn them)."""
+    out = []
+    for name, seed, sandbox, turn, attempt, infra_try in conn.execute(_WAITING, (sweep_id,)):
+        try:
+            root = _root(json.loads(sandbox or "{}"))
+        except ValueError:  # a corrupt sandbox column: no path to show
+            root = None
+        if root is None:
+            continue
+        job = job_id(turn, attempt, infra_try)
+        prompt = root / "control" / "prompts" / f"{job}.md"
+        if not (root / "control" / "jobs" / job).is_dir():  # not handed over yet (the engine makes it at hand-over)
+            continue
+        done = f"{hint('done')} --marker {marker_path(root / 'control', job)}"
+        out.append(
+            ManualWait(configuration=name, seed=seed, prompt=str(prompt), workspace=str(root / "workspace"), done=done)
+        )
+    return tuple(out)
+
+
 def _sweep_infos(conn: sqlite3.Connection, sweep_id: str | None, now: float) -> list[SweepInfo]:
     return [
         SweepInfo(
@@ -49,6 +85,7 @@ def _sweep_infos(conn: sqlite3.Connection, sweep_id: str | None, now: float) -> 
             created_at=row.created_at,
             paused_seconds=row.paused_total(now),
             reason=row.reason,
+            waiting=_manual_waits(conn, row.id),
         )
         for row in sweeps.read_sweeps(conn, sweep_id)
     ]

@@ -76,7 +76,10 @@ def scenario_row(
     history.append(HISTORY_END.get(scenario.status, ""))
     last = attempts[-1] if attempts else None
     running = last is not None and last.phase == "launched" and scenario.status not in FINAL
-    failures = [p for p in attempts if p.outcome in ("fail", "infra")]
+    # A failure is the last one only while nothing passed after it: a scenario that recovered (a retry passed, or
+    # every turn did) has none to show, so no view reads "done (business_logic)" for a scenario that passed.
+    after_pass = next((i + 1 for i in range(len(attempts) - 1, -1, -1) if attempts[i].outcome == "pass"), 0)
+    failures = [p for p in attempts[after_pass:] if p.outcome in ("fail", "infra")]
     last_failure = ""
     if failures:
         f = failures[-1]

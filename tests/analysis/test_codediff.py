@@ -31,8 +31,10 @@ class Scenario:
 
 
 def test_consecutive_attempts_and_turns_are_compared(tmp_path: Path) -> None:
-    """Each attempt is compared with the one before it (retry, previous turn, or an empty workspace), infra skipped."""
+    """Each attempt is compared with the one before it (retry, previous turn, or the seeded workspace), not infra."""
     s = Scenario(tmp_path)
+    s.write("README.md", "# Instructions\n\n- [json] ...\n")  # what the engine seeds before turn 0
+    s.write("initial_specification.md", "# Specification\n")
     s.write("app.py", "def f():\n    return 1\n")
     s.write("old.py", "gone = True\n")
     first = s.attempt(0, 1)
@@ -45,8 +47,15 @@ def test_consecutive_attempts_and_turns_are_compared(tmp_path: Path) -> None:
     turn1 = s.attempt(1, 1, "pass", infra_try=1)
 
     c = code_change(tmp_path, s.refs, first)
-    assert c.base == "an empty workspace (the first code kept)" and c.base_id == 0
-    assert [(f.path, f.status, f.added) for f in c.files] == [("app.py", "added", 2), ("old.py", "added", 1)]
+    assert c.base == "the workspace as seeded (the first code kept)" and c.base_id == 0
+    assert [(f.path, f.status, f.added) for f in c.files] == [
+        ("README.md", "seeded", 0),
+        ("app.py", "added", 2),
+        ("initial_specification.md", "seeded", 0),
+        ("old.py", "added", 1),
+    ]
+    assert "README" not in c.diff and "Specification" not in c.diff
+    assert c.summary == "2 files changed, +3 -0 lines, against the workspace as seeded (the first code kept)"
 
     c = code_change(tmp_path, s.refs, second)
     assert c.base == "turn 0, attempt 1" and c.base_id == first

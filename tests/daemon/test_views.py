@@ -14,6 +14,7 @@ from protocol import (
     GetAttempt,
     GetCodeChange,
     GetScenario,
+    GetSweep,
     ListScenarios,
     Ok,
     Ping,
@@ -21,11 +22,13 @@ from protocol import (
     ScenarioList,
     Submit,
     Subscribe,
+    SweepInfo,
 )
 from protocol.client import Client
-from protocol.events import ScenarioFinished
+from protocol.events import ManualPrompt, ScenarioFinished
 from protocol.kinds import AttemptStep, FailureCategory, InfraKind, Outcome, ScenarioStatus
 from protocol.messages import Message, RequestFor
+from staminad.commands.clients import info_lines
 from staminad.daemon.views import scenario_list
 from staminad.engine.standing import scenario_row, turn_timeout
 from state import Store
@@ -78,6 +81,16 @@ def test_scenario_row_history_and_phase() -> None:
     assert (row.phase, row.last_failure) == ("testing", "validation,rename")
     assert scenario_row("c", _stored("failed"), rows[:2]).history == "PF"
     assert scenario_row("c", _stored("pending"), []).phase == "pending"
+
+
+def test_a_failure_a_later_pass_recovered_from_is_no_last_failure() -> None:
+    """A scenario whose failed attempts were followed by passes shows no last failure (never "done (rename)")."""
+    rows = [_p(0, 1, "pass"), _p(1, 1, "fail", categories=("rename",)), _p(1, 2, "pass")]
+    assert scenario_row("c", _stored("done"), rows).last_failure == ""
+    infra = [_p(0, 1, "infra", kind="self_kill"), _p(0, 1, "pass", infra_try=1)]
+    assert scenario_row("c", _stored("done"), infra).last_failure == ""
+    ended = [*rows, _p(2, 1, "fail", categories=("validation",)), _p(2, 2, "fail", categories=("enum_handling",))]
+    assert scenario_row("c", _stored("failed"), ended).last_failure == "enum_handling"
 
 
 def test_the_turn_timeout_is_read_from_the_stored_sweep_file(caplog: pytest.LogCaptureFixture) -> None:
@@ -282,3 +295,22 @@ async def test_scenarios_held_at_a_pause_are_not_counted_as_running(tmp_path: Pa
         gate.resume()
     assert gate.held == 0 and daemon.with_slots(info).active == 0
     daemon.running.pop("w").close()
+
+
+async def test_status_says_where_a_manual_scenarios_prompt_is(tmp_path: Path) -> None:
+    """After a submit, `status` names the prompt handed to a person, its workspace and the done command."""
+    state = tmp_path / "st"
+    held = write_sweep(tmp_path, "held", ["manual"], turns=1)
+    async with running_daemon(state), events(state, ("held",)) as stream:
+        await submit(state, held)
+        handed = (await until(stream, "manual_prompt")).data
+        assert isinstance(handed, ManualPrompt)
+        info = await request(state, GetSweep(sweep="held"))
+        assert isinstance(info, SweepInfo) and len(info.waiting) == 1
+        w = info.waiting[0]
+        assert (w.prompt, w.workspace, w.done) == (handed.prompt, handed.workspace, handed.done)
+        assert any(
+            line.endswith(f"your turn. Prompt: {w.prompt}; work in {w.workspace}; then run: {w.done}")
+            for line in info_lines(info)
+        )
+        assert isinstance(await request(state, Cancel(sweep="held")), Ok)

@@ -95,6 +95,18 @@ def test_model_waits_outages_and_caps_show_in_phase_history_and_log() -> None:
     assert board.max_attempts("s", "aider R=2 detailed") == 3
 
 
+def test_a_scenario_that_recovered_shows_no_last_failure() -> None:
+    """A failure a later pass recovered from is cleared, so a done scenario never reads "last failure X"."""
+    board = _board()
+    board.apply(_event(AttemptStarted(**WHO, turn=1, attempt=1, infra_try=0), 1))
+    board.apply(_event(_tested(1, 1, passed=False), 2))
+    s = board.find("s", 5)
+    assert s is not None and s.last_failure == "validation"
+    board.apply(_event(_tested(1, 2), 3))
+    board.apply(_event(_finished("done", 2), 4))
+    assert (s.status, s.history, s.last_failure) == ("done", "PR", "")
+
+
 def test_events_a_snapshot_already_holds_move_nothing() -> None:
     """Events up to the snapshot's seq are logged but not folded again; later ones still move the row."""
     board = Board()

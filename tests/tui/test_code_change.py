@@ -40,7 +40,7 @@ async def test_d_shows_the_highlighted_attempts_code_change_and_hides_it_again(t
             await settle(pilot, lambda: "against turn 0, attempt 1" in shown())
             assert "changed  run_server.sh +" in shown() and "--- a/run_server.sh" in shown()
             await pilot.press("up")  # turn 0, attempt 1 (its server crashed): its code against nothing
-            await settle(pilot, lambda: "against an empty workspace" in shown())
+            await settle(pilot, lambda: "against the workspace as seeded" in shown())
             assert shown().index("feedback sent") < shown().index("code change") < shown().index("harness log")
             await pilot.press("d")
             await settle(pilot, lambda: "code change" not in shown())

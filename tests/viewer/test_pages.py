@@ -75,6 +75,7 @@ def test_scenario_page_shows_failing_tests_with_request_and_response(client: Tes
     assert request is not None
     assert 'class="text request">' + request.group(1).strip() in r.text.replace("&#34;", '"')
     assert 'class="text response">500 ' in r.text and "server_crash" in r.text
+    assert "<td>fail (server_crash)</td>" in r.text and "(('" not in r.text  # categories in words, not a tuple
     assert "feedback sent" in r.text and "harness log" in r.text and "server log of this attempt's start" in r.text
 
 
@@ -115,7 +116,7 @@ def _code_sections(client: TestClient, configuration: str) -> list[tuple[str, st
 def test_each_attempt_shows_its_code_change_beside_its_failing_tests(client: TestClient) -> None:
     """Every attempt shows its collapsed code change after its failing tests, or why an infra attempt has none."""
     ref = _code_sections(client, REF)
-    assert len(ref) == 4 and ref[0][0].endswith("against an empty workspace (the first code kept)")
+    assert len(ref) == 4 and ref[0][0].endswith("against the workspace as seeded (the first code kept)")
     assert [w.rsplit("against ", 1)[1] for w, _ in ref[1:]] == [f"turn {t}, attempt 1" for t in range(3)]
     assert '<span class="d-hdr">+++ b/refserver/app.py</span>' in ref[0][1] and '<span class="d-add">+' in ref[0][1]
     mutant = _code_sections(client, MUT)
@@ -124,7 +125,7 @@ def test_each_attempt_shows_its_code_change_beside_its_failing_tests(client: Tes
     assert any(w.endswith("against turn 0, attempt 1") for w, _ in mutant[1:2])
     crash = _code_sections(client, CRASH)
     assert "ended as an infrastructure failure" in crash[0][0]
-    assert crash[1][0].endswith("against an empty workspace (the first code kept)")
+    assert crash[1][0].endswith("against the workspace as seeded (the first code kept)")
 
 
 def test_agent_code_in_a_diff_is_text(client: TestClient) -> None:
