@@ -20,6 +20,14 @@ With `--runtime docker` the same run goes through a sealed container (the launch
 container's launcher, see `staminad.sandbox.inside.launcher`); the harness's own time is what the wrapper
 records inside, so the launch's latency counts as the engine's.
 
+Since issue 41 the next attempt's suite is made once this attempt's suite has run (`engine.suites`), and the
+wait for a suite not yet made falls between the server start and the suite's run: it counts as the engine's.
+Measured in one run each, side by side on a busy 2-core box (load ~15), `--turns 80 --weights uniform --windows
+1-10,70-80` (2,140 tests at turn 80; harness ~400 ms there, so generation was hidden before too): before, turns
+70-80 0.61x turns 1-10 (29.9 vs 49.0 ms); after, 0.98x (57.0 vs 58.4 ms), with teardown 19 -> 58 ms median: in
+process the made-ahead suite's thread takes the GIL from the teardown and the next launch (the daemon makes it in
+a worker process). Turn 1,000 with a harness faster than generation (the issue's 19.7x) is not measured here yet.
+
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
      [--runtime local|docker [--no-launcher] [--workspace mount|volume]] [--smoke]
 
