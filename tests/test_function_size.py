@@ -18,6 +18,7 @@ MAX_LINES = 60
 ALLOWED = {
     "staminad/agents/drivers/mini_driver.py:main",  # agents: the mini-swe-agent session driver
     "staminad/agents/scripts/harness.py:main",  # agents: the harness launcher script
+    "staminad/analysis/codediff.py:_compare",  # validity: the attempt page's code change
     "staminad/bench/integrity.py:problems",  # validity: bench
     "staminad/bench/openapi.py:_entity_paths",  # validity: bench
     "staminad/bench/parts.py:scalar_field",  # validity: bench
