@@ -85,6 +85,19 @@ def engine(text: str) -> EngineSpec:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_engine_flag(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add the repeatable `--engine URL[,slots=N][,tls=DIR][,gateway=IP]` flag (into `engines`) with this help."""
+    parser.add_argument(
+        "--engine",
+        dest="engines",
+        action="append",
+        type=engine,
+        default=[],
+        metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
+        help=help,
+    )
+
+
 def check_engines(engines: list[EngineSpec]) -> list[EngineSpec]:
     """`--engine`s as given, refused with one line when one URL is named twice."""
     urls = [e.url for e in engines]
@@ -97,6 +110,7 @@ def check_engines(engines: list[EngineSpec]) -> list[EngineSpec]:
 __all__ = [
     "CommandError",
     "UsageError",
+    "add_engine_flag",
     "bounded_int",
     "check_engines",
     "check_store",

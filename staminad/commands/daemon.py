@@ -15,10 +15,10 @@ from protocol.paths import resolve_state_dir, state_dir_flag
 from staminad.commands.args import (
     CommandError,
     UsageError,
+    add_engine_flag,
     bounded_int,
     check_engines,
     check_store,
-    engine,
     integer,
     ip_address,
 )
@@ -40,14 +40,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     )
     s.add_argument("--runtime", choices=RUNTIME_CHOICES, help=f"override every sweep's runtime ({RUNTIME_HELP})")
     s.add_argument("--parallel", type=bounded_int(1, 100_000), default=64, help="global limit on concurrent scenarios")
-    s.add_argument(
-        "--engine",
-        dest="engines",
-        action="append",
-        type=engine,
-        default=[],
-        metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
-        help="a Docker engine to spread sweeps over (repeat for several; unix://, tcp:// or ssh:// URLs; "
+    add_engine_flag(
+        s,
+        "a Docker engine to spread sweeps over (repeat for several; unix://, tcp:// or ssh:// URLs; "
         "a sweep's own [run] engines win); sandboxes then keep their files in the engines' volumes",
     )
     s.add_argument("--metrics-port", type=integer, help="serve Prometheus metrics on 127.0.0.1:PORT")

@@ -16,9 +16,9 @@ from protocol.usage import hint
 from staminad.commands.args import (
     CommandError,
     UsageError,
+    add_engine_flag,
     check_engines,
     check_store,
-    engine,
     integer,
     lock_state_dir,
     seconds,
@@ -41,14 +41,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     )
     p.add_argument("--runtime", choices=RUNTIME_CHOICES, help=f"override the sweep's runtime ({RUNTIME_HELP})")
     p.add_argument("--quiet", action="store_true", help="only the final table")
-    p.add_argument(
-        "--engine",
-        dest="engines",
-        action="append",
-        type=engine,
-        default=[],
-        metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
-        help="a Docker engine to spread the sweep over (repeatable; the sweep's own [run] engines win)",
+    add_engine_flag(
+        p,
+        "a Docker engine to spread the sweep over (repeatable; the sweep's own [run] engines win)",
     )
     p.add_argument(
         "--force-new", action="store_true", help="replace a stored sweep of the same name whose configuration differs"

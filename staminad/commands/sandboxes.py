@@ -17,20 +17,15 @@ import msgspec
 
 from protocol.paths import resolve_state_dir, state_dir_flag
 from protocol.usage import hint
-from staminad.commands.args import CommandError, UsageError, engine
+from staminad.commands.args import CommandError, UsageError, add_engine_flag
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("sandboxes", help="list the project's sandboxes on each engine; --prune removes the orphans")
     p.add_argument("--prune", action="store_true", help="remove the orphans (their state directory is gone or done)")
-    p.add_argument(
-        "--engine",
-        dest="engines",
-        action="append",
-        type=engine,
-        default=[],
-        metavar="URL[,slots=N][,tls=DIR][,gateway=IP]",
-        help="another Docker engine to look at (repeatable; this machine's is always looked at)",
+    add_engine_flag(
+        p,
+        "another Docker engine to look at (repeatable; this machine's is always looked at)",
     )
     p.add_argument(
         "--sweep",
