@@ -160,3 +160,31 @@ def datetime_pattern(after: str | None = None, before: str | None = None) -> str
             parts.append(_day(hi.date()) + " " + _times(midnight, hi.time()))
         body = _alt(parts)
     return f"^{body}$"
+
+
+_USUAL = (dt.datetime(2020, 1, 1), dt.datetime(2030, 12, 31, 23, 59, 59))  # where an unbounded side's values lie
+
+
+def _text(t: dt.datetime) -> str:
+    return f"{_day(t.date())} {t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+
+
+def unpadded_probe(after: str | None, before: str | None) -> str | None:
+    """A valid datetime inside the bounds whose seconds are 07, its minute strictly between the bounds' minutes.
+
+    Written without the seconds' leading zero (`... 10:15:7`) it still compares inside the bounds as a
+    string, so only the format can reject it (`strptime` alone accepts it). None when the window is
+    too narrow to hold such a minute.
+    """
+    lo = dt.datetime.strptime(after, FORMAT) if after else None
+    hi = dt.datetime.strptime(before, FORMAT) if before else None
+    year = dt.timedelta(days=365)
+    if lo is None:
+        lo = _USUAL[0] if hi is None else min(_USUAL[0], hi - year) if hi >= FIRST + year else FIRST
+    if hi is None:
+        hi = max(_USUAL[1], lo + year) if lo <= LAST - year else LAST
+    mid = lo + (hi - lo) / 2
+    probe = mid.replace(second=7, microsecond=0)
+    if not _text(lo)[:16] < _text(probe)[:16] < _text(hi)[:16]:
+        return None
+    return _text(probe)

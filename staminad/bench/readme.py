@@ -88,7 +88,8 @@ _API: tuple[tuple[str, str], ...] = (
         "update",
         "`PATCH /{entity}/{id}` changes only the fields present in the body, validating each by the same "
         "rules as POST, and returns 200 and the updated entity; 404 if the id is unknown. A rejected PATCH "
-        "(400 or 422) changes nothing.",
+        "(400 or 422) changes nothing. A PATCH body holding no current field (`{}`, or only unknown keys) is "
+        "no error: it changes nothing and returns 200 and the entity.",
     ),
     (
         "patch-id",
@@ -140,7 +141,9 @@ _API: tuple[tuple[str, str], ...] = (
         "well as 5.5); a boolean is true or false, never 0 or 1. A value of the wrong type is rejected with "
         "400 or 422. Bad input must never produce a 500. A number written with a zero fraction, such as "
         "`5.0`, is not an integer either and should be rejected, but many JSON parsers cannot tell it from "
-        "`5`, so this is not tested: the tests never send `5.0` to an integer field.",
+        "`5`, so this is not tested: the tests never send `5.0` to an integer field. `NaN`, `Infinity` and "
+        "`-Infinity` are not JSON at all (many parsers accept them anyway): a body holding them is rejected "
+        "with 400 or 422.",
     ),
     (
         "enum",
@@ -158,7 +161,8 @@ _API: tuple[tuple[str, str], ...] = (
         "A datetime is a string in `YYYY-MM-DD hh:mm:ss` format (24-hour clock) naming a real calendar "
         "date and time: `2023-02-30 10:00:00`, `2023-02-29 10:00:00` (not a leap year) and "
         "`2024-04-10 24:00:00` (hours run 00-23) are invalid, and so is any other form (`T` between date "
-        "and time, missing seconds, a time zone). Bounds are inclusive and compare as strings, "
+        "and time, missing seconds, a time zone, fractional seconds, surrounding spaces, a part without its "
+        "leading zero such as `2024-4-10 9:05:00`). Bounds are inclusive and compare as strings, "
         "which orders this fixed-width format correctly. Violations are rejected with 400 or 422.",
     ),
     (
@@ -171,12 +175,15 @@ _API: tuple[tuple[str, str], ...] = (
         "reference-list",
         "A list-of-references field holds a JSON array of ids of existing entities of the "
         "referenced type. It defaults to `[]` when omitted and is never null (null is rejected with "
-        "400 or 422). An unknown id in the list is rejected with 400 or 422.",
+        "400 or 422). An unknown id in the list is rejected with 400 or 422. The same id may appear more than "
+        "once: the list is stored and returned exactly as sent, repeats and order included, and everything "
+        "computed from it counts each occurrence (`count(this.items)` and `sum(this.items.price)` include "
+        "repeats, and `for each` applies its effect once per occurrence).",
     ),
     (
         "cascade",
         "Deleting an entity updates every entity that referred to it: single references to it become "
-        "null and lists of references drop its id.",
+        "null and lists of references drop its id (every occurrence of it).",
     ),
     (
         "analytics",

@@ -8,6 +8,7 @@ calendar bug), so `validate` never counts an untestable bug as missed.
 from __future__ import annotations
 
 from staminad.reference.crudmutants import CRUD_MUTANTS
+from staminad.reference.inputmutants import INPUT_MUTANTS
 from staminad.reference.logicmutants import LOGIC_MUTANTS
 from staminad.reference.mutant import Mutant
 from staminad.reference.nullmutants import SPECS
@@ -17,5 +18,6 @@ MUTANTS: tuple[Mutant, ...] = (
     *LOGIC_MUTANTS,
     *CRUD_MUTANTS,
     *(Mutant(*spec) for spec in SPECS),  # null and empty inputs of computations, a removal
+    *INPUT_MUTANTS,
 )
 MUTANT_BY_BUG = {m.bug: m for m in MUTANTS}

@@ -40,7 +40,6 @@ from staminad.suite.inputclass import (
     list_of,
     make_case,
     make_deleted,
-    make_duplicates,
     make_empty_string,
     make_fine,
     make_id_case,
@@ -56,6 +55,13 @@ from staminad.suite.inputclass import (
     whole,
 )
 from staminad.suite.model import Step, Suite
+from staminad.suite.strictinputs import (
+    make_cascade_repeats,
+    make_near_miss,
+    make_non_finite,
+    make_patch_no_field,
+    make_repeated_ids,
+)
 
 FIELD_CLASSES: tuple[InputClass, ...] = (
     # ids and lists (per entity)
@@ -188,7 +194,19 @@ FIELD_CLASSES: tuple[InputClass, ...] = (
     entry("reference-list", "empty", ("ref_list",), "an explicit []", make=list_of(0)),
     entry("reference-list", "one", ("ref_list",), "a single id", make=list_of(1)),
     entry("reference-list", "many", ("ref_list",), f"{MANY} ids", make=list_of(MANY)),
-    entry("reference-list", "duplicates", ("ref_list",), "the same id twice", make=make_duplicates),
+    entry("reference-list", "duplicates", ("ref_list",), "an id twice, another between, kept", make=make_repeated_ids),
+    # what lenient parsers and set-minded stores let through (`strictinputs`); last, so no other draw moves
+    entry("types", "non_finite", NUMERIC, "NaN, Infinity and -Infinity (no JSON)", make=make_non_finite),
+    entry("datetime", "near_miss", ("datetime",), "unpadded or fractional seconds, spaces", make=make_near_miss),
+    entry(
+        "cascade",
+        "repeated_id",
+        ("ref_list",),
+        "a deleted target listed twice",
+        make=make_cascade_repeats,
+        category="cascade_deletion",
+    ),
+    entry("update", "no_field", (ENTITY,), "a PATCH of `{}` or of only an unknown key", make=make_patch_no_field),
 )
 # ... and the null and empty inputs of guards, effects and analytics (`computations`).
 CATALOGUE: tuple[InputClass | ComputationClass, ...] = (*FIELD_CLASSES, *COMPUTATION_CLASSES)
@@ -233,7 +251,7 @@ def class_tests(ctx: Ctx) -> list[tuple[str, str, str, tuple[str, ...], list[Ste
     for c in FIELD_CLASSES:
         if c.make is not None and c.applies(ctx.state, ctx.entity, f):
             out.append(
-                (f"{ctx.entity.endpoint}_{f.name}_{c.rule}_{c.name}", "validation", c.rule, (c.name,), c.make(ctx))
+                (f"{ctx.entity.endpoint}_{f.name}_{c.rule}_{c.name}", c.category, c.rule, (c.name,), c.make(ctx))
             )
     return out
 
@@ -244,7 +262,7 @@ def entity_class_tests(
     """The entity-level classes built here."""
     ctx = Ctx(state, rng, e, None, {}, {}, [])
     return [
-        (f"{e.endpoint}_{c.rule}_{c.name}", "validation", c.rule, (c.name,), c.make(ctx))
+        (f"{e.endpoint}_{c.rule}_{c.name}", c.category, c.rule, (c.name,), c.make(ctx))
         for c in FIELD_CLASSES
         if c.make is not None and c.applies(state, e, None)
     ]

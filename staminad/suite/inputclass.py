@@ -12,7 +12,7 @@ from typing import Any
 from staminad.bench.schema import Entity, Field, State
 from staminad.suite.data import datetime_value, scalar_body
 from staminad.suite.draws import ident
-from staminad.suite.model import OK, OK_OR_EMPTY, REJECTED, Equals, IsInteger, ListIds, Step, req
+from staminad.suite.model import OK_OR_EMPTY, REJECTED, Equals, IsInteger, ListIds, Step, req
 from staminad.suite.plans import target_body
 
 ENTITY = "entity"  # the `kinds` of a class that applies to an entity, not to one of its fields
@@ -46,6 +46,7 @@ class InputClass:
     text: str
     when: When
     make: Maker | None = None  # None: `generate` writes the test and tags it
+    category: str = "validation"  # the failure category of the test `make` writes
 
     def applies(self, state: State, entity: Entity, field: Field | None) -> bool:
         if field is None:
@@ -77,7 +78,7 @@ _TEXTS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _stored_back(ctx: Ctx, value: Any, why: str, integer: bool = False, n: int = 0) -> list[Step]:
+def stored_back(ctx: Ctx, value: Any, why: str, integer: bool = False, n: int = 0) -> list[Step]:
     """POST the value, and read it back from the answer and from a GET, unchanged."""
     f, ep = field_of(ctx), ctx.entity.endpoint
     oid = f"{ctx.without['id']}-{n}" if n else ctx.without["id"]
@@ -98,7 +99,7 @@ def text(name: str) -> Maker:
     def make(ctx: Ctx) -> list[Step]:
         value = _sized(field_of(ctx), *_TEXTS[name])
         assert value is not None
-        return _stored_back(ctx, value, f"a string is any JSON string: {value!r} is stored as sent")
+        return stored_back(ctx, value, f"a string is any JSON string: {value!r} is stored as sent")
 
     return make
 
@@ -131,26 +132,26 @@ def make_large(ctx: Ctx) -> list[Step]:
     f = field_of(ctx)
     steps: list[Step] = []
     for i, v in enumerate(large(f)):
-        steps += _stored_back(ctx, v, f"{f.name} has no bound on this side: {v!r} is valid", f.kind == "integer", i)
+        steps += stored_back(ctx, v, f"{f.name} has no bound on this side: {v!r} is valid", f.kind == "integer", i)
     return steps
 
 
 def make_integral(ctx: Ctx) -> list[Step]:
     v = whole(field_of(ctx))
     assert v is not None
-    return _stored_back(ctx, float(v), f"a float field accepts {float(v)!r}")
+    return stored_back(ctx, float(v), f"a float field accepts {float(v)!r}")
 
 
 def make_fine(ctx: Ctx) -> list[Step]:
     v = fine(field_of(ctx))
     assert v is not None
-    return _stored_back(ctx, v, f"{v!r} is stored without rounding")
+    return stored_back(ctx, v, f"{v!r} is stored without rounding")
 
 
 def make_empty_string(ctx: Ctx) -> list[Step]:
     if field_of(ctx).min_length:
         return _rejected(ctx, [""], "the empty string is shorter than the minimum length")
-    return _stored_back(ctx, "", "the empty string is a string like any other")
+    return stored_back(ctx, "", "the empty string is a string like any other")
 
 
 def padded(ctx: Ctx) -> list[Step]:
@@ -175,7 +176,7 @@ def _leap_ok(f: Field) -> str | None:
 def make_valid_datetime(ctx: Ctx) -> list[Step]:
     f = field_of(ctx)
     v = _leap_ok(f) or datetime_value(ctx.rng, f)
-    return _stored_back(ctx, v, f"{v!r} is a valid datetime and reads back in the same form")
+    return stored_back(ctx, v, f"{v!r} is a valid datetime and reads back in the same form")
 
 
 def make_time_zone(ctx: Ctx) -> list[Step]:
@@ -183,7 +184,7 @@ def make_time_zone(ctx: Ctx) -> list[Step]:
     return _rejected(ctx, [f"{v}Z", f"{v}+00:00"], "a datetime has no time zone")
 
 
-def _victim(ctx: Ctx) -> str:
+def victim_id(ctx: Ctx) -> str:
     value = ctx.base[field_of(ctx).name]
     return str(value[0] if isinstance(value, list) else value)
 
@@ -192,14 +193,14 @@ def _wrap(ctx: Ctx, ids: list[str]) -> Any:
     return ids if field_of(ctx).kind == "ref_list" else ids[0]
 
 
-def _target(ctx: Ctx) -> Entity:
+def target_of(ctx: Ctx) -> Entity:
     t = ctx.state.entity(field_of(ctx).target or "")
     assert t is not None
     return t
 
 
 def make_deleted(ctx: Ctx) -> list[Step]:
-    victim, t = _victim(ctx), _target(ctx)
+    victim, t = victim_id(ctx), target_of(ctx)
     return [
         *ctx.fix,
         req("DELETE", f"/{t.endpoint}/{victim}", expect=OK_OR_EMPTY, why=f"delete the {t.name} {victim}"),
@@ -208,13 +209,13 @@ def make_deleted(ctx: Ctx) -> list[Step]:
 
 
 def make_case(ctx: Ctx) -> list[Step]:
-    victim = _victim(ctx)
-    why = f"ids are case-sensitive: {victim.upper()!r} names no {_target(ctx).name}"
+    victim = victim_id(ctx)
+    why = f"ids are case-sensitive: {victim.upper()!r} names no {target_of(ctx).name}"
     return [*ctx.fix, *_rejected(ctx, [_wrap(ctx, [victim.upper()])], why)]
 
 
 def _targets(ctx: Ctx, n: int) -> tuple[list[Step], list[str]]:
-    t = _target(ctx)
+    t = target_of(ctx)
     bodies = [target_body(ctx.rng, ctx.state, t) for _ in range(n)]
     return [req("POST", f"/{t.endpoint}", b, why=f"create a {t.name} to reference") for b in bodies], [
         b["id"] for b in bodies
@@ -225,17 +226,9 @@ def list_of(n: int) -> Maker:
     def make(ctx: Ctx) -> list[Step]:
         made, ids = _targets(ctx, n)
         ctx2 = Ctx(ctx.state, ctx.rng, ctx.entity, ctx.field, ctx.without, ctx.base, made)
-        return _stored_back(ctx2, ids, f"{field_of(ctx).name} holds the {n} ids sent, in order")
+        return stored_back(ctx2, ids, f"{field_of(ctx).name} holds the {n} ids sent, in order")
 
     return make
-
-
-def make_duplicates(ctx: Ctx) -> list[Step]:
-    f, ep = field_of(ctx), ctx.entity.endpoint
-    victim = _victim(ctx)
-    why = "the README does not say whether a repeated id is kept, merged or rejected: any of them, never a 500"
-    body = {**ctx.without, f.name: [victim, victim]}
-    return [*ctx.fix, req("POST", f"/{ep}", body, expect=(*OK, *REJECTED), why=why)]
 
 
 def other_entity(state: State, e: Entity, f: Field | None) -> bool:
@@ -271,9 +264,15 @@ def make_list_sizes(ctx: Ctx) -> list[Step]:
 
 
 def entry(
-    rule: str, name: str, kinds: tuple[str, ...], text: str, when: When = _always, make: Maker | None = None
+    rule: str,
+    name: str,
+    kinds: tuple[str, ...],
+    text: str,
+    when: When = _always,
+    make: Maker | None = None,
+    category: str = "validation",
 ) -> InputClass:
-    return InputClass(rule=rule, name=name, kinds=kinds, text=text, when=when, make=make)
+    return InputClass(rule=rule, name=name, kinds=kinds, text=text, when=when, make=make, category=category)
 
 
 def has(attr: str) -> When:

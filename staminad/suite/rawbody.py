@@ -54,7 +54,7 @@ def _not_objects(body: dict[str, Any]) -> list[tuple[bytes, str]]:
     ]
 
 
-def _with_token(body: dict[str, Any], key: str, token: str) -> bytes:
+def with_token(body: dict[str, Any], key: str, token: str) -> bytes:
     """`body` as JSON with `key` set to the bare token `token` (NaN, Infinity), which JSON does not have."""
     rest = json.dumps({k: v for k, v in body.items() if k != key})
     inner = rest[1:-1]
@@ -78,7 +78,7 @@ def create_tests(rng: SuiteRandom, state: State, e: Entity) -> list[RawTest]:
         raw_req(
             "POST",
             f"/{ep}",
-            _with_token(a, "id", token),
+            with_token(a, "id", token),
             expect=BODY_REJECTED,
             why=f'POST /{ep} with `"id": {token}` (not JSON, never a string id) must be rejected ({_NO_500})',
         )
@@ -128,7 +128,7 @@ def patch_tests(rng: SuiteRandom, state: State, e: Entity) -> list[RawTest]:
         raw_req(
             "PATCH",
             path,
-            _with_token({}, "id", "NaN"),
+            with_token({}, "id", "NaN"),
             expect=NO_CHANGE,
             why=f'PATCH {path} with `"id": NaN` (not JSON, not the entity\'s id): no 500 and no change',
         ),

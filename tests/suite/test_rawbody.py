@@ -116,13 +116,15 @@ def _run(state: Any, seed: int, turn: int, history: Any, bugs: tuple[str, ...] =
 
 @pytest.mark.parametrize("bug", ["malformed-json-500", "non-object-body-500"])
 def test_a_server_answering_500_to_a_bad_body_fails_at_turn_0(bug: str) -> None:
-    """The two servers an independent check found passing turn 40 now fail at turn 0, as crashes of the json rule."""
+    """The two servers an independent check found passing turn 40 now fail at turn 0, as crashes of the json rule
+    (and of the types rule, whose non-finite numbers are bodies no JSON parser takes)."""
     for seed in SEEDS:
         state, history = state_and_history(_SCENARIOS[seed], 0)
         assert not _run(state, seed, 0, history)
         failures = _run(state, seed, 0, history, (bug,))
         assert failures, (seed, bug)
-        assert {(f.category, f.rule) for f in failures} == {(MUTANT_BY_BUG[bug].category, "json")}
+        crash = MUTANT_BY_BUG[bug].category
+        assert (crash, "json") in {(f.category, f.rule) for f in failures} <= {(crash, "json"), (crash, "types")}
 
 
 def test_the_reference_passes_every_raw_body_test_at_every_turn() -> None:

@@ -136,6 +136,8 @@ class App(Validation, Actions):
         if "id" in body and (body["id"] != obj["id"] or "patch-rejects-id" in self.bugs):
             raise Reject(400, "id cannot be changed")
         fields = {f["name"]: f for f in entity["fields"]}
+        if "empty-patch-rejected" in self.bugs and not any(k in fields for k in body):
+            raise Reject(400, "no fields to update")
         self._removed(entity, body)
         if "patch-no-validation" in self.bugs:
             obj.update({k: v for k, v in body.items() if k in fields})
@@ -174,6 +176,8 @@ class App(Validation, Actions):
                         del table[key]
                     elif hit and f["kind"] == "ref":
                         obj[f["name"]] = None
+                    elif hit and "cascade-drops-one" in self.bugs:
+                        obj[f["name"]].remove(oid)  # list.remove: the first occurrence only
                     elif hit:
                         obj[f["name"]] = [i for i in obj[f["name"]] if i != oid]
 

@@ -98,4 +98,13 @@ SERVER_BUGS = (
             "avg-floor",
         }
     )
+    | frozenset(
+        {  # lenient parsers and set-minded stores (`inputmutants`)
+            "non-finite-accepted",
+            "strptime-dates",
+            "ref-list-deduped",
+            "cascade-drops-one",
+            "empty-patch-rejected",
+        }
+    )
 )

@@ -46,11 +46,12 @@ class Validation:
         def no_constants(name: str) -> Any:
             raise ValueError(f"{name} is not valid JSON")
 
+        constants = None if "non-finite-accepted" in self.bugs else no_constants  # json.loads' default takes NaN
         if "malformed-json-500" in self.bugs:  # parses without a try: the parser's error escapes as a 500
-            body = json.loads(raw.decode("utf-8") or "null", parse_constant=no_constants)
+            body = json.loads(raw.decode("utf-8") or "null", parse_constant=constants)
         else:
             try:
-                body = json.loads(raw.decode("utf-8") or "null", parse_constant=no_constants)
+                body = json.loads(raw.decode("utf-8") or "null", parse_constant=constants)
             except (ValueError, UnicodeDecodeError):
                 raise Reject(400, "body is not valid JSON") from None
         if not isinstance(body, dict) and "non-object-body-500" not in self.bugs:  # the mutant calls .get on it
@@ -64,7 +65,7 @@ class Validation:
             except ValueError:
                 return False
             return True
-        if not isinstance(v, str) or not _DT.match(v):
+        if not isinstance(v, str) or ("strptime-dates" not in self.bugs and not _DT.match(v)):
             return False
         if "invalid-calendar" in self.bugs:
             return True
@@ -128,7 +129,7 @@ class Validation:
             unchecked = "unchecked-reference-list" in self.bugs
             if not isinstance(v, list) or not all(isinstance(i, str) and (unchecked or i in table) for i in v):
                 raise bad
-            return list(v)
+            return list(dict.fromkeys(v)) if "ref-list-deduped" in self.bugs else list(v)
         return v
 
     def _number(self, kind: str, v: Any) -> Any:
