@@ -151,6 +151,16 @@ def any_guard(state: State, ok: object) -> bool:
     )
 
 
+def at_literal(ops: frozenset[str]) -> object:
+    """`ok` of `any_guard`: a guard `this.x OP literal`, OP in `ops`, whose literal is a value `x` can hold."""
+
+    def ok(state: State, e: Entity, c: Condition) -> bool:
+        f = e.field(c.left.field) if isinstance(c, Compare) and isinstance(c.left, FieldOperand) else None
+        return f is not None and isinstance(c, Compare) and c.op in ops and scalar_fits(state, f, c.value)
+
+    return ok
+
+
 def _zero_passes(c: Compare | Quantified) -> bool:
     return c.op in _ORDER and compare(0, c.op, c.value)
 

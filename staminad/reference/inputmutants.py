@@ -3,7 +3,8 @@
 Each is what a server written the usual way does: Python's `json.loads` (and so Flask and Starlette)
 reads `NaN` and `Infinity` as numbers, `strptime` alone takes `2024-04-10 9:05:7`, a list stored as a
 set keeps a repeated id once, `list.remove` drops only its first occurrence, and a PATCH handler that
-checks "no fields to update" refuses `{}`. `mutants` adds them to `MUTANTS`.
+checks "no fields to update" refuses `{}`, and a guard's comparison is off by its boundary (`>=` written as
+`>`, or `>` as `>=`). `mutants` adds them to `MUTANTS`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from staminad.bench.changes import Change
 from staminad.bench.datetimes import unpadded_probe
 from staminad.bench.schema import Field, State
+from staminad.reference.exercised import any_guard, at_literal
 from staminad.reference.mutant import Mutant, any_field
 
 
@@ -60,5 +62,19 @@ INPUT_MUTANTS: tuple[Mutant, ...] = (
         "validation",
         "answers 400 to a PATCH holding no current field (`{}`)",
         lambda s, c: bool(s.entities),
+    ),
+    Mutant(
+        "guard-at-literal-fails",
+        "guards",
+        "business_logic",
+        "evaluates a guard's `>=` and `<=` as `>` and `<`",
+        lambda s, c: any_guard(s, at_literal(frozenset((">=", "<=")))),
+    ),
+    Mutant(
+        "guard-at-literal-holds",
+        "guards",
+        "business_logic",
+        "evaluates a guard's `>` and `<` as `>=` and `<=`",
+        lambda s, c: any_guard(s, at_literal(frozenset((">", "<")))),
     ),
 )

@@ -23,6 +23,7 @@ from staminad.bench.schema import (
     CountOperand,
     Entity,
     EnumType,
+    FieldOperand,
     NullCheck,
     Quantified,
     State,
@@ -312,8 +313,35 @@ def _successes(a: _Action) -> list[ActionTest]:
     return out
 
 
+ORDERING = ("<", "<=", ">", ">=")
+
+
+def _at_literals(a: _Action) -> list[ActionTest]:
+    """Each `this.x OP literal` guard (OP an ordering) with x exactly at the literal, every other guard holding:
+    `>=` and `<=` hold there (200), `>` and `<` do not (409)."""
+    action, n = a.action, len(a.action.conditions)
+    out: list[ActionTest] = []
+    for i, cond in enumerate(action.conditions):
+        if not (isinstance(cond, Compare) and isinstance(cond.left, FieldOperand) and cond.op in ORDERING):
+            continue
+        want = compare(cond.value, cond.op, cond.value)
+        label = f"{a.name}_guard_{i + 1}_at_literal"
+        found = a.plan([want if j == i else True for j in range(n)], pick(a.rng, label, action.sources), {i: "literal"})
+        if found is not None:
+            verdict = "holds, so 200" if want else "does not hold, so 409"
+            why = f"the guard `{condition_phrase(cond)}` with {cond.left.field} exactly {cond.value!r} {verdict}"
+            out.append((label, "business_logic", "guards", a.steps(found[0], found[1], why), ("at_literal",)))
+    return out
+
+
 # An action's tests, in the order they draw their data (a new maker goes last, so no other test's data moves).
-ACTION_TESTS: tuple[Callable[[_Action], list[ActionTest]], ...] = (_unknown_id, _wrong_state, _guards, _successes)
+ACTION_TESTS: tuple[Callable[[_Action], list[ActionTest]], ...] = (
+    _unknown_id,
+    _wrong_state,
+    _guards,
+    _successes,
+    _at_literals,
+)
 
 
 def action_tests(state: State, action: Action, rng: random.Random) -> list[ActionTest]:

@@ -34,7 +34,7 @@ from staminad.bench.schema import (
     State,
     SumOperand,
 )
-from staminad.reference.exercised import actions, guarded, others_hold
+from staminad.reference.exercised import actions, any_guard, at_literal, guarded, others_hold
 from staminad.suite.computedata import empty_allowed, null_target_free
 from staminad.suite.plans import can_be_null, falsy_value
 from staminad.suite.semantics import compare
@@ -183,6 +183,12 @@ COMPUTATION_CLASSES: tuple[ComputationClass, ...] = (
     ComputationClass("guards", "null_list_item", "a listed entity's compared field is null", _null_list_item),
     ComputationClass("guards", "empty_list", "`any of`, `all of` or `sum(...)` over an empty list", _empty_guard_list),
     ComputationClass("guards", "falsy_not_null", 'false, 0 or "" in a null-checked field', _falsy),
+    ComputationClass(
+        "guards",
+        "at_literal",
+        "a field exactly at the literal of `>=`, `<=`, `>` or `<`",
+        lambda s: any_guard(s, at_literal(frozenset(("<", "<=", ">", ">=")))),
+    ),
     ComputationClass(
         "effects", "null_increase", "the field an increase or decrease reads is null", _null_input(Increment)
     ),

@@ -205,6 +205,11 @@ def _shape_field(
             return False
         set_null(plan.body, f)
         return True
+    if variant == "literal":  # exactly the literal: `>=` and `<=` hold there, `>` and `<` do not
+        if not scalar_fits(state, f, cond.value) or compare(cond.value, cond.op, cond.value) != want:
+            return False
+        plan.body[f.name] = cond.value
+        return True
     if variant != "value":
         return False
     options = _compare_values(_candidates(rng, state, f, cond.value), cond.op, cond.value, want)

@@ -104,7 +104,12 @@ class Actions:
         left = self._operand(entity, obj, c["left"])
         if left is None and "null-guard-skipped" in self.bugs:
             return True  # nothing to compare, so nothing to forbid
-        return self._cmp(left, c["op"], c["value"])
+        op = c["op"]
+        if c["left"]["type"] == "field" and "guard-at-literal-fails" in self.bugs:
+            op = {">=": ">", "<=": "<"}.get(op, op)  # off by the boundary
+        if c["left"]["type"] == "field" and "guard-at-literal-holds" in self.bugs:
+            op = {">": ">=", "<": "<="}.get(op, op)
+        return self._cmp(left, op, c["value"])
 
     def _store(self, entity: dict[str, Any], obj: dict[str, Any], name: str, value: Any) -> None:
         """An effect's result; stored even outside the field's bounds."""

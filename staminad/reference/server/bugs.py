@@ -105,6 +105,8 @@ SERVER_BUGS = (
             "ref-list-deduped",
             "cascade-drops-one",
             "empty-patch-rejected",
+            "guard-at-literal-fails",
+            "guard-at-literal-holds",
         }
     )
 )
