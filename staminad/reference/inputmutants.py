@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from staminad.bench.changes import Change
 from staminad.bench.datetimes import unpadded_probe
-from staminad.bench.schema import Field, State
-from staminad.reference.exercised import any_guard, at_literal
+from staminad.bench.schema import Compare, CountOperand, Field, ForEach, Increment, State
+from staminad.reference.exercised import actions, any_guard, at_literal, compare, others_hold
 from staminad.reference.mutant import Mutant, any_field
 
 
@@ -25,6 +25,25 @@ def _unbounded_float(s: State, c: Sequence[Change]) -> bool:
 
 def _unpadded_fits(f: Field) -> bool:
     return f.kind == "datetime" and unpadded_probe(f.after, f.before) is not None
+
+
+def _count_shows_repeat(c: object) -> bool:
+    """`count(this.items) OP v` where one to three repeats of an id cross v from some count of 1 to 4."""
+    if not (isinstance(c, Compare) and isinstance(c.left, CountOperand)):
+        return False
+    return any(compare(m + k, c.op, c.value) != compare(m, c.op, c.value) for m in range(1, 5) for k in range(1, 4))
+
+
+def _repeat_counted(s: State, c: Sequence[Change]) -> bool:
+    return any(others_hold(s, e, a) and any(map(_count_shows_repeat, a.conditions)) for a, e in actions(s))
+
+
+def _repeat_walked(s: State, c: Sequence[Change]) -> bool:
+    return any(
+        others_hold(s, e, a)
+        and any(isinstance(x, ForEach) and isinstance(x.effect, Increment) and x.effect.amount for x in a.effects)
+        for a, e in actions(s)
+    )
 
 
 INPUT_MUTANTS: tuple[Mutant, ...] = (
@@ -62,6 +81,20 @@ INPUT_MUTANTS: tuple[Mutant, ...] = (
         "validation",
         "answers 400 to a PATCH holding no current field (`{}`)",
         lambda s, c: bool(s.entities),
+    ),
+    Mutant(
+        "count-distinct",
+        "reference-list",
+        "business_logic",
+        "counts the distinct ids of a list in `count()` (`len(set(...))`, `COUNT(DISTINCT ...)`)",
+        _repeat_counted,
+    ),
+    Mutant(
+        "for-each-distinct",
+        "reference-list",
+        "business_logic",
+        "applies a `for each` effect once per distinct id (`WHERE id IN (...)`)",
+        _repeat_walked,
     ),
     Mutant(
         "guard-at-literal-fails",

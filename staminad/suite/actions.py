@@ -33,6 +33,7 @@ from staminad.suite import computedata
 from staminad.suite.data import scalar_body, stored
 from staminad.suite.draws import ident, pick, skipped
 from staminad.suite.effectdata import meet_effects
+from staminad.suite.listrepeats import read_lists, repeated_list
 from staminad.suite.model import Check, Equals, Step, req
 from staminad.suite.plans import Plan, shape
 from staminad.suite.semantics import World, apply_action, compare, holds
@@ -334,6 +335,28 @@ def _at_literals(a: _Action) -> list[ActionTest]:
     return out
 
 
+def _repeats(a: _Action) -> list[ActionTest]:
+    """Per list a `count()`/`sum()` guard reads or a `for each` walks: the same call with one id in it twice."""
+    out: list[ActionTest] = []
+    for link in read_lists(a.action):
+        label = f"{a.name}_{link}_repeated_id"
+        found = a.plan([True] * len(a.action.conditions), pick(a.rng, label, a.action.sources))
+        field = a.entity.field(link)
+        if found is None or field is None:
+            continue
+        plan = found[0]
+        if not plan.body.get(link):  # nothing to repeat yet: two targets to walk or count
+            plan.link(a.rng, a.state, field, [{}, {}])
+        ids = repeated_list(a.state, a.entity, a.action, _world(a.state, a.entity, plan), plan.body["id"], link)
+        if ids is None:
+            continue
+        plan.body[link] = ids
+        why = f"{link} holds {ids[-1]} more than once: count(), sum() and for each count every occurrence"
+        steps = a.steps(plan, _world(a.state, a.entity, plan), why)
+        out.append((label, "business_logic", "reference-list", steps, ("repeated_id",)))
+    return out
+
+
 # An action's tests, in the order they draw their data (a new maker goes last, so no other test's data moves).
 ACTION_TESTS: tuple[Callable[[_Action], list[ActionTest]], ...] = (
     _unknown_id,
@@ -341,6 +364,7 @@ ACTION_TESTS: tuple[Callable[[_Action], list[ActionTest]], ...] = (
     _guards,
     _successes,
     _at_literals,
+    _repeats,
 )
 
 

@@ -36,6 +36,7 @@ from staminad.bench.schema import (
 )
 from staminad.reference.exercised import actions, any_guard, at_literal, guarded, others_hold
 from staminad.suite.computedata import empty_allowed, null_target_free
+from staminad.suite.listrepeats import read_lists
 from staminad.suite.plans import can_be_null, falsy_value
 from staminad.suite.semantics import compare
 
@@ -163,6 +164,11 @@ def _free_link(kind: type) -> Callable[[State], bool]:
     return when
 
 
+def _repeat_read(state: State) -> bool:
+    """An action whose guards can all hold reads a list with `count()` or `sum()`, or walks it with `for each`."""
+    return any(read_lists(a) for a, _ in _effects(state))
+
+
 def _any_analytics(state: State) -> bool:
     return bool(state.analytics)
 
@@ -208,6 +214,12 @@ COMPUTATION_CLASSES: tuple[ComputationClass, ...] = (
         "effects", "null_reference", "the reference `on the referenced T` follows is null", _free_link(OnReference)
     ),
     ComputationClass("effects", "empty_list", "the list `for each` walks is empty", _free_link(ForEach)),
+    ComputationClass(
+        "reference-list",
+        "repeated_id",
+        "an id twice in a list `count()`, `sum()` or `for each` reads",
+        _repeat_read,
+    ),
     ComputationClass("analytics", "empty", "no entities at all", _any_analytics),
     ComputationClass("analytics", "null_skipped", "a null value among several", _nullable_analytics),
     ComputationClass("analytics", "all_null", "entities whose values are all null", _nullable_analytics),

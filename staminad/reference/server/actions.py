@@ -73,7 +73,8 @@ class Actions:
             a, b = obj.get(op["left"]), obj.get(op["right"])
             return None if a is None or b is None else _ARITH[op["op"]](a, b)
         if t == "count":
-            return len(obj.get(op["list_field"]) or [])
+            ids = obj.get(op["list_field"]) or []
+            return len(set(ids)) if "count-distinct" in self.bugs else len(ids)
         table = self._target(entity, op["list_field"])[1]
         vals = [table[i].get(op["field"]) for i in obj.get(op["list_field"]) or [] if i in table]
         if "guard-sum-empty-null" in self.bugs and all(v is None for v in vals):
@@ -155,6 +156,8 @@ class Actions:
             refs = obj.get(x["list_field"]) or []
             if not refs and "for-each-empty-500" in self.bugs:
                 raise RuntimeError("syntax error near ')': WHERE id IN ()")  # the query built for no ids
+            if "for-each-distinct" in self.bugs:
+                refs = list(dict.fromkeys(refs))  # one UPDATE ... WHERE id IN (...)
             for ref in refs[:1] if "for-each-first-only" in self.bugs else refs:
                 if ref in table:
                     self._simple(target, table[ref], x["effect"])

@@ -107,6 +107,8 @@ SERVER_BUGS = (
             "empty-patch-rejected",
             "guard-at-literal-fails",
             "guard-at-literal-holds",
+            "count-distinct",
+            "for-each-distinct",
         }
     )
 )

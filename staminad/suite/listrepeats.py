@@ -1,0 +1,66 @@
+"""A repeated id in a list that `count()`, `sum()` or `for each` reads, chosen so counting it once shows.
+
+The README says a list of references keeps a repeated id as sent and that everything computed from
+the list counts each occurrence. For one action and one list field, `repeated_list` searches lists
+built from a plan's ids (a prefix of them, then one of them again once to three times) for one whose
+outcome (the status and every entity after the call) differs from the outcome of the same list with
+the repeats removed, so a server that counts or walks distinct ids fails; where no list differs it
+still returns one with a repeat, which the class gate counts as exercised.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from staminad.bench.schema import Action, Compare, CountOperand, Entity, ForEach, State, SumOperand
+from staminad.suite.semantics import World, apply_action
+
+_MAX_REPEATS = 3
+
+
+def read_lists(action: Action) -> list[str]:
+    """The list fields the action's `count()`/`sum()` guards read or its `for each` effects walk, in order."""
+    out = [c.left.list_field for c in action.conditions if isinstance(c, Compare) and _counts(c)]
+    out += [x.list_field for x in action.effects if isinstance(x, ForEach)]
+    return list(dict.fromkeys(out))
+
+
+def _counts(c: Compare) -> bool:
+    return isinstance(c.left, CountOperand | SumOperand)
+
+
+def _candidates(ids: list[str]) -> Iterator[list[str]]:
+    for m in range(1, len(ids) + 1):
+        for r in range(m):
+            for k in range(1, _MAX_REPEATS + 1):
+                yield ids[:m] + [ids[r]] * k
+
+
+def _outcome(world: World, state: State, action: Action, oid: str, link: str) -> tuple[int, World]:
+    status, after = apply_action(world, state, action, oid)
+    after = copy.deepcopy(after)
+    after[action.entity][oid].pop(link, None)  # the list itself differs by construction
+    return status, after
+
+
+def _with_list(world: World, entity: Entity, oid: str, link: str, ids: list[str]) -> World:
+    out = copy.deepcopy(world)
+    out[entity.name][oid][link] = ids
+    return out
+
+
+def repeated_list(state: State, entity: Entity, action: Action, world: World, oid: str, link: str) -> list[str] | None:
+    """A list for `oid`'s `link` holding a repeated id, whose outcome shows counting it once where one can;
+    None when the list the plan made is empty (no id to repeat)."""
+    ids: list[Any] = list(dict.fromkeys(world[entity.name][oid].get(link) or []))
+    first = None
+    for cand in _candidates(ids):
+        first = first or cand
+        once = list(dict.fromkeys(cand))
+        mine = _outcome(_with_list(world, entity, oid, link, cand), state, action, oid, link)
+        theirs = _outcome(_with_list(world, entity, oid, link, once), state, action, oid, link)
+        if mine != theirs:
+            return cand
+    return first
