@@ -22,13 +22,13 @@ _MAX_REPEATS = 3
 
 def read_lists(action: Action) -> list[str]:
     """The list fields the action's `count()`/`sum()` guards read or its `for each` effects walk, in order."""
-    out = [c.left.list_field for c in action.conditions if isinstance(c, Compare) and _counts(c)]
+    out = [
+        c.left.list_field
+        for c in action.conditions
+        if isinstance(c, Compare) and isinstance(c.left, CountOperand | SumOperand)
+    ]
     out += [x.list_field for x in action.effects if isinstance(x, ForEach)]
     return list(dict.fromkeys(out))
-
-
-def _counts(c: Compare) -> bool:
-    return isinstance(c.left, CountOperand | SumOperand)
 
 
 def _candidates(ids: list[str]) -> Iterator[list[str]]:
