@@ -87,3 +87,34 @@ def type_fits(state: State, field: Field, value: Scalar | None) -> bool:
     if kind == "datetime":
         return is_valid_datetime(value)
     return False
+
+
+def _around_bounds(f: Field) -> list[Scalar]:
+    """Values at and one step outside each bound of `f` (a character or a second for strings and datetimes)."""
+    if f.kind in ("integer", "float"):
+        step = 1 if f.kind == "integer" else 0.5
+        return [v + d for v in (f.minimum, f.maximum) if v is not None for d in (-step, 0, step)]
+    if f.kind == "string":
+        lengths = [n + d for n in (f.min_length, f.max_length) if n is not None for d in (-1, 0, 1)]
+        return ["s" * n for n in lengths if n >= 0]
+    out: list[Scalar] = []
+    for bound in (f.after, f.before):
+        if bound is None:
+            continue
+        t = dt.datetime.strptime(bound, "%Y-%m-%d %H:%M:%S")
+        for d in (-1, 0, 1):
+            try:
+                u = t + dt.timedelta(seconds=d)
+            except OverflowError:  # one second past 9999-12-31 23:59:59
+                continue
+            out.append(f"{u.year:04d}-{u.month:02d}-{u.day:02d} {u.hour:02d}:{u.minute:02d}:{u.second:02d}")
+    return out
+
+
+def rebound_probes(state: State, old: Field, new: Field) -> tuple[Scalar | None, Scalar | None]:
+    """After a change of bounds from `old` to `new`: a value it made valid, and one it made invalid (None where
+    there is none), each at or next to one of the bounds."""
+    values = list(dict.fromkeys(_around_bounds(new) + _around_bounds(old)))
+    made_valid = [v for v in values if scalar_fits(state, new, v) and not scalar_fits(state, old, v)]
+    made_invalid = [v for v in values if scalar_fits(state, old, v) and not scalar_fits(state, new, v)]
+    return (made_valid[0] if made_valid else None), (made_invalid[0] if made_invalid else None)

@@ -130,7 +130,10 @@ class Model:
         elif kind == "change_bounds":
             f = self._field(change["entity"], change["field"])
             assert f is not None
-            for key in ("minimum", "maximum", "min_length", "max_length", "after", "before"):
+            keys = ("minimum", "maximum", "min_length", "max_length", "after", "before")
+            if "patch-stale-bounds" in bugs:  # the PATCH model keeps the bounds it was written with
+                f.setdefault("patch_bounds", {k: f[k] for k in keys if k in f})
+            for key in keys:
                 f.pop(key, None)
             f.update(parse_bounds(f["kind"], change["text"]))
         elif kind == "add_analytics":

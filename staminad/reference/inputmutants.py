@@ -4,18 +4,19 @@ Each is what a server written the usual way does: Python's `json.loads` (and so 
 reads `NaN` and `Infinity` as numbers, `strptime` alone takes `2024-04-10 9:05:7`, a list stored as a
 set keeps a repeated id once, `list.remove` drops only its first occurrence, and a PATCH handler that
 checks "no fields to update" refuses `{}`, and a guard's comparison is off by its boundary (`>=` written as
-`>`, or `>` as `>=`). `mutants` adds them to `MUTANTS`.
+`>`, or `>` as `>=`), and a PATCH keeps checking the bounds a field had before a change. `mutants` adds them to `MUTANTS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from staminad.bench.changes import Change
+from staminad.bench.changes import Change, ChangeConstraints, transition
 from staminad.bench.datetimes import unpadded_probe
 from staminad.bench.schema import Compare, CountOperand, Field, ForEach, Increment, State
+from staminad.bench.values import rebound_probes
 from staminad.reference.exercised import actions, any_guard, at_literal, compare, others_hold
-from staminad.reference.mutant import Mutant, any_field
+from staminad.reference.mutant import Mutant, any_field, carried
 
 
 def _unbounded_float(s: State, c: Sequence[Change]) -> bool:
@@ -44,6 +45,21 @@ def _repeat_walked(s: State, c: Sequence[Change]) -> bool:
         and any(isinstance(x, ForEach) and isinstance(x.effect, Increment) and x.effect.amount for x in a.effects)
         for a, e in actions(s)
     )
+
+
+def _rebound_shows(before: State, after: State, changes: Sequence[Change]) -> bool:
+    """A change of bounds this turn, still in effect at its end, with a value it made valid or invalid."""
+    cur = before
+    for i, c in enumerate(changes):
+        old_entity = cur.entity(c.entity) if isinstance(c, ChangeConstraints) else None
+        old = old_entity.field(c.field) if isinstance(c, ChangeConstraints) and old_entity else None
+        at = carried(c.entity, c.field, changes[i + 1 :]) if isinstance(c, ChangeConstraints) else None
+        e = after.entity(at[0]) if at else None
+        new = e.field(at[1]) if e is not None and at and at[1] else None
+        if old is not None and new is not None and rebound_probes(after, old, new) != (None, None):
+            return True
+        cur = transition(cur, [c])
+    return False
 
 
 INPUT_MUTANTS: tuple[Mutant, ...] = (
@@ -95,6 +111,14 @@ INPUT_MUTANTS: tuple[Mutant, ...] = (
         "business_logic",
         "applies a `for each` effect once per distinct id (`WHERE id IN (...)`)",
         _repeat_walked,
+    ),
+    Mutant(
+        "patch-stale-bounds",
+        "update",
+        "validation",
+        "validates a PATCH by a field's bounds before they changed (a second, stale copy of the checks)",
+        lambda s, c: False,
+        _rebound_shows,
     ),
     Mutant(
         "guard-at-literal-fails",

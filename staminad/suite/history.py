@@ -9,11 +9,13 @@ paths, the reference fields of a deleted entity).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
 from staminad.bench.changes import (
     Change,
+    ChangeConstraints,
     DeleteEntity,
     DeleteField,
     RenameEntity,
@@ -22,7 +24,7 @@ from staminad.bench.changes import (
 )
 from staminad.bench.removed import removed_items
 from staminad.bench.scenario import Scenario
-from staminad.bench.schema import Analytics, Condition, Effect, State, endpoint_of
+from staminad.bench.schema import Analytics, Condition, Effect, Field, State, endpoint_of
 
 
 class History(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,6 +36,7 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     renamed_fields: tuple[tuple[str, str, str], ...] = ()  # (entity, old field, its current name) renamed this turn
     removed_guards: tuple[tuple[str, str, Condition], ...] = ()  # (entity, action, guard) removed this turn
     removed_effects: tuple[tuple[str, str, Effect, int], ...] = ()  # (entity, action, effect, its index) removed
+    rebounded: tuple[tuple[str, str, Field], ...] = ()  # (entity, field, the field before) whose bounds changed
 
 
 class _Removed:
@@ -48,13 +51,14 @@ class _Removed:
         self.actions: list[list[str]] = []  # [entity, action]
         self.renamed: list[list[str]] = []  # [entity]
         self.moves: list[list[str]] = []  # [entity, old field, current name]
+        self.rebounds: list[list[Any]] = []  # [entity, field, the field before the turn changed its bounds]
 
     def follow(self, change: Change) -> None:
         """Carry the names recorded so far through `change`'s renames, and retire the endpoints it ends."""
         match change:
             case RenameEntity(old=old, new=new):
                 self.retired.add(endpoint_of(old))
-                for record in (*self.fields, *self.actions, *self.renamed, *self.moves):
+                for record in (*self.fields, *self.actions, *self.renamed, *self.moves, *self.rebounds):
                     if record[0] == old:
                         record[0] = new
                 for arecord in self.analytics:
@@ -66,11 +70,23 @@ class _Removed:
                     if move[0] == entity and move[2] == old:
                         move[2] = new
                 self.moves.append([entity, old, new])
+                for rb in self.rebounds:
+                    if rb[0] == entity and rb[1] == old:
+                        rb[1] = new
                 for arecord in self.analytics:
                     if arecord[0] == entity and arecord[1] == old:
                         arecord[1] = new
             case DeleteEntity(name=name):
                 self.retired.add(endpoint_of(name))
+            case ChangeConstraints(entity=entity, field=field):
+                if not any(rb[0] == entity and rb[1] == field for rb in self.rebounds):  # the bounds before the turn
+                    self.rebounds.append([entity, field, None])
+
+    def before_bounds(self, cur: State) -> None:
+        """Fill in the field as it was just before a bounds change recorded by `follow`."""
+        for rb in self.rebounds:
+            e = cur.entity(rb[0]) if rb[2] is None else None
+            rb[2] = e.field(rb[1]) if e is not None else rb[2]
 
     def compare(self, change: Change, cur: State, nxt: State) -> None:
         """Record what is in `cur` and gone from `nxt`: fields (by why they went), analytics and actions."""
@@ -99,6 +115,7 @@ def turn_history(previous: History | None, before: State, changes: Sequence[Chan
     for change in changes:
         nxt = transition(cur, [change])
         removed.follow(change)
+        removed.before_bounds(cur)
         removed.compare(change, cur, nxt)
         cur = nxt
     return _history(removed, before, changes, after)
@@ -140,7 +157,20 @@ def _history(removed: _Removed, before: State, changes: Sequence[Change], after:
         ),
         removed_guards=guards,
         removed_effects=effects,
+        rebounded=tuple(_rebounded(removed, after)),
     )
+
+
+def _rebounded(removed: _Removed, after: State) -> list[tuple[str, str, Field]]:
+    """The bounds changes still in effect at the end of the turn: the field there, of the same kind, with other
+    bounds than before."""
+    out = []
+    for entity, field, old in removed.rebounds:
+        e = after.entity(entity)
+        f = e.field(field) if e is not None else None
+        if f is not None and old is not None and f.kind == old.kind and _bounds(f) != _bounds(old):
+            out.append((entity, field, old))
+    return out
 
 
 def state_and_history(scenario: Scenario, turn: int) -> tuple[State, History | None]:
@@ -153,3 +183,7 @@ def state_and_history(scenario: Scenario, turn: int) -> tuple[State, History | N
         history = turn_history(history, state, batch, after)
         state = after
     return state, history
+
+
+def _bounds(f: Field) -> tuple[object, ...]:
+    return (f.minimum, f.maximum, f.min_length, f.max_length, f.after, f.before)

@@ -1,4 +1,5 @@
-"""Tests of what a turn removed or renamed: gone endpoints and fields, old keys ignored.
+"""Tests of what a turn removed, renamed or re-bounded: gone endpoints and fields, old keys ignored, new bounds
+kept by PATCH.
 
 `history_tests` runs HISTORY_TESTS in order, each over one list of the turn's `History`. The table's order is
 the order of the draws, so it fixes every test's data.
@@ -9,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from staminad.bench.schema import Entity
+from staminad.bench.values import rebound_probes
 from staminad.suite.builder import STALE, Builder
 from staminad.suite.data import other_value, scalar_body, stored, stored_checks
 from staminad.suite.draws import ident
 from staminad.suite.history import History
-from staminad.suite.model import OK, Absent, Equals, req
+from staminad.suite.model import OK, REJECTED, Absent, Equals, req
 from staminad.suite.plans import fixture_steps
 from staminad.suite.removals import removed_effect_test, removed_guard_test
 
@@ -144,6 +146,30 @@ def _gone_effects(b: Builder, h: History) -> None:
             b.add(*test)
 
 
+def _rebounded(b: Builder, h: History) -> None:
+    """After a change of bounds, a PATCH with a value the change made valid (200, stored) and one it made invalid
+    (rejected, nothing changed): a PATCH validates by the same rules as POST, the new bounds."""
+    for entity, field, old in h.rebounded:
+        e = _entity(b, entity)
+        f = e.field(field)
+        assert f is not None
+        valid, invalid = rebound_probes(b.state, old, f)
+        if valid is None and invalid is None:
+            continue
+        body = scalar_body(b.rng, b.state, e, ident(b.rng, f"{e.endpoint}-rebound"))
+        path, now = f"/{e.endpoint}/{body['id']}", stored(b.state, e, body)
+        steps = [req("POST", f"/{e.endpoint}", body, why=f"create a {e.name} to PATCH")]
+        if valid is not None:
+            now = {**now, field: valid}
+            why = f"the new bounds of {field} admit {valid!r}: a PATCH stores it"
+            steps.append(req("PATCH", path, {field: valid}, expect=(200,), checks=(Equals((field,), valid),), why=why))
+        if invalid is not None:
+            why = f"the new bounds of {field} exclude {invalid!r}: a PATCH is rejected"
+            steps.append(req("PATCH", path, {field: invalid}, expect=REJECTED, why=why))
+        steps.append(req("GET", path, checks=stored_checks(now), why=f"{field} holds what the new bounds allowed"))
+        b.add(f"{e.endpoint}_{field}_bounds_changed_patch", "validation", "update", steps)
+
+
 # The turn's history tests, in the order they draw their data: the old keys, guards and effects came after the
 # rest, so that the data drawn above stayed what it was before these tests existed (a new maker goes last too).
 HISTORY_TESTS: tuple[Callable[[Builder, History], None], ...] = (
@@ -155,6 +181,7 @@ HISTORY_TESTS: tuple[Callable[[Builder, History], None], ...] = (
     _old_keys_ignored,
     _gone_guards,
     _gone_effects,
+    _rebounded,
 )
 
 

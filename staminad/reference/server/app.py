@@ -132,6 +132,13 @@ class App(Validation, Actions):
             if f["name"] in body and f["name"] not in live:
                 self._value(f, body[f["name"]])
 
+    def _patch_rules(self, f: dict[str, Any]) -> dict[str, Any]:
+        """The field as a PATCH validates it; the mutant's PATCH model still has the bounds from before a change."""
+        if "patch-stale-bounds" not in self.bugs or "patch_bounds" not in f:
+            return f
+        keys = ("minimum", "maximum", "min_length", "max_length", "after", "before")
+        return {**{k: v for k, v in f.items() if k not in keys}, **f["patch_bounds"]}
+
     def _update(self, entity: dict[str, Any], obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         if "id" in body and (body["id"] != obj["id"] or "patch-rejects-id" in self.bugs):
             raise Reject(400, "id cannot be changed")
@@ -146,7 +153,9 @@ class App(Validation, Actions):
                 if k in fields:
                     obj[k] = self._value(fields[k], v)
         else:
-            changes = {name: self._value(f, body[name]) for name, f in fields.items() if name in body}
+            changes = {
+                name: self._value(self._patch_rules(f), body[name]) for name, f in fields.items() if name in body
+            }
             obj.update(changes)
         return obj
 

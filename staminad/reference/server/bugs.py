@@ -109,6 +109,7 @@ SERVER_BUGS = (
             "guard-at-literal-holds",
             "count-distinct",
             "for-each-distinct",
+            "patch-stale-bounds",
         }
     )
 )
