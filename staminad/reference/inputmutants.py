@@ -2,9 +2,9 @@
 
 Each is what a server written the usual way does: Python's `json.loads` (and so Flask and Starlette)
 reads `NaN` and `Infinity` as numbers, `strptime` alone takes `2024-04-10 9:05:7`, a list stored as a
-set keeps a repeated id once, `list.remove` drops only its first occurrence, and a PATCH handler that
-checks "no fields to update" refuses `{}`, and a guard's comparison is off by its boundary (`>=` written as
-`>`, or `>` as `>=`), and a PATCH keeps checking the bounds a field had before a change. `mutants` adds them to `MUTANTS`.
+set keeps a repeated id once, `list.remove` drops only its first occurrence, a PATCH handler that checks
+"no fields to update" refuses `{}`, a guard's comparison is off by its boundary (`>=` written as `>`, or `>`
+as `>=`), and a PATCH keeps checking the bounds a field had before a change. `mutants` adds them to `MUTANTS`.
 """
 
 from __future__ import annotations

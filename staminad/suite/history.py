@@ -70,9 +70,7 @@ class _Removed:
                     if move[0] == entity and move[2] == old:
                         move[2] = new
                 self.moves.append([entity, old, new])
-                for rb in self.rebounds:
-                    if rb[0] == entity and rb[1] == old:
-                        rb[1] = new
+                self._rename_rebound(entity, old, new)
                 for arecord in self.analytics:
                     if arecord[0] == entity and arecord[1] == old:
                         arecord[1] = new
@@ -81,6 +79,11 @@ class _Removed:
             case ChangeConstraints(entity=entity, field=field):
                 if not any(rb[0] == entity and rb[1] == field for rb in self.rebounds):  # the bounds before the turn
                     self.rebounds.append([entity, field, None])
+
+    def _rename_rebound(self, entity: str, old: str, new: str) -> None:
+        for rb in self.rebounds:
+            if rb[0] == entity and rb[1] == old:
+                rb[1] = new
 
     def before_bounds(self, cur: State) -> None:
         """Fill in the field as it was just before a bounds change recorded by `follow`."""
