@@ -207,14 +207,14 @@ def test_a_suite_msgpack_cannot_carry_crosses_intact() -> None:
 
 async def test_a_kept_suite_runs_in_its_worker_to_the_in_thread_verdict() -> None:
     """A kept suite runs in its worker to the in-thread verdict; a released or orphaned one is made again."""
-    state, history = state_and_history(SCENARIO, 15)
+    state, history = state_and_history(SCENARIO, 6)
     async with anyio.create_task_group() as tg:
         pool = WorkerPool(1)
         await tg.start(pool.serve)
-        kept = await pool.keep(state, 7, 15, history, 1)
-        suite = await make_suite(None, state, 7, 15, history, 1)
+        kept = await pool.keep(state, 7, 6, history, 1)
+        suite = await make_suite(None, state, 7, 6, history, 1)
         assert kept.tests == len(suite.tests) and kept.worker is not None
-        with reference(15, ["default-required"]) as url:
+        with reference(6, ["default-required"]) as url:
             threaded = verdict_of(await suite_on_server(None, suite, url, 5.0), "detailed")
             assert threaded.failed and threaded.feedback
             assert await pool.run_kept(kept, url, 5.0, "detailed") == threaded
