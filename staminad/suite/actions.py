@@ -14,6 +14,8 @@ import random
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import msgspec
+
 from staminad.bench.parts import condition_fields
 from staminad.bench.phrases import condition_phrase
 from staminad.bench.schema import (
@@ -335,6 +337,12 @@ def _at_literals(a: _Action) -> list[ActionTest]:
     return out
 
 
+def _cite(step: Step, old: str, new: str) -> Step:
+    """`step` with its checks citing rule `new` where they cited `old`."""
+    checks = tuple(msgspec.structs.replace(c, rule=new) if getattr(c, "rule", "") == old else c for c in step.checks)
+    return msgspec.structs.replace(step, checks=checks)
+
+
 def _repeats(a: _Action) -> list[ActionTest]:
     """Per list a `count()`/`sum()` guard reads or a `for each` walks: the same call with one id in it twice."""
     out: list[ActionTest] = []
@@ -352,7 +360,7 @@ def _repeats(a: _Action) -> list[ActionTest]:
             continue
         plan.body[link] = ids
         why = f"{link} holds {ids[-1]} more than once: count(), sum() and for each count every occurrence"
-        steps = a.steps(plan, _world(a.state, a.entity, plan), why)
+        steps = [_cite(s, "effects", "reference-list") for s in a.steps(plan, _world(a.state, a.entity, plan), why)]
         out.append((label, "business_logic", "reference-list", steps, ("repeated_id",)))
     return out
 
