@@ -118,7 +118,7 @@ def test_a_bounds_change_is_recorded_under_the_fields_name_at_the_end_of_the_tur
     """Change the bounds, then rename the field, in one turn: the history names the new field and the old bounds."""
     box = Entity(name="Box", fields=(Field(name="weight", kind="integer", minimum=0, maximum=9),))
     before = State(entities=(box,), enums=())
-    changes = [
+    changes: list[Change] = [
         ChangeConstraints(entity="Box", field="weight", minimum=1, maximum=20),
         RenameField("Box", "weight", "mass"),
     ]
