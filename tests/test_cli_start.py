@@ -93,3 +93,21 @@ def test_every_placeholder_says_what_its_module_says() -> None:
         importlib.import_module(f"staminad.commands.{module}").add_parsers(probe)
     given = {a.dest: str(a.help) for a in probe._choices_actions}
     assert given == {name: helptext for name, (_, helptext) in cli.COMMANDS.items()}
+
+
+@pytest.mark.parametrize("command", ["run", "start"])
+def test_a_runners_help_reads_the_runtime_registry_without_the_engine(command: str) -> None:
+    """`run --help` and `start --help` list the runtimes from the registry, importing no engine, suite or agent."""
+    found = _start(command, "--help")
+    modules = found["modules"]
+    assert isinstance(modules, list)
+    engine = (
+        "staminad.engine",
+        "staminad.suite.generate",
+        "staminad.agents",
+        "staminad.sandbox.docker.bindsandbox",
+        "httpx",
+    )
+    heavy = [m for m in modules if any(m == h or m.startswith(h + ".") for h in engine)]
+    assert found["code"] == 0 and heavy == [], heavy
+    assert "docker: sealed containers" in str(found["out"]).replace("\n", " ").replace("  ", " ")

@@ -22,7 +22,7 @@ from staminad.commands.args import (
     integer,
     ip_address,
 )
-from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
+from staminad.sandbox.runtimes import RUNTIME_CHOICES, RUNTIME_HELP
 from staminad.suite.niceness import DEFAULT as DEFAULT_NICE
 from staminad.suite.niceness import DEFAULT_RAISE, raise_daemon, raised, set_child_nice
 

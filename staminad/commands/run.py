@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -23,14 +23,10 @@ from staminad.commands.args import (
     lock_state_dir,
     seconds,
 )
-from staminad.commands.progress import Progress
-from staminad.engine.config import SweepError, load_sweep
-from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIME_HELP
-from staminad.engine.summary import format_summary
-from staminad.engine.sweep import run_sweep
-from staminad.packio import read_pack
-from staminad.sandbox.markers import MAX_EXIT
-from staminad.sandbox.ports import PortAllocator
+
+if TYPE_CHECKING:  # the engine is imported when a sweep runs, not for `--help`
+    from staminad.commands.progress import Progress
+from staminad.sandbox.runtimes import RUNTIME_CHOICES, RUNTIME_HELP
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -68,6 +64,12 @@ def _say(line: str) -> None:
 
 
 def run_cmd(args: argparse.Namespace) -> int:
+    from staminad.commands.progress import Progress
+    from staminad.engine.config import SweepError, load_sweep
+    from staminad.engine.summary import format_summary
+    from staminad.packio import read_pack
+    from staminad.sandbox.ports import PortAllocator
+
     try:
         sweep, fingerprint = load_sweep(args.sweep)
     except SweepError as exc:
@@ -127,6 +129,8 @@ async def _until_interrupted(
                     return
 
         tg.start_soon(on_interrupt)
+        from staminad.engine.sweep import run_sweep
+
         summaries = await run_sweep(sweep, fingerprint, state_dir, factory, progress, pack, detach=detach)
         tg.cancel_scope.cancel()
     return None if detach.is_set() else summaries
@@ -157,6 +161,8 @@ async def _check_stored(sweep: Any, fingerprint: str, source: Path, force_new: b
 
 def done_cmd(args: argparse.Namespace) -> int:
     import json
+
+    from staminad.sandbox.markers import MAX_EXIT
 
     marker: Path = args.marker
     if not 0 <= args.exit <= MAX_EXIT:

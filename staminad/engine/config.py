@@ -268,7 +268,7 @@ def _check(sweep: SweepFile, path: Path) -> None:  # noqa: C901 - one branch per
                 )
     if any(not 0 <= x <= 100 for x in m.retries):
         raise bad("matrix.retries must be between 0 and 100")
-    from staminad.engine.runtime import runtime_problem  # the registry builds on this module's settings
+    from staminad.sandbox.runtimes import runtime_problem
 
     if (problem := runtime_problem(r.runtime, r.workspace, bool(r.engines))) is not None:
         raise bad(problem)

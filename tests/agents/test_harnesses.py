@@ -156,7 +156,7 @@ def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> 
     """A sweep mixing harnesses needs each harness's own layer and `[run] image` for the built-ins, once each."""
     from staminad.agents.layers import layer_tag as harness_tag
     from staminad.engine.config import load_sweep, sweep_images
-    from staminad.engine.runtime import harness_flag
+    from staminad.sandbox.runtimes import harness_hint
 
     path = tmp_path / "s.toml"
     path.write_text(
@@ -168,4 +168,4 @@ def test_each_configuration_runs_the_image_its_adapter_names(tmp_path: Path) -> 
     assert sweep_images(sweep) == ["img:built-ins", harness_tag("claude-code"), harness_tag("mini-swe-agent")]
     assert adapter_for("claude-code").image == harness_tag("claude-code") != harness_tag("mini-swe-agent")
     assert adapter_for("reference").image == ""
-    assert harness_flag(harness_tag("claude-code")) == " --harness claude-code" and harness_flag("img:x") == ""
+    assert harness_hint(harness_tag("claude-code")) == " --harness claude-code" and harness_hint("img:x") == ""

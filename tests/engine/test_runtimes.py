@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from staminad.engine import runtime
 from staminad.engine.config import RunSettings, SweepError, parse_sweep
-from staminad.engine.runtime import RUNTIME_CHOICES, RUNTIMES, Runtime, RuntimeUnavailable, choose_runtime
+from staminad.engine.runtime import RuntimeUnavailable, choose_runtime
+from staminad.sandbox import runtimes
 from staminad.sandbox.local import LocalFactory
 from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.runtimes import RUNTIME_CHOICES, RUNTIMES, Runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -65,12 +66,12 @@ async def test_a_new_runtime_is_one_entry_and_auto_says_why_it_passed_it_over(
     async def absent(images: Any) -> str | None:
         return f"no cluster to run {len(images)} images"
 
-    def never(placement: runtime.Placement) -> runtime.Made:
+    def never(placement: runtimes.Placement) -> runtimes.Made:
         raise AssertionError("an unavailable runtime is never made")
 
     pods = Runtime(name="pods", summary="pods", probe=absent, make=never, isolates=True, remote=False)
     local = RUNTIMES["local"]
-    monkeypatch.setattr(runtime, "RUNTIMES", {"pods": pods, "local": local})
+    monkeypatch.setattr(runtimes, "RUNTIMES", {"pods": pods, "local": local})
     factory, said = await choose_runtime("auto", RunSettings(), PortAllocator())
     assert isinstance(factory, LocalFactory)
     assert said == "local (pods unavailable: no cluster to run 1 images)"
