@@ -158,22 +158,6 @@ class Sandbox(Protocol):
     def watch(self) -> EngineWatch | None: ...
 
 
-class ContainerSettings(Protocol):
-    """What a container runtime reads of a sweep's `[run]` settings (the engine's RunSettings has these)."""
-
-    @property
-    def image(self) -> str: ...
-
-    @property
-    def cpus(self) -> float: ...
-
-    @property
-    def memory_mb(self) -> int: ...
-
-    @property
-    def pids(self) -> int: ...
-
-
 class SandboxFactory(Protocol):
     """A runtime: makes a scenario's sandbox, and tells the LLM gateway how its sandboxes reach it."""
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from protocol.usage import did_you_mean, hint
 from staminad.sandbox.docker.recipe import LAYOUT, LAYOUT_LABEL, REPO
+from staminad.sandbox.settings import ContainerSettings
 
 if TYPE_CHECKING:
     from staminad.sandbox.base import SandboxFactory
@@ -57,21 +58,9 @@ async def docker_available(image: str) -> str | None:
 Made = tuple["SandboxFactory", str]  # the factory, and how the runtime chosen is described to the user
 
 
-class RunPlace(Protocol):
+class RunPlace(ContainerSettings, Protocol):
     """What choosing and making a runtime reads of a sweep's `[run]` (the engine's RunSettings has these): the
-    container settings (`sandbox.base.ContainerSettings`), where the workspace lives and the engines."""
-
-    @property
-    def image(self) -> str: ...
-
-    @property
-    def cpus(self) -> float: ...
-
-    @property
-    def memory_mb(self) -> int: ...
-
-    @property
-    def pids(self) -> int: ...
+    container settings, where the workspace lives and the engines."""
 
     @property
     def workspace(self) -> str: ...

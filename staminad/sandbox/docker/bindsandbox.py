@@ -60,7 +60,6 @@ from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     HARNESS_DIR,
     SERVER_PORT_IN_CONTAINER,
-    ContainerSettings,
     Grant,
     SandboxError,
     SandboxFactory,
@@ -95,6 +94,7 @@ from staminad.sandbox.docker.sealed import HARNESS_LOG_LIMIT, SealedContainer
 from staminad.sandbox.hostfiles import HostFiles, stage_layer
 from staminad.sandbox.inside.beneath import ensure_dir
 from staminad.sandbox.ports import PortAllocator
+from staminad.sandbox.settings import ContainerSettings
 
 log = logging.getLogger(__name__)
 

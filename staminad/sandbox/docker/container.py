@@ -20,10 +20,11 @@ from typing import Any
 import aiodocker
 import anyio
 
-from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, ContainerSettings, Loss, SandboxError
+from staminad.sandbox.base import SERVER_PORT_IN_CONTAINER, Loss, SandboxError
 from staminad.sandbox.docker.engineconnect import client_watch
 from staminad.sandbox.docker.image import AGENT_UID, PRIVATE_DIR
 from staminad.sandbox.outage import EngineWatch
+from staminad.sandbox.settings import ContainerSettings
 
 log = logging.getLogger(__name__)
 LABEL_SWEEP = "staminabench.sweep"

@@ -34,7 +34,6 @@ import msgspec
 from protocol.errors import UsageError
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
-    ContainerSettings,
     Grant,
     SandboxError,
     SandboxFactory,
@@ -45,6 +44,7 @@ from staminad.sandbox.docker.enginespec import EngineSpec
 from staminad.sandbox.docker.placedsandbox import PlacedSandbox
 from staminad.sandbox.docker.placementfiles import PLACEMENT, read_placement
 from staminad.sandbox.outage import watches_by_url
+from staminad.sandbox.settings import ContainerSettings
 
 ENGINE_WAIT = 60.0  # seconds a sandbox waits for any engine to answer before its attempt is an infra retry
 CLOSE_TIMEOUT = 30.0  # bound on removing what a sweep left on an engine that answers

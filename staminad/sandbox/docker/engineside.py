@@ -20,7 +20,6 @@ import anyio
 from protocol.kinds import InfraKind
 from staminad.sandbox.base import (
     SERVER_PORT_IN_CONTAINER,
-    ContainerSettings,
     Grant,
     InsideFailure,
     SandboxError,
@@ -46,6 +45,7 @@ from staminad.sandbox.docker.container import (
     seal_slots,
 )
 from staminad.sandbox.docker.record import EngineRecord
+from staminad.sandbox.settings import ContainerSettings
 
 # What the engine says when an exec could not be started for want of the container's processes or memory, which
 # the agent's processes compete for: judged as such (`InsideFailure`), never as the engine's failure.

@@ -14,7 +14,6 @@ import anyio
 
 from staminad.sandbox.base import (
     SNAPSHOT_LIMIT,
-    ContainerSettings,
     Grant,
     HostView,
     JobState,
@@ -30,6 +29,7 @@ from staminad.sandbox.docker.engineconnect import PING_EVERY, Endpoint
 from staminad.sandbox.docker.placementfiles import current, read_placement, set_current, write_placement
 from staminad.sandbox.markers import Marker, MarkerWatcher
 from staminad.sandbox.outage import EngineWatch
+from staminad.sandbox.settings import ContainerSettings
 
 
 class EngineLike(Protocol):

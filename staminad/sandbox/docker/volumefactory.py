@@ -13,9 +13,10 @@ from pathlib import Path
 import aiodocker
 import anyio
 
-from staminad.sandbox.base import ContainerSettings, Grant, SandboxFactory
+from staminad.sandbox.base import Grant, SandboxFactory
 from staminad.sandbox.docker.container import ContainerFactory, reap, reap_volumes
 from staminad.sandbox.docker.volumesandbox import VolumeSandbox
+from staminad.sandbox.settings import ContainerSettings
 
 
 class VolumeFactory(ContainerFactory):

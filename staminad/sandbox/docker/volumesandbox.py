@@ -44,7 +44,6 @@ from staminad.sandbox.base import (
     HARNESS_DIR,
     SERVER_PORT_IN_CONTAINER,
     SNAPSHOT_LIMIT,
-    ContainerSettings,
     Grant,
     HostView,
     JobState,
@@ -82,6 +81,7 @@ from staminad.sandbox.docker.snapshot import take_snapshot, tar_bytes
 from staminad.sandbox.docker.streamclient import LauncherStream
 from staminad.sandbox.docker.volumeset import PARTS, STAMP, UNTOKENED, VolumeSet, stamp, stamped
 from staminad.sandbox.markers import Marker, MarkerWatcher, check_marker
+from staminad.sandbox.settings import ContainerSettings
 
 # Besides the agent's layer: the streaming launcher and the line counter it runs as the agent.
 STREAM_FILES = (
