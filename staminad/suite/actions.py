@@ -35,7 +35,7 @@ from staminad.suite import computedata
 from staminad.suite.data import scalar_body, stored
 from staminad.suite.draws import ident, pick, skipped
 from staminad.suite.effectdata import meet_effects
-from staminad.suite.listrepeats import read_lists, repeated_list
+from staminad.suite.listrepeats import read_lists, repeated_lists
 from staminad.suite.model import Check, Equals, Step, req
 from staminad.suite.plans import Plan, shape
 from staminad.suite.semantics import World, apply_action, compare, holds
@@ -344,7 +344,8 @@ def _cite(step: Step, old: str, new: str) -> Step:
 
 
 def _repeats(a: _Action) -> list[ActionTest]:
-    """Per list a `count()`/`sum()` guard reads or a `for each` walks: the same call with one id in it twice."""
+    """Per list a `count()`/`sum()` guard reads or a `for each` walks: the same call with one id in it twice, where
+    counting it once flips a guard, and where it changes what an effect stores."""
     out: list[ActionTest] = []
     for link in read_lists(a.action):
         label = f"{a.name}_{link}_repeated_id"
@@ -355,13 +356,13 @@ def _repeats(a: _Action) -> list[ActionTest]:
         plan = found[0]
         if not plan.body.get(link):  # nothing to repeat yet: two targets to walk or count
             plan.link(a.rng, a.state, field, [{}, {}])
-        ids = repeated_list(a.state, a.entity, a.action, _world(a.state, a.entity, plan), plan.body["id"], link)
-        if ids is None:
-            continue
-        plan.body[link] = ids
-        why = f"{link} holds {ids[-1]} more than once: count(), sum() and for each count every occurrence"
-        steps = [_cite(s, "effects", "reference-list") for s in a.steps(plan, _world(a.state, a.entity, plan), why)]
-        out.append((label, "business_logic", "reference-list", steps, ("repeated_id",)))
+        world = _world(a.state, a.entity, plan)
+        for kind, ids in repeated_lists(a.state, a.entity, a.action, world, plan.body["id"], link).items():
+            plan.body[link] = ids
+            why = f"{link} holds {ids[-1]} more than once: count(), sum() and for each count every occurrence"
+            steps = [_cite(s, "effects", "reference-list") for s in a.steps(plan, _world(a.state, a.entity, plan), why)]
+            name = label if kind == "held" else f"{label}_{kind}"
+            out.append((name, "business_logic", "reference-list", steps, ("repeated_id",)))
     return out
 
 

@@ -1,11 +1,11 @@
 """A repeated id in a list that `count()`, `sum()` or `for each` reads, chosen so counting it once shows.
 
 The README says a list of references keeps a repeated id as sent and that everything computed from
-the list counts each occurrence. For one action and one list field, `repeated_list` searches lists
+the list counts each occurrence. For one action and one list field, `repeated_lists` searches lists
 built from a plan's ids (a prefix of them, then one of them again once to three times) for one whose
-outcome (the status and every entity after the call) differs from the outcome of the same list with
-the repeats removed, so a server that counts or walks distinct ids fails; where no list differs it
-still returns one with a repeat, which the class gate counts as exercised.
+status differs from that of the same list with the repeats removed (a server counting distinct ids
+fails it) and one whose stored entities differ while both succeed (a server walking distinct ids fails
+it); where no list differs it still gives one with a repeat, which the class gate counts as exercised.
 """
 
 from __future__ import annotations
@@ -51,16 +51,23 @@ def _with_list(world: World, entity: Entity, oid: str, link: str, ids: list[str]
     return out
 
 
-def repeated_list(state: State, entity: Entity, action: Action, world: World, oid: str, link: str) -> list[str] | None:
-    """A list for `oid`'s `link` holding a repeated id, whose outcome shows counting it once where one can;
-    None when the list the plan made is empty (no id to repeat)."""
+def repeated_lists(
+    state: State, entity: Entity, action: Action, world: World, oid: str, link: str
+) -> dict[str, list[str]]:
+    """Lists for `oid`'s `link` holding a repeated id: under "counted", one where counting the repeat once changes
+    the status (a `count()` or `sum()` guard flips); under "walked", one where both answer 200 but what is stored
+    differs (a `for each` effect applied once too few); where neither exists, one list under "held". Empty when
+    the list the plan made is empty (no id to repeat)."""
     ids: list[Any] = list(dict.fromkeys(world[entity.name][oid].get(link) or []))
-    first = None
+    found: dict[str, list[str]] = {}
     for cand in _candidates(ids):
-        first = first or cand
-        once = list(dict.fromkeys(cand))
         mine = _outcome(_with_list(world, entity, oid, link, cand), state, action, oid, link)
-        theirs = _outcome(_with_list(world, entity, oid, link, once), state, action, oid, link)
-        if mine != theirs:
-            return cand
-    return first
+        theirs = _outcome(_with_list(world, entity, oid, link, list(dict.fromkeys(cand))), state, action, oid, link)
+        if mine[0] != theirs[0]:
+            found.setdefault("counted", cand)
+        elif mine != theirs:
+            found.setdefault("walked", cand)
+        if len(found) == 2:
+            break
+    first = next(_candidates(ids), None)
+    return found or ({"held": first} if first is not None else {})
