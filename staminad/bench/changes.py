@@ -55,7 +55,7 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
         need(is_camel(name), f"entity name {name!r} must be CamelCase")
         need(endpoint_of(name) not in ("reset", "analytics"), f"endpoint /{endpoint_of(name)} is reserved")
         need(endpoint_of(name) not in state.endpoints, f"endpoint /{endpoint_of(name)} is already used")
-        need(not nesting(e.name for e in state.entities)(name), f"{name} and another entity name nest")
+        need(not nesting(e.name for e in state.entities)(name), f"{name} nests with an entity name")
         need(self.entity.fields, "a new entity needs fields")
         need(len({frozenset(n.values) for n in self.new_enums}) == len(self.new_enums), "two new enums are alike")
         probe = state.evolve(enums=(*state.enums, *self.new_enums))
@@ -91,7 +91,7 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
         need(is_camel(self.new), f"entity name {self.new!r} must be CamelCase")
         need(endpoint_of(self.new) not in ("reset", "analytics"), f"endpoint /{endpoint_of(self.new)} is reserved")
         need(endpoint_of(self.new) not in state.endpoints, f"/{self.new.lower()} is taken")
-        need(not nesting(e.name for e in state.entities)(self.new, self.old), f"{self.new} nests another name")
+        need(not nesting(e.name for e in state.entities)(self.new, self.old), f"{self.new} nests with an entity name")
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:

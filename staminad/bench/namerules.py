@@ -78,20 +78,28 @@ def _derived(entities: tuple[Entity, ...]) -> Meanings:
         old, index = _last[0]
         if old is entities:
             return index
-        grown = len(old) <= len(entities)
-        changed = list(compress(range(len(old)), map(is_not, old, entities))) if grown else []  # in C: states are large
-        if grown and len(changed) + len(entities) - len(old) <= 4:
+        gone, new = _difference(old, entities)
+        if len(gone) + len(new) < len(entities) // 2:  # fewer to count again than to count afresh
             out = dict(index)
-            for i in changed:
-                _count(out, old[i], -1)
-                _count(out, entities[i], 1)
-            for e in entities[len(old) :]:
+            for e in gone:
+                _count(out, e, -1)
+            for e in new:
                 _count(out, e, 1)
             return out
     out = {}
     for e in entities:
         _count(out, e, 1)
     return out
+
+
+def _difference(old: tuple[Entity, ...], entities: tuple[Entity, ...]) -> tuple[list[Entity], list[Entity]]:
+    """The entities only `old` holds and those only `entities` holds, compared by identity, in C where it can:
+    place by place where none was taken out (the usual case), else by a set of ids."""
+    if len(old) <= len(entities):
+        changed = list(compress(range(len(old)), map(is_not, old, entities)))
+        return [old[i] for i in changed], [entities[i] for i in changed] + list(entities[len(old) :])
+    kept = set(map(id, old)).intersection(map(id, entities))
+    return [e for e in old if id(e) not in kept], [e for e in entities if id(e) not in kept]
 
 
 def _count(index: Meanings, e: Entity, step: int) -> None:
@@ -164,9 +172,7 @@ def nesting(names: Iterable[str]) -> Nests:
     """A test of whether a name and one of `names` (other than itself, and other than the name given as
     `leaving`) are one inside the other. It searches one string of all their words and looks the runs of the
     name's words up in a set, so a namer may try many candidates against a large state."""
-    keys = list(map(word_key, names))
-    whole = set(keys)
-    joined = "|".join(keys)
+    whole, joined = _keys(tuple(names))
 
     def nests(name: str, leaving: str = "") -> bool:
         k = word_key(name)
@@ -177,6 +183,14 @@ def nesting(names: Iterable[str]) -> Nests:
         return any(r in whole and r != gone for r in _run_keys(name))
 
     return nests
+
+
+@functools.lru_cache(maxsize=8)
+def _keys(names: tuple[str, ...]) -> tuple[frozenset[str], str]:
+    """The word keys of the names, as a set and run together; kept for the last few lists (a state's entity
+    names are asked about by the namer and by the change it proposes)."""
+    keys = list(map(word_key, names))
+    return frozenset(keys), "|".join(keys)
 
 
 @functools.lru_cache(maxsize=65536)

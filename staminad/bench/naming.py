@@ -89,9 +89,19 @@ def _qualified_word(rng: random.Random, pool: Sequence[str], taken: Collection[s
 
 
 def _qualified_tiers(pool: Sequence[str]) -> Iterator[list[str]]:
-    yield [f"{q}_{p}" for q in QUALIFIERS for p in pool]
-    yield [f"{q}_{p}_{n}" for q in QUALIFIERS for p in pool for n in NEUTRAL_WORDS]
-    yield [f"{q}_{r}_{p}_{n}" for q in QUALIFIERS for r in QUALIFIERS if q != r for p in pool for n in NEUTRAL_WORDS]
+    for tier in _tiers(tuple(pool)):
+        yield list(tier)  # a copy: `_first_fit` takes out what does not fit
+
+
+@functools.lru_cache(maxsize=64)
+def _tiers(pool: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    return (
+        tuple(f"{q}_{p}" for q in QUALIFIERS for p in pool),
+        tuple(f"{q}_{p}_{n}" for q in QUALIFIERS for p in pool for n in NEUTRAL_WORDS),
+        tuple(
+            f"{q}_{r}_{p}_{n}" for q in QUALIFIERS for r in QUALIFIERS if q != r for p in pool for n in NEUTRAL_WORDS
+        ),
+    )
 
 
 class Namer:
