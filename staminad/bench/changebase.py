@@ -59,9 +59,11 @@ _last_sets: list[tuple[tuple[EnumType, ...], dict[frozenset[str], str]]] = []
 def _value_sets(enums: tuple[EnumType, ...]) -> dict[frozenset[str], str]:
     """Each enum type's values as a set, and its name; kept for the enums last asked about (a state's enum
     types change far less often than the state)."""
-    if not _last_sets or _last_sets[0][0] is not enums:
-        _last_sets[:] = [(enums, {frozenset(e.values): e.name for e in enums})]
-    return _last_sets[0][1]
+    entry = _last_sets[0] if _last_sets else None  # read once: another thread may replace it meanwhile
+    if entry is None or entry[0] is not enums:
+        entry = (enums, {frozenset(e.values): e.name for e in enums})
+        _last_sets[:] = [entry]
+    return entry[1]
 
 
 def check_name(state: State, entity: Entity, f: Field, leaving: str = "") -> None:

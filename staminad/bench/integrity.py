@@ -1,8 +1,10 @@
 """Well-formedness of a state: what a condition, effect or analytics needs to stay meaningful.
 
-`problems(state)` lists every broken invariant (the property tests require it to be empty after
-every change); `prune(state)` drops whatever a destructive change left dangling, which is how a
-deleted field or entity takes its dependent analytics, conditions, effects and actions with it.
+`problems(state)` lists every broken invariant, the naming policy of `namerules` included (the property
+tests require it to be empty after every change); `prune(state)` drops whatever a destructive change left
+dangling, which is how a deleted field or entity takes its dependent analytics, conditions, effects and actions
+with it. A null guard is well-formed only on a nullable field (no change makes a field non-nullable, so one
+stays meaningful), and no two enum types hold the same values.
 """
 
 from __future__ import annotations

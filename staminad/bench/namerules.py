@@ -4,8 +4,8 @@ Policy (issue 39, "texts an agent trips over"):
 
 - One meaning per field name. A field name has one signature across every entity of a state: the same
   kind, and for an enum field the same enum type, for a reference the same target. (`status` is never an
-  enum on one entity and a string on another; `amount` never an integer here and a float there.) Every
-  enum type belongs to the one field it was made for, so an enum field's name is used by no other field.
+  enum on one entity and a string on another; `amount` never an integer here and a float there.) The
+  generator makes each enum type for one field, so a generated enum field's name is used by no other field.
 - No name inside another on one entity. No field name of an entity is a whole-word part of another field
   name of the same entity (`count` and `visit_count` side by side make `this.count` easy to misread).
   Words are the parts between underscores.
@@ -13,8 +13,10 @@ Policy (issue 39, "texts an agent trips over"):
   and `OrderItem`, endpoints `/order` and `/orderitem`). Words are the CamelCase parts. Names on
   different entities may share words freely (`count` on one entity, `visit_count` on another).
 
-The namer draws only names these rules allow (`FieldRoom`, `nesting`), the changes refuse
-names that break them, and `name_problems` (part of `integrity.problems`) checks every state.
+The namer draws only names these rules allow (`FieldRoom`, `nesting`), the changes refuse names that break
+them, and `name_problems` (part of `integrity.problems`) checks every state. Before the rules, seeds 0-99 (both
+namings, both samplers, 60 turns) held 7,994 distinct nested pairs over all their states (3,175 of field names,
+4,819 of entity names) and 20,674 field names with two meanings; now none.
 """
 
 from __future__ import annotations

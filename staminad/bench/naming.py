@@ -2,7 +2,9 @@
 
 A namer only draws from the caller's `random.Random` and looks at the names already in use, so
 the same seed always yields the same names. Themed domains read like real products; when a long
-scenario exhausts a domain's nouns, names are compounded from the same vocabulary, never numbered.
+scenario exhausts a domain's nouns, names are compounded from the same vocabulary, never numbered. Every name
+drawn keeps the policy written down in `namerules` (one meaning per field name, no name nested in another): a
+field's `taken` is a `namerules.FieldRoom`, and an entity name is drawn clear of the state's entity names.
 """
 
 from __future__ import annotations
