@@ -301,9 +301,13 @@ class Namer:
         return hint, values
 
     def enum_field_name(self, rng: random.Random, taken: Collection[str]) -> str:
+        """A role word such as `status` that is not `taken`, else a drawn name; "" in the themed mode, whose enum
+        fields are named after their values (the caller draws a name only if those give none)."""
         options = ["status", "phase", "stage", "state", "tier", "kind", "category", "mode", "level", "priority_band"]
         fresh = [o for o in options if o not in taken]
-        return rng.choice(fresh) if fresh else self.field_name(rng, "enum", taken)
+        if fresh:
+            return rng.choice(fresh)
+        return "" if self.domain is not None else self.field_name(rng, "enum", taken)
 
     def enum_type_name(self, field: str, taken: Collection[str]) -> str:
         """A CamelCase name for the enum type of `field`: after the field, never after its entity (an entity

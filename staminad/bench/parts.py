@@ -75,10 +75,11 @@ def scalar_field(  # noqa: C901 - one branch per field type, each a few lines
     if kind == "enum":
         name = namer.enum_field_name(rng, room)
         hint, values = namer.enum_values(rng, name, [e.values for e in (*state.enums, *extra_enums)])
-        if hint not in room:
+        if hint and hint not in room:
             name = hint
-        elif namer.mode == "themed":  # keep the values' own word: `primary_grade`, never a `status` of grades
+        elif hint and namer.mode == "themed":  # keep the values' own word: `primary_grade`, never a `status` of grades
             name = namer.renamed_field(rng, "enum", hint, room) or name
+        name = name or namer.field_name(rng, "enum", room)
         new_enum = EnumType(name=enum_type_name(state, namer, name, extra_enums), values=values)
         kw["enum"] = new_enum.name
         if rng.random() < 0.7:
