@@ -213,8 +213,7 @@ def _emitted_operators() -> set[str]:
 
 
 def test_readme_lists_every_operator_guards_and_effects_use() -> None:
-    """Every operator the schema allows in guards and effects, and every one found in generated texts, is in the README
-    guards rule (comparisons as `op`, arithmetic as `this.a op this.b`)."""
+    """Every guard and effect operator (the schema's, and any found in generated texts) is in the README guards rule."""
     guards = RULES["guards"]
     allowed = set(get_args(CompareOp)) | set(get_args(ArithOp))
     emitted = _emitted_operators()
