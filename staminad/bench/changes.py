@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import msgspec
 
 from staminad.bench.actionchanges import AddAction, AddCondition, AddEffect, RemoveAction, RemoveCondition, RemoveEffect
-from staminad.bench.changebase import ChangeError, check_field, entity_named, need, replaced, with_entity
+from staminad.bench.changebase import ChangeError, check_field, check_name, entity_named, need, replaced, values_free
 from staminad.bench.integrity import analytics_ok, kept, prune
+from staminad.bench.namerules import nesting
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -54,7 +55,9 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
         need(is_camel(name), f"entity name {name!r} must be CamelCase")
         need(endpoint_of(name) not in ("reset", "analytics"), f"endpoint /{endpoint_of(name)} is reserved")
         need(endpoint_of(name) not in state.endpoints, f"endpoint /{endpoint_of(name)} is already used")
+        need(not nesting(e.name for e in state.entities)(name), f"{name} nests with an entity name")
         need(self.entity.fields, "a new entity needs fields")
+        need(len({frozenset(n.values) for n in self.new_enums}) == len(self.new_enums), "two new enums are alike")
         probe = state.evolve(enums=(*state.enums, *self.new_enums))
         scratch = Entity(name=name, fields=())
         probe = probe.evolve(entities=(*probe.entities, scratch))
@@ -62,7 +65,7 @@ class AddEntity(msgspec.Struct, frozen=True, tag="add_entity"):
             new_enum = next((n for n in self.new_enums if n.name == f.enum), None)
             check_field(probe if new_enum is None else state, scratch, f, new_enum)
             scratch = Entity(name=name, fields=(*scratch.fields, f))
-            probe = with_entity(probe, scratch)
+            probe = probe.with_entity(scratch)
 
     def apply(self, state: State) -> State:
         return state.evolve(enums=(*state.enums, *self.new_enums), entities=(*state.entities, self.entity))
@@ -88,6 +91,7 @@ class RenameEntity(msgspec.Struct, frozen=True, tag="rename_entity"):
         need(is_camel(self.new), f"entity name {self.new!r} must be CamelCase")
         need(endpoint_of(self.new) not in ("reset", "analytics"), f"endpoint /{endpoint_of(self.new)} is reserved")
         need(endpoint_of(self.new) not in state.endpoints, f"/{self.new.lower()} is taken")
+        need(not nesting(e.name for e in state.entities)(self.new, self.old), f"{self.new} nests with an entity name")
 
     def apply(self, state: State) -> State:
         def ent(e: Entity) -> Entity:
@@ -116,7 +120,7 @@ class AddField(msgspec.Struct, frozen=True, tag="add_field"):
 
     def apply(self, state: State) -> State:
         e = entity_named(state, self.entity)
-        state = with_entity(state, Entity(name=e.name, fields=(*e.fields, self.field)))
+        state = state.with_entity(Entity(name=e.name, fields=(*e.fields, self.field)))
         if self.new_enum is not None:
             state = state.evolve(enums=(*state.enums, self.new_enum))
         return state
@@ -134,7 +138,7 @@ class DeleteField(msgspec.Struct, frozen=True, tag="delete_field"):
     def apply(self, state: State) -> State:
         e = entity_named(state, self.entity)
         kept = tuple(f for f in e.fields if f.name != self.field)
-        return prune(with_entity(state, Entity(name=e.name, fields=kept)))
+        return prune(state.with_entity(Entity(name=e.name, fields=kept)))
 
 
 class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
@@ -144,9 +148,12 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
 
     def validate(self, state: State) -> None:
         e = entity_named(state, self.entity)
-        need(e.field(self.old) is not None, f"{self.entity} has no field {self.old!r}")
+        f = e.field(self.old)
+        need(f is not None, f"{self.entity} has no field {self.old!r}")
+        assert f is not None
         need(is_snake(self.new) and self.new != "id", f"field name {self.new!r} must be snake_case and not 'id'")
         need(e.field(self.new) is None, f"{self.entity} already has a field {self.new!r}")
+        check_name(state, e, msgspec.structs.replace(f, name=self.new), leaving=self.old)
 
     def _n(self, name: str) -> str:
         return self.new if name == self.old else name
@@ -221,7 +228,7 @@ class RenameField(msgspec.Struct, frozen=True, tag="rename_field"):
                     effects=tuple(self._effect(owner, x) for x in a.effects),
                 )
             )
-        new_state = with_entity(state, renamed)
+        new_state = state.with_entity(renamed)
         return new_state.evolve(analytics=kept(analytics, state.analytics), actions=kept(actions, state.actions))
 
 
@@ -272,10 +279,8 @@ class ChangeConstraints(msgspec.Struct, frozen=True, tag="change_constraints", o
 
     def apply(self, state: State) -> State:
         e = entity_named(state, self.entity)
-        return with_entity(
-            state,
-            Entity(name=e.name, fields=tuple(self._new_field(f) if f.name == self.field else f for f in e.fields)),
-        )
+        fields = tuple(self._new_field(f) if f.name == self.field else f for f in e.fields)
+        return state.with_entity(Entity(name=e.name, fields=fields))
 
 
 class AddAnalytics(msgspec.Struct, frozen=True, tag="add_analytics"):
@@ -309,6 +314,9 @@ class AddEnumValue(msgspec.Struct, frozen=True, tag="add_enum_value"):
         assert en is not None
         need(is_snake(self.value), f"enum value {self.value!r} must be snake_case")
         need(self.value not in en.values, f"{self.enum} already has {self.value!r}")
+        need(
+            values_free(state, (*en.values, self.value), en.name), f"another enum type has the values {self.enum} would"
+        )
 
     def apply(self, state: State) -> State:
         en = state.enum(self.enum)

@@ -1,8 +1,10 @@
 """Well-formedness of a state: what a condition, effect or analytics needs to stay meaningful.
 
-`problems(state)` lists every broken invariant (the property tests require it to be empty after
-every change); `prune(state)` drops whatever a destructive change left dangling, which is how a
-deleted field or entity takes its dependent analytics, conditions, effects and actions with it.
+`problems(state)` lists every broken invariant, the naming policy of `namerules` included (the property
+tests require it to be empty after every change); `prune(state)` drops whatever a destructive change left
+dangling, which is how a deleted field or entity takes its dependent analytics, conditions, effects and actions
+with it. A null guard is well-formed only on a nullable field (no change makes a field non-nullable, so one
+stays meaningful), and no two enum types hold the same values.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
+from staminad.bench.namerules import name_problems
 from staminad.bench.schema import (
     NUMERIC_KINDS,
     Action,
@@ -72,7 +75,7 @@ def condition_ok(state: State, entity: Entity, cond: Condition) -> bool:
     """A guard is type-correct on `entity` in `state`."""
     if isinstance(cond, NullCheck):
         f = entity.field(cond.field)
-        return f is not None and f.kind not in ("ref_list",) and (f.nullable or not f.required)
+        return f is not None and f.nullable  # a non-nullable field is never null: the guard would mean nothing
     if isinstance(cond, Quantified):
         target = _target(state, entity, cond.list_field, "ref_list")
         return target is not None and _literal_matches(state, target, cond.field, cond.op, cond.value)
@@ -226,6 +229,9 @@ def problems(state: State) -> list[str]:  # noqa: C901 - one check per invariant
     enum_names = [e.name for e in state.enums]
     if len(set(enum_names)) != len(enum_names):
         out.append("duplicate enum type names")
+    value_sets = [frozenset(en.values) for en in state.enums]
+    if len(set(value_sets)) != len(value_sets):
+        out.append("two enum types have the same values")
     for en in state.enums:
         if not is_camel(en.name) or not en.values or len(set(en.values)) != len(en.values):
             out.append(f"enum {en.name}: bad name or values")
@@ -282,4 +288,4 @@ def problems(state: State) -> list[str]:  # noqa: C901 - one check per invariant
         for x in act.effects:
             if not effect_ok(state, entity, x, act.field):
                 out.append(f"action {act.entity}.{act.name}: ill-typed effect {x!r}")
-    return out
+    return out + name_problems(state)

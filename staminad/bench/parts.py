@@ -12,6 +12,7 @@ import random
 from operator import attrgetter
 from typing import Any
 
+from staminad.bench.namerules import FieldRoom
 from staminad.bench.naming import Namer
 from staminad.bench.schema import (
     NUMERIC_KINDS,
@@ -63,25 +64,28 @@ def scalar_field(  # noqa: C901 - one branch per field type, each a few lines
     kind: str,
     extra_enums: tuple[EnumType, ...] = (),
 ) -> tuple[Field, EnumType | None]:
-    """A non-reference field of `kind` with random flags, bounds and default."""
+    """A non-reference field of `kind` with random flags, bounds and default, named as `namerules` allows
+    beside the entity's fields `taken` (a new enum type's field takes a name no field of the state has)."""
     required = rng.random() < 0.5
     nullable = rng.random() < 0.4
     new_enum: EnumType | None = None
     kw: dict[str, object] = {}
     default: object = None
+    room = FieldRoom(state, taken, (kind, None))
     if kind == "enum":
-        name = namer.enum_field_name(rng, taken)
+        name = namer.enum_field_name(rng, room)
         hint, values = namer.enum_values(rng, name, [e.values for e in (*state.enums, *extra_enums)])
-        if hint not in taken and hint != "id":
+        if hint and hint not in room:
             name = hint
-        elif namer.mode == "themed":  # keep the values' own word: `primary_grade`, never a `status` of grades
-            name = namer.renamed_field(rng, "enum", hint, taken)
+        elif hint and namer.mode == "themed":  # keep the values' own word: `primary_grade`, never a `status` of grades
+            name = namer.renamed_field(rng, "enum", hint, room) or name
+        name = name or namer.field_name(rng, "enum", room)
         new_enum = EnumType(name=enum_type_name(state, namer, name, extra_enums), values=values)
         kw["enum"] = new_enum.name
         if rng.random() < 0.7:
             default = rng.choice(values)
     else:
-        name = namer.field_name(rng, kind, taken)
+        name = namer.field_name(rng, kind, room)
         if kind == "string":
             if rng.random() < 0.7:
                 kw["max_length"] = rng.choice((20, 50, 100, 255))
@@ -127,9 +131,12 @@ def random_kind(rng: random.Random) -> str:
     return rng.choices(kinds, weights=[_KIND_WEIGHTS[k] for k in kinds])[0]
 
 
-def reference_field(rng: random.Random, namer: Namer, target: str, taken: set[str]) -> Field:
+def reference_field(rng: random.Random, namer: Namer, state: State, target: str, taken: set[str]) -> Field | None:
+    """A reference to `target` beside the entity's fields `taken`; None when `namerules` leaves it no name."""
     many = rng.random() < 0.45
-    name = namer.ref_field_name(rng, target, many, taken)
+    name = namer.ref_field_name(rng, target, many, FieldRoom(state, taken, ("ref_list" if many else "ref", target)))
+    if name is None:
+        return None
     if many:
         return Field(name=name, kind="ref_list", target=target)
     return Field(name=name, kind="ref", target=target, nullable=True)
@@ -190,7 +197,7 @@ def random_condition(
         options += ["compare", "compare"]
     if len(numeric) >= 2:
         options.append("arith")
-    if any(f.nullable or not f.required for f in free if f.kind != "ref_list"):
+    if any(f.nullable for f in free):
         options.append("null")
     if any(f.kind in ("boolean", "enum") for f in free):
         options.append("equals")
@@ -210,7 +217,7 @@ def random_condition(
             rng.randint(0, 100),
         )
     if choice == "null":
-        f = rng.choice([f for f in free if f.kind != "ref_list" and (f.nullable or not f.required)])
+        f = rng.choice([f for f in free if f.nullable])  # only a nullable field can be null
         return NullCheck(f.name, rng.random() < 0.3)
     if choice == "equals":
         f = rng.choice([f for f in free if f.kind in ("boolean", "enum")])

@@ -27,6 +27,12 @@ from staminad.bench.schema import (
 )
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """`n` and the noun in the number that agrees with it: `1 relationship`, `2 relationships`, `0 entities`
+    (`plural` where adding an s is wrong)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def lit(value: object) -> str:
     """A literal as JSON: strings quoted, numbers as Python writes them, booleans lowercase."""
     return json.dumps(value)

@@ -203,12 +203,14 @@ _API: tuple[tuple[str, str], ...] = (
     (
         "guards",
         'Guard notation: `this.x` is a field of the acted-on entity; `"text"`, numbers, `true` and '
-        "`false` are literals; `count(this.items)` is the number of ids in a list field; "
-        "`sum(this.items.price)` adds `price` over the referenced entities, ignoring nulls (0 for an empty "
-        "list); `this.a + this.b` is arithmetic; `this.x is null` / `is not null` test for null. A "
-        "comparison involving a null value does not hold. `any of this.items has f > 1` holds when at least "
-        "one referenced entity satisfies it (never for an empty list); `all of this.items have f > 1` holds "
-        "when every referenced entity does (always for an empty list). All guards of an action must hold.",
+        "`false` are literals; `==`, `!=`, `<`, `<=`, `>` and `>=` compare; `count(this.items)` is the number "
+        "of ids in a list field; `sum(this.items.price)` adds `price` over the referenced entities, ignoring "
+        "nulls (0 for an empty list); `this.a + this.b`, `this.a - this.b` and `this.a * this.b` are "
+        "arithmetic, in guards and effects alike; `this.x is null` / `is not null` test a nullable field for "
+        "null. A comparison involving a null value does not hold. `any of this.items has f > 1` holds when "
+        "at least one referenced entity satisfies it (never for an empty list); `all of this.items have f > 1` "
+        "holds when every referenced entity does (always for an empty list). All guards of an action must "
+        "hold.",
     ),
     (
         "effects",

@@ -35,6 +35,7 @@ from staminad.bench.changes import (
     RenameEntity,
     RenameField,
 )
+from staminad.bench.namerules import FieldRoom, signature
 from staminad.bench.naming import Namer
 from staminad.bench.parts import (
     condition_fields,
@@ -94,8 +95,9 @@ def initial_state(rng: random.Random, namer: Namer) -> State:
         state = AddEntity(Entity(name=name, fields=fields), enums).apply(state)
     if rng.random() < 0.5 and len(state.entities) > 1:
         a, b = rng.sample(state.entities, 2)
-        ref = reference_field(rng, namer, b.name, {f.name for f in a.fields})
-        state = AddField(a.name, ref).apply(state)
+        ref = reference_field(rng, namer, state, b.name, {f.name for f in a.fields})
+        if ref is not None:
+            state = AddField(a.name, ref).apply(state)
     for _ in range(rng.randint(1, 2)):
         change = _add_analytics(Context(state, rng, namer, 0))
         if change is not None:
@@ -112,7 +114,8 @@ def _add_entity(c: Context) -> Change | None:
     fields, enums = entity_fields(c.rng, c.namer, c.state, name, c.rng.randint(3, 5), force_enum=c.rng.random() < 0.5)
     if c.rng.random() < 0.5:
         target = c.rng.choice(c.state.entities)
-        fields = (*fields, reference_field(c.rng, c.namer, target.name, {f.name for f in fields}))
+        ref = reference_field(c.rng, c.namer, c.state, target.name, {f.name for f in fields})
+        fields = fields if ref is None else (*fields, ref)
     return AddEntity(Entity(name=name, fields=fields), enums)
 
 
@@ -132,7 +135,8 @@ def _add_field(c: Context) -> Change | None:
     taken = {f.name for f in e.fields}
     others = [x for x in c.state.entities if x.name != e.name]
     if others and c.rng.random() < 0.25:
-        return AddField(e.name, reference_field(c.rng, c.namer, c.rng.choice(others).name, taken))
+        ref = reference_field(c.rng, c.namer, c.state, c.rng.choice(others).name, taken)
+        return None if ref is None else AddField(e.name, ref)
     field, enum = scalar_field(c.rng, c.namer, c.state, e.name, taken, random_kind(c.rng))
     return AddField(e.name, field, enum)
 
@@ -148,7 +152,9 @@ def _delete_field(c: Context) -> Change | None:
 def _rename_field(c: Context) -> Change | None:
     e = c.rng.choice(c.state.entities)
     f = c.rng.choice(e.fields)
-    return RenameField(e.name, f.name, c.namer.renamed_field(c.rng, f.kind, f.name, [x.name for x in e.fields]))
+    room = FieldRoom(c.state, [x.name for x in e.fields], signature(f), leaving=f.name)
+    new = c.namer.renamed_field(c.rng, f.kind, f.name, room)
+    return None if new is None else RenameField(e.name, f.name, new)
 
 
 def _nth_pair(groups: list[tuple[Entity, tuple[Field, ...]]], i: int) -> tuple[Entity, Field]:

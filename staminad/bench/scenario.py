@@ -18,8 +18,10 @@ from staminad.bench.sampler import SamplerName, initial_state, sample_turn, weig
 from staminad.bench.schema import State
 
 # Bumped whenever the same parameters would produce a different trajectory or texts (a pack made by another
-# version is refused). 2: coherent themed names, no self-cancelling change requests, removal tests. 3: README rules
-# for non-finite numbers, near-miss datetimes, repeated ids in lists and a PATCH holding no current field.
+# version is refused). 2: coherent themed names, no self-cancelling change requests, removal tests. 3: texts built
+# not to trip a reader (null guards on nullable fields only, no two enum types alike, one meaning per field name,
+# no name nested in another, counts that agree with their nouns) and README rules for non-finite numbers,
+# near-miss datetimes, repeated ids in lists and a PATCH holding no current field.
 GENERATOR_VERSION = "3"
 # What seeds the random draws: kept when the version moves, so a seed keeps drawing the same choices where the
 # generator's rules did not change.

@@ -28,7 +28,7 @@ from staminad.bench.changes import (
     RenameEntity,
     RenameField,
 )
-from staminad.bench.phrases import bounds_phrase, condition_phrase, effect_phrase, field_line
+from staminad.bench.phrases import bounds_phrase, condition_phrase, counted, effect_phrase, field_line
 from staminad.bench.readme import language_name
 from staminad.bench.schema import Action, Analytics, EnumType, State, endpoint_of
 
@@ -73,8 +73,9 @@ def render_spec(state: State) -> str:
     out = [
         "# Specification",
         "",
-        f"The system has {len(state.entities)} entities, {state.relationship_count()} relationships between "
-        f"entities, {len(state.analytics)} analytics endpoints and {len(state.actions)} actions.",
+        f"The system has {counted(len(state.entities), 'entity', 'entities')}, "
+        f"{counted(state.relationship_count(), 'relationship')} between entities, "
+        f"{counted(len(state.analytics), 'analytics endpoint')} and {counted(len(state.actions), 'action')}.",
         "",
         "# Enum types",
         "",

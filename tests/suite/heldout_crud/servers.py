@@ -199,8 +199,12 @@ HELDOUT: tuple[Heldout, ...] = (
         IntegerBoundsTruncated,
         lambda s, c: _fields(
             s,
-            lambda f: (
-                f.kind == "float" and any(b is not None and float(b).is_integer() for b in (f.minimum, f.maximum))
+            lambda f: (  # truncating toward zero lets a float past a whole maximum in, or past a minimum of 0 or less
+                f.kind == "float"
+                and (
+                    (f.maximum is not None and float(f.maximum).is_integer())
+                    or (f.minimum is not None and float(f.minimum).is_integer() and f.minimum <= 0)
+                )
             ),
         ),
     ),
