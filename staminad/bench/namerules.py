@@ -202,11 +202,10 @@ def _run_keys(name: str) -> tuple[str, ...]:
 
 
 def field_name_problem(state: State, entity: Entity, f: Field, leaving: str = "") -> str | None:
-    """Why field `f` may not join `entity` in `state` under the policy, or None. (One lookup per entity: a change
-    is validated on a state the sampler may never have indexed, as when a scenario is replayed.)"""
+    """Why field `f` may not join `entity` in `state` under the policy, or None: one lookup in the state's index
+    (`meanings`, derived from the last state indexed, which a replay's previous state is too)."""
     mine = signature(f)
-    found = (_own_signatures(e).get(f.name) for e in state.entities)
-    other = next((m for m in found if m is not None and m != mine), None)
+    other = next((m for m, n in meanings(state).get(f.name, {}).items() if n and m != mine), None)
     if other is not None:
         return f"the field name {f.name!r} already names a {other[0]} field"
     clash = next((g.name for g in entity.fields if g.name != leaving and nested(f.name, g.name)), None)
