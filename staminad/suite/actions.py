@@ -358,7 +358,7 @@ def _repeats(a: _Action) -> list[ActionTest]:
             plan.link(a.rng, a.state, field, [{}, {}])
         world = _world(a.state, a.entity, plan)
         for kind, ids in repeated_lists(a.state, a.entity, a.action, world, plan.body["id"], link).items():
-            plan.body[link] = ids
+            plan.body = {**plan.body, link: ids}  # a new dict: the steps made for the last list hold the old one
             why = f"{link} holds {ids[-1]} more than once: count(), sum() and for each count every occurrence"
             steps = [_cite(s, "effects", "reference-list") for s in a.steps(plan, _world(a.state, a.entity, plan), why)]
             name = label if kind == "held" else f"{label}_{kind}"
