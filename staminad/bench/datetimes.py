@@ -165,7 +165,8 @@ def datetime_pattern(after: str | None = None, before: str | None = None) -> str
 _USUAL = (dt.datetime(2020, 1, 1), dt.datetime(2030, 12, 31, 23, 59, 59))  # where an unbounded side's values lie
 
 
-def _text(t: dt.datetime) -> str:
+def datetime_text(t: dt.datetime) -> str:
+    """`t` as `YYYY-MM-DD hh:mm:ss`, the year zero-padded (strftime does not pad years before 1000)."""
     return f"{_day(t.date())} {t.hour:02d}:{t.minute:02d}:{t.second:02d}"
 
 
@@ -185,6 +186,6 @@ def unpadded_probe(after: str | None, before: str | None) -> str | None:
         hi = max(_USUAL[1], lo + year) if lo <= LAST - year else LAST
     mid = lo + (hi - lo) / 2
     probe = mid.replace(second=7, microsecond=0)
-    if not _text(lo)[:16] < _text(probe)[:16] < _text(hi)[:16]:
+    if not datetime_text(lo)[:16] < datetime_text(probe)[:16] < datetime_text(hi)[:16]:
         return None
-    return _text(probe)
+    return datetime_text(probe)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from staminad.bench.datetimes import datetime_text
 from staminad.bench.schema import Field, Scalar, State
 
 DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
@@ -107,7 +108,7 @@ def _around_bounds(f: Field) -> list[Scalar]:
                 u = t + dt.timedelta(seconds=d)
             except OverflowError:  # one second past 9999-12-31 23:59:59
                 continue
-            out.append(f"{u.year:04d}-{u.month:02d}-{u.day:02d} {u.hour:02d}:{u.minute:02d}:{u.second:02d}")
+            out.append(datetime_text(u))
     return out
 
 

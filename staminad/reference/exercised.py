@@ -32,7 +32,7 @@ from staminad.bench.schema import (
 )
 from staminad.bench.values import scalar_fits
 
-_ORDER = ("<", "<=", ">", ">=")
+ORDER = ("<", "<=", ">", ">=")  # the ordering comparisons
 _OPS = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
@@ -162,7 +162,7 @@ def at_literal(ops: frozenset[str]) -> object:
 
 
 def _zero_passes(c: Compare | Quantified) -> bool:
-    return c.op in _ORDER and compare(0, c.op, c.value)
+    return c.op in ORDER and compare(0, c.op, c.value)
 
 
 def null_ne(state: State, e: Entity, c: Condition) -> bool:

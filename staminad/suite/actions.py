@@ -31,6 +31,7 @@ from staminad.bench.schema import (
     State,
     SumOperand,
 )
+from staminad.reference.exercised import ORDER
 from staminad.suite import computedata
 from staminad.suite.data import scalar_body, stored
 from staminad.suite.draws import ident, pick, skipped
@@ -316,16 +317,13 @@ def _successes(a: _Action) -> list[ActionTest]:
     return out
 
 
-ORDERING = ("<", "<=", ">", ">=")
-
-
 def _at_literals(a: _Action) -> list[ActionTest]:
     """Each `this.x OP literal` guard (OP an ordering) with x exactly at the literal, every other guard holding:
     `>=` and `<=` hold there (200), `>` and `<` do not (409)."""
     action, n = a.action, len(a.action.conditions)
     out: list[ActionTest] = []
     for i, cond in enumerate(action.conditions):
-        if not (isinstance(cond, Compare) and isinstance(cond.left, FieldOperand) and cond.op in ORDERING):
+        if not (isinstance(cond, Compare) and isinstance(cond.left, FieldOperand) and cond.op in ORDER):
             continue
         want = compare(cond.value, cond.op, cond.value)
         label = f"{a.name}_guard_{i + 1}_at_literal"

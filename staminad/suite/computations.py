@@ -34,7 +34,7 @@ from staminad.bench.schema import (
     State,
     SumOperand,
 )
-from staminad.reference.exercised import actions, any_guard, at_literal, guarded, others_hold
+from staminad.reference.exercised import ORDER, actions, any_guard, at_literal, guarded, others_hold
 from staminad.suite.computedata import empty_allowed, null_target_free
 from staminad.suite.listrepeats import read_lists
 from staminad.suite.plans import can_be_null, falsy_value
@@ -193,7 +193,7 @@ COMPUTATION_CLASSES: tuple[ComputationClass, ...] = (
         "guards",
         "at_literal",
         "a field exactly at the literal of `>=`, `<=`, `>` or `<`",
-        lambda s: any_guard(s, at_literal(frozenset(("<", "<=", ">", ">=")))),
+        lambda s: any_guard(s, at_literal(frozenset(ORDER))),
     ),
     ComputationClass(
         "effects", "null_increase", "the field an increase or decrease reads is null", _null_input(Increment)

@@ -201,10 +201,7 @@ def _shape_field(
     f = entity.field(cond.left.field)
     assert f is not None
     if variant == "null":
-        if want or not can_be_null(f):
-            return False
-        set_null(plan.body, f)
-        return True
+        return _null_fails(plan, f, want)
     if variant == "literal":  # exactly the literal: `>=` and `<=` hold there, `>` and `<` do not
         if not scalar_fits(state, f, cond.value) or compare(cond.value, cond.op, cond.value) != want:
             return False
@@ -214,11 +211,17 @@ def _shape_field(
         return False
     options = _compare_values(_candidates(rng, state, f, cond.value), cond.op, cond.value, want)
     if not options:
-        if want or not can_be_null(f):
-            return False
-        set_null(plan.body, f)
-        return True
+        return _null_fails(plan, f, want)
     plan.body[f.name] = rng.choice(options)
+    return True
+
+
+def _null_fails(plan: Plan, f: Field, want: bool) -> bool:
+    """Make `f` null so a comparison on it fails (a null never compares); False when it must hold or cannot be
+    null."""
+    if want or not can_be_null(f):
+        return False
+    set_null(plan.body, f)
     return True
 
 
