@@ -60,7 +60,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument(
         "--workers",
         type=bounded_int(0, 1024),
-        help="worker processes for suites and their generation (default: usable CPUs less one, at least 1; "
+        help="worker processes for suites and their generation (default: usable CPUs less one, at least 2; "
         "0: run them in threads of the daemon)",
     )
     _priority_args(s)

@@ -55,7 +55,8 @@ class SuitePhase(RunnerBase):
 
     async def _test_now(self, scenario_id: int, row: AttemptRow) -> None:
         """Start the server (while the suite may still be being made, see `_harness_and_suite`), run the suite
-        against it, record the verdict; the next attempt's suite is started meanwhile (`_make_ahead`)."""
+        against it, record the verdict; the next attempt's suite is started meanwhile (`_make_ahead`): the next
+        turn's as the suite starts where another worker can make it, else (and a retry's) once it has run."""
         t0 = time.monotonic()
         try:
             handle = await self.sandbox.start_server(self.settings.server_start_timeout, self.settings.request_timeout)
@@ -78,6 +79,8 @@ class SuitePhase(RunnerBase):
         self.emit(SuiteStarted(**self._names(scenario_id), turn=row.turn, attempt=row.attempt, server_seconds=t1 - t0))
         try:
             timeout, level = self.settings.request_timeout, self.spec.feedback
+            if self._suites.overlaps:  # the next turn's suite, made by another worker while this one runs
+                self._make_ahead(*self._next_attempt(row, failed=False))
             result = await self._suites.run(row.turn, row.attempt, handle.url, timeout, level)
             self._make_ahead(*self._next_attempt(row, result.failed > 0))
         finally:

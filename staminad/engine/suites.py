@@ -8,9 +8,10 @@ never scored against the agent.
 
 A scenario holds its latest attempt's suite in `AttemptSuites`: with a pool, the suite stays in the worker
 that generated it (`KeptSuite`) and only its handle crosses the pipe when it runs; the one it replaces,
-and the last when the scenario ends, is released there. It may also hold one suite made ahead (`ahead`): the
-next attempt's, generated once this attempt's suite has run, so that generation (hundreds of ms at turn 1,000)
-overlaps the teardown, the next launch, the harness and the server start instead of following a fast harness.
+and the last when the scenario ends, is released there. It may also hold suites made ahead (`ahead`): the next
+turn's, started as this attempt's suite starts to run where a second worker can make it (`overlaps`), else once it
+has run, and this turn's retry after a failure, so that generation (hundreds of ms at turn 1,000) overlaps the suite's
+run, the teardown, the next launch, the harness and the server start instead of following a fast harness.
 """
 
 from __future__ import annotations
@@ -64,21 +65,32 @@ class _Ahead:
 
 class AttemptSuites:
     """The suite of a scenario's latest (turn, attempt), made once (it is pure: a retry or a resume gets the same)
-    and kept where it runs: in a worker of `pool` (`KeptSuite`), or here without one; and at most one made ahead
-    for the attempt expected next. `close` releases both."""
+    and kept where it runs: in a worker of `pool` (`KeptSuite`), or here without one; and those made ahead for
+    attempts expected later (`AHEAD` at most: the next turn's first, and a retry of this turn). `close` releases
+    them all."""
+
+    AHEAD = 2  # suites made ahead at most: the next turn's (made while this one runs) and this turn's retry
 
     def __init__(self, pool: WorkerPool | None) -> None:
         self.pool = pool
         self._latest: tuple[int, int, Suite | KeptSuite] | None = None
-        self._ahead: _Ahead | None = None
+        self._ahead: dict[tuple[int, int], _Ahead] = {}
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether a suite can be made while another runs without slowing it: in a pool of two workers or more,
+        the least busy one makes it (a thread of the same process would take the GIL from the run's requests)."""
+        return self.pool is not None and self.pool.size >= 2
 
     async def get(self, turn: int, attempt: int, state: State, seed: int, history: History | None) -> int:
-        """Make the attempt's suite unless it is the one held or made ahead (the one before is released); its
-        number of tests."""
+        """Make the attempt's suite unless it is the one held or made ahead (the one before is released, and any
+        made ahead for an attempt before this one); its number of tests."""
         if self._latest is None or self._latest[:2] != (turn, attempt):
             made = await self._take_ahead(turn, attempt)
             await self._release(self._latest)
             self._latest = None
+            for key in [k for k in self._ahead if k < (turn, attempt)]:
+                await self._drop(self._ahead.pop(key))
             if made is None:
                 made = await self._make(state, seed, turn, history, attempt)
             self._latest = (turn, attempt, made)
@@ -87,33 +99,37 @@ class AttemptSuites:
 
     async def ahead(self, turn: int, attempt: int, state: State, seed: int, history: History | None) -> None:
         """Make (turn, attempt)'s suite now, for a later `get` to take (run it in a task of its own: `get` waits
-        for it, and makes the suite itself if this failed). A platform fault here is left for `get` to meet."""
-        if self._latest is not None and self._latest[:2] == (turn, attempt):
+        for it, and makes the suite itself if this failed). A platform fault here is left for `get` to meet.
+        Nothing is made for an attempt held or being made, or one before the held one; at most `AHEAD` are made
+        ahead (the earliest goes first)."""
+        key = (turn, attempt)
+        if key in self._ahead or (self._latest is not None and key <= self._latest[:2]):
             return
-        if self._ahead is not None:
-            if self._ahead.key == (turn, attempt):
-                return
-            stale, self._ahead = self._ahead, None
-            await stale.done.wait()
-            await self._release(None if stale.suite is None else (*stale.key, stale.suite))
-        slot = self._ahead = _Ahead(turn, attempt)
+        while len(self._ahead) >= self.AHEAD:
+            await self._drop(self._ahead.pop(min(self._ahead)))
+        slot = self._ahead[key] = _Ahead(turn, attempt)
         try:
             slot.suite = await self._make(state, seed, turn, history, attempt)
         except SandboxError:
             pass  # `get` makes it again, and meets (and records) the fault itself
         finally:
             slot.done.set()
-        if self._ahead is not slot:  # closed (or replaced) while it was made
+        if self._ahead.get(key) is not slot:  # closed (or dropped) while it was made
             await self._release(None if slot.suite is None else (turn, attempt, slot.suite))
 
     async def _take_ahead(self, turn: int, attempt: int) -> Suite | KeptSuite | None:
         """The suite made ahead for (turn, attempt), waited for if it is still being made; None if there is none."""
-        slot = self._ahead
-        if slot is None or slot.key != (turn, attempt):
+        slot = self._ahead.get((turn, attempt))
+        if slot is None:
             return None
         await slot.done.wait()
-        self._ahead = None
+        self._ahead.pop((turn, attempt), None)
         return slot.suite
+
+    async def _drop(self, slot: _Ahead) -> None:
+        """Release a suite made ahead that is no longer wanted (one still being made is released by its task)."""
+        if slot.done.is_set() and slot.suite is not None:
+            await self._release((*slot.key, slot.suite))
 
     async def _make(
         self, state: State, seed: int, turn: int, history: History | None, attempt: int
@@ -142,10 +158,10 @@ class AttemptSuites:
         """Release the held suites (in their worker: that worker forgets them); one still being made ahead is
         released by its task once made."""
         latest, self._latest = self._latest, None
-        slot, self._ahead = self._ahead, None
+        slots, self._ahead = list(self._ahead.values()), {}
         await self._release(latest)
-        if slot is not None and slot.done.is_set() and slot.suite is not None:
-            await self._release((*slot.key, slot.suite))
+        for slot in slots:
+            await self._drop(slot)
 
     async def _release(self, held: tuple[int, int, Suite | KeptSuite] | None) -> None:
         if held is not None and isinstance(held[2], KeptSuite) and self.pool is not None:

@@ -3,7 +3,7 @@
 In one process every suite's requests, parsing and checks, and every turn's suite generation, share
 one GIL with the event loop, so the daemon's throughput is what one core allows and its control plane
 (the socket, markers, events) waits behind them. The pool runs that work in `size` worker processes
-(`default_size()`: the CPUs this process may use, less one for the event loop, at least one), each
+(`default_size()`: the CPUs this process may use, less one for the event loop, at least two), each
 serving up to `per_worker` jobs at once in threads of its own (a suite mostly waits on its server).
 
 Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms. The
@@ -87,9 +87,13 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+MIN_WORKERS = 2  # so that a scenario's next suite is made in one worker while its suite runs in the other
+
+
 def default_size() -> int:
-    """The CPUs this process may run on, less one for the event loop; at least one."""
-    return max(1, usable_cpus() - 1)
+    """The CPUs this process may run on, less one for the event loop; at least `MIN_WORKERS`: a suite made in the
+    process where another runs takes the GIL from its requests, a second process only shares the cores."""
+    return max(MIN_WORKERS, usable_cpus() - 1)
 
 
 T = TypeVar("T")
