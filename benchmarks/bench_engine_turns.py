@@ -53,12 +53,16 @@ from pathlib import Path
 import anyio
 
 from protocol.events import AttemptStarted, EventData, ScenarioFinished
-from staminad.bench.pack import build_pack, verify_pack
+from staminad.bench.pack import Pack, build_pack, verify_pack
 from staminad.bench.scenario import ScenarioParams
-from staminad.engine.config import load_sweep
+from staminad.engine.config import SweepFile, load_sweep
+from staminad.engine.spec import EventSink
+from staminad.engine.summary import ConfigSummary
 from staminad.engine.sweep import run_sweep
+from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
+from staminad.suite.pool import WorkerPool
 from state.store import HarnessEnd, Store, Verdict
 
 STEADY = {
@@ -182,6 +186,19 @@ async def time_reads(turns: int, params: ScenarioParams, seed: int, at: list[int
                 )
 
 
+async def pooled(
+    workers: int, sweep: SweepFile, fp: str, state: Path, factory: SandboxFactory, emit: EventSink, pack: Pack
+) -> list[ConfigSummary]:
+    """`run_sweep(...)`, its suites in `workers` worker processes (0: in threads)."""
+    pool = WorkerPool(workers) if workers else None
+    async with anyio.create_task_group() as tg:
+        if pool is not None:
+            await tg.start(pool.serve)
+        summaries = await run_sweep(sweep, fp, state, factory, emit, pack, workers=pool)
+        tg.cancel_scope.cancel()
+    return summaries
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=1000)
@@ -202,6 +219,12 @@ def main() -> None:
         choices=("mount", "volume"),
         default="mount",
         help="--runtime docker: the sandbox's files bind-mounted, or in the engine's volumes (snapshot per turn)",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="suites made and run in N worker processes, as the daemon's are (0: threads of this process)",
     )
     ap.add_argument("--smoke", action="store_true", help="4 turns, windows 1-2 and 3-4")
     args = ap.parse_args()
@@ -252,7 +275,7 @@ def main() -> None:
 
                 factory = volume_factory(sweep.run)
         t0 = time.perf_counter()
-        summaries = anyio.run(run_sweep, sweep, fp, tmp / "state", factory, emit, pack)
+        summaries = anyio.run(pooled, args.workers, sweep, fp, tmp / "state", factory, emit, pack)
         wall = time.perf_counter() - t0
         db = tmp / "state" / "staminad.db"
         conn = sqlite3.connect(db)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 
 FORMAT = "%Y-%m-%d %H:%M:%S"
 FIRST = dt.datetime(1, 1, 1, 0, 0, 0)  # year 0000 is no calendar year
@@ -163,6 +164,13 @@ def datetime_pattern(after: str | None = None, before: str | None = None) -> str
 
 
 _USUAL = (dt.datetime(2020, 1, 1), dt.datetime(2030, 12, 31, 23, 59, 59))  # where an unbounded side's values lie
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_datetime(stamp: str) -> dt.datetime:
+    """A well-formed `YYYY-MM-DD hh:mm:ss` as a datetime; remembered, since suites parse the same bounds thousands
+    of times (a ValueError for anything else, as `strptime` raises)."""
+    return dt.datetime.strptime(stamp, FORMAT)
 
 
 def datetime_text(t: dt.datetime) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from staminad.bench.datetimes import datetime_text
+from staminad.bench.datetimes import datetime_text, parse_datetime
 from staminad.bench.schema import Field, Scalar, State
 
 DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
@@ -102,7 +102,7 @@ def _around_bounds(f: Field) -> list[Scalar]:
     for bound in (f.after, f.before):
         if bound is None:
             continue
-        t = dt.datetime.strptime(bound, "%Y-%m-%d %H:%M:%S")
+        t = parse_datetime(bound)
         for d in (-1, 0, 1):
             try:
                 u = t + dt.timedelta(seconds=d)

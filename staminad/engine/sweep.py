@@ -27,6 +27,7 @@ from staminad.engine.markers import MarkerWatcher
 from staminad.engine.spec import EngineSettings, EventSink
 from staminad.engine.summary import ConfigSummary, summarize
 from staminad.sandbox.base import SandboxFactory
+from staminad.suite.pool import WorkerPool
 from state.store import Store
 
 log = logging.getLogger(__name__)
@@ -41,9 +42,11 @@ async def run_sweep(
     pack: Pack | None = None,
     shared: Shared | None = None,
     detach: anyio.Event | None = None,
+    workers: WorkerPool | None = None,
 ) -> list[ConfigSummary]:
     """Run (or resume) the sweep: on the daemon's `shared` parts, or on its own store and watcher; `detach` (its
-    own only) set before it is cancelled leaves its harnesses and sandboxes running for a resume."""
+    own only) set before it is cancelled leaves its harnesses and sandboxes running for a resume; `workers` (its
+    own only, serving) makes and runs its suites in worker processes, as the daemon's do (None: threads)."""
     plan = await _plan(sweep, pack)
     if shared is not None:
         return await _run(sweep, fingerprint, state_dir, plan, Parts(shared, make_sandbox, emit, plan.settings))
@@ -51,7 +54,11 @@ async def run_sweep(
     watcher = MarkerWatcher()
     try:
         own = Shared(
-            store=store, watcher=watcher, limiter=FairLimiter(sweep.run.parallel), detach=detach or anyio.Event()
+            store=store,
+            watcher=watcher,
+            limiter=FairLimiter(sweep.run.parallel),
+            detach=detach or anyio.Event(),
+            workers=workers,
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.serve)

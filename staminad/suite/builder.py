@@ -10,6 +10,7 @@ import math
 import random
 from typing import Any
 
+from staminad.bench.datetimes import parse_datetime
 from staminad.bench.schema import Entity, Field, State
 from staminad.suite.data import stored, stored_checks
 from staminad.suite.draws import SuiteRandom
@@ -108,7 +109,7 @@ def bad_date(f: Field, hour: bool = False) -> str:
 def shift(stamp: str, seconds: int) -> str:
     import datetime as dt
 
-    t = dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S") + dt.timedelta(seconds=seconds)
+    t = parse_datetime(stamp) + dt.timedelta(seconds=seconds)
     return t.strftime("%Y-%m-%d %H:%M:%S")
 
 

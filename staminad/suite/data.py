@@ -7,10 +7,12 @@ two decimals, so sums and averages exercise real float arithmetic (an average is
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 import string
 from typing import Any
 
+from staminad.bench.datetimes import parse_datetime
 from staminad.bench.schema import DATETIME_MAX, DATETIME_MIN, Entity, Field, State
 from staminad.suite.model import Check, Equals
 
@@ -44,8 +46,8 @@ def number_value(rng: random.Random, f: Field) -> int | float:
 
 
 def datetime_value(rng: random.Random, f: Field) -> str:
-    lo = dt.datetime.strptime(f.after or DATETIME_MIN, _FMT)
-    hi = dt.datetime.strptime(f.before or DATETIME_MAX, _FMT)
+    lo = parse_datetime(f.after or DATETIME_MIN)
+    hi = parse_datetime(f.before or DATETIME_MAX)
     span = int((hi - lo).total_seconds())
     return (lo + dt.timedelta(seconds=rng.randint(0, span))).strftime(_FMT)
 
@@ -144,15 +146,16 @@ def datetime_probe(f: Field, kind: str) -> str | None:
     """
     lo, hi = _window(f)
     if kind == "leap":
-        years = [2023, *range(max(int(lo[:4]), 1), min(int(hi[:4]), 9999) + 1)]
-        cands = [f"{y:04d}-02-29 12:00:00" for y in years if y % 4 or (y % 100 == 0 and y % 400)]
+        years = itertools.chain((2023,), range(max(int(lo[:4]), 1), min(int(hi[:4]), 9999) + 1))
+        # Lazily: the first that fits is taken, and the window may span thousands of years.
+        cands = (f"{y:04d}-02-29 12:00:00" for y in years if y % 4 or (y % 100 == 0 and y % 400))
     else:
         days = [lo[:10]] if f.after else []
         if f.before and hi[:10] > "0001-01-01":
             days.append((dt.datetime.strptime(hi[:10], "%Y-%m-%d") - dt.timedelta(days=1)).strftime("%Y-%m-%d"))
         days.append("2024-04-10")
         form = {"hour": "{} 24:00:00", "iso": "{}T10:00:00", "short": "{} 23:59"}[kind]
-        cands = [form.format(d) for d in days]
+        cands = (form.format(d) for d in days)
     return next((c for c in cands if lo <= c <= hi), None)
 
 

@@ -13,6 +13,7 @@ from staminad.bench.scenario import ScenarioParams, generate
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
 from staminad.suite.model import Suite
+from staminad.suite.pool import WorkerPool
 
 SCENARIO = generate(0, ScenarioParams(turns=2))
 
@@ -118,5 +119,5 @@ async def test_nothing_is_made_ahead_for_an_attempt_already_passed(monkeypatch: 
 def test_suites_overlap_only_where_a_second_worker_makes_them() -> None:
     """Made while another suite runs only with two workers or more: a thread would take the run's GIL."""
     assert not engine.AttemptSuites(None).overlaps
-    assert not engine.AttemptSuites(engine.WorkerPool(1)).overlaps
-    assert engine.AttemptSuites(engine.WorkerPool(2)).overlaps
+    assert not engine.AttemptSuites(WorkerPool(1)).overlaps
+    assert engine.AttemptSuites(WorkerPool(2)).overlaps
