@@ -43,6 +43,7 @@ COLUMNS = (
 HIDE_WHEN_NARROW = (2, 8, 3, 7, 6, 5)  # status, infra, turn, attempt, watchdog, in phase: the rest must show
 FINISHED = ("done", "failed", "infra_failed", "capped", "cancelled")
 HISTORY_WIDTH = 40
+CLOCK_SLICES = 10  # ticks a second among which the clocks' repaint is spread (each row once a second)
 PHASE_STYLE = {
     "agent working": "green",
     "retrying": "yellow",
@@ -109,6 +110,7 @@ class SweepScreen(MonitorScreen):
         self.sort_index = 0
         self.needle = ""
         self._summary_text = ""
+        self._slice = 0  # the slice of rows whose clocks the next tick repaints
         self.HELP_TITLE, self.EVENT_FILTER = f"Sweep {sweep}", sweep
 
     def compose(self) -> ComposeResult:
@@ -125,14 +127,16 @@ class SweepScreen(MonitorScreen):
         if self.sweep not in self.stamina.board.scenarios:
             self.stamina.need_scenarios(self.sweep)
         self.redraw()
-        self.set_interval(1.0, self._tick)
+        self.set_interval(1.0 / CLOCK_SLICES, self._tick)
 
     def _tick(self) -> None:
-        """The clocks move: repaint the time columns of the scenarios still under way (one line each)."""
+        """The clocks move: repaint the time columns of the scenarios still under way (one line each), a slice of
+        them per tick, so each moves once a second and no one frame redraws every row (events wait behind it)."""
+        self._slice = (self._slice + 1) % CLOCK_SLICES
         self.query_one("#scenarios", RowTable).update_rows(
             (str(s.id), self._cells(s))
             for s in self.stamina.board.scenarios.get(self.sweep, {}).values()
-            if s.status not in FINISHED and s.since
+            if s.id % CLOCK_SLICES == self._slice and s.status not in FINISHED and s.since
         )
 
     # --- drawing ------------------------------------------------------------------------------
