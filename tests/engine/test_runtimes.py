@@ -34,7 +34,8 @@ def test_every_registered_runtime_and_auto_is_a_valid_sweep_runtime() -> None:
 
 def test_an_unknown_runtime_is_one_line_with_a_near_miss() -> None:
     """`dokcer` is refused naming the choices and the one meant."""
-    with pytest.raises(SweepError, match=r"run.runtime must be one of auto, docker, local; did you mean 'docker'\?"):
+    said = r"run.runtime must be one of auto, docker, bwrap, local; did you mean 'docker'\?"
+    with pytest.raises(SweepError, match=said):
         _sweep("dokcer")
 
 
