@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ from staminad.suite.pool import run_sync as offload
 
 SERVER_RECORD = "server.box"  # in the control directory: the running server's enclosure
 PORT_FREE_TIMEOUT = 5.0  # seconds for the kernel to let go of a stopped server's port
+ENCLOSE_TIMEOUT = 30.0  # seconds for an enclosure to be set up and run its first command
 EXIT_TIMEOUT = 10.0  # seconds for the server's host-side process to end once its enclosure is gone
 
 
@@ -86,7 +88,7 @@ class BoxServer:
         """Start `bash run_server.sh PORT` in an enclosure of its own and wait until it answers GET /."""
         await self.end_left()
         port = await offload(self.ports.allocate)
-        proc = await anyio.to_thread.run_sync(self._spawn, port)
+        proc, started = await anyio.to_thread.run_sync(self._spawn, port)
         handle = ServerHandle(url=f"http://127.0.0.1:{port}", pgid=proc.pid, port=port)
 
         async def running() -> bool:
@@ -96,6 +98,12 @@ class BoxServer:
             return bool(await offload(listening_inodes, port))
 
         try:
+            if not await anyio.to_thread.run_sync(_began, started, min(timeout, ENCLOSE_TIMEOUT)):
+                raise SandboxError(
+                    "the server's enclosure was not set up (its command never began): the runtime failed, "
+                    "before any code of the agent's ran",
+                    "engine_error",
+                )
             try:
                 await wait_ready(handle.url, timeout, running, request_timeout, listening)
             except NotReady as exc:  # the agent's failure, unless a program outside held the port
@@ -111,9 +119,22 @@ class BoxServer:
             raise
         return handle
 
-    def _spawn(self, port: int) -> subprocess.Popen[bytes]:
+    def _spawn(self, port: int) -> tuple[subprocess.Popen[bytes], int]:
+        """The server's host-side process, and the read end of a pipe on which its enclosure's first command,
+        ours, writes one byte before it runs `run_server.sh` (`_began`)."""
+        read, write = os.pipe2(os.O_CLOEXEC)
+        try:
+            return self._popen(port, write), read
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)
+
+    def _popen(self, port: int, began: int) -> subprocess.Popen[bytes]:
         env = {"HOME": f"{self.box.paths.workspace}/.home"}
-        argv = self.box.enclose(["bash", "run_server.sh", str(port)], env, self.record)
+        first = f'printf x >&{began} && exec {began}>&- && exec "$@"'  # bash: a descriptor above 9 is fine
+        argv = self.box.enclose(["bash", "-c", first, "bash", "bash", "run_server.sh", str(port)], env, self.record)
         log = open(self.view.control / "server.log", "wb")  # noqa: SIM115 - handed to the child, closed below
         try:
             self._proc = subprocess.Popen(
@@ -124,6 +145,7 @@ class BoxServer:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+                pass_fds=(began,),
             )
         except OSError:
             self.ports.release(port)
@@ -144,6 +166,18 @@ class BoxServer:
                 await anyio.to_thread.run_sync(proc.wait, EXIT_TIMEOUT)
         await anyio.to_thread.run_sync(_let_go, handle.port)
         self.ports.release(handle.port)
+
+
+def _began(fd: int, timeout: float) -> bool:
+    """Whether the enclosure's first command wrote its byte within `timeout` (the read end is closed here).
+
+    Proof the agent cannot shape either way: no code of the agent's runs before the byte, and the enclosure's
+    setup failing (the runtime's fault) closes the pipe without one."""
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return bool(ready) and os.read(fd, 1) == b"x"
+    finally:
+        os.close(fd)
 
 
 def _let_go(port: int, limit: float = PORT_FREE_TIMEOUT) -> None:

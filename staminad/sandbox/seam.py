@@ -5,8 +5,8 @@ drives (the 23 members of `base.Sandbox`) is provided on top of it by `boxed.Box
 - `describe()`: where it is, stored with the scenario;
 - `open()`: ready to enclose (stage what it mounts; idempotent, run again on resume);
 - `enclose(argv, env, record)`: the host command that runs `argv` inside a new enclosure with exactly `env` (and
-  nothing of the daemon's), in the workspace, recording in `record` (a host file in the control directory, which
-  no process inside can write) what identifies that enclosure;
+  nothing of the daemon's), in the workspace, with the descriptors its caller passes, recording in `record` (a
+  host file in the control directory, which no process inside can write) what identifies that enclosure;
 - `end(record)`: end that enclosure and every process in it, bounded; the enclosure makes this reliable (a pid
   namespace, a cgroup): nothing started inside can leave it;
 - `holds(record, pid)`: whether a host process runs inside that enclosure, judged by what the agent cannot shape

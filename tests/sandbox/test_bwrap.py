@@ -4,6 +4,7 @@ read another sandbox's workspace or the daemon's files, and nothing it leaves ru
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import anyio
 import pytest
 
 from staminad.agents.base import adapter_for
-from staminad.sandbox.base import Grant, Sandbox
+from staminad.sandbox.base import Grant, Sandbox, SandboxError
 from staminad.sandbox.bwrap import enclosure
 from staminad.sandbox.bwrap.box import BwrapFactory
 from staminad.sandbox.bwrap.probe import bwrap_problem
@@ -148,4 +149,18 @@ async def test_what_the_harness_leaves_running_ends_before_the_server_starts(
     handle = await sb.start_server(timeout=30)
     assert [pid for pid in _running() if enclosure.namespace(pid) == found[1]] == []
     await sb.stop_server(handle)
+    await sb.close()
+
+
+@pytest.mark.bwrap
+async def test_an_enclosure_that_cannot_be_set_up_is_the_platforms_failure(tmp_path: Path) -> None:
+    """The server's enclosure failing before any agent code ran (its layer gone) is an engine_error, not NotReady."""
+    sb = await _sandbox(tmp_path / "box")
+    await sb.seed({"run_server.sh": 'exec python3 -m http.server --bind 127.0.0.1 "$1"\n'})
+    shutil.rmtree(tmp_path / "box" / "layer")
+    with pytest.raises(SandboxError) as info:
+        await sb.start_server(timeout=30)
+    assert info.value.kind == "engine_error" and "before any code of the agent's ran" in str(info.value)
+    loss = await sb.health(0.0)
+    assert loss is not None and loss.kind == "sandbox_lost"
     await sb.close()
