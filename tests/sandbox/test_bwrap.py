@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -163,4 +164,68 @@ async def test_an_enclosure_that_cannot_be_set_up_is_the_platforms_failure(tmp_p
     assert info.value.kind == "engine_error" and "before any code of the agent's ran" in str(info.value)
     loss = await sb.health(0.0)
     assert loss is not None and loss.kind == "sandbox_lost"
+    await sb.close()
+
+
+SHARED = """import socket, sys
+port = int(sys.argv[1])
+open("port", "w").write(f"{port}\\n")  # a FIFO: the test takes its own listener on the port now
+open("go").read()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", port))
+s.listen()
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"HTTP/1.1 200 OK\\r\\ncontent-length: 0\\r\\nconnection: close\\r\\n\\r\\n")
+    c.close()
+"""
+
+
+def _share(workspace: Path) -> socket.socket:
+    """A listener of this (host) process on the port the sandbox's server says it got, then the server's go."""
+    port = int((workspace / "port").read_text())
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    (workspace / "go").write_text("go\n")
+    return s
+
+
+@pytest.mark.bwrap
+async def test_a_port_shared_with_a_program_outside_the_enclosure_is_not_tested(tmp_path: Path) -> None:
+    """A host process listening on the server's port too makes the start port_taken (judged by pid namespace)."""
+    sb = await _sandbox(tmp_path / "box")
+    await sb.seed({"run_server.sh": 'exec python3 shared.py "$1"\n', "shared.py": SHARED})
+    host = sb.host_files
+    assert host is not None
+    os.mkfifo(host.workspace / "port")
+    os.mkfifo(host.workspace / "go")
+    async with anyio.create_task_group() as tg:
+        outside: list[socket.socket] = []
+
+        async def share() -> None:
+            outside.append(await anyio.to_thread.run_sync(_share, host.workspace))
+
+        tg.start_soon(share)
+        with pytest.raises(SandboxError) as info:
+            await sb.start_server(timeout=30)
+    assert info.value.kind == "port_taken" and f"process {os.getpid()} outside this sandbox" in str(info.value)
+    outside[0].close()
+    await sb.close()
+
+
+@pytest.mark.bwrap
+async def test_a_server_detached_inside_its_enclosure_is_served_and_ends_with_it(tmp_path: Path) -> None:
+    """A listener run_server.sh detached (setsid) is still in the enclosure: it is tested, and gone after the stop."""
+    sb = await _sandbox(tmp_path / "box")
+    detached = 'setsid python3 -m http.server --bind 127.0.0.1 "$1" & exec sleep 600\n'
+    await sb.seed({"run_server.sh": detached})
+    handle = await sb.start_server(timeout=30)
+    found = enclosure.read_record(tmp_path / "box" / "control" / "server.box")
+    assert found is not None
+    await sb.stop_server(handle)
+    assert [pid for pid in _running() if enclosure.namespace(pid) == found[1]] == []
     await sb.close()
