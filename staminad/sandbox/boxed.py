@@ -163,8 +163,8 @@ class BoxedSandbox:
     def _kill_job(self, job_id: str) -> None:
         """The wrapper's group, then the harness's enclosure with everything the harness left in it."""
         pid = self._pid(job_id)
-        if pid is not None:
-            kill_group(pid)
+        if pid is not None and not marker_path(self.view.control, job_id).exists():
+            kill_group(pid)  # a wrapper that wrote its marker is gone, and its pid may be another's by now
         self.box.end(self.view.control / "jobs" / job_id / JOB_RECORD)
 
     # --- the server -----------------------------------------------------------------------------------
