@@ -1,5 +1,6 @@
 """Choosing the runtime a sweep's sandboxes run on, from the registry (`sandbox.runtimes`): `auto` takes
-`docker` when the engine is reachable and the sandbox image exists, else `local`."""
+`docker` when the engine is reachable and the sandbox image exists, else `bwrap` where bubblewrap can make its
+namespaces, else `local` (the isolating runtimes first, in the registry's order)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,11 @@ job_state, wait_marker, count_loc, server_log, snapshot, restore, keep_code), ne
 a sandbox whose files live on another machine's Docker engine (`docker.volumesandbox`) is driven like one on the
 daemon's disk (`local`, the bind-mounted `docker`). Only manual mode needs the files on the
 daemon's disk (`Sandbox.host_files`).
+
+`Sandbox` is what the engine drives (23 members), not what a new runtime writes: a runtime on this machine writes
+the narrow seam `seam.Box` (7 members: paths, describe, open, enclose, end, holds, health), and `boxed.BoxedSandbox`
+provides all of `Sandbox` on top of it by composition (`bwrap/` is built so). `local` and `docker` implement
+`Sandbox` directly; `seam` says how they map onto the seam.
 """
 
 from __future__ import annotations

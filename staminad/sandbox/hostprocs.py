@@ -118,7 +118,7 @@ def _address(text: str) -> str:
     return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]:{int(port, 16)}"
 
 
-def _sockets_on(port: int) -> list[PortSocket]:
+def sockets_on(port: int) -> list[PortSocket]:
     """Every TCP socket (IPv4 or IPv6, any state) bound to local port `port` in this network namespace."""
     found = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -151,7 +151,7 @@ def port_blame(port: int, tag: str, pgid: int | None, connected: bool) -> Sandbo
     when handed out (the allocator's bind check), so a connection on it that the agent's server never accepted
     is someone else's. None: nothing on the port explains the failure, which stays the agent's.
     """
-    sockets = _sockets_on(port)
+    sockets = sockets_on(port)
     live = {f"socket:[{s.inode}]": s for s in sockets if s.inode != "0"}
     holders: dict[str, tuple[int, bool, int]] = {}  # socket -> (pid, of the sandbox, process group)
     blind = False  # a process of the sandbox whose descriptors this user cannot read

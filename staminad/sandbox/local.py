@@ -38,6 +38,8 @@ from staminad.sandbox.base import (
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
 from staminad.sandbox.hostprocs import kill_group, kill_tagged, listener_holders, listening_inodes, port_blame
+from staminad.sandbox.hostspawn import LIMITS, base_env, run_briefly
+from staminad.sandbox.hostspawn import PASSED_ENV as PASSED_ENV  # re-exported: where the tests read the allow-list
 from staminad.sandbox.offloop import quick
 from staminad.sandbox.ports import PortAllocator, port_is_free
 from staminad.sandbox.readiness import wait_ready
@@ -45,31 +47,9 @@ from staminad.suite.niceness import NICE_ENV, RAISED_ENV, child_nice, in_new_ses
 from staminad.suite.pool import run_sync as offload
 
 HARNESS_DIR = Path(__file__).parents[1]  # staminad/: the reference agent and fault scripts live below it
-PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")  # the daemon's variables a sandboxed process may see
-
-
-def base_env() -> dict[str, str]:
-    """The environment every sandboxed process starts from: the allow-list, nothing else of the daemon's."""
-    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    return env
-
-
-# Resource limits for sandboxed processes, applied by util-linux prlimit (no preexec_fn: the daemon
-# has threads, and forking with a Python callback in a threaded process can deadlock).
-LIMITS = ["prlimit", "--core=0", "--nofile=4096", f"--fsize={4 << 30}"]
 
 SERVER_TAG = "STAMINABENCH_SERVER_OF"
 AGENT_TAG = "STAMINABENCH_AGENT_OF"  # in a harness's environment: what it leaves running is ended with its phase
-
-
-def _run_briefly(argv: list[str], env: dict[str, str], timeout: float = 10.0) -> None:
-    """Run `argv` (a launcher that forks and returns at once) to its end; TimeoutError if it takes `timeout`."""
-    try:
-        quiet = subprocess.DEVNULL
-        subprocess.run(argv, stdin=quiet, stdout=quiet, stderr=quiet, env=env, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise TimeoutError(f"{argv[0]} did not return within {timeout:.0f} s") from None
 
 
 def _kill_left(pid_file: Path) -> None:
@@ -135,7 +115,7 @@ class LocalSandbox(HostFiles):
         argv_ = [*LIMITS, "setsid", "-f", "sh", str(WRAPPER), str(job), str(marker_path(self.host_control, job_id))]
         # The wrapper runs the harness below the daemon's priority, and itself (its marker) at it.
         env = {**base_env(), AGENT_TAG: str(self.root), NICE_ENV: str(child_nice()), RAISED_ENV: str(raised())}
-        _run_briefly(argv_, env)
+        run_briefly(argv_, env)
 
     def _pid(self, job_id: str) -> int | None:
         return read_int(self.host_control / "jobs" / job_id / "pid")

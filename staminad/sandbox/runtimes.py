@@ -109,6 +109,18 @@ def _make_local(p: Placement) -> Made:
     return local_factory(p.ports), "local"
 
 
+async def _probe_bwrap(images: Sequence[str]) -> str | None:
+    from staminad.sandbox.bwrap.probe import bwrap_problem
+
+    return await bwrap_problem()  # runs this machine's own programs: the images are not used
+
+
+def _make_bwrap(p: Placement) -> Made:
+    from staminad.sandbox.bwrap.box import BwrapFactory
+
+    return BwrapFactory(p.ports), "bwrap"
+
+
 async def _probe_docker(images: Sequence[str]) -> str | None:
     for image in images:
         if (why := await docker_available(image)) is not None:
@@ -142,6 +154,14 @@ RUNTIMES: dict[str, Runtime] = {
             make=_make_docker,
             isolates=True,
             remote=True,
+        ),
+        Runtime(  # after docker: `auto` takes the isolating runtimes in this order
+            name="bwrap",
+            summary="bubblewrap enclosures on this machine: own pid, user and mount namespaces, the host's network",
+            probe=_probe_bwrap,
+            make=_make_bwrap,
+            isolates=True,
+            remote=False,
         ),
         Runtime(
             name="local",

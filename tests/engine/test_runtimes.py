@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,8 @@ def test_every_registered_runtime_and_auto_is_a_valid_sweep_runtime() -> None:
 
 def test_an_unknown_runtime_is_one_line_with_a_near_miss() -> None:
     """`dokcer` is refused naming the choices and the one meant."""
-    with pytest.raises(SweepError, match=r"run.runtime must be one of auto, docker, local; did you mean 'docker'\?"):
+    said = r"run.runtime must be one of auto, docker, bwrap, local; did you mean 'docker'\?"
+    with pytest.raises(SweepError, match=said):
         _sweep("dokcer")
 
 
@@ -77,3 +79,18 @@ async def test_a_new_runtime_is_one_entry_and_auto_says_why_it_passed_it_over(
     assert said == "local (pods unavailable: no cluster to run 1 images)"
     with pytest.raises(RuntimeUnavailable, match="runtime pods unavailable: no cluster"):
         await choose_runtime("pods", RunSettings(), PortAllocator())
+
+
+@pytest.mark.bwrap
+async def test_auto_takes_bwrap_when_docker_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Docker unavailable, `auto` takes the other isolating runtime, bwrap, before local, and says why."""
+    from staminad.sandbox.bwrap.box import BwrapFactory
+
+    async def absent(images: Any) -> str | None:
+        return "no Docker engine (test)"
+
+    docker = dataclasses.replace(RUNTIMES["docker"], probe=absent)
+    monkeypatch.setattr(runtimes, "RUNTIMES", {**RUNTIMES, "docker": docker})
+    factory, said = await choose_runtime("auto", RunSettings(), PortAllocator())
+    assert isinstance(factory, BwrapFactory)
+    assert said == "bwrap (docker unavailable: no Docker engine (test))"

@@ -20,6 +20,7 @@ TIERS = {
     "sweep": "runs a real sweep or daemon",
     "browser": "drives chromium",
     "tmux": "needs tmux",
+    "bwrap": "needs bubblewrap able to make user and pid namespaces",
     "slow": "over the fast tier's CPU budget on its own (cpu_budget), needing nothing else (oracle gate, schemathesis)",
 }
 
