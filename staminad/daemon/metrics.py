@@ -129,7 +129,7 @@ class DaemonCollector(Collector):
         out = scheduler_of(self.daemon)
         out.sandboxes, out.sandboxes_at = sandboxes, self.sampler.at
         local = self.sampler.engine
-        if not out.engines and local is not None and self.daemon.runtime != "local":
+        if not out.engines and local is not None and self.daemon.runtime in (None, "auto", "docker"):
             # One engine, the local one: its health is exported too (else EngineUnhealthy could never fire).
             out.engines.append(EngineFigures(local[0], out.limit, out.in_use, local[1]))
         return out
