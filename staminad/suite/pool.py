@@ -5,6 +5,10 @@ one GIL with the event loop, so the daemon's throughput is what one core allows 
 (the socket, markers, events) waits behind them. The pool runs that work in `size` worker processes
 (`default_size()`: the CPUs this process may use, less one for the event loop, at least two), each
 serving up to `per_worker` jobs at once in threads of its own (a suite mostly waits on its server).
+One more worker serves only `call`s (the sandboxes' /proc scans and file walks, `run_sync`), under limits of its
+own: at 500 scenarios on 2 cores those waited for a slot behind hundreds of suites being made ahead, then ran in a
+thread beside CPU-bound ones, waiting up to a switch interval for the GIL after each of their thousands of reads,
+and every server start stalled behind them (nothing was tested in minutes; py-spy and the store, this issue).
 
 Suites and results cross as msgpack (`worker.pack`): unpickling a suite cost the event loop ~15 ms. The
 engine crosses neither: `keep` leaves an attempt's suite in the worker that generated it (`KeptSuite`, a
@@ -71,6 +75,7 @@ CLOSE_GRACE = 5.0  # seconds a worker has to exit once its stdin is closed
 STOP_GRACE = 30.0  # seconds a stopped job has to let go (a suite's request in flight ends at once)
 GENERATE_LIMIT = 600.0  # seconds: generation at turn 1,000 takes seconds; anything near this is a hung worker
 PER_WORKER = 16
+CONTROL_SLOTS = 64  # `call`s at once on the control worker: short /proc scans and file walks, each in a thread
 # Imported by name, not run as `__main__`: the messages it pickles must name their module.
 _WORKER_MAIN = "from staminad.suite.worker import main; main()"
 _ROOT = str(Path(staminad.__file__).resolve().parent.parent)  # where a worker imports `staminad` from
@@ -231,8 +236,14 @@ class WorkerPool:
         self.size = default_size() if size is None else size
         if self.size < 1:
             raise ValueError("a worker pool has at least one worker")
-        self.slots = anyio.CapacityLimiter(self.size * per_worker)
-        self._workers: list[_Worker | None] = [None] * self.size
+        self.slots = anyio.CapacityLimiter(self.size * per_worker)  # suites and their generation
+        # Suites being made take at most half the slots: a suite whose server is up waiting is run first, and a
+        # flood of suites made ahead (hundreds of scenarios launched at once) cannot hold every slot.
+        self.making = anyio.CapacityLimiter(max(1, self.size * per_worker // 2))
+        self.control_slots = anyio.CapacityLimiter(CONTROL_SLOTS)  # `call`s, on the control worker
+        # The suite workers, then the control worker (the last): a sandbox's /proc scan or file walk on the turn's
+        # critical path neither queues behind hundreds of suites for a slot nor shares a GIL with their threads.
+        self._workers: list[_Worker | None] = [None] * (self.size + 1)
         self._tg: anyio.abc.TaskGroup | None = None
         self._jobs = 0
         self.restarts = 0  # workers replaced after dying
@@ -243,7 +254,7 @@ class WorkerPool:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                for i in range(self.size):
+                for i in range(self.size):  # the control worker starts with the first `call`
                     await self._spawn(i)
                 task_status.started()
                 _serving.append(self)
@@ -275,26 +286,29 @@ class WorkerPool:
         self._tg.start_soon(worker.read)
         return worker
 
-    async def _pick(self) -> _Worker:
-        """The least busy live worker; a dead one is replaced first."""
+    async def _pick(self, control: bool = False) -> _Worker:
+        """The least busy live suite worker, or the control worker; a dead one is replaced first."""
         if self._tg is None:
             raise RuntimeError("the worker pool is not serving")
+        lane = range(self.size, self.size + 1) if control else range(self.size)
         async with self._spawning:  # one caller replaces a dead worker; the others then find the new one
-            for i, worker in enumerate(self._workers):
+            for i in lane:
+                worker = self._workers[i]
                 if worker is None or worker.dead:
                     self.restarts += worker is not None
                     await self._spawn(i)
-        live = [w for w in self._workers if w is not None and not w.dead]
+        live = [w for w in (self._workers[i] for i in lane) if w is not None and not w.dead]
         return min(live, key=lambda w: len(w.pending))
 
-    async def _run(self, make: Any, limit: float, grace: float) -> Any:
-        return (await self._run_on(make, limit, grace))[2]
+    async def _run(self, make: Any, limit: float, grace: float, control: bool = False) -> Any:
+        return (await self._run_on(make, limit, grace, control))[2]
 
-    async def _run_on(self, make: Any, limit: float, grace: float) -> tuple[_Worker, int, Any]:
-        """(the worker, the job's number, its value): the job run on the least busy worker, again once if it died."""
+    async def _run_on(self, make: Any, limit: float, grace: float, control: bool = False) -> tuple[_Worker, int, Any]:
+        """(the worker, the job's number, its value): the job run on the least busy suite worker (`control`: on the
+        control worker), again once if it died."""
         for attempt in (1, 2):
-            async with self.slots:
-                worker = await self._pick()
+            async with self.control_slots if control else self.slots:
+                worker = await self._pick(control)
                 self._jobs += 1
                 job = self._jobs
                 try:
@@ -316,7 +330,8 @@ class WorkerPool:
             state, seed, turn, history, attempt = kept.args
             return Generate(job=job, state=state, seed=seed, turn=turn, history=history, attempt=attempt, keep=True)
 
-        kept.worker, kept.key, (kept.tests, kept.steps) = await self._run_on(make, GENERATE_LIMIT, STOP_GRACE)
+        async with self.making:
+            kept.worker, kept.key, (kept.tests, kept.steps) = await self._run_on(make, GENERATE_LIMIT, STOP_GRACE)
 
     async def run_kept(self, kept: KeptSuite, url: str, timeout: float, feedback: FeedbackLevel) -> SuiteVerdict:
         """`run_suite` of a kept suite in the worker that keeps it, to its verdict (feedback at `feedback`); a worker
@@ -348,11 +363,12 @@ class WorkerPool:
 
     async def generate(self, state: State, seed: int, turn: int, history: History | None, attempt: int) -> Suite:
         """`generate_suite(state, seed, turn, history, attempt)` in a worker."""
-        packed: bytes = await self._run(
-            lambda job: Generate(job=job, state=state, seed=seed, turn=turn, history=history, attempt=attempt),
-            GENERATE_LIMIT,
-            STOP_GRACE,
-        )
+        async with self.making:
+            packed: bytes = await self._run(
+                lambda job: Generate(job=job, state=state, seed=seed, turn=turn, history=history, attempt=attempt),
+                GENERATE_LIMIT,
+                STOP_GRACE,
+            )
         return unpack(packed, SUITE)
 
     async def run_suite(self, suite: Suite, url: str, timeout: float) -> SuiteResult:
@@ -367,9 +383,11 @@ class WorkerPool:
         return unpack(packed, RESULT)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` in a worker: `fn` a module-level function, its arguments and result plain data."""
+        """`fn(*args)` in the control worker: `fn` a module-level function, its arguments and result plain data."""
         target = f"{fn.__module__}:{fn.__qualname__}"
-        value: T = await self._run(lambda job: Call(job=job, target=target, args=args), GENERATE_LIMIT, STOP_GRACE)
+        value: T = await self._run(
+            lambda job: Call(job=job, target=target, args=args), GENERATE_LIMIT, STOP_GRACE, control=True
+        )
         return value
 
 

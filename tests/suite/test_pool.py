@@ -224,3 +224,25 @@ async def test_a_kept_suite_runs_in_its_worker_to_the_in_thread_verdict() -> Non
             assert kept.worker is None
             assert await pool.run_kept(kept, url, 5.0, "detailed") == threaded
         tg.cancel_scope.cancel()
+
+
+async def test_a_call_runs_on_the_control_worker_while_every_suite_slot_is_taken() -> None:
+    """`call` neither waits for a suite slot nor runs beside suites: it has a worker and limits of its own."""
+    pool = WorkerPool(1, per_worker=1)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pool.serve)
+        holder = object()
+        await pool.slots.acquire_on_behalf_of(holder)  # every suite slot taken
+        try:
+            with anyio.fail_after(60):
+                pid = await pool.call(os.getpid)
+        finally:
+            pool.slots.release_on_behalf_of(holder)
+        assert pid in pool.pids() and pid != pool.pids()[0] and len(pool.pids()) == 2
+        tg.cancel_scope.cancel()
+
+
+async def test_suites_being_made_leave_slots_for_suites_to_run() -> None:
+    """Making suites holds at most half the slots: the other half stays free for suites whose server waits."""
+    pool = WorkerPool(1, per_worker=4)
+    assert pool.making.total_tokens == 2 and pool.slots.total_tokens == 4
