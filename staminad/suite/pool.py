@@ -84,12 +84,17 @@ _ROOT = str(Path(staminad.__file__).resolve().parent.parent)  # where a worker i
 log = logging.getLogger(__name__)
 
 
-def usable_cpus() -> int:
+def _usable() -> set[int]:
     """The CPUs this process may run on (its affinity)."""
     try:
-        return len(os.sched_getaffinity(0))
+        return os.sched_getaffinity(0)
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        return set(range(os.cpu_count() or 1))
+
+
+def usable_cpus() -> int:
+    """How many CPUs this process may run on (its affinity)."""
+    return len(_usable())
 
 
 MIN_WORKERS = 2  # so that a scenario's next suite is made in one worker while its suite runs in the other
@@ -275,8 +280,12 @@ class WorkerPool:
     async def _spawn(self, i: int) -> _Worker:
         assert self._tg is not None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_ROOT, os.environ.get("PYTHONPATH"))))}
+        argv = [sys.executable, "-c", _WORKER_MAIN, str(os.getpid())]
+        if i < self.size:  # a suite worker runs on one CPU (`worker._pin`), spread from the second of ours on
+            cpus = sorted(_usable())
+            argv.append(str(cpus[(i + 1) % len(cpus)]))
         process = await anyio.open_process(
-            lowered([sys.executable, "-c", _WORKER_MAIN, str(os.getpid())]),  # below the loop's priority
+            lowered(argv),  # below the loop's priority
             stdin=PIPE,
             stdout=PIPE,
             stderr=None,

@@ -246,3 +246,17 @@ async def test_suites_being_made_leave_slots_for_suites_to_run() -> None:
     """Making suites holds at most half the slots: the other half stays free for suites whose server waits."""
     pool = WorkerPool(1, per_worker=4)
     assert pool.making.total_tokens == 2 and pool.slots.total_tokens == 4
+
+
+async def test_each_suite_worker_runs_on_one_cpu_and_the_control_worker_on_all() -> None:
+    """Suite workers are pinned to one CPU each (their threads hand the GIL on one core); the control worker is not."""
+    usable = os.sched_getaffinity(0)
+    pool = WorkerPool(2)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pool.serve)
+        control = await pool.call(os.getpid)
+        suite_workers = [pid for pid in pool.pids() if pid != control]
+        assert [len(os.sched_getaffinity(pid)) for pid in suite_workers] == [1, 1]
+        assert all(os.sched_getaffinity(pid) <= usable for pid in suite_workers)
+        assert os.sched_getaffinity(control) == usable
+        tg.cancel_scope.cancel()
