@@ -27,6 +27,17 @@ process; nothing else is touched.
 The loop probe's lags are always recorded; its stack sampler (what held the loop) only with `--stacks N`:
 it takes the daemon's GIL 200 times a second, so compare runs made with the same setting.
 
+Measured for issue 41 (500 scenarios, `--modes workers --window 40 --warmup 30`, one run each, this 2-core box
+with a full test run beside it for the first two): before, 1 core 0.57 attempts/s, 2 cores 0.30 (x0.52; the
+issue's x0.45 seen again); with the control worker and the making limit (`suite.pool`), 0.87 and 0.25 (x0.29);
+with suite workers pinned to one CPU each, 0.77 and 0.25 (x0.32). Not fixed. What the runs show: on 2 cores the
+daemon's process takes ~770 ms and its workers ~1,300 ms of CPU per attempt against ~220 and ~200 on 1 core, yet
+together they use only ~0.5 of the 2 cores, so by the model the agents' and servers' own processes take ~6 CPU-s
+per attempt on 2 cores against ~0.9 on 1: the second core's work goes to the agents' processes (500 Python
+harnesses and servers), not to the daemon's loop, which was idle in 98% of py-spy's samples. At 50 scenarios 2
+cores give x2.18 of 1, at 200 the store showed no stall. Next: count what those processes spend (perf, per
+command) at 500 on 2 cores, and the wrapper's and readiness probe's polling under that load.
+
 Run: python benchmarks/bench_concurrency.py [--sizes 50,200,500] [--cores 1,2] [--turns 20] [--window 30]
      python benchmarks/bench_concurrency.py --smoke   (tiny sizes: it starts, finishes and prints its figures)
 """
