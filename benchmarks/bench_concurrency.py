@@ -35,8 +35,8 @@ daemon's process takes ~770 ms and its workers ~1,300 ms of CPU per attempt agai
 together they use only ~0.5 of the 2 cores, so by the model the agents' and servers' own processes take ~6 CPU-s
 per attempt on 2 cores against ~0.9 on 1: the second core's work goes to the agents' processes (500 Python
 harnesses and servers), not to the daemon's loop, which was idle in 98% of py-spy's samples. At 50 scenarios 2
-cores gave x2.18 of 1 (0.73 and 1.59 attempts/s), and 200 on 2 cores 1.50. Next: count what those processes spend (perf, per
-command) at 500 on 2 cores, and the wrapper's and readiness probe's polling under that load.
+cores gave x2.18 of 1 (0.73 and 1.59 attempts/s), and 200 on 2 cores 1.50. Next: count what those processes
+spend (perf, per command) at 500 on 2 cores, and the wrapper's and readiness probe's polling under that load.
 
 Run: python benchmarks/bench_concurrency.py [--sizes 50,200,500] [--cores 1,2] [--turns 20] [--window 30]
      python benchmarks/bench_concurrency.py --smoke   (tiny sizes: it starts, finishes and prints its figures)
