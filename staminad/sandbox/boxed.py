@@ -10,7 +10,6 @@ the blame rules, stop_server; and prepare, health, describe, watch, frozen. The 
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from staminad.sandbox.base import (
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.boxserver import BoxServer
 from staminad.sandbox.hostfiles import HostFiles
-from staminad.sandbox.hostprocs import kill_group
+from staminad.sandbox.hostprocs import group_alive, kill_group
 from staminad.sandbox.hostspawn import LIMITS, base_env, run_briefly
 from staminad.sandbox.markers import Marker, MarkerWatcher
 from staminad.sandbox.offloop import quick
@@ -146,16 +145,7 @@ class BoxedSandbox:
         return read_int(self.view.control / "jobs" / job_id / "pid")
 
     async def job_alive(self, job_id: str) -> bool:
-        pid = self._pid(job_id)
-        if pid is None:
-            return False
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return group_alive(self._pid(job_id))
 
     async def kill_job(self, job_id: str) -> None:
         await quick(self._kill_job, job_id)

@@ -30,6 +30,19 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     return True
 
 
+def group_alive(pgid: int | None) -> bool:
+    """Whether any process of group `pgid` is alive (one we may not signal counts as alive); False for None."""
+    if pgid is None:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _carries(proc: Path, tag: str) -> bool:
     """Whether the process's environment holds `tag` (NAME=value) as a whole entry: another variable's value
     that mentions it is not ours. False when it is gone or its environment is not ours to read."""

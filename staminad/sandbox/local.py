@@ -14,7 +14,6 @@ held by another program, it is the platform's `port_taken`, retried on a fresh p
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -37,7 +36,14 @@ from staminad.sandbox.base import (
 )
 from staminad.sandbox.bounded import read_int
 from staminad.sandbox.hostfiles import HostFiles
-from staminad.sandbox.hostprocs import kill_group, kill_tagged, listener_holders, listening_inodes, port_blame
+from staminad.sandbox.hostprocs import (
+    group_alive,
+    kill_group,
+    kill_tagged,
+    listener_holders,
+    listening_inodes,
+    port_blame,
+)
 from staminad.sandbox.hostspawn import LIMITS, base_env, run_briefly
 from staminad.sandbox.hostspawn import PASSED_ENV as PASSED_ENV  # re-exported: where the tests read the allow-list
 from staminad.sandbox.offloop import quick
@@ -122,16 +128,7 @@ class LocalSandbox(HostFiles):
 
     async def job_alive(self, job_id: str) -> bool:
         # Polled every few seconds per scenario: a read and a signal on the loop cost less than a thread's hop.
-        pid = self._pid(job_id)
-        if pid is None:
-            return False
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return group_alive(self._pid(job_id))
 
     async def kill_job(self, job_id: str) -> None:
         await quick(self._kill_job, job_id)

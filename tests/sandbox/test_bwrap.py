@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -22,17 +21,6 @@ from staminad.sandbox.markers import MarkerWatcher
 from staminad.sandbox.ports import PortAllocator
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def watcher() -> AsyncIterator[MarkerWatcher]:
-    """The daemon's one marker watcher, serving while the test runs."""
-    w = MarkerWatcher()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(w.serve)
-        yield w
-        tg.cancel_scope.cancel()
-    w.close()
 
 
 async def _sandbox(root: Path, low: int = 31540) -> Sandbox:

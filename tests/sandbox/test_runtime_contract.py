@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -24,17 +24,6 @@ SERVER = 'exec python3 -m http.server --bind 127.0.0.1 "$1"\n'
 FACTORIES: dict[str, Callable[[PortAllocator], SandboxFactory]] = {"local": local_factory, "bwrap": BwrapFactory}
 LOW = {"local": 31500, "bwrap": 31520}  # each runtime's own ports, so the two never meet in a parallel run
 RUNTIMES = ["local", pytest.param("bwrap", marks=pytest.mark.bwrap)]
-
-
-@pytest.fixture
-async def watcher() -> AsyncIterator[MarkerWatcher]:
-    """The daemon's one marker watcher, serving while the test runs."""
-    w = MarkerWatcher()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(w.serve)
-        yield w
-        tg.cancel_scope.cancel()
-    w.close()
 
 
 async def _sandbox(tmp: Path, runtime: str) -> Sandbox:
