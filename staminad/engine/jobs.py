@@ -30,7 +30,8 @@ from staminad.engine.scenario import ScenarioRunner
 from staminad.engine.spec import EngineSettings, EventSink, ScenarioSpec
 from staminad.engine.turns import HeldScenario, generated
 from staminad.sandbox.base import Grant, SandboxError, SandboxFactory
-from staminad.suite.pool import WorkerPool, run_sync, usable_cpus
+from staminad.suite.cpus import usable_cpus
+from staminad.suite.pool import WorkerPool, run_sync
 from state.space import disk_problem
 from state.store import Store
 

@@ -46,6 +46,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import staminad
 from staminad.bench.schema import State
+from staminad.suite.cpus import default_size, usable_set
 from staminad.suite.feedback import FeedbackLevel
 from staminad.suite.history import History
 from staminad.suite.model import Suite
@@ -82,28 +83,6 @@ _ROOT = str(Path(staminad.__file__).resolve().parent.parent)  # where a worker i
 
 
 log = logging.getLogger(__name__)
-
-
-def _usable() -> set[int]:
-    """The CPUs this process may run on (its affinity)."""
-    try:
-        return os.sched_getaffinity(0)
-    except AttributeError:  # not Linux
-        return set(range(os.cpu_count() or 1))
-
-
-def usable_cpus() -> int:
-    """How many CPUs this process may run on (its affinity)."""
-    return len(_usable())
-
-
-MIN_WORKERS = 2  # so that a scenario's next suite is made in one worker while its suite runs in the other
-
-
-def default_size() -> int:
-    """The CPUs this process may run on, less one for the event loop; at least `MIN_WORKERS`: a suite made in the
-    process where another runs takes the GIL from its requests, a second process only shares the cores."""
-    return max(MIN_WORKERS, usable_cpus() - 1)
 
 
 T = TypeVar("T")
@@ -282,7 +261,7 @@ class WorkerPool:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_ROOT, os.environ.get("PYTHONPATH"))))}
         argv = [sys.executable, "-c", _WORKER_MAIN, str(os.getpid())]
         if i < self.size:  # a suite worker runs on one CPU (`worker._pin`), spread from the second of ours on
-            cpus = sorted(_usable())
+            cpus = sorted(usable_set())
             argv.append(str(cpus[(i + 1) % len(cpus)]))
         process = await anyio.open_process(
             lowered(argv),  # below the loop's priority

@@ -16,6 +16,7 @@ def test_mean_and_standard_error() -> None:
     assert mean == 2.5 and se == pytest.approx(math.sqrt(5 / 3) / 2)
 
 
+@pytest.mark.slow  # ~4-5 s of CPU on a busy 2-core box: over the fast tier's budget
 def test_wilcoxon_matches_scipy_with_zero_differences_and_ties() -> None:
     """Paired Wilcoxon keeps zero differences (Pratt) and ties, as SciPy computes it."""
     a = [5, 7, 7, 3, 9, 4, 8, 6, 7, 2, 5, 5]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+import pytest
 
 from staminad.bench.scenario import ScenarioParams, generate
 from staminad.reference.server import App
@@ -37,6 +38,7 @@ class _Aliasing(AppTransport):
         return super().request(method, path, body, content_type)
 
 
+@pytest.mark.slow  # ~4-5 s of CPU on a busy 2-core box: over the fast tier's budget
 def test_an_old_key_written_to_the_renamed_field_fails_at_the_turn_of_the_rename() -> None:
     """Every turn that renames a scalar field tests its old key, and a server treating it as an alias fails there."""
     tested = 0

@@ -190,6 +190,7 @@ def _assert_whole(suite: Suite, result: SuiteResult) -> None:
     render_feedback(result, "detailed")
 
 
+@pytest.mark.slow  # 150 examples of hostile bytes: ~4-5 s of CPU, over the fast tier's budget
 @settings(
     max_examples=150,
     derandomize=True,

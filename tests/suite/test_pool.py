@@ -13,10 +13,11 @@ import anyio.to_thread
 import pytest
 
 from staminad.engine.suites import make_suite, suite_on_server
+from staminad.suite.cpus import default_size
 from staminad.suite.history import state_and_history
 from staminad.suite.model import Suite, req
 from staminad.suite.model import Test as SuiteTest
-from staminad.suite.pool import WorkerLost, WorkerPool, default_size, run_sync
+from staminad.suite.pool import WorkerLost, WorkerPool, run_sync
 from staminad.suite.verdict import verdict_of
 from tests.helpers.rawserver import Conn, RawServer, answer
 from tests.suite.test_runner import SCENARIO, reference
