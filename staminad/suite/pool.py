@@ -69,6 +69,7 @@ from staminad.suite.worker import (
     Stop,
     frame,
     pack,
+    pin,
     unpack,
 )
 
@@ -260,9 +261,6 @@ class WorkerPool:
         assert self._tg is not None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_ROOT, os.environ.get("PYTHONPATH"))))}
         argv = [sys.executable, "-c", _WORKER_MAIN, str(os.getpid())]
-        if i < self.size:  # a suite worker runs on one CPU (`worker._pin`), spread from the second of ours on
-            cpus = sorted(usable_set())
-            argv.append(str(cpus[(i + 1) % len(cpus)]))
         process = await anyio.open_process(
             lowered(argv),  # below the loop's priority
             stdin=PIPE,
@@ -270,6 +268,9 @@ class WorkerPool:
             stderr=None,
             env=env,
         )
+        if i < self.size:  # a suite worker runs on one CPU (`worker.pin`), spread from the second of ours on
+            cpus = sorted(usable_set())
+            pin(process.pid, cpus[(i + 1) % len(cpus)])
         worker = self._workers[i] = _Worker(process)
         self._tg.start_soon(worker.read)
         return worker

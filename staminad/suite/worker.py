@@ -243,19 +243,17 @@ def serve(source: BinaryIO, out: BinaryIO) -> None:
             threading.Thread(target=jobs.run, args=(request, jobs.begin(request.job)), daemon=True).start()
 
 
-def _pin(cpu: int) -> None:
-    """Run this process's threads on one CPU: a suite worker's threads (suites waiting on their servers, suites
-    being made) hand the GIL to each other thousands of times a second, which on one core costs a switch and
-    across two a wake-up on the other core each time (at 500 scenarios on 2 cores the workers spent 4-7x the CPU
-    per attempt they spent on 1). It starts no process, so nothing inherits the pin."""
+def pin(pid: int, cpu: int) -> None:
+    """Run process `pid` (a suite worker the pool has just started, before its first job: its job threads inherit
+    this) on one CPU. A suite worker's threads (suites waiting on their servers, suites being made) hand the GIL to
+    each other thousands of times a second: on one core that costs a switch, across two a wake-up of the other
+    core each time. A worker starts no process, so nothing else inherits the pin."""
     with contextlib.suppress(OSError, ValueError):
-        os.sched_setaffinity(0, {cpu})
+        os.sched_setaffinity(pid, {cpu})
 
 
 def main() -> None:
     _die_with_parent(int(sys.argv[1]))
-    if len(sys.argv) > 2:
-        _pin(int(sys.argv[2]))
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # fd 1 is stderr from here: only `out` carries frames
     serve(sys.stdin.buffer, out)
