@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from staminad.sandbox.base import NotReady, SandboxError
-from staminad.sandbox.inside import listening
+from staminad.sandbox.inside import listening, pgroups
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
@@ -31,16 +31,8 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
 
 
 def group_alive(pgid: int | None) -> bool:
-    """Whether any process of group `pgid` is alive (one we may not signal counts as alive); False for None."""
-    if pgid is None:
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether any process of group `pgid` is alive (`pgroups.group_alive`); False for None."""
+    return pgid is not None and pgroups.group_alive(pgid)
 
 
 def _carries(proc: Path, tag: str) -> bool:

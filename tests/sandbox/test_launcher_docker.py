@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiodocker
@@ -44,17 +43,6 @@ async def main():
 
 anyio.run(main)
 """
-
-
-@pytest.fixture
-async def watcher() -> AsyncIterator[MarkerWatcher]:
-    """A marker watcher serving in the background (inotify)."""
-    w = MarkerWatcher()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(w.serve)
-        yield w
-        tg.cancel_scope.cancel()
-    w.close()
 
 
 async def test_a_restarted_daemon_finds_the_running_harness_and_nothing_runs_twice(

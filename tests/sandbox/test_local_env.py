@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import httpx
 import pytest
 
@@ -23,17 +21,6 @@ SECRET = "sk-daemon-secret-do-not-leak"
 def dumped(path: Path) -> dict[str, str]:
     """The environment `env -0` wrote (not Python's: a pyenv shim on PATH would add its own variables)."""
     return dict(item.split("=", 1) for item in path.read_text().split("\0") if item)
-
-
-@pytest.fixture
-async def watcher() -> AsyncIterator[MarkerWatcher]:
-    """A marker watcher serving in the background (inotify)."""
-    w = MarkerWatcher()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(w.serve)
-        yield w
-        tg.cancel_scope.cancel()
-    w.close()
 
 
 async def test_secrets_in_the_daemon_environment_reach_neither_harness_nor_server(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -49,17 +49,6 @@ def nice(request: pytest.FixtureRequest) -> Iterator[int]:
         niceness.set_child_nice(niceness.DEFAULT)
         niceness._raised[0] = 0
         niceness.set_threads(before)
-
-
-@pytest.fixture
-async def watcher() -> AsyncIterator[MarkerWatcher]:
-    """A marker watcher serving in the background (inotify)."""
-    w = MarkerWatcher()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(w.serve)
-        yield w
-        tg.cancel_scope.cancel()
-    w.close()
 
 
 def reported(path: Path) -> tuple[int, int | None]:

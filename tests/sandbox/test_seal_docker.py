@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import aiodocker
-import anyio
 import httpx
 import pytest
 
@@ -41,17 +40,6 @@ async def sandboxes(tmp_path: Path, sandbox_image: str) -> AsyncIterator[DockerF
         yield factory
     finally:
         await factory.aclose(tmp_path / "sandboxes" / "seal")
-
-
-@pytest.fixture
-async def watcher() -> AsyncIterator[MarkerWatcher]:
-    """A marker watcher serving in the background (inotify)."""
-    w = MarkerWatcher()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(w.serve)
-        yield w
-        tg.cancel_scope.cancel()
-    w.close()
 
 
 async def as_agent(box: DockerSandbox, watcher: MarkerWatcher, job: str, script: str) -> tuple[dict[str, Any], str]:
