@@ -62,6 +62,7 @@ from staminad.engine.sweep import run_sweep
 from staminad.sandbox.base import SandboxFactory
 from staminad.sandbox.local import local_factory
 from staminad.sandbox.ports import PortAllocator
+from staminad.suite.cpus import default_size
 from staminad.suite.pool import WorkerPool
 from state.store import HarnessEnd, Store, Verdict
 
@@ -223,8 +224,9 @@ def main() -> None:
     ap.add_argument(
         "--workers",
         type=int,
-        default=0,
-        help="suites made and run in N worker processes, as the daemon's are (0: threads of this process)",
+        default=default_size(),
+        help=f"suites made and run in N worker processes (default: as many as the daemon's, {default_size()} here; "
+        "0: in threads of this process)",
     )
     ap.add_argument("--smoke", action="store_true", help="4 turns, windows 1-2 and 3-4")
     args = ap.parse_args()

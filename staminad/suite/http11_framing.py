@@ -16,6 +16,8 @@ MAX_LINE = 8 * 1024  # one header, chunk-size or trailer line
 MAX_INTERIM = 16  # 1xx answers before the final one
 _NO_BODY = {204, 304}
 _HEX = b"0123456789abcdefABCDEF"
+# The headers an answer's framing depends on (lower-case name as sent -> the key `_head` gives it).
+_FRAMING = {name.encode(): name for name in ("content-length", "transfer-encoding", "connection")}
 
 
 class ClosedUnanswered(Exception):
@@ -30,8 +32,7 @@ class Exchange(Connection):
     def _exchange(self, data: bytes, method: str) -> tuple[int, bytes]:
         assert self._sock is not None
         try:
-            self._bound()
-            self._sock.sendall(data)
+            self._send(data)
             if self._closes:
                 self._dial_spare()  # the server sets it up while it works on this request
             self._fill()  # which arms quickack first: our send just left quickack mode
@@ -86,7 +87,7 @@ class Exchange(Connection):
         return line
 
     def _head(self) -> tuple[bytes, int, dict[str, str]]:
-        """(version, status, headers with lower-case names) of the next answer head."""
+        """(version, status, the framing headers by lower-case name: `_FRAMING`) of the next answer head."""
         end = self._buf.find(b"\r\n\r\n")
         while end < 0:
             if len(self._buf) > MAX_HEAD:
@@ -104,7 +105,9 @@ class Exchange(Connection):
             name, sep, value = line.partition(b":")
             if not sep or len(line) > MAX_LINE:
                 raise TransportError(f"bad response header line {line[:60]!r}", bad=True)
-            key = name.strip().lower().decode("latin-1")
+            key = _FRAMING.get(name.strip().lower())
+            if key is None:
+                continue  # every line is checked, only the framing's are kept: a suite reads no other header
             text = value.strip().decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
         return version, status, headers
@@ -165,6 +168,8 @@ def _status(line: bytes) -> tuple[bytes, int]:
 
 def _closes(version: bytes, connection: str) -> bool:
     """Whether the server closes the connection after this answer (HTTP/1.0 does unless it keeps it alive)."""
+    if not connection:
+        return version == b"HTTP/1.0"
     tokens = {t.strip() for t in connection.lower().split(",")}
     if version == b"HTTP/1.0":
         return "keep-alive" not in tokens
@@ -172,6 +177,11 @@ def _closes(version: bytes, connection: str) -> bool:
 
 
 def _length(value: str, cap: int) -> int:
+    if value.isdigit() and value.isascii() and len(value) < 8:
+        length = int(value)  # the common case: one plain length, at most 9,999,999 (checked against the cap)
+        if length > cap:
+            raise TransportError(f"response larger than {cap} bytes", bad=True)
+        return length
     values = {v.strip() for v in value.split(",")}
     # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
     if len(values) != 1 or not (text := values.pop()).isascii() or not text.isdigit():

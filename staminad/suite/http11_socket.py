@@ -21,6 +21,7 @@ import ipaddress
 import os
 import select
 import socket
+import struct
 import threading
 import time
 
@@ -107,15 +108,31 @@ class Connection:
     def _bound(self) -> None:
         """Give the socket's calls what is left of the request's budget; TimeoutError once it is spent.
 
-        Setting a timeout is a system call, and most requests take a millisecond: the socket's timeout
-        is set again only when it is more than SLACK away from what is left, so a call never waits past
-        the deadline, nor gives up before it, by more than SLACK.
+        The socket stays in blocking mode and the kernel bounds each receive and send (SO_RCVTIMEO,
+        SO_SNDTIMEO; a call past it fails with EAGAIN, which `_fill` and `_send` turn into TimeoutError):
+        a Python socket timeout would add a poll() before every call, a system call per read the floor
+        does not make. Setting the bound is a system call too, and most requests take a millisecond: it is
+        set again only when it is more than SLACK away from what is left, so a call never waits past the
+        deadline, nor gives up before it, by more than SLACK.
         """
         assert self._sock is not None
         left = self._left()
         if self._sock_timeout is None or abs(self._sock_timeout - left) > SLACK:
-            self._sock.settimeout(left)
+            # At least a millisecond: a zero timeval means no bound at all.
+            whole, micros = divmod(max(round(left * 1_000_000), 1000), 1_000_000)
+            bound = struct.pack("@ll", whole, micros)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, bound)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bound)
             self._sock_timeout = left
+
+    def _send(self, data: bytes) -> None:
+        """Send all of `data` within the request's budget."""
+        assert self._sock is not None
+        self._bound()
+        try:
+            self._sock.sendall(data)
+        except BlockingIOError:  # SO_SNDTIMEO ran out (see `_bound`)
+            raise TimeoutError from None
 
     def _connect(self) -> None:
         self._drop_spare()  # never a fresh dial behind a spare's back (see `_spare`)
@@ -145,6 +162,7 @@ class Connection:
             raise TransportError("the suite was stopped")
         # Our requests go out in one write each; NODELAY so that no request of ours ever waits on an ACK either.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(True)  # bounded by the kernel from here on (`_bound`)
 
     def _dial_spare(self) -> None:
         """Start connecting the spare without waiting for it (after a request went out; see `_spare`).
@@ -193,6 +211,7 @@ class Connection:
                 sock.close()
                 return False
             self._sock = sock
+        sock.setblocking(True)  # bounded by the kernel from here on (`_bound`)
         self._sock_timeout = None
         self._buf.clear()
         if not self._reusable():
@@ -289,7 +308,10 @@ class Connection:
         assert self._sock is not None
         self._bound()
         self._arm_quickack()
-        chunk = self._sock.recv(_READ)
+        try:
+            chunk = self._sock.recv(_READ)
+        except BlockingIOError:  # SO_RCVTIMEO ran out (see `_bound`)
+            raise TimeoutError from None
         if not chunk:
             if self._interrupted.is_set():
                 raise TransportError("the suite was stopped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -372,6 +373,25 @@ def test_silent_server_times_out() -> None:
     ):
         t.request("GET", "/", None)
     assert info.value.timeout
+
+
+def test_a_server_trickling_its_answer_is_cut_at_the_request_deadline() -> None:
+    """Bytes that keep coming, each before a read's bound, still end the request at its one deadline."""
+
+    def serve(conn: Conn) -> None:
+        conn.read_request()
+        conn.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        for _ in range(1000):  # a byte every 20 ms: 20 s for the body, unless the client hangs up (a write fails)
+            time.sleep(0.02)  # pacing of the server, not synchronisation
+            conn.write(b"x")
+
+    with RawServer(serve).running() as server, Http11Transport.for_url(server.url, timeout=0.3) as t:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            t.request("GET", "/", None)
+        took = time.monotonic() - started
+    assert info.value.timeout
+    assert took < 10  # a bound per read (each renewed by the next byte) would wait out the whole 20 s body
 
 
 def test_connection_closed_inside_the_head_says_so() -> None:

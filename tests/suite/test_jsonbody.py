@@ -78,6 +78,49 @@ def test_what_json_loads_always_took_is_still_read() -> None:
     assert decode(b"-" + b"9" * 999) == -int("9" * 999)
 
 
+ANY_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**18, max_value=10**40)  # past 64 bits, where decoders differ first
+    | st.floats()  # NaN and the infinities too: json.dumps writes them as NaN and Infinity
+    | st.text(),  # any code point, lone surrogates included
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=4), kids, max_size=4),
+    max_leaves=30,
+)
+
+
+def _same_reading(raw: bytes) -> None:
+    """`decode(raw)` reads what `json.loads` with the integer bound reads, or refuses it likewise."""
+    if not raw:
+        assert decode(raw) is None  # an empty body is no document (a 204's)
+        return
+    try:
+        expected = json.loads(raw.decode("utf-8"), parse_int=lambda text: int(text) if len(text) <= 1000 else 1 / 0)
+    except (ValueError, ZeroDivisionError):
+        with pytest.raises(Unusable):
+            decode(raw)
+        return
+    assert repr(decode(raw)) == repr(expected)  # repr: NaN is not equal to itself, -0.0 equals 0.0
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(value=ANY_VALUES, ascii_only=st.booleans())
+def test_the_fast_reader_reads_exactly_what_json_loads_reads(value: Any, ascii_only: bool) -> None:
+    """Any JSON text (NaN, Infinity, big integers, lone surrogates, any escapes) decodes as json.loads reads it."""
+    _same_reading(json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(
+    text=st.text(alphabet='0123456789-+.eE[]{}",:tnulrfaINyNi \\t\n\u00e9', max_size=30)
+    | st.sampled_from(["1e999", "-1e999", "[1e-999]", '"\\ud800"', "0" * 1000, "-" + "7" * 1000, "1" * 1001])
+)
+def test_the_fast_reader_refuses_and_reads_what_json_loads_does_on_broken_text(text: str) -> None:
+    """Near-JSON text (numbers, literals, escapes cut anywhere) is read or refused exactly as json.loads does."""
+    _same_reading(text.encode())
+
+
 def test_checks_quote_a_servers_values_bounded_and_printable() -> None:
     """A huge value, a long id list, a lone surrogate and a 1,000-digit integer fail checks with short messages."""
     huge = list(range(100_000))
