@@ -27,16 +27,19 @@ process; nothing else is touched.
 The loop probe's lags are always recorded; its stack sampler (what held the loop) only with `--stacks N`:
 it takes the daemon's GIL 200 times a second, so compare runs made with the same setting.
 
-Measured for issue 41 (500 scenarios, `--modes workers --window 40 --warmup 30`, one run each, this 2-core box
-with a full test run beside it for the first two): before, 1 core 0.57 attempts/s, 2 cores 0.30 (x0.52; the
-issue's x0.45 seen again); with the control worker and the making limit (`suite.pool`), 0.87 and 0.25 (x0.29);
-with suite workers pinned to one CPU each, 0.77 and 0.25 (x0.32). Not fixed. What the runs show: on 2 cores the
-daemon's process takes ~770 ms and its workers ~1,300 ms of CPU per attempt against ~220 and ~200 on 1 core, yet
-together they use only ~0.5 of the 2 cores, so by the model the agents' and servers' own processes take ~6 CPU-s
-per attempt on 2 cores against ~0.9 on 1: the second core's work goes to the agents' processes (500 Python
-harnesses and servers), not to the daemon's loop, which was idle in 98% of py-spy's samples. At 50 scenarios 2
-cores gave x2.18 of 1 (0.73 and 1.59 attempts/s), and 200 on 2 cores 1.50. Next: count what those processes
-spend (perf, per command) at 500 on 2 cores, and the wrapper's and readiness probe's polling under that load.
+Measured for issue 41, `--modes workers --window 40 --warmup 30`, one run of each row, on this 2-core box quiet
+(nothing else running): throughput grows with cores at every size. 50 scenarios: 1 core 1.07 attempts/s, 2 cores
+2.30 (x2.14); 200: 1.45 and 2.57 (x1.77); 500: 1.07 and 1.62 (x1.51). At 500 on 2 cores the daemon's process takes
+104 ms and its workers 189 ms of CPU per attempt (128 and 134 on 1 core), `status` p99 is 95.8 ms (44.1 on 1 core)
+and the loop's lag p99 19.4 ms. A `perf record -a` of that 500-scenario window found both cores busy all the time:
+half the samples in the agents' and servers' `python3`, a quarter in the daemon and its workers, and a fifth in
+`bash` and the tools of pyenv's `python3` shim (this box's `python3` is a pyenv shim: every agent and server start
+forks ~20 processes before Python runs), which a sandbox image does not have. The x0.29-0.52 measured before on this
+box came with a full test run beside the benchmark; the fixes of that session (sandbox `/proc` scans on a control
+worker of their own, suites being made held to half the pool's slots, suite workers pinned to a CPU each) are in
+these figures. What still grows with N per attempt: the local runtime's `/proc` scans (every process's environment
+read to find a sandbox's tagged processes, three scans per attempt), ~33 ms of worker CPU more per attempt at 500
+than at 200.
 
 Run: python benchmarks/bench_concurrency.py [--sizes 50,200,500] [--cores 1,2] [--turns 20] [--window 30]
      python benchmarks/bench_concurrency.py --smoke   (tiny sizes: it starts, finishes and prints its figures)

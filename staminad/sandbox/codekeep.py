@@ -39,6 +39,7 @@ import msgspec
 
 from staminad.sandbox.inside.beneath import MAX_DEPTH, WalkBudget, create_file, ensure_dir, open_root, read_file
 from staminad.sandbox.inside.loc import SKIP_DIRS
+from staminad.sandbox.keptbytes import remember, stored_bytes
 
 CODE_DIR = "code"  # below the sandbox directory
 BLOBS = f"{CODE_DIR}/blobs"
@@ -101,8 +102,7 @@ class _Keeper:
         self.files: dict[str, KeptFile] = {}
         self.cuts: list[str] = []
         self.read = 0
-        with os.scandir(self.blobs) as entries:  # what the scenario's earlier attempts kept
-            self.stored = sum(e.stat().st_size for e in entries if e.is_file(follow_symlinks=False))
+        self.stored = stored_bytes(self.blobs)  # what the scenario's earlier attempts kept
 
     def full(self) -> bool:
         if len(self.files) >= MAX_FILES:
@@ -158,6 +158,7 @@ class _Keeper:
         return True
 
     def listing(self, budget_exhausted: str) -> KeptCode:
+        remember(self.blobs, self.stored)
         if budget_exhausted:
             self._cut(f"the walk stopped after {MAX_ENTRIES} entries or {MAX_SECONDS:.0f} s ({budget_exhausted})")
         return KeptCode(taken_at=time.time(), files=self.files, cut="; ".join(self.cuts))
