@@ -23,15 +23,16 @@ Each figure is the median of --repeats runs, taken round-robin over the variants
 sees the same machine load; a variant whose first run takes longer than --cap
 seconds runs once (said in the table, xN), one whose runs take under QUICK seconds runs QUICK_FACTOR
 times as often (a 0.1 s suite is at the mercy of a busy machine's scheduler; xN again), and one whose
-run would take longer than --budget
-seconds (scaled from its previous turn by request count) is skipped ("over budget"). Ratios are
-against `floor` and `pytest+session` of the same server, turn and run of this script; `session/floor`
-is the most any client could gain over pytest + `requests.Session` on that server (the suite's requests
-are sequential: each test resets the server's state, and each step depends on the one before).
+run would take longer than --budget seconds (scaled from its previous turn by request count) is
+skipped ("-", as is a variant `--variants` leaves out). Ratios are against `floor` and `pytest+session`
+of the same server, turn and run of this script; `session/floor` is the most any client could gain over
+pytest + `requests.Session` on that server (the suite's requests are sequential: each test resets the
+server's state, and each step depends on the one before).
 
 `--smoke`: the first 20 tests of turn 0 on stdlib-http11 only, once per variant.
 
-Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20] [--smoke]
+Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20]
+     [--variants floor,ours,...] [--smoke]
 """
 
 from __future__ import annotations
@@ -213,6 +214,7 @@ def pytest_run(suite: Suite, base: str, tmp: Path, session: bool, empty: bool = 
 Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
 
 
+VARIANTS = ("floor", "ours", "ours-noqa", "pytest+session", "pytest+requests", "pytest-start")
 QUICK = 0.5  # seconds: a variant whose median run is shorter is repeated QUICK_FACTOR times as often
 QUICK_FACTOR = 5
 
@@ -272,7 +274,15 @@ def main() -> None:
     )
     ap.add_argument("--max-tests", type=int, default=0, help="only the suite's first N tests (0: all)")
     ap.add_argument("--smoke", action="store_true", help="20 tests of turn 0 on stdlib-http11, each variant once")
+    ap.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="the columns to measure (default: all); `floor,ours` gives ours/floor in minutes, not an hour",
+    )
     args = ap.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    if unknown := set(variants) - set(VARIANTS):
+        sys.exit(f"bench_suite: no variant {', '.join(sorted(unknown))} (there are {', '.join(VARIANTS)})")
     quick_factor = QUICK_FACTOR
     if args.smoke:
         args.turns, args.stacks, args.repeats, args.max_tests, quick_factor = "0", "stdlib-http11", 1, 20, 1
@@ -314,11 +324,13 @@ def main() -> None:
                         "pytest-start": lambda: pytest_run(suite, base, tmp, True, empty=True),  # noqa: B023
                     }
                     budget.server = stack
-                    got = measure_all(runs, n, args.repeats, args.cap, budget, quick_factor)
+                    chosen = {k: run for k, run in runs.items() if k in variants}
+                    got = measure_all(chosen, n, args.repeats, args.cap, budget, quick_factor)
+                    got |= {k: None for k in runs if k not in chosen}
 
                 def cell(m: Measured, width: int, n: int = n) -> str:
                     if m is None:
-                        return "over budget".rjust(width)
+                        return "-".rjust(width)  # over the budget, or left out by --variants
                     runs = "" if m[1] == args.repeats else f" x{m[1]}"
                     return f"{m[0]:7.2f} {n / m[0]:6.0f}{runs}".rjust(width)
 
@@ -327,7 +339,7 @@ def main() -> None:
 
                 fl, ok, nq, ps, pr, st = (got[k] for k in runs)
                 net = None if ps is None or st is None else (ps[0] - st[0], ps[1])
-                start = "over budget" if st is None else f"{st[0]:7.2f}"
+                start = "-" if st is None else f"{st[0]:7.2f}"
                 print(
                     f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
                     f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {start:>12} | {ratio(ok, fl, 2):>10}  "
