@@ -104,14 +104,14 @@ def _same_reading(raw: bytes) -> None:
     assert repr(decode(raw)) == repr(expected)  # repr: NaN is not equal to itself, -0.0 equals 0.0
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(value=ANY_VALUES, ascii_only=st.booleans())
 def test_the_fast_reader_reads_exactly_what_json_loads_reads(value: Any, ascii_only: bool) -> None:
     """Any JSON text (NaN, Infinity, big integers, lone surrogates, any escapes) decodes as json.loads reads it."""
     _same_reading(json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass"))
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(
     text=st.text(alphabet='0123456789-+.eE[]{}",:tnulrfaINyNi \\t\n\u00e9', max_size=30)
     | st.sampled_from(["1e999", "-1e999", "[1e-999]", '"\\ud800"', "0" * 1000, "-" + "7" * 1000, "1" * 1001])
