@@ -178,18 +178,16 @@ def _closes(version: bytes, connection: str) -> bool:
 
 def _length(value: str, cap: int) -> int:
     if value.isdigit() and value.isascii() and len(value) < 8:
-        length = int(value)  # the common case: one plain length, at most 9,999,999 (checked against the cap)
-        if length > cap:
-            raise TransportError(f"response larger than {cap} bytes", bad=True)
-        return length
-    values = {v.strip() for v in value.split(",")}
-    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
-    if len(values) != 1 or not (text := values.pop()).isascii() or not text.isdigit():
-        raise TransportError(f"bad Content-Length {value[:40]!r}", bad=True)
-    # Past the cap's digits it is too large whatever it says, and int() refuses 5,000 digits (ValueError),
-    # leading zeros included.
-    digits = text.lstrip("0") or "0"
-    length = int(digits) if len(digits) <= len(str(cap)) else cap + 1
+        length = int(value)  # the common case: one plain length of at most 7 digits
+    else:
+        values = {v.strip() for v in value.split(",")}
+        # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+        if len(values) != 1 or not (text := values.pop()).isascii() or not text.isdigit():
+            raise TransportError(f"bad Content-Length {value[:40]!r}", bad=True)
+        # Past the cap's digits it is too large whatever it says, and int() refuses 5,000 digits (ValueError),
+        # leading zeros included.
+        digits = text.lstrip("0") or "0"
+        length = int(digits) if len(digits) <= len(str(cap)) else cap + 1
     if length > cap:
         raise TransportError(f"response larger than {cap} bytes", bad=True)
     return length
