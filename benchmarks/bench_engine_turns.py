@@ -229,6 +229,7 @@ def main() -> None:
         "0: in threads of this process)",
     )
     ap.add_argument("--smoke", action="store_true", help="4 turns, windows 1-2 and 3-4")
+    ap.add_argument("--keep", type=Path, help="copy the run's staminad.db here (for --analyze later)")
     args = ap.parse_args()
     if args.smoke:
         args.turns, args.windows = 4, "1-2,3-4"
@@ -280,6 +281,11 @@ def main() -> None:
         summaries = anyio.run(pooled, args.workers, sweep, fp, tmp / "state", factory, emit, pack)
         wall = time.perf_counter() - t0
         db = tmp / "state" / "staminad.db"
+        if args.keep:
+            keep = sqlite3.connect(args.keep)
+            with sqlite3.connect(db) as src:
+                src.backup(keep)
+            keep.close()
         conn = sqlite3.connect(db)
         rows = conn.execute(
             "SELECT turn, scenario_id, outcome, harness_seconds, marker_latency, server_seconds, "

@@ -60,6 +60,8 @@ class Connection:
         self._host_header = f"Host: {host}:{port}\r\n"
         self._deadline = 0.0
         self._sock_timeout: float | None = None  # the timeout the socket's calls have now (see `_bound`)
+        self._idle_poll = select.poll()  # `_reusable`'s, registered for `_idle_fd`
+        self._idle_fd = -1
         self._interrupted = threading.Event()
         self._guard = threading.Lock()  # orders interrupt() against the owner replacing or closing the socket
 
@@ -259,9 +261,11 @@ class Connection:
         assert self._sock is not None
         if self._buf:
             return False
-        poller = select.poll()
-        poller.register(self._sock.fileno(), select.POLLIN | select.POLLPRI)
-        return not poller.poll(0)
+        fd = self._sock.fileno()
+        if fd != self._idle_fd:  # a poll object holds descriptor numbers only: one per connection is enough
+            self._idle_poll, self._idle_fd = select.poll(), fd
+            self._idle_poll.register(fd, select.POLLIN | select.POLLPRI)
+        return not self._idle_poll.poll(0)
 
     def _peer_reset(self) -> bool:
         """After EOF: whether a reset followed the server's FIN (so it closed without reading our request)."""

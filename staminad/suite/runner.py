@@ -211,14 +211,29 @@ def _judge(step: Step, status: int, raw: bytes) -> tuple[str, bool, bool, str] |
     return None
 
 
-def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResult:
-    """One test: reset, then each step; the first failing step decides the result."""
+def encoded(step: Step) -> bytes | None:
+    """The body `step` sends: `raw` as it is, else its JSON (None: no body)."""
+    if step.raw is not None:
+        return step.raw
+    return json.dumps(step.body).encode() if step.has_body else None
+
+
+Bodies = tuple[tuple[bytes | None, ...], ...]  # each test's step bodies as sent, `encoded` ahead (`bodies`)
+
+
+def bodies(suite: Suite) -> Bodies:
+    """Every step's body as sent, encoded once when the suite is made (a worker keeping it does this while the
+    harness works), so that encoding JSON is not on the path from one answer to the next request."""
+    return tuple(tuple(encoded(step) for step in test.steps) for test in suite.tests)
+
+
+def _run_test(
+    test: Test, transport: Transport, counter: list[int], sent: tuple[bytes | None, ...] | None
+) -> TestResult:
+    """One test: reset, then each step (its body from `sent` when encoded ahead); the first failing step decides."""
     for index, step in enumerate((_RESET, *test.steps)):
-        body: bytes | None
-        if step.raw is not None:
-            body, content_type = step.raw, step.content_type
-        else:
-            body, content_type = (json.dumps(step.body).encode() if step.has_body else None), JSON_TYPE
+        body = None if index == 0 else sent[index - 1] if sent is not None else encoded(step)
+        content_type = step.content_type if step.raw is not None else JSON_TYPE
         counter[0] += 1
         try:
             status, raw = transport.request(step.method, step.path, body, content_type)
@@ -253,9 +268,16 @@ def _run_test(test: Test, transport: Transport, counter: list[int]) -> TestResul
 
 
 def run_suite_blocking(
-    suite: Suite, transport: Transport, alive: Callable[[], bool] | None = None, stop: threading.Event | None = None
+    suite: Suite,
+    transport: Transport,
+    alive: Callable[[], bool] | None = None,
+    stop: threading.Event | None = None,
+    sent: Bodies | None = None,
 ) -> SuiteResult:
-    """Run every test in order in this thread; stop early (failing the rest) once the server is gone or on `stop`."""
+    """Run every test in order in this thread; stop early (failing the rest) once the server is gone or on `stop`.
+
+    `sent`: the suite's `bodies`, when they were encoded ahead; else each is encoded as its request goes out.
+    """
     start = time.perf_counter()
     results: list[TestResult] = []
     counter = [0]
@@ -275,7 +297,7 @@ def run_suite_blocking(
             ]
             break
         try:
-            results.append(_run_test(test, transport, counter))
+            results.append(_run_test(test, transport, counter, sent[i] if sent is not None else None))
             timeouts = 0
             continue
         except _Dead as dead:
@@ -304,11 +326,12 @@ def run_suite_blocking(
 
 
 async def run_suite(
-    suite: Suite, transport: Transport, alive: Callable[[], Awaitable[bool]] | None = None
+    suite: Suite, transport: Transport, alive: Callable[[], Awaitable[bool]] | None = None, sent: Bodies | None = None
 ) -> SuiteResult:
     """Run every test in order in a worker thread; stop early (failing the rest) once the server is gone.
 
-    `alive` is awaited on the event loop when a request timed out or was refused. On cancellation
+    `alive` is awaited on the event loop when a request timed out or was refused; `sent` as in
+    `run_suite_blocking`. On cancellation
     the thread is told to stop and the transport's request in flight is interrupted (when it can
     be); this returns only after the thread has let go of the transport.
     """
@@ -329,5 +352,5 @@ async def run_suite(
     # Interrupted, a request ends at once; one that somehow is not ends within its own budget.
     grace = transport.timeout + 5.0 if isinstance(transport, Interruptible) else GRACE
     return await run_in_thread(
-        lambda: run_suite_blocking(suite, transport, probe if alive else None, stop), interrupt, grace
+        lambda: run_suite_blocking(suite, transport, probe if alive else None, stop, sent), interrupt, grace
     )

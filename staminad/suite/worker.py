@@ -42,7 +42,7 @@ from staminad.suite.generate import generate_suite
 from staminad.suite.history import History
 from staminad.suite.http11 import Http11Transport
 from staminad.suite.model import Suite
-from staminad.suite.runner import SuiteResult, run_suite_blocking
+from staminad.suite.runner import Bodies, SuiteResult, bodies, run_suite_blocking
 from staminad.suite.verdict import SuiteVerdict, verdict_of
 
 HEADER = struct.Struct(">I")
@@ -144,7 +144,8 @@ class _Jobs:
         self.write_lock = threading.Lock()
         self.guard = threading.Lock()
         self.running: dict[int, tuple[threading.Event, Http11Transport | None]] = {}
-        self.kept: dict[int, Suite] = {}  # suites generated with `keep`, by the job that made them, until a `Drop`
+        # Suites generated with `keep` (and their bodies, encoded then), by the job that made them, until a `Drop`.
+        self.kept: dict[int, tuple[Suite, Bodies]] = {}
 
     def reply(self, message: Reply) -> None:
         data = frame(message)
@@ -178,20 +179,21 @@ class _Jobs:
             elif isinstance(request, Generate):
                 suite = generate_suite(request.state, request.seed, request.turn, request.history, request.attempt)
                 if request.keep:
+                    made = (suite, bodies(suite))  # encoded now, while the harness works: not per request
                     with self.guard:  # a job stopped meanwhile keeps nothing: its caller is gone
                         if not stop.is_set():
-                            self.kept[request.job] = suite
+                            self.kept[request.job] = made
                     value = (len(suite.tests), sum(1 + len(t.steps) for t in suite.tests))
                 else:
                     value = pack(suite)
             else:
-                suite = self.kept[request.kept] if request.kept else unpack(request.suite, SUITE)
+                suite, sent = self.kept[request.kept] if request.kept else (unpack(request.suite, SUITE), None)
                 with Http11Transport.for_url(request.url, request.timeout) as transport:
                     with self.guard:
                         self.running[request.job] = (stop, transport)
                     if stop.is_set():
                         transport.interrupt()
-                    result = run_suite_blocking(suite, transport, None, stop)
+                    result = run_suite_blocking(suite, transport, None, stop, sent)
                     value = pack(verdict_of(result, request.feedback) if request.feedback else result)  # type: ignore[arg-type]
             self.reply(Done(job=request.job, value=value))
         except Exception as exc:  # noqa: BLE001 - any failure of a job goes back to the daemon, which raises it there

@@ -18,9 +18,9 @@ from staminad.reference.server import App, make_server
 from staminad.suite.generate import generate_suite
 from staminad.suite.history import state_and_history
 from staminad.suite.http11 import Http11Transport
-from staminad.suite.model import Equals, Suite, req
+from staminad.suite.model import JSON_TYPE, Equals, Suite, req
 from staminad.suite.model import Test as SuiteTest
-from staminad.suite.runner import SuiteResult, run_suite
+from staminad.suite.runner import SuiteResult, bodies, run_suite, run_suite_blocking
 from tests.helpers import free_port, listening
 from tests.helpers.rawserver import Conn, RawServer
 
@@ -77,6 +77,35 @@ async def test_mutant_fails_with_request_and_response_excerpts() -> None:
     assert fail.category == "validation" and fail.rule == "null"
     assert fail.request.startswith("POST /") and "null" in fail.request
     assert fail.status in (200, 201) and fail.response.startswith("{")
+
+
+class _Recording:
+    """A transport that keeps every request it forwards, byte for byte."""
+
+    def __init__(self, inner: Http11Transport) -> None:
+        self.inner, self.sent = inner, list[tuple[str, str, bytes | None, str | None]]()
+
+    def request(
+        self, method: str, path: str, body: bytes | None, content_type: str | None = JSON_TYPE
+    ) -> tuple[int, bytes]:
+        self.sent.append((method, path, body, content_type))
+        return self.inner.request(method, path, body, content_type)
+
+
+@pytest.mark.parametrize("bugs", [[], ["accept-null"]])
+async def test_bodies_encoded_ahead_send_the_same_requests_and_judge_the_same(bugs: list[str]) -> None:
+    """A suite run with its bodies encoded ahead (`bodies`, as a worker keeping it does) sends the very bytes, and
+    gets the very results, that encoding each body as its request goes out gives."""
+    suite = _suite(15)
+    runs = []
+    for sent in (None, bodies(suite)):
+        with reference(15, bugs) as url, Http11Transport.for_url(url) as inner:
+            recording = _Recording(inner)
+            result = await anyio.to_thread.run_sync(lambda: run_suite_blocking(suite, recording, None, None, sent))  # noqa: B023
+        runs.append((recording.sent, list(result.results)))
+    assert runs[0] == runs[1]
+    assert any(body is not None and content == JSON_TYPE for _, _, body, content in runs[0][0])
+    assert bool(bugs) == any(not r.passed for r in runs[0][1])
 
 
 def _tiny_suite(n: int = 3) -> Suite:
