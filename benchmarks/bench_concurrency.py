@@ -37,7 +37,9 @@ half the samples in the agents' and servers' `python3`, a quarter in the daemon 
 forks ~20 processes before Python runs), which a sandbox image does not have. The x0.29-0.52 measured before on this
 box came with a full test run beside the benchmark; the fixes of that session (sandbox `/proc` scans on a control
 worker of their own, suites being made held to half the pool's slots, suite workers pinned to a CPU each) are in
-these figures. What still grows with N per attempt: the local runtime's `/proc` scans (every process's environment
+these figures. The second run, the same command on the same box quiet again a session later (its host less
+loaded: every row faster): 50 scenarios 1.67 and 3.50 attempts/s (x2.09), 200: 1.97 and 3.72 (x1.89), 500: 2.00
+and 4.27 (x2.14); `status` p99 at 500 on 2 cores 17.1 ms (19.4 on 1 core). What still grows with N per attempt: the local runtime's `/proc` scans (every process's environment
 read to find a sandbox's tagged processes, three scans per attempt), ~33 ms of worker CPU more per attempt at 500
 than at 200.
 
