@@ -26,10 +26,18 @@ Measured in one run each, side by side on a busy 2-core box (load ~15), `--turns
 1-10,70-80` (2,140 tests at turn 80; harness ~400 ms there, so generation was hidden before too): before, turns
 70-80 0.61x turns 1-10 (29.9 vs 49.0 ms); after, 0.98x (57.0 vs 58.4 ms), with teardown 19 -> 58 ms median: in
 process the made-ahead suite's thread takes the GIL from the teardown and the next launch (the daemon makes it in
-a worker process). Turn 1,000 with a harness faster than generation (the issue's 19.7x) is not measured here yet.
+a worker process).
+
+Turn 1,000 with the defaults (the reference agent's harness ~105 ms, faster than making its suite; the daemon's 2
+workers), on a quiet 2-core box, two runs a session apart: turns 1-10 / 490-500 / 990-1000 took 8.1 / 9.5 / 9.3 ms
+(1.18x, 1.15x) and 9.0 / 8.3 / 10.3 ms (0.92x, 1.15x); before issue 41, 190.7 ms at turns 990-1000, 19.7x. The
+store of the first run (`--keep`, then `--analyze`) puts 1.7 ms of turn 1's overhead between attempts and 2.6 ms
+of turn 900's: the code kept, the step reads (`turns_passed` counts an index's entries, 0.3 -> 0.5 ms) and the new
+row; inside the attempt 6.5 -> 7.0 ms, as the verdict's record grows with the suite (2.3 -> 9 KB of results).
+A session before, on the same box busier, 12.9 / 15.0 / 17.8 ms (1.38x).
 
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
-     [--runtime local|docker [--no-launcher] [--workspace mount|volume]] [--smoke]
+     [--runtime local|docker [--no-launcher] [--workspace mount|volume]] [--keep DB] [--analyze DB] [--smoke]
 
 `--smoke`: 4 turns, windows 1-2 and 3-4.
 
