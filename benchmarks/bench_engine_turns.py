@@ -34,7 +34,8 @@ workers), on a quiet 2-core box, two runs a session apart: turns 1-10 / 490-500 
 store of the first run (`--keep`, then `--analyze`) puts 1.7 ms of turn 1's overhead between attempts and 2.6 ms
 of turn 900's: the code kept, the step reads (`turns_passed` counts an index's entries, 0.3 -> 0.5 ms) and the new
 row; inside the attempt 6.5 -> 7.0 ms, as the verdict's record grows with the suite (2.3 -> 9 KB of results).
-A session before, on the same box busier, 12.9 / 15.0 / 17.8 ms (1.38x).
+A session before, on a box about 2.7x slower (harness 168 ms and suite 1.6 s a turn against 105 ms and 0.58 s):
+12.9 / 15.0 / 17.8 ms (1.38x).
 
 Run: python benchmarks/bench_engine_turns.py [--turns 1000] [--seed 0] [--weights steady|uniform]
      [--runtime local|docker [--no-launcher] [--workspace mount|volume]] [--keep DB] [--analyze DB] [--smoke]
