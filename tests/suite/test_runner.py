@@ -94,8 +94,7 @@ class _Recording:
 
 @pytest.mark.parametrize("bugs", [[], ["accept-null"]])
 async def test_bodies_encoded_ahead_send_the_same_requests_and_judge_the_same(bugs: list[str]) -> None:
-    """A suite run with its bodies encoded ahead (`bodies`, as a worker keeping it does) sends the very bytes, and
-    gets the very results, that encoding each body as its request goes out gives."""
+    """Bodies encoded ahead (`bodies`, as a keeping worker does) send the same bytes and get the same results."""
     suite = _suite(15)
     runs = []
     for sent in (None, bodies(suite)):
