@@ -39,9 +39,9 @@ box came with a full test run beside the benchmark; the fixes of that session (s
 worker of their own, suites being made held to half the pool's slots, suite workers pinned to a CPU each) are in
 these figures. The second run, the same command on the same box quiet again a session later (its host less
 loaded: every row faster): 50 scenarios 1.67 and 3.50 attempts/s (x2.09), 200: 1.97 and 3.72 (x1.89), 500: 2.00
-and 4.27 (x2.14); `status` p99 at 500 on 2 cores 17.1 ms (19.4 on 1 core). What still grows with N per attempt: the local runtime's `/proc` scans (every process's environment
-read to find a sandbox's tagged processes, three scans per attempt), ~33 ms of worker CPU more per attempt at 500
-than at 200.
+and 4.27 (x2.14); `status` p99 at 500 on 2 cores 17.1 ms (19.4 on 1 core). What still grows with N per
+attempt: the local runtime's `/proc` scans (every process's environment read to find a sandbox's tagged processes,
+three scans per attempt), ~33 ms of worker CPU more per attempt at 500 than at 200.
 
 Run: python benchmarks/bench_concurrency.py [--sizes 50,200,500] [--cores 1,2] [--turns 20] [--window 30]
      python benchmarks/bench_concurrency.py --smoke   (tiny sizes: it starts, finishes and prints its figures)

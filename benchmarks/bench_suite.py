@@ -26,9 +26,10 @@ seconds runs once (said in the table, xN), one whose runs take under QUICK secon
 times as often (a 0.1 s suite is at the mercy of a busy machine's scheduler; xN again), and one whose
 run would take longer than --budget seconds (scaled from its previous turn by request count) is
 skipped ("-", as is a variant `--variants` leaves out). Ratios are against `floor` and `pytest+session`
-of the same server, turn and run of this script; `session/floor` is the most any client could gain over
-pytest + `requests.Session` on that server (the suite's requests are sequential: each test resets the
-server's state, and each step depends on the one before).
+of the same server, turn and run of this script (`paired`: the median of ours/floor over the rounds, each
+pair run back to back, so that the machine's speed drifting between rounds cancels out); `session/floor` is the
+most any client could gain over pytest + `requests.Session` on that server (the suite's requests are
+sequential: each test resets the server's state, and each step depends on the one before).
 
 `--smoke`: the first 20 tests of turn 0 on stdlib-http11 only, once per variant.
 
@@ -214,7 +215,7 @@ def pytest_run(suite: Suite, base: str, tmp: Path, session: bool, empty: bool = 
     return wall
 
 
-Measured = tuple[float, int] | None  # (median wall, runs), or None: skipped as over the budget
+Measured = tuple[float, int, list[float]] | None  # (median wall, runs, each run's wall), or None: skipped
 
 
 VARIANTS = ("floor", "ours", "ours-noqa", "pytest+session", "pytest+requests", "pytest-start")
@@ -243,7 +244,18 @@ def measure_all(
     for _ in range(repeats * (quick_factor - 1)):  # still round-robin, over the quick ones
         for name in quick:
             walls[name].append(runs[name]())
-    return {name: (statistics.median(walls[name]), len(walls[name])) if name in walls else None for name in runs}
+    return {
+        name: (statistics.median(walls[name]), len(walls[name]), walls[name]) if name in walls else None
+        for name in runs
+    }
+
+
+def paired(a: Measured, b: Measured) -> str:
+    """The median of a/b over the rounds both ran in (each pair back to back, so a drift in the machine's speed
+    between rounds cancels out), or "-"."""
+    if a is None or b is None or len(a[2]) != len(b[2]):
+        return "-"
+    return f"{statistics.median(x / y for x, y in zip(a[2], b[2], strict=True)):.2f}x"
 
 
 class Budget:
@@ -304,7 +316,7 @@ def main() -> None:
     print(
         f"{'server':18} {'turn':>4} {'tests':>5} {'reqs':>5} | {'floor':>12} | {'ours':>17} | "
         f"{'ours-noqa':>18} | {'pytest+session':>19} | {'pytest+requests':>17} | {'pytest-start':>12} | "
-        "ours/floor  session/ours  net/ours  session/floor"
+        "ours/floor  paired  session/ours  net/ours  session/floor"
     )
     # One event loop for every run of ours, as the daemon has one: a loop's first hand-off to a thread costs ~8 ms
     # (its thread machinery made), which a fresh `asyncio.run` per run would add to every run's wall.
@@ -343,11 +355,12 @@ def main() -> None:
                     return "-" if a is None or b is None else f"{a[0] / b[0]:.{digits}f}x"
 
                 fl, ok, nq, ps, pr, st = (got[k] for k in runs)
-                net = None if ps is None or st is None else (ps[0] - st[0], ps[1])
+                net: Measured = None if ps is None or st is None else (ps[0] - st[0], ps[1], [])
                 start = "-" if st is None else f"{st[0]:7.2f}"
                 print(
                     f"{stack:18} {turn:4} {len(suite.tests):5} {n:5} | {cell(fl, 12)} | {cell(ok, 17)} | "
                     f"{cell(nq, 18)} | {cell(ps, 19)} | {cell(pr, 17)} | {start:>12} | {ratio(ok, fl, 2):>10}  "
+                    f"{paired(ok, fl):>6}  "
                     f"{ratio(ps, ok, 1):>11}  {ratio(net, ok, 1):>8}  {ratio(ps, fl, 1):>13}",
                     flush=True,
                 )

@@ -26,7 +26,7 @@ LOCAL: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "bench_generate.py": ((), (rf"20 turns\s+weighted\s+wall {NUM} s \[{NUM}-{NUM}\]\s+CPU {NUM} s",)),
     "bench_suite.py": (
         (),
-        (rf"stdlib-http11\s+0\s+20\s+\d+ \|.*\|\s+{NUM} \|\s+{NUM}x\s+{NUM}x\s+{NUM}x\s+{NUM}x",),
+        (rf"stdlib-http11\s+0\s+20\s+\d+ \|.*\|\s+{NUM} \|\s+{NUM}x\s+{NUM}x\s+{NUM}x\s+{NUM}x\s+{NUM}x",),
     ),
     "bench_sweep.py": (("sweep",), (rf"engine overhead\s+median\s+{NUM} ms\s+p99\s+{NUM} ms",)),
     "bench_engine_turns.py": (("sweep",), (rf"turns\s+3-\s+4: engine overhead median\s+{NUM} ms",)),
