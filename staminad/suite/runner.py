@@ -331,9 +331,8 @@ async def run_suite(
     """Run every test in order in a worker thread; stop early (failing the rest) once the server is gone.
 
     `alive` is awaited on the event loop when a request timed out or was refused; `sent` as in
-    `run_suite_blocking`. On cancellation
-    the thread is told to stop and the transport's request in flight is interrupted (when it can
-    be); this returns only after the thread has let go of the transport.
+    `run_suite_blocking`. On cancellation the thread is told to stop and the transport's request in
+    flight is interrupted (when it can be); this returns only after the thread has let go of the transport.
     """
     stop = threading.Event()
 
