@@ -33,8 +33,13 @@ sequential: each test resets the server's state, and each step depends on the on
 
 `--smoke`: the first 20 tests of turn 0 on stdlib-http11 only, once per variant.
 
+`--pin CPU` runs this script and every zoo server on that one CPU. Each request's wall is then the server's CPU
+time plus the client's, with no wake-up across cores: the steadiest figure on a shared virtual machine, where
+unpinned runs of one cell scatter by +-20% (measured on this project's 2-core box, back-to-back runs of the same
+suite: floor 0.88-1.25 s unpinned, 1.01-1.11 s pinned).
+
 Run: python benchmarks/bench_suite.py [--seed 0] [--turns 0,50,100] [--repeats 3] [--stacks a,b] [--cap 20]
-     [--variants floor,ours,...] [--smoke]
+     [--variants floor,ours,...] [--pin CPU] [--smoke]
 """
 
 from __future__ import annotations
@@ -289,6 +294,7 @@ def main() -> None:
     )
     ap.add_argument("--max-tests", type=int, default=0, help="only the suite's first N tests (0: all)")
     ap.add_argument("--smoke", action="store_true", help="20 tests of turn 0 on stdlib-http11, each variant once")
+    ap.add_argument("--pin", type=int, help="run this script and every zoo server on this one CPU")
     ap.add_argument(
         "--variants",
         default=",".join(VARIANTS),
@@ -301,6 +307,10 @@ def main() -> None:
     quick_factor = QUICK_FACTOR
     if args.smoke:
         args.turns, args.stacks, args.repeats, args.max_tests, quick_factor = "0", "stdlib-http11", 1, 20, 1
+    if args.pin is not None:
+        if args.pin not in os.sched_getaffinity(0):
+            sys.exit(f"bench_suite: --pin {args.pin}: not one of this process's CPUs {sorted(os.sched_getaffinity(0))}")
+        os.sched_setaffinity(0, {args.pin})  # the zoo servers, started later, inherit it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so an interrupted run still stops its zoo server
     budget = Budget(args.budget)
     turns = [int(t) for t in args.turns.split(",")]
@@ -312,6 +322,7 @@ def main() -> None:
     print(
         f"seed {args.seed}; median of {args.repeats} runs (xN: runs, where fewer); wall in s, req/s; "
         "floor = the same requests replayed by a minimal blocking client"
+        + (f"; client and servers on CPU {args.pin}" if args.pin is not None else "")
     )
     print(
         f"{'server':18} {'turn':>4} {'tests':>5} {'reqs':>5} | {'floor':>12} | {'ours':>17} | "
